@@ -1,0 +1,157 @@
+# ViT from scratch in C.
+#
+#   make            build the library, chapters, tools, viewer and tests
+#   make run        install missing packages, build, run the main program
+#   make test       install missing packages, build, run every test suite
+#   make sanitize   the same tests under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make docs       Doxygen book into docs/html (warnings are errors)
+#   make bench      GEMM and forward-pass benchmarks
+#   make clean
+#
+# Options: BLAS=0 (no OpenBLAS), NO_OMP=1 (no OpenMP), CC=clang, BUILD=dir.
+
+CC      ?= cc
+BUILD   ?= build
+OPT     ?= -O2
+CFLAGS  ?= $(OPT) -g
+# -march: generic x86-64 stays portable; the GEMM kernel picks wider SIMD at run time.
+WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wno-unused-parameter
+CPPFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Ilib $(shell pkg-config --cflags libcjson stb 2>/dev/null)
+LDLIBS_BASE   := $(shell pkg-config --libs libcjson stb 2>/dev/null || echo -lcjson -lstb) -lm
+
+# ---------------------------------------------------------------- detection
+# Each optional part is found by compiling a tiny program, and reported.
+HASH := \#
+COMMA := ,
+try_cc = $(shell printf '$(2)' | $(CC) -x c - -o /dev/null $(1) >/dev/null 2>&1 && echo yes)
+
+ifeq ($(NO_OMP),1)
+  HAVE_OMP :=
+else
+  HAVE_OMP := $(call try_cc,-fopenmp,$(HASH)include <omp.h>\nint main(void){return omp_get_max_threads() < 1;}\n)
+endif
+ifeq ($(HAVE_OMP),yes)
+  OMP_FLAGS := -fopenmp
+else
+  OMP_FLAGS := -Wno-unknown-pragmas
+endif
+
+BLAS_CFLAGS := $(shell pkg-config --cflags openblas 2>/dev/null)
+BLAS_LIBS   := $(shell pkg-config --libs openblas 2>/dev/null || echo -lopenblas)
+ifeq ($(BLAS),0)
+  HAVE_BLAS :=
+else
+  HAVE_BLAS := $(call try_cc,$(BLAS_CFLAGS) $(BLAS_LIBS),$(HASH)include <cblas.h>\nint main(void){float x=2;return cblas_sdot(1$(COMMA)&x$(COMMA)1$(COMMA)&x$(COMMA)1) != 4;}\n)
+endif
+ifeq ($(HAVE_BLAS),yes)
+  BLAS_FLAGS := -DVIT_HAVE_BLAS $(BLAS_CFLAGS)
+else
+  BLAS_LIBS  :=
+endif
+
+ALL_CFLAGS := $(CPPFLAGS_BASE) $(BLAS_FLAGS) $(OMP_FLAGS) $(WARN) $(CFLAGS) $(EXTRA_CFLAGS)
+ALL_LDLIBS := $(LDLIBS_BASE) $(BLAS_LIBS) $(OMP_FLAGS) $(EXTRA_LDFLAGS)
+
+# ------------------------------------------------------------------ sources
+LIB_SRC      := $(sort $(wildcard lib/*.c))
+LIB_OBJ      := $(LIB_SRC:%.c=$(BUILD)/%.o)
+LIB          := $(BUILD)/libvit.a
+
+CHAPTER_SRC  := $(sort $(wildcard chapters/[0-9][0-9]_*.c))
+CHAPTER_BIN  := $(CHAPTER_SRC:chapters/%.c=$(BUILD)/chapters/%)
+# the same chapters without their main(), linked into the test runner
+CHAPTER_TOBJ := $(CHAPTER_SRC:chapters/%.c=$(BUILD)/tests/chapters/%.o)
+
+TEST_SRC     := $(sort $(wildcard tests/*.c))
+TEST_OBJ     := $(TEST_SRC:%.c=$(BUILD)/%.o)
+TEST_SUITES  := $(patsubst tests/test_%.c,%,$(filter tests/test_%.c,$(TEST_SRC)))
+TEST_RUNNER  := $(BUILD)/tests/run
+
+VIT_SRC      := $(sort $(wildcard tools/vit*.c))
+VIT_BIN      := $(if $(VIT_SRC),$(BUILD)/vit)
+BENCH_SRC    := $(wildcard tools/bench.c)
+BENCH_BIN    := $(if $(BENCH_SRC),$(BUILD)/bench)
+VIEWER_SRC   := $(sort $(wildcard viewer/*.c))
+VIEWER_BIN   := $(if $(VIEWER_SRC),$(BUILD)/vitview)
+
+.PHONY: all run test sanitize docs bench clean deps config chapters
+.DEFAULT_GOAL := all
+
+all: config $(LIB) $(CHAPTER_BIN) $(VIT_BIN) $(VIEWER_BIN) $(BENCH_BIN) $(TEST_RUNNER)
+
+config:
+	@echo "build: $(CC), OpenMP: $(if $(HAVE_OMP),yes,no), OpenBLAS: $(if $(HAVE_BLAS),yes,no) -> $(BUILD)/"
+
+deps:
+	@./scripts/deps.sh
+
+# ------------------------------------------------------------------- rules
+$(BUILD)/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+$(LIB): $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/chapters/%: $(BUILD)/chapters/%.o $(LIB)
+	$(CC) $(ALL_CFLAGS) $< $(LIB) $(ALL_LDLIBS) -o $@
+
+$(BUILD)/tests/chapters/%.o: chapters/%.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -DCHAPTER_NO_MAIN -MMD -MP -c $< -o $@
+
+# The runner's suite table is generated from the test file names: adding
+# tests/test_foo.c (which defines CU_TestInfo tests_foo[]) adds suite "foo".
+$(BUILD)/tests/suites.h: $(TEST_SRC) Makefile
+	@mkdir -p $(@D)
+	@printf '%s\n' $(foreach s,$(TEST_SUITES),'SUITE($(s))') > $@.tmp
+	@cmp -s $@.tmp $@ 2>/dev/null && rm -f $@.tmp || mv $@.tmp $@
+
+$(BUILD)/tests/%.o: ALL_CFLAGS += -I$(BUILD)/tests -DVIT_TEST_DIR=\"$(CURDIR)/tests\"
+$(BUILD)/tests/runner.o: $(BUILD)/tests/suites.h
+
+$(TEST_RUNNER): $(TEST_OBJ) $(CHAPTER_TOBJ) $(LIB)
+	$(CC) $(ALL_CFLAGS) $(TEST_OBJ) $(CHAPTER_TOBJ) $(LIB) -lcunit $(ALL_LDLIBS) -o $@
+
+$(BUILD)/vit: $(VIT_SRC:%.c=$(BUILD)/%.o) $(LIB)
+	$(CC) $(ALL_CFLAGS) $^ $(ALL_LDLIBS) -o $@
+
+$(BUILD)/bench: $(BUILD)/tools/bench.o $(LIB)
+	$(CC) $(ALL_CFLAGS) $^ $(ALL_LDLIBS) -o $@
+
+$(BUILD)/vitview: $(VIEWER_SRC:%.c=$(BUILD)/%.o) $(LIB)
+	$(CC) $(ALL_CFLAGS) $^ $(shell pkg-config --libs ncursesw 2>/dev/null || echo -lncursesw) $(ALL_LDLIBS) -o $@
+
+# ----------------------------------------------------------------- targets
+chapters: $(CHAPTER_BIN)
+
+# run, test, sanitize and bench install packages first, then re-enter make so
+# that the detection above sees what was just installed.
+run: deps
+	@$(MAKE) --no-print-directory all
+	@for c in $(CHAPTER_BIN); do echo; echo "### $$c"; echo; $$c || exit 1; done
+
+test: deps
+	@$(MAKE) --no-print-directory all
+	@$(TEST_RUNNER)
+	@if [ -x tests/viewer_tmux.sh ] && [ -x $(BUILD)/vitview ]; then tests/viewer_tmux.sh $(BUILD)/vitview; fi
+
+SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+sanitize: deps
+	@$(MAKE) --no-print-directory BUILD=build/sanitize OPT=-O1 \
+	    EXTRA_CFLAGS="$(SAN_FLAGS)" EXTRA_LDFLAGS="$(SAN_FLAGS)" all
+	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	    VIT_SANITIZE=1 build/sanitize/tests/run
+
+docs:
+	@./scripts/docs.sh
+
+bench: deps
+	@$(MAKE) --no-print-directory all
+	@$(BENCH_BIN)
+
+clean:
+	rm -rf build docs/html
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,79 @@
+/**
+ * @file ops.h
+ * @brief The small operations a transformer is made of, one function each.
+ *
+ * Convention (llm.c): outputs first, then inputs, then sizes; the first
+ * comment of each function gives the shapes. `out` may be the same pointer as
+ * the input for the elementwise and row-wise ops (in-place is allowed).
+ *
+ * Shape legend: N rows (tokens), D features, I/O linear in/out features.
+ *
+ * What it omits: broadcasting, dtypes other than float32, backward passes.
+ * dot() and softmax() live in their own files (dot.c, softmax.c) so a
+ * student's version can replace them at link time.
+ */
+#ifndef VIT_OPS_H
+#define VIT_OPS_H
+
+#include <stddef.h>
+
+/** @defgroup ops Elementary operations
+ *  @brief Dot product, scaling, adding, softmax, LayerNorm, GELU, linear layers.
+ *  @{
+ */
+
+/**
+ * @brief Dot product \f$ a \cdot b = \sum_i a_i b_i \f$ (accumulated in double).
+ * @param[in] a, b  vectors of length n
+ */
+float dot(const float *a, const float *b, int n);
+
+/** @brief out[i] = s · x[i] for n elements. */
+void scale(float *out, const float *x, float s, size_t n);
+
+/** @brief out[i] = a[i] + b[i] for n elements. */
+void add(float *out, const float *a, const float *b, size_t n);
+
+/**
+ * @brief Row-wise softmax, numerically stable.
+ *
+ * \f[ \mathrm{softmax}(x)_j = \frac{e^{x_j - m}}{\sum_k e^{x_k - m}},\quad m = \max_k x_k \f]
+ * Subtracting the row maximum changes nothing mathematically but keeps every
+ * exponent ≤ 0, so nothing overflows. A row that is entirely -inf (fully
+ * masked) gives all zeros rather than NaN.
+ * @param[out] out  (rows, cols)
+ * @param[in]  x    (rows, cols); may equal out
+ */
+void softmax(float *out, const float *x, int rows, int cols);
+
+/**
+ * @brief LayerNorm over the last axis.
+ *
+ * \f[ y = \frac{x - \mu}{\sqrt{\sigma^2 + \varepsilon}}\,\gamma + \beta \f]
+ * with \f$\mu, \sigma^2\f$ the mean and (biased) variance of each row.
+ * @param[out] out    (rows, dim)
+ * @param[in]  x      (rows, dim); may equal out
+ * @param[in]  gamma  (dim) scale, or NULL for ones
+ * @param[in]  beta   (dim) shift, or NULL for zeros
+ * @param[in]  eps    1e-6 in timm and torchvision, 1e-12 in Hugging Face
+ */
+void layernorm(float *out, const float *x, const float *gamma, const float *beta, int rows,
+               int dim, float eps);
+
+/**
+ * @brief Exact GELU: \f$ \mathrm{GELU}(x) = \tfrac12 x\,(1 + \mathrm{erf}(x/\sqrt2)) \f$.
+ * @param[out] out  n values; may equal x
+ */
+void gelu(float *out, const float *x, size_t n);
+
+/**
+ * @brief Fully connected layer, \f$ \text{out} = x W^\top + b \f$.
+ * @param[out] out  (N, O)
+ * @param[in]  x    (N, I)
+ * @param[in]  w    (O, I), PyTorch's nn.Linear layout
+ * @param[in]  b    (O), or NULL for no bias
+ */
+void linear(float *out, const float *x, const float *w, const float *b, int N, int I, int O);
+
+/** @} */
+#endif

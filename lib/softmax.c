@@ -1,0 +1,29 @@
+/**
+ * @file softmax.c
+ * @brief Stable row-wise softmax, alone in its file so a student's version can replace it.
+ */
+#include "ops.h"
+
+#include <math.h>
+
+void softmax(float *out, const float *x, int rows, int cols) {
+    // x is (rows, cols), out is (rows, cols)
+    for (int r = 0; r < rows; r++) {
+        const float *xr = x + (size_t)r * cols;
+        float *yr = out + (size_t)r * cols;
+        float max = -INFINITY;
+        for (int j = 0; j < cols; j++)
+            if (xr[j] > max) max = xr[j];
+        if (max == -INFINITY) { // every entry masked: no probability mass anywhere
+            for (int j = 0; j < cols; j++) yr[j] = 0.0f;
+            continue;
+        }
+        double sum = 0.0;
+        for (int j = 0; j < cols; j++) {
+            yr[j] = expf(xr[j] - max); // exponent <= 0: cannot overflow
+            sum += yr[j];
+        }
+        float inv = (float)(1.0 / sum);
+        for (int j = 0; j < cols; j++) yr[j] *= inv;
+    }
+}

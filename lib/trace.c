@@ -1,0 +1,35 @@
+/**
+ * @file trace.c
+ * @brief A recorder that keeps copies of traced tensors.
+ */
+#include "trace.h"
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void trace_record(void *recorder, const char *name, const Tensor *t) {
+    TraceRecorder *r = recorder;
+    if (r->count == r->cap) {
+        r->cap = r->cap ? 2 * r->cap : 64;
+        r->entries = vit_realloc(r->entries, (size_t)r->cap * sizeof *r->entries);
+    }
+    r->entries[r->count].name = vit_strdup(name);
+    r->entries[r->count].t = tensor_clone(t);
+    r->count++;
+}
+
+const Tensor *trace_find(const TraceRecorder *r, const char *name) {
+    for (int i = 0; i < r->count; i++)
+        if (strcmp(r->entries[i].name, name) == 0) return &r->entries[i].t;
+    return NULL;
+}
+
+void trace_recorder_free(TraceRecorder *r) {
+    for (int i = 0; i < r->count; i++) {
+        free(r->entries[i].name);
+        tensor_free(&r->entries[i].t);
+    }
+    free(r->entries);
+    memset(r, 0, sizeof *r);
+}

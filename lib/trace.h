@@ -1,0 +1,47 @@
+/**
+ * @file trace.h
+ * @brief The trace: one stream of named tensors that every consumer reads.
+ *
+ * vit_forward() (and every chapter) hands each intermediate tensor to a
+ * TraceFn supplied by the caller. Chapters print the stream, tests compare it
+ * with PyTorch goldens, the viewer records it and stops on it (a callback that
+ * enters the UI loop is a breakpoint), and `vit trace` writes it to a file.
+ * Names and shapes are a public contract: DESIGN.md §3.
+ *
+ * The tensor handed to a TraceFn is only valid during the call; copy it to keep it.
+ */
+#ifndef VIT_TRACE_H
+#define VIT_TRACE_H
+
+#include "tensor.h"
+
+/** @defgroup trace Trace
+ *  @brief Named intermediate tensors, streamed to whoever listens.
+ *  @{
+ */
+
+/** Receives one named intermediate; @p t is borrowed for the duration of the call. */
+typedef void (*TraceFn)(void *user, const char *name, const Tensor *t);
+
+/** One recorded tensor. */
+typedef struct {
+    char *name;  /**< e.g. "blocks.3.attn.probs" */
+    Tensor t;    /**< an owned copy */
+} TraceEntry;
+
+/** A TraceFn target that keeps a copy of everything it is given, in order. */
+typedef struct {
+    TraceEntry *entries; /**< count entries in arrival order */
+    int count;           /**< how many recorded */
+    int cap;             /**< allocated slots */
+} TraceRecorder;
+
+/** @brief A TraceFn: pass it with a TraceRecorder* as user to record a copy of each tensor. */
+void trace_record(void *recorder, const char *name, const Tensor *t);
+/** @brief The recorded tensor called @p name, or NULL. */
+const Tensor *trace_find(const TraceRecorder *r, const char *name);
+/** @brief Free every recorded copy and empty the recorder. */
+void trace_recorder_free(TraceRecorder *r);
+
+/** @} */
+#endif

@@ -1,0 +1,91 @@
+/**
+ * @file util.h
+ * @brief Errors, memory and clocks: the plumbing every other file leans on.
+ *
+ * Error convention (DESIGN.md §6.6): a library function that can fail because
+ * of what a user handed it (a file, a number, a shape) returns a ::VitStatus
+ * and writes one readable sentence into a ::VitError. Only a program's `main`
+ * decides to exit, and its exit code is the status itself:
+ * 0 ok, 1 bad input, 2 bad usage.
+ *
+ * Running out of memory is not a user error we can explain better than the
+ * allocator can, so vit_malloc() and friends print the size and abort.
+ * Callers that take sizes from user input must check them first (see
+ * vit_checked_mul()).
+ */
+#ifndef VIT_UTIL_H
+#define VIT_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+/** @defgroup util Errors, memory and time
+ *  @brief The plumbing: status codes, error messages, allocation, clocks.
+ *  @{
+ */
+
+/** What went wrong, as a program's exit code. */
+typedef enum {
+    VIT_OK = 0,        /**< success */
+    VIT_ERR_INPUT = 1, /**< bad input: a file, an image, weights, a shape */
+    VIT_ERR_USAGE = 2, /**< bad usage: unknown flag, malformed number */
+} VitStatus;
+
+/** One human-readable sentence describing the last failure. */
+typedef struct {
+    char msg[512]; /**< e.g. "w.safetensors: header length 9999 exceeds the file size 100" */
+} VitError;
+
+/**
+ * @brief Write a printf-style message into @p err (if not NULL).
+ * @param[out] err     where the message goes; may be NULL
+ * @param[in]  status  the status to return
+ * @param[in]  fmt     printf format
+ * @return @p status, so a failure reads `return vit_fail(err, VIT_ERR_INPUT, "...")`.
+ */
+VitStatus vit_fail(VitError *err, VitStatus status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/** @brief malloc that aborts with a message when memory runs out. */
+void *vit_malloc(size_t bytes);
+/** @brief calloc that aborts with a message when memory runs out. */
+void *vit_calloc(size_t count, size_t size);
+/** @brief realloc that aborts with a message when memory runs out. */
+void *vit_realloc(void *p, size_t bytes);
+/** @brief strdup that aborts with a message when memory runs out. */
+char *vit_strdup(const char *s);
+/** @brief 64-byte aligned allocation (for SIMD-friendly buffers); free with free(). */
+void *vit_malloc_aligned(size_t bytes);
+
+/**
+ * @brief Multiply sizes, refusing overflow.
+ * @param[out] out  a·b when it fits in size_t
+ * @return true when the product fits, false on overflow.
+ */
+bool vit_checked_mul(size_t *out, size_t a, size_t b);
+
+/** @brief Seconds on a monotonic clock, for timing stages and benchmarks. */
+double vit_now(void);
+
+/**
+ * @brief Parse a whole string as an int in [lo, hi].
+ * @return VIT_OK, or VIT_ERR_USAGE with a message naming @p what.
+ */
+VitStatus vit_parse_int(int *out, const char *s, int lo, int hi, const char *what, VitError *err);
+
+/**
+ * @brief Parse a whole string as a finite float.
+ * @return VIT_OK, or VIT_ERR_USAGE with a message naming @p what.
+ */
+VitStatus vit_parse_float(float *out, const char *s, const char *what, VitError *err);
+
+/** @brief Use @p n threads for OpenMP loops and for OpenBLAS (n <= 0: all cores). */
+void vit_set_threads(int n);
+/** @brief How many threads parallel regions will use. */
+int vit_get_threads(void);
+/** @brief One line naming the compute back ends this build has, e.g. "OpenMP, OpenBLAS". */
+const char *vit_build_info(void);
+
+/** @} */
+#endif
