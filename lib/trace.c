@@ -5,8 +5,27 @@
 #include "trace.h"
 #include "util.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+void trace_emit(const Tracer *tr, const char *name, float *data, int ndim, ...) {
+    if (!trace_active(tr)) return;
+    Tensor t = tensor_view(data, 0);
+    t.ndim = ndim;
+    t.numel = 1;
+    va_list ap;
+    va_start(ap, ndim);
+    for (int i = 0; i < ndim && i < TENSOR_MAX_DIMS; i++) {
+        t.shape[i] = va_arg(ap, int);
+        t.numel *= (size_t)t.shape[i];
+    }
+    va_end(ap);
+    char full[128];
+    snprintf(full, sizeof full, "%s%s", tr->prefix ? tr->prefix : "", name);
+    tr->fn(tr->user, full, &t);
+}
 
 void trace_record(void *recorder, const char *name, const Tensor *t) {
     TraceRecorder *r = recorder;

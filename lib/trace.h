@@ -23,6 +23,22 @@
 /** Receives one named intermediate; @p t is borrowed for the duration of the call. */
 typedef void (*TraceFn)(void *user, const char *name, const Tensor *t);
 
+/** Where a forward pass sends its intermediates: a TraceFn, its user pointer and a name prefix. */
+typedef struct {
+    TraceFn fn;         /**< NULL: nobody listens, nothing is emitted */
+    void *user;         /**< passed back to fn */
+    const char *prefix; /**< prepended to every name, e.g. "blocks.3."; NULL for none */
+} Tracer;
+
+/**
+ * @brief Emit `prefix + name` with @p data viewed as a tensor of the given shape,
+ *        e.g. `trace_emit(tr, "attn.probs", probs, 4, B, H, N, N)`. No-op when tr->fn is NULL.
+ */
+void trace_emit(const Tracer *tr, const char *name, float *data, int ndim, ...);
+
+/** @brief true when someone listens (so optional intermediates are worth computing). */
+static inline bool trace_active(const Tracer *tr) { return tr && tr->fn; }
+
 /** One recorded tensor. */
 typedef struct {
     char *name;  /**< e.g. "blocks.3.attn.probs" */

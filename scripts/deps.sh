@@ -8,7 +8,7 @@
 set -eu
 
 PACKAGES="build-essential pkg-config libncurses-dev libcunit1-dev doxygen graphviz libstb-dev
-libcjson-dev libopenblas-dev libjs-mathjax tmux"
+libcjson-dev libopenblas-dev libopenblas-openmp-dev libjs-mathjax tmux"
 
 if [ "${1:-}" = "--list" ]; then
     echo $PACKAGES

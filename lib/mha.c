@@ -1,0 +1,67 @@
+/**
+ * @file mha.c
+ * @brief Multi-head self-attention (timm's `Attention`), built from the pieces
+ *        in attention.c and heads.c, emitting every intermediate.
+ */
+#include "attention.h"
+#include "ops.h"
+
+#include <stddef.h>
+
+size_t mha_scratch_floats(int B, int N, int D, int H) {
+    size_t bnd = (size_t)B * N * D, bhnn = (size_t)B * H * N * N;
+    return 6 * bnd + 3 * bhnn; // flat, q, k, v, heads, context + scores, scaled, probs
+}
+
+void mha_scratch_carve(MhaScratch *s, float *mem, int B, int N, int D, int H) {
+    size_t bnd = (size_t)B * N * D, bhnn = (size_t)B * H * N * N;
+    s->flat = mem, mem += bnd;
+    s->q = mem, mem += bnd;
+    s->k = mem, mem += bnd;
+    s->v = mem, mem += bnd;
+    s->heads = mem, mem += bnd;
+    s->context = mem, mem += bnd;
+    s->scores = mem, mem += bhnn;
+    s->scaled = mem, mem += bhnn;
+    s->probs = mem;
+}
+
+// One projection (x·Wᵀ + b), then its width split into heads: (B,N,D) → (B,H,N,Dh).
+static void project_heads(float *out, float *flat, const float *x, const float *w,
+                          const float *b, int B, int N, int D, int H) {
+    linear(flat, x, w, b, B * N, D, D);
+    heads_split(out, flat, B, N, H, D / H);
+}
+
+void mha_forward(float *out, const float *x, const AttentionWeights *w, const float *mask,
+                 MhaScratch *s, int B, int N, int D, int H, const Tracer *tr) {
+    // x is (B, N, D), out is (B, N, D)
+    const int Dh = D / H, G = B * H;
+
+    // qkv = self.qkv(x).reshape(B, N, 3, H, Dh).permute(2, 0, 3, 1, 4)
+    project_heads(s->q, s->flat, x, w->q_w, w->q_b, B, N, D, H);
+    trace_emit(tr, "q", s->q, 4, B, H, N, Dh);
+    project_heads(s->k, s->flat, x, w->k_w, w->k_b, B, N, D, H);
+    trace_emit(tr, "k", s->k, 4, B, H, N, Dh);
+    project_heads(s->v, s->flat, x, w->v_w, w->v_b, B, N, D, H);
+    trace_emit(tr, "v", s->v, 4, B, H, N, Dh);
+
+    // attn = (q @ k.transpose(-2, -1)) * self.scale
+    attention_scores(s->scores, s->q, s->k, G, N, Dh);
+    trace_emit(tr, "scores", s->scores, 4, B, H, N, N);
+    attention_scale_mask(s->scaled, s->scores, mask, G, N, Dh);
+    trace_emit(tr, "scaled", s->scaled, 4, B, H, N, N);
+
+    // attn = attn.softmax(dim=-1); attn_drop is the identity at inference
+    softmax(s->probs, s->scaled, G * N, N);
+    trace_emit(tr, "probs", s->probs, 4, B, H, N, N);
+
+    // x = (attn @ v).transpose(1, 2).reshape(B, N, D)
+    attention_context(s->heads, s->probs, s->v, G, N, Dh);
+    heads_merge(s->context, s->heads, B, N, H, Dh);
+    trace_emit(tr, "context", s->context, 3, B, N, D);
+
+    // x = self.proj(x); proj_drop is the identity at inference
+    linear(out, s->context, w->proj_w, w->proj_b, B * N, D, D);
+    trace_emit(tr, "proj", out, 3, B, N, D);
+}

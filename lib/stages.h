@@ -1,0 +1,58 @@
+/**
+ * @file stages.h
+ * @brief The trace contract as data: every stage's name, axes, formula and cost.
+ *
+ * One table (stages.c) describes each stage vit_forward() emits (DESIGN.md §3):
+ * the viewer shows its formula and named axes, chapter 09 prints its FLOPs,
+ * the tests check names and shapes against it. Block stages are listed once
+ * with the suffix after "blocks.{i}.".
+ *
+ * FLOP counts are multiply–adds × 2 for matrix products and small constant
+ * costs per element for the rest (stated per row in stages.c); they are for
+ * comparing stages, not for a cycle-exact model.
+ */
+#ifndef VIT_STAGES_H
+#define VIT_STAGES_H
+
+#include <stdbool.h>
+
+#include "vit.h"
+
+/** @defgroup stages Trace stages
+ *  @brief Names, axes, formulas and costs of the forward pass's intermediates.
+ *  @{
+ */
+
+/** What a stage is. */
+typedef struct {
+    const char *name;    /**< "patch_embed", or the block suffix "attn.probs" */
+    bool per_block;      /**< true: emitted as "blocks.{i}." + name */
+    const char *axes;    /**< named axes, e.g. "B,H,N,N" */
+    const char *formula; /**< e.g. "softmax(QKᵀ/√Dh)" */
+    const char *what;    /**< one line for a learner */
+    const char *torch;   /**< the PyTorch/timm line it corresponds to */
+} VitStage;
+
+/** @brief Number of distinct stages (block stages counted once). */
+int vit_stage_count(void);
+/** @brief The i-th stage in forward order. */
+const VitStage *vit_stage_at(int i);
+/**
+ * @brief The stage a trace name belongs to ("blocks.7.attn.q" → "attn.q").
+ * @param[out] block  the block index, or -1 for stages outside the blocks (may be NULL)
+ * @return NULL for a name that is not part of the contract
+ */
+const VitStage *vit_stage_find(const char *name, int *block);
+/**
+ * @brief The shape a stage has for this configuration and batch.
+ * @param[out] shape  up to 4 sizes
+ * @return the number of dimensions, or 0 for an unknown name
+ */
+int vit_stage_shape(const VitConfig *cfg, int B, const char *name, int shape[4]);
+/** @brief Approximate floating-point operations to compute the stage. */
+double vit_stage_flops(const VitConfig *cfg, int B, const char *name);
+/** @brief Number of trace names one forward pass emits: 7 + 15·L. */
+int vit_trace_length(const VitConfig *cfg);
+
+/** @} */
+#endif

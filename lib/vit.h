@@ -1,0 +1,189 @@
+/**
+ * @file vit.h
+ * @brief The Vision Transformer: configuration, weights, activations, forward pass.
+ *
+ * Shape legend: B batch, C channels (3), S image side, p patch side,
+ * P = (S/p)² patches, N = P + 1 tokens (cls first), D width, H heads,
+ * Dh = D/H, M = MLP width (4D), L depth, K classes.
+ *
+ * The forward pass (vit_forward) reads as timm's VisionTransformer.forward:
+ *   patch_embed → prepend cls → + pos_embed → L × block → norm → x[:, 0] → head
+ * and a block as timm's Block (pre-norm):
+ *   x = x + attn(norm1(x));  x = x + mlp(norm2(x)),  mlp = fc2(gelu(fc1(·)))
+ * Every intermediate is handed to a TraceFn under the names of DESIGN.md §3.
+ *
+ * Three structs (llama2.c, llm.c): VitConfig (sizes), VitWeights (borrowed
+ * pointers, usually into the mmap of a safetensors file), VitActivations (one
+ * allocation carved into named buffers). Vit holds all three and owns what
+ * they point to.
+ *
+ * Deliberately omitted: dropout and drop-path (identity at inference),
+ * distillation tokens, register tokens, global average pooling, layer scale,
+ * relative position biases, training.
+ */
+#ifndef VIT_VIT_H
+#define VIT_VIT_H
+
+#include <stdint.h>
+
+#include "attention.h"
+#include "safetensors.h"
+#include "tensor.h"
+#include "trace.h"
+#include "util.h"
+
+/** @defgroup vit Vision Transformer
+ *  @brief \f$ \text{logits} = \mathrm{head}(\mathrm{LN}(\mathrm{Block}^{L}([x_{cls}; x_p W_E] + E_{pos}))_0) \f$
+ *  @{
+ */
+
+/** The sizes that define a ViT. */
+typedef struct {
+    int image_size;  /**< S, input side in pixels, e.g. 224 */
+    int patch_size;  /**< p, patch side in pixels, e.g. 16 */
+    int channels;    /**< C, colour channels, e.g. 3 */
+    int dim;         /**< D, token width, e.g. 768 */
+    int depth;       /**< L, number of encoder blocks, e.g. 12 */
+    int heads;       /**< H, attention heads, e.g. 12 (Dh = D/H = 64) */
+    int mlp_dim;     /**< M, hidden width of the MLP, e.g. 3072 (4·D) */
+    int num_classes; /**< K, classifier outputs, e.g. 1000 */
+    float ln_eps;    /**< LayerNorm epsilon, e.g. 1e-6 (timm, torchvision) or 1e-12 (HF) */
+} VitConfig;
+
+/** One encoder block's parameters; borrowed pointers. */
+typedef struct {
+    const float *norm1_w;  /**< (D) LayerNorm 1 scale */
+    const float *norm1_b;  /**< (D) LayerNorm 1 shift */
+    AttentionWeights attn; /**< q/k/v (D,D) + (D), proj (D,D) + (D) */
+    const float *norm2_w;  /**< (D) LayerNorm 2 scale */
+    const float *norm2_b;  /**< (D) LayerNorm 2 shift */
+    const float *fc1_w;    /**< (M, D) */
+    const float *fc1_b;    /**< (M) */
+    const float *fc2_w;    /**< (D, M) */
+    const float *fc2_b;    /**< (D) */
+} VitBlockWeights;
+
+/** All parameters; borrowed pointers (into a mapped file or Vit's own memory). */
+typedef struct {
+    const float *patch_w;    /**< (D, C, p, p) patch projection (a stride-p convolution) */
+    const float *patch_b;    /**< (D) */
+    const float *cls_token;  /**< (D) the learnable [cls] token */
+    const float *pos_embed;  /**< (N, D) position embeddings, cls position first */
+    VitBlockWeights *blocks; /**< L blocks */
+    const float *norm_w;     /**< (D) final LayerNorm scale */
+    const float *norm_b;     /**< (D) final LayerNorm shift */
+    const float *head_w;     /**< (K, D) classifier */
+    const float *head_b;     /**< (K) */
+} VitWeights;
+
+/** Working memory of one block; every buffer is traced. */
+typedef struct {
+    float *norm1;   /**< (B, N, D) */
+    MhaScratch mha; /**< q, k, v, scores, scaled, probs, context */
+    float *attn;    /**< (B, N, D) attention output (after proj) */
+    float *resid1;  /**< (B, N, D) x + attn */
+    float *norm2;   /**< (B, N, D) */
+    float *fc1;     /**< (B, N, M) */
+    float *gelu;    /**< (B, N, M) */
+    float *fc2;     /**< (B, N, D) */
+} VitBlockActs;
+
+/** Activations for a batch of B images: one allocation, carved. */
+typedef struct {
+    int batch;          /**< B these buffers are sized for */
+    float *memory;      /**< the one allocation */
+    size_t floats;      /**< its size in floats */
+    float *patches;     /**< (B, P, C·p·p) unfolded patches */
+    float *patch_embed; /**< (B, P, D) */
+    float *tokens;      /**< (B, N, D) cls prepended */
+    float *x[2];        /**< (B, N, D) the residual stream, ping-ponged between blocks */
+    VitBlockActs block; /**< reused by every block */
+    float *norm;        /**< (B, N, D) final LayerNorm */
+    float *pre_logits;  /**< (B, D) cls rows */
+    float *logits;      /**< (B, K) */
+} VitActivations;
+
+/** How one canonical (timm) parameter was found in the weights file. */
+typedef struct {
+    char canonical[64]; /**< timm name, e.g. "blocks.0.attn.qkv.weight" */
+    char source[96];    /**< name in the file, e.g. "vit.encoder.layer.0.attention.attention.query.weight" */
+    const char *how;    /**< "mapped in place", "converted from BF16", "zeros (missing bias)", … */
+} VitMapEntry;
+
+/** A ready-to-run model. Zero-initialise, then vit_build() or vit_build_random(). */
+typedef struct {
+    VitConfig config;        /**< sizes */
+    VitWeights weights;      /**< pointers into file or params */
+    VitActivations acts;     /**< working memory, grown on demand */
+    SafeTensors file;        /**< the mapped weights file, when loaded from one */
+    float *params;           /**< owned parameter memory: random init, converted or zero tensors */
+    size_t params_floats;    /**< floats in params */
+    size_t params_used;      /**< floats handed out so far */
+    char source[32];         /**< "timm", "hf", "torchvision" or "random" */
+    VitMapEntry *map;        /**< what vit_build() mapped, for `vit info` */
+    int map_count;           /**< entries in map */
+} Vit;
+
+/** How vit_build_random() draws the parameters. */
+typedef struct {
+    uint64_t seed;   /**< PCG32 seed */
+    float std;       /**< trunc-normal std of weights, cls and pos, e.g. 0.02 (timm) */
+    float bias_std;  /**< normal std of biases: 0 in timm's init; > 0 exercises them in tests */
+    float norm_std;  /**< noise on LayerNorm scale/shift around 1/0: 0 in timm; > 0 in tests */
+} VitInit;
+
+/** @brief timm's init: std 0.02, zero biases, identity LayerNorms. */
+VitInit vit_init_timm(uint64_t seed);
+
+/**
+ * @brief The configuration of a named architecture.
+ * @param[in] arch  "vit-base" (D 768, L 12, H 12), "vit-small" (384, 12, 6) or
+ *                  "vit-tiny" (192, 12, 3); all patch 16, image 224, 1000 classes
+ * @return VIT_ERR_USAGE for an unknown name
+ */
+VitStatus vit_config_for_arch(VitConfig *cfg, const char *arch, VitError *err);
+/** @brief Check a configuration: positive sizes, D divisible by H, S by p. */
+VitStatus vit_config_check(const VitConfig *cfg, VitError *err);
+/** @brief Patches P = (S/p)². */
+int vit_num_patches(const VitConfig *cfg);
+/** @brief Tokens N = P + 1. */
+int vit_num_tokens(const VitConfig *cfg);
+/** @brief Number of parameters, e.g. 86,567,656 for ViT-B/16 with 1000 classes. */
+int64_t vit_param_count(const VitConfig *cfg);
+
+/**
+ * @brief Load a model from a safetensors file (timm, Hugging Face or torchvision names).
+ * @return VIT_ERR_INPUT with a message naming the file and the problem.
+ */
+VitStatus vit_build(Vit *vit, const char *weights_path, VitError *err);
+/** @brief Build a model with freshly drawn parameters. */
+VitStatus vit_build_random(Vit *vit, const VitConfig *cfg, const VitInit *init, VitError *err);
+/** @brief Write the parameters with timm's names (and num_heads/layer_norm_eps metadata). */
+VitStatus vit_save(const Vit *vit, const char *path, VitError *err);
+
+/**
+ * @brief Run the model on a batch; every intermediate goes to @p trace.
+ * @param[in] input  (B, C, S, S) normalised pixels, B ≥ 1
+ * @param[in] trace  receives each stage (NULL: nobody listens)
+ * @return VIT_ERR_INPUT if the input shape does not fit the configuration.
+ *         The logits are then in vit->acts.logits, see vit_logits().
+ */
+VitStatus vit_forward(Vit *vit, const Tensor *input, TraceFn trace, void *user, VitError *err);
+/** @brief The logits of the last forward pass, a view (B, K) into the activations. */
+Tensor vit_logits(const Vit *vit);
+/** @brief Free everything the model owns and zero it. */
+void vit_free(Vit *vit);
+
+/**
+ * @brief One pre-norm encoder block (timm `Block.forward`).
+ *
+ * Emits with the tracer's prefix (e.g. "blocks.3."): norm1, attn.{q,k,v,scores,
+ * scaled,probs,context,proj}, resid1, norm2, mlp.fc1, mlp.gelu, mlp.fc2, out.
+ * @param[out] out  (B, N, D)
+ * @param[in]  x    (B, N, D)
+ */
+void vit_block_forward(float *out, const float *x, const VitBlockWeights *w,
+                       const VitConfig *cfg, VitBlockActs *a, int B, const Tracer *tr);
+
+/** @} */
+#endif
