@@ -13,34 +13,33 @@ enum { DEFAULT_WIDTH = 78 };
 
 static int wrap_width(const Chapter *ch) { return ch->width > 20 ? ch->width : DEFAULT_WIDTH; }
 
-void ch_title(Chapter *ch, const char *number, const char *title) {
-    if (!ch->out) return;
-    char line[256];
-    int n = snprintf(line, sizeof line, "Chapter %s · %s", number, title);
-    // "·" is two bytes but one column wide
-    int cols = n - 1;
-    fprintf(ch->out, "%s\n", line);
-    for (int i = 0; i < cols; i++) fputc('=', ch->out);
-    fprintf(ch->out, "\n\n");
-}
-
-void ch_section(Chapter *ch, const char *heading) {
-    if (!ch->out) return;
-    fprintf(ch->out, "%s\n", heading);
-    // count columns, not bytes, so "Q·Kᵀ" underlines to its visible width
-    int cols = 0;
-    for (const unsigned char *p = (const unsigned char *)heading; *p; p++)
-        if ((*p & 0xc0) != 0x80) cols++;
-    for (int i = 0; i < cols; i++) fputc('-', ch->out);
-    fprintf(ch->out, "\n\n");
-}
-
 // Visible width of the UTF-8 text in [s, s+n): continuation bytes take no column.
 static int columns(const char *s, size_t n) {
     int cols = 0;
     for (size_t i = 0; i < n; i++)
         if (((unsigned char)s[i] & 0xc0) != 0x80) cols++;
     return cols;
+}
+
+static void underline(FILE *f, const char *text, char c) {
+    for (int i = columns(text, strlen(text)); i > 0; i--) fputc(c, f);
+    fputc('\n', f);
+}
+
+void ch_title(Chapter *ch, const char *number, const char *title) {
+    if (!ch->out) return;
+    char line[256];
+    snprintf(line, sizeof line, "Chapter %s · %s", number, title);
+    fprintf(ch->out, "%s\n", line);
+    underline(ch->out, line, '=');
+    fputc('\n', ch->out);
+}
+
+void ch_section(Chapter *ch, const char *heading) {
+    if (!ch->out) return;
+    fprintf(ch->out, "%s\n", heading);
+    underline(ch->out, heading, '-');
+    fputc('\n', ch->out);
 }
 
 // Greedy word wrap; explicit newlines in the text start new lines.

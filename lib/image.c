@@ -1,0 +1,318 @@
+/**
+ * @file image.c
+ * @brief Decoding with stb_image, Pillow-exact resampling, crops and presets.
+ */
+#include "image.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <stb_image.h>
+
+/* --------------------------------------------------------------- decoding */
+
+Image image_new(int width, int height) {
+    Image img = {width, height, vit_calloc((size_t)width * height * 3 + 1, 1)};
+    return img;
+}
+
+void image_free(Image *img) {
+    free(img->rgb);
+    memset(img, 0, sizeof *img);
+}
+
+// Check the header's dimensions before decoding: a tiny file can claim a huge image.
+static VitStatus check_dimensions(int w, int h, const char *label, VitError *err) {
+    if (w <= 0 || h <= 0)
+        return vit_fail(err, VIT_ERR_INPUT, "%s: image has zero size (%d×%d)", label, w, h);
+    if ((long)w * h > IMAGE_MAX_PIXELS)
+        return vit_fail(err, VIT_ERR_INPUT,
+                        "%s: image of %d×%d pixels is larger than the %ld-pixel limit", label, w,
+                        h, (long)IMAGE_MAX_PIXELS);
+    return VIT_OK;
+}
+
+// stb_image reads a binary PPM/PGM whose pixels are cut short without complaint
+// (the missing bytes come out as zeros), so count them: the header's three
+// numbers (width, height, maxval) are followed by one whitespace and the pixels.
+static bool pnm_truncated(const unsigned char *data, size_t size, int w, int h) {
+    if (size < 2 || data[0] != 'P' || (data[1] != '5' && data[1] != '6')) return false;
+    size_t i = 2;
+    long numbers[3] = {0};
+    for (int k = 0; k < 3; k++) {
+        while (i < size && (data[i] == '#' || data[i] == ' ' || data[i] == '\t' ||
+                            data[i] == '\n' || data[i] == '\r')) {
+            if (data[i] == '#')
+                while (i < size && data[i] != '\n') i++;
+            else i++;
+        }
+        while (i < size && data[i] >= '0' && data[i] <= '9' && numbers[k] < 1000000)
+            numbers[k] = numbers[k] * 10 + (data[i++] - '0');
+    }
+    i++; // the single whitespace after maxval
+    size_t channels = data[1] == '6' ? 3 : 1, depth = numbers[2] > 255 ? 2 : 1;
+    return size < i || size - i < (size_t)w * h * channels * depth;
+}
+
+VitStatus image_load_memory(Image *img, const unsigned char *data, size_t size,
+                            const char *label, VitError *err) {
+    memset(img, 0, sizeof *img);
+    if (size == 0) return vit_fail(err, VIT_ERR_INPUT, "%s: file is empty", label);
+    if (size > (size_t)INT32_MAX)
+        return vit_fail(err, VIT_ERR_INPUT, "%s: file is larger than 2 GB", label);
+    int w, h, comp;
+    if (!stbi_info_from_memory(data, (int)size, &w, &h, &comp))
+        return vit_fail(err, VIT_ERR_INPUT,
+                        "%s: not an image I can decode (PNG, JPEG, BMP, PPM/PGM): %s", label,
+                        stbi_failure_reason());
+    VitStatus s = check_dimensions(w, h, label, err);
+    if (s != VIT_OK) return s;
+    if (pnm_truncated(data, size, w, h))
+        return vit_fail(err, VIT_ERR_INPUT, "%s: cannot decode image: pixel data is truncated",
+                        label);
+    unsigned char *rgb = stbi_load_from_memory(data, (int)size, &w, &h, &comp, 3);
+    if (!rgb)
+        return vit_fail(err, VIT_ERR_INPUT, "%s: cannot decode image: %s", label,
+                        stbi_failure_reason());
+    if ((s = check_dimensions(w, h, label, err)) != VIT_OK) { // the decoder's word is final
+        stbi_image_free(rgb);
+        return s;
+    }
+    *img = image_new(w, h);
+    memcpy(img->rgb, rgb, (size_t)w * h * 3);
+    stbi_image_free(rgb);
+    return VIT_OK;
+}
+
+VitStatus image_load(Image *img, const char *path, VitError *err) {
+    memset(img, 0, sizeof *img);
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return vit_fail(err, VIT_ERR_INPUT, "%s: cannot open: %s", path, strerror(errno));
+    if (S_ISDIR(sb.st_mode))
+        return vit_fail(err, VIT_ERR_INPUT, "%s: is a directory, not an image", path);
+    FILE *f = fopen(path, "rb");
+    if (!f) return vit_fail(err, VIT_ERR_INPUT, "%s: cannot open: %s", path, strerror(errno));
+    size_t size = sb.st_size > 0 ? (size_t)sb.st_size : 0;
+    if (size > (size_t)INT32_MAX) {
+        fclose(f);
+        return vit_fail(err, VIT_ERR_INPUT, "%s: file is larger than 2 GB", path);
+    }
+    unsigned char *data = vit_malloc(size + 1);
+    size_t got = fread(data, 1, size, f);
+    fclose(f);
+    VitStatus s = got == size ? image_load_memory(img, data, size, path, err)
+                              : vit_fail(err, VIT_ERR_INPUT, "%s: read failed", path);
+    free(data);
+    return s;
+}
+
+/* ------------------------------------------------------------- resampling */
+/*
+ * Pillow's resampler (libImaging/Resample.c), reproduced so our pixels equal
+ * the ones HF and torchvision feed their models. For each output pixel a
+ * window of input pixels is weighted by the filter; when shrinking by a factor
+ * s the filter is stretched by s, which averages (antialiases) instead of
+ * skipping pixels. Weights become 22-bit fixed point; each pass rounds and
+ * clips to 8 bits, as Pillow does.
+ */
+
+enum { PRECISION_BITS = 32 - 8 - 2 };
+
+static double bilinear(double x) {
+    x = fabs(x);
+    return x < 1.0 ? 1.0 - x : 0.0;
+}
+
+static double bicubic(double x) {
+    const double a = -0.5; // Keys' cubic convolution, as Pillow
+    x = fabs(x);
+    if (x < 1.0) return ((a + 2.0) * x - (a + 3.0)) * x * x + 1;
+    if (x < 2.0) return (((x - 5) * x + 8) * x - 4) * a;
+    return 0.0;
+}
+
+/** The window and fixed-point weights of every output pixel along one axis. */
+typedef struct {
+    int ksize;   // weights per output pixel (the widest window)
+    int *bounds; // (out, 2): first input index, count
+    int *k;      // (out, ksize) fixed-point weights
+} Coeffs;
+
+static Coeffs precompute(int in_size, int out_size, ImageFilter filter) {
+    double (*f)(double) = filter == FILTER_BICUBIC ? bicubic : bilinear;
+    double support = filter == FILTER_BICUBIC ? 2.0 : 1.0;
+    double scale = (double)in_size / out_size;
+    double filterscale = scale < 1.0 ? 1.0 : scale; // only widen when shrinking
+    support *= filterscale;
+    Coeffs c = {.ksize = (int)ceil(support) * 2 + 1};
+    c.bounds = vit_malloc(sizeof(int) * 2 * (size_t)out_size);
+    c.k = vit_calloc((size_t)out_size * c.ksize, sizeof(int));
+    double *w = vit_malloc(sizeof(double) * (size_t)c.ksize);
+    for (int xx = 0; xx < out_size; xx++) {
+        double center = (xx + 0.5) * scale;
+        int xmin = (int)(center - support + 0.5);
+        int xmax = (int)(center + support + 0.5);
+        if (xmin < 0) xmin = 0;
+        if (xmax > in_size) xmax = in_size;
+        xmax -= xmin;
+        double total = 0.0;
+        for (int x = 0; x < xmax; x++) {
+            w[x] = f((x + xmin - center + 0.5) / filterscale);
+            total += w[x];
+        }
+        for (int x = 0; x < xmax; x++) {
+            double v = total != 0.0 ? w[x] / total : w[x];
+            // round half away from zero, as Pillow's normalize_coeffs_8bpc
+            c.k[(size_t)xx * c.ksize + x] = (int)(v < 0 ? -0.5 + v * (1 << PRECISION_BITS)
+                                                        : 0.5 + v * (1 << PRECISION_BITS));
+        }
+        c.bounds[2 * xx] = xmin;
+        c.bounds[2 * xx + 1] = xmax;
+    }
+    free(w);
+    return c;
+}
+
+static unsigned char clip8(int v) {
+    v >>= PRECISION_BITS;
+    return (unsigned char)(v < 0 ? 0 : v > 255 ? 255 : v);
+}
+
+// One horizontal pass over rows [row0, row0 + out->height) of src.
+static void resample_horizontal(Image *out, const Image *src, int row0, const Coeffs *c) {
+    for (int y = 0; y < out->height; y++) {
+        const unsigned char *in = src->rgb + (size_t)(y + row0) * src->width * 3;
+        unsigned char *o = out->rgb + (size_t)y * out->width * 3;
+        for (int x = 0; x < out->width; x++) {
+            const int *k = c->k + (size_t)x * c->ksize;
+            int xmin = c->bounds[2 * x], n = c->bounds[2 * x + 1];
+            int acc[3] = {1 << (PRECISION_BITS - 1), 1 << (PRECISION_BITS - 1),
+                          1 << (PRECISION_BITS - 1)};
+            for (int i = 0; i < n; i++)
+                for (int ch = 0; ch < 3; ch++) acc[ch] += in[(size_t)(xmin + i) * 3 + ch] * k[i];
+            for (int ch = 0; ch < 3; ch++) o[(size_t)x * 3 + ch] = clip8(acc[ch]);
+        }
+    }
+}
+
+// One vertical pass; bounds are relative to src's first row.
+static void resample_vertical(Image *out, const Image *src, const Coeffs *c, int row_shift) {
+    for (int y = 0; y < out->height; y++) {
+        const int *k = c->k + (size_t)y * c->ksize;
+        int ymin = c->bounds[2 * y] - row_shift, n = c->bounds[2 * y + 1];
+        unsigned char *o = out->rgb + (size_t)y * out->width * 3;
+        for (int x = 0; x < out->width * 3; x++) {
+            int acc = 1 << (PRECISION_BITS - 1);
+            for (int i = 0; i < n; i++) acc += src->rgb[(size_t)(ymin + i) * src->width * 3 + x] * k[i];
+            o[x] = clip8(acc);
+        }
+    }
+}
+
+Image image_resize(const Image *src, int width, int height, ImageFilter filter) {
+    if (width == src->width && height == src->height) return image_crop(src, 0, 0, width, height);
+    Coeffs ch = precompute(src->width, width, filter);
+    Coeffs cv = precompute(src->height, height, filter);
+    // horizontal first, over just the rows the vertical pass will read
+    int first = cv.bounds[0];
+    int last = cv.bounds[2 * (height - 1)] + cv.bounds[2 * (height - 1) + 1];
+    Image tmp = {0};
+    const Image *rows = src;
+    int shift = 0;
+    if (width != src->width) {
+        tmp = image_new(width, last - first);
+        resample_horizontal(&tmp, src, first, &ch);
+        rows = &tmp;
+        shift = first;
+    }
+    Image out;
+    if (height != src->height) {
+        out = image_new(width, height);
+        resample_vertical(&out, rows, &cv, shift);
+    } else {
+        out = image_crop(rows, 0, 0, width, height);
+    }
+    image_free(&tmp);
+    free(ch.bounds), free(ch.k), free(cv.bounds), free(cv.k);
+    return out;
+}
+
+Image image_crop(const Image *src, int left, int top, int width, int height) {
+    Image out = image_new(width, height);
+    for (int y = 0; y < height; y++)
+        memcpy(out.rgb + (size_t)y * width * 3,
+               src->rgb + ((size_t)(top + y) * src->width + left) * 3, (size_t)width * 3);
+    return out;
+}
+
+/* ---------------------------------------------------------------- presets */
+
+VitStatus preprocess_preset(Preprocess *p, const char *name, int S, VitError *err) {
+    const float half[3] = {0.5f, 0.5f, 0.5f};
+    const float imagenet_mean[3] = {0.485f, 0.456f, 0.406f};
+    const float imagenet_std[3] = {0.229f, 0.224f, 0.225f};
+    memset(p, 0, sizeof *p);
+    p->crop = S;
+    if (strcmp(name, "hf") == 0) {
+        *p = (Preprocess){.name = "hf", .resize_short = 0, .crop = S, .filter = FILTER_BILINEAR};
+        memcpy(p->mean, half, sizeof half), memcpy(p->std, half, sizeof half);
+    } else if (strcmp(name, "timm") == 0) {
+        // timm: crop_pct 0.9, scale_size = floor(S / crop_pct), e.g. 224 → 248
+        *p = (Preprocess){.name = "timm", .resize_short = (int)floor(S / 0.9), .crop = S,
+                          .filter = FILTER_BICUBIC};
+        memcpy(p->mean, half, sizeof half), memcpy(p->std, half, sizeof half);
+    } else if (strcmp(name, "torchvision") == 0) {
+        // torchvision's ImageClassification: resize 256, crop 224; scaled for other S
+        *p = (Preprocess){.name = "torchvision", .resize_short = (int)lround(S * 256.0 / 224.0),
+                          .crop = S, .filter = FILTER_BILINEAR};
+        memcpy(p->mean, imagenet_mean, sizeof imagenet_mean);
+        memcpy(p->std, imagenet_std, sizeof imagenet_std);
+    } else {
+        return vit_fail(err, VIT_ERR_USAGE,
+                        "unknown preprocessing preset '%s' (known: hf, timm, torchvision)", name);
+    }
+    return VIT_OK;
+}
+
+void image_to_chw(float *out, const Image *img, const float mean[3], const float std[3]) {
+    // out is (3, H, W); pixels are (H, W, 3)
+    const size_t hw = (size_t)img->width * img->height;
+    for (int c = 0; c < 3; c++)
+        for (size_t i = 0; i < hw; i++)
+            out[c * hw + i] = ((float)img->rgb[i * 3 + c] / 255.0f - mean[c]) / std[c];
+}
+
+// torchvision's Resize(int): the shorter side becomes `side`, the longer keeps the ratio
+// (truncated, as int() does).
+static void short_side_size(int w, int h, int side, int *ow, int *oh) {
+    if (w <= h) *ow = side, *oh = (int)((long)side * h / w);
+    else *oh = side, *ow = (int)((long)side * w / h);
+}
+
+void image_preprocess(float *out, const Image *img, const Preprocess *p) {
+    const int S = p->crop;
+    Image sized;
+    if (img->width == S && img->height == S) {
+        sized = image_crop(img, 0, 0, S, S); // already S×S: no resampling
+    } else if (p->resize_short == 0) {
+        sized = image_resize(img, S, S, p->filter);
+    } else {
+        int w, h;
+        short_side_size(img->width, img->height, p->resize_short, &w, &h);
+        Image resized = image_resize(img, w, h, p->filter);
+        // torchvision's CenterCrop: offsets rounded half to even, as Python's round()
+        int left = (int)lrint((w - S) / 2.0), top = (int)lrint((h - S) / 2.0);
+        if (w < S || h < S) { // cannot happen for our presets (resize_short >= S)
+            left = top = 0;
+        }
+        sized = image_crop(&resized, left, top, S, S);
+        image_free(&resized);
+    }
+    image_to_chw(out, &sized, p->mean, p->std);
+    image_free(&sized);
+}
