@@ -118,6 +118,7 @@ $(BUILD)/tests/suites.h: $(TEST_SRC) Makefile
 	@cmp -s $@.tmp $@ 2>/dev/null && rm -f $@.tmp || mv $@.tmp $@
 
 $(BUILD)/tests/%.o: ALL_CFLAGS += -I$(BUILD)/tests -DVIT_TEST_DIR=\"$(CURDIR)/tests\"
+$(BUILD)/lib/labels.o: ALL_CFLAGS += -DVIT_DATA_DIR=\"$(CURDIR)/data\"
 $(BUILD)/tests/runner.o: $(BUILD)/tests/suites.h
 
 $(TEST_RUNNER): $(TEST_OBJ) $(CHAPTER_TOBJ) $(LIB)

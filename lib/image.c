@@ -123,58 +123,27 @@ VitStatus image_load(Image *img, const char *path, VitError *err) {
 
 enum { PRECISION_BITS = 32 - 8 - 2 };
 
-static double bilinear(double x) {
-    x = fabs(x);
-    return x < 1.0 ? 1.0 - x : 0.0;
-}
-
-static double bicubic(double x) {
-    const double a = -0.5; // Keys' cubic convolution, as Pillow
-    x = fabs(x);
-    if (x < 1.0) return ((a + 2.0) * x - (a + 3.0)) * x * x + 1;
-    if (x < 2.0) return (((x - 5) * x + 8) * x - 4) * a;
-    return 0.0;
-}
-
-/** The window and fixed-point weights of every output pixel along one axis. */
+/** Pillow's fixed-point form of one axis's resampling weights. */
 typedef struct {
     int ksize;   // weights per output pixel (the widest window)
     int *bounds; // (out, 2): first input index, count
-    int *k;      // (out, ksize) fixed-point weights
+    int *k;      // (out, ksize) weights × 2²², rounded half away from zero
 } Coeffs;
 
 static Coeffs precompute(int in_size, int out_size, ImageFilter filter) {
-    double (*f)(double) = filter == FILTER_BICUBIC ? bicubic : bilinear;
-    double support = filter == FILTER_BICUBIC ? 2.0 : 1.0;
-    double scale = (double)in_size / out_size;
-    double filterscale = scale < 1.0 ? 1.0 : scale; // only widen when shrinking
-    support *= filterscale;
-    Coeffs c = {.ksize = (int)ceil(support) * 2 + 1};
+    ResampleAxis ax = resample_axis(in_size, out_size, filter);
+    Coeffs c = {.ksize = ax.ksize};
     c.bounds = vit_malloc(sizeof(int) * 2 * (size_t)out_size);
     c.k = vit_calloc((size_t)out_size * c.ksize, sizeof(int));
-    double *w = vit_malloc(sizeof(double) * (size_t)c.ksize);
-    for (int xx = 0; xx < out_size; xx++) {
-        double center = (xx + 0.5) * scale;
-        int xmin = (int)(center - support + 0.5);
-        int xmax = (int)(center + support + 0.5);
-        if (xmin < 0) xmin = 0;
-        if (xmax > in_size) xmax = in_size;
-        xmax -= xmin;
-        double total = 0.0;
-        for (int x = 0; x < xmax; x++) {
-            w[x] = f((x + xmin - center + 0.5) / filterscale);
-            total += w[x];
+    for (int i = 0; i < out_size; i++) {
+        c.bounds[2 * i] = ax.first[i];
+        c.bounds[2 * i + 1] = ax.count[i];
+        for (int j = 0; j < ax.count[i]; j++) {
+            double v = ax.weights[(size_t)i * ax.ksize + j] * (1 << PRECISION_BITS);
+            c.k[(size_t)i * c.ksize + j] = (int)(v < 0 ? v - 0.5 : v + 0.5);
         }
-        for (int x = 0; x < xmax; x++) {
-            double v = total != 0.0 ? w[x] / total : w[x];
-            // round half away from zero, as Pillow's normalize_coeffs_8bpc
-            c.k[(size_t)xx * c.ksize + x] = (int)(v < 0 ? -0.5 + v * (1 << PRECISION_BITS)
-                                                        : 0.5 + v * (1 << PRECISION_BITS));
-        }
-        c.bounds[2 * xx] = xmin;
-        c.bounds[2 * xx + 1] = xmax;
     }
-    free(w);
+    resample_axis_free(&ax);
     return c;
 }
 

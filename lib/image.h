@@ -21,6 +21,7 @@
 #ifndef VIT_IMAGE_H
 #define VIT_IMAGE_H
 
+#include "resample.h"
 #include "tensor.h"
 #include "util.h"
 
@@ -39,12 +40,6 @@ typedef struct {
     int height;         /**< rows */
     unsigned char *rgb; /**< width·height·3 bytes */
 } Image;
-
-/** Resampling filters, as Pillow defines them. */
-typedef enum {
-    FILTER_BILINEAR, /**< triangle, support 1 */
-    FILTER_BICUBIC,  /**< cubic convolution a = -0.5, support 2 */
-} ImageFilter;
 
 /** How to turn a picture into the model's input. */
 typedef struct {

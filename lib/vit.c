@@ -6,6 +6,7 @@
 #include "vit.h"
 #include "ops.h"
 #include "patch.h"
+#include "resample.h"
 #include "rng.h"
 #include "vit_internal.h"
 
@@ -374,6 +375,32 @@ void vit_free(Vit *vit) {
     free(vit->params);
     free(vit->weights.blocks);
     free(vit->map);
+    free(vit->pos_resized);
     st_close(&vit->file);
     memset(vit, 0, sizeof *vit);
+}
+
+/* ---------------------------------------------------- other input sizes */
+
+VitStatus vit_resize_positions(Vit *vit, int image_size, VitError *err) {
+    VitConfig c = vit->config;
+    if (image_size == c.image_size) return VIT_OK;
+    if (image_size < c.patch_size || image_size % c.patch_size != 0 || image_size > 4096)
+        return vit_fail(err, VIT_ERR_USAGE,
+                        "image size %d must be a multiple of the patch size %d (at most 4096)",
+                        image_size, c.patch_size);
+    const int D = c.dim, old_grid = c.image_size / c.patch_size;
+    const int new_grid = image_size / c.patch_size;
+    float *pos = vit_malloc(sizeof(float) * ((size_t)new_grid * new_grid + 1) * D);
+    memcpy(pos, vit->weights.pos_embed, sizeof(float) * (size_t)D); // cls keeps its position
+    // rows 1… form an (old_grid, old_grid, D) grid: resize it like an image with D channels
+    resample_grid(pos + D, vit->weights.pos_embed + D, old_grid, old_grid, new_grid, new_grid, D,
+                  FILTER_BICUBIC);
+    free(vit->pos_resized);
+    vit->pos_resized = pos;
+    vit->weights.pos_embed = pos;
+    vit->config.image_size = image_size;
+    free(vit->acts.memory); // sized for the old N
+    memset(&vit->acts, 0, sizeof vit->acts);
+    return VIT_OK;
 }

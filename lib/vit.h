@@ -120,6 +120,8 @@ typedef struct {
     size_t params_floats;    /**< floats in params */
     size_t params_used;      /**< floats handed out so far */
     char source[32];         /**< "timm", "hf", "torchvision" or "random" */
+    float *pos_resized;      /**< owned position table after vit_resize_positions(), or NULL */
+    char config_json[512];   /**< the Hugging Face config.json that was read, or "" */
     VitMapEntry *map;        /**< what vit_build() mapped, for `vit info` */
     int map_count;           /**< entries in map */
 } Vit;
@@ -156,6 +158,15 @@ int64_t vit_param_count(const VitConfig *cfg);
  * @return VIT_ERR_INPUT with a message naming the file and the problem.
  */
 VitStatus vit_build(Vit *vit, const char *weights_path, VitError *err);
+/**
+ * @brief Run the model at another input size by resampling the position embeddings.
+ *
+ * The P = (S/p)² patch positions form a grid; they are resized to the new grid
+ * with antialiased bicubic interpolation (timm's resample_abs_pos_embed, which
+ * calls F.interpolate(mode="bicubic", antialias=True)); the cls position is kept.
+ * @param[in] image_size  the new S, a multiple of the patch size
+ */
+VitStatus vit_resize_positions(Vit *vit, int image_size, VitError *err);
 /** @brief Build a model with freshly drawn parameters. */
 VitStatus vit_build_random(Vit *vit, const VitConfig *cfg, const VitInit *init, VitError *err);
 /** @brief Write the parameters with timm's names (and num_heads/layer_norm_eps metadata). */

@@ -12,6 +12,8 @@
 #include "vit.h"
 #include "vit_internal.h"
 
+#include <cJSON.h>
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -264,8 +266,70 @@ static VitStatus need(const Loader *ld, const char *tmpl, int ndim, const StTens
     return VIT_OK;
 }
 
+// The config.json beside a Hugging Face model.safetensors, or "" when there is none.
+static void sibling_config(char *out, size_t size, const char *weights_path) {
+    const char *slash = strrchr(weights_path, '/');
+    int dir_len = slash ? (int)(slash - weights_path) : 1;
+    snprintf(out, size, "%.*s/config.json", dir_len, slash ? weights_path : ".");
+    FILE *f = fopen(out, "r");
+    if (f) fclose(f);
+    else out[0] = '\0';
+}
+
+// A whole-number field of a JSON object, when present and sensible.
+static VitStatus json_int(const cJSON *root, const char *key, int *out, const char *path,
+                          VitError *err) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
+    if (!v) return VIT_OK;
+    if (!cJSON_IsNumber(v) || v->valuedouble < 1 || v->valuedouble > 1 << 20 ||
+        v->valuedouble != floor(v->valuedouble))
+        return vit_fail(err, VIT_ERR_INPUT, "%s: \"%s\" is not a positive integer", path, key);
+    *out = (int)v->valuedouble;
+    return VIT_OK;
+}
+
+// Hugging Face keeps heads and LayerNorm eps in config.json, not in the weights.
+// Its sizes must agree with what the tensors say.
+static VitStatus read_hf_config(Loader *ld, VitConfig *c) {
+    const char *path = ld->vit->config_json;
+    FILE *f = fopen(path, "rb");
+    if (!f) return vit_fail(ld->err, VIT_ERR_INPUT, "%s: cannot open: %s", path, strerror(errno));
+    char *text = vit_malloc(1 << 20);
+    size_t n = fread(text, 1, (1 << 20) - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    cJSON *root = cJSON_Parse(text);
+    free(text);
+    if (!cJSON_IsObject(root)) {
+        cJSON_Delete(root);
+        return vit_fail(ld->err, VIT_ERR_INPUT, "%s: not a valid JSON object", path);
+    }
+    int hidden = c->dim, image = c->image_size, patch = c->patch_size;
+    VitStatus s;
+    if ((s = json_int(root, "num_attention_heads", &c->heads, path, ld->err)) ||
+        (s = json_int(root, "hidden_size", &hidden, path, ld->err)) ||
+        (s = json_int(root, "image_size", &image, path, ld->err)) ||
+        (s = json_int(root, "patch_size", &patch, path, ld->err))) {
+        cJSON_Delete(root);
+        return s;
+    }
+    const cJSON *eps = cJSON_GetObjectItemCaseSensitive(root, "layer_norm_eps");
+    if (eps && (!cJSON_IsNumber(eps) || !(eps->valuedouble > 0 && eps->valuedouble < 1)))
+        s = vit_fail(ld->err, VIT_ERR_INPUT, "%s: \"layer_norm_eps\" is not in (0, 1)", path);
+    else if (eps)
+        c->ln_eps = (float)eps->valuedouble;
+    cJSON_Delete(root);
+    if (s == VIT_OK && (hidden != c->dim || image != c->image_size || patch != c->patch_size))
+        s = vit_fail(ld->err, VIT_ERR_INPUT,
+                     "%s: says hidden_size %d, image_size %d, patch_size %d but the weights have "
+                     "%d, %d, %d",
+                     path, hidden, image, patch, c->dim, c->image_size, c->patch_size);
+    return s;
+}
+
 // Sizes from shapes: D and p from the patch weight, N from the position table,
-// L by counting blocks, M from fc1, K from the head; heads and eps from metadata.
+// L by counting blocks, M from fc1, K from the head; heads and eps from
+// __metadata__, or a Hugging Face config.json beside the weights.
 static VitStatus infer_config(Loader *ld, VitConfig *c) {
     const WeightLayout *L = ld->layout;
     const StTensor *patch, *pos, *fc1, *head;
@@ -290,6 +354,7 @@ static VitStatus infer_config(Loader *ld, VitConfig *c) {
     };
     c->heads = c->dim >= 64 && c->dim % 64 == 0 ? c->dim / 64 : 1; // ViT convention: Dh = 64
     if ((s = meta_int(ld, "num_heads", &c->heads)) || (s = meta_eps(ld, &c->ln_eps))) return s;
+    if (ld->vit->config_json[0] && (s = read_hf_config(ld, c))) return s;
     if (c->depth == 0)
         return vit_fail(ld->err, VIT_ERR_INPUT, "%s: no encoder blocks found", file);
     VitError e;
@@ -380,6 +445,8 @@ VitStatus vit_build(Vit *vit, const char *path, VitError *err) {
         return s;
     }
     snprintf(vit->source, sizeof vit->source, "%s", ld.layout->name);
+    if (strcmp(ld.layout->name, "hf") == 0)
+        sibling_config(vit->config_json, sizeof vit->config_json, path);
     if ((s = infer_config(&ld, &vit->config)) == VIT_OK) {
         vit_alloc_params(vit);
         s = map_all(&ld);
