@@ -88,23 +88,17 @@ VitStatus vit_config_check(const VitConfig *c, VitError *err) {
 
 /* ------------------------------------------------------------ parameters */
 
-// Hands out n floats of the model's own parameter memory (zeroed).
+// A new zeroed parameter buffer of n floats, owned (and freed) by the model.
+// One buffer per tensor, allocated only once its size has been checked, so a
+// file cannot make us reserve memory for tensors it does not hold.
 float *vit_take_params(Vit *vit, size_t n) {
-    if (vit->params_used + n > vit->params_floats) {
-        fprintf(stderr, "vit: parameter arena exhausted (%zu + %zu > %zu)\n", vit->params_used,
-                n, vit->params_floats);
-        abort(); // sized from the config: a programming error
-    }
-    float *p = vit->params + vit->params_used;
-    vit->params_used += n;
+    vit->owned = vit_realloc(vit->owned, (size_t)(vit->owned_count + 1) * sizeof(float *));
+    float *p = vit_calloc(n, sizeof(float));
+    vit->owned[vit->owned_count++] = p;
     return p;
 }
 
-void vit_alloc_params(Vit *vit) {
-    vit->params_floats = (size_t)vit_param_count(&vit->config);
-    // calloc of a large block maps zero pages lazily: only what is used costs memory
-    vit->params = vit_calloc(vit->params_floats, sizeof(float));
-    vit->params_used = 0;
+void vit_alloc_blocks(Vit *vit) {
     vit->weights.blocks = vit_calloc((size_t)vit->config.depth, sizeof(VitBlockWeights));
 }
 
@@ -161,7 +155,7 @@ VitStatus vit_build_random(Vit *vit, const VitConfig *cfg, const VitInit *init, 
     if (s != VIT_OK) return s;
     vit->config = *cfg;
     snprintf(vit->source, sizeof vit->source, "random");
-    vit_alloc_params(vit);
+    vit_alloc_blocks(vit);
     const size_t D = (size_t)cfg->dim, M = (size_t)cfg->mlp_dim, K = (size_t)cfg->num_classes;
     const size_t patch_in = (size_t)cfg->channels * cfg->patch_size * cfg->patch_size;
     VitWeights *w = &vit->weights;
@@ -372,7 +366,8 @@ Tensor vit_logits(const Vit *vit) {
 
 void vit_free(Vit *vit) {
     free(vit->acts.memory);
-    free(vit->params);
+    for (int i = 0; i < vit->owned_count; i++) free(vit->owned[i]);
+    free(vit->owned);
     free(vit->weights.blocks);
     free(vit->map);
     free(vit->pos_resized);

@@ -113,12 +113,12 @@ typedef struct {
 /** A ready-to-run model. Zero-initialise, then vit_build() or vit_build_random(). */
 typedef struct {
     VitConfig config;        /**< sizes */
-    VitWeights weights;      /**< pointers into file or params */
+    VitWeights weights;      /**< pointers into the file or into owned buffers */
     VitActivations acts;     /**< working memory, grown on demand */
     SafeTensors file;        /**< the mapped weights file, when loaded from one */
-    float *params;           /**< owned parameter memory: random init, converted or zero tensors */
-    size_t params_floats;    /**< floats in params */
-    size_t params_used;      /**< floats handed out so far */
+    float **owned;           /**< parameter buffers the model allocated: random init,
+                                  converted (BF16/F16) or zero (missing bias) tensors */
+    int owned_count;         /**< entries in owned */
     char source[32];         /**< "timm", "hf", "torchvision" or "random" */
     float *pos_resized;      /**< owned position table after vit_resize_positions(), or NULL */
     char config_json[512];   /**< the Hugging Face config.json that was read, or "" */
@@ -158,6 +158,11 @@ int64_t vit_param_count(const VitConfig *cfg);
  * @return VIT_ERR_INPUT with a message naming the file and the problem.
  */
 VitStatus vit_build(Vit *vit, const char *weights_path, VitError *err);
+/**
+ * @brief Like vit_build() for a file already opened with st_open() or st_parse();
+ *        the Vit takes it over (and closes it in vit_free()), whatever the outcome.
+ */
+VitStatus vit_build_from(Vit *vit, SafeTensors *file, VitError *err);
 /**
  * @brief Run the model at another input size by resampling the position embeddings.
  *

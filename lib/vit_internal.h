@@ -7,9 +7,9 @@
 
 #include "vit.h"
 
-/** @brief Allocate the model's own (zeroed) parameter memory and the block table. */
-void vit_alloc_params(Vit *vit);
-/** @brief Hand out @p n zeroed floats of that memory. */
+/** @brief Allocate the table of block weights (config.depth entries). */
+void vit_alloc_blocks(Vit *vit);
+/** @brief A new zeroed buffer of @p n floats that the model owns and frees. */
 float *vit_take_params(Vit *vit, size_t n);
 
 #endif

@@ -429,13 +429,16 @@ static VitStatus map_all(Loader *ld) {
     return VIT_OK;
 }
 
-VitStatus vit_build(Vit *vit, const char *path, VitError *err) {
+// Maps an already-validated file (mmap'ed or in memory) onto vit; takes ownership of it.
+VitStatus vit_build_from(Vit *vit, SafeTensors *file, VitError *err) {
     memset(vit, 0, sizeof *vit);
-    VitStatus s = st_open(&vit->file, path, err);
-    if (s != VIT_OK) return s;
+    vit->file = *file;
+    memset(file, 0, sizeof *file);
+    const char *path = vit->file.label;
     Loader ld = {.vit = vit, .err = err};
     for (size_t i = 0; i < sizeof layouts / sizeof layouts[0] && !ld.layout; i++)
         if (st_find(&vit->file, layouts[i].probe)) ld.layout = &layouts[i];
+    VitStatus s;
     if (!ld.layout) {
         s = vit_fail(err, VIT_ERR_INPUT,
                      "%s: not a ViT checkpoint I recognise: no 'cls_token' (timm), "
@@ -445,12 +448,20 @@ VitStatus vit_build(Vit *vit, const char *path, VitError *err) {
         return s;
     }
     snprintf(vit->source, sizeof vit->source, "%s", ld.layout->name);
-    if (strcmp(ld.layout->name, "hf") == 0)
+    if (strcmp(ld.layout->name, "hf") == 0 && vit->file.map) // a real file, not a buffer
         sibling_config(vit->config_json, sizeof vit->config_json, path);
     if ((s = infer_config(&ld, &vit->config)) == VIT_OK) {
-        vit_alloc_params(vit);
+        vit_alloc_blocks(vit);
         s = map_all(&ld);
     }
     if (s != VIT_OK) vit_free(vit);
     return s;
+}
+
+VitStatus vit_build(Vit *vit, const char *path, VitError *err) {
+    memset(vit, 0, sizeof *vit);
+    SafeTensors file;
+    VitStatus s = st_open(&file, path, err);
+    if (s != VIT_OK) return s;
+    return vit_build_from(vit, &file, err);
 }
