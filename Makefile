@@ -83,7 +83,7 @@ BENCH_BIN    := $(if $(BENCH_SRC),$(BUILD)/bench)
 VIEWER_SRC   := $(sort $(wildcard viewer/*.c))
 VIEWER_BIN   := $(if $(VIEWER_SRC),$(BUILD)/vitview)
 
-.PHONY: all run test sanitize docs bench clean deps config chapters
+.PHONY: all run test sanitize docs bench clean deps config chapters lib fuzz
 .DEFAULT_GOAL := all
 
 all: config $(LIB) $(CHAPTER_BIN) $(VIT_BIN) $(VIEWER_BIN) $(BENCH_BIN) $(TEST_RUNNER)
@@ -135,6 +135,7 @@ $(BUILD)/vitview: $(VIEWER_SRC:%.c=$(BUILD)/%.o) $(LIB)
 
 # ----------------------------------------------------------------- targets
 chapters: $(CHAPTER_BIN)
+lib: $(LIB)
 
 # run, test, sanitize and bench install packages first, then re-enter make so
 # that the detection above sees what was just installed.
@@ -153,6 +154,28 @@ sanitize: deps
 	    EXTRA_CFLAGS="$(SAN_FLAGS)" EXTRA_LDFLAGS="$(SAN_FLAGS)" all
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	    VIT_SANITIZE=1 build/sanitize/tests/run
+
+# libFuzzer targets (clang) for the safetensors/weights parser and the image
+# loader, run FUZZ_SECONDS each on a corpus grown from tests/fuzz/seeds/.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := safetensors image
+FUZZ_SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+fuzz: deps
+	@$(MAKE) --no-print-directory BUILD=build/fuzz CC=clang NO_OMP=1 BLAS=0 OPT=-O1 \
+	    EXTRA_CFLAGS="-fsanitize=fuzzer-no-link $(FUZZ_SAN)" lib
+	@for t in $(FUZZ_TARGETS); do \
+	    clang $(CPPFLAGS_BASE) -g -O1 -fsanitize=fuzzer $(FUZZ_SAN) \
+	        tests/fuzz/fuzz_$$t.c $$([ $$t = image ] && echo tests/fuzz/stb_image_impl.c) \
+	        build/fuzz/libvit.a $(LDLIBS_BASE) -o build/fuzz/fuzz_$$t || exit 1; \
+	done
+	@for t in $(FUZZ_TARGETS); do \
+	    mkdir -p build/fuzz/corpus-$$t; \
+	    echo "fuzz: $$t for $(FUZZ_SECONDS) s"; \
+	    build/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=4096 -print_final_stats=1 \
+	        -artifact_prefix=build/fuzz/crash-$$t- build/fuzz/corpus-$$t tests/fuzz/seeds/$$t \
+	        2>build/fuzz/$$t.log || { tail -40 build/fuzz/$$t.log; exit 1; }; \
+	    grep -E "stat::number_of_executed_units|stat::peak_rss_mb" build/fuzz/$$t.log; \
+	done
 
 docs:
 	@./scripts/docs.sh

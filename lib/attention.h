@@ -67,6 +67,18 @@ void attention(float *out, float *probs, const float *q, const float *k, const f
                const float *mask, int N, int Dh);
 
 /**
+ * @brief A padding mask: keys at positions ≥ @p valid are hidden from every query.
+ * @param[out] mask  (N, N) additive: mask[i][j] = 0 if j < valid, else -inf
+ */
+void attention_mask_padding(float *mask, int N, int valid);
+
+/**
+ * @brief A causal mask: query i sees keys 0…i only, nothing after it.
+ * @param[out] mask  (N, N) additive: mask[i][j] = 0 if j ≤ i, else -inf
+ */
+void attention_mask_causal(float *mask, int N);
+
+/**
  * @brief Split the width into heads: (B, N, H·Dh) → (B, H, N, Dh).
  *
  * PyTorch: `x.reshape(B, N, H, Dh).permute(0, 2, 1, 3)`.

@@ -4,6 +4,7 @@
  */
 #include "image.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -36,26 +37,101 @@ static VitStatus check_dimensions(int w, int h, const char *label, VitError *err
     return VIT_OK;
 }
 
-// stb_image reads a binary PPM/PGM whose pixels are cut short without complaint
-// (the missing bytes come out as zeros), so count them: the header's three
-// numbers (width, height, maxval) are followed by one whitespace and the pixels.
-static bool pnm_truncated(const unsigned char *data, size_t size, int w, int h) {
-    if (size < 2 || data[0] != 'P' || (data[1] != '5' && data[1] != '6')) return false;
+/** The formats we accept; stb_image knows more (GIF, PSD, HDR, PIC, TGA) that we keep out. */
+typedef enum { FORMAT_UNKNOWN, FORMAT_PNG, FORMAT_JPEG, FORMAT_BMP, FORMAT_PNM } ImageFormat;
+
+static ImageFormat sniff_format(const unsigned char *d, size_t n) {
+    if (n >= 8 && memcmp(d, "\x89PNG\r\n\x1a\n", 8) == 0) return FORMAT_PNG;
+    if (n >= 3 && d[0] == 0xff && d[1] == 0xd8 && d[2] == 0xff) return FORMAT_JPEG;
+    if (n >= 2 && d[0] == 'B' && d[1] == 'M') return FORMAT_BMP;
+    if (n >= 2 && d[0] == 'P' && (d[1] == '5' || d[1] == '6')) return FORMAT_PNM;
+    return FORMAT_UNKNOWN;
+}
+
+// stb_image 2.27 (Debian 12) writes past a 257-entry array when a JPEG Huffman
+// table (DHT segment) declares more than 256 codes (CVE-2021-28021). We refuse
+// such files before stb sees them, walking the markers the way stb does:
+// segments by their length, anything else (padding, entropy-coded scan data)
+// byte by byte, since progressive JPEGs carry new tables between scans.
+static unsigned char byte_at(const unsigned char *d, size_t n, size_t i) {
+    return i < n ? d[i] : 0; // stb reads zeros past the end
+}
+
+static bool dht_valid(const unsigned char *d, size_t n, size_t at) {
+    // as stb: L = length - 2; while (L > 0) { class/id, 16 counts, symbols }
+    long remaining = ((long)byte_at(d, n, at) << 8 | byte_at(d, n, at + 1)) - 2;
+    size_t p = at + 2;
+    while (remaining > 0 && p < n) {
+        long total = 0;
+        for (int k = 0; k < 16; k++) total += byte_at(d, n, p + 1 + (size_t)k);
+        if (total > 256) return false;
+        p += 17 + (size_t)total;
+        remaining -= 17 + total;
+    }
+    return true;
+}
+
+static bool jpeg_tables_valid(const unsigned char *d, size_t n) {
     size_t i = 2;
-    long numbers[3] = {0};
+    while (i + 1 < n) {
+        unsigned marker = d[i + 1];
+        bool standalone = marker == 0x00 || marker == 0x01 || marker == 0xff ||
+                          (marker >= 0xd0 && marker <= 0xd9); // stuffing, TEM, RSTn, SOI, EOI
+        if (d[i] != 0xff || standalone) {
+            i++;
+            continue;
+        }
+        if (marker == 0xc4 && !dht_valid(d, n, i + 2)) return false;
+        size_t len = (size_t)byte_at(d, n, i + 2) << 8 | byte_at(d, n, i + 3);
+        i += 2 + (len >= 2 ? len : 2);
+    }
+    return true;
+}
+
+// Reads the numbers of a binary PPM/PGM header (width, height, maxval) the way
+// stb does: whitespace (isspace) and '#' comments between them. Returns where
+// the pixels start (after the one whitespace that follows maxval), or 0 when a
+// number is missing or has more than 7 digits (stb's int parser would overflow).
+static size_t pnm_header(const unsigned char *data, size_t size, long numbers[3]) {
+    size_t i = 2;
     for (int k = 0; k < 3; k++) {
-        while (i < size && (data[i] == '#' || data[i] == ' ' || data[i] == '\t' ||
-                            data[i] == '\n' || data[i] == '\r')) {
+        while (i < size && (isspace(data[i]) || data[i] == '#')) {
             if (data[i] == '#')
-                while (i < size && data[i] != '\n') i++;
+                while (i < size && data[i] != '\n' && data[i] != '\r') i++;
             else i++;
         }
-        while (i < size && data[i] >= '0' && data[i] <= '9' && numbers[k] < 1000000)
+        int digits = 0;
+        numbers[k] = 0;
+        while (i < size && isdigit(data[i])) {
+            if (++digits > 7) return 0;
             numbers[k] = numbers[k] * 10 + (data[i++] - '0');
+        }
+        if (digits == 0) return 0;
     }
-    i++; // the single whitespace after maxval
-    size_t channels = data[1] == '6' ? 3 : 1, depth = numbers[2] > 255 ? 2 : 1;
-    return size < i || size - i < (size_t)w * h * channels * depth;
+    return i + 1;
+}
+
+// Binary PPM/PGM pitfalls of stb_image 2.27: header numbers can overflow its
+// parser, pixels cut short are read as zeros without complaint, and 16-bit
+// files (maxval > 255) overflow a buffer when converted to 8 bits. Refuse all three.
+static VitStatus pnm_check(const unsigned char *data, size_t size, const char *label,
+                          VitError *err) {
+    long n[3];
+    size_t start = pnm_header(data, size, n);
+    if (start == 0)
+        return vit_fail(err, VIT_ERR_INPUT, "%s: cannot decode image: malformed PPM/PGM header",
+                        label);
+    if (n[2] > 255)
+        return vit_fail(err, VIT_ERR_INPUT,
+                        "%s: 16-bit PPM/PGM (maxval %ld) is not supported; save it with 8 bits",
+                        label, n[2]);
+    VitStatus s = check_dimensions((int)n[0], (int)n[1], label, err);
+    if (s != VIT_OK) return s;
+    size_t channels = data[1] == '6' ? 3 : 1;
+    if (size < start || size - start < (size_t)n[0] * (size_t)n[1] * channels)
+        return vit_fail(err, VIT_ERR_INPUT, "%s: cannot decode image: pixel data is truncated",
+                        label);
+    return VIT_OK;
 }
 
 VitStatus image_load_memory(Image *img, const unsigned char *data, size_t size,
@@ -64,16 +140,21 @@ VitStatus image_load_memory(Image *img, const unsigned char *data, size_t size,
     if (size == 0) return vit_fail(err, VIT_ERR_INPUT, "%s: file is empty", label);
     if (size > (size_t)INT32_MAX)
         return vit_fail(err, VIT_ERR_INPUT, "%s: file is larger than 2 GB", label);
+    ImageFormat format = sniff_format(data, size);
+    if (format == FORMAT_UNKNOWN)
+        return vit_fail(err, VIT_ERR_INPUT,
+                        "%s: not an image I can decode (PNG, JPEG, BMP, PPM/PGM)", label);
+    VitStatus s;
+    if (format == FORMAT_PNM && (s = pnm_check(data, size, label, err)) != VIT_OK) return s;
+    if (format == FORMAT_JPEG && !jpeg_tables_valid(data, size))
+        return vit_fail(err, VIT_ERR_INPUT, "%s: cannot decode image: corrupt JPEG Huffman table",
+                        label);
     int w, h, comp;
     if (!stbi_info_from_memory(data, (int)size, &w, &h, &comp))
         return vit_fail(err, VIT_ERR_INPUT,
                         "%s: not an image I can decode (PNG, JPEG, BMP, PPM/PGM): %s", label,
                         stbi_failure_reason());
-    VitStatus s = check_dimensions(w, h, label, err);
-    if (s != VIT_OK) return s;
-    if (pnm_truncated(data, size, w, h))
-        return vit_fail(err, VIT_ERR_INPUT, "%s: cannot decode image: pixel data is truncated",
-                        label);
+    if ((s = check_dimensions(w, h, label, err)) != VIT_OK) return s;
     unsigned char *rgb = stbi_load_from_memory(data, (int)size, &w, &h, &comp, 3);
     if (!rgb)
         return vit_fail(err, VIT_ERR_INPUT, "%s: cannot decode image: %s", label,

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #ifndef VIT_DATA_DIR
-#define VIT_DATA_DIR "data"
+#define VIT_DATA_DIR "data" ///< data/ when $VIT_DATA_DIR is unset (the build may set it)
 #endif
 
 enum { MAX_LABELS = 1000000 };

@@ -25,6 +25,7 @@
 /**
  * @brief Dot product \f$ a \cdot b = \sum_i a_i b_i \f$ (accumulated in double).
  * @param[in] a, b  vectors of length n
+ * @param[in] n     number of elements
  */
 float dot(const float *a, const float *b, int n);
 
@@ -43,6 +44,7 @@ void add(float *out, const float *a, const float *b, size_t n);
  * masked) gives all zeros rather than NaN.
  * @param[out] out  (rows, cols)
  * @param[in]  x    (rows, cols); may equal out
+ * @param[in]  rows, cols  sizes
  */
 void softmax(float *out, const float *x, int rows, int cols);
 
@@ -55,6 +57,7 @@ void softmax(float *out, const float *x, int rows, int cols);
  * @param[in]  x      (rows, dim); may equal out
  * @param[in]  gamma  (dim) scale, or NULL for ones
  * @param[in]  beta   (dim) shift, or NULL for zeros
+ * @param[in]  rows, dim  sizes
  * @param[in]  eps    1e-6 in timm and torchvision, 1e-12 in Hugging Face
  */
 void layernorm(float *out, const float *x, const float *gamma, const float *beta, int rows,
@@ -63,6 +66,8 @@ void layernorm(float *out, const float *x, const float *gamma, const float *beta
 /**
  * @brief Exact GELU: \f$ \mathrm{GELU}(x) = \tfrac12 x\,(1 + \mathrm{erf}(x/\sqrt2)) \f$.
  * @param[out] out  n values; may equal x
+ * @param[in]  x    n values
+ * @param[in]  n    number of elements
  */
 void gelu(float *out, const float *x, size_t n);
 
@@ -72,6 +77,7 @@ void gelu(float *out, const float *x, size_t n);
  * @param[in]  x    (N, I)
  * @param[in]  w    (O, I), PyTorch's nn.Linear layout
  * @param[in]  b    (O), or NULL for no bias
+ * @param[in]  N, I, O  rows, input features, output features
  */
 void linear(float *out, const float *x, const float *w, const float *b, int N, int I, int O);
 

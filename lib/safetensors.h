@@ -48,7 +48,9 @@ typedef struct {
     int ndim;                    /**< number of dimensions, 0 … ST_MAX_DIMS */
     int64_t shape[ST_MAX_DIMS];  /**< sizes */
     size_t numel;                /**< product of shape */
-    size_t begin, end;           /**< byte range inside the data section */
+    /** byte range [begin, end) inside the data section */ /**@{*/
+    size_t begin, end;
+    /**@}*/
     const unsigned char *bytes;  /**< begin of the data inside the map */
 } StTensor;
 
@@ -77,7 +79,10 @@ size_t st_dtype_size(StDtype dtype);
 VitStatus st_open(SafeTensors *st, const char *path, VitError *err);
 /**
  * @brief Validate a buffer already in memory (borrowed, must outlive @p st).
+ * @param[out] st    the parsed file; left empty and closable on failure
+ * @param[in] data, size  the bytes of a whole safetensors file
  * @param[in] label  name used in messages
+ * @param[out] err   the message on failure
  */
 VitStatus st_parse(SafeTensors *st, const void *data, size_t size, const char *label,
                    VitError *err);
@@ -126,7 +131,9 @@ typedef struct {
 /** Collects tensors and metadata, then writes them in one go. */
 typedef struct {
     StWriterEntry *entries; /**< queued tensors in order */
-    int count, cap;         /**< used and allocated entries */
+    /** used and allocated entries */ /**@{*/
+    int count, cap;
+    /**@}*/
     char **meta_keys;       /**< metadata keys */
     char **meta_values;     /**< metadata values */
     int meta_count;         /**< metadata pairs */

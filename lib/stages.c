@@ -4,6 +4,7 @@
  */
 #include "stages.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,9 +58,14 @@ const VitStage *vit_stage_find(const char *name, int *block) {
     int index = -1;
     const char *suffix = name;
     if (strncmp(name, "blocks.", 7) == 0) {
+        // the index as vit_forward writes it: digits, no sign, space or leading zero
+        const char *digits = name + 7;
+        if (!isdigit((unsigned char)digits[0]) ||
+            (digits[0] == '0' && isdigit((unsigned char)digits[1])))
+            return NULL;
         char *end;
-        long i = strtol(name + 7, &end, 10);
-        if (end == name + 7 || *end != '.' || i < 0) return NULL;
+        long i = strtol(digits, &end, 10);
+        if (*end != '.' || i > 1000000) return NULL;
         index = (int)i;
         suffix = end + 1;
     }
@@ -128,6 +134,27 @@ double vit_stage_flops(const VitConfig *c, int B, const char *name) {
     // exact GELU ≈ 8 per element, counting erf as one
     if (!strcmp(n, "mlp.gelu")) return 8 * B * N * M;
     return 0; // input, tokens, pre_logits only move data
+}
+
+int64_t vit_stage_params(const VitConfig *c, const char *name) {
+    const VitStage *s = vit_stage_find(name, NULL);
+    if (!s) return 0;
+    const int64_t D = c->dim, M = c->mlp_dim, K = c->num_classes, N = vit_num_tokens(c);
+    const int64_t patch_in = (int64_t)c->channels * c->patch_size * c->patch_size;
+    const char *n = s->name;
+    // a weight matrix (out, in) and its bias (out)
+    if (!strcmp(n, "patch_embed")) return D * patch_in + D;
+    if (!strcmp(n, "attn.q") || !strcmp(n, "attn.k") || !strcmp(n, "attn.v") ||
+        !strcmp(n, "attn.proj"))
+        return D * D + D;
+    if (!strcmp(n, "mlp.fc1")) return M * D + M;
+    if (!strcmp(n, "mlp.fc2")) return D * M + D;
+    if (!strcmp(n, "logits")) return K * D + K;
+    // a LayerNorm's scale and shift
+    if (!strcmp(n, "norm1") || !strcmp(n, "norm2") || !strcmp(n, "norm")) return 2 * D;
+    if (!strcmp(n, "tokens")) return D;    // the [cls] token
+    if (!strcmp(n, "embed")) return N * D; // the position table
+    return 0;
 }
 
 int vit_trace_length(const VitConfig *cfg) {

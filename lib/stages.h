@@ -51,6 +51,14 @@ const VitStage *vit_stage_find(const char *name, int *block);
 int vit_stage_shape(const VitConfig *cfg, int B, const char *name, int shape[4]);
 /** @brief Approximate floating-point operations to compute the stage. */
 double vit_stage_flops(const VitConfig *cfg, int B, const char *name);
+/**
+ * @brief Learned parameters the stage reads, e.g. D·D + D for "attn.q".
+ *
+ * Each parameter belongs to exactly one stage (the cls token to "tokens", the
+ * position table to "embed"), so summing over the stages, block stages L
+ * times, gives vit_param_count().
+ */
+int64_t vit_stage_params(const VitConfig *cfg, const char *name);
 /** @brief Number of trace names one forward pass emits: 7 + 15·L. */
 int vit_trace_length(const VitConfig *cfg);
 

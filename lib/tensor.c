@@ -39,7 +39,7 @@ Tensor tensor_new_shape(int ndim, const int *shape) {
     return t;
 }
 
-// Collects `ndim` int varargs into an array; shared by tensor_new and tensor_view.
+/// Collects `ndim` int varargs into an array; shared by tensor_new and tensor_view.
 #define COLLECT_SHAPE(shape, ndim)                                      \
     int shape[TENSOR_MAX_DIMS] = {0};                                   \
     do {                                                                \
@@ -221,4 +221,16 @@ void tensor_print(FILE *f, const char *name, const Tensor *t) {
     }
     print_axis(&p, 0, 0, t->numel);
     fputc('\n', f);
+}
+
+float tensor_max_abs_diff(const Tensor *a, const Tensor *b) {
+    if (!tensor_same_shape(a, b)) return NAN;
+    float worst = 0.0f;
+    for (size_t i = 0; i < a->numel; i++) {
+        if (a->data[i] == b->data[i]) continue; // also equal infinities (masked scores)
+        float d = fabsf(a->data[i] - b->data[i]);
+        if (isnan(d)) return NAN;
+        if (d > worst) worst = d;
+    }
+    return worst;
 }

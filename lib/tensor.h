@@ -78,6 +78,13 @@ bool tensor_same_shape(const Tensor *a, const Tensor *b);
 char *tensor_shape_str(const Tensor *t, char *buf, size_t size);
 /** @brief Statistics over all elements; NaN and Inf are counted, not averaged. */
 TensorStats tensor_stats(const Tensor *t);
+/**
+ * @brief The largest elementwise difference \f$ \max_i |a_i - b_i| \f$, e.g. to
+ *        show that two ways of computing something agree.
+ * Equal elements count as 0, equal infinities included.
+ * @return NaN when the shapes differ or any difference is NaN.
+ */
+float tensor_max_abs_diff(const Tensor *a, const Tensor *b);
 
 /**
  * @brief Print like PyTorch: nested brackets, 4 decimals, and tensors with

@@ -61,6 +61,7 @@ void *vit_malloc_aligned(size_t bytes);
 /**
  * @brief Multiply sizes, refusing overflow.
  * @param[out] out  a·b when it fits in size_t
+ * @param[in]  a, b  the factors
  * @return true when the product fits, false on overflow.
  */
 bool vit_checked_mul(size_t *out, size_t a, size_t b);

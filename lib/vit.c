@@ -110,6 +110,7 @@ VitInit vit_init_timm(uint64_t seed) {
 // in parallel. Each tensor gets its own PCG32 stream (seeded by its position in
 // the queue), so its values never depend on the thread that fills it or on the
 // sizes of the tensors before it.
+/// Which distribution a queued draw uses.
 typedef enum { DRAW_WEIGHT, DRAW_BIAS, DRAW_NORM_SCALE, DRAW_NORM_SHIFT } DrawKind;
 
 typedef struct {

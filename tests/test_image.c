@@ -201,6 +201,29 @@ static void test_refuses_bad_images(void) {
     expect_load_error((const unsigned char *)cut, strlen(cut), "cannot decode");
 }
 
+// Inputs the fuzzer found that crash stb_image 2.27 (out-of-bounds writes in
+// its JPEG Huffman table builder and its 16-bit PGM conversion); the loader
+// must refuse them cleanly.
+static void test_refuses_fuzzer_found_files(void) {
+    const struct {
+        const char *file, *needle;
+    } cases[] = {
+        {"jpeg_dht_overflow_1.jpg", "corrupt JPEG Huffman table"},
+        {"jpeg_dht_overflow_2.jpg", "corrupt JPEG Huffman table"},
+        {"pgm_16bit_overflow.pgm", "16-bit PPM/PGM"},
+        {"ppm_header_overflow.ppm", "malformed PPM/PGM header"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/data/bad/%s", VIT_TEST_DIR, cases[i].file);
+        Image img;
+        VitError err;
+        CU_ASSERT_EQUAL(image_load(&img, path, &err), VIT_ERR_INPUT);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, cases[i].needle));
+        CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, cases[i].file));
+    }
+}
+
 static void test_refuses_missing_file_and_directory(void) {
     Image img;
     VitError err;
@@ -219,6 +242,7 @@ CU_TestInfo tests_image[] = {
     {"square image is not resampled", test_square_image_is_not_resampled},
     {"preset settings", test_presets_settings},
     {"refuses bad images", test_refuses_bad_images},
+    {"refuses fuzzer-found files", test_refuses_fuzzer_found_files},
     {"refuses missing file and directory", test_refuses_missing_file_and_directory},
     CU_TEST_INFO_NULL,
 };

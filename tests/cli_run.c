@@ -1,0 +1,173 @@
+/**
+ * @file cli_run.c
+ * @brief Running the real `vit` program from a test, with a timeout; scratch directories.
+ */
+#include "cli_run.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util.h"
+
+extern char **environ;
+
+static const char *temp_root(void) {
+    const char *dir = getenv("TMPDIR");
+    return dir && *dir ? dir : "/tmp";
+}
+
+const char *cli_program(void) {
+    static char path[PATH_MAX + 16];
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) return "build/vit";
+    self[n] = '\0';
+    char *slash = strrchr(self, '/'); // BUILD/tests/run → BUILD/tests
+    if (slash) *slash = '\0';
+    snprintf(path, sizeof path, "%s/../vit", self);
+    return path;
+}
+
+char *read_whole_file(const char *path, size_t *size) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 4096, len = 0;
+    char *buf = vit_malloc(cap);
+    size_t got;
+    while ((got = fread(buf + len, 1, cap - len - 1, f)) > 0) {
+        len += got;
+        if (cap - len - 1 == 0) buf = vit_realloc(buf, cap *= 2);
+    }
+    fclose(f);
+    buf[len] = '\0';
+    if (size) *size = len;
+    return buf;
+}
+
+// A temporary file to catch one output stream; its descriptor, and its name in `path`.
+static int capture_file(char *path, size_t size, const char *stream) {
+    snprintf(path, size, "%s/vit-cli-%s-XXXXXX", temp_root(), stream);
+    return mkstemp(path);
+}
+
+// Waits for the child up to `seconds`; kills it after that. Returns its exit status
+// (128 + signal when killed), or -1 on timeout.
+static int wait_with_timeout(pid_t pid, double seconds) {
+    const struct timespec tick = {0, 2 * 1000 * 1000}; // 2 ms
+    double t0 = vit_now();
+    for (;;) {
+        int st;
+        pid_t r = waitpid(pid, &st, WNOHANG);
+        if (r == pid) return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        if (r < 0 && errno != EINTR) return -1;
+        if (vit_now() - t0 > seconds) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &st, 0);
+            fprintf(stderr, "\n    vit: killed after %.0f s\n", seconds);
+            return -1;
+        }
+        nanosleep(&tick, NULL);
+    }
+}
+
+CliResult cli_run(const char *const *args) {
+    CliResult r = {.status = -1};
+    const char *program = cli_program();
+    int argc = 0;
+    while (args[argc]) argc++;
+    char **argv = vit_calloc((size_t)argc + 2, sizeof(char *));
+    argv[0] = (char *)program;
+    for (int i = 0; i < argc; i++) argv[i + 1] = (char *)args[i];
+
+    char out_path[512], err_path[512];
+    int out_fd = capture_file(out_path, sizeof out_path, "out");
+    int err_fd = capture_file(err_path, sizeof err_path, "err");
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&actions, out_fd, 1);
+    posix_spawn_file_actions_adddup2(&actions, err_fd, 2);
+    pid_t pid;
+    int rc = out_fd < 0 || err_fd < 0 ? EIO
+                                      : posix_spawn(&pid, program, &actions, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&actions);
+    if (rc != 0)
+        fprintf(stderr, "\n    cannot run %s: %s (was it built? make builds it)\n", program,
+                strerror(rc));
+    else
+        r.status = wait_with_timeout(pid, CLI_TIMEOUT);
+    if (out_fd >= 0) close(out_fd);
+    if (err_fd >= 0) close(err_fd);
+    r.out = read_whole_file(out_path, NULL);
+    r.err = read_whole_file(err_path, NULL);
+    if (!r.out) r.out = vit_strdup("");
+    if (!r.err) r.err = vit_strdup("");
+    unlink(out_path);
+    unlink(err_path);
+    free(argv);
+    return r;
+}
+
+void cli_result_free(CliResult *r) {
+    free(r->out);
+    free(r->err);
+    memset(r, 0, sizeof *r);
+}
+
+/* ------------------------------------------------------------ scratch dirs */
+
+bool scratch_make(ScratchDir *d) {
+    snprintf(d->path, sizeof d->path, "%s/vit-cli-test-XXXXXX", temp_root());
+    if (mkdtemp(d->path)) return true;
+    fprintf(stderr, "\n    cannot make a directory %s: %s\n", d->path, strerror(errno));
+    d->path[0] = '\0';
+    return false;
+}
+
+char *scratch_file(const ScratchDir *d, const char *name, char *buf, size_t size) {
+    snprintf(buf, size, "%s/%s", d->path, name);
+    return buf;
+}
+
+int scratch_count(const ScratchDir *d) {
+    DIR *dir = opendir(d->path);
+    if (!dir) return -1;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(dir));)
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
+    closedir(dir);
+    return n;
+}
+
+// Removes a directory tree (the tests make at most one level of subdirectories).
+static void remove_tree(const char *path) {
+    DIR *dir = opendir(path);
+    if (dir) {
+        for (struct dirent *e; (e = readdir(dir));) {
+            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+            char child[1024];
+            snprintf(child, sizeof child, "%s/%s", path, e->d_name);
+            struct stat sb;
+            if (lstat(child, &sb) == 0 && S_ISDIR(sb.st_mode)) remove_tree(child);
+            else unlink(child);
+        }
+        closedir(dir);
+    }
+    rmdir(path);
+}
+
+void scratch_remove(ScratchDir *d) {
+    if (d->path[0]) remove_tree(d->path);
+    d->path[0] = '\0';
+}

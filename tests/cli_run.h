@@ -1,0 +1,60 @@
+/**
+ * @file cli_run.h
+ * @brief Test helpers: run the real `vit` program and capture what it says;
+ *        scratch directories for the files it reads and writes.
+ *
+ * The program is found next to the test runner: the runner is
+ * BUILD/tests/run, so the program is BUILD/vit (build/vit in a normal build,
+ * build/sanitize/vit under `make sanitize`, whose ASAN_OPTIONS it inherits,
+ * so a leak in the program fails the test that ran it).
+ */
+#ifndef VIT_TESTS_CLI_RUN_H
+#define VIT_TESTS_CLI_RUN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/** What one run of the program did. */
+typedef struct {
+    int status;  /**< exit status; 128 + N when killed by signal N; -1 when it could not run */
+    char *out;   /**< everything it wrote to stdout (NUL-terminated, owned) */
+    char *err;   /**< everything it wrote to stderr (NUL-terminated, owned) */
+} CliResult;
+
+/** Seconds a run may take before it is killed and counted as a failure. */
+#define CLI_TIMEOUT 120.0
+
+/** @brief Path of the `vit` program belonging to this runner (static storage). */
+const char *cli_program(void);
+
+/**
+ * @brief Run `vit args...` with stdin from /dev/null, stdout and stderr captured.
+ * @param[in] args  the arguments after the program name, NULL-terminated
+ * @return the result; free it with cli_result_free()
+ */
+CliResult cli_run(const char *const *args);
+
+/** Run `vit` with the given arguments: `CliResult r = VIT_RUN("info", "--weights", w);` */
+#define VIT_RUN(...) cli_run((const char *const[]){__VA_ARGS__, NULL})
+
+/** @brief Free the captured output. */
+void cli_result_free(CliResult *r);
+
+/** A fresh directory under $TMPDIR (or /tmp), removed with its contents at the end. */
+typedef struct {
+    char path[256]; /**< the directory; empty when it could not be made */
+} ScratchDir;
+
+/** @brief Make a new scratch directory; false (and a message) on failure. */
+bool scratch_make(ScratchDir *d);
+/** @brief "DIR/name" written into @p buf; returns @p buf. */
+char *scratch_file(const ScratchDir *d, const char *name, char *buf, size_t size);
+/** @brief Number of entries in the directory (files left behind show up here). */
+int scratch_count(const ScratchDir *d);
+/** @brief Remove the files in the directory, then the directory. */
+void scratch_remove(ScratchDir *d);
+
+/** @brief The whole contents of a file (owned, NUL-terminated) or NULL; @p size gets its length. */
+char *read_whole_file(const char *path, size_t *size);
+
+#endif

@@ -1,0 +1,108 @@
+/*
+ * vit_cli.h — what the files of the `vit` program share.
+ *
+ *   vit.c               main(): the table of subcommands, `vit --help`
+ *   vit_cli.c           the option parser and help printer every subcommand uses,
+ *                       number and size formatting, the memory check
+ *   vit_make_weights.c  `vit make-weights`
+ *   vit_trace.c         `vit trace`
+ *   vit_info.c          `vit info`
+ *
+ * A subcommand declares its flags as a table of CliOption rows, each pointing
+ * at one of its own variables; cli_parse() fills the variables from argv and
+ * cli_print_help() writes --help from the same table, so a flag and its
+ * documentation cannot drift apart.
+ *
+ * Functions are documented (Doxygen) where they are defined, in the .c files.
+ */
+#ifndef VIT_TOOLS_VIT_CLI_H
+#define VIT_TOOLS_VIT_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "util.h"
+
+/* ------------------------------------------------------------ subcommands */
+
+typedef struct VitCommand VitCommand;
+
+/** One row of the subcommand table in vit.c. */
+struct VitCommand {
+    const char *name;    /**< what the user types, e.g. "trace" */
+    /** Runs the command; argv[0] is the command's name. Returns the exit status. */
+    VitStatus (*run)(const VitCommand *self, int argc, char **argv, VitError *err);
+    const char *summary; /**< one line for `vit --help` */
+};
+
+VitStatus cmd_make_weights(const VitCommand *self, int argc, char **argv, VitError *err);
+VitStatus cmd_trace(const VitCommand *self, int argc, char **argv, VitError *err);
+VitStatus cmd_info(const VitCommand *self, int argc, char **argv, VitError *err);
+
+/* ------------------------------------------------------------------ flags */
+
+/** What kind of value a flag takes, and so what CliOption.value points to. */
+typedef enum {
+    CLI_STRING, /**< const char ** (borrowed from argv) */
+    CLI_INT,    /**< int *, parsed with vit_parse_int within [lo, hi] */
+    CLI_FLOAT,  /**< float *, parsed with vit_parse_float within [lo, hi] */
+} CliKind;
+
+/** One flag of a subcommand. */
+typedef struct {
+    const char *flag;    /**< e.g. "--weights" */
+    CliKind kind;        /**< the value's type */
+    void *value;         /**< the variable the value goes to */
+    const char *metavar; /**< its placeholder in the help, e.g. "FILE" */
+    const char *help;    /**< one sentence for the help */
+    bool required;       /**< must be given */
+    bool show_default;   /**< the help prints the variable's initial value as the default */
+    double lo, hi;       /**< accepted range of a number */
+    bool given;          /**< set by cli_parse() when the flag appeared */
+} CliOption;
+
+/** `--threads N`, the same in every command that computes. */
+#define CLI_OPTION_THREADS(ptr)                                                               \
+    {"--threads", CLI_INT, (ptr), "N",                                                        \
+     "threads for the computation; 0 = all cores (default $OMP_NUM_THREADS, else all cores)", \
+     .lo = 0, .hi = 4096}
+
+/** A subcommand's command line: its flags, and its help. */
+typedef struct {
+    const VitCommand *command; /**< name and one-line summary */
+    const char *description;   /**< what the command does, for a learner ('\n'-terminated lines) */
+    const char *examples;      /**< example command lines, one per line */
+    void (*more_help)(FILE *f);/**< prints an extra section after the options, or NULL */
+    CliOption *options;        /**< the flags */
+    int option_count;          /**< how many */
+    const char *positional;    /**< placeholder of positional arguments, or NULL for none */
+    int max_positional;        /**< how many positional arguments are accepted */
+    const char **positionals;  /**< filled with them (max_positional slots) */
+    int positional_count;      /**< set by cli_parse() */
+} CliSpec;
+
+VitStatus cli_parse(CliSpec *spec, int argc, char **argv, bool *help_shown, VitError *err);
+void cli_print_help(FILE *f, const CliSpec *spec);
+bool cli_given(const CliSpec *spec, const char *flag);
+void cli_apply_threads(const CliSpec *spec, int threads);
+
+/* ------------------------------------------------------------- formatting */
+
+/** Buffer size for cli_thousands() and cli_bytes(). */
+#define CLI_NUM_BUF 32
+
+char *cli_thousands(char buf[CLI_NUM_BUF], int64_t value);
+char *cli_bytes(char buf[CLI_NUM_BUF], double bytes);
+VitStatus cli_check_memory(double bytes, const char *what, VitError *err);
+
+/** The exit statuses, as every help page states them. */
+#define CLI_EXIT_HELP                                                                          \
+    "exit status:\n"                                                                           \
+    "  0  success\n"                                                                           \
+    "  1  bad input: a file that cannot be read or written, a tensor of the wrong\n"         \
+    "     shape, a configuration that cannot be built (e.g. D not divisible by H)\n"          \
+    "  2  bad usage: an unknown command or flag, a missing flag or value, a value\n"          \
+    "     that is not a number in the accepted range (e.g. --threads abc, --dim 0)\n"
+
+#endif

@@ -1,0 +1,218 @@
+/**
+ * @file vit_trace.c
+ * @brief `vit trace`: one forward pass, every intermediate tensor saved to a file.
+ *
+ * The recipe: parse the flags → vit_build() from the weights → read the batch
+ * → vit_forward() with a TraceRecorder listening → write what it recorded,
+ * in the order it arrived, under the contract's names (DESIGN.md §3,
+ * lib/stages.h), atomically.
+ *
+ * The batch comes from a safetensors file today. To accept an IMAGE argument
+ * instead: give the CliSpec `.positional = "IMAGE"` and one positional slot,
+ * make --input optional, and branch in load_batch(); nothing else changes.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "stages.h"
+#include "vit.h"
+#include "vit_cli.h"
+
+/** Everything the command line can say. */
+typedef struct {
+    const char *weights; // the model
+    const char *input;   // safetensors file holding "input" (B, C, S, S)
+    const char *out;     // where the trace goes
+    int threads;
+} TraceArgs;
+
+static const char description[] =
+    "Runs the model in --weights on the images in --input, once, and saves every\n"
+    "intermediate tensor of that forward pass to --out: the patch embeddings, the\n"
+    "tokens, each block's LayerNorms, queries, keys, values, attention scores and\n"
+    "probabilities, MLP activations and outputs, and finally the logits. They are\n"
+    "stored as float32 under the names listed below, in the order they were\n"
+    "computed, with the model's configuration in the file's __metadata__. Load the\n"
+    "file in Python to compare each stage with PyTorch's, and find where two\n"
+    "implementations part ways.\n"
+    "\n"
+    "--input is a safetensors file with one float tensor named 'input' of shape\n"
+    "(B, 3, S, S): B images, already normalised as the model expects. From PyTorch,\n"
+    "with tools/stio.py:\n"
+    "  stio.save('x.safetensors', {'input': torch.randn(1, 3, 224, 224)})\n";
+
+static const char examples[] =
+    "  vit make-weights --arch vit-tiny --seed 1 --out tiny.safetensors\n"
+    "  vit trace --weights tiny.safetensors --input x.safetensors \\\n"
+    "            --out trace.safetensors\n";
+
+// The stage table, so the help can never list names the code does not emit.
+static void print_stages(FILE *f) {
+    fprintf(f, "what the trace holds, in order (B images, N tokens, D width, H heads, Dh = D/H,\n"
+               "P patches, M MLP width, K classes; blocks.{i}.* repeats for every block):\n");
+    for (int i = 0; i < vit_stage_count(); i++) {
+        const VitStage *s = vit_stage_at(i);
+        char name[64];
+        snprintf(name, sizeof name, "%s%s", s->per_block ? "blocks.{i}." : "", s->name);
+        char axes[32];
+        snprintf(axes, sizeof axes, "(%s)", s->axes);
+        fprintf(f, "  %-23s %-10s %s\n", name, axes, s->what);
+    }
+}
+
+/* ------------------------------------------------------------------ input */
+
+// "a, b, c, …": the first few tensor names of a file, for a message.
+static void some_names(char *buf, size_t size, const SafeTensors *st) {
+    size_t used = (size_t)snprintf(buf, size, "%s", st->count ? "" : "no tensors at all");
+    for (int i = 0; i < st->count && i < 4 && used < size; i++)
+        used += (size_t)snprintf(buf + used, size - used, "%s'%s'", i ? ", " : "",
+                                 st->tensors[i].name);
+    if (st->count > 4 && used < size) snprintf(buf + used, size - used, ", ...");
+}
+
+// The tensor "input" of a safetensors file, checked against the model's (B, C, S, S).
+static VitStatus read_input_file(Tensor *batch, const char *path, const Vit *vit,
+                                 const char *weights, VitError *err) {
+    const VitConfig *c = &vit->config;
+    SafeTensors st;
+    VitStatus s = st_open(&st, path, err);
+    if (s != VIT_OK) return s;
+    if (!st_find(&st, "input")) {
+        char names[256];
+        some_names(names, sizeof names, &st);
+        s = vit_fail(err, VIT_ERR_INPUT,
+                     "%s: no tensor named 'input' (the file has %s); --input needs the images "
+                     "as 'input', shape (B, %d, %d, %d)",
+                     path, names, c->channels, c->image_size, c->image_size);
+    } else {
+        s = st_read_tensor(&st, "input", batch, err);
+    }
+    st_close(&st);
+    if (s != VIT_OK) return s;
+    const int *shape = batch->shape;
+    if (batch->ndim != 4 || shape[0] < 1 || shape[1] != c->channels ||
+        shape[2] != c->image_size || shape[3] != c->image_size) {
+        char got[64];
+        s = vit_fail(err, VIT_ERR_INPUT,
+                     "%s: tensor 'input' has shape %s, but the model in %s expects (B, %d, %d, %d)",
+                     path, tensor_shape_str(batch, got, sizeof got), weights, c->channels,
+                     c->image_size, c->image_size);
+        tensor_free(batch);
+    }
+    return s;
+}
+
+// The batch to run, (B, C, S, S) normalised pixels. An IMAGE argument, when it
+// comes, is decoded and preprocessed here; nothing after this step changes.
+static VitStatus load_batch(Tensor *batch, const TraceArgs *a, const Vit *vit, VitError *err) {
+    return read_input_file(batch, a->input, vit, a->weights, err);
+}
+
+/* ------------------------------------------------------------------ trace */
+
+// Bytes of all the tensors one forward pass emits for a batch of B: the trace keeps them all.
+static double trace_bytes(const VitConfig *c, int B) {
+    double total = 0;
+    for (int i = 0; i < vit_stage_count(); i++) {
+        const VitStage *stage = vit_stage_at(i);
+        char name[64];
+        snprintf(name, sizeof name, "%s%s", stage->per_block ? "blocks.0." : "", stage->name);
+        int shape[4], ndim = vit_stage_shape(c, B, name, shape);
+        double numel = 1;
+        for (int k = 0; k < ndim; k++) numel *= shape[k];
+        total += 4 * numel * (stage->per_block ? c->depth : 1);
+    }
+    return total;
+}
+
+// The trace file: every recorded tensor in arrival order, the configuration as metadata.
+static VitStatus write_trace(const char *path, const TraceRecorder *rec, const Vit *vit,
+                             const char *weights, VitError *err) {
+    const VitConfig *c = &vit->config;
+    const struct {
+        const char *key;
+        int value;
+    } sizes[] = {
+        {"image_size", c->image_size}, {"patch_size", c->patch_size}, {"channels", c->channels},
+        {"dim", c->dim}, {"depth", c->depth}, {"num_heads", c->heads}, {"mlp_dim", c->mlp_dim},
+        {"num_classes", c->num_classes}, {"batch", vit->acts.batch},
+    };
+    StWriter w = {0};
+    char text[64];
+    st_writer_meta(&w, "format", "pt");
+    st_writer_meta(&w, "producer", "vit trace");
+    st_writer_meta(&w, "weights", weights);
+    st_writer_meta(&w, "weights_names", vit->source);
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        snprintf(text, sizeof text, "%d", sizes[i].value);
+        st_writer_meta(&w, sizes[i].key, text);
+    }
+    snprintf(text, sizeof text, "%g", (double)c->ln_eps);
+    st_writer_meta(&w, "layer_norm_eps", text);
+    for (int i = 0; i < rec->count; i++) st_writer_add(&w, rec->entries[i].name, &rec->entries[i].t);
+    VitStatus s = st_writer_save(&w, path, err);
+    st_writer_free(&w);
+    return s;
+}
+
+/**
+ * @brief `vit trace`: parse → build → load the batch → forward with a recorder → write.
+ * @param[in] self        this command's row of the command table
+ * @param[in] argc, argv  its command line, argv[0] = "trace"
+ * @param[out] err        the message on failure
+ * @return the exit status: VIT_OK, VIT_ERR_INPUT or VIT_ERR_USAGE
+ */
+VitStatus cmd_trace(const VitCommand *self, int argc, char **argv, VitError *err) {
+    TraceArgs a = {0};
+    CliOption options[] = {
+        {"--weights", CLI_STRING, &a.weights, "FILE",
+         "the model: safetensors with timm, Hugging Face or torchvision names", .required = true},
+        {"--input", CLI_STRING, &a.input, "FILE",
+         "safetensors holding the images as 'input', shape (B, 3, S, S)", .required = true},
+        {"--out", CLI_STRING, &a.out, "FILE", "the safetensors file to write the trace to",
+         .required = true},
+        CLI_OPTION_THREADS(&a.threads),
+    };
+    CliSpec spec = {.command = self, .description = description, .examples = examples,
+                    .more_help = print_stages, .options = options,
+                    .option_count = sizeof options / sizeof options[0]};
+
+    // 1. parse
+    bool help;
+    VitStatus s = cli_parse(&spec, argc, argv, &help, err);
+    if (s != VIT_OK || help) return s;
+    cli_apply_threads(&spec, a.threads);
+
+    // 2. build the model from its weights
+    Vit vit;
+    if ((s = vit_build(&vit, a.weights, err)) != VIT_OK) return s;
+
+    // 3. the batch, and room for everything the pass will emit
+    Tensor batch = {0};
+    char what[256];
+    if ((s = load_batch(&batch, &a, &vit, err)) == VIT_OK) {
+        snprintf(what, sizeof what, "%s: tracing %d images", a.input, batch.shape[0]);
+        s = cli_check_memory(trace_bytes(&vit.config, batch.shape[0]), what, err);
+    }
+
+    // 4. run, keeping a copy of every intermediate, then write them
+    TraceRecorder rec = {0};
+    double seconds = 0;
+    if (s == VIT_OK) {
+        double t0 = vit_now();
+        s = vit_forward(&vit, &batch, trace_record, &rec, err);
+        seconds = vit_now() - t0;
+    }
+    if (s == VIT_OK) s = write_trace(a.out, &rec, &vit, a.weights, err);
+    if (s == VIT_OK) {
+        char bytes[CLI_NUM_BUF];
+        printf("%s: %d tensors from one forward pass over %d image%s (%s) in %.3f s\n",
+               a.out, rec.count, batch.shape[0], batch.shape[0] == 1 ? "" : "s",
+               cli_bytes(bytes, trace_bytes(&vit.config, batch.shape[0])), seconds);
+    }
+    trace_recorder_free(&rec);
+    tensor_free(&batch);
+    vit_free(&vit);
+    return s;
+}
