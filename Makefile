@@ -160,7 +160,8 @@ sanitize: deps
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := safetensors image
 FUZZ_SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
-fuzz: deps
+fuzz:
+	@./scripts/deps.sh clang libclang-rt-14-dev
 	@$(MAKE) --no-print-directory BUILD=build/fuzz CC=clang NO_OMP=1 BLAS=0 OPT=-O1 \
 	    EXTRA_CFLAGS="-fsanitize=fuzzer-no-link $(FUZZ_SAN)" lib
 	@for t in $(FUZZ_TARGETS); do \
@@ -177,7 +178,7 @@ fuzz: deps
 	    grep -E "stat::number_of_executed_units|stat::peak_rss_mb" build/fuzz/$$t.log; \
 	done
 
-docs:
+docs: deps
 	@./scripts/docs.sh
 
 bench: deps

@@ -3,10 +3,14 @@
 # Quiet and fast when everything is there. Uses apt-get as root, else sudo,
 # else prints the exact command to run and fails.
 #
-#   scripts/deps.sh          install what is missing
-#   scripts/deps.sh --list   print the package list and exit
+#   scripts/deps.sh              install what `make run`, `make test` and `make docs` need
+#   scripts/deps.sh PKG...       also these (e.g. `make fuzz` asks for clang)
+#   scripts/deps.sh --list       print the package list and exit
 set -eu
 
+# build-essential: the compiler and make; libopenblas-openmp-dev: the OpenMP
+# build of OpenBLAS, which shares our OpenMP threads (the default pthreads build
+# fights them for the cores); the rest are the libraries and tools DESIGN.md names.
 PACKAGES="build-essential pkg-config libncurses-dev libcunit1-dev doxygen graphviz libstb-dev
 libcjson-dev libopenblas-dev libopenblas-openmp-dev libjs-mathjax tmux"
 
@@ -14,6 +18,7 @@ if [ "${1:-}" = "--list" ]; then
     echo $PACKAGES
     exit 0
 fi
+PACKAGES="$PACKAGES $*"
 
 missing=""
 for p in $PACKAGES; do
@@ -29,20 +34,22 @@ done
 echo "deps: installing missing Debian packages:$missing"
 if [ "$(id -u)" -eq 0 ]; then
     SUDO=""
-elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
-    SUDO="sudo"
-elif command -v sudo >/dev/null 2>&1 && [ -t 0 ]; then
-    SUDO="sudo" # will ask for a password on the terminal
+elif command -v sudo >/dev/null 2>&1 && { sudo -n true 2>/dev/null || [ -t 0 ]; }; then
+    SUDO="sudo" # may ask for a password on the terminal
 else
-    echo "deps: not root and sudo is not available; please run:" >&2
+    echo "deps: not root and sudo is not available; please run as root:" >&2
     echo "    apt-get update && apt-get install -y$missing" >&2
     exit 1
 fi
 
-export DEBIAN_FRONTEND=noninteractive
-# update once, then install; retry the install after an update if the lists are stale
-if ! $SUDO apt-get install -y -q --no-install-recommends $missing >/dev/null 2>&1; then
-    $SUDO apt-get update -q >/dev/null
-    $SUDO apt-get install -y -q --no-install-recommends $missing
+# sudo drops most of the environment: pass DEBIAN_FRONTEND through env
+APT="$SUDO env DEBIAN_FRONTEND=noninteractive apt-get -q -y"
+# a fresh image has no package lists: fetch them first; otherwise only on a failed install
+if [ -z "$(ls -A /var/lib/apt/lists 2>/dev/null | grep -v -e '^lock$' -e '^partial$' || true)" ]; then
+    $APT update >/dev/null
+fi
+if ! $APT install --no-install-recommends $missing >/dev/null 2>&1; then
+    $APT update >/dev/null
+    $APT install --no-install-recommends $missing
 fi
 echo "deps: done"
