@@ -18,4 +18,17 @@ void chapter02_run(Chapter *ch);
 /** @brief Chapter 03 · Softmax: stable evaluation, masking and temperature. */
 void chapter03_run(Chapter *ch);
 
+/** @brief Chapter 04 · Attention: one head, its attention matrix, masks. */
+void chapter04_run(Chapter *ch);
+/** @brief Chapter 05 · Multi-head attention: fused QKV, heads, merge, projection. */
+void chapter05_run(Chapter *ch);
+/** @brief Chapter 06 · Patch embedding: an image as 196 tokens, unfold + linear = convolution. */
+void chapter06_run(Chapter *ch);
+/** @brief Chapter 07 · The [cls] token and position embeddings; permutation symmetry. */
+void chapter07_run(Chapter *ch);
+/** @brief Chapter 08 · The encoder block: pre-norm attention and MLP on a residual stream. */
+void chapter08_run(Chapter *ch);
+/** @brief Chapter 09 · ViT-Base/16: the whole model, stage by stage. */
+void chapter09_run(Chapter *ch);
+
 #endif

@@ -57,6 +57,9 @@ double vit_stage_flops(const VitConfig *cfg, int B, const char *name);
  * Each parameter belongs to exactly one stage (the cls token to "tokens", the
  * position table to "embed"), so summing over the stages, block stages L
  * times, gives vit_param_count().
+ * @param[in] cfg   the model's sizes
+ * @param[in] name  a trace name, e.g. "blocks.0.mlp.fc1" (any block gives the same count)
+ * @return the count for one block or stage; 0 for an unknown name or a stage without weights
  */
 int64_t vit_stage_params(const VitConfig *cfg, const char *name);
 /** @brief Number of trace names one forward pass emits: 7 + 15·L. */

@@ -82,6 +82,7 @@ TensorStats tensor_stats(const Tensor *t);
  * @brief The largest elementwise difference \f$ \max_i |a_i - b_i| \f$, e.g. to
  *        show that two ways of computing something agree.
  * Equal elements count as 0, equal infinities included.
+ * @param[in] a, b  the two tensors, of the same shape
  * @return NaN when the shapes differ or any difference is NaN.
  */
 float tensor_max_abs_diff(const Tensor *a, const Tensor *b);

@@ -1,0 +1,333 @@
+/**
+ * @file 05_multi_head.c
+ * @brief Chapter 05 · Multi-head attention, exactly as timm computes it.
+ *
+ * H heads of width \f$D_h = D/H\f$ attend side by side, each on its own slice
+ * of one fused projection, and their outputs are joined and projected:
+ * \f[ [Q\,|\,K\,|\,V] = X W_{qkv}^\top + b_{qkv},\qquad
+ *     \mathrm{head}_h = \mathrm{softmax}\!\left(\frac{Q_h K_h^\top}{\sqrt{D_h}}\right) V_h,\qquad
+ *     \mathrm{MHA}(X) = [\mathrm{head}_1 \cdots \mathrm{head}_H]\, W_o^\top + b_o . \f]
+ * The chapter follows timm's `Attention.forward` line by line on 4 tokens of
+ * width 6 with 2 heads: the fused QKV projection, the reshape
+ * (B,N,3,H,Dh) → permute (3,B,H,N,Dh), attention per head, the merge, the
+ * output projection; it shows that the fused weight equals three separate
+ * ones, where dropout would go, and what happens when D is not divisible by H.
+ *
+ * Every number printed is pinned by name and checked against PyTorch by
+ * tests/test_ch05_multi_head.c.
+ *
+ * Run: `build/chapters/05_multi_head`
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attention.h"
+#include "chapter.h"
+#include "chapters.h"
+#include "ops.h"
+#include "rng.h"
+#include "tensor.h"
+#include "trace.h"
+#include "vit.h"
+
+enum {
+    B = 1,       // images in the batch
+    N = 4,       // tokens
+    D = 6,       // width
+    H = 2,       // heads
+    DH = D / H,  // width per head: 3
+    DRAWS = 10000, // dropout masks averaged in section 6
+};
+static const uint64_t SEED = 5;          // x, W_qkv, b_qkv, W_proj, b_proj from one stream
+static const uint64_t DROPOUT_SEED = 55; // the dropout masks
+static const float DROP_P = 0.25f;       // dropout probability in the demonstration
+static const float WEIGHT_STD = 0.35f;   // spread of the projection weights
+
+/* ------------------------------------------------------------ helpers */
+
+// Pin and print a tensor of up to four dimensions given as sizes.
+static void show4(Chapter *ch, const char *name, float *data, int d0, int d1, int d2, int d3) {
+    Tensor t = tensor_view(data, 4, d0, d1, d2, d3);
+    ch_show(ch, name, &t);
+}
+
+static void show3(Chapter *ch, const char *name, float *data, int d0, int d1, int d2) {
+    Tensor t = tensor_view(data, 3, d0, d1, d2);
+    ch_show(ch, name, &t);
+}
+
+// Pin the largest |a - b| over n floats and return it.
+static float pin_max_diff(Chapter *ch, const char *name, float *a, float *b, int n) {
+    Tensor ta = tensor_view(a, 1, n), tb = tensor_view(b, 1, n);
+    return ch_value(ch, name, tensor_max_abs_diff(&ta, &tb));
+}
+
+/* ----------------------------------------------------------- the layer */
+
+// One multi-head attention layer and everything computed from it.
+typedef struct {
+    float x[B * N * D];          // (B, N, D) input tokens
+    float w_qkv[3 * D * D];      // (3D, D) fused projection: W_q, W_k, W_v stacked
+    float b_qkv[3 * D];          // (3D)
+    float w_proj[D * D];         // (D, D) output projection
+    float b_proj[D];             // (D)
+    float qkv[B * N * 3 * D];    // (B, N, 3D) = (B, N, 3, H, DH) viewed
+    float qkv_heads[3 * B * H * N * DH]; // (3, B, H, N, DH) after the permute
+    float *q, *k, *v;            // (B, H, N, DH) each: the three slices of qkv_heads
+    float scores[B * H * N * N]; // (B, H, N, N)
+    float probs[B * H * N * N];  // (B, H, N, N)
+    float heads[B * H * N * DH]; // (B, H, N, DH) per-head outputs
+    float context[B * N * D];    // (B, N, D) heads merged
+    float out[B * N * D];        // (B, N, D) after the output projection
+} Layer;
+
+static void fused_projection(Chapter *ch, Layer *L) {
+    ch_section(ch, "1. One projection for Q, K and V");
+    ch_say(ch, "Chapter 04 used three weight matrices. timm stores them as one: "
+               "qkv.weight of shape (3D, D) = (%d, %d), W_q on top, W_k in the middle, "
+               "W_v at the bottom, with one bias of length 3D (ViT-Base: (2304, 768)). "
+               "One linear layer then produces all three for every token: %d tokens "
+               "of width %d in, %d numbers per token out.", 3 * D, D, N, D, 3 * D);
+    Rng rng;
+    rng_seed(&rng, SEED);
+    rng_fill_normal(&rng, L->x, B * N * D, 0.0f, 1.0f);
+    rng_fill_normal(&rng, L->w_qkv, 3 * D * D, 0.0f, WEIGHT_STD);
+    rng_fill_normal(&rng, L->b_qkv, 3 * D, 0.0f, 0.1f);
+    rng_fill_normal(&rng, L->w_proj, D * D, 0.0f, WEIGHT_STD);
+    rng_fill_normal(&rng, L->b_proj, D, 0.0f, 0.1f);
+    show3(ch, "x", L->x, B, N, D);
+    //! [fused]
+    // qkv = self.qkv(x): (B·N, D) · (3D, D)ᵀ + b → (B·N, 3D)
+    linear(L->qkv, L->x, L->w_qkv, L->b_qkv, B * N, D, 3 * D);
+    //! [fused]
+    ch_say(ch, "The %d numbers of one token are laid out as [q | k | v], and each "
+               "third as [head 0 | head 1]. Token 0's row, viewed as (3, H, D_h) = "
+               "(3, %d, %d):", 3 * D, H, DH);
+    show3(ch, "qkv_token_0", L->qkv, 3, H, DH);
+}
+
+static void split_heads(Chapter *ch, Layer *L) {
+    ch_section(ch, "2. The reshape and permute");
+    ch_say(ch, "timm's next line separates the heads and brings them forward:");
+    ch_line(ch, "    qkv.reshape(B, N, 3, H, Dh).permute(2, 0, 3, 1, 4)   # (3, B, H, N, Dh)");
+    ch_line(ch, "    q, k, v = qkv.unbind(0)                                # (B, H, N, Dh) each");
+    ch_line(ch, "%s", "");
+    ch_say(ch, "The reshape only renames the axes of the numbers already in memory: "
+               "entry [b, n, s·D + h·D_h + d] of qkv becomes [b, n, s, h, d]. The "
+               "permute moves them so that every (which-of-q/k/v, head) pair owns one "
+               "contiguous (N, D_h) matrix, ready for a matrix product. With one image "
+               "(B = 1) that is exactly splitting the width 3D into 3H heads, so "
+               "lib's heads_split() does it, with the first H heads being Q's, the "
+               "next H K's and the last H V's:");
+    //! [permute]
+    // (B, N, 3·H·DH) → (B, 3H, N, DH), which for B = 1 is (3, B, H, N, DH)
+    heads_split(L->qkv_heads, L->qkv, B, N, 3 * H, DH);
+    L->q = L->qkv_heads;                      // qkv[0], (B, H, N, DH)
+    L->k = L->qkv_heads + 1 * B * H * N * DH; // qkv[1]
+    L->v = L->qkv_heads + 2 * B * H * N * DH; // qkv[2]
+    //! [permute]
+    show4(ch, "q", L->q, B, H, N, DH);
+    show4(ch, "k", L->k, B, H, N, DH);
+    show4(ch, "v", L->v, B, H, N, DH);
+
+    // One entry followed through the permute: k[b=0, h=1, n=2, d=2] = qkv[0, 2, 1·D + 1·DH + 2].
+    int s = 1, h = 1, n = 2, d = 2;
+    float from_qkv = ch_value(ch, "qkv_0_2_11", L->qkv[n * 3 * D + s * D + h * DH + d]);
+    float from_k = ch_value(ch, "k_0_1_2_2", L->k[(h * N + n) * DH + d]);
+    ch_say(ch, "Follow one number: k[0, %d, %d, %d] (head %d, token %d, entry %d) is "
+               "qkv[0, %d, %d·%d + %d·%d + %d] = qkv[0, %d, %d]: %.4f and %.4f.",
+           h, n, d, h, n, d, n, s, D, h, DH, d, n, s * D + h * DH + d, from_k, from_qkv);
+}
+
+static void fused_equals_separate(Chapter *ch, Layer *L) {
+    ch_section(ch, "3. Fused equals separate");
+    ch_say(ch, "Is one (3D, D) projection really the same as three (D, D) ones? Each "
+               "output number of a linear layer is one weight row dotted with the "
+               "input, so stacking weight rows just stacks outputs. lib's mha_forward() "
+               "uses the separate form: W_q is rows 0…%d of qkv.weight, W_k rows "
+               "%d…%d, W_v rows %d…%d.", D - 1, D, 2 * D - 1, 2 * D, 3 * D - 1);
+    float flat[B * N * D], separate[B * H * N * DH];
+    float worst = 0;
+    for (int s = 0; s < 3; s++) {
+        //! [separate]
+        const float *w = L->w_qkv + s * D * D, *b = L->b_qkv + s * D; // W_q, W_k or W_v
+        linear(flat, L->x, w, b, B * N, D, D);                       // (B, N, D)
+        heads_split(separate, flat, B, N, H, DH);                    // (B, H, N, DH)
+        //! [separate]
+        Tensor a = tensor_view(separate, 1, B * H * N * DH);
+        Tensor f = tensor_view(L->qkv_heads + s * B * H * N * DH, 1, B * H * N * DH);
+        float diff = tensor_max_abs_diff(&a, &f);
+        if (diff > worst) worst = diff;
+    }
+    ch_say(ch, "Computing Q, K and V separately that way and comparing with the slices "
+               "of the fused result, the largest difference is %g. Fusing is only "
+               "faster: one big matrix product instead of three small ones.",
+           ch_value(ch, "fused_vs_separate_max_diff", worst));
+}
+
+static void heads_attend(Chapter *ch, Layer *L) {
+    ch_section(ch, "4. Every head attends on its own");
+    ch_say(ch, "Now each head is Chapter 04's attention on its own (N, D_h) slices. "
+               "The B·H = %d heads are independent, so attention_scores(), "
+               "attention_scale_mask() and attention_context() simply loop over G = "
+               "B·H of them; the scale is 1/√D_h = 1/√%d.", B * H, DH);
+    //! [heads]
+    attention_scores(L->scores, L->q, L->k, B * H, N, DH);           // (B, H, N, N)
+    attention_scale_mask(L->scores, L->scores, NULL, B * H, N, DH);  // in place
+    softmax(L->probs, L->scores, B * H * N, N);                      // every row
+    attention_context(L->heads, L->probs, L->v, B * H, N, DH);       // (B, H, N, DH)
+    //! [heads]
+    show4(ch, "probs", L->probs, B, H, N, N);
+    ch_say(ch, "The two heads attend differently to the same tokens: token 0 takes "
+               "%.4f of its input from token 0 in head 0 but %.4f in head 1. With "
+               "learned weights, heads specialise: some look at neighbours, some at "
+               "similar colours, some at the whole image.", L->probs[0], L->probs[N * N]);
+    show4(ch, "heads", L->heads, B, H, N, DH);
+}
+
+static void merge_and_project(Chapter *ch, Layer *L) {
+    ch_section(ch, "5. Merge the heads, project the result");
+    ch_say(ch, "The heads are put back side by side, token by token: "
+               "(attn @ v).transpose(1, 2).reshape(B, N, D) in timm, heads_merge() in "
+               "lib. Token n's row becomes [head 0's output | head 1's output], width "
+               "H·D_h = %d again.", D);
+    //! [merge]
+    heads_merge(L->context, L->heads, B, N, H, DH);                   // (B, N, D)
+    linear(L->out, L->context, L->w_proj, L->b_proj, B * N, D, D);    // self.proj
+    //! [merge]
+    show3(ch, "context", L->context, B, N, D);
+    ch_say(ch, "Each head only saw its own %d columns. The output projection "
+               "W_o (%d, %d) mixes all %d, so what one head found can reach every "
+               "feature of the result:", DH, D, D, D);
+    show3(ch, "out", L->out, B, N, D);
+}
+
+static void whole_layer(Chapter *ch, Layer *L) {
+    ch_section(ch, "6. The whole layer in one call, and dropout");
+    ch_say(ch, "lib's mha_forward() is sections 1–5 in one function, with Q, K and V "
+               "read straight out of the fused weight. A TraceRecorder keeps what it "
+               "hands to the trace, under these names:");
+    //! [mha]
+    AttentionWeights w = {
+        .q_w = L->w_qkv, .k_w = L->w_qkv + D * D, .v_w = L->w_qkv + 2 * D * D,
+        .q_b = L->b_qkv, .k_b = L->b_qkv + D,     .v_b = L->b_qkv + 2 * D,
+        .proj_w = L->w_proj, .proj_b = L->b_proj,
+    };
+    float *scratch_mem = vit_malloc(mha_scratch_floats(B, N, D, H) * sizeof(float));
+    MhaScratch scratch; // q, k, v, scores, … carved out of scratch_mem
+    mha_scratch_carve(&scratch, scratch_mem, B, N, D, H);
+    TraceRecorder rec = {0};
+    Tracer tr = {trace_record, &rec, NULL};
+    float out[B * N * D];
+    mha_forward(out, L->x, &w, NULL, &scratch, B, N, D, H, &tr);
+    //! [mha]
+    char names[128] = "";
+    for (int i = 0; i < rec.count; i++) {
+        strcat(names, "    ");
+        strcat(names, rec.entries[i].name);
+    }
+    ch_line(ch, "%s", names);
+    ch_line(ch, "%s", "");
+    const Tensor *probs = trace_find(&rec, "probs");
+    float d_out = pin_max_diff(ch, "mha_forward_out_max_diff", out, L->out, B * N * D);
+    float d_probs = pin_max_diff(ch, "mha_forward_probs_max_diff", probs->data, L->probs,
+                                 B * H * N * N);
+    ch_say(ch, "Its output differs from section 5's by %g and its attention "
+               "probabilities by %g.", d_out, d_probs);
+    trace_recorder_free(&rec);
+    free(scratch_mem);
+
+    ch_say(ch, "timm's Attention has two dropout layers, which lib leaves out. "
+               "attn_drop acts on the probabilities right after softmax, proj_drop on "
+               "the output right after the projection. During training, dropout with "
+               "probability p zeroes each number with probability p and divides the "
+               "survivors by 1 - p. Here is head 0's row 0 with p = %.2f, once:",
+           ch_value(ch, "dropout_p", DROP_P));
+    Tensor row = tensor_view(L->probs, 1, N);
+    ch_show(ch, "probs_row", &row);
+    Rng rng;
+    rng_seed(&rng, DROPOUT_SEED);
+    float dropped[N], mean[N];
+    double sum[N] = {0};
+    for (int draw = 0; draw < DRAWS; draw++) {
+        //! [dropout]
+        // training only: keep each weight with probability 1 - p, scaled up by 1/(1 - p)
+        for (int j = 0; j < N; j++)
+            dropped[j] = rng_uniform(&rng) < DROP_P ? 0.0f : L->probs[j] / (1.0f - DROP_P);
+        //! [dropout]
+        if (draw == 0) {
+            Tensor t = tensor_view(dropped, 1, N);
+            ch_show(ch, "probs_row_dropped", &t);
+        }
+        for (int j = 0; j < N; j++) sum[j] += dropped[j];
+    }
+    for (int j = 0; j < N; j++) mean[j] = (float)(sum[j] / DRAWS);
+    ch_say(ch, "That row no longer sums to 1, and a different row comes out every "
+               "time. But dividing by 1 - p makes every entry right on average: over "
+               "%d draws the mean is", DRAWS);
+    Tensor tm = tensor_view(mean, 1, N);
+    ch_show(ch, "probs_row_dropout_mean", &tm);
+    ch_say(ch, "which is the row without dropout, up to sampling noise. At inference "
+               "(model.eval() in PyTorch) dropout is switched off and passes its input "
+               "through unchanged: the network then sees exactly the average it was "
+               "trained towards, and the same image always gives the same answer. "
+               "That is why lib, which only runs trained models, has no dropout at "
+               "all.");
+}
+
+static void heads_must_divide(Chapter *ch) {
+    ch_section(ch, "7. D must be divisible by H");
+    VitConfig cfg;
+    VitError err;
+    vit_config_for_arch(&cfg, "vit-base", NULL);
+    int dh = (int)ch_value(ch, "vit_base_head_width", (float)(cfg.dim / cfg.heads));
+    ch_say(ch, "Every head gets D/H features, so H must divide D. ViT-Base splits "
+               "%d into %d heads of %d. Ask for 5 heads and there is no whole number "
+               "of features per head; lib's vit_config_check() refuses the "
+               "configuration and says why:", cfg.dim, cfg.heads, dh);
+    //! [divisible]
+    cfg.heads = 5;                                     // 768 / 5 = 153.6
+    VitStatus status = vit_config_check(&cfg, &err);   // VIT_ERR_INPUT, message in err
+    //! [divisible]
+    ch_line(ch, "  status %d: %s", (int)ch_value(ch, "bad_heads_status", (float)status),
+            err.msg);
+    ch_line(ch, "%s", "");
+    ch_say(ch, "vit_build() and vit_build_random() run this check before anything "
+               "else, so a bad configuration stops with that message (exit code 1 in "
+               "the tools) instead of silently dropping features. PyTorch's "
+               "nn.MultiheadAttention refuses it the same way.");
+}
+
+static void whats_next(Chapter *ch) {
+    ch_section(ch, "What's next");
+    ch_say(ch, "Attention mixes tokens, but where do the tokens of an image come "
+               "from? Chapter 06 cuts a 224 × 224 picture into 196 patches of "
+               "16 × 16 pixels and turns each into one token of width 768.");
+}
+
+void chapter05_run(Chapter *ch) {
+    ch_title(ch, "05", "Multi-head attention");
+    ch_say(ch, "One head computes one attention pattern. A transformer runs H of them "
+               "side by side, each on a slice of width D_h = D/H, for the price of "
+               "one: the projections are the same size as for a single head of "
+               "width D. Here D = %d, H = %d, D_h = %d, with %d tokens and one image "
+               "(B = %d). The code follows timm's Attention.forward line by line.",
+           D, H, DH, N, B);
+    Layer L;
+    fused_projection(ch, &L);
+    split_heads(ch, &L);
+    fused_equals_separate(ch, &L);
+    heads_attend(ch, &L);
+    merge_and_project(ch, &L);
+    whole_layer(ch, &L);
+    heads_must_divide(ch);
+    whats_next(ch);
+}
+
+#ifndef CHAPTER_NO_MAIN
+int main(int argc, char **argv) {
+    return chapter_main(argc, argv, chapter05_run,
+                        "Chapter 05: multi-head attention as timm computes it.");
+}
+#endif
