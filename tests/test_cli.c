@@ -136,13 +136,13 @@ static void test_help_for_every_command(void) {
     CliResult r = VIT_RUN("--help");
     CU_ASSERT_EQUAL(r.status, 0);
     CU_ASSERT_STRING_EQUAL(r.err, "");
-    for (const char *const *w = (const char *const[]){"make-weights", "trace", "info",
-                                                       "exit status", NULL}; *w; w++)
+    for (const char *const *w = (const char *const[]){"make-weights", "classify", "trace",
+                                                       "info", "exit status", NULL}; *w; w++)
         CU_ASSERT_PTR_NOT_NULL(strstr(r.out, *w));
     cli_result_free(&r);
 
-    const char *commands[] = {"make-weights", "trace", "info"};
-    for (int i = 0; i < 3; i++) {
+    const char *commands[] = {"make-weights", "classify", "trace", "info"};
+    for (int i = 0; i < 4; i++) {
         char head[64], usage[64], example[64];
         snprintf(head, sizeof head, "vit %s: ", commands[i]);
         snprintf(usage, sizeof usage, "\nusage: vit %s ", commands[i]);

@@ -5,9 +5,11 @@
  *     vit make-weights --arch vit-tiny --seed 1 --out tiny.safetensors
  *     vit info --weights tiny.safetensors
  *     vit trace --weights tiny.safetensors --input x.safetensors --out trace.safetensors
+ *     vit classify --weights tiny.safetensors photo.jpg --top 5
  *
  * main() only finds the subcommand in a table and runs it; each subcommand
- * lives in its own file (vit_make_weights.c, vit_trace.c, vit_info.c) and is
+ * lives in its own file (vit_make_weights.c, vit_classify.c, vit_trace.c,
+ * vit_info.c) and is
  * itself a recipe: parse the flags → build the model → run → write.
  * A new subcommand is one file and one row of `commands`.
  *
@@ -24,6 +26,7 @@ static VitStatus cmd_help(const VitCommand *self, int argc, char **argv, VitErro
 /** Every subcommand: what the user types, the function that runs it, one line of help. */
 static const VitCommand commands[] = {
     {"make-weights", cmd_make_weights, "write a ViT with random weights, initialised as timm does"},
+    {"classify", cmd_classify, "name what is in images: the top classes with probabilities"},
     {"trace", cmd_trace, "run a forward pass and save every intermediate tensor to a file"},
     {"info", cmd_info, "show the configuration in a weights file and how it was loaded"},
     {"help", cmd_help, "show the help of a command: vit help trace"},

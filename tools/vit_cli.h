@@ -5,7 +5,9 @@
  *   vit_cli.c           the option parser and help printer every subcommand uses,
  *                       number and size formatting, the memory check
  *   vit_make_weights.c  `vit make-weights`
+ *   vit_classify.c      `vit classify`
  *   vit_trace.c         `vit trace`
+ *   vit_images.c        the image flags and image loading classify and trace share
  *   vit_info.c          `vit info`
  *
  * A subcommand declares its flags as a table of CliOption rows, each pointing
@@ -22,7 +24,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "image.h"
 #include "util.h"
+#include "vit.h"
 
 /* ------------------------------------------------------------ subcommands */
 
@@ -39,6 +43,7 @@ struct VitCommand {
 VitStatus cmd_make_weights(const VitCommand *self, int argc, char **argv, VitError *err);
 VitStatus cmd_trace(const VitCommand *self, int argc, char **argv, VitError *err);
 VitStatus cmd_info(const VitCommand *self, int argc, char **argv, VitError *err);
+VitStatus cmd_classify(const VitCommand *self, int argc, char **argv, VitError *err);
 
 /* ------------------------------------------------------------------ flags */
 
@@ -86,6 +91,35 @@ VitStatus cli_parse(CliSpec *spec, int argc, char **argv, bool *help_shown, VitE
 void cli_print_help(FILE *f, const CliSpec *spec);
 bool cli_given(const CliSpec *spec, const char *flag);
 void cli_apply_threads(const CliSpec *spec, int threads);
+
+/* ----------------------------------------------------------------- images */
+
+/** The image flags of `vit classify` and `vit trace` (vit_images.c). */
+typedef struct {
+    const char *preset; /**< --preprocess; NULL: the preset of the weights' convention */
+    const char *mean;   /**< --mean "R,G,B" or one value, or NULL */
+    const char *std;    /**< --std "R,G,B" or one value, or NULL */
+    int img_size;       /**< --img-size; 0: the size the model was trained at */
+} ImageArgs;
+
+/** The CliOption rows of ImageArgs, for a command's option table. */
+#define CLI_IMAGE_OPTIONS(a)                                                                   \
+    {"--preprocess", CLI_STRING, &(a)->preset, "PRESET",                                      \
+     "hf, timm or torchvision: how images are resized, cropped and normalised (default: "   \
+     "the one matching the weights' names)",                                                  \
+     .required = false},                                                                      \
+    {"--mean", CLI_STRING, &(a)->mean, "R,G,B", "replace the preset's per-channel mean",      \
+     .required = false},                                                                      \
+    {"--std", CLI_STRING, &(a)->std, "R,G,B", "replace the preset's per-channel std",         \
+     .required = false},                                                                      \
+    {"--img-size", CLI_INT, &(a)->img_size, "S",                                              \
+     "run at S×S pixels, resampling the position embeddings (bicubic, as timm)", .lo = 1,    \
+     .hi = 4096}
+
+VitStatus cli_apply_image_size(Vit *vit, const ImageArgs *a, VitError *err);
+VitStatus cli_preprocess(Preprocess *p, const ImageArgs *a, const Vit *vit, VitError *err);
+VitStatus cli_load_images(Tensor *batch, const char *const *paths, int n, const Preprocess *p,
+                          VitError *err);
 
 /* ------------------------------------------------------------- formatting */
 

@@ -7,9 +7,8 @@
  * in the order it arrived, under the contract's names (DESIGN.md §3,
  * lib/stages.h), atomically.
  *
- * The batch comes from a safetensors file today. To accept an IMAGE argument
- * instead: give the CliSpec `.positional = "IMAGE"` and one positional slot,
- * make --input optional, and branch in load_batch(); nothing else changes.
+ * The batch comes from a safetensors file (--input) or from image files,
+ * preprocessed as `vit classify` does (vit_images.c).
  */
 #include <stdio.h>
 #include <string.h>
@@ -21,7 +20,10 @@
 /** Everything the command line can say. */
 typedef struct {
     const char *weights; // the model
-    const char *input;   // safetensors file holding "input" (B, C, S, S)
+    const char *input;   // safetensors file holding "input" (B, C, S, S), or
+    const char *images[256]; // image files, preprocessed into the batch
+    int n_images;
+    ImageArgs image;     // how images are preprocessed
     const char *out;     // where the trace goes
     int threads;
 } TraceArgs;
@@ -36,15 +38,17 @@ static const char description[] =
     "file in Python to compare each stage with PyTorch's, and find where two\n"
     "implementations part ways.\n"
     "\n"
-    "--input is a safetensors file with one float tensor named 'input' of shape\n"
-    "(B, 3, S, S): B images, already normalised as the model expects. From PyTorch,\n"
-    "with tools/stio.py:\n"
+    "The batch is either IMAGE files (PNG, JPEG, BMP, PPM/PGM), preprocessed as in\n"
+    "`vit classify`, or --input: a safetensors file with one float tensor named\n"
+    "'input' of shape (B, 3, S, S), already normalised as the model expects. From\n"
+    "PyTorch, with tools/stio.py:\n"
     "  stio.save('x.safetensors', {'input': torch.randn(1, 3, 224, 224)})\n";
 
 static const char examples[] =
     "  vit make-weights --arch vit-tiny --seed 1 --out tiny.safetensors\n"
     "  vit trace --weights tiny.safetensors --input x.safetensors \\\n"
-    "            --out trace.safetensors\n";
+    "            --out trace.safetensors\n"
+    "  vit trace --weights tiny.safetensors cat.png --out trace.safetensors\n";
 
 // The stage table, so the help can never list names the code does not emit.
 static void print_stages(FILE *f) {
@@ -103,10 +107,12 @@ static VitStatus read_input_file(Tensor *batch, const char *path, const Vit *vit
     return s;
 }
 
-// The batch to run, (B, C, S, S) normalised pixels. An IMAGE argument, when it
-// comes, is decoded and preprocessed here; nothing after this step changes.
+// The batch to run, (B, C, S, S) normalised pixels: from --input, or IMAGE files.
 static VitStatus load_batch(Tensor *batch, const TraceArgs *a, const Vit *vit, VitError *err) {
-    return read_input_file(batch, a->input, vit, a->weights, err);
+    if (a->input) return read_input_file(batch, a->input, vit, a->weights, err);
+    Preprocess pre;
+    VitStatus s = cli_preprocess(&pre, &a->image, vit, err);
+    return s != VIT_OK ? s : cli_load_images(batch, a->images, a->n_images, &pre, err);
 }
 
 /* ------------------------------------------------------------------ trace */
@@ -169,30 +175,43 @@ VitStatus cmd_trace(const VitCommand *self, int argc, char **argv, VitError *err
         {"--weights", CLI_STRING, &a.weights, "FILE",
          "the model: safetensors with timm, Hugging Face or torchvision names", .required = true},
         {"--input", CLI_STRING, &a.input, "FILE",
-         "safetensors holding the images as 'input', shape (B, 3, S, S)", .required = true},
+         "safetensors holding the images as 'input', shape (B, 3, S, S) (instead of IMAGE)",
+         .required = false},
         {"--out", CLI_STRING, &a.out, "FILE", "the safetensors file to write the trace to",
          .required = true},
+        CLI_IMAGE_OPTIONS(&a.image),
         CLI_OPTION_THREADS(&a.threads),
     };
     CliSpec spec = {.command = self, .description = description, .examples = examples,
                     .more_help = print_stages, .options = options,
-                    .option_count = sizeof options / sizeof options[0]};
+                    .option_count = sizeof options / sizeof options[0],
+                    .positional = "[IMAGE...]", .max_positional = 256, .positionals = a.images};
 
     // 1. parse
     bool help;
     VitStatus s = cli_parse(&spec, argc, argv, &help, err);
     if (s != VIT_OK || help) return s;
+    a.n_images = spec.positional_count;
+    if (!a.input == !a.n_images)
+        return vit_fail(err, VIT_ERR_USAGE,
+                        "'vit trace' needs either --input FILE or IMAGE files, not %s "
+                        "(see 'vit trace --help')", a.input ? "both" : "neither");
     cli_apply_threads(&spec, a.threads);
 
-    // 2. build the model from its weights
+    // 2. build the model from its weights, at the input size asked for
     Vit vit;
     if ((s = vit_build(&vit, a.weights, err)) != VIT_OK) return s;
+    if ((s = cli_apply_image_size(&vit, &a.image, err)) != VIT_OK) {
+        vit_free(&vit);
+        return s;
+    }
 
     // 3. the batch, and room for everything the pass will emit
     Tensor batch = {0};
     char what[256];
     if ((s = load_batch(&batch, &a, &vit, err)) == VIT_OK) {
-        snprintf(what, sizeof what, "%s: tracing %d images", a.input, batch.shape[0]);
+        snprintf(what, sizeof what, "%s: tracing %d images", a.input ? a.input : a.images[0],
+                 batch.shape[0]);
         s = cli_check_memory(trace_bytes(&vit.config, batch.shape[0]), what, err);
     }
 

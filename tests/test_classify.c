@@ -1,0 +1,400 @@
+/**
+ * @file test_classify.c
+ * @brief `vit classify` and `vit trace IMAGE`, run for real, and every kind of
+ *        bad input the issue lists: each must give one line naming the file and
+ *        the problem, exit 1 (bad input) or 2 (bad usage), and leave no output
+ *        file behind.
+ */
+#include <CUnit/CUnit.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "check.h"
+#include "cli_run.h"
+#include "image.h"
+#include "ops.h"
+#include "safetensors.h"
+#include "vit.h"
+
+enum { PATH_SIZE = 256, MSG_SIZE = 1024 };
+
+/* ---------------------------------------------------------------- helpers */
+
+// A small model with 10 classes (D 64, L 2, H 4, S 32, p 8), written by `vit make-weights`.
+static void make_model(const char *path) {
+    CliResult r = VIT_RUN("make-weights", "--dim", "64", "--depth", "2", "--heads", "4", "--img",
+                          "32", "--patch", "8", "--classes", "10", "--std", "0.2", "--bias-std",
+                          "0.02", "--seed", "4", "--out", path);
+    CU_ASSERT_EQUAL_FATAL(r.status, 0);
+    cli_result_free(&r);
+}
+
+static const char *test_image(const char *name, char *buf) {
+    snprintf(buf, PATH_SIZE, "%s/data/%s", VIT_TEST_DIR, name);
+    return buf;
+}
+
+// The run failed with `status`, printed nothing on stdout and one line on stderr
+// that contains every one of the NULL-terminated `needles`.
+static void expect_failure(CliResult r, int status, const char *const *needles) {
+    size_t len = strlen(r.err);
+    bool one_line = len > 0 && strchr(r.err, '\n') == r.err + len - 1;
+    bool found = strncmp(r.err, "vit: ", 5) == 0;
+    for (const char *const *n = needles; *n; n++) found = found && strstr(r.err, *n);
+    if (r.status != status || !one_line || !found || r.out[0])
+        fprintf(stderr, "\n    expected exit %d mentioning '%s'...; got exit %d: %s", status,
+                needles[0], r.status, r.err);
+    CU_ASSERT_EQUAL(r.status, status);
+    CU_ASSERT_TRUE(one_line);
+    CU_ASSERT_TRUE(found);
+    CU_ASSERT_STRING_EQUAL(r.out, "");
+    cli_result_free(&r);
+}
+
+#define EXPECT_FAILURE(run, status, ...) \
+    expect_failure((run), (status), (const char *const[]){__VA_ARGS__, NULL})
+
+// Writes `bytes` as a file.
+static void write_bytes(const char *path, const void *bytes, size_t n) {
+    FILE *f = fopen(path, "wb");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_EQUAL(fwrite(bytes, 1, n, f), n);
+    fclose(f);
+}
+
+// A safetensors file whose header is `json` (length as given, or `claimed` when non-zero)
+// followed by `data_len` zero bytes.
+static void write_safetensors(const char *path, const char *json, size_t data_len,
+                              uint64_t claimed) {
+    size_t h = strlen(json), n = 8 + h + data_len;
+    unsigned char *buf = calloc(1, n);
+    uint64_t len = claimed ? claimed : h;
+    for (int i = 0; i < 8; i++) buf[i] = (unsigned char)(len >> (8 * i));
+    memcpy(buf + 8, json, h);
+    write_bytes(path, buf, n);
+    free(buf);
+}
+
+static bool file_exists(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0;
+}
+
+/* ------------------------------------------------------------ classifying */
+
+// The probabilities `vit classify` prints equal softmax(vit_forward(preprocess(image))).
+static void test_classify_prints_top_k(void) {
+    ScratchDir dir;
+    if (!scratch_make(&dir)) CU_FAIL_FATAL("no scratch directory");
+    char w[PATH_SIZE], img[PATH_SIZE];
+    scratch_file(&dir, "w.safetensors", w, sizeof w);
+    make_model(w);
+    CliResult r = VIT_RUN("classify", "--weights", w, test_image("img_wide.png", img), "--top",
+                          "3", "--preprocess", "torchvision");
+    CU_ASSERT_EQUAL_FATAL(r.status, 0);
+    CU_ASSERT_STRING_EQUAL(r.err, "");
+
+    // the same thing in-process
+    Vit vit;
+    VitError err;
+    Image picture;
+    Preprocess pre;
+    CU_ASSERT_EQUAL_FATAL(vit_build(&vit, w, &err), VIT_OK);
+    CU_ASSERT_EQUAL_FATAL(image_load(&picture, img, &err), VIT_OK);
+    CU_ASSERT_EQUAL_FATAL(preprocess_preset(&pre, "torchvision", 32, &err), VIT_OK);
+    Tensor x = tensor_new(4, 1, 3, 32, 32);
+    image_preprocess(x.data, &picture, &pre);
+    CU_ASSERT_EQUAL_FATAL(vit_forward(&vit, &x, NULL, NULL, &err), VIT_OK);
+    float probs[10];
+    softmax(probs, vit.acts.logits, 1, 10);
+
+    // "  rank  probability  label" then three rows, most probable first
+    const char *table = strstr(r.out, "rank  probability  label\n");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(table);
+    const char *row = strchr(table, '\n') + 1;
+    float last = 2.0f;
+    bool printed[10] = {false};
+    for (int rank = 1; rank <= 3; rank++) {
+        int got_rank, cls;
+        float p;
+        CU_ASSERT_EQUAL_FATAL(sscanf(row, " %d %f class %d", &got_rank, &p, &cls), 3);
+        CU_ASSERT_EQUAL(got_rank, rank);
+        CU_ASSERT(cls >= 0 && cls < 10);
+        CU_ASSERT_DOUBLE_EQUAL(p, probs[cls], 6e-5); // printed with 4 decimals
+        CU_ASSERT(p <= last);
+        printed[cls] = true;
+        last = p;
+        row = strchr(row, '\n') + 1;
+    }
+    CU_ASSERT_STRING_EQUAL(row, ""); // exactly three rows
+    for (int k = 0; k < 10; k++) // nothing left out is more probable than the last row
+        if (!printed[k]) CU_ASSERT(probs[k] <= last + 1e-4f);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "(torchvision preprocessing, 32×32)"));
+    cli_result_free(&r);
+    tensor_free(&x);
+    image_free(&picture);
+    vit_free(&vit);
+    scratch_remove(&dir);
+}
+
+static void test_classify_labels_and_several_images(void) {
+    ScratchDir dir;
+    if (!scratch_make(&dir)) CU_FAIL_FATAL("no scratch directory");
+    char w[PATH_SIZE], labels[PATH_SIZE], a[PATH_SIZE], b[PATH_SIZE], t[PATH_SIZE];
+    scratch_file(&dir, "w.safetensors", w, sizeof w);
+    scratch_file(&dir, "labels.txt", labels, sizeof labels);
+    scratch_file(&dir, "t.safetensors", t, sizeof t);
+    make_model(w);
+    const char *names = "zero\none\ntwo\nthree\nfour\nfive\nsix\nseven\neight\nnine\n";
+    write_bytes(labels, names, strlen(names));
+    CliResult r = VIT_RUN("classify", "--weights", w, "--labels", labels, "--top", "10",
+                          test_image("img_grey.png", a), test_image("img_rgba.png", b), "--trace",
+                          t);
+    CU_ASSERT_EQUAL_FATAL(r.status, 0);
+    // two tables, every class named once in each
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "img_grey.png  (timm preprocessing"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "img_rgba.png  (timm preprocessing"));
+    int named = 0;
+    for (const char *p = r.out; (p = strstr(p, "  seven\n")); p++) named++;
+    CU_ASSERT_EQUAL(named, 2);
+    cli_result_free(&r);
+    // --trace holds the batch of two
+    SafeTensors st;
+    VitError err;
+    CU_ASSERT_EQUAL_FATAL(st_open(&st, t, &err), VIT_OK);
+    const StTensor *logits = st_find(&st, "logits");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(logits);
+    CU_ASSERT_EQUAL(logits->shape[0], 2);
+    CU_ASSERT_EQUAL(logits->shape[1], 10);
+    st_close(&st);
+    // a label file of the wrong length is refused
+    write_bytes(labels, "cat\ndog\n", 8);
+    char msg[MSG_SIZE];
+    snprintf(msg, sizeof msg, "%s: has 2 labels but the model has 10 classes", labels);
+    EXPECT_FAILURE(VIT_RUN("classify", "--weights", w, "--labels", labels, a), 1, msg);
+    scratch_remove(&dir);
+}
+
+// `vit trace IMAGE` records the same pass as `vit trace --input` on the preprocessed image.
+static void test_trace_accepts_an_image(void) {
+    ScratchDir dir;
+    if (!scratch_make(&dir)) CU_FAIL_FATAL("no scratch directory");
+    char w[PATH_SIZE], img[PATH_SIZE], t1[PATH_SIZE], t2[PATH_SIZE], x[PATH_SIZE];
+    scratch_file(&dir, "w.safetensors", w, sizeof w);
+    scratch_file(&dir, "t1.safetensors", t1, sizeof t1);
+    scratch_file(&dir, "t2.safetensors", t2, sizeof t2);
+    scratch_file(&dir, "x.safetensors", x, sizeof x);
+    make_model(w);
+    CliResult r = VIT_RUN("trace", "--weights", w, test_image("img_tall.png", img), "--out", t1,
+                          "--preprocess", "hf");
+    CU_ASSERT_EQUAL_FATAL(r.status, 0);
+    cli_result_free(&r);
+    // the preprocessed image, written as --input
+    Image picture;
+    Preprocess pre;
+    VitError err;
+    CU_ASSERT_EQUAL_FATAL(image_load(&picture, img, &err), VIT_OK);
+    CU_ASSERT_EQUAL_FATAL(preprocess_preset(&pre, "hf", 32, &err), VIT_OK);
+    Tensor input = tensor_new(4, 1, 3, 32, 32);
+    image_preprocess(input.data, &picture, &pre);
+    StWriter wr = {0};
+    st_writer_add(&wr, "input", &input);
+    CU_ASSERT_EQUAL_FATAL(st_writer_save(&wr, x, &err), VIT_OK);
+    st_writer_free(&wr);
+    r = VIT_RUN("trace", "--weights", w, "--input", x, "--out", t2);
+    CU_ASSERT_EQUAL_FATAL(r.status, 0);
+    cli_result_free(&r);
+    SafeTensors a, b;
+    CU_ASSERT_EQUAL_FATAL(st_open(&a, t1, &err), VIT_OK);
+    CU_ASSERT_EQUAL_FATAL(st_open(&b, t2, &err), VIT_OK);
+    CU_ASSERT_EQUAL(a.count, b.count);
+    Tensor la, lb;
+    CU_ASSERT_EQUAL_FATAL(st_read_tensor(&a, "logits", &la, &err), VIT_OK);
+    CU_ASSERT_EQUAL_FATAL(st_read_tensor(&b, "logits", &lb, &err), VIT_OK);
+    assert_tensor_close(&la, &lb, 0, 0, "logits from IMAGE vs --input");
+    tensor_free(&la), tensor_free(&lb), tensor_free(&input);
+    st_close(&a), st_close(&b);
+    image_free(&picture);
+    // neither or both
+    EXPECT_FAILURE(VIT_RUN("trace", "--weights", w, "--out", t1), 2, "either --input FILE or IMAGE");
+    EXPECT_FAILURE(VIT_RUN("trace", "--weights", w, "--input", x, img, "--out", t1), 2, "not both");
+    scratch_remove(&dir);
+}
+
+static void test_classify_at_another_image_size(void) {
+    ScratchDir dir;
+    if (!scratch_make(&dir)) CU_FAIL_FATAL("no scratch directory");
+    char w[PATH_SIZE], img[PATH_SIZE];
+    scratch_file(&dir, "w.safetensors", w, sizeof w);
+    make_model(w);
+    CliResult r = VIT_RUN("classify", "--weights", w, test_image("img_wide.png", img),
+                          "--img-size", "48");
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "48×48"));
+    cli_result_free(&r);
+    EXPECT_FAILURE(VIT_RUN("classify", "--weights", w, img, "--img-size", "50"), 2,
+                   "--img-size", "multiple of the patch size 8");
+    scratch_remove(&dir);
+}
+
+/* --------------------------------------------------------------- bad input */
+
+// Broken weights files: every one named, exit 1, and `vit trace` writes nothing.
+static void test_bad_weights_files(void) {
+    ScratchDir dir;
+    if (!scratch_make(&dir)) CU_FAIL_FATAL("no scratch directory");
+    char w[PATH_SIZE], good[PATH_SIZE], img[PATH_SIZE], out[PATH_SIZE];
+    scratch_file(&dir, "bad.safetensors", w, sizeof w);
+    scratch_file(&dir, "good.safetensors", good, sizeof good);
+    scratch_file(&dir, "out.safetensors", out, sizeof out);
+    test_image("img_wide.png", img);
+    make_model(good);
+    const char *F32_2 = "{\"cls_token\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}";
+    const struct {
+        const char *json;
+        size_t data;
+        uint64_t claimed; // header length to claim (0: the true one)
+        const char *needle;
+    } cases[] = {
+        {"", 0, 0, "too short"},                                       // 8 bytes of zeros, no JSON
+        {F32_2, 4, 0, "run past the data section"},                    // truncated data
+        {F32_2, 8, 1u << 30, "exceeds"},                               // header length beyond the file
+        {"{\"cls_token\":{\"dtype\":\"F32\",", 0, 0, "not valid JSON"}, // invalid JSON
+        {"{\"cls_token\":{\"dtype\":\"Q4\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8, 0,
+         "unknown dtype 'Q4'"},
+        {"{\"cls_token\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,80]}}", 8, 0,
+         "run past the data section"},                                 // offsets out of range
+        {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+         "\"cls_token\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}", 12, 0,
+         "overlap"},
+        {"{\"cls_token\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}", 8, 0,
+         "need 12"},                                                   // bytes ≠ shape
+        {F32_2, 8, 0, "missing tensor 'patch_embed.proj.weight'"},     // a missing tensor, named
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (i == 0) write_bytes(w, "\0\0\0\0\0\0", 6);
+        else write_safetensors(w, cases[i].json, cases[i].data, cases[i].claimed);
+        EXPECT_FAILURE(VIT_RUN("classify", "--weights", w, img), 1, w, cases[i].needle);
+        EXPECT_FAILURE(VIT_RUN("trace", "--weights", w, img, "--out", out), 1, w,
+                       cases[i].needle);
+        CU_ASSERT_FALSE(file_exists(out));
+    }
+    // an empty file, a directory, a missing file
+    write_bytes(w, "", 0);
+    EXPECT_FAILURE(VIT_RUN("classify", "--weights", w, img), 1, w, "is empty");
+    EXPECT_FAILURE(VIT_RUN("classify", "--weights", dir.path, img), 1, dir.path, "is a directory");
+    scratch_file(&dir, "nope.safetensors", w, sizeof w);
+    EXPECT_FAILURE(VIT_RUN("classify", "--weights", w, img), 1, w, "cannot open");
+    CU_ASSERT_FALSE(file_exists(out));
+    scratch_remove(&dir);
+}
+
+// Weights whose tensors disagree with the configuration they imply.
+static void test_inconsistent_weights(void) {
+    ScratchDir dir;
+    if (!scratch_make(&dir)) CU_FAIL_FATAL("no scratch directory");
+    char good[PATH_SIZE], w[PATH_SIZE], img[PATH_SIZE];
+    scratch_file(&dir, "good.safetensors", good, sizeof good);
+    scratch_file(&dir, "w.safetensors", w, sizeof w);
+    test_image("img_wide.png", img);
+    make_model(good);
+    SafeTensors st;
+    VitError err;
+    CU_ASSERT_EQUAL_FATAL(st_open(&st, good, &err), VIT_OK);
+    // rewrite the model with (a) one tensor of the wrong shape, (b) 5 heads for D 64
+    for (int variant = 0; variant < 2; variant++) {
+        StWriter wr = {0};
+        Tensor *copies = calloc((size_t)st.count, sizeof(Tensor));
+        for (int i = 0; i < st.count; i++) {
+            CU_ASSERT_EQUAL_FATAL(st_read_tensor(&st, st.tensors[i].name, &copies[i], &err), VIT_OK);
+            if (variant == 0 && !strcmp(st.tensors[i].name, "blocks.1.mlp.fc1.bias"))
+                copies[i].shape[0] = 255, copies[i].numel = 255;
+            st_writer_add(&wr, st.tensors[i].name, &copies[i]);
+        }
+        st_writer_meta(&wr, "num_heads", variant == 1 ? "5" : "4");
+        CU_ASSERT_EQUAL_FATAL(st_writer_save(&wr, w, &err), VIT_OK);
+        st_writer_free(&wr);
+        for (int i = 0; i < st.count; i++) tensor_free(&copies[i]);
+        free(copies);
+        if (variant == 0)
+            EXPECT_FAILURE(VIT_RUN("classify", "--weights", w, img), 1, w,
+                           "'blocks.1.mlp.fc1.bias' has shape (255)", "needs (256)");
+        else
+            EXPECT_FAILURE(VIT_RUN("classify", "--weights", w, img), 1, w,
+                           "not divisible by 5 heads");
+    }
+    st_close(&st);
+    scratch_remove(&dir);
+}
+
+// Broken images: named, exit 1; the model is fine.
+static void test_bad_images(void) {
+    ScratchDir dir;
+    if (!scratch_make(&dir)) CU_FAIL_FATAL("no scratch directory");
+    char w[PATH_SIZE], bad[PATH_SIZE], out[PATH_SIZE];
+    scratch_file(&dir, "w.safetensors", w, sizeof w);
+    scratch_file(&dir, "out.safetensors", out, sizeof out);
+    make_model(w);
+    const struct {
+        const char *name, *bytes, *needle;
+        size_t len;
+    } cases[] = {
+        {"text.png", "this is not a picture", "not an image I can decode", 21},
+        {"empty.jpg", "", "is empty", 0},
+        // a BMP header claiming 0×0 pixels
+        {"zero.bmp", "BM\x3a\0\0\0\0\0\0\0\x36\0\0\0\x28\0\0\0\0\0\0\0\0\0\0\0\x01\0\x18\0"
+                     "\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0",
+         "zero size", 58},
+        // a PPM header claiming 100000×100000 pixels: refused before decoding
+        {"bomb.ppm", "P6\n100000 100000\n255\n", "larger than the", 21},
+        {"cut.ppm", "P6\n4 4\n255\nabc", "truncated", 14},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        scratch_file(&dir, cases[i].name, bad, sizeof bad);
+        write_bytes(bad, cases[i].bytes, cases[i].len);
+        EXPECT_FAILURE(VIT_RUN("classify", "--weights", w, bad), 1, bad, cases[i].needle);
+        EXPECT_FAILURE(VIT_RUN("trace", "--weights", w, bad, "--out", out), 1, bad,
+                       cases[i].needle);
+    }
+    EXPECT_FAILURE(VIT_RUN("classify", "--weights", w, dir.path), 1, dir.path, "is a directory");
+    CU_ASSERT_FALSE(file_exists(out));
+    scratch_remove(&dir);
+}
+
+// Bad flags: exit 2, the flag named.
+static void test_bad_flags(void) {
+    ScratchDir dir;
+    if (!scratch_make(&dir)) CU_FAIL_FATAL("no scratch directory");
+    char w[PATH_SIZE], img[PATH_SIZE];
+    scratch_file(&dir, "w.safetensors", w, sizeof w);
+    test_image("img_wide.png", img);
+    make_model(w);
+    EXPECT_FAILURE(VIT_RUN("classify", "--weights", w, img, "--preprocess", "caffe"), 2,
+                   "unknown preprocessing preset 'caffe'");
+    EXPECT_FAILURE(VIT_RUN("classify", "--weights", w, img, "--top", "many"), 2, "--top",
+                   "'many' is not an integer");
+    EXPECT_FAILURE(VIT_RUN("classify", "--weights", w, img, "--top", "0"), 2, "--top");
+    EXPECT_FAILURE(VIT_RUN("classify", "--weights", w, img, "--threads", "-3"), 2, "--threads");
+    EXPECT_FAILURE(VIT_RUN("classify", "--weights", w, img, "--mean", "0.5,x,0.5"), 2, "--mean");
+    EXPECT_FAILURE(VIT_RUN("classify", "--weights", w, img, "--std", "0.5,0,0.5"), 2, "--std",
+                   "greater than 0");
+    EXPECT_FAILURE(VIT_RUN("classify", "--weights", w, img, "--img-size", "1e9"), 2, "--img-size");
+    EXPECT_FAILURE(VIT_RUN("classify", "--weights", w), 2, "at least one IMAGE");
+    EXPECT_FAILURE(VIT_RUN("classify", img), 2, "--weights");
+    scratch_remove(&dir);
+}
+
+CU_TestInfo tests_classify[] = {
+    {"classify prints the top K", test_classify_prints_top_k},
+    {"classify: labels, several images, --trace", test_classify_labels_and_several_images},
+    {"trace accepts an image", test_trace_accepts_an_image},
+    {"classify at another image size", test_classify_at_another_image_size},
+    {"bad weights files", test_bad_weights_files},
+    {"weights inconsistent with their config", test_inconsistent_weights},
+    {"bad images", test_bad_images},
+    {"bad flags", test_bad_flags},
+    CU_TEST_INFO_NULL,
+};
