@@ -39,26 +39,15 @@ static const float BIG = 10.0f;         // section 3 runs the block on BIG·x to
 
 /* ------------------------------------------------------------ helpers */
 
-// Working memory of one block, carved out of one allocation (as vit.c does for the model).
+// Working memory of one block, carved out of one allocation by lib (as vit.c does).
 typedef struct {
     float *memory;
     VitBlockActs acts;
 } BlockMemory;
 
 static void block_memory_new(BlockMemory *m, const VitConfig *c) {
-    const size_t N = (size_t)vit_num_tokens(c), D = (size_t)c->dim, M = (size_t)c->mlp_dim;
-    const size_t bnd = B * N * D, bnm = B * N * M;
-    size_t mha = mha_scratch_floats(B, (int)N, (int)D, c->heads);
-    float *p = m->memory = vit_malloc(sizeof(float) * (5 * bnd + 2 * bnm + mha));
-    VitBlockActs *a = &m->acts;
-    a->norm1 = p, p += bnd;
-    a->attn = p, p += bnd;
-    a->resid1 = p, p += bnd;
-    a->norm2 = p, p += bnd;
-    a->fc1 = p, p += bnm;
-    a->gelu = p, p += bnm;
-    a->fc2 = p, p += bnd;
-    mha_scratch_carve(&a->mha, p, B, (int)N, (int)D, c->heads);
+    m->memory = vit_malloc(sizeof(float) * vit_block_acts_floats(c, B));
+    vit_block_acts_carve(&m->acts, m->memory, c, B);
 }
 
 // The mean over rows of each row's length |x_i|: how big a token typically is.

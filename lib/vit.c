@@ -264,15 +264,12 @@ static void acts_ensure(Vit *vit, int B) {
     free(a->memory);
     const VitConfig *c = &vit->config;
     const size_t N = (size_t)vit_num_tokens(c), P = (size_t)vit_num_patches(c);
-    const size_t D = (size_t)c->dim, M = (size_t)c->mlp_dim;
+    const size_t D = (size_t)c->dim, K = (size_t)c->num_classes;
     const size_t patch_in = (size_t)c->channels * c->patch_size * c->patch_size;
     const size_t bnd = (size_t)B * N * D;
-    size_t sizes[] = {
-        B * P * patch_in, B * P * D, bnd, bnd, bnd,             // patches … x[1]
-        bnd, bnd, bnd, bnd, B * N * M, B * N * M, bnd,           // block buffers
-        mha_scratch_floats(B, (int)N, (int)D, c->heads),         // attention scratch
-        bnd, B * D, (size_t)B * c->num_classes,                  // norm, pre_logits, logits
-    };
+    // patches, patch_embed, tokens, x[0], x[1], the block, norm, pre_logits, logits
+    size_t sizes[] = {B * P * patch_in, B * P * D, bnd, bnd, bnd, vit_block_acts_floats(c, B),
+                      bnd, B * D, B * K};
     size_t total = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) total += sizes[i];
     float *m = vit_malloc_aligned(total * sizeof(float));
@@ -280,14 +277,14 @@ static void acts_ensure(Vit *vit, int B) {
     a->memory = m;
     a->floats = total;
     a->batch = B;
-    float **bufs[] = {&a->patches, &a->patch_embed, &a->tokens, &a->x[0], &a->x[1],
-                      &a->block.norm1, &a->block.attn, &a->block.resid1, &a->block.norm2,
-                      &a->block.fc1, &a->block.gelu, &a->block.fc2};
-    size_t i = 0;
-    for (; i < sizeof bufs / sizeof bufs[0]; i++) *bufs[i] = m, m += sizes[i];
-    mha_scratch_carve(&a->block.mha, m, B, (int)N, (int)D, c->heads), m += sizes[i++];
-    a->norm = m, m += sizes[i++];
-    a->pre_logits = m, m += sizes[i++];
+    a->patches = m, m += sizes[0];
+    a->patch_embed = m, m += sizes[1];
+    a->tokens = m, m += sizes[2];
+    a->x[0] = m, m += sizes[3];
+    a->x[1] = m, m += sizes[4];
+    vit_block_acts_carve(&a->block, m, c, B), m += sizes[5];
+    a->norm = m, m += sizes[6];
+    a->pre_logits = m, m += sizes[7];
     a->logits = m;
 }
 

@@ -190,6 +190,11 @@ Tensor vit_logits(const Vit *vit);
 /** @brief Free everything the model owns and zero it. */
 void vit_free(Vit *vit);
 
+/** @brief Floats vit_block_acts_carve() needs for a batch of @p B. */
+size_t vit_block_acts_floats(const VitConfig *cfg, int B);
+/** @brief Point a block's buffers into @p mem (vit_block_acts_floats() floats). */
+void vit_block_acts_carve(VitBlockActs *a, float *mem, const VitConfig *cfg, int B);
+
 /**
  * @brief One pre-norm encoder block (timm `Block.forward`).
  *
