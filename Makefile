@@ -83,7 +83,7 @@ BENCH_BIN    := $(if $(BENCH_SRC),$(BUILD)/bench)
 VIEWER_SRC   := $(sort $(wildcard viewer/*.c))
 VIEWER_BIN   := $(if $(VIEWER_SRC),$(BUILD)/vitview)
 
-.PHONY: all run test sanitize docs bench clean deps config chapters lib fuzz
+.PHONY: all run test sanitize docs bench clean deps config chapters chapters-run lib fuzz
 .DEFAULT_GOAL := all
 
 all: config $(LIB) $(CHAPTER_BIN) $(VIT_BIN) $(VIEWER_BIN) $(BENCH_BIN) $(TEST_RUNNER)
@@ -121,8 +121,12 @@ $(BUILD)/tests/%.o: ALL_CFLAGS += -I$(BUILD)/tests -DVIT_TEST_DIR=\"$(CURDIR)/te
 $(BUILD)/lib/labels.o: ALL_CFLAGS += -DVIT_DATA_DIR=\"$(CURDIR)/data\"
 $(BUILD)/tests/runner.o: $(BUILD)/tests/suites.h
 
-$(TEST_RUNNER): $(TEST_OBJ) $(CHAPTER_TOBJ) $(LIB)
-	$(CC) $(ALL_CFLAGS) $(TEST_OBJ) $(CHAPTER_TOBJ) $(LIB) -lcunit $(ALL_LDLIBS) -o $@
+# the viewer's terminal-free parts (all but main.c and the curses tui_*.c),
+# linked into the runner for the viewer_* suites
+VIEWER_PURE_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(filter-out viewer/main.c viewer/tui_%.c,$(VIEWER_SRC)))
+
+$(TEST_RUNNER): $(TEST_OBJ) $(CHAPTER_TOBJ) $(VIEWER_PURE_OBJ) $(LIB)
+	$(CC) $(ALL_CFLAGS) $(TEST_OBJ) $(CHAPTER_TOBJ) $(VIEWER_PURE_OBJ) $(LIB) -lcunit $(ALL_LDLIBS) -o $@
 
 $(BUILD)/vit: $(VIT_SRC:%.c=$(BUILD)/%.o) $(LIB)
 	$(CC) $(ALL_CFLAGS) $^ $(ALL_LDLIBS) -o $@
@@ -141,6 +145,11 @@ lib: $(LIB)
 # that the detection above sees what was just installed.
 run: deps
 	@$(MAKE) --no-print-directory all
+	@$(BUILD)/vitview
+
+# the chapter programs one after another, their explanations on stdout
+chapters-run: deps
+	@$(MAKE) --no-print-directory all
 	@for c in $(CHAPTER_BIN); do echo; echo "### $$c"; echo; $$c || exit 1; done
 
 test: deps
@@ -154,6 +163,8 @@ sanitize: deps
 	    EXTRA_CFLAGS="$(SAN_FLAGS)" EXTRA_LDFLAGS="$(SAN_FLAGS)" all
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	    VIT_SANITIZE=1 build/sanitize/tests/run
+	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	    tests/viewer_tmux.sh build/sanitize/vitview
 
 # libFuzzer targets (clang) for the safetensors/weights parser and the image
 # loader, run FUZZ_SECONDS each on a corpus grown from tests/fuzz/seeds/.

@@ -10,7 +10,10 @@
 #include <stddef.h>
 
 void attention_scores(float *scores, const float *q, const float *k, int G, int N, int Dh) {
-    // q, k are (G, N, Dh), scores is (G, N, N): one Q·Kᵀ per head
+    // q, k are (G, N, Dh), scores is (G, N, N): one Q·Kᵀ per head.
+    // The heads are independent: one thread per head (a product this small
+    // would spend more time waking threads than computing if split itself).
+#pragma omp parallel for schedule(static) if (G > 1)
     for (int g = 0; g < G; g++) {
         size_t qk = (size_t)g * N * Dh;
         matmul_bt(scores + (size_t)g * N * N, q + qk, k + qk, N, Dh, N);
@@ -31,7 +34,8 @@ void attention_scale_mask(float *scaled, const float *scores, const float *mask,
 }
 
 void attention_context(float *out, const float *probs, const float *v, int G, int N, int Dh) {
-    // probs is (G, N, N), v is (G, N, Dh), out is (G, N, Dh)
+    // probs is (G, N, N), v is (G, N, Dh), out is (G, N, Dh); one thread per head
+#pragma omp parallel for schedule(static) if (G > 1)
     for (int g = 0; g < G; g++)
         matmul(out + (size_t)g * N * Dh, probs + (size_t)g * N * N, v + (size_t)g * N * Dh, N, N,
                Dh);

@@ -53,7 +53,9 @@ void mha_forward(float *out, const float *x, const AttentionWeights *w, const fl
     trace_emit(tr, "scaled", s->scaled, 4, B, H, N, N);
 
     // attn = attn.softmax(dim=-1); attn_drop is the identity at inference
-    softmax(s->probs, s->scaled, G * N, N);
+#pragma omp parallel for schedule(static) if (G > 1)
+    for (int g = 0; g < G; g++) // the rows of each head, one thread per head
+        softmax(s->probs + (size_t)g * N * N, s->scaled + (size_t)g * N * N, N, N);
     trace_emit(tr, "probs", s->probs, 4, B, H, N, N);
 
     // x = (attn @ v).transpose(1, 2).reshape(B, N, D)

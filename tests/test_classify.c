@@ -338,20 +338,22 @@ static void test_bad_images(void) {
     scratch_file(&dir, "w.safetensors", w, sizeof w);
     scratch_file(&dir, "out.safetensors", out, sizeof out);
     make_model(w);
+#define BYTES(literal) literal, sizeof literal - 1 // a string literal and its length
     const struct {
-        const char *name, *bytes, *needle;
+        const char *name, *needle, *bytes;
         size_t len;
     } cases[] = {
-        {"text.png", "this is not a picture", "not an image I can decode", 21},
-        {"empty.jpg", "", "is empty", 0},
+        {"text.png", "not an image I can decode", BYTES("this is not a picture")},
+        {"empty.jpg", "is empty", BYTES("")},
         // a BMP header claiming 0×0 pixels
-        {"zero.bmp", "BM\x3a\0\0\0\0\0\0\0\x36\0\0\0\x28\0\0\0\0\0\0\0\0\0\0\0\x01\0\x18\0"
-                     "\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0",
-         "zero size", 58},
+        {"zero.bmp", "zero size",
+         BYTES("BM\x3a\0\0\0\0\0\0\0\x36\0\0\0\x28\0\0\0\0\0\0\0\0\0\0\0\x01\0\x18\0"
+               "\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0")},
         // a PPM header claiming 100000×100000 pixels: refused before decoding
-        {"bomb.ppm", "P6\n100000 100000\n255\n", "larger than the", 21},
-        {"cut.ppm", "P6\n4 4\n255\nabc", "truncated", 14},
+        {"bomb.ppm", "larger than the", BYTES("P6\n100000 100000\n255\n")},
+        {"cut.ppm", "truncated", BYTES("P6\n4 4\n255\nabc")},
     };
+#undef BYTES
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         scratch_file(&dir, cases[i].name, bad, sizeof bad);
         write_bytes(bad, cases[i].bytes, cases[i].len);

@@ -1,0 +1,173 @@
+/**
+ * @file test_viewer_heatmap.c
+ * @brief The viewer's heatmap pooling and scaling, its colour ramps and the
+ *        mapping of colours onto terminals (viewer/heatmap.h, viewer/colour.h).
+ */
+#include <CUnit/CUnit.h>
+#include <math.h>
+#include <string.h>
+
+#include "../viewer/colour.h"
+#include "../viewer/format.h"
+#include "../viewer/heatmap.h"
+
+static void test_pool_mean_halves(void) {
+    // a 4×4 matrix pooled to 2×2: each cell is the mean of a 2×2 block
+    const float m[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+    float out[4];
+    heatmap_pool(out, 2, 2, m, 4, 4, POOL_MEAN);
+    CU_ASSERT_DOUBLE_EQUAL(out[0], (1 + 2 + 5 + 6) / 4.0, 1e-6);
+    CU_ASSERT_DOUBLE_EQUAL(out[1], (3 + 4 + 7 + 8) / 4.0, 1e-6);
+    CU_ASSERT_DOUBLE_EQUAL(out[2], (9 + 10 + 13 + 14) / 4.0, 1e-6);
+    CU_ASSERT_DOUBLE_EQUAL(out[3], (11 + 12 + 15 + 16) / 4.0, 1e-6);
+}
+
+static void test_pool_max(void) {
+    const float m[8] = {1, -5, 3, 2, 0, 9, -1, 4}; // (2, 4)
+    float out[2];
+    heatmap_pool(out, 1, 2, m, 2, 4, POOL_MAX);
+    CU_ASSERT_EQUAL(out[0], 9);  // max of {1, -5, 0, 9}
+    CU_ASSERT_EQUAL(out[1], 4);  // max of {3, 2, -1, 4}
+}
+
+static void test_pool_uneven_blocks_cover_everything(void) {
+    // 5 rows into 2 cells: rows 0–1 and rows 2–4 (⌊i·5/2⌋), every row used once
+    const float m[5] = {1, 1, 10, 10, 10};
+    float out[2];
+    heatmap_pool(out, 2, 1, m, 5, 1, POOL_MEAN);
+    CU_ASSERT_DOUBLE_EQUAL(out[0], 1, 1e-6);
+    CU_ASSERT_DOUBLE_EQUAL(out[1], 10, 1e-6);
+    // a (197, 768) activation into 20 × 60 cells keeps the overall mean
+    static float big[197 * 768];
+    double sum = 0;
+    for (int i = 0; i < 197 * 768; i++)
+        big[i] = (float)((i * 7919) % 1000) / 1000.0f, sum += big[i];
+    float cells[20 * 60];
+    heatmap_pool(cells, 20, 60, big, 197, 768, POOL_MEAN);
+    double cell_min = 1, cell_max = 0, cell_sum = 0;
+    for (int i = 0; i < 20 * 60; i++) {
+        cell_min = fmin(cell_min, cells[i]), cell_max = fmax(cell_max, cells[i]);
+        cell_sum += cells[i];
+    }
+    CU_ASSERT(cell_min >= 0 && cell_max <= 1);
+    // blocks differ by at most a row or column, so the mean of means is close to the mean
+    CU_ASSERT_DOUBLE_EQUAL(cell_sum / (20 * 60), sum / (197 * 768), 0.01);
+}
+
+static void test_pool_grows_by_repeating(void) {
+    const float m[2] = {3, 7};
+    float out[4];
+    heatmap_pool(out, 1, 4, m, 1, 2, POOL_MEAN);
+    CU_ASSERT_EQUAL(out[0], 3);
+    CU_ASSERT_EQUAL(out[1], 3);
+    CU_ASSERT_EQUAL(out[2], 7);
+    CU_ASSERT_EQUAL(out[3], 7);
+}
+
+static void test_pool_skips_nan_and_inf(void) {
+    const float m[4] = {NAN, 4, INFINITY, NAN};
+    float out[2];
+    heatmap_pool(out, 1, 2, m, 2, 2, POOL_MEAN); // columns {NaN, Inf} and {4, NaN}
+    CU_ASSERT(isnan(out[0]));                    // nothing finite: blank
+    CU_ASSERT_EQUAL(out[1], 4);
+}
+
+static void test_scale_sequential_and_diverging(void) {
+    const float probs[4] = {0.1f, 0.4f, 0.2f, 0.3f};
+    HeatScale s = heat_scale(probs, 4);
+    CU_ASSERT_EQUAL(s.kind, RAMP_SEQUENTIAL);
+    CU_ASSERT_DOUBLE_EQUAL(s.lo, 0.1, 1e-7);
+    CU_ASSERT_DOUBLE_EQUAL(s.hi, 0.4, 1e-7);
+    CU_ASSERT_DOUBLE_EQUAL(heat_position(&s, 0.25f), 0.5, 1e-6);
+    const float signed_values[3] = {-1, 0.5f, 3};
+    s = heat_scale(signed_values, 3);
+    CU_ASSERT_EQUAL(s.kind, RAMP_DIVERGING);
+    CU_ASSERT_EQUAL(s.lo, -3); // symmetric, so zero sits in the middle
+    CU_ASSERT_EQUAL(s.hi, 3);
+    CU_ASSERT_DOUBLE_EQUAL(heat_position(&s, 0), 0.5, 1e-6);
+}
+
+static void test_scale_edge_cases(void) {
+    const float nan_only[2] = {NAN, NAN};
+    HeatScale s = heat_scale(nan_only, 2);
+    CU_ASSERT_EQUAL(s.lo, 0);
+    CU_ASSERT_EQUAL(s.hi, 0);
+    const float same[3] = {2, 2, 2};
+    s = heat_scale(same, 3);
+    CU_ASSERT_DOUBLE_EQUAL(heat_position(&s, 2), 0.5, 1e-6); // a constant map: mid ramp
+    s = (HeatScale){0, 1, RAMP_SEQUENTIAL};
+    CU_ASSERT_EQUAL(heat_position(&s, -5), 0); // clamped
+    CU_ASSERT_EQUAL(heat_position(&s, 5), 1);
+    CU_ASSERT(isnan(heat_position(&s, NAN)));
+}
+
+static bool rgb_eq(Rgb a, int r, int g, int b) { return a.r == r && a.g == g && a.b == b; }
+
+static void test_ramps(void) {
+    // ends of the sequential ramp are viridis' ends; the diverging middle is near-white
+    CU_ASSERT(rgb_eq(ramp_rgb(RAMP_SEQUENTIAL, 0), 68, 1, 84));
+    CU_ASSERT(rgb_eq(ramp_rgb(RAMP_SEQUENTIAL, 1), 253, 231, 37));
+    CU_ASSERT(rgb_eq(ramp_rgb(RAMP_SEQUENTIAL, 7), 253, 231, 37)); // clamped
+    CU_ASSERT(rgb_eq(ramp_rgb(RAMP_DIVERGING, 0.5f), 247, 247, 247));
+    Rgb neg = ramp_rgb(RAMP_DIVERGING, 0), pos = ramp_rgb(RAMP_DIVERGING, 1);
+    CU_ASSERT(neg.b > neg.r); // negative is blue
+    CU_ASSERT(pos.r > pos.b); // positive is red
+    CU_ASSERT(rgb_eq(ramp_rgb(RAMP_SEQUENTIAL, NAN), 128, 128, 128));
+    // the sequential ramp gets brighter monotonically (so it reads in grey too)
+    float last = -1;
+    for (int i = 0; i <= 20; i++) {
+        float l = rgb_luma(ramp_rgb(RAMP_SEQUENTIAL, i / 20.0f));
+        CU_ASSERT(l > last);
+        last = l;
+    }
+}
+
+static void test_ascii_ramp_and_levels(void) {
+    CU_ASSERT_EQUAL(ramp_ascii(0), ' ');
+    CU_ASSERT_EQUAL(ramp_ascii(1), '@');
+    CU_ASSERT_EQUAL(ramp_ascii(0.5f), ASCII_RAMP[5]);
+    CU_ASSERT_EQUAL(ramp_ascii(NAN), ' ');
+    CU_ASSERT_EQUAL(ramp_level(0, 32), 0);
+    CU_ASSERT_EQUAL(ramp_level(1, 32), 31);
+    CU_ASSERT_EQUAL(ramp_level(0.5f, 32), 16);
+    CU_ASSERT_EQUAL(ramp_level(-3, 32), 0);
+}
+
+static void test_terminal_colours(void) {
+    CU_ASSERT_EQUAL(rgb_to_xterm256((Rgb){0, 0, 0}), 16);
+    CU_ASSERT_EQUAL(rgb_to_xterm256((Rgb){255, 255, 255}), 231);
+    CU_ASSERT_EQUAL(rgb_to_xterm256((Rgb){255, 0, 0}), 196);
+    CU_ASSERT_EQUAL(rgb_to_xterm256((Rgb){128, 128, 128}), 244); // grey ramp: 8 + 10·12
+    CU_ASSERT_EQUAL(rgb_to_xterm256((Rgb){95, 135, 175}), 16 + 36 * 1 + 6 * 2 + 3);
+    CU_ASSERT_EQUAL(rgb_to_basic8((Rgb){200, 10, 10}), 1);  // red
+    CU_ASSERT_EQUAL(rgb_to_basic8((Rgb){10, 10, 230}), 4);  // blue
+    CU_ASSERT_EQUAL(rgb_to_basic8((Rgb){250, 250, 250}), 7); // white
+    CU_ASSERT_EQUAL(rgb_to_terminal((Rgb){1, 2, 3}, COLOUR_DIRECT), 0x010203);
+    CU_ASSERT_EQUAL(rgb_to_terminal((Rgb){1, 2, 3}, COLOUR_MONO), -1);
+    Rgb mid = rgb_mix((Rgb){0, 0, 0}, (Rgb){200, 100, 50}, 0.5f);
+    CU_ASSERT(rgb_eq(mid, 100, 50, 25));
+}
+
+static void test_ascii_spellings(void) {
+    char buf[64];
+    CU_ASSERT_STRING_EQUAL(fmt_ascii(buf, sizeof buf, "softmax(Q·Kᵀ/√Dh)"),
+                           "softmax(Q*K^T/sqrt Dh)");
+    CU_ASSERT_STRING_EQUAL(fmt_ascii(buf, sizeof buf, "16×16 → ok"), "16x16 -> ok");
+    CU_ASSERT_STRING_EQUAL(fmt_ascii(buf, sizeof buf, "né"), "n?");
+    CU_ASSERT_STRING_EQUAL(fmt_ascii(buf, 4, "abcdef"), "abc"); // truncated, terminated
+}
+
+CU_TestInfo tests_viewer_heatmap[] = {
+    {"pool mean halves", test_pool_mean_halves},
+    {"pool max", test_pool_max},
+    {"pool uneven blocks cover everything", test_pool_uneven_blocks_cover_everything},
+    {"pool grows by repeating", test_pool_grows_by_repeating},
+    {"pool skips NaN and Inf", test_pool_skips_nan_and_inf},
+    {"scale sequential and diverging", test_scale_sequential_and_diverging},
+    {"scale edge cases", test_scale_edge_cases},
+    {"colour ramps", test_ramps},
+    {"ASCII ramp and levels", test_ascii_ramp_and_levels},
+    {"terminal colours", test_terminal_colours},
+    {"ASCII spellings", test_ascii_spellings},
+    CU_TEST_INFO_NULL,
+};

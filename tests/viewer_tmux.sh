@@ -1,0 +1,195 @@
+#!/bin/sh
+# The viewer in a real terminal: tmux runs vitview at 100×30, the script sends
+# keys, reads the screen back with capture-pane and checks what a learner
+# would see — stage names and shapes, a heatmap, attention, the top-K labels,
+# the help — then resizes to 60×20 and back, shrinks below the minimum, and
+# quits with q, which must exit 0.
+#
+#   tests/viewer_tmux.sh build/vitview
+#
+# Runs on its own tmux server (a private socket in a temporary directory), so
+# it never touches a user's sessions, and removes both on any exit. Prints one
+# PASS/FAIL line; exit status 0 when every check passed, 1 otherwise, 2 for
+# bad usage or a missing tmux. Takes a few seconds. A second, shorter run
+# with NO_COLOR set checks the ASCII fallback.
+set -u
+
+VITVIEW=${1:-}
+if [ -z "$VITVIEW" ] || [ ! -x "$VITVIEW" ]; then
+    echo "usage: $0 path/to/vitview" >&2
+    exit 2
+fi
+command -v tmux >/dev/null 2>&1 || { echo "viewer_tmux: FAIL: tmux is not installed" >&2; exit 2; }
+
+# UTF-8 everywhere: the half blocks of the heatmaps are "▀" (U+2580)
+export LANG=C.UTF-8 LC_ALL=C.UTF-8
+TERM_INSIDE=tmux-256color
+infocmp "$TERM_INSIDE" >/dev/null 2>&1 || TERM_INSIDE=screen-256color
+infocmp "$TERM_INSIDE" >/dev/null 2>&1 || TERM_INSIDE=screen
+
+SESSION=""
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/vitview-test.XXXXXX")
+# the server's socket lives in WORK, so removing WORK leaves nothing behind
+TMUX_CMD="tmux -u -S $WORK/tmux.sock -f /dev/null"
+FAILED=0
+PASSED=0
+LAST_FAILURE=""
+
+# shellcheck disable=SC2317 # run by the trap
+cleanup() {
+    $TMUX_CMD kill-server >/dev/null 2>&1
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
+
+screen_text() { $TMUX_CMD capture-pane -p -t "$SESSION" 2>/dev/null; }
+
+# wait_for PATTERN [SECONDS]: until the screen matches the extended regex
+wait_for() {
+    tries=$(( ${2:-5} * 10 ))
+    while [ "$tries" -gt 0 ]; do
+        screen_text >"$WORK/screen.txt"
+        grep -Eq -- "$1" "$WORK/screen.txt" && return 0
+        [ -s "$WORK/exit" ] && return 1 # vitview has ended: nothing more will appear
+        sleep 0.1
+        tries=$((tries - 1))
+    done
+    return 1
+}
+
+# check NAME PATTERN [SECONDS]: one named expectation on the screen
+check() {
+    if wait_for "$2" "${3:-5}"; then
+        PASSED=$((PASSED + 1))
+    else
+        FAILED=$((FAILED + 1))
+        LAST_FAILURE=$1
+        echo "viewer_tmux: FAILED: $1 (no match for '$2'); the screen was:" >&2
+        sed 's/^/    | /' "$WORK/screen.txt" >&2
+        if [ -s "$WORK/exit" ]; then
+            echo "viewer_tmux: vitview ended early, $(cat "$WORK/exit"); its stderr:" >&2
+            sed 's/^/    | /' "$WORK/stderr" >&2
+            echo "viewer_tmux: FAIL (vitview ended during: $1)"
+            exit 1
+        fi
+    fi
+}
+
+keys() { $TMUX_CMD send-keys -t "$SESSION" "$@"; }
+
+# start NAME [ENV...]: a new session running vitview at 100×30 with extra environment
+# settings; vitview runs inside sh so that its exit status lands in a file
+start() {
+    SESSION="vitview$$-$1"
+    shift
+    rm -f "$WORK/exit" "$WORK/stderr"
+    $TMUX_CMD new-session -d -s "$SESSION" -x 100 -y 30 \
+        "env -u NO_COLOR TERM=$TERM_INSIDE LANG=C.UTF-8 LC_ALL=C.UTF-8 $* $VITVIEW --threads 2 \
+         2>'$WORK/stderr'; echo EXIT=\$? >'$WORK/exit'" ||
+        { echo "viewer_tmux: FAIL: tmux could not start a session" >&2; exit 1; }
+}
+
+# quit NAME: press q and expect exit status 0
+quit() {
+    keys q
+    tries=50
+    while [ ! -s "$WORK/exit" ] && [ "$tries" -gt 0 ]; do sleep 0.1; tries=$((tries - 1)); done
+    if grep -qx "EXIT=0" "$WORK/exit" 2>/dev/null; then
+        PASSED=$((PASSED + 1))
+    else
+        FAILED=$((FAILED + 1))
+        LAST_FAILURE="$1 (got $(cat "$WORK/exit" 2>/dev/null || echo nothing))"
+        echo "viewer_tmux: FAILED: $LAST_FAILURE" >&2
+        cat "$WORK/stderr" >&2 2>/dev/null
+    fi
+}
+
+# ------------------------------------------------------------ in colour
+start colour
+
+check "starts paused at the input" "paused at input 1/188" 15
+check "input shape with named axes" "shape +\(B=1, C=3, S=224, S=224\)"
+check "pipeline tree" "patch_embed"
+check "image drawn with half blocks" "▀{20}"
+
+keys s
+check "step to patches" "paused at patches 2/188"
+check "patches shape" "\(B=1, P=196, C·p·p=768\)"
+
+# a breakpoint by name, then continue to it
+keys B
+keys -l "blocks.0.attn.probs"
+keys Enter
+check "breakpoint by name" "breakpoint set on blocks.0.attn.probs"
+keys c
+check "continue stops at the breakpoint" "paused at blocks.0.attn.probs 12/188"
+check "attention shape" "\(B=1, H=3, N=197, N=197\)"
+check "formula" "softmax\(Q·Kᵀ/√Dh\)"
+check "attention heatmap" "queries ↓ keys →"
+check "heatmap cells" "▀{30}"
+check "breakpoint mark in the tree" "●.* attn.probs"
+keys ']'
+check "next head" "head 1 of 3"
+keys m
+check "mean over heads" "mean over heads"
+
+# the numeric grid
+keys v
+check "numbers view" "values · rows 0–"
+keys v
+
+# history: move back and forth through computed stages
+keys k
+check "select a computed stage" "viewing blocks.0.attn.scaled"
+keys j
+
+# run to the end: the logits as a top-K chart with labels
+keys c
+check "finished" "finished at logits 188/188" 10
+check "top-K chart" "top of 1000 classes"
+check "top-K labels" "^.*│ +1 [A-Za-z].* -?[0-9]+\.[0-9]{3} +0\.[0-9]{4}"
+
+# resize: smaller, back, and below the minimum
+$TMUX_CMD resize-window -t "$SESSION" -x 60 -y 20
+check "60x20 redraws" "stage 188/188"
+check "60x20 status line" "finished at logits"
+check "60x20 keeps the tree" "pre_logits +│"
+$TMUX_CMD resize-window -t "$SESSION" -x 100 -y 30
+check "back to 100x30" "top of 1000 classes"
+$TMUX_CMD resize-window -t "$SESSION" -x 40 -y 10
+check "too small says so" "too small"
+$TMUX_CMD resize-window -t "$SESSION" -x 100 -y 30
+check "and recovers" "top of 1000 classes"
+
+# help lists every key
+keys '?'
+check "help" "Running the forward pass"
+keys Escape
+check "help closes" "top of 1000 classes"
+
+# restart runs a fresh pass
+keys r
+check "restart" "paused at input 1/188"
+
+# q quits cleanly with status 0
+quit "q exits 0"
+
+# ------------------------------------------- without colour (NO_COLOR set)
+start mono NO_COLOR=1
+check "NO_COLOR starts" "paused at input 1/188" 15
+keys B
+keys -l "blocks.0.attn.probs"
+keys Enter
+keys c
+check "NO_COLOR attention" "paused at blocks.0.attn.probs"
+check "ASCII ramp legend" " \.:=\+#%@ "
+check "ASCII heatmap" "│cls.[ .:=+*#%@-]{20}"
+quit "q exits 0 without colour"
+
+if [ "$FAILED" -eq 0 ]; then
+    echo "viewer_tmux: PASS ($PASSED checks, $VITVIEW at 100x30, 60x20, 40x10, NO_COLOR)"
+    exit 0
+fi
+echo "viewer_tmux: FAIL ($FAILED of $((PASSED + FAILED)) checks failed, last: $LAST_FAILURE)"
+exit 1

@@ -1,0 +1,38 @@
+/**
+ * @file app.h
+ * @brief Running the viewer: the forward pass with the UI inside its trace callback.
+ */
+#ifndef VIEWER_APP_H
+#define VIEWER_APP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "labels.h"
+#include "vit.h"
+
+/** @defgroup viewer_app Viewer main loop
+ *  @brief The forward pass, stopped in its trace callback by the UI.
+ *  @{
+ */
+
+/** What main() hands the viewer. */
+typedef struct {
+    Vit *vit;             /**< a built model */
+    const Tensor *input;  /**< (1, C, S, S) normalised pixels */
+    const char *title;    /**< model and picture, for the title row */
+    size_t history_bytes; /**< budget for the recorded tensors */
+    Labels labels;        /**< class names (ownership passes to the viewer) */
+    bool mono;            /**< --mono: no colour even if the terminal has it */
+    const char *timings;  /**< write latency measurements here at exit (NULL: don't) */
+} AppOptions;
+
+/**
+ * @brief Start curses, run the forward pass under the UI until the learner
+ *        quits, restore the terminal.
+ * @return an exit status: 0, or VIT_ERR_INPUT when the forward pass refuses the input
+ */
+int app_run(AppOptions *opt);
+
+/** @} */
+#endif

@@ -1,0 +1,92 @@
+/**
+ * @file colour.c
+ * @brief Ramps and nearest-colour lookups (see colour.h).
+ */
+#include "colour.h"
+
+#include <math.h>
+#include <string.h>
+
+// A ramp is a few anchor colours, evenly spaced on [0, 1], interpolated linearly.
+static const Rgb sequential[] = {
+    {68, 1, 84}, {59, 82, 139}, {33, 145, 140}, {94, 201, 98}, {253, 231, 37}, // viridis
+};
+static const Rgb diverging[] = {
+    {33, 102, 172}, {146, 197, 222}, {247, 247, 247}, {244, 165, 130}, {178, 24, 43}, // RdBu
+};
+
+static float clamp01(float t) { return t < 0 ? 0 : t > 1 ? 1 : t; }
+
+Rgb rgb_mix(Rgb a, Rgb b, float w) {
+    w = clamp01(w);
+    return (Rgb){(uint8_t)lrintf(a.r + (b.r - a.r) * w), (uint8_t)lrintf(a.g + (b.g - a.g) * w),
+                 (uint8_t)lrintf(a.b + (b.b - a.b) * w)};
+}
+
+Rgb ramp_rgb(RampKind kind, float t) {
+    if (isnan(t)) return (Rgb){128, 128, 128};
+    const Rgb *anchors = kind == RAMP_DIVERGING ? diverging : sequential;
+    const int segments = 4; // both ramps have 5 anchors
+    float x = clamp01(t) * segments;
+    int i = (int)x;
+    if (i >= segments) i = segments - 1;
+    return rgb_mix(anchors[i], anchors[i + 1], x - (float)i);
+}
+
+char ramp_ascii(float t) {
+    if (isnan(t)) return ' ';
+    const int n = (int)strlen(ASCII_RAMP);
+    return ASCII_RAMP[ramp_level(t, n)];
+}
+
+int ramp_level(float t, int levels) {
+    if (isnan(t) || levels <= 1) return 0;
+    int i = (int)(clamp01(t) * (float)levels);
+    return i >= levels ? levels - 1 : i;
+}
+
+float rgb_luma(Rgb c) { return (0.299f * c.r + 0.587f * c.g + 0.114f * c.b) / 255.0f; }
+
+static int sq(int x) { return x * x; }
+static int dist2(Rgb a, Rgb b) { return sq(a.r - b.r) + sq(a.g - b.g) + sq(a.b - b.b); }
+
+// The six intensities of each axis of xterm's colour cube.
+static const int cube_level[6] = {0, 95, 135, 175, 215, 255};
+
+static int nearest_cube_level(int v) {
+    int best = 0;
+    for (int i = 1; i < 6; i++)
+        if (sq(v - cube_level[i]) < sq(v - cube_level[best])) best = i;
+    return best;
+}
+
+int rgb_to_xterm256(Rgb c) {
+    int r = nearest_cube_level(c.r), g = nearest_cube_level(c.g), b = nearest_cube_level(c.b);
+    Rgb cube = {(uint8_t)cube_level[r], (uint8_t)cube_level[g], (uint8_t)cube_level[b]};
+    // grey ramp 232–255 is 8, 18, …, 238: pick the step nearest the mean
+    int mean = (c.r + c.g + c.b) / 3;
+    int step = mean < 8 ? 0 : mean > 238 ? 23 : (mean - 8 + 5) / 10;
+    uint8_t v = (uint8_t)(8 + 10 * step);
+    Rgb grey = {v, v, v};
+    return dist2(c, grey) < dist2(c, cube) ? 232 + step : 16 + 36 * r + 6 * g + b;
+}
+
+int rgb_to_basic8(Rgb c) {
+    // the usual xterm rendering of the 8 ANSI colours
+    static const Rgb ansi[8] = {{0, 0, 0},     {205, 0, 0},   {0, 205, 0},   {205, 205, 0},
+                                {0, 0, 238},   {205, 0, 205}, {0, 205, 205}, {229, 229, 229}};
+    int best = 0;
+    for (int i = 1; i < 8; i++)
+        if (dist2(c, ansi[i]) < dist2(c, ansi[best])) best = i;
+    return best;
+}
+
+int rgb_to_terminal(Rgb c, ColourMode mode) {
+    switch (mode) {
+    case COLOUR_DIRECT: return (c.r << 16) | (c.g << 8) | c.b;
+    case COLOUR_256: return rgb_to_xterm256(c);
+    case COLOUR_BASIC: return rgb_to_basic8(c);
+    case COLOUR_MONO: break;
+    }
+    return -1;
+}

@@ -1,0 +1,87 @@
+/**
+ * @file colour.h
+ * @brief Colour ramps for heatmaps and the mapping of RGB onto what a terminal can show.
+ *
+ * A heatmap value is first placed on [0, 1] (heatmap.h), then turned into a
+ * colour by a ramp: a sequential ramp (dark violet → teal → yellow, after
+ * matplotlib's viridis) for values of one sign such as attention
+ * probabilities, a diverging ramp (blue → near-white → red) centred on zero
+ * for signed activations. The terminal then gets the nearest colour it has:
+ * 24-bit, one of xterm's 256, one of the 8 ANSI colours, or, on a monochrome
+ * terminal or with NO_COLOR, a character from an ASCII density ramp.
+ *
+ * Nothing here touches the terminal, so it is tested without one.
+ */
+#ifndef VIEWER_COLOUR_H
+#define VIEWER_COLOUR_H
+
+#include <stdint.h>
+
+/** @defgroup viewer_colour Viewer colours
+ *  @brief Ramps from a number in [0, 1] to a colour, and RGB to terminal colours.
+ *  @{
+ */
+
+/** An 8-bit-per-channel colour. */
+typedef struct {
+    uint8_t r; /**< red, 0–255 */
+    uint8_t g; /**< green, 0–255 */
+    uint8_t b; /**< blue, 0–255 */
+} Rgb;
+
+/** Which ramp a heatmap uses. */
+typedef enum {
+    RAMP_SEQUENTIAL, /**< low → high, for values of one sign (probabilities) */
+    RAMP_DIVERGING,  /**< negative → zero → positive, zero at t = 0.5 */
+} RampKind;
+
+/** What a terminal can show; chosen once at start-up. */
+typedef enum {
+    COLOUR_MONO,   /**< no colour (monochrome terminal or NO_COLOR): ASCII ramps */
+    COLOUR_BASIC,  /**< the 8 ANSI colours */
+    COLOUR_256,    /**< xterm's 256-colour palette */
+    COLOUR_DIRECT, /**< 24-bit colour (a direct-colour terminfo entry such as xterm-direct) */
+} ColourMode;
+
+/** The characters of the ASCII density ramp, lightest first. */
+#define ASCII_RAMP " .:-=+*#%@"
+
+/**
+ * @brief The colour of @p t on a ramp.
+ * @param[in] kind  sequential or diverging
+ * @param[in] t     position in [0, 1]; clamped; NaN gives mid grey
+ */
+Rgb ramp_rgb(RampKind kind, float t);
+
+/** @brief The ASCII_RAMP character for @p t in [0, 1] (clamped; NaN gives ' '). */
+char ramp_ascii(float t);
+
+/**
+ * @brief Quantise @p t in [0, 1] to one of @p levels steps, 0 … levels-1
+ *        (so few distinct colour pairs are needed).
+ */
+int ramp_level(float t, int levels);
+
+/** @brief Blend: (1 − w)·a + w·b, per channel, w in [0, 1]. */
+Rgb rgb_mix(Rgb a, Rgb b, float w);
+
+/** @brief Perceived brightness in [0, 1] (Rec. 601 weights 0.299, 0.587, 0.114). */
+float rgb_luma(Rgb c);
+
+/**
+ * @brief The nearest xterm-256 colour index: the 6×6×6 cube (16–231) or the
+ *        grey ramp (232–255), whichever is closer.
+ */
+int rgb_to_xterm256(Rgb c);
+
+/** @brief The nearest ANSI colour, 0–7 (black, red, green, yellow, blue, magenta, cyan, white). */
+int rgb_to_basic8(Rgb c);
+
+/**
+ * @brief The colour number to hand to curses in @p mode: packed 0xRRGGBB for
+ *        direct colour, an xterm-256 index, or an ANSI index; -1 for COLOUR_MONO.
+ */
+int rgb_to_terminal(Rgb c, ColourMode mode);
+
+/** @} */
+#endif

@@ -1,0 +1,87 @@
+/**
+ * @file format.c
+ * @brief Human-readable numbers (see format.h).
+ */
+#include "format.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+char *fmt_si(char *buf, size_t size, double v) {
+    static const char *prefix[] = {"", " k", " M", " G", " T"};
+    int i = 0;
+    while (fabs(v) >= 1000 && i < 4) v /= 1000, i++;
+    if (i == 0) snprintf(buf, size, "%.0f", v);
+    else snprintf(buf, size, "%.*f%s", fabs(v) < 10 ? 2 : fabs(v) < 100 ? 1 : 0, v, prefix[i]);
+    return buf;
+}
+
+char *fmt_bytes(char *buf, size_t size, double bytes) {
+    static const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int i = 0;
+    while (bytes >= 1024 && i < 4) bytes /= 1024, i++;
+    if (i == 0) snprintf(buf, size, "%.0f B", bytes);
+    else snprintf(buf, size, "%.*f %s", bytes < 10 ? 2 : bytes < 100 ? 1 : 0, bytes, unit[i]);
+    return buf;
+}
+
+char *fmt_seconds(char *buf, size_t size, double s) {
+    if (s < 1e-3) snprintf(buf, size, "%.0f µs", s * 1e6);
+    else if (s < 0.01) snprintf(buf, size, "%.1f ms", s * 1e3);
+    else if (s < 1) snprintf(buf, size, "%.0f ms", s * 1e3);
+    else snprintf(buf, size, "%.2f s", s);
+    return buf;
+}
+
+char *fmt_shape_axes(char *buf, size_t size, const Tensor *t, const char *axes) {
+    size_t used = 0;
+    const char *a = axes ? axes : "";
+    buf[0] = '\0';
+    used += (size_t)snprintf(buf, size, "(");
+    for (int d = 0; d < t->ndim && used < size; d++) {
+        size_t len = strcspn(a, ",");
+        used += (size_t)snprintf(buf + used, size - used, "%s%.*s%s%d", d ? ", " : "", (int)len,
+                                 a, len ? "=" : "", t->shape[d]);
+        a += len;
+        if (*a == ',') a++;
+    }
+    if (used < size) snprintf(buf + used, size - used, ")");
+    return buf;
+}
+
+// UTF-8 symbols of the stage table and the viewer's own text, with ASCII spellings.
+static const struct {
+    const char *utf8, *ascii;
+} spellings[] = {
+    {"·", "*"},  {"ᵀ", "^T"}, {"√", "sqrt "}, {"×", "x"},  {"²", "^2"}, {"Φ", "Phi"},
+    {"→", "->"}, {"←", "<-"}, {"↑", "^"},     {"↓", "v"},  {"…", "..."}, {"—", "-"},
+    {"–", "-"},  {"−", "-"},  {"₁", "1"},     {"₂", "2"},  {"µ", "u"},   {"≥", ">="},
+    {"≤", "<="}, {"▸", ">"},  {"▾", "v"},     {"●", "*"},  {"▶", ">"},   {"│", "|"},
+};
+
+char *fmt_ascii(char *buf, size_t size, const char *text) {
+    size_t out = 0;
+    for (const char *p = text; *p && out + 1 < size;) {
+        if ((unsigned char)*p < 0x80) {
+            buf[out++] = *p++;
+            continue;
+        }
+        const char *with = "?";
+        size_t skip = 1;
+        for (size_t i = 0; i < sizeof spellings / sizeof spellings[0]; i++) {
+            size_t len = strlen(spellings[i].utf8);
+            if (strncmp(p, spellings[i].utf8, len) == 0) {
+                with = spellings[i].ascii;
+                skip = len;
+                break;
+            }
+        }
+        if (skip == 1) // an unknown sequence: skip its continuation bytes too
+            while ((p[skip] & 0xC0) == 0x80) skip++;
+        for (const char *w = with; *w && out + 1 < size; w++) buf[out++] = *w;
+        p += skip;
+    }
+    buf[out] = '\0';
+    return buf;
+}

@@ -1,0 +1,38 @@
+/**
+ * @file format.h
+ * @brief Numbers for people: FLOPs, bytes, durations, shapes with axis names.
+ */
+#ifndef VIEWER_FORMAT_H
+#define VIEWER_FORMAT_H
+
+#include <stddef.h>
+
+#include "tensor.h"
+
+/** @defgroup viewer_format Viewer number formatting
+ *  @brief Short human-readable numbers for the info pane.
+ *  @{
+ */
+
+/** @brief A count with an SI prefix: 950 → "950", 1.23e9 → "1.23 G". Returns @p buf. */
+char *fmt_si(char *buf, size_t size, double v);
+/** @brief Bytes in binary units: 621 KiB, 1.8 MiB. Returns @p buf. */
+char *fmt_bytes(char *buf, size_t size, double bytes);
+/** @brief A duration: "0.4 ms", "12 ms", "1.3 s". Returns @p buf. */
+char *fmt_seconds(char *buf, size_t size, double seconds);
+/**
+ * @brief A shape with its axis names, e.g. "(B=1, H=3, N=197, N=197)".
+ * @param[in] axes  comma-separated names as in VitStage.axes; missing names print as sizes alone
+ * @return @p buf
+ */
+char *fmt_shape_axes(char *buf, size_t size, const Tensor *t, const char *axes);
+
+/**
+ * @brief @p text with the symbols the stage table uses (·, ᵀ, √, ×, …) spelled
+ *        in ASCII, for terminals without UTF-8; other non-ASCII becomes '?'.
+ * @return @p buf
+ */
+char *fmt_ascii(char *buf, size_t size, const char *text);
+
+/** @} */
+#endif

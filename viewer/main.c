@@ -1,0 +1,245 @@
+/**
+ * @file main.c
+ * @brief `vitview`: step through a real ViT forward pass in the terminal.
+ *
+ *     build/vitview [--weights W] [--threads N] [IMAGE]
+ *
+ * Everything that can fail on user input (flags, weights, image, not a
+ * terminal) is checked here, before curses takes the screen, so errors are
+ * plain lines on stderr, worded as `vit classify` words them (the same library
+ * calls make them). Exit status: 0 after q; 1 bad input (weights, image);
+ * 2 bad usage (unknown flag, bad number or preset, not a terminal).
+ */
+#include "app.h"
+#include "history.h"
+#include "image.h"
+#include "labels.h"
+#include "synth.h"
+#include "vit.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct {
+    const char *weights; // NULL: random weights of `arch`
+    const char *arch;    // e.g. "vit-tiny"
+    int seed;            // for random weights
+    int threads;         // 0: all cores
+    int history_mb;      // budget for the recorded tensors
+    bool mono;           // no colour
+    bool generated;      // the generated picture instead of a photo
+    const char *preset;  // preprocessing preset; NULL: the one matching the weights
+    const char *image;   // NULL: the bundled photo, or the generated picture
+} Args;
+
+/** The photo shown when no IMAGE is given, under data/. */
+#define BUNDLED_IMAGE "images/chelsea.jpg"
+
+static void usage(FILE *f) {
+    fputs("usage: vitview [--weights FILE] [--threads N] [IMAGE]\n"
+          "\n"
+          "Step through a Vision Transformer's forward pass, stage by stage.\n"
+          "\n"
+          "  --weights FILE    a safetensors checkpoint (timm, Hugging Face or torchvision\n"
+          "                    names); default: random weights (see --arch, --seed)\n"
+          "  --arch A          architecture of the random weights: vit-tiny (default),\n"
+          "                    vit-small, vit-base\n"
+          "  --seed N          seed of the random weights (default 0)\n"
+          "  --threads N       threads for the forward pass (default: all cores)\n"
+          "  --history-mb N    most memory for recorded tensors (default 256; a full\n"
+          "                    ViT-B/16 pass needs 192)\n"
+          "  --mono            no colours (also when NO_COLOR is set)\n"
+          "  --preprocess P    hf, timm or torchvision (default: the one matching the\n"
+          "                    weights' naming convention, timm for random weights)\n"
+          "  --generated       show the generated test picture (house, tree, sun)\n"
+          "  IMAGE             a PNG, JPEG, BMP or PPM picture (default: the bundled photo\n"
+          "                    data/" BUNDLED_IMAGE ", else the generated picture)\n"
+          "\n"
+          "Keys: s step, n next block, f finish block, c continue, b breakpoint,\n"
+          "r restart, ? all keys, q quit.\n"
+          "Exit status: 0 ok, 1 bad input, 2 bad usage or not a terminal.\n",
+          f);
+}
+
+static VitStatus parse_args(Args *a, int argc, char **argv, VitError *err) {
+    *a = (Args){.arch = "vit-tiny", .history_mb = (int)(HISTORY_DEFAULT_BUDGET >> 20)};
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        const char *value = i + 1 < argc ? argv[i + 1] : NULL;
+        VitStatus s = VIT_OK;
+        bool takes_value = true;
+        if (!strcmp(arg, "--weights")) a->weights = value;
+        else if (!strcmp(arg, "--arch")) a->arch = value;
+        else if (!strcmp(arg, "--seed"))
+            s = vit_parse_int(&a->seed, value, 0, 1 << 30, "--seed", err);
+        else if (!strcmp(arg, "--threads"))
+            s = vit_parse_int(&a->threads, value, 0, 4096, "--threads", err);
+        else if (!strcmp(arg, "--history-mb"))
+            s = vit_parse_int(&a->history_mb, value, 1, 1 << 20, "--history-mb", err);
+        else if (!strcmp(arg, "--preprocess")) a->preset = value;
+        else if (!strcmp(arg, "--mono")) a->mono = true, takes_value = false;
+        else if (!strcmp(arg, "--generated")) a->generated = true, takes_value = false;
+        else if (arg[0] == '-' && arg[1])
+            return vit_fail(err, VIT_ERR_USAGE, "unknown option '%s'", arg);
+        else if (a->image)
+            return vit_fail(err, VIT_ERR_USAGE, "one IMAGE at a time ('%s' and '%s')", a->image,
+                            arg);
+        else a->image = arg, takes_value = false;
+        if (s != VIT_OK) return s;
+        if (takes_value && !value) return vit_fail(err, VIT_ERR_USAGE, "%s needs a value", arg);
+        if (takes_value) i++;
+    }
+    return VIT_OK;
+}
+
+// "ViT-Ti/16" for the three named sizes, else the sizes themselves.
+static void model_name(char *buf, size_t size, const VitConfig *c) {
+    static const struct {
+        int dim, depth, heads;
+        const char *name;
+    } known[] = {{192, 12, 3, "ViT-Ti"}, {384, 12, 6, "ViT-S"}, {768, 12, 12, "ViT-B"}};
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (c->dim == known[i].dim && c->depth == known[i].depth && c->heads == known[i].heads) {
+            snprintf(buf, size, "%s/%d", known[i].name, c->patch_size);
+            return;
+        }
+    snprintf(buf, size, "ViT D=%d L=%d H=%d /%d", c->dim, c->depth, c->heads, c->patch_size);
+}
+
+static VitStatus load_model(Vit *vit, const Args *a, char *desc, size_t size, VitError *err) {
+    char name[64];
+    if (a->weights) {
+        VitStatus s = vit_build(vit, a->weights, err);
+        if (s != VIT_OK) return s;
+        model_name(name, sizeof name, &vit->config);
+        snprintf(desc, size, "%s %s (%s)", name, a->weights, vit->source);
+        return VIT_OK;
+    }
+    VitConfig cfg;
+    VitStatus s = vit_config_for_arch(&cfg, a->arch, err);
+    if (s != VIT_OK) return s;
+    const VitInit init = vit_init_timm((uint64_t)a->seed);
+    s = vit_build_random(vit, &cfg, &init, err);
+    if (s != VIT_OK) return s;
+    model_name(name, sizeof name, &cfg);
+    snprintf(desc, size, "%s, random weights (seed %d)", name, a->seed);
+    return VIT_OK;
+}
+
+// The preprocessing preset matching how the weights were trained (as `vit classify`).
+static const char *default_preset(const Vit *vit) {
+    if (!strcmp(vit->source, "hf")) return "hf";
+    if (!strcmp(vit->source, "torchvision")) return "torchvision";
+    return "timm"; // timm names, and random weights (saved with timm names)
+}
+
+// A picture file, decoded and preprocessed into (1, 3, S, S).
+static VitStatus load_photo(Tensor *input, const char *path, const Vit *vit, const char *preset,
+                            char *desc, size_t size, VitError *err) {
+    Preprocess pre;
+    VitStatus s = preprocess_preset(&pre, preset ? preset : default_preset(vit),
+                                    vit->config.image_size, err);
+    if (s != VIT_OK) { // name the flag, as `vit classify` does
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        return vit_fail(err, s, "--preprocess: %s", msg);
+    }
+    if (vit->config.channels != 3)
+        return vit_fail(err, VIT_ERR_INPUT, "%s: pictures have 3 channels, the model takes %d",
+                        path, vit->config.channels);
+    Image img;
+    if ((s = image_load(&img, path, err)) != VIT_OK) return s;
+    const int S = vit->config.image_size;
+    *input = tensor_new(4, 1, 3, S, S);
+    image_preprocess(input->data, &img, &pre);
+    const char *base = strrchr(path, '/');
+    snprintf(desc, size, "%.80s %d×%d (%s preprocessing)", base ? base + 1 : path, img.width,
+             img.height, pre.name);
+    image_free(&img);
+    return VIT_OK;
+}
+
+// The model's input: IMAGE, else the bundled photo, else (or with --generated)
+// the generated picture, which needs no file at all.
+static VitStatus load_input(Tensor *input, const Args *a, const Vit *vit, char *desc,
+                            size_t size, VitError *err) {
+    char bundled[1024];
+    const char *path = a->image;
+    if (!path && !a->generated &&
+        access(vit_data_path(bundled, sizeof bundled, BUNDLED_IMAGE), R_OK) == 0 &&
+        vit->config.channels == 3)
+        path = bundled;
+    if (path) return load_photo(input, path, vit, a->preset, desc, size, err);
+    *input = synth_input(&vit->config);
+    snprintf(desc, size, "generated picture %d×%d", vit->config.image_size,
+             vit->config.image_size);
+    return VIT_OK;
+}
+
+// The class names, as `vit classify` finds them: a Hugging Face config.json's
+// id2label, else ImageNet-1k for a 1000-class head; none otherwise ("class N").
+static void load_labels(Labels *labels, const Vit *vit) {
+    const int K = vit->config.num_classes;
+    VitError ignored; // missing names only cost the names
+    *labels = (Labels){0};
+    if (vit->config_json[0] &&
+        labels_load_hf_config(labels, vit->config_json, &ignored) == VIT_OK && labels->count == K)
+        return;
+    labels_free(labels);
+    char path[1024];
+    if (K == 1000 &&
+        labels_load(labels, vit_data_path(path, sizeof path, "labels/imagenet1k.txt"),
+                    &ignored) == VIT_OK && labels->count == K)
+        return;
+    labels_free(labels);
+}
+
+static int fail(VitStatus status, const VitError *err, bool hint) {
+    fprintf(stderr, "vitview: %s\n", err->msg);
+    if (hint && status == VIT_ERR_USAGE) fprintf(stderr, "vitview: --help shows the options\n");
+    return status;
+}
+
+int main(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return 0;
+        }
+    VitError err;
+    Args args;
+    VitStatus s = parse_args(&args, argc, argv, &err);
+    if (s != VIT_OK) return fail(s, &err, true);
+    vit_set_threads(args.threads);
+
+    Vit vit = {0};
+    Tensor input = {0};
+    Labels labels = {0};
+    char model[256], image[160], title[440];
+    s = load_model(&vit, &args, model, sizeof model, &err);
+    if (s == VIT_OK) s = load_input(&input, &args, &vit, image, sizeof image, &err);
+    if (s == VIT_OK) load_labels(&labels, &vit);
+    bool hint = true;
+    if (s == VIT_OK && !(isatty(STDIN_FILENO) && isatty(STDOUT_FILENO))) {
+        s = vit_fail(&err, VIT_ERR_USAGE, "needs an interactive terminal (stdin and stdout are "
+                     "not both a TTY); for a non-interactive run use build/vit");
+        hint = false;
+    }
+    int status = s;
+    if (s != VIT_OK) {
+        fail(s, &err, hint);
+    } else {
+        snprintf(title, sizeof title, "%s · %s", model, image);
+        AppOptions opt = {.vit = &vit, .input = &input, .title = title,
+                          .history_bytes = (size_t)args.history_mb << 20, .labels = labels,
+                          .mono = args.mono, .timings = getenv("VITVIEW_TIMINGS")};
+        labels = (Labels){0}; // app_run owns them now
+        status = app_run(&opt);
+    }
+    labels_free(&labels);
+    tensor_free(&input);
+    vit_free(&vit);
+    return status;
+}

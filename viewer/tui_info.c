@@ -1,0 +1,82 @@
+/**
+ * @file tui_info.c
+ * @brief The facts of the selected stage: name, formula, PyTorch line, shape
+ *        with named axes, statistics, FLOPs, bytes and time.
+ */
+#include "tui.h"
+#include "format.h"
+
+#include <stdio.h>
+#include <string.h>
+
+// "shape (B=1, H=3, N=197, N=197) · 116427 values · 455 KiB"
+static void shape_line(const State *s, int y, Rect r, const PipeNode *n, const HistEntry *e) {
+    char shape[128], bytes[32], count[32];
+    if (e) {
+        fmt_shape_axes(shape, sizeof shape, &e->t, n->stage->axes);
+        fmt_bytes(bytes, sizeof bytes, (double)e->t.numel * sizeof(float));
+        fmt_si(count, sizeof count, (double)e->t.numel);
+        ui_printf(y, r.x, r.w, ROLE_NORMAL, "shape  %s · %s values · %s", shape, count, bytes);
+        return;
+    }
+    int dims[4];
+    int nd = vit_stage_shape(s->cfg, 1, n->name, dims); // 0 for the viewer's own "patches"
+    Tensor t = {.ndim = nd};
+    memcpy(t.shape, dims, sizeof dims);
+    fmt_shape_axes(shape, sizeof shape, &t, n->stage->axes);
+    ui_printf(y, r.x, r.w, ROLE_PENDING, "shape  %s when computed", nd ? shape : n->stage->axes);
+}
+
+static void stats_line(const State *s, int y, Rect r, const HistEntry *e) {
+    if (!e) {
+        ui_text(y, r.x, r.w, ROLE_PENDING,
+                "not computed yet: s steps, c runs to the next breakpoint");
+        return;
+    }
+    const TensorStats *st = &e->stats;
+    char line[256];
+    // four significant digits when they fit, else three
+    snprintf(line, sizeof line, "min %.4g  max %.4g  mean %.3g  std %.3g  NaN %zu  Inf %zu",
+             (double)st->min, (double)st->max, st->mean, st->std, st->n_nan, st->n_inf);
+    if ((int)strlen(line) > r.w)
+        snprintf(line, sizeof line, "min %.3g max %.3g mean %.2g std %.2g NaN %zu Inf %zu",
+                 (double)st->min, (double)st->max, st->mean, st->std, st->n_nan, st->n_inf);
+    ui_text(y, r.x, r.w, st->n_nan || st->n_inf ? ROLE_ERROR : ROLE_NORMAL, line);
+}
+
+static void cost_line(const State *s, int y, Rect r, const PipeNode *n, const HistEntry *e) {
+    char flops[32], took[32];
+    double f = vit_stage_flops(s->cfg, 1, n->name);
+    if (f > 0) {
+        fmt_si(flops, sizeof flops, f);
+        strcat(flops, "FLOP");
+    } else {
+        snprintf(flops, sizeof flops, "no arithmetic (moves data)");
+    }
+    if (e) ui_printf(y, r.x, r.w, ROLE_NORMAL, "cost   %s · computed in %s", flops,
+                     fmt_seconds(took, sizeof took, e->seconds));
+    else ui_printf(y, r.x, r.w, ROLE_PENDING, "cost   %s", flops);
+}
+
+void info_draw(const State *s) {
+    const Rect r = s->layout.info;
+    const PipeNode *n = state_node(s);
+    const HistEntry *e = state_entry(s);
+    const Stepper *st = &s->stepper;
+    int y = r.y;
+    // line 1: name, and its position in the pass
+    char pos[32];
+    int pos_w = snprintf(pos, sizeof pos, "stage %d/%d", st->selected + 1, st->count);
+    int x = r.x + ui_text(y, r.x, r.w - pos_w - 1, ROLE_HEADING, n->name);
+    if (st->sel_header) ui_text(y, x, r.x + r.w - pos_w - 1 - x, ROLE_DIM, " (the block's output)");
+    ui_text(y, r.x + r.w - pos_w, pos_w, ROLE_DIM, pos);
+    y++;
+    // formula — what it is
+    x = r.x + ui_text(y, r.x, r.w, ROLE_FORMULA, n->stage->formula);
+    ui_printf(y, x, r.x + r.w - x, ROLE_DIM, "  — %s", n->stage->what);
+    y++;
+    if (r.h >= 6) ui_printf(y++, r.x, r.w, ROLE_DIM, "torch  %s", n->stage->torch);
+    shape_line(s, y++, r, n, e);
+    stats_line(s, y++, r, e);
+    cost_line(s, y++, r, n, e);
+}

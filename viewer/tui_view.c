@@ -1,0 +1,480 @@
+/**
+ * @file tui_view.c
+ * @brief The picture of the selected stage: the image with its patches, a
+ *        heatmap or numeric grid of a matrix, attention maps with a query laid
+ *        over the image, the top classes as bars.
+ *
+ * Every view draws a caption on its first row (what the axes are, which head,
+ * the colour scale) and its picture below. Pooling and colour choices live in
+ * heatmap.c and render_image.c; this file only places cells.
+ */
+#include "tui.h"
+#include "format.h"
+#include "heatmap.h"
+#include "rank.h"
+#include "render_image.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int mini(int a, int b) { return a < b ? a : b; }
+static int maxi(int a, int b) { return a > b ? a : b; }
+
+/* ------------------------------------------------------------- heatmaps */
+
+// "lo ▀▀▀▀▀▀▀▀ hi": the colour scale, 8 cells wide, right-aligned in the w
+// columns from x (left-aligned when `left`). Returns columns used.
+static int legend_draw(const State *s, int y, int x, int w, const HeatScale *sc, bool left) {
+    char lo[24], hi[24];
+    snprintf(lo, sizeof lo, "%.3g ", (double)sc->lo);
+    snprintf(hi, sizeof hi, " %.3g", (double)sc->hi);
+    const int need = (int)(strlen(lo) + strlen(hi)) + 8;
+    if (need > w) return 0;
+    if (!left) x += w - need;
+    int cx = x + ui_text(y, x, w, ROLE_DIM, lo);
+    for (int i = 0; i < 8; i++) {
+        float t = (float)i / 7.0f;
+        ui_heat(s, y, cx + i, sc->kind, t, t);
+    }
+    ui_text(y, cx + 8, w - (cx + 8 - x), ROLE_DIM, hi);
+    return need;
+}
+
+// Draw matrix m pooled into the cells of `area` (a small matrix grows by a
+// whole factor instead); returns the colour scale, and the cells drawn
+// through *cells_w × *cells_h.
+static HeatScale heat_draw(const State *s, Rect area, Mat m, int *cells_w, int *cells_h) {
+    const int pr = ui_pixel_rows(s);
+    int w = mini(area.w, m.cols), px = mini(area.h * pr, m.rows); // shrink to fit
+    if (m.cols > 0 && m.rows > 0 && m.cols <= area.w && m.rows <= area.h * pr) {
+        const int k = mini(area.w / m.cols, area.h * pr / m.rows); // small: grow, keep square
+        w = m.cols * k, px = m.rows * k;
+    }
+    HeatScale sc = {0, 0, RAMP_SEQUENTIAL};
+    *cells_w = *cells_h = 0;
+    if (w <= 0 || px <= 0) return sc;
+    float *g = malloc((size_t)w * px * sizeof *g);
+    if (!g) return sc;
+    heatmap_pool(g, px, w, m.data, m.rows, m.cols, POOL_MEAN);
+    sc = heat_scale(g, (size_t)w * px);
+    const int rows = (px + pr - 1) / pr;
+    for (int cy = 0; cy < rows; cy++)
+        for (int cx = 0; cx < w; cx++) {
+            const int top = cy * pr, bottom = top + 1;
+            float t0 = heat_position(&sc, g[(size_t)top * w + cx]);
+            float t1 =
+                pr == 2 && bottom < px ? heat_position(&sc, g[(size_t)bottom * w + cx]) : NAN;
+            ui_heat(s, area.y + cy, area.x + cx, sc.kind, t0, pr == 2 ? t1 : t0);
+        }
+    free(g);
+    *cells_w = w, *cells_h = rows;
+    return sc;
+}
+
+// Row labels "cls" / "1" … at the top and bottom of a heatmap of token rows.
+static void token_axis(const State *s, Rect r, int cells_h, int rows, bool tokens) {
+    if (cells_h <= 0) return;
+    ui_text(r.y, r.x, r.w, ROLE_DIM, tokens ? "cls" : "0");
+    if (cells_h > 1) ui_printf(r.y + cells_h - 1, r.x, r.w, ROLE_DIM, "%d", rows - 1);
+}
+
+// A matrix as a heatmap with a caption: "rows ↓ × cols → · cell = mean of a×b · scale".
+static void matrix_view(const State *s, Rect r, Mat m, const char *rows_name,
+                        const char *cols_name, const char *extra) {
+    const bool tokens = m.rows == vit_num_tokens(s->cfg);
+    Rect body = {r.y + 1, r.x + 4, r.h - 1, r.w - 4};
+    int cw, ch;
+    HeatScale sc = heat_draw(s, body, m, &cw, &ch);
+    token_axis(s, (Rect){body.y, r.x, body.h, 3}, ch, m.rows, tokens);
+    const int pr = ui_pixel_rows(s);
+    const int lw = legend_draw(s, r.y, r.x, r.w, &sc, false);
+    int per_r = ch ? (m.rows + ch * pr - 1) / (ch * pr) : 1,
+        per_c = cw ? (m.cols + cw - 1) / cw : 1;
+    ui_printf(r.y, r.x, r.w - lw - 1, ROLE_HEADING, "%s%s ↓ × %s → · cell ≈ mean of %d×%d",
+              extra, rows_name, cols_name, per_r < 1 ? 1 : per_r, per_c < 1 ? 1 : per_c);
+}
+
+/* -------------------------------------------------------------- numbers */
+
+static void number_text(char *buf, size_t size, float v) {
+    if (isnan(v) || isinf(v) || fabsf(v) < 1e4f) snprintf(buf, size, "%8.4f", (double)v);
+    else snprintf(buf, size, "%8.1e", (double)v);
+}
+
+// The values of m (a vector wrapped NUMBERS_PER_LINE to a line), scrolled to
+// (scroll_row, scroll_col).
+static void numbers_view(const State *s, Rect r, Mat m) {
+    const bool wrap = m.rows == 1;
+    const int cols = wrap ? NUMBERS_PER_LINE : m.cols, rows = numbers_rows(m);
+    const bool tokens = !wrap && m.rows == vit_num_tokens(s->cfg);
+    const int fit_c = maxi(1, (r.w - 6) / 9), fit_r = maxi(1, r.h - 2);
+    const int r0 = s->scroll_row, c0 = s->scroll_col; // kept in range by state_clamp()
+    ui_printf(r.y, r.x, r.w, ROLE_HEADING, "values · rows %d–%d of %d · columns %d–%d of %d · "
+              "Tab then arrows scroll · v heatmap", r0, mini(rows, r0 + fit_r) - 1, rows, c0,
+              mini(cols, c0 + fit_c) - 1, cols);
+    for (int j = 0; j < fit_c && c0 + j < cols; j++)
+        ui_printf(r.y + 1, r.x + 6 + 9 * j, 9, ROLE_DIM, "%8d", wrap ? j : c0 + j);
+    for (int i = 0; i < fit_r && r0 + i < rows; i++) {
+        const int row = r0 + i, y = r.y + 2 + i;
+        if (tokens && row == 0) ui_text(y, r.x, 5, ROLE_DIM, "  cls");
+        else ui_printf(y, r.x, 5, ROLE_DIM, "%5d", wrap ? row * NUMBERS_PER_LINE : row);
+        for (int j = 0; j < fit_c && c0 + j < cols; j++) {
+            const int col = c0 + j;
+            const size_t idx = (size_t)row * (wrap ? NUMBERS_PER_LINE : m.cols) + col;
+            if (wrap && idx >= (size_t)m.cols) break;
+            char buf[32];
+            number_text(buf, sizeof buf, m.data[idx]);
+            ui_text(y, r.x + 6 + 9 * j, 9, ROLE_NORMAL, buf);
+        }
+    }
+}
+
+/* --------------------------------------------------------------- images */
+
+// The input picture (w × h pixels) from the recorded "input" tensor; NULL if gone.
+static Rgb *picture(const State *s, int w, int h) {
+    const HistEntry *in = history_get(&s->history, s->history.pinned);
+    if (!in || !in->kept) return NULL;
+    const int S = in->t.shape[2], C = in->t.shape[1];
+    Rgb *full = malloc((size_t)S * S * sizeof *full), *px = malloc((size_t)w * h * sizeof *px);
+    if (!full || !px) {
+        free(full), free(px);
+        return NULL;
+    }
+    image_to_rgb(full, in->t.data, C, S);
+    image_resample(px, w, h, full, S, S);
+    free(full);
+    return px;
+}
+
+// Draw a w × h pixel picture at (y, x), two pixel rows per cell when colour allows.
+static void picture_draw(const State *s, int y, int x, const Rgb *px, int w, int h) {
+    const int pr = ui_pixel_rows(s);
+    for (int cy = 0; cy * pr < h; cy++)
+        for (int cx = 0; cx < w; cx++) {
+            Rgb top = px[(size_t)(cy * pr) * w + cx];
+            Rgb bottom = pr == 2 && cy * 2 + 1 < h ? px[(size_t)(cy * 2 + 1) * w + cx] : top;
+            ui_pixels(s, y + cy, x + cx, top, bottom);
+        }
+}
+
+// A square picture side (in columns) fitting a rows × cols area; its pixel height.
+static int square_side(const State *s, int rows, int cols, int *px_h) {
+    int side = mini(cols, rows * 2);
+    side -= side % 2;
+    *px_h = side / 2 * ui_pixel_rows(s); // cells are ~2:1, so side/2 rows look square
+    return side;
+}
+
+static void image_view(const State *s, Rect r) {
+    const int grid = state_grid(s);
+    int h, w = square_side(s, r.h - 1, r.w, &h);
+    ui_printf(r.y, r.x, r.w, ROLE_HEADING,
+              "the input image, %d×%d pixels (shown stretched to 0–255) · "
+              "%d×%d patches of %d px",
+              s->cfg->image_size, s->cfg->image_size, grid, grid, s->cfg->patch_size);
+    Rgb *px = w > 0 ? picture(s, w, h) : NULL;
+    if (!px) return;
+    image_patch_grid(px, w, h, grid);
+    picture_draw(s, r.y + 1, r.x, px, w, h);
+    free(px);
+    const int tx = r.x + w + 2, tw = r.x + r.w - tx;
+    if (tw < 20) return;
+    const char *notes[] = {"Each patch becomes one token:", "", "", "plus the [cls] token,",
+                           "which will carry the answer.", "", "s steps to the patches."};
+    char a[64], b[64];
+    snprintf(a, sizeof a, "%d×%d = %d patches", grid, grid, grid * grid);
+    snprintf(b, sizeof b, "of %d×%d×%d numbers,", s->cfg->channels, s->cfg->patch_size,
+             s->cfg->patch_size);
+    notes[1] = a, notes[2] = b;
+    for (int i = 0; i < 7 && i + 2 < r.h; i++) ui_text(r.y + 2 + i, tx, tw, ROLE_NORMAL, notes[i]);
+}
+
+static void patches_view(const State *s, Rect r, Mat m) {
+    const int grid = state_grid(s);
+    int h, w = square_side(s, r.h - 1, r.w / 3, &h);
+    Rgb *px = w > 0 ? picture(s, w, h) : NULL;
+    if (px) {
+        image_patch_grid(px, w, h, grid);
+        picture_draw(s, r.y + 1, r.x, px, w, h);
+        free(px);
+    }
+    Rect right = {r.y, r.x + w + 1, r.h, r.w - w - 1};
+    if (right.w > 10) matrix_view(s, right, m, "patches", "C·p·p pixels", "");
+}
+
+/* ------------------------------------------------------------ attention */
+
+static const char *const head_mode_names[] = {"head", "mean over heads", "max over heads"};
+
+// The query's attention to the P patches (its row without the cls key), on [0, 1].
+static HeatScale query_row(const State *s, Mat a, float *patch_t) {
+    const float *row = a.data + (size_t)s->query * a.cols;
+    const int P = a.cols - 1;
+    HeatScale sc = heat_scale(row + 1, (size_t)P);
+    for (int p = 0; p < P; p++) patch_t[p] = heat_position(&sc, row[1 + p]);
+    return sc;
+}
+
+// The query's attention over the image: patch colours blended with the picture.
+static void overlay_draw(const State *s, Rect r, Mat a, int side, int px_h) {
+    const int grid = state_grid(s), P = grid * grid;
+    if (a.cols != P + 1) return; // not a token × token map (never for this model)
+    float *patch_t = malloc((size_t)P * sizeof *patch_t);
+    if (!patch_t) return;
+    HeatScale sc = query_row(s, a, patch_t);
+    Rgb *px = s->colour == COLOUR_MONO ? NULL : picture(s, side, px_h);
+    if (px) {
+        image_overlay(px, side, px_h, patch_t, grid, sc.kind);
+        if (s->query > 0) // the query's own patch in white
+            for (int y = 0; y < px_h; y++)
+                for (int x = 0; x < side; x++)
+                    if (image_patch_at(x, y, side, px_h, grid) == s->query - 1)
+                        px[(size_t)y * side + x] =
+                            rgb_mix(px[(size_t)y * side + x], (Rgb){255, 255, 255}, 0.7f);
+        picture_draw(s, r.y, r.x, px, side, px_h);
+        free(px);
+    } else { // monochrome: the attention alone, one character per pixel
+        for (int y = 0; y < px_h; y++)
+            for (int x = 0; x < side; x++) {
+                int p = image_patch_at(x, y, side, px_h, grid);
+                mvaddch(r.y + y, r.x + x, p == s->query - 1 ? 'Q' : (chtype)ramp_ascii(patch_t[p]));
+            }
+    }
+    const float *row = a.data + (size_t)s->query * a.cols;
+    int best = 1;
+    for (int k = 2; k < a.cols; k++)
+        if (row[k] > row[best]) best = k;
+    // under the picture: the numbers behind the colours
+    const int y = r.y + px_h / ui_pixel_rows(s), bottom = r.y + r.h - 1;
+    if (y <= bottom) ui_printf(y, r.x, r.w, ROLE_DIM, "to cls %.3g", (double)row[0]);
+    if (y + 1 <= bottom)
+        ui_printf(y + 1, r.x, r.w, ROLE_DIM, "most to patch %d (%d,%d): %.3g", best - 1,
+                  (best - 1) / grid, (best - 1) % grid, (double)row[best]);
+    free(patch_t);
+}
+
+static void attention_view(const State *s, Rect r, const Tensor *t) {
+    const int N = t->shape[2], H = t->shape[1];
+    float *scratch = s->heads == HEADS_ONE ? NULL : malloc((size_t)N * N * sizeof *scratch);
+    Mat a = attention_map(t, s->plane, scratch ? s->heads : HEADS_ONE, scratch);
+    char head[48], query[64];
+    if (s->heads == HEADS_ONE) snprintf(head, sizeof head, "head %d of %d", s->plane, H);
+    else snprintf(head, sizeof head, "%s", head_mode_names[s->heads]);
+    const int grid = state_grid(s), patch = s->query - 1;
+    if (s->query == 0) snprintf(query, sizeof query, "cls");
+    else snprintf(query, sizeof query, "patch %d (%d,%d)", patch, patch / grid, patch % grid);
+    ui_printf(r.y, r.x, r.w, ROLE_HEADING, "%s ([ ] m) · queries ↓ keys → · query %s < >",
+              head, query);
+    // two squares side by side: the N × N map and the query's row over the image
+    int px_h, side = square_side(s, r.h - 2, (r.w - 6) / 2, &px_h);
+    Rect map = {r.y + 1, r.x + 4, side / 2, side};
+    int cw, ch;
+    HeatScale sc = heat_draw(s, map, a, &cw, &ch);
+    token_axis(s, (Rect){map.y, r.x, map.h, 3}, ch, N, true);
+    if (ch > 0) { // mark the query's row
+        int qy = map.y + (int)((long long)s->query * ch / N);
+        ui_text(qy, r.x + 3, 1, ROLE_KEY, ui_glyph(s, "▸", ">"));
+    }
+    legend_draw(s, r.y + r.h - 1, r.x, r.w / 2, &sc, true);
+    Rect over = {r.y + 1, map.x + side + 2, r.h - 1, r.x + r.w - (map.x + side + 2)};
+    if (over.w >= side && side >= 8) overlay_draw(s, over, a, side, px_h);
+    free(scratch);
+}
+
+/* ---------------------------------------------------------------- logits */
+
+// A bar of `frac` of w cells, with eighth blocks at the end when UTF-8 allows.
+static void bar_draw(const State *s, int y, int x, int w, double frac) {
+    static const char *const eighths[] = {"", "▏", "▎", "▍", "▌", "▋", "▊", "▉"};
+    int units = (int)lround(frac * w * 8);
+    if (units < 0) units = 0;
+    int full = units / 8;
+    for (int i = 0; i < full && i < w; i++) ui_text(y, x + i, 1, ROLE_BAR, ui_glyph(s, "█", "#"));
+    if (s->utf8 && units % 8 && full < w) ui_text(y, x + full, 1, ROLE_BAR, eighths[units % 8]);
+}
+
+static void logits_view(const State *s, Rect r, const Tensor *t) {
+    const int K = t->shape[t->ndim - 1];
+    const float *z = t->data;
+    // softmax in double: the probabilities a learner compares with PyTorch's
+    double zmax = -INFINITY, sum = 0;
+    for (int k = 0; k < K; k++) zmax = fmax(zmax, z[k]);
+    for (int k = 0; k < K; k++) sum += exp(z[k] - zmax);
+    const int show = mini(r.h - 1, K - s->rank_offset);
+    int *idx = malloc((size_t)(s->rank_offset + maxi(show, 1)) * sizeof *idx);
+    if (!idx) return;
+    const int got = top_k(idx, s->rank_offset + maxi(show, 1), z, K);
+    ui_printf(r.y, r.x, r.w, ROLE_HEADING, "top of %d classes · logit · softmax probability · "
+              "Tab ↑ ↓ scroll", K);
+    const double top_p = got ? exp(z[idx[0]] - zmax) / sum : 1;
+    const int label_w = mini(28, maxi(10, r.w - 44));
+    for (int i = 0; i < show && s->rank_offset + i < got; i++) {
+        const int k = idx[s->rank_offset + i], y = r.y + 1 + i;
+        const double p = exp(z[k] - zmax) / sum;
+        char buf[64];
+        const char *label = labels_name(&s->labels, k); // NULL without names
+        if (!label || !label[0]) snprintf(buf, sizeof buf, "class %d", k), label = buf;
+        ui_printf(y, r.x, 5, ROLE_DIM, "%4d", s->rank_offset + i + 1);
+        ui_text(y, r.x + 5, label_w, ROLE_NORMAL, label);
+        int x = r.x + 6 + label_w;
+        x += ui_printf(y, x, r.x + r.w - x, ROLE_NORMAL, "%8.3f  %6.4f ", (double)z[k], p);
+        bar_draw(s, y, x, r.x + r.w - x, p / top_p);
+    }
+    free(idx);
+}
+
+/* ---------------------------------------------------------------- views */
+
+// How many values per line make a wrapped vector of n values largest on an
+// area of w columns × px pixel rows (each value a k × k square); the squarer on ties.
+static int vector_wrap(int n, int w, int px) {
+    int best = 16, best_k = -1, best_skew = 1 << 30;
+    for (int wrap = 8; wrap <= 256; wrap *= 2) {
+        const int rows = (n + wrap - 1) / wrap;
+        const int k = mini(w / wrap, px / rows), skew = abs(wrap - rows);
+        if (k > best_k || (k == best_k && skew < best_skew))
+            best = wrap, best_k = k, best_skew = skew;
+    }
+    return best;
+}
+
+// The D features of the cls row, wrapped into lines (NaN-padded) and drawn as a heatmap.
+static void vector_view(const State *s, Rect r, Mat m) {
+    const int wrap = vector_wrap(m.cols, r.w - 4, (r.h - 1) * ui_pixel_rows(s));
+    const int rows = (m.cols + wrap - 1) / wrap;
+    float *g = malloc((size_t)wrap * rows * sizeof *g);
+    if (!g) return;
+    for (int i = 0; i < wrap * rows; i++) g[i] = i < m.cols ? m.data[i] : NAN;
+    char extra[64], per_line[32];
+    snprintf(extra, sizeof extra, "cls token, %d features: ", m.cols);
+    snprintf(per_line, sizeof per_line, "lines of %d", wrap);
+    matrix_view(s, r, (Mat){g, rows, wrap}, per_line, "features", extra);
+    free(g);
+}
+
+static void pending_draw(const State *s, Rect r) {
+    const Stepper *st = &s->stepper;
+    ui_text(r.y + 1, r.x + 2, r.w - 2, ROLE_PENDING, "not computed yet.");
+    ui_printf(r.y + 3, r.x + 2, r.w - 2, ROLE_NORMAL, "The forward pass is at %s (%d of %d).",
+              st->done ? st->nodes[st->done - 1].name : "the start", st->done, st->count);
+    ui_text(r.y + 4, r.x + 2, r.w - 2, ROLE_NORMAL,
+            "s steps · b sets a breakpoint here · c continues to it");
+}
+
+static void dropped_draw(const State *s, Rect r) {
+    char budget[32];
+    ui_text(r.y + 1, r.x + 2, r.w - 2, ROLE_ERROR, "values dropped to keep the history small.");
+    ui_printf(r.y + 3, r.x + 2, r.w - 2, ROLE_NORMAL, "The history keeps at most %s "
+              "(--history-mb); the statistics above", fmt_bytes(budget, sizeof budget,
+              (double)s->history.budget));
+    ui_text(r.y + 4, r.x + 2, r.w - 2, ROLE_NORMAL,
+            "are of the whole tensor. r restarts the pass.");
+}
+
+void view_draw(const State *s) {
+    const Rect r = s->layout.view;
+    const PipeNode *n = state_node(s);
+    const HistEntry *e = state_entry(s);
+    if (r.h < 3 || r.w < 10) return;
+    if (!e) {
+        pending_draw(s, r);
+        return;
+    }
+    if (!e->kept) {
+        dropped_draw(s, r);
+        return;
+    }
+    const Mat m = tensor_slice(&e->t, s->plane);
+    if (s->numbers) {
+        numbers_view(s, r, m);
+        return;
+    }
+    char head[48] = "";
+    switch (view_kind_for(n->stage)) {
+    case VIEW_IMAGE: image_view(s, r); break;
+    case VIEW_PATCHES: patches_view(s, r, m); break;
+    case VIEW_ATTENTION: attention_view(s, r, &e->t); break;
+    case VIEW_VECTOR: vector_view(s, r, m); break;
+    case VIEW_LOGITS: logits_view(s, r, &e->t); break;
+    case VIEW_MATRIX:
+        if (e->t.ndim == 4)
+            snprintf(head, sizeof head, "head %d of %d ([ ]) · ", s->plane, e->t.shape[1]);
+        matrix_view(s, r, m, "tokens", strstr(n->stage->axes, "Dh") ? "Dh"
+                    : strstr(n->stage->axes, "M") ? "M features" : "D features", head);
+        break;
+    }
+}
+
+/* ------------------------------------------------------------------ keys */
+
+static UiAction cmd_numbers(State *s, int key) {
+    s->numbers = !s->numbers;
+    state_message(s, s->numbers ? "numbers (v: heatmap)" : "heatmap (v: numbers)");
+    return ACT_NONE;
+}
+
+static UiAction cmd_plane(State *s, int key) {
+    const HistEntry *e = state_entry(s);
+    const int planes = e ? tensor_planes(&e->t) : 1;
+    if (key == '[') s->plane = (s->plane + planes - 1) % planes;
+    else if (key == ']') s->plane = (s->plane + 1) % planes;
+    else if (key - '0' < planes) s->plane = key - '0';
+    else
+        state_message(s, "this tensor has %d head%s (0–%d)", planes, planes > 1 ? "s" : "",
+                      planes - 1);
+    s->heads = HEADS_ONE;
+    return ACT_NONE;
+}
+
+static UiAction cmd_heads(State *s, int key) {
+    s->heads = (HeadMode)((s->heads + 1) % 3);
+    state_message(s, "attention: %s", head_mode_names[s->heads]);
+    return ACT_NONE;
+}
+
+static UiAction cmd_query(State *s, int key) {
+    const int N = vit_num_tokens(s->cfg);
+    s->query = (s->query + (key == '>' ? 1 : N - 1)) % N;
+    return ACT_NONE;
+}
+
+// Arrows with the view focused: scroll the numbers, move the query over the
+// patch grid, or scroll the ranking.
+static UiAction cmd_arrow(State *s, int key) {
+    if (s->focus != FOCUS_VIEW) return ACT_UNHANDLED;
+    const PipeNode *n = state_node(s);
+    const ViewKind kind = view_kind_for(n->stage);
+    const int page = maxi(1, s->layout.view.h - 3);
+    int dr = 0;
+    if (key == KEY_DOWN || key == KEY_UP) dr = key == KEY_DOWN ? 1 : -1;
+    if (key == KEY_NPAGE || key == KEY_PPAGE) dr = key == KEY_NPAGE ? page : -page;
+    int dc = key == KEY_RIGHT ? 1 : key == KEY_LEFT ? -1 : 0;
+    if (key == KEY_HOME) s->scroll_row = s->scroll_col = s->rank_offset = s->query = 0;
+    else if (s->numbers) s->scroll_row += dr, s->scroll_col += dc;
+    else if (kind == VIEW_ATTENTION) {
+        const int grid = state_grid(s), N = vit_num_tokens(s->cfg);
+        int q = s->query + dc + dr * grid;
+        s->query = q < 0 ? 0 : q >= N ? N - 1 : q;
+    } else if (kind == VIEW_LOGITS) s->rank_offset += dr;
+    state_clamp(s);
+    return ACT_NONE;
+}
+
+static const KeyBinding bindings[] = {
+    {{'v'}, "v", "heatmap ↔ numbers", cmd_numbers},
+    {{'[', ']'}, "[ ]", "previous / next head (or image channel)", cmd_plane},
+    {{'0', '1', '2', '3', '4'}, "0-9", "head 0 … 9", cmd_plane},
+    {{'5', '6', '7', '8', '9'}, "", "", cmd_plane},
+    {{'m'}, "m", "attention: one head → mean → max over heads", cmd_heads},
+    {{'<', '>'}, "< >", "previous / next query token (cls, patch 0, …)", cmd_query},
+    {{KEY_UP, KEY_DOWN, KEY_LEFT, KEY_RIGHT}, "arrows",
+     "(view focused) scroll numbers, move the query, scroll the ranking", cmd_arrow},
+    {{KEY_NPAGE, KEY_PPAGE, KEY_HOME}, "PgUp PgDn Home",
+     "(view focused) page; Home: back to the start", cmd_arrow},
+};
+
+const KeyTable view_keys = {"The view (right)", bindings, sizeof bindings / sizeof bindings[0]};
+
+UiAction view_key(State *s, int key) { return keytable_dispatch(&view_keys, s, key); }
