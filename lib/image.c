@@ -30,6 +30,10 @@ void image_free(Image *img) {
 static VitStatus check_dimensions(int w, int h, const char *label, VitError *err) {
     if (w <= 0 || h <= 0)
         return vit_fail(err, VIT_ERR_INPUT, "%s: image has zero size (%d×%d)", label, w, h);
+    if (w > IMAGE_MAX_SIDE || h > IMAGE_MAX_SIDE)
+        return vit_fail(err, VIT_ERR_INPUT,
+                        "%s: image of %d×%d pixels has a side longer than %d pixels", label, w, h,
+                        IMAGE_MAX_SIDE);
     if ((long)w * h > IMAGE_MAX_PIXELS)
         return vit_fail(err, VIT_ERR_INPUT,
                         "%s: image of %d×%d pixels is larger than the %ld-pixel limit", label, w,
@@ -211,12 +215,13 @@ typedef struct {
     int *k;      // (out, ksize) weights × 2²², rounded half away from zero
 } Coeffs;
 
-static Coeffs precompute(int in_size, int out_size, ImageFilter filter) {
-    ResampleAxis ax = resample_axis(in_size, out_size, filter);
+// Fixed-point weights of outputs first … first + count − 1 of an in_size → out_size resize.
+static Coeffs precompute(int in_size, long out_size, long first, int count, ImageFilter filter) {
+    ResampleAxis ax = resample_axis(in_size, out_size, first, count, filter);
     Coeffs c = {.ksize = ax.ksize};
-    c.bounds = vit_malloc(sizeof(int) * 2 * (size_t)out_size);
-    c.k = vit_calloc((size_t)out_size * c.ksize, sizeof(int));
-    for (int i = 0; i < out_size; i++) {
+    c.bounds = vit_malloc(sizeof(int) * 2 * (size_t)count);
+    c.k = vit_calloc((size_t)count * c.ksize, sizeof(int));
+    for (int i = 0; i < count; i++) {
         c.bounds[2 * i] = ax.first[i];
         c.bounds[2 * i + 1] = ax.count[i];
         for (int j = 0; j < ax.count[i]; j++) {
@@ -264,32 +269,41 @@ static void resample_vertical(Image *out, const Image *src, const Coeffs *c, int
     }
 }
 
-Image image_resize(const Image *src, int width, int height, ImageFilter filter) {
-    if (width == src->width && height == src->height) return image_crop(src, 0, 0, width, height);
-    Coeffs ch = precompute(src->width, width, filter);
-    Coeffs cv = precompute(src->height, height, filter);
-    // horizontal first, over just the rows the vertical pass will read
-    int first = cv.bounds[0];
-    int last = cv.bounds[2 * (height - 1)] + cv.bounds[2 * (height - 1) + 1];
-    Image tmp = {0};
-    const Image *rows = src;
-    int shift = 0;
-    if (width != src->width) {
-        tmp = image_new(width, last - first);
-        resample_horizontal(&tmp, src, first, &ch);
-        rows = &tmp;
-        shift = first;
+// The window [left, left + cw) × [top, top + ch) of src resized to width × height:
+// exactly those pixels of image_resize() followed by image_crop(), computed
+// without the rest (a resize to a huge size before a small crop stays cheap).
+static Image resize_window(const Image *src, long width, long height, int left, int top, int cw,
+                           int ch, ImageFilter filter) {
+    bool horizontal = width != src->width, vertical = height != src->height;
+    // the source rows the output rows read: all of a window when resampling vertically
+    Coeffs cv = {0};
+    int first = top, last = top + ch;
+    if (vertical) {
+        cv = precompute(src->height, height, top, ch, filter);
+        first = cv.bounds[0];
+        last = cv.bounds[2 * (ch - 1)] + cv.bounds[2 * (ch - 1) + 1];
     }
-    Image out;
-    if (height != src->height) {
-        out = image_new(width, height);
-        resample_vertical(&out, rows, &cv, shift);
+    // pass 1, horizontal (Pillow's order), over just those rows
+    Image rows;
+    if (horizontal) {
+        Coeffs chz = precompute(src->width, width, left, cw, filter);
+        rows = image_new(cw, last - first);
+        resample_horizontal(&rows, src, first, &chz);
+        free(chz.bounds), free(chz.k);
     } else {
-        out = image_crop(rows, 0, 0, width, height);
+        rows = image_crop(src, left, first, cw, last - first);
     }
-    image_free(&tmp);
-    free(ch.bounds), free(ch.k), free(cv.bounds), free(cv.k);
+    if (!vertical) return rows;
+    // pass 2, vertical
+    Image out = image_new(cw, ch);
+    resample_vertical(&out, &rows, &cv, first);
+    image_free(&rows);
+    free(cv.bounds), free(cv.k);
     return out;
+}
+
+Image image_resize(const Image *src, int width, int height, ImageFilter filter) {
+    return resize_window(src, width, height, 0, 0, width, height, filter);
 }
 
 Image image_crop(const Image *src, int left, int top, int width, int height) {
@@ -338,10 +352,10 @@ void image_to_chw(float *out, const Image *img, const float mean[3], const float
 }
 
 // torchvision's Resize(int): the shorter side becomes `side`, the longer keeps the ratio
-// (truncated, as int() does).
-static void short_side_size(int w, int h, int side, int *ow, int *oh) {
-    if (w <= h) *ow = side, *oh = (int)((long)side * h / w);
-    else *oh = side, *ow = (int)((long)side * w / h);
+// (truncated, as int() does). Long: a 1 × 60 000 000 strip makes a very long side.
+static void short_side_size(int w, int h, int side, long *ow, long *oh) {
+    if (w <= h) *ow = side, *oh = (long)side * h / w;
+    else *oh = side, *ow = (long)side * w / h;
 }
 
 void image_preprocess(float *out, const Image *img, const Preprocess *p) {
@@ -352,16 +366,12 @@ void image_preprocess(float *out, const Image *img, const Preprocess *p) {
     } else if (p->resize_short == 0) {
         sized = image_resize(img, S, S, p->filter);
     } else {
-        int w, h;
+        long w, h;
         short_side_size(img->width, img->height, p->resize_short, &w, &h);
-        Image resized = image_resize(img, w, h, p->filter);
-        // torchvision's CenterCrop: offsets rounded half to even, as Python's round()
-        int left = (int)lrint((w - S) / 2.0), top = (int)lrint((h - S) / 2.0);
-        if (w < S || h < S) { // cannot happen for our presets (resize_short >= S)
-            left = top = 0;
-        }
-        sized = image_crop(&resized, left, top, S, S);
-        image_free(&resized);
+        // torchvision's CenterCrop: offsets rounded half to even, as Python's round();
+        // resize_short >= S for every preset, so the crop lies inside
+        int left = (int)lrint((double)(w - S) / 2.0), top = (int)lrint((double)(h - S) / 2.0);
+        sized = resize_window(img, w, h, left, top, S, S, p->filter);
     }
     image_to_chw(out, &sized, p->mean, p->std);
     image_free(&sized);

@@ -33,6 +33,8 @@
 
 /** Largest image we decode, in pixels (a decompression bomb guard): 64 megapixels. */
 #define IMAGE_MAX_PIXELS (64L * 1024 * 1024)
+/** Longest side we decode: resampling weights grow with the shrink factor. */
+#define IMAGE_MAX_SIDE 65535
 
 /** An 8-bit RGB image, rows top to bottom, pixels interleaved R, G, B. */
 typedef struct {
@@ -54,7 +56,8 @@ typedef struct {
 /**
  * @brief Decode an image file into 8-bit RGB.
  * @return VIT_ERR_INPUT naming @p path for a missing, empty, undecodable,
- *         zero-sized or oversized (more than IMAGE_MAX_PIXELS) image.
+ *         zero-sized or oversized (more than IMAGE_MAX_PIXELS, or a side
+ *         longer than IMAGE_MAX_SIDE) image.
  */
 VitStatus image_load(Image *img, const char *path, VitError *err);
 /** @brief Decode an image from memory (same checks; @p label names it in messages). */

@@ -22,18 +22,19 @@ static double keys_cubic(double x) {
     return 0.0;
 }
 
-ResampleAxis resample_axis(int n_in, int n_out, ImageFilter filter) {
+ResampleAxis resample_axis(int n_in, long n_out, long out_first, int out_count,
+                           ImageFilter filter) {
     double (*f)(double) = filter == FILTER_BICUBIC ? keys_cubic : triangle;
     double support = filter == FILTER_BICUBIC ? 2.0 : 1.0;
     double scale = (double)n_in / n_out;
     double stretch = scale < 1.0 ? 1.0 : scale; // only widen the filter when shrinking
     support *= stretch;
     ResampleAxis ax = {.ksize = (int)ceil(support) * 2 + 1};
-    ax.first = vit_malloc(sizeof(int) * (size_t)n_out);
-    ax.count = vit_malloc(sizeof(int) * (size_t)n_out);
-    ax.weights = vit_calloc((size_t)n_out * ax.ksize, sizeof(double));
-    for (int i = 0; i < n_out; i++) {
-        double center = (i + 0.5) * scale;
+    ax.first = vit_malloc(sizeof(int) * (size_t)out_count);
+    ax.count = vit_malloc(sizeof(int) * (size_t)out_count);
+    ax.weights = vit_calloc((size_t)out_count * ax.ksize, sizeof(double));
+    for (int i = 0; i < out_count; i++) {
+        double center = ((double)(out_first + i) + 0.5) * scale;
         int lo = (int)(center - support + 0.5), hi = (int)(center + support + 0.5);
         if (lo < 0) lo = 0;
         if (hi > n_in) hi = n_in;
@@ -60,8 +61,8 @@ void resample_axis_free(ResampleAxis *ax) {
 void resample_grid(float *out, const float *in, int in_h, int in_w, int out_h, int out_w, int D,
                    ImageFilter filter) {
     // in is (in_h, in_w, D), tmp is (in_h, out_w, D), out is (out_h, out_w, D)
-    ResampleAxis ax = resample_axis(in_w, out_w, filter);
-    ResampleAxis ay = resample_axis(in_h, out_h, filter);
+    ResampleAxis ax = resample_axis(in_w, out_w, 0, out_w, filter);
+    ResampleAxis ay = resample_axis(in_h, out_h, 0, out_h, filter);
     float *tmp = vit_calloc((size_t)in_h * out_w * D, sizeof(float));
     for (int y = 0; y < in_h; y++)
         for (int x = 0; x < out_w; x++) {

@@ -25,16 +25,24 @@ typedef enum {
     FILTER_BICUBIC,  /**< cubic convolution with a = −0.5, support 2 */
 } ImageFilter;
 
-/** The input window and weights of every output sample along one axis. */
+/** The input window and weights of some output samples along one axis. */
 typedef struct {
     int ksize;       /**< weights per output sample (the widest window) */
-    int *first;      /**< (n_out) first input index of each window */
-    int *count;      /**< (n_out) inputs in each window */
-    double *weights; /**< (n_out, ksize) normalised weights */
+    int *first;      /**< (count) first input index of each output's window */
+    int *count;      /**< (count) inputs in each window */
+    double *weights; /**< (count, ksize) normalised weights */
 } ResampleAxis;
 
-/** @brief Weights for resizing one axis from @p n_in to @p n_out samples. */
-ResampleAxis resample_axis(int n_in, int n_out, ImageFilter filter);
+/**
+ * @brief Weights for outputs @p out_first … @p out_first + @p out_count − 1 of a
+ *        resize of one axis from @p n_in to @p n_out samples.
+ *
+ * Asking for a window rather than every output lets a resize followed by a
+ * crop compute only the pixels it keeps, even when the resized image would be
+ * huge (a 2 × 800 000 strip resized to a shorter side of 256).
+ */
+ResampleAxis resample_axis(int n_in, long n_out, long out_first, int out_count,
+                           ImageFilter filter);
 /** @brief Free the weights. */
 void resample_axis_free(ResampleAxis *axis);
 

@@ -47,6 +47,8 @@ def images():
         "tall": Image.fromarray(pattern(45, 70, 2)),          # portrait, enlarge
         "square32": Image.fromarray(pattern(32, 32, 3)),      # already S×S for S = 32
         "grey": Image.fromarray(pattern(64, 50, 4)[:, :, 0]),  # 'L' mode
+        # 3×4000: resizing its short side to 37 makes a 37×49333 image before the crop
+        "strip": Image.fromarray(pattern(3, 4000, 6)),
     }
     rgba = np.concatenate([pattern(40, 40, 5), np.full((40, 40, 1), 77, np.uint8)], axis=-1)
     made["rgba"] = Image.fromarray(rgba, "RGBA")
