@@ -10,9 +10,15 @@
  * Three implementations of each, chosen at run time by gemm_set_backend():
  *   naive  the textbook triple loop, the reference everything is tested against;
  *   tiled  our own: cache blocking, packed panels, a register-tiled micro-kernel
- *          and OpenMP across row blocks;
+ *          (SIMD chosen at run time: AVX-512, AVX2+FMA or portable SSE2/NEON)
+ *          and OpenMP across rectangles of out;
  *   blas   cblas_sgemm from OpenBLAS, when the build found it.
  * matmul() and matmul_bt() use the fastest backend available unless told otherwise.
+ *
+ * Threads: every product may be called from several threads at once; called
+ * inside an OpenMP parallel region, the tiled kernel runs on the calling
+ * thread only. The switches (gemm_set_backend(), gemm_set_tiled_kernel()) are
+ * process-wide settings: change them while no product is running.
  */
 #ifndef VIT_GEMM_H
 #define VIT_GEMM_H
@@ -40,6 +46,24 @@ void matmul_bt_naive(float *out, const float *a, const float *b, int M, int K, i
 void matmul_tiled(float *out, const float *a, const float *b, int M, int K, int N);
 /** @brief out (M,N) = a (M,K) · b (N,K)ᵀ, own blocked kernel with OpenMP. */
 void matmul_bt_tiled(float *out, const float *a, const float *b, int M, int K, int N);
+
+/**
+ * @brief Name of the micro-kernel the tiled backend runs on this CPU:
+ *        "avx512" (12×32 tile), "avx2" (6×16, AVX2+FMA) or "portable" (4×8, SSE2/NEON).
+ *
+ * The build targets generic x86-64; the fastest variant the CPU supports is
+ * picked at run time (avx2 rather than avx512 on AMD, whose Zen 4 splits
+ * 512-bit arithmetic in halves) unless gemm_set_tiled_kernel() forced one.
+ */
+const char *gemm_tiled_kernel(void);
+/**
+ * @brief Force the tiled backend's micro-kernel (tests and benchmarks use this
+ *        to exercise every variant).
+ * @param[in] name  "avx512", "avx2", "portable", or NULL / "" for the best one
+ * @return false (and nothing changes) when the name is unknown or this CPU
+ *         cannot run that variant.
+ */
+bool gemm_set_tiled_kernel(const char *name);
 
 /** @brief true when this build can call OpenBLAS. */
 bool gemm_have_blas(void);

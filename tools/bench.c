@@ -1,0 +1,230 @@
+/**
+ * @file bench.c
+ * @brief `make bench`: how fast is each matrix-multiplication backend?
+ *
+ * Usage: `build/bench [--threads N] [--kernel K] [SECTION...]`
+ *
+ * Prints, for each section, a table of GFLOP/s. A product (M,K)·(K,N) costs
+ * \f$2MKN\f$ floating-point operations (one multiply and one add per term), so
+ * GFLOP/s = 2·M·K·N / seconds / 10⁹. Each figure is the median of several
+ * runs after one warm-up run (the warm-up pays for page faults, thread start
+ * and cold caches, which a real program pays once).
+ *
+ * Sections run in the order of the `sections` table; naming sections on the
+ * command line runs only those. A new section is one function and one row.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gemm.h"
+#include "rng.h"
+#include "util.h"
+
+/* ------------------------------------------------------------- timing */
+
+enum { MAX_RUNS = 50 };
+
+static int compare_doubles(const void *x, const void *y) {
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+/** Something to time: one call does the whole piece of work once. */
+typedef struct {
+    void (*run)(void *user);
+    void *user;
+} Workload;
+
+/**
+ * Median seconds of one call to @p w: an untimed warm-up call (if @p warm_up),
+ * then at least @p min_runs timed calls, more while the total stays under
+ * @p budget seconds (up to MAX_RUNS).
+ */
+static double median_seconds(Workload w, bool warm_up, int min_runs, double budget) {
+    double times[MAX_RUNS];
+    if (warm_up) w.run(w.user);
+    int n = 0;
+    double spent = 0;
+    while (n < MAX_RUNS && (n < min_runs || spent + times[n - 1] < budget)) {
+        double t0 = vit_now();
+        w.run(w.user);
+        times[n] = vit_now() - t0;
+        spent += times[n++];
+    }
+    qsort(times, (size_t)n, sizeof times[0], compare_doubles);
+    return n % 2 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]);
+}
+
+/* ---------------------------------------------------------------- GEMM */
+
+/** One product to time: out (M,N) = a (M,K) · b, b being (K,N) or (N,K). */
+typedef struct {
+    const char *label;  // e.g. "ViT-B qkv"
+    int M, K, N;
+    bool b_transposed;  // true: matmul_bt, b is (N,K) like a Linear weight
+    float *a, *b, *out;
+    GemmBackend backend;
+} GemmCase;
+
+static void run_gemm_case(void *user) {
+    const GemmCase *c = user;
+    gemm_set_backend(c->backend);
+    if (c->b_transposed) matmul_bt(c->out, c->a, c->b, c->M, c->K, c->N);
+    else matmul(c->out, c->a, c->b, c->M, c->K, c->N);
+}
+
+// GFLOP/s of one backend on one case.
+static double gemm_gflops(GemmCase *c, GemmBackend backend) {
+    c->backend = backend;
+    // naive takes seconds per call, which dwarfs any warming up: 3 runs; the
+    // fast ones get a warm-up and up to a second of runs for a stable median
+    bool slow = backend == GEMM_NAIVE;
+    double seconds =
+        median_seconds((Workload){run_gemm_case, c}, !slow, slow ? 3 : 5, slow ? 0 : 1.0);
+    return 2.0 * c->M * c->K * c->N / seconds * 1e-9;
+}
+
+// Largest |x - y| over n values, to show that the fast backends agree.
+static double max_abs_diff(const float *x, const float *y, size_t n) {
+    double worst = 0;
+    for (size_t i = 0; i < n; i++) worst = fmax(worst, fabs((double)x[i] - (double)y[i]));
+    return worst;
+}
+
+// Times naive, tiled and (when built in) blas on one product and prints a row.
+static void bench_gemm_case(const char *label, int M, int K, int N, bool b_transposed) {
+    size_t a_n = (size_t)M * K, b_n = (size_t)K * N, out_n = (size_t)M * N;
+    float *a = vit_malloc(a_n * sizeof(float)), *b = vit_malloc(b_n * sizeof(float));
+    float *out = vit_malloc(out_n * sizeof(float)), *ref = vit_malloc(out_n * sizeof(float));
+    Rng rng;
+    rng_seed(&rng, 42);
+    rng_fill_uniform(&rng, a, a_n, -1.0f, 1.0f);
+    rng_fill_uniform(&rng, b, b_n, -1.0f, 1.0f);
+
+    GemmCase c = {label, M, K, N, b_transposed, a, b, out, GEMM_NAIVE};
+    double naive = gemm_gflops(&c, GEMM_NAIVE);
+    memcpy(ref, out, out_n * sizeof(float));
+    double tiled = gemm_gflops(&c, GEMM_TILED);
+    double diff_tiled = max_abs_diff(out, ref, out_n);
+    double blas = NAN, diff_blas = NAN;
+    if (gemm_have_blas()) {
+        blas = gemm_gflops(&c, GEMM_BLAS);
+        diff_blas = max_abs_diff(out, ref, out_n);
+    }
+
+    char shape[48];
+    snprintf(shape, sizeof shape, "%dx%dx%d", M, K, N);
+    printf("  %-21s %-10s %-15s %8.1f %8.1f", label, b_transposed ? "matmul_bt" : "matmul",
+           shape, naive, tiled);
+    if (gemm_have_blas()) printf(" %8.1f %11.1fx %10.2fx   %.1e / %.1e\n", blas, tiled / naive,
+                                 blas / tiled, diff_tiled, diff_blas);
+    else printf(" %8s %11.1fx %11s   %.1e\n", "-", tiled / naive, "-", diff_tiled);
+    fflush(stdout);
+    free(a);
+    free(b);
+    free(out);
+    free(ref);
+}
+
+static void bench_gemm(void) {
+    printf("GEMM: GFLOP/s = 2·M·K·N / seconds / 1e9; median of 5+ runs after a warm-up"
+           " (naive: of 3 runs)\n");
+    printf("  %-21s %-10s %-15s %8s %8s %8s %12s %11s   %s\n", "product", "function", "MxKxN",
+           "naive", "tiled", "blas", "tiled/naive", "blas/tiled",
+           "max|diff| vs naive: tiled / blas");
+    GemmBackend saved = gemm_get_backend();
+    // x (197,768) · W (2304,768)ᵀ: the fused q,k,v projection of one ViT-B/16 image
+    bench_gemm_case("ViT-B qkv projection", 197, 768, 2304, true);
+    bench_gemm_case("square", 1024, 1024, 1024, false);
+    gemm_set_backend(saved);
+    printf("\n");
+}
+
+/* ------------------------------------------------------------- sections */
+
+/** One part of the benchmark; `build/bench NAME` runs only the named ones. */
+typedef struct {
+    const char *name;
+    const char *what;
+    void (*run)(void);
+} Section;
+
+static const Section sections[] = {
+    {"gemm", "matrix multiplication: naive / tiled / blas", bench_gemm},
+};
+enum { N_SECTIONS = sizeof sections / sizeof sections[0] };
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: bench [--threads N] [--kernel K] [SECTION...]\n"
+               "  Times the compute back ends and prints GFLOP/s tables.\n"
+               "  --threads N  use N threads (default: all cores)\n"
+               "  --kernel K   tiled micro-kernel: avx512, avx2 or portable (default: best)\n"
+               "  --help       this text\n"
+               "sections (default: all):\n");
+    for (int s = 0; s < N_SECTIONS; s++)
+        fprintf(f, "  %-10s %s\n", sections[s].name, sections[s].what);
+}
+
+static const Section *find_section(const char *name) {
+    for (int s = 0; s < N_SECTIONS; s++)
+        if (strcmp(sections[s].name, name) == 0) return &sections[s];
+    return NULL;
+}
+
+static void print_header(void) {
+    printf("bench: %s; tiled micro-kernel: %s; threads: %d\n", vit_build_info(),
+           gemm_tiled_kernel(), vit_get_threads());
+    // other programs running at the same time take cores from the timed code
+    double load[1];
+    if (getloadavg(load, 1) == 1) printf("load average before: %.2f\n", load[0]);
+#if defined(__clang__)
+    printf("compiler: clang %s\n\n", __clang_version__);
+#elif defined(__GNUC__)
+    printf("compiler: gcc %s\n\n", __VERSION__);
+#else
+    printf("\n");
+#endif
+}
+
+int main(int argc, char **argv) {
+    const Section *chosen[N_SECTIONS];
+    int n_chosen = 0;
+    VitError err;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (strcmp(argv[i], "--threads") == 0) {
+            int threads;
+            if (i + 1 >= argc) {
+                fprintf(stderr, "bench: --threads needs a number\n");
+                return VIT_ERR_USAGE;
+            }
+            if (vit_parse_int(&threads, argv[++i], 1, 1024, "--threads", &err) != VIT_OK) {
+                fprintf(stderr, "bench: %s\n", err.msg);
+                return VIT_ERR_USAGE;
+            }
+            vit_set_threads(threads);
+        } else if (strcmp(argv[i], "--kernel") == 0) {
+            if (i + 1 >= argc || !gemm_set_tiled_kernel(argv[++i])) {
+                fprintf(stderr, "bench: --kernel wants avx512, avx2 or portable"
+                                " (one this CPU can run)\n");
+                return VIT_ERR_USAGE;
+            }
+        } else if (argv[i][0] != '-' && find_section(argv[i])) {
+            if (n_chosen < N_SECTIONS) chosen[n_chosen++] = find_section(argv[i]);
+        } else {
+            fprintf(stderr, "bench: unknown argument '%s'\n", argv[i]);
+            usage(stderr);
+            return VIT_ERR_USAGE;
+        }
+    }
+    print_header();
+    if (n_chosen == 0)
+        for (int s = 0; s < N_SECTIONS; s++) sections[s].run();
+    else
+        for (int s = 0; s < n_chosen; s++) chosen[s]->run();
+    return 0;
+}
