@@ -1,6 +1,7 @@
 /**
  * @file bench.c
- * @brief `make bench`: how fast is each matrix-multiplication backend?
+ * @brief `make bench`: how fast is each matrix-multiplication backend, and a
+ *        whole ViT-B/16 forward pass?
  *
  * Usage: `build/bench [--threads N] [--kernel K] [SECTION...]`
  *
@@ -18,9 +19,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include "gemm.h"
 #include "rng.h"
+#include "stages.h"
 #include "util.h"
+#include "vit.h"
 
 /* ------------------------------------------------------------- timing */
 
@@ -142,6 +148,93 @@ static void bench_gemm(void) {
     printf("\n");
 }
 
+/* ------------------------------------------------------- ViT-B/16 forward */
+
+/** One forward pass of a model on a batch, for median_seconds(). */
+typedef struct {
+    Vit *vit;
+    Tensor *input;
+} ForwardCase;
+
+static void run_forward(void *user) {
+    ForwardCase *f = user;
+    VitError err;
+    if (vit_forward(f->vit, f->input, NULL, NULL, &err) != VIT_OK) {
+        fprintf(stderr, "bench: %s\n", err.msg);
+        exit(1);
+    }
+}
+
+// The ViT-B/16 weights, written once next to this program (build/bench-vit-base.safetensors)
+// so the timed model reads them from the mmap, as `vit classify` does.
+static bool vit_base_weights(char *path, size_t size) {
+    char exe[512];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) return false;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash) *slash = '\0';
+    snprintf(path, size, "%s/bench-vit-base.safetensors", exe);
+    if (access(path, R_OK) == 0) return true;
+    VitConfig cfg;
+    VitError err;
+    VitInit init = vit_init_timm(1);
+    Vit vit;
+    if (vit_config_for_arch(&cfg, "vit-base", &err) || vit_build_random(&vit, &cfg, &init, &err))
+        return false;
+    printf("(writing %s once: random timm-initialised ViT-B/16, 346 MB)\n", path);
+    bool ok = vit_save(&vit, path, &err) == VIT_OK;
+    vit_free(&vit);
+    return ok;
+}
+
+static void bench_vit(void) {
+    char path[600];
+    Vit vit;
+    VitError err;
+    if (!vit_base_weights(path, sizeof path) || vit_build(&vit, path, &err) != VIT_OK) {
+        printf("vit: could not write or load the ViT-B/16 weights; section skipped\n\n");
+        return;
+    }
+    double flops = 0; // the sum over every stage the pass computes (lib/stages.h)
+    for (int i = 0; i < vit_stage_count(); i++) {
+        const VitStage *st = vit_stage_at(i);
+        char name[64];
+        snprintf(name, sizeof name, "%s%s", st->per_block ? "blocks.0." : "", st->name);
+        flops += vit_stage_flops(&vit.config, 1, name) * (st->per_block ? vit.config.depth : 1);
+    }
+    Tensor input = tensor_new(4, 1, 3, 224, 224);
+    Rng rng;
+    rng_seed(&rng, 7);
+    rng_fill_uniform(&rng, input.data, input.numel, -1.0f, 1.0f);
+    ForwardCase fc = {&vit, &input};
+    printf("ViT-B/16 forward, batch 1, 224×224 (%.1f GFLOP; weights mmap'ed from %s)\n",
+           flops / 1e9, vit.source);
+    printf("  %-8s %7s %9s %9s\n", "backend", "threads", "ms", "GFLOP/s");
+    const GemmBackend saved = gemm_get_backend();
+    const int threads = vit_get_threads();
+    const GemmBackend backends[] = {GEMM_TILED, GEMM_BLAS};
+    for (int b = 0; b < 2; b++) {
+        if (backends[b] == GEMM_BLAS && !gemm_have_blas()) continue;
+        gemm_set_backend(backends[b]);
+        for (int t = threads; t >= 1; t = t > 1 ? 1 : 0) {
+            vit_set_threads(t);
+            double sec = median_seconds((Workload){run_forward, &fc}, true, 5, 3.0);
+            printf("  %-8s %7d %9.1f %9.1f\n", gemm_backend_name(backends[b]), t, 1e3 * sec,
+                   flops / sec / 1e9);
+            if (t == 1) break;
+        }
+    }
+    vit_set_threads(threads);
+    gemm_set_backend(saved);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    printf("  peak RSS of this process: %.0f MB (mapped weights pages included)\n\n",
+           ru.ru_maxrss / 1024.0);
+    tensor_free(&input);
+    vit_free(&vit);
+}
+
 /* ------------------------------------------------------------- sections */
 
 /** One part of the benchmark; `build/bench NAME` runs only the named ones. */
@@ -153,6 +246,7 @@ typedef struct {
 
 static const Section sections[] = {
     {"gemm", "matrix multiplication: naive / tiled / blas", bench_gemm},
+    {"vit", "ViT-B/16 batch-1 forward pass: ms, GFLOP/s, peak memory", bench_vit},
 };
 enum { N_SECTIONS = sizeof sections / sizeof sections[0] };
 
