@@ -18,6 +18,7 @@
 #include <float.h>
 #include <math.h>
 
+#include "attention.h"
 #include "chapter.h"
 #include "chapters.h"
 #include "gemm.h"
@@ -163,17 +164,6 @@ static void overflow(Chapter *ch) {
     show_row(ch, "p_small", p_small);
 }
 
-// Additive masks: 0 where query i may look at key j, -inf where it may not.
-static void padding_mask(float *mask, int valid) {
-    for (int i = 0; i < TOKENS; i++)
-        for (int j = 0; j < TOKENS; j++) mask[i * TOKENS + j] = j < valid ? 0.0f : -INFINITY;
-}
-
-static void causal_mask(float *mask) {
-    for (int i = 0; i < TOKENS; i++)
-        for (int j = 0; j < TOKENS; j++) mask[i * TOKENS + j] = j <= i ? 0.0f : -INFINITY;
-}
-
 static void masking(Chapter *ch) {
     ch_section(ch, "3. Masking with -inf");
     ch_say(ch, "Sometimes a query must not look at some keys. The clean way is to add "
@@ -194,7 +184,7 @@ static void masking(Chapter *ch) {
                "to. Say token %d is padding: its column is masked in every row.",
            TOKENS - 1);
     //! [mask]
-    padding_mask(mask, TOKENS - 1);                         // keys 0…2 real, key 3 padding
+    attention_mask_padding(mask, TOKENS, TOKENS - 1);       // keys 0…2 real, key 3 padding
     add(masked, scores, mask, TOKENS * TOKENS);             // scores + M
     softmax(p, masked, TOKENS, TOKENS);                     // row by row
     //! [mask]
@@ -211,7 +201,7 @@ static void masking(Chapter *ch) {
     ch_say(ch, "A causal mask. A model that generates a sequence one token at a "
                "time (a language model) must not let token i see the tokens after it, "
                "so everything above the diagonal is masked:");
-    causal_mask(mask);
+    attention_mask_causal(mask, TOKENS); // 0 on and below the diagonal, -inf above
     add(masked, scores, mask, TOKENS * TOKENS);
     softmax(p, masked, TOKENS, TOKENS);
     show_matrix(ch, "causal_mask", mask);

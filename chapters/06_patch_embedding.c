@@ -76,7 +76,7 @@ typedef struct {
 static void the_picture(Chapter *ch, Work *w) {
     ch_section(ch, "1. An image is a (3, 224, 224) tensor");
     make_picture(w->img);
-    char count[CH_NUM_BUF];
+    char count[VIT_NUM_BUF];
     ch_say(ch, "A colour image of %d × %d pixels is %s numbers: three channels (red, "
                "green, blue), each a %d × %d grid, stored channel after channel. Real "
                "photos come in a later chapter; here we generate one whose pixels "
@@ -84,7 +84,7 @@ static void the_picture(Chapter *ch, Work *w) {
                "grows from -1 at the left edge to 1 at the right, green from -1 at "
                "the top to 1 at the bottom, and blue is a checkerboard of %d-pixel "
                "squares, -0.5 and 0.5.",
-           S, S, ch_thousands(count, (int64_t)ch_value(ch, "image_numbers", (float)(C * S * S))),
+           S, S, vit_thousands(count, (int64_t)ch_value(ch, "image_numbers", (float)(C * S * S))),
            S, S, CHECKER);
     const struct {
         int c, y, x;
@@ -160,13 +160,13 @@ static void cutting(Chapter *ch, Work *w) {
 
 static void projecting(Chapter *ch, Work *w) {
     ch_section(ch, "3. One linear layer for every patch");
-    char count[CH_NUM_BUF];
+    char count[VIT_NUM_BUF];
     ch_say(ch, "Each patch vector goes through the same linear layer, W of shape "
                "(%d, %d) and a bias of %d: %d × %d + %d = %s parameters shared by all "
                "196 patches (random here, uniform in [-%.2f, %.2f); learned in a "
                "trained model). It is one matrix product, (196, 768) · (768, 768)ᵀ.",
            D, K, D, D, K, D,
-           ch_thousands(count, (int64_t)ch_value(ch, "params", (float)(D * K + D))), WEIGHT_RANGE,
+           vit_thousands(count, (int64_t)ch_value(ch, "params", (float)(D * K + D))), WEIGHT_RANGE,
            WEIGHT_RANGE);
     Rng rng;
     rng_seed(&rng, WEIGHT_SEED);

@@ -95,12 +95,12 @@ static void cls_token(Chapter *ch, float *tokens, const float *patches, const fl
 
 static void positions(Chapter *ch, float *embed, const float *tokens, const float *pos) {
     ch_section(ch, "2. Where each token came from");
-    char count[CH_NUM_BUF];
+    char count[VIT_NUM_BUF];
     ch_say(ch, "The patch tokens carry what a patch looks like, but not where it was. "
                "ViT adds a learned position vector to each token: a table E_pos of "
                "shape (%d, %d), row 0 for [cls], row i for patch i - 1, %s parameters "
                "in all.",
-           N, D, ch_thousands(count, (int64_t)ch_value(ch, "pos_params", (float)(N * D))));
+           N, D, vit_thousands(count, (int64_t)ch_value(ch, "pos_params", (float)(N * D))));
     //! [pos]
     add(embed, tokens, pos, (size_t)N * D); // x = x + self.pos_embed, (1, N, D)
     //! [pos]

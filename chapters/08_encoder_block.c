@@ -116,15 +116,15 @@ static void the_block(Chapter *ch, Work *w) {
         snprintf(stage, sizeof stage, "blocks.0.%s", parts[i].stage);
         int64_t n = vit_stage_params(c, stage);
         pin2(ch, "params.", parts[i].stage, (float)n);
-        char count[CH_NUM_BUF];
-        ch_line(ch, "    %-28s %10s", parts[i].label, ch_thousands(count, n));
+        char count[VIT_NUM_BUF];
+        ch_line(ch, "    %-28s %10s", parts[i].label, vit_thousands(count, n));
         total += n;
         if (strncmp(parts[i].stage, "attn.", 5) == 0) attention += n;
         if (strncmp(parts[i].stage, "mlp.", 4) == 0) mlp += n;
     }
-    char count[CH_NUM_BUF];
+    char count[VIT_NUM_BUF];
     ch_value(ch, "params.block", (float)total);
-    ch_line(ch, "    %-28s %10s", "total", ch_thousands(count, total));
+    ch_line(ch, "    %-28s %10s", "total", vit_thousands(count, total));
     ch_line(ch, "%s", "");
     ch_say(ch, "The MLP widens each token from D = %d to M = %d, the \"MLP ratio\" of "
                "%d, and back. That makes it the heavy half: %.1f%% of the block's "

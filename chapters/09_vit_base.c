@@ -131,12 +131,12 @@ static void configuration(Chapter *ch, const VitConfig *c) {
                 (int)pin_named(ch, "config.%s", sizes[i].pin, (float)sizes[i].value),
                 sizes[i].what);
     ch_line(ch, "%s", "");
-    char count[CH_NUM_BUF], bytes[CH_NUM_BUF];
+    char count[VIT_NUM_BUF], bytes[VIT_NUM_BUF];
     int64_t params = vit_param_count(c);
     ch_value(ch, "param_count", (float)params);
     ch_say(ch, "Those sizes fix the number of parameters, vit_param_count(): %s. "
                "Stored as float32 that is %s bytes, about %.0f MB.",
-           ch_thousands(count, params), ch_thousands(bytes, 4 * params),
+           vit_thousands(count, params), vit_thousands(bytes, 4 * params),
            ch_value(ch, "param_megabytes", 4.0f * (float)params / 1e6f));
 }
 
@@ -206,7 +206,7 @@ static void stage_table(Chapter *ch, Work *w) {
     double total_flops = 0, total_ms = 0, matmul_flops = 0, attention_nn_flops = 0;
     for (int i = 0; i < vit_stage_count(); i++) {
         const VitStage *s = vit_stage_at(i);
-        char name[64], shape_text[48] = "(", count[CH_NUM_BUF];
+        char name[64], shape_text[48] = "(", count[VIT_NUM_BUF];
         stage_name(name, sizeof name, s);
         int shape[4], ndim = vit_stage_shape(c, B, name, shape);
         for (int d = 0; d < ndim; d++) {
@@ -237,12 +237,12 @@ static void stage_table(Chapter *ch, Work *w) {
         if (s->per_block && (i == 0 || !vit_stage_at(i - 1)->per_block))
             ch_line(ch, "    blocks (×%d):", c->depth);
         ch_line(ch, "    %s%-*s %-17s %11s %10.1f %9.2f", s->per_block ? "  " : "",
-                s->per_block ? 12 : 14, s->name, shape_text, ch_thousands(count, params),
+                s->per_block ? 12 : 14, s->name, shape_text, vit_thousands(count, params),
                 flops / 1e6, ms);
     }
-    char count[CH_NUM_BUF];
+    char count[VIT_NUM_BUF];
     ch_line(ch, "    %-14s %-17s %11s %10.1f %9.2f", "total", "",
-            ch_thousands(count, total_params), total_flops / 1e6, total_ms);
+            vit_thousands(count, total_params), total_flops / 1e6, total_ms);
     ch_line(ch, "%s", "");
     ch_value(ch, "params.total", (float)total_params);
     ch_say(ch, "The parameter column adds up to %s, vit_param_count() again: every "

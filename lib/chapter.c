@@ -99,20 +99,6 @@ void ch_show(Chapter *ch, const char *name, const Tensor *t) {
     fputc('\n', ch->out);
 }
 
-char *ch_thousands(char buf[CH_NUM_BUF], int64_t n) {
-    char digits[CH_NUM_BUF];
-    // the magnitude as unsigned, so that INT64_MIN has one too
-    uint64_t magnitude = n < 0 ? -(uint64_t)n : (uint64_t)n;
-    int len = snprintf(digits, sizeof digits, "%llu", (unsigned long long)magnitude);
-    char *p = buf;
-    if (n < 0) *p++ = '-';
-    for (int i = 0; i < len; i++) {
-        if (i > 0 && (len - i) % 3 == 0) *p++ = ',';
-        *p++ = digits[i];
-    }
-    *p = '\0';
-    return buf;
-}
 
 int chapter_main(int argc, char **argv, ChapterFn run, const char *about) {
     for (int i = 1; i < argc; i++) {

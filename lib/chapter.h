@@ -50,16 +50,6 @@ void ch_show(Chapter *ch, const char *name, const Tensor *t);
 /** @brief Pin @p t under @p name without printing it. */
 void ch_pin(Chapter *ch, const char *name, const Tensor *t);
 
-/** Size of a buffer for ch_thousands(): enough for any int64_t with separators. */
-#define CH_NUM_BUF 32
-
-/**
- * @brief Write @p n with thousands separators, e.g. "86,567,656", for prose and tables.
- * @param[out] buf  where the text goes
- * @param[in]  n    the number
- * @return @p buf, so it can be an argument of ch_say() or ch_line()
- */
-char *ch_thousands(char buf[CH_NUM_BUF], int64_t n);
 
 /**
  * @brief The `main` of every chapter program: parses --help, runs @p run

@@ -103,6 +103,21 @@ VitStatus vit_parse_float(float *out, const char *s, const char *what, VitError 
     return VIT_OK;
 }
 
+char *vit_thousands(char buf[VIT_NUM_BUF], int64_t n) {
+    char digits[VIT_NUM_BUF];
+    // the magnitude as unsigned, so that INT64_MIN has one too
+    uint64_t magnitude = n < 0 ? -(uint64_t)n : (uint64_t)n;
+    int len = snprintf(digits, sizeof digits, "%llu", (unsigned long long)magnitude);
+    char *p = buf;
+    if (n < 0) *p++ = '-';
+    for (int i = 0; i < len; i++) {
+        if (i > 0 && (len - i) % 3 == 0) *p++ = ',';
+        *p++ = digits[i];
+    }
+    *p = '\0';
+    return buf;
+}
+
 void vit_set_threads(int n) {
 #ifdef _OPENMP
     if (n <= 0) n = omp_get_num_procs();

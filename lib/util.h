@@ -81,6 +81,12 @@ VitStatus vit_parse_int(int *out, const char *s, int lo, int hi, const char *wha
  */
 VitStatus vit_parse_float(float *out, const char *s, const char *what, VitError *err);
 
+/** Size of a buffer for vit_thousands(): any int64_t with separators fits. */
+#define VIT_NUM_BUF 32
+
+/** @brief Write @p n with thousands separators, e.g. 86567656 → "86,567,656"; returns @p buf. */
+char *vit_thousands(char buf[VIT_NUM_BUF], int64_t n);
+
 /** @brief Use @p n threads for OpenMP loops and for OpenBLAS (n <= 0: all cores). */
 void vit_set_threads(int n);
 /** @brief How many threads parallel regions will use. */

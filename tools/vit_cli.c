@@ -226,25 +226,6 @@ void cli_print_help(FILE *f, const CliSpec *spec) {
 
 /* ------------------------------------------------------------- formatting */
 
-/**
- * @brief Write an integer with thousands separators, e.g. 86567656 → "86,567,656".
- * @param[out] buf   CLI_NUM_BUF bytes
- * @param[in] value  the number
- * @return @p buf
- */
-char *cli_thousands(char buf[CLI_NUM_BUF], int64_t value) {
-    char digits[CLI_NUM_BUF];
-    int n = snprintf(digits, sizeof digits, "%llu",
-                     (unsigned long long)(value < 0 ? -(uint64_t)value : (uint64_t)value));
-    char *p = buf;
-    if (value < 0) *p++ = '-';
-    for (int i = 0; i < n; i++) {
-        if (i > 0 && (n - i) % 3 == 0) *p++ = ',';
-        *p++ = digits[i];
-    }
-    *p = '\0';
-    return buf;
-}
 
 /**
  * @brief Write a byte count for people, in powers of 1000: "346.3 MB", "5.1 kB", "12 bytes".

@@ -123,10 +123,9 @@ VitStatus cli_load_images(Tensor *batch, const char *const *paths, int n, const 
 
 /* ------------------------------------------------------------- formatting */
 
-/** Buffer size for cli_thousands() and cli_bytes(). */
+/** Buffer size for cli_bytes(). */
 #define CLI_NUM_BUF 32
 
-char *cli_thousands(char buf[CLI_NUM_BUF], int64_t value);
 char *cli_bytes(char buf[CLI_NUM_BUF], double bytes);
 VitStatus cli_check_memory(double bytes, const char *what, VitError *err);
 

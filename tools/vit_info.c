@@ -66,7 +66,7 @@ static void print_config(const Vit *vit) {
         {"classes", "K", c->num_classes, NULL, NULL},
         {"LayerNorm eps", "", 0, eps,
          eps_meta ? "from __metadata__ layer_norm_eps" : eps_note},
-        {"parameters", "", 0, cli_thousands(params, vit_param_count(c)), bytes},
+        {"parameters", "", 0, vit_thousands(params, vit_param_count(c)), bytes},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         char value[CLI_NUM_BUF];

@@ -78,7 +78,7 @@ static VitStatus config_from_flags(VitConfig *cfg, const MakeWeightsArgs *a, Vit
         return vit_fail(err, VIT_ERR_INPUT, "cannot build a ViT with %s: %s", flags, e.msg);
     char what[384], count[CLI_NUM_BUF];
     snprintf(what, sizeof what, "a ViT with %s: its %s parameters", flags,
-             cli_thousands(count, vit_param_count(cfg)));
+             vit_thousands(count, vit_param_count(cfg)));
     return cli_check_memory(4.0 * (double)vit_param_count(cfg), what, err);
 }
 
@@ -146,7 +146,7 @@ VitStatus cmd_make_weights(const VitCommand *self, int argc, char **argv, VitErr
     char params[CLI_NUM_BUF], bytes[CLI_NUM_BUF];
     printf("%s: a random ViT, %s parameters (%s), seed %d, %.2f s\n"
            "  S %d, p %d, D %d, L %d, H %d, M %d, K %d\n",
-           a.out, cli_thousands(params, vit_param_count(&cfg)),
+           a.out, vit_thousands(params, vit_param_count(&cfg)),
            cli_bytes(bytes, 4.0 * (double)vit_param_count(&cfg)), a.seed, vit_now() - t0,
            cfg.image_size, cfg.patch_size, cfg.dim, cfg.depth, cfg.heads, cfg.mlp_dim,
            cfg.num_classes);
