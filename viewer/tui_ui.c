@@ -141,6 +141,12 @@ int ui_text(int y, int x, int w, Role role, const char *text) {
         if (cols + cw > w) break;
         cols += cw;
     }
+    if (fit < n && fit > 0) { // cut short: end with an ellipsis rather than a wrong-looking word
+        int cw = wcwidth(wide[fit - 1]);
+        cols -= cw < 0 ? 1 : cw;
+        wide[fit - 1] = MB_CUR_MAX > 1 ? L'…' : L'~'; // "…" in a UTF-8 locale
+        cols += 1;
+    }
     attrset(ui_role(role));
     mvaddnwstr(y, x, wide, (int)fit);
     attrset(A_NORMAL);
