@@ -122,6 +122,8 @@ typedef struct {
     char source[32];         /**< "timm", "hf", "torchvision" or "random" */
     float *pos_resized;      /**< owned position table after vit_resize_positions(), or NULL */
     char config_json[512];   /**< the Hugging Face config.json that was read, or "" */
+    char heads_from[64];     /**< where vit_build() found H, e.g. "__metadata__ num_heads" */
+    char eps_from[64];       /**< where it found the LayerNorm eps */
     VitMapEntry *map;        /**< what vit_build() mapped, for `vit info` */
     int map_count;           /**< entries in map */
 } Vit;

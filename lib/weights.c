@@ -280,7 +280,7 @@ static void sibling_config(char *out, size_t size, const char *weights_path) {
 static VitStatus json_int(const cJSON *root, const char *key, int *out, const char *path,
                           VitError *err) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
-    if (!v) return VIT_OK;
+    if (!v) return VIT_OK; // absent: *out keeps its value
     if (!cJSON_IsNumber(v) || v->valuedouble < 1 || v->valuedouble > 1 << 20 ||
         v->valuedouble != floor(v->valuedouble))
         return vit_fail(err, VIT_ERR_INPUT, "%s: \"%s\" is not a positive integer", path, key);
@@ -306,6 +306,11 @@ static VitStatus read_hf_config(Loader *ld, VitConfig *c) {
     }
     int hidden = c->dim, image = c->image_size, patch = c->patch_size;
     VitStatus s;
+    Vit *vit = ld->vit;
+    if (cJSON_GetObjectItemCaseSensitive(root, "num_attention_heads"))
+        snprintf(vit->heads_from, sizeof vit->heads_from, "config.json num_attention_heads");
+    if (cJSON_GetObjectItemCaseSensitive(root, "layer_norm_eps"))
+        snprintf(vit->eps_from, sizeof vit->eps_from, "config.json layer_norm_eps");
     if ((s = json_int(root, "num_attention_heads", &c->heads, path, ld->err)) ||
         (s = json_int(root, "hidden_size", &hidden, path, ld->err)) ||
         (s = json_int(root, "image_size", &image, path, ld->err)) ||
@@ -353,6 +358,13 @@ static VitStatus infer_config(Loader *ld, VitConfig *c) {
         .num_classes = (int)head->shape[0], .ln_eps = L->ln_eps,
     };
     c->heads = c->dim >= 64 && c->dim % 64 == 0 ? c->dim / 64 : 1; // ViT convention: Dh = 64
+    Vit *vit = ld->vit;
+    snprintf(vit->heads_from, sizeof vit->heads_from, "not in the file: assumed D/64");
+    snprintf(vit->eps_from, sizeof vit->eps_from, "not in the file: the %s default", L->name);
+    if (st_meta(&vit->file, "num_heads"))
+        snprintf(vit->heads_from, sizeof vit->heads_from, "__metadata__ num_heads");
+    if (st_meta(&vit->file, "layer_norm_eps"))
+        snprintf(vit->eps_from, sizeof vit->eps_from, "__metadata__ layer_norm_eps");
     if ((s = meta_int(ld, "num_heads", &c->heads)) || (s = meta_eps(ld, &c->ln_eps))) return s;
     if (ld->vit->config_json[0] && (s = read_hf_config(ld, c))) return s;
     if (c->depth == 0)

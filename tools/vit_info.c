@@ -44,10 +44,11 @@ static void print_config(const Vit *vit) {
              grid, vit_num_patches(c), vit_num_tokens(c));
     snprintf(eps, sizeof eps, "%g", (double)c->ln_eps);
     cli_bytes(bytes, 4.0 * (double)vit_param_count(c));
-    const bool heads_meta = st_meta(&vit->file, "num_heads") != NULL;
-    const bool eps_meta = st_meta(&vit->file, "layer_norm_eps") != NULL;
-    char eps_note[64];
-    snprintf(eps_note, sizeof eps_note, "not in the file: the %s default", vit->source);
+    char heads_note[80], eps_note[80]; // where the loader found them
+    snprintf(heads_note, sizeof heads_note, "%s%s", strncmp(vit->heads_from, "not", 3) ? "from " : "",
+             vit->heads_from);
+    snprintf(eps_note, sizeof eps_note, "%s%s", strncmp(vit->eps_from, "not", 3) ? "from " : "",
+             vit->eps_from);
     const struct {
         const char *what, *symbol;
         int value;          // printed unless text is set
@@ -59,13 +60,11 @@ static void print_config(const Vit *vit) {
         {"channels", "C", c->channels, NULL, NULL},
         {"width", "D", c->dim, NULL, NULL},
         {"depth (blocks)", "L", c->depth, NULL, NULL},
-        {"heads", "H", c->heads, NULL,
-         heads_meta ? "from __metadata__ num_heads" : "not in the file: assumed D/64"},
+        {"heads", "H", c->heads, NULL, heads_note},
         {"head width", "Dh", c->dim / c->heads, NULL, NULL},
         {"MLP width", "M", c->mlp_dim, NULL, NULL},
         {"classes", "K", c->num_classes, NULL, NULL},
-        {"LayerNorm eps", "", 0, eps,
-         eps_meta ? "from __metadata__ layer_norm_eps" : eps_note},
+        {"LayerNorm eps", "", 0, eps, eps_note},
         {"parameters", "", 0, vit_thousands(params, vit_param_count(c)), bytes},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
