@@ -53,7 +53,7 @@ static double median_seconds(Workload w, bool warm_up, int min_runs, double budg
     if (warm_up) w.run(w.user);
     int n = 0;
     double spent = 0;
-    while (n < MAX_RUNS && (n < min_runs || spent + times[n - 1] < budget)) {
+    while (n < MAX_RUNS && (n < min_runs || (n > 0 && spent + times[n - 1] < budget))) {
         double t0 = vit_now();
         w.run(w.user);
         times[n] = vit_now() - t0;
