@@ -138,6 +138,27 @@ static VitStatus pnm_check(const unsigned char *data, size_t size, const char *l
     return VIT_OK;
 }
 
+static uint32_t le32(const unsigned char *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+// stb reads an uncompressed BMP whose pixels are cut short as zeros too: a
+// 79-byte file could claim 2106×30988 pixels and cost 200 MB to "decode".
+// Rows are padded to 4 bytes; the pixels start at the header's offset.
+static VitStatus bmp_check(const unsigned char *d, size_t size, int w, int h, const char *label,
+                           VitError *err) {
+    if (size < 30) return VIT_OK; // too short for stb as well: it will refuse it
+    uint32_t offset = le32(d + 10), header = le32(d + 14);
+    unsigned bpp = header == 12 ? (unsigned)(d[24] | d[25] << 8) : (unsigned)(d[28] | d[29] << 8);
+    uint32_t compression = header >= 40 && size >= 34 ? le32(d + 30) : 0;
+    if (compression != 0 && compression != 3) return VIT_OK; // RLE &c.: stb refuses them
+    uint64_t row = ((uint64_t)bpp * (uint64_t)w + 31) / 32 * 4;
+    if ((uint64_t)offset + row * (uint64_t)h > size)
+        return vit_fail(err, VIT_ERR_INPUT, "%s: cannot decode image: pixel data is truncated",
+                        label);
+    return VIT_OK;
+}
+
 VitStatus image_load_memory(Image *img, const unsigned char *data, size_t size,
                             const char *label, VitError *err) {
     memset(img, 0, sizeof *img);
@@ -159,6 +180,7 @@ VitStatus image_load_memory(Image *img, const unsigned char *data, size_t size,
                         "%s: not an image I can decode (PNG, JPEG, BMP, PPM/PGM): %s", label,
                         stbi_failure_reason());
     if ((s = check_dimensions(w, h, label, err)) != VIT_OK) return s;
+    if (format == FORMAT_BMP && (s = bmp_check(data, size, w, h, label, err)) != VIT_OK) return s;
     unsigned char *rgb = stbi_load_from_memory(data, (int)size, &w, &h, &comp, 3);
     if (!rgb)
         return vit_fail(err, VIT_ERR_INPUT, "%s: cannot decode image: %s", label,

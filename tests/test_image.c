@@ -75,6 +75,32 @@ static void test_decodes_png_grey_and_rgba_to_rgb(void) {
     }
 }
 
+// The fuzzer's seed images: one picture saved by Pillow as PNG, BMP and PPM,
+// decoded by stb; lossless formats must give identical pixels.
+static void test_lossless_formats_agree(void) {
+    const char *files[] = {"rgb.png", "rgb.bmp", "rgb.ppm"};
+    Image first = {0};
+    for (int i = 0; i < 3; i++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/fuzz/seeds/image/%s", VIT_TEST_DIR, files[i]);
+        Image img;
+        VitError err;
+        if (image_load(&img, path, &err) != VIT_OK) {
+            fprintf(stderr, "\n    %s\n", err.msg);
+            CU_FAIL("seed image did not load");
+            continue;
+        }
+        CU_ASSERT_EQUAL(img.width, 10);
+        CU_ASSERT_EQUAL(img.height, 12);
+        if (i == 0) first = img;
+        else {
+            CU_ASSERT_EQUAL(memcmp(img.rgb, first.rgb, 10 * 12 * 3), 0);
+            image_free(&img);
+        }
+    }
+    image_free(&first);
+}
+
 static void test_resize_matches_pillow_exactly(void) {
     Image wide = load_test_image("wide");
     const struct {
@@ -218,6 +244,7 @@ static void test_refuses_fuzzer_found_files(void) {
         {"pgm_16bit_overflow.pgm", "16-bit PPM/PGM"},
         {"ppm_header_overflow.ppm", "malformed PPM/PGM header"},
         {"jpeg_bad_huffman_code.jpg", "cannot decode image"}, // trips an assert in debug stb
+        {"bmp_truncated_bomb.bmp", "pixel data is truncated"}, // 79 bytes claiming 65 MP
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char path[512];
@@ -241,6 +268,7 @@ static void test_refuses_missing_file_and_directory(void) {
 
 CU_TestInfo tests_image[] = {
     {"decodes PNG, grey and RGBA to RGB", test_decodes_png_grey_and_rgba_to_rgb},
+    {"PNG, BMP and PPM give the same pixels", test_lossless_formats_agree},
     {"resize matches Pillow exactly", test_resize_matches_pillow_exactly},
     {"preset hf matches PIL", test_preset_hf},
     {"preset timm matches torchvision", test_preset_timm},
