@@ -138,6 +138,17 @@ static VitStatus pnm_check(const unsigned char *data, size_t size, const char *l
     return VIT_OK;
 }
 
+// stb's reason for a failure, safe to print: it can quote raw bytes of the
+// file (an unknown PNG chunk's name), which must not reach the terminal as is.
+static const char *stb_reason(char *buf, size_t size) {
+    const char *r = stbi_failure_reason();
+    size_t i = 0;
+    for (; r && r[i] && i + 1 < size; i++)
+        buf[i] = (r[i] >= 0x20 && r[i] < 0x7f) ? r[i] : '?';
+    buf[i] = '\0';
+    return buf;
+}
+
 static uint32_t le32(const unsigned char *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
@@ -175,16 +186,17 @@ VitStatus image_load_memory(Image *img, const unsigned char *data, size_t size,
         return vit_fail(err, VIT_ERR_INPUT, "%s: cannot decode image: corrupt JPEG Huffman table",
                         label);
     int w, h, comp;
+    char reason[64];
     if (!stbi_info_from_memory(data, (int)size, &w, &h, &comp))
         return vit_fail(err, VIT_ERR_INPUT,
                         "%s: not an image I can decode (PNG, JPEG, BMP, PPM/PGM): %s", label,
-                        stbi_failure_reason());
+                        stb_reason(reason, sizeof reason));
     if ((s = check_dimensions(w, h, label, err)) != VIT_OK) return s;
     if (format == FORMAT_BMP && (s = bmp_check(data, size, w, h, label, err)) != VIT_OK) return s;
     unsigned char *rgb = stbi_load_from_memory(data, (int)size, &w, &h, &comp, 3);
     if (!rgb)
         return vit_fail(err, VIT_ERR_INPUT, "%s: cannot decode image: %s", label,
-                        stbi_failure_reason());
+                        stb_reason(reason, sizeof reason));
     if ((s = check_dimensions(w, h, label, err)) != VIT_OK) { // the decoder's word is final
         stbi_image_free(rgb);
         return s;

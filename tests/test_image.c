@@ -245,6 +245,7 @@ static void test_refuses_fuzzer_found_files(void) {
         {"ppm_header_overflow.ppm", "malformed PPM/PGM header"},
         {"jpeg_bad_huffman_code.jpg", "cannot decode image"}, // trips an assert in debug stb
         {"bmp_truncated_bomb.bmp", "pixel data is truncated"}, // 79 bytes claiming 65 MP
+        {"png_empty_idat_unknown_chunk.png", "PNG chunk not known"}, // raw bytes in stb's reason
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char path[512];
@@ -254,6 +255,8 @@ static void test_refuses_fuzzer_found_files(void) {
         CU_ASSERT_EQUAL(image_load(&img, path, &err), VIT_ERR_INPUT);
         CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, cases[i].needle));
         CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, cases[i].file));
+        for (const char *c = err.msg; *c; c++) // only printable text reaches the terminal
+            if ((unsigned char)*c < 0x20) CU_FAIL("control character in the message");
     }
 }
 
