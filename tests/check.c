@@ -20,6 +20,20 @@ const char *golden_path(const char *file) {
     return path;
 }
 
+Tensor golden_tensor(const char *file, const char *name) {
+    SafeTensors st;
+    VitError err;
+    Tensor t = {0};
+    if (st_open(&st, golden_path(file), &err) != VIT_OK ||
+        st_read_tensor(&st, name, &t, &err) != VIT_OK) {
+        fprintf(stderr, "\n    %s\n", err.msg);
+        st_close(&st);
+        CU_FAIL_FATAL("golden tensor missing");
+    }
+    st_close(&st);
+    return t;
+}
+
 static void print_head(const char *label, const Tensor *t) {
     fprintf(stderr, "      %s:", label);
     for (size_t i = 0; i < t->numel && i < 6; i++) fprintf(stderr, " %.6g", (double)t->data[i]);

@@ -29,6 +29,13 @@
 const char *golden_path(const char *file);
 
 /**
+ * One tensor of tests/golden/@p file, owned by the caller (free it). The file
+ * is opened for each read, so tests stay independent; a missing file or
+ * tensor fails the test fatally with the loader's message.
+ */
+Tensor golden_tensor(const char *file, const char *name);
+
+/**
  * Compare two tensors; on mismatch print a report to stderr naming @p label.
  * Returns true when shapes match and every element is within tolerance.
  */

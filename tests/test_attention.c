@@ -20,21 +20,8 @@
 
 /* ---------------------------------------------------------------- golden */
 
-// One tensor of attn_pieces.safetensors, owned (free it). Opening the small
-// file for each read keeps every test independent of the others.
-static Tensor golden(const char *name) {
-    SafeTensors st;
-    VitError err;
-    Tensor t = {0};
-    if (st_open(&st, golden_path("attn_pieces.safetensors"), &err) != VIT_OK ||
-        st_read_tensor(&st, name, &t, &err) != VIT_OK) {
-        fprintf(stderr, "\n    %s\n", err.msg);
-        st_close(&st);
-        CU_FAIL_FATAL("golden tensor missing");
-    }
-    st_close(&st);
-    return t;
-}
+// One tensor of attn_pieces.safetensors, owned (free it).
+static Tensor golden(const char *name) { return golden_tensor("attn_pieces.safetensors", name); }
 
 /* -------------------------------------------------------------- one head */
 

@@ -22,26 +22,9 @@
 static const char *const IMAGES[] = {"wide", "tall", "square32", "grey", "rgba", "strip"};
 enum { N_IMAGES = sizeof IMAGES / sizeof IMAGES[0] };
 
-static SafeTensors *goldens(void) {
-    static SafeTensors st;
-    static bool open;
-    VitError err;
-    if (!open) {
-        CU_ASSERT_FATAL(st_open(&st, golden_path("image.safetensors"), &err) == VIT_OK);
-        open = true;
-    }
-    return &st;
-}
 
-static Tensor golden(const char *name) {
-    Tensor t = {0};
-    VitError err;
-    if (st_read_tensor(goldens(), name, &t, &err) != VIT_OK) {
-        fprintf(stderr, "\n    %s\n", err.msg);
-        CU_FAIL_FATAL("golden tensor missing");
-    }
-    return t;
-}
+// One tensor of tests/golden/image.safetensors, owned (free it).
+static Tensor golden(const char *name) { return golden_tensor("image.safetensors", name); }
 
 static Image load_test_image(const char *key) {
     char path[512];

@@ -10,22 +10,8 @@
 #include "ops.h"
 #include "rng.h"
 
-// Loads one tensor of tests/golden/ops.safetensors (owned; free it).
-static Tensor golden(const char *name) {
-    static SafeTensors st;
-    static bool open;
-    VitError err;
-    if (!open) {
-        CU_ASSERT_FATAL(st_open(&st, golden_path("ops.safetensors"), &err) == VIT_OK);
-        open = true;
-    }
-    Tensor t = {0};
-    if (st_read_tensor(&st, name, &t, &err) != VIT_OK) {
-        fprintf(stderr, "\n    %s\n", err.msg);
-        CU_FAIL_FATAL("golden tensor missing");
-    }
-    return t;
-}
+// One tensor of tests/golden/ops.safetensors, owned (free it).
+static Tensor golden(const char *name) { return golden_tensor("ops.safetensors", name); }
 
 static void test_softmax_matches_pytorch(void) {
     Tensor x = golden("softmax.x"), want = golden("softmax.out");

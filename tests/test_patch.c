@@ -18,19 +18,7 @@
 #define RTOL 1e-5f
 
 // One tensor of patch_pieces.safetensors, owned (free it).
-static Tensor golden(const char *name) {
-    SafeTensors st;
-    VitError err;
-    Tensor t = {0};
-    if (st_open(&st, golden_path("patch_pieces.safetensors"), &err) != VIT_OK ||
-        st_read_tensor(&st, name, &t, &err) != VIT_OK) {
-        fprintf(stderr, "\n    %s\n", err.msg);
-        st_close(&st);
-        CU_FAIL_FATAL("golden tensor missing");
-    }
-    st_close(&st);
-    return t;
-}
+static Tensor golden(const char *name) { return golden_tensor("patch_pieces.safetensors", name); }
 
 /** The golden case: images (B, C, S, S), conv weight (D, C, p, p), bias (D). */
 typedef struct {

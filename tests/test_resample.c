@@ -14,27 +14,16 @@
 #include "resample.h"
 #include "vit.h"
 
-static Tensor golden(SafeTensors *st, const char *name) {
-    Tensor t = {0};
-    VitError err;
-    if (st_read_tensor(st, name, &t, &err) != VIT_OK) {
-        fprintf(stderr, "\n    %s\n", err.msg);
-        CU_FAIL_FATAL("golden tensor missing");
-    }
-    return t;
-}
 
 static void test_grid_resample_matches_torch(void) {
-    SafeTensors st;
-    VitError err;
-    CU_ASSERT_FATAL(st_open(&st, golden_path("posembed.safetensors"), &err) == VIT_OK);
-    Tensor pos = golden(&st, "pos"); // (1, 1 + 5·5, 8)
+    Tensor pos = golden_tensor("posembed.safetensors", "pos"); // (1, 1 + 5·5, 8)
     const int D = 8, old = 5, sizes[] = {7, 3, 12};
     for (int i = 0; i < 3; i++) {
         int n = sizes[i];
         char name[32];
         snprintf(name, sizeof name, "pos.%d", n);
-        Tensor want = golden(&st, name), got = tensor_new(3, 1, 1 + n * n, D);
+        Tensor want = golden_tensor("posembed.safetensors", name);
+        Tensor got = tensor_new(3, 1, 1 + n * n, D);
         memcpy(got.data, pos.data, sizeof(float) * D);
         resample_grid(got.data + D, pos.data + D, old, old, n, n, D, FILTER_BICUBIC);
         // float accumulation over ≤ 9 taps per axis: 1e-6 absolute is ample
@@ -42,7 +31,6 @@ static void test_grid_resample_matches_torch(void) {
         tensor_free(&want), tensor_free(&got);
     }
     tensor_free(&pos);
-    st_close(&st);
 }
 
 static void test_vit_runs_at_another_size(void) {
