@@ -196,14 +196,15 @@ def ch03_softmax():
 
 # --------------------------------------------------------------------- main
 
-def write(name):
-    result = GOLDENS[name]()
+def write(name, goldens=GOLDENS, program="tools/gen_golden.py"):
+    """Compute golden `name` of `goldens` and save it with its tolerances as metadata."""
+    result = goldens[name]()
     tensors, tol = result if isinstance(result, tuple) else (result, {})
     tensors = {k: f32(v).contiguous() for k, v in tensors.items()}
     unknown = set(tol) - set(tensors)
     if unknown:
-        raise SystemExit(f"gen_golden: {name}: tolerance for unknown values {sorted(unknown)}")
-    meta = {"generator": f"tools/gen_golden.py {name}", "torch": torch.__version__}
+        raise SystemExit(f"{program}: {name}: tolerance for unknown values {sorted(unknown)}")
+    meta = {"generator": f"{program} {name}", "torch": torch.__version__}
     meta.update({f"tol.{k}": f"{a:g} {r:g}" for k, (a, r) in tol.items()})
     os.makedirs(GOLDEN_DIR, exist_ok=True)
     path = os.path.join(GOLDEN_DIR, f"{name}.safetensors")
@@ -211,22 +212,23 @@ def write(name):
     print(f"{os.path.relpath(path, ROOT)}: {len(tensors)} values, {os.path.getsize(path)} bytes")
 
 
-def main(argv):
+def main(argv, goldens=GOLDENS, program="tools/gen_golden.py", doc=__doc__):
+    """The command line of a golden script: [NAME...], --list, --help."""
     if "-h" in argv or "--help" in argv:
-        print(__doc__.strip())
+        print(doc.strip())
         return 0
     if "--list" in argv:
-        print("\n".join(GOLDENS))
+        print("\n".join(goldens))
         return 0
-    names = argv or list(GOLDENS)
-    unknown = [n for n in names if n not in GOLDENS]
+    names = argv or list(goldens)
+    unknown = [n for n in names if n not in goldens]
     if unknown:
-        print(f"gen_golden: unknown golden {', '.join(unknown)}; known: {', '.join(GOLDENS)}",
+        print(f"{program}: unknown golden {', '.join(unknown)}; known: {', '.join(goldens)}",
               file=sys.stderr)
         return 2
     torch.set_grad_enabled(False)
     for n in names:
-        write(n)
+        write(n, goldens, program)
     return 0
 
 

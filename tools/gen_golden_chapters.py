@@ -35,6 +35,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import stio  # noqa: E402
+import gen_golden  # noqa: E402
 from gen_golden import f32, normal  # noqa: E402
 from ref_vit import Attention, Block, RefViT  # noqa: E402
 from vitrng import Rng  # noqa: E402
@@ -536,40 +537,5 @@ def ch09_vit_base():
 
 # --------------------------------------------------------------------- main
 
-def write(name):
-    result = GOLDENS[name]()
-    tensors, tol = result if isinstance(result, tuple) else (result, {})
-    tensors = {k: f32(v).contiguous() for k, v in tensors.items()}
-    unknown = set(tol) - set(tensors)
-    if unknown:
-        raise SystemExit(f"gen_golden_chapters: {name}: tolerance for unknown values "
-                         f"{sorted(unknown)}")
-    meta = {"generator": f"tools/gen_golden_chapters.py {name}", "torch": torch.__version__}
-    meta.update({f"tol.{k}": f"{a:g} {r:g}" for k, (a, r) in tol.items()})
-    os.makedirs(GOLDEN_DIR, exist_ok=True)
-    path = os.path.join(GOLDEN_DIR, f"{name}.safetensors")
-    stio.save(path, tensors, meta)
-    print(f"{os.path.relpath(path, ROOT)}: {len(tensors)} values, {os.path.getsize(path)} bytes")
-
-
-def main(argv):
-    if "-h" in argv or "--help" in argv:
-        print(__doc__.strip())
-        return 0
-    if "--list" in argv:
-        print("\n".join(GOLDENS))
-        return 0
-    names = argv or list(GOLDENS)
-    unknown = [n for n in names if n not in GOLDENS]
-    if unknown:
-        print(f"gen_golden_chapters: unknown golden {', '.join(unknown)}; "
-              f"known: {', '.join(GOLDENS)}", file=sys.stderr)
-        return 2
-    torch.set_grad_enabled(False)
-    for n in names:
-        write(n)
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(gen_golden.main(sys.argv[1:], GOLDENS, "tools/gen_golden_chapters.py", __doc__))
