@@ -55,12 +55,16 @@ Tensor tensor_new(int ndim, ...) {
     return tensor_new_shape(ndim, shape);
 }
 
-Tensor tensor_view(float *data, int ndim, ...) {
-    COLLECT_SHAPE(shape, ndim);
+Tensor tensor_view_shape(float *data, int ndim, const int *shape) {
     Tensor t = tensor_shell(ndim, shape);
     t.data = data;
     t.owns_data = false;
     return t;
+}
+
+Tensor tensor_view(float *data, int ndim, ...) {
+    COLLECT_SHAPE(shape, ndim);
+    return tensor_view_shape(data, ndim, shape);
 }
 
 Tensor tensor_from(const float *values, int ndim, const int *shape) {

@@ -69,6 +69,8 @@ Tensor tensor_clone(const Tensor *t);
  *        e.g. `tensor_view(x, 2, N, D)`.
  */
 Tensor tensor_view(float *data, int ndim, ...);
+/** @brief A tensor that borrows @p data, with the shape given as an array. */
+Tensor tensor_view_shape(float *data, int ndim, const int *shape);
 /** @brief Free the data if owned and zero the struct; safe on a zeroed tensor. */
 void tensor_free(Tensor *t);
 

@@ -12,16 +12,12 @@
 
 void trace_emit(const Tracer *tr, const char *name, float *data, int ndim, ...) {
     if (!trace_active(tr)) return;
-    Tensor t = tensor_view(data, 0);
-    t.ndim = ndim;
-    t.numel = 1;
+    int shape[TENSOR_MAX_DIMS] = {0};
     va_list ap;
     va_start(ap, ndim);
-    for (int i = 0; i < ndim && i < TENSOR_MAX_DIMS; i++) {
-        t.shape[i] = va_arg(ap, int);
-        t.numel *= (size_t)t.shape[i];
-    }
+    for (int i = 0; i < ndim && i < TENSOR_MAX_DIMS; i++) shape[i] = va_arg(ap, int);
     va_end(ap);
+    Tensor t = tensor_view_shape(data, ndim, shape);
     char full[128];
     snprintf(full, sizeof full, "%s%s", tr->prefix ? tr->prefix : "", name);
     tr->fn(tr->user, full, &t);
