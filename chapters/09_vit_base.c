@@ -307,16 +307,11 @@ static void head(Chapter *ch, Work *w) {
            ch_value(ch, "logits.std", (float)st.std));
     float *probs = vit_malloc(sizeof(float) * c->num_classes);
     softmax(probs, logits.data, 1, c->num_classes);
+    int best[TOP];
+    top_k(best, TOP, logits.data, c->num_classes); // the largest first
     float index[TOP], value[TOP], prob[TOP];
-    for (int r = 0; r < TOP; r++) { // selection: the largest not yet taken
-        int best = -1;
-        for (int k = 0; k < c->num_classes; k++) {
-            bool taken = false;
-            for (int q = 0; q < r; q++) taken |= (int)index[q] == k;
-            if (!taken && (best < 0 || logits.data[k] > logits.data[best])) best = k;
-        }
-        index[r] = (float)best, value[r] = logits.data[best], prob[r] = probs[best];
-    }
+    for (int r = 0; r < TOP; r++)
+        index[r] = (float)best[r], value[r] = logits.data[best[r]], prob[r] = probs[best[r]];
     Tensor ti = tensor_view(index, 1, TOP), tv = tensor_view(value, 1, TOP);
     Tensor tp = tensor_view(prob, 1, TOP);
     ch_pin(ch, "top5.class", &ti);

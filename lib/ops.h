@@ -18,7 +18,7 @@
 #include <stddef.h>
 
 /** @defgroup ops Elementary operations
- *  @brief Dot product, scaling, adding, softmax, LayerNorm, GELU, linear layers.
+ *  @brief Dot product, scaling, adding, softmax, LayerNorm, GELU, linear layers, top K.
  *  @{
  */
 
@@ -80,6 +80,15 @@ void gelu(float *out, const float *x, size_t n);
  * @param[in]  N, I, O  rows, input features, output features
  */
 void linear(float *out, const float *x, const float *w, const float *b, int N, int I, int O);
+
+/**
+ * @brief Indices of the @p k largest of @p n values, largest first (NaN last;
+ *        ties: the lower index first), e.g. the top classes of the logits.
+ * @param[out] idx  min(k, n) indices
+ * @param[in]  v    n values
+ * @return min(k, n)
+ */
+int top_k(int *idx, int k, const float *v, int n);
 
 /** @} */
 #endif

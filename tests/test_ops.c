@@ -157,6 +157,18 @@ static void test_scale_and_add(void) {
     CU_ASSERT_EQUAL(y[2], 33.0f);
 }
 
+static void test_top_k_orders_nan_last_ties_by_index(void) {
+    const float v[6] = {0.5f, 2, NAN, 2, -1, 3};
+    int idx[6];
+    CU_ASSERT_EQUAL(top_k(idx, 3, v, 6), 3);
+    CU_ASSERT_EQUAL(idx[0], 5);
+    CU_ASSERT_EQUAL(idx[1], 1); // ties: the lower index first
+    CU_ASSERT_EQUAL(idx[2], 3);
+    CU_ASSERT_EQUAL(top_k(idx, 10, v, 6), 6);
+    CU_ASSERT_EQUAL(idx[4], 4);
+    CU_ASSERT_EQUAL(idx[5], 2); // NaN last
+}
+
 CU_TestInfo tests_ops[] = {
     {"softmax matches PyTorch", test_softmax_matches_pytorch},
     {"layernorm matches PyTorch", test_layernorm_matches_pytorch},
@@ -172,5 +184,6 @@ CU_TestInfo tests_ops[] = {
     {"layernorm constant row is finite", test_layernorm_constant_row_uses_eps},
     {"gelu known values", test_gelu_known_values},
     {"scale and add", test_scale_and_add},
+    {"top K: largest first, ties by index, NaN last", test_top_k_orders_nan_last_ties_by_index},
     CU_TEST_INFO_NULL,
 };

@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "../viewer/format.h"
-#include "../viewer/rank.h"
 #include "../viewer/render_image.h"
 #include "../viewer/state.h"
 #include "../viewer/synth.h"
@@ -175,18 +174,6 @@ static void test_state_clamps_view_options(void) {
     state_free(&s);
 }
 
-static void test_top_k(void) {
-    const float v[6] = {0.5f, 2, NAN, 2, -1, 3};
-    int idx[6];
-    CU_ASSERT_EQUAL(top_k(idx, 3, v, 6), 3);
-    CU_ASSERT_EQUAL(idx[0], 5);
-    CU_ASSERT_EQUAL(idx[1], 1); // ties: the lower index first
-    CU_ASSERT_EQUAL(idx[2], 3);
-    CU_ASSERT_EQUAL(top_k(idx, 10, v, 6), 6);
-    CU_ASSERT_EQUAL(idx[4], 4);
-    CU_ASSERT_EQUAL(idx[5], 2); // NaN last
-}
-
 static void test_formats(void) {
     char buf[64];
     CU_ASSERT_STRING_EQUAL(fmt_si(buf, sizeof buf, 950), "950");
@@ -212,7 +199,6 @@ CU_TestInfo tests_viewer_render[] = {
     {"view kinds and slices", test_view_kinds_and_slices},
     {"attention over heads", test_attention_over_heads},
     {"state clamps view options", test_state_clamps_view_options},
-    {"top K", test_top_k},
     {"formats", test_formats},
     CU_TEST_INFO_NULL,
 };

@@ -83,23 +83,10 @@ static VitStatus load_labels(Labels *labels, const ClassifyArgs *a, const Vit *v
 
 /* ----------------------------------------------------------------- output */
 
-// The K largest of n probabilities, largest first (selection: K is small).
-static void top_k(int *index, const float *p, int n, int k) {
-    for (int r = 0; r < k; r++) {
-        int best = -1;
-        for (int i = 0; i < n; i++) {
-            bool taken = false;
-            for (int j = 0; j < r && !taken; j++) taken = index[j] == i;
-            if (!taken && (best < 0 || p[i] > p[best])) best = i;
-        }
-        index[r] = best;
-    }
-}
-
 static void print_top(const char *path, const float *probs, int K, int top, const Labels *labels,
                       const Preprocess *pre, int S) {
     int *index = vit_malloc(sizeof(int) * (size_t)top);
-    top_k(index, probs, K, top);
+    top_k(index, top, probs, K);
     printf("%s  (%s preprocessing, %d×%d)\n", path, pre->name, S, S);
     printf("  rank  probability  label\n");
     for (int r = 0; r < top; r++) {

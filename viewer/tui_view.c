@@ -11,7 +11,7 @@
 #include "tui.h"
 #include "format.h"
 #include "heatmap.h"
-#include "rank.h"
+#include "ops.h"
 #include "render_image.h"
 
 #include <math.h>

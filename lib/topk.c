@@ -1,8 +1,9 @@
 /**
- * @file rank.c
- * @brief The top K of a vector (see rank.h).
+ * @file topk.c
+ * @brief The indices of the K largest values (see ops.h): the top classes of
+ *        the logits for `vit classify`, chapter 09 and the viewer.
  */
-#include "rank.h"
+#include "ops.h"
 
 #include <math.h>
 #include <stdbool.h>
