@@ -83,12 +83,6 @@ static void on_stage(void *user, const char *name, const Tensor *t) {
 
 /* ------------------------------------------------------------ helpers */
 
-// "blocks.0." + suffix for block stages, the name itself otherwise.
-static const char *stage_name(char *buf, size_t size, const VitStage *s) {
-    snprintf(buf, size, "%s%s", s->per_block ? "blocks.0." : "", s->name);
-    return buf;
-}
-
 // Pin a scalar under a name made from a pattern and a string, e.g. "params.%s".
 static float pin_named(Chapter *ch, const char *fmt, const char *what, float value) {
     char name[96];
@@ -207,7 +201,7 @@ static void stage_table(Chapter *ch, Work *w) {
     for (int i = 0; i < vit_stage_count(); i++) {
         const VitStage *s = vit_stage_at(i);
         char name[64], shape_text[48] = "(", count[VIT_NUM_BUF];
-        stage_name(name, sizeof name, s);
+        vit_stage_name(name, sizeof name, s, 0);
         int shape[4], ndim = vit_stage_shape(c, B, name, shape);
         for (int d = 0; d < ndim; d++) {
             char part[16];

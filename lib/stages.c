@@ -157,6 +157,40 @@ int64_t vit_stage_params(const VitConfig *c, const char *name) {
     return 0;
 }
 
+char *vit_stage_name(char *buf, size_t size, const VitStage *stage, int block) {
+    if (stage->per_block) snprintf(buf, size, "blocks.%d.%s", block, stage->name);
+    else snprintf(buf, size, "%s", stage->name);
+    return buf;
+}
+
+double vit_stage_bytes(const VitConfig *cfg, int B, const char *name) {
+    int shape[4], ndim = vit_stage_shape(cfg, B, name, shape);
+    double numel = ndim > 0 ? 1 : 0;
+    for (int d = 0; d < ndim; d++) numel *= shape[d];
+    return numel * sizeof(float);
+}
+
+// Sum of a per-stage measure over one forward pass: block stages once per block
+// (every block has the same shapes, so block 0 stands for all).
+static double sum_over_pass(const VitConfig *cfg, int B,
+                            double (*measure)(const VitConfig *, int, const char *)) {
+    double total = 0;
+    for (int i = 0; i < STAGE_COUNT; i++) {
+        char name[64];
+        vit_stage_name(name, sizeof name, &stages[i], 0);
+        total += measure(cfg, B, name) * (stages[i].per_block ? cfg->depth : 1);
+    }
+    return total;
+}
+
+double vit_forward_flops(const VitConfig *cfg, int B) {
+    return sum_over_pass(cfg, B, vit_stage_flops);
+}
+
+double vit_trace_bytes(const VitConfig *cfg, int B) {
+    return sum_over_pass(cfg, B, vit_stage_bytes);
+}
+
 int vit_trace_length(const VitConfig *cfg) {
     int per_block = 0, outside = 0;
     for (int i = 0; i < STAGE_COUNT; i++) {

@@ -62,6 +62,18 @@ double vit_stage_flops(const VitConfig *cfg, int B, const char *name);
  * @return the count for one block or stage; 0 for an unknown name or a stage without weights
  */
 int64_t vit_stage_params(const VitConfig *cfg, const char *name);
+/**
+ * @brief The trace name of @p stage: "blocks.{block}." + its name for a block
+ *        stage (e.g. "blocks.3.attn.q"), its own name otherwise.
+ * @param[out] buf  receives the name; returned
+ */
+char *vit_stage_name(char *buf, size_t size, const VitStage *stage, int block);
+/** @brief Bytes of the stage's float32 tensor for a batch of @p B. */
+double vit_stage_bytes(const VitConfig *cfg, int B, const char *name);
+/** @brief FLOPs of one forward pass over a batch of @p B: every stage, blocks L times. */
+double vit_forward_flops(const VitConfig *cfg, int B);
+/** @brief Bytes of every tensor one forward pass emits: what a full trace holds. */
+double vit_trace_bytes(const VitConfig *cfg, int B);
 /** @brief Number of trace names one forward pass emits: 7 + 15·L. */
 int vit_trace_length(const VitConfig *cfg);
 

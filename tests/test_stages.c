@@ -70,6 +70,7 @@ static void test_vit_base_flops_from_first_principles(void) {
                          + 8 * N * D;                             // final norm
     double expected = 2 * macs + bias + elementwise;
 
+    CU_ASSERT_DOUBLE_EQUAL(vit_forward_flops(&c, 1), sum_flops(&c, 1), 1e-9 * expected);
     double got = sum_flops(&c, 1);
     if (fabs(got - expected) > 1e-9 * expected)
         fprintf(stderr, "\n    stages sum to %.0f FLOPs, first principles give %.0f\n", got,
@@ -78,6 +79,22 @@ static void test_vit_base_flops_from_first_principles(void) {
     // 35.13 GFLOP of matrix products; everything else adds under 1 %
     CU_ASSERT_DOUBLE_EQUAL(2 * macs / 1e9, 35.13, 0.01);
     CU_ASSERT_TRUE((bias + elementwise) / (2 * macs) < 0.01);
+}
+
+// Every tensor of one ViT-B/16 pass, float32, counted by hand from DESIGN.md §3.
+static void test_vit_base_trace_bytes(void) {
+    VitConfig c = arch("vit-base");
+    const double S = 224, P = 196, N = 197, D = 768, H = 12, M = 3072, K = 1000, L = 12;
+    double per_block = 10 * N * D          // norm1, q, k, v, context, proj, resid1, norm2, fc2, out
+                       + 2 * N * M         // fc1, gelu
+                       + 3 * H * N * N;    // scores, scaled, probs
+    double outside = 3 * S * S + P * D + 3 * N * D + D + K; // input … embed, norm, pre_logits, logits
+    CU_ASSERT_DOUBLE_EQUAL(vit_trace_bytes(&c, 1), 4 * (outside + L * per_block), 0.5);
+    CU_ASSERT_DOUBLE_EQUAL(vit_trace_bytes(&c, 2), 2 * vit_trace_bytes(&c, 1), 0.5);
+    char name[64];
+    CU_ASSERT_STRING_EQUAL(vit_stage_name(name, sizeof name, vit_stage_find("blocks.0.attn.q", NULL), 7),
+                           "blocks.7.attn.q");
+    CU_ASSERT_STRING_EQUAL(vit_stage_name(name, sizeof name, vit_stage_find("logits", NULL), 7), "logits");
 }
 
 static void test_flops_grow_with_batch(void) {
@@ -199,6 +216,7 @@ static void test_table_is_complete(void) {
 
 CU_TestInfo tests_stages[] = {
     {"ViT-B FLOPs equal the count from first principles", test_vit_base_flops_from_first_principles},
+    {"ViT-B trace bytes equal the count by hand", test_vit_base_trace_bytes},
     {"FLOPs grow with batch and tokens", test_flops_grow_with_batch},
     {"ViT-B has 86,567,656 parameters", test_vit_base_has_86567656_parameters},
     {"ViT-B shapes per stage", test_vit_base_shapes},

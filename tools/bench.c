@@ -196,13 +196,7 @@ static void bench_vit(void) {
         printf("vit: could not write or load the ViT-B/16 weights; section skipped\n\n");
         return;
     }
-    double flops = 0; // the sum over every stage the pass computes (lib/stages.h)
-    for (int i = 0; i < vit_stage_count(); i++) {
-        const VitStage *st = vit_stage_at(i);
-        char name[64];
-        snprintf(name, sizeof name, "%s%s", st->per_block ? "blocks.0." : "", st->name);
-        flops += vit_stage_flops(&vit.config, 1, name) * (st->per_block ? vit.config.depth : 1);
-    }
+    const double flops = vit_forward_flops(&vit.config, 1); // every stage (lib/stages.h)
     Tensor input = tensor_new(4, 1, 3, 224, 224);
     Rng rng;
     rng_seed(&rng, 7);

@@ -117,21 +117,6 @@ static VitStatus load_batch(Tensor *batch, const TraceArgs *a, const Vit *vit, V
 
 /* ------------------------------------------------------------------ trace */
 
-// Bytes of all the tensors one forward pass emits for a batch of B: the trace keeps them all.
-static double trace_bytes(const VitConfig *c, int B) {
-    double total = 0;
-    for (int i = 0; i < vit_stage_count(); i++) {
-        const VitStage *stage = vit_stage_at(i);
-        char name[64];
-        snprintf(name, sizeof name, "%s%s", stage->per_block ? "blocks.0." : "", stage->name);
-        int shape[4], ndim = vit_stage_shape(c, B, name, shape);
-        double numel = 1;
-        for (int k = 0; k < ndim; k++) numel *= shape[k];
-        total += 4 * numel * (stage->per_block ? c->depth : 1);
-    }
-    return total;
-}
-
 // The trace file: every recorded tensor in arrival order, the configuration as metadata.
 static VitStatus write_trace(const char *path, const TraceRecorder *rec, const Vit *vit,
                              const char *weights, VitError *err) {
@@ -212,7 +197,7 @@ VitStatus cmd_trace(const VitCommand *self, int argc, char **argv, VitError *err
     if ((s = load_batch(&batch, &a, &vit, err)) == VIT_OK) {
         snprintf(what, sizeof what, "%s: tracing %d images", a.input ? a.input : a.images[0],
                  batch.shape[0]);
-        s = cli_check_memory(trace_bytes(&vit.config, batch.shape[0]), what, err);
+        s = cli_check_memory(vit_trace_bytes(&vit.config, batch.shape[0]), what, err);
     }
 
     // 4. run, keeping a copy of every intermediate, then write them
@@ -228,7 +213,7 @@ VitStatus cmd_trace(const VitCommand *self, int argc, char **argv, VitError *err
         char bytes[CLI_NUM_BUF];
         printf("%s: %d tensors from one forward pass over %d image%s (%s) in %.3f s\n",
                a.out, rec.count, batch.shape[0], batch.shape[0] == 1 ? "" : "s",
-               cli_bytes(bytes, trace_bytes(&vit.config, batch.shape[0])), seconds);
+               cli_bytes(bytes, vit_trace_bytes(&vit.config, batch.shape[0])), seconds);
     }
     trace_recorder_free(&rec);
     tensor_free(&batch);

@@ -84,20 +84,16 @@ const HistEntry *history_get(const History *h, int node) {
 }
 
 size_t history_bytes_for(const VitConfig *cfg, size_t *per_block) {
-    size_t total = 0, block = 0;
-    int shape[4];
+    size_t block = 0;
     for (int i = 0; i < vit_stage_count(); i++) {
         const VitStage *st = vit_stage_at(i);
         char name[64];
-        snprintf(name, sizeof name, "%s%s", st->per_block ? "blocks.0." : "", st->name);
-        const int ndim = vit_stage_shape(cfg, 1, name, shape);
-        size_t n = sizeof(float);
-        for (int d = 0; d < ndim; d++) n *= (size_t)shape[d];
-        if (st->per_block) block += n;
-        else total += n;
+        if (st->per_block)
+            block += (size_t)vit_stage_bytes(cfg, 1, vit_stage_name(name, sizeof name, st, 0));
     }
-    // "patches" (the viewer's own node) is as large as the input
-    total += (size_t)cfg->channels * cfg->image_size * cfg->image_size * sizeof(float);
+    // the whole trace, plus "patches" (the viewer's own node), as large as the input
+    size_t total = (size_t)vit_trace_bytes(cfg, 1) +
+                   (size_t)cfg->channels * cfg->image_size * cfg->image_size * sizeof(float);
     if (per_block) *per_block = block;
-    return total + block * (size_t)cfg->depth;
+    return total;
 }
