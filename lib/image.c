@@ -3,6 +3,7 @@
  * @brief Decoding with stb_image, Pillow-exact resampling, crops and presets.
  */
 #include "image.h"
+#include "fileio.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -209,23 +210,12 @@ VitStatus image_load_memory(Image *img, const unsigned char *data, size_t size,
 
 VitStatus image_load(Image *img, const char *path, VitError *err) {
     memset(img, 0, sizeof *img);
-    struct stat sb;
-    if (stat(path, &sb) != 0)
-        return vit_fail(err, VIT_ERR_INPUT, "%s: cannot open: %s", path, strerror(errno));
-    if (S_ISDIR(sb.st_mode))
-        return vit_fail(err, VIT_ERR_INPUT, "%s: is a directory, not an image", path);
-    FILE *f = fopen(path, "rb");
-    if (!f) return vit_fail(err, VIT_ERR_INPUT, "%s: cannot open: %s", path, strerror(errno));
-    size_t size = sb.st_size > 0 ? (size_t)sb.st_size : 0;
-    if (size > (size_t)INT32_MAX) {
-        fclose(f);
-        return vit_fail(err, VIT_ERR_INPUT, "%s: file is larger than 2 GB", path);
-    }
-    unsigned char *data = vit_malloc(size + 1);
-    size_t got = fread(data, 1, size, f);
-    fclose(f);
-    VitStatus s = got == size ? image_load_memory(img, data, size, path, err)
-                              : vit_fail(err, VIT_ERR_INPUT, "%s: read failed", path);
+    char *data;
+    size_t size;
+    // a regular file only (a FIFO would hang, /dev/zero never end), and under stb's int limit
+    VitStatus s = file_read_all(&data, &size, path, (size_t)INT32_MAX, "an image", err);
+    if (s != VIT_OK) return s;
+    s = image_load_memory(img, (const unsigned char *)data, size, path, err);
     free(data);
     return s;
 }

@@ -3,6 +3,7 @@
  * @brief Loading class names from a text file or a Hugging Face config.json.
  */
 #include "labels.h"
+#include "fileio.h"
 
 #include <cJSON.h>
 #include <errno.h>
@@ -14,85 +15,74 @@
 #define VIT_DATA_DIR "data" ///< data/ when $VIT_DATA_DIR is unset (the build may set it)
 #endif
 
-enum { MAX_LABELS = 1000000 };
-
 const char *vit_data_path(char *buf, size_t size, const char *relative) {
     const char *dir = getenv("VIT_DATA_DIR");
     snprintf(buf, size, "%s/%s", dir && *dir ? dir : VIT_DATA_DIR, relative);
     return buf;
 }
 
-static void add_name(Labels *l, int *cap, const char *name, size_t len) {
-    if (l->count == *cap) {
-        *cap = *cap ? 2 * *cap : 1024;
-        l->names = vit_realloc(l->names, (size_t)*cap * sizeof(char *));
-    }
+static char *copy_name(const char *name, size_t len) {
     while (len > 0 && (name[len - 1] == '\n' || name[len - 1] == '\r' || name[len - 1] == ' '))
         len--;
     char *s = vit_malloc(len + 1);
     memcpy(s, name, len);
     s[len] = '\0';
-    l->names[l->count++] = s;
+    return s;
 }
 
 VitStatus labels_load(Labels *l, const char *path, VitError *err) {
     memset(l, 0, sizeof *l);
-    FILE *f = fopen(path, "r");
-    if (!f) return vit_fail(err, VIT_ERR_INPUT, "%s: cannot open: %s", path, strerror(errno));
-    char *line = NULL;
-    size_t cap_line = 0;
-    ssize_t n;
-    int cap = 0;
-    while ((n = getline(&line, &cap_line, f)) >= 0 && l->count < MAX_LABELS)
-        add_name(l, &cap, line, (size_t)n);
-    free(line);
-    fclose(f);
-    if (l->count == 0) return vit_fail(err, VIT_ERR_INPUT, "%s: no labels in the file", path);
+    char *text;
+    size_t size;
+    VitStatus s = file_read_all(&text, &size, path, LABELS_MAX_BYTES, "a labels file", err);
+    if (s != VIT_OK) return s;
+    // one name per line; a last line without its newline is a name too
+    size_t lines = 0;
+    for (size_t i = 0; i < size; i++) lines += text[i] == '\n';
+    if (size > 0 && text[size - 1] != '\n') lines++;
+    if (lines == 0 || lines > LABELS_MAX) {
+        char n[VIT_NUM_BUF];
+        s = lines == 0 ? vit_fail(err, VIT_ERR_INPUT, "%s: no labels in the file", path)
+                       : vit_fail(err, VIT_ERR_INPUT, "%s: %s lines, more than the %d labels a "
+                                  "model may have", path, vit_thousands(n, (int64_t)lines),
+                                  LABELS_MAX);
+        free(text);
+        return s;
+    }
+    l->names = vit_malloc(lines * sizeof(char *));
+    for (const char *p = text, *end = text + size; p < end && l->count < (int)lines;) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        l->names[l->count++] = copy_name(p, len);
+        p += len + 1;
+    }
+    free(text);
     return VIT_OK;
-}
-
-static char *read_text(const char *path, VitError *err, VitStatus *status) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        *status = vit_fail(err, VIT_ERR_INPUT, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
-    size_t cap = 4096, len = 0;
-    char *buf = vit_malloc(cap);
-    size_t got;
-    while ((got = fread(buf + len, 1, cap - len - 1, f)) > 0) {
-        len += got;
-        if (len + 1 == cap) {
-            if (cap > (64u << 20)) break; // a config.json is kilobytes
-            cap *= 2;
-            buf = vit_realloc(buf, cap);
-        }
-    }
-    fclose(f);
-    buf[len] = '\0';
-    return buf;
 }
 
 VitStatus labels_load_hf_config(Labels *l, const char *path, VitError *err) {
     memset(l, 0, sizeof *l);
-    VitStatus status = VIT_OK;
-    char *text = read_text(path, err, &status);
-    if (!text) return status;
-    cJSON *root = cJSON_Parse(text);
-    free(text);
-    if (!root) return vit_fail(err, VIT_ERR_INPUT, "%s: not valid JSON", path);
+    cJSON *root;
+    VitStatus status = file_read_json(&root, path, err);
+    if (status != VIT_OK) return status;
     const cJSON *map = cJSON_GetObjectItemCaseSensitive(root, "id2label");
-    int n = cJSON_IsObject(map) ? cJSON_GetArraySize(map) : 0;
-    if (n <= 0 || n > MAX_LABELS) {
+    if (!map) { // a config.json without names: fine, there are none
         cJSON_Delete(root);
-        return vit_fail(err, VIT_ERR_INPUT, "%s: no \"id2label\" object", path);
+        return VIT_OK;
+    }
+    int n = cJSON_IsObject(map) ? cJSON_GetArraySize(map) : 0;
+    if (n <= 0 || n > LABELS_MAX) {
+        cJSON_Delete(root);
+        return vit_fail(err, VIT_ERR_INPUT, "%s: \"id2label\" is not an object of between 1 and "
+                        "%d \"id\": \"name\" pairs", path, LABELS_MAX);
     }
     l->names = vit_calloc((size_t)n, sizeof(char *));
     l->count = n;
     for (const cJSON *item = map->child; item; item = item->next) {
         char *end;
         long id = strtol(item->string, &end, 10);
-        if (*end || id < 0 || id >= n || !cJSON_IsString(item) || l->names[id]) {
+        if (end == item->string || *end || id < 0 || id >= n || !cJSON_IsString(item) ||
+            l->names[id]) {
             status = vit_fail(err, VIT_ERR_INPUT,
                               "%s: id2label entry \"%s\" is not a unique id in 0..%d with a name",
                               path, item->string, n - 1);
@@ -103,6 +93,30 @@ VitStatus labels_load_hf_config(Labels *l, const char *path, VitError *err) {
     cJSON_Delete(root);
     if (status != VIT_OK) labels_free(l);
     return status;
+}
+
+VitStatus labels_for_model(Labels *l, const char *labels_file, const char *config_json,
+                           int classes, VitError *err) {
+    memset(l, 0, sizeof *l);
+    const char *source = labels_file ? labels_file : config_json;
+    VitStatus s = VIT_OK;
+    if (labels_file) s = labels_load(l, labels_file, err);
+    else if (config_json) s = labels_load_hf_config(l, config_json, err);
+    if (s != VIT_OK) return s;
+    if (l->count > 0 && l->count != classes) {
+        s = vit_fail(err, VIT_ERR_INPUT, "%s: %s %d labels but the model has %d classes", source,
+                     labels_file ? "has" : "id2label has", l->count, classes);
+        labels_free(l);
+        return s;
+    }
+    if (l->count > 0 || labels_file || classes != 1000) return VIT_OK;
+    // a 1000-class head without names of its own: ImageNet-1k, if the list is there
+    char path[4096];
+    VitError ignored; // a missing list only costs the names
+    if (labels_load(l, vit_data_path(path, sizeof path, "labels/imagenet1k.txt"), &ignored) ==
+            VIT_OK && l->count != classes)
+        labels_free(l);
+    return VIT_OK;
 }
 
 const char *labels_name(const Labels *l, int i) {

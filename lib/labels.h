@@ -22,10 +22,41 @@ typedef struct {
     int count;    /**< number of classes named */
 } Labels;
 
-/** @brief Read one name per line (trailing whitespace trimmed; empty lines are names too). */
+/** Most names a labels file may hold. */
+#define LABELS_MAX 1000000
+/** Largest labels file read: a million names of 64 bytes. */
+#define LABELS_MAX_BYTES (64u << 20)
+
+/**
+ * @brief Read one name per line (trailing whitespace trimmed; empty lines are names too).
+ * @return VIT_ERR_INPUT for a file that is not a regular file, is larger than
+ *         LABELS_MAX_BYTES, or holds no line or more than LABELS_MAX.
+ */
 VitStatus labels_load(Labels *labels, const char *path, VitError *err);
-/** @brief Read "id2label" from a Hugging Face config.json; ids must be 0…n-1. */
+/**
+ * @brief Read "id2label" from a Hugging Face config.json; ids must be 0…n-1.
+ *
+ * A config.json without "id2label" is fine: @p labels is then empty (count 0).
+ * One whose "id2label" is malformed is refused, naming the key at fault.
+ */
 VitStatus labels_load_hf_config(Labels *labels, const char *config_path, VitError *err);
+/**
+ * @brief The class names for a model with @p classes outputs, as every program finds them.
+ *
+ * In order: @p labels_file if given; else the "id2label" of @p config_json (a
+ * Hugging Face config.json beside the weights) if it has one; else, for
+ * 1000 classes, the ImageNet-1k list of data/labels/imagenet1k.txt if it is
+ * there; else none (count 0: programs print "class N").
+ * @param[out] labels       the names; empty when there are none
+ * @param[in] labels_file   a file of names given by the user, or NULL
+ * @param[in] config_json   the model's config.json, or NULL
+ * @param[in] classes       K, the model's number of classes
+ * @param[out] err          the message on failure
+ * @return VIT_ERR_INPUT when a file given or found is unreadable or malformed, or
+ *         names another number of classes than @p classes (the message says both).
+ */
+VitStatus labels_for_model(Labels *labels, const char *labels_file, const char *config_json,
+                           int classes, VitError *err);
 /** @brief The name of class @p i, or NULL when out of range. */
 const char *labels_name(const Labels *labels, int i);
 /** @brief Free the names and zero the struct. */

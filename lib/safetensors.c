@@ -3,17 +3,14 @@
  * @brief Validating safetensors reader (mmap + cJSON) and atomic writer.
  */
 #include "safetensors.h"
+#include "fileio.h"
 
 #include <cJSON.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 /** Largest header we accept: real checkpoints have a few hundred kB. */
 #define ST_MAX_HEADER (100u << 20)
@@ -102,11 +99,13 @@ static void st_free_contents(SafeTensors *st) {
     }
     free(st->meta_keys);
     free(st->meta_values);
+    free(st->by_name);
+    free(st->meta_by_key);
 }
 
 void st_close(SafeTensors *st) {
     st_free_contents(st);
-    if (st->map) munmap(st->map, st->size);
+    if (st->map) file_unmap(st->map, st->size);
     free(st->label);
     memset(st, 0, sizeof *st);
 }
@@ -222,6 +221,57 @@ static VitStatus check_overlaps(SafeTensors *st, VitError *err) {
     return status;
 }
 
+/*
+ * Name lookup. The names are sorted once (n log n) and found by binary
+ * search; a sorted list also shows a duplicate as two equal neighbours. A
+ * linear search per entry would make parsing quadratic: 100,000 entries
+ * would take half a minute, a header of tens of megabytes hours.
+ */
+static const char *const *sort_names; // the names being sorted (qsort has no user pointer)
+
+static int by_sorted_name(const void *a, const void *b) {
+    return strcmp(sort_names[*(const int *)a], sort_names[*(const int *)b]);
+}
+
+// Indices 0 … n−1 ordered by names[i]; *duplicate gets a name that occurs twice, or NULL.
+static int *sorted_index(const char *const *names, int n, const char **duplicate) {
+    int *order = vit_malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
+    for (int i = 0; i < n; i++) order[i] = i;
+    sort_names = names;
+    qsort(order, (size_t)n, sizeof *order, by_sorted_name);
+    sort_names = NULL;
+    *duplicate = NULL;
+    for (int i = 1; i < n && !*duplicate; i++)
+        if (strcmp(names[order[i - 1]], names[order[i]]) == 0) *duplicate = names[order[i]];
+    return order;
+}
+
+// The position of `key` among names sorted by `order`, or -1.
+static int find_sorted(const char *const *names, const int *order, int n, const char *key) {
+    int lo = 0, hi = n - 1;
+    while (lo <= hi) {
+        int mid = lo + (hi - lo) / 2, c = strcmp(names[order[mid]], key);
+        if (c == 0) return order[mid];
+        if (c < 0) lo = mid + 1;
+        else hi = mid - 1;
+    }
+    return -1;
+}
+
+static VitStatus build_indexes(SafeTensors *st, VitError *err) {
+    const char **names = vit_malloc(sizeof(char *) * (size_t)(st->count + 1));
+    for (int i = 0; i < st->count; i++) names[i] = st->tensors[i].name;
+    const char *dup;
+    st->by_name = sorted_index(names, st->count, &dup);
+    free(names);
+    if (dup) return vit_fail(err, VIT_ERR_INPUT, "%s: tensor '%s' appears twice", st->label, dup);
+    st->meta_by_key = sorted_index((const char *const *)st->meta_keys, st->meta_count, &dup);
+    if (dup)
+        return vit_fail(err, VIT_ERR_INPUT, "%s: __metadata__ key '%s' appears twice", st->label,
+                        dup);
+    return VIT_OK;
+}
+
 static VitStatus parse_header(SafeTensors *st, const cJSON *root, size_t data_size,
                               VitError *err) {
     if (!cJSON_IsObject(root))
@@ -234,15 +284,13 @@ static VitStatus parse_header(SafeTensors *st, const cJSON *root, size_t data_si
         bool is_meta = strcmp(item->string, "__metadata__") == 0;
         if (is_meta && st->meta_keys)
             return vit_fail(err, VIT_ERR_INPUT, "%s: __metadata__ appears twice", st->label);
-        if (!is_meta && st_find(st, item->string))
-            return vit_fail(err, VIT_ERR_INPUT, "%s: tensor '%s' appears twice", st->label,
-                            item->string);
         VitStatus s = is_meta ? parse_metadata(st, item, err)
                               : parse_entry(st, item, data_size, &st->tensors[st->count], err);
         if (s != VIT_OK) return s;
         if (!is_meta) st->count++;
     }
-    return check_overlaps(st, err);
+    VitStatus s = build_indexes(st, err);
+    return s != VIT_OK ? s : check_overlaps(st, err);
 }
 
 VitStatus st_parse(SafeTensors *st, const void *data, size_t size, const char *label,
@@ -279,31 +327,12 @@ VitStatus st_parse(SafeTensors *st, const void *data, size_t size, const char *l
 
 VitStatus st_open(SafeTensors *st, const char *path, VitError *err) {
     memset(st, 0, sizeof *st);
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return vit_fail(err, VIT_ERR_INPUT, "%s: cannot open: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        VitStatus s = vit_fail(err, VIT_ERR_INPUT, "%s: cannot stat: %s", path, strerror(errno));
-        close(fd);
-        return s;
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        close(fd);
-        return vit_fail(err, VIT_ERR_INPUT, "%s: %s", path,
-                        S_ISDIR(sb.st_mode) ? "is a directory, not a safetensors file"
-                                            : "is not a regular file");
-    }
-    if (sb.st_size == 0) {
-        close(fd);
-        return vit_fail(err, VIT_ERR_INPUT, "%s: file is empty", path);
-    }
-    size_t size = (size_t)sb.st_size;
-    void *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd); // the mapping keeps the file alive
-    if (map == MAP_FAILED)
-        return vit_fail(err, VIT_ERR_INPUT, "%s: cannot map: %s", path, strerror(errno));
-    VitStatus status = st_parse(st, map, size, path, err);
-    st->map = map; // set after st_parse, which zeroes st; st_close unmaps it
+    const void *map;
+    size_t size;
+    VitStatus status = file_map(&map, &size, path, "a safetensors file", err);
+    if (status != VIT_OK) return status;
+    status = st_parse(st, map, size, path, err);
+    st->map = (void *)map; // set after st_parse, which zeroes st; st_close unmaps it
     if (status != VIT_OK) {
         st_close(st);
         return status;
@@ -311,16 +340,33 @@ VitStatus st_open(SafeTensors *st, const char *path, VitError *err) {
     return VIT_OK;
 }
 
+char *st_shape_str(char *buf, size_t size, int ndim, const int64_t *shape) {
+    size_t used = (size_t)snprintf(buf, size, "(");
+    for (int i = 0; i < ndim && used < size; i++)
+        used += (size_t)snprintf(buf + used, size - used, "%s%lld", i ? ", " : "",
+                                 (long long)shape[i]);
+    if (used < size) snprintf(buf + used, size - used, ")");
+    return buf;
+}
+
 const StTensor *st_find(const SafeTensors *st, const char *name) {
-    for (int i = 0; i < st->count; i++)
-        if (strcmp(st->tensors[i].name, name) == 0) return &st->tensors[i];
+    if (!st->by_name) return NULL; // not parsed (or parsing failed before the index)
+    int lo = 0, hi = st->count - 1;
+    while (lo <= hi) { // binary search over the names in sorted order
+        int mid = lo + (hi - lo) / 2;
+        const StTensor *t = &st->tensors[st->by_name[mid]];
+        int c = strcmp(t->name, name);
+        if (c == 0) return t;
+        if (c < 0) lo = mid + 1;
+        else hi = mid - 1;
+    }
     return NULL;
 }
 
 const char *st_meta(const SafeTensors *st, const char *key) {
-    for (int i = 0; i < st->meta_count; i++)
-        if (strcmp(st->meta_keys[i], key) == 0) return st->meta_values[i];
-    return NULL;
+    if (!st->meta_by_key) return NULL;
+    int i = find_sorted((const char *const *)st->meta_keys, st->meta_by_key, st->meta_count, key);
+    return i >= 0 ? st->meta_values[i] : NULL;
 }
 
 static uint16_t load_u16(const unsigned char *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
@@ -459,34 +505,16 @@ VitStatus st_writer_save(const StWriter *w, const char *path, VitError *err) {
     size_t header_len = 0;
     char *header = build_header(w, &header_len);
     if (!header) return vit_fail(err, VIT_ERR_INPUT, "%s: could not build the JSON header", path);
-
-    size_t tmp_size = strlen(path) + 16;
-    char *tmp = vit_malloc(tmp_size);
-    snprintf(tmp, tmp_size, "%s.tmpXXXXXX", path);
-    int fd = mkstemp(tmp);
-    if (fd >= 0) fchmod(fd, 0644); // mkstemp makes it 0600; a weights file is not a secret
-    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
-    if (!f) {
-        VitStatus s = vit_fail(err, VIT_ERR_INPUT, "%s: cannot write: %s", path, strerror(errno));
-        if (fd >= 0) { close(fd); unlink(tmp); }
-        free(tmp);
+    OutFile out;
+    VitStatus status = outfile_open(&out, path, err);
+    if (status != VIT_OK) {
         free(header);
-        return s;
+        return status;
     }
     unsigned char len8[8];
     for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((uint64_t)header_len >> (8 * i));
-    bool ok = fwrite(len8, 1, 8, f) == 8 && fwrite(header, 1, header_len, f) == header_len;
-    for (int i = 0; ok && i < w->count; i++) ok = write_entry(f, &w->entries[i]);
-    int saved_errno = errno;
-    ok = (fclose(f) == 0) && ok;
-    if (ok && rename(tmp, path) != 0) { ok = false; saved_errno = errno; }
-    VitStatus status = VIT_OK;
-    if (!ok) {
-        unlink(tmp);
-        status = vit_fail(err, VIT_ERR_INPUT, "%s: write failed: %s", path,
-                          strerror(saved_errno ? saved_errno : EIO));
-    }
-    free(tmp);
+    bool ok = fwrite(len8, 1, 8, out.f) == 8 && fwrite(header, 1, header_len, out.f) == header_len;
+    for (int i = 0; ok && i < w->count; i++) ok = write_entry(out.f, &w->entries[i]);
     free(header);
-    return status;
+    return outfile_commit(&out, ok, err);
 }

@@ -12,10 +12,13 @@
  * touches a byte: header length within the file, valid JSON, known dtypes,
  * shapes, offsets inside the data section, byte sizes matching the shapes, no
  * two tensors overlapping, no duplicate names. F32 data is used in place; F16,
- * BF16 and F64 are converted to float32 on request.
+ * BF16 and F64 are converted to float32 on request. Parsing takes time linear
+ * in the header (names are sorted once and looked up by binary search), so a
+ * header of a million entries costs seconds, not hours.
  *
- * Writing goes to a temporary file in the same folder that is renamed over
- * the destination only once complete, so a failure never leaves half a file.
+ * Writing goes through fileio.h's OutFile: a temporary file in the same
+ * folder, renamed over the destination only once complete, so a failure
+ * never leaves half a file and a device, a FIFO or an input is never replaced.
  *
  * What it omits: writing dtypes other than F32/F16/BF16; big-endian hosts.
  */
@@ -62,9 +65,11 @@ typedef struct {
     void *map;                /**< mmap'ed region to unmap, or NULL when parsing a buffer */
     StTensor *tensors;        /**< count entries, in header order */
     int count;                /**< number of tensors */
+    int *by_name;             /**< tensor indices sorted by name, for st_find()'s binary search */
     char **meta_keys;         /**< __metadata__ keys */
     char **meta_values;       /**< __metadata__ values */
     int meta_count;           /**< number of metadata pairs */
+    int *meta_by_key;         /**< metadata indices sorted by key, for st_meta() */
 } SafeTensors;
 
 /** @brief "F32", "BF16", … */
@@ -89,6 +94,8 @@ VitStatus st_parse(SafeTensors *st, const void *data, size_t size, const char *l
 /** @brief Unmap and free; safe on a zeroed or failed SafeTensors. */
 void st_close(SafeTensors *st);
 
+/** @brief "(3, 224, 224)": a stored shape as text, written into @p buf and returned. */
+char *st_shape_str(char *buf, size_t size, int ndim, const int64_t *shape);
 /** @brief The entry called @p name, or NULL. */
 const StTensor *st_find(const SafeTensors *st, const char *name);
 /** @brief The metadata value for @p key, or NULL. */

@@ -10,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -67,6 +69,34 @@ void *vit_malloc_aligned(size_t bytes) {
     return p;
 }
 
+void *vit_try_malloc_aligned(size_t bytes) {
+    if (bytes > SIZE_MAX - 63) return NULL;
+    size_t rounded = (bytes + 63) / 64 * 64;
+    return aligned_alloc(64, rounded ? rounded : 64);
+}
+
+double vit_memory_limit(void) {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    double limit = pages > 0 && page > 0 ? (double)pages * (double)page : INFINITY;
+    // ulimit -v and -d: the allocator fails at these long before memory runs out
+    const int resources[] = {RLIMIT_AS, RLIMIT_DATA};
+    for (size_t i = 0; i < sizeof resources / sizeof resources[0]; i++) {
+        struct rlimit rl;
+        if (getrlimit(resources[i], &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+            (double)rl.rlim_cur < limit)
+            limit = (double)rl.rlim_cur;
+    }
+    return limit;
+}
+
+VitStatus vit_check_memory(double bytes, const char *what, VitError *err) {
+    double have = vit_memory_limit();
+    if (bytes <= have) return VIT_OK;
+    char need_s[VIT_NUM_BUF], have_s[VIT_NUM_BUF];
+    return vit_fail(err, VIT_ERR_INPUT, "%s would need %s of memory, more than the %s this "
+                    "process may use", what, vit_bytes(need_s, bytes), vit_bytes(have_s, have));
+}
+
 bool vit_checked_mul(size_t *out, size_t a, size_t b) {
     if (a != 0 && b > SIZE_MAX / a) return false;
     *out = a * b;
@@ -116,6 +146,82 @@ char *vit_thousands(char buf[VIT_NUM_BUF], int64_t n) {
     }
     *p = '\0';
     return buf;
+}
+
+char *vit_bytes(char buf[VIT_NUM_BUF], double bytes) {
+    static const char *const units[] = {"kB", "MB", "GB", "TB", "PB", "EB"};
+    if (!(bytes < 1e21)) { // beyond exabytes (or not a number): say so plainly
+        snprintf(buf, VIT_NUM_BUF, "%.3g bytes", bytes);
+        return buf;
+    }
+    if (bytes < 1000) {
+        snprintf(buf, VIT_NUM_BUF, "%.0f bytes", bytes);
+        return buf;
+    }
+    int u = 0;
+    for (bytes /= 1000; bytes >= 1000 && u < 5; u++) bytes /= 1000;
+    snprintf(buf, VIT_NUM_BUF, "%.1f %s", bytes, units[u]);
+    return buf;
+}
+
+/* -------------------------------------------------------------- escaping */
+
+// Length of the well-formed UTF-8 sequence at s (2 to 4 bytes), or 0; *cp gets its code point.
+static int utf8_sequence(const unsigned char *s, uint32_t *cp) {
+    int len = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc0 ? 2 : 0;
+    if (len == 0 || s[0] > 0xf4) return 0;
+    uint32_t v = s[0] & (0x7f >> len);
+    for (int i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80) return 0; // also stops at the terminating NUL
+        v = v << 6 | (s[i] & 0x3f);
+    }
+    static const uint32_t smallest[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (v < smallest[len] || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff)) return 0;
+    *cp = v;
+    return len;
+}
+
+// Code points a terminal acts on or that reorder text: C1 controls, bidi controls.
+static bool unsafe_code_point(uint32_t cp) {
+    return (cp >= 0x80 && cp <= 0x9f) || (cp >= 0x202a && cp <= 0x202e) ||
+           (cp >= 0x2066 && cp <= 0x2069) || cp == 0x200e || cp == 0x200f;
+}
+
+char *vit_escape(char *out, size_t size, const char *s) {
+    if (size == 0) return out;
+    const unsigned char *p = (const unsigned char *)(s ? s : "");
+    size_t used = 0;
+    while (*p) {
+        char piece[16];
+        int take = 1; // input bytes this piece stands for
+        uint32_t cp = 0;
+        int seq = *p >= 0x80 ? utf8_sequence(p, &cp) : 0;
+        if (*p >= 0x20 && *p < 0x7f) {
+            piece[0] = (char)*p, piece[1] = '\0';
+        } else if (seq && !unsafe_code_point(cp)) {
+            memcpy(piece, p, (size_t)seq), piece[seq] = '\0';
+            take = seq;
+        } else if (*p == '\n' || *p == '\t' || *p == '\r') {
+            snprintf(piece, sizeof piece, "\\%c", *p == '\n' ? 'n' : *p == '\t' ? 't' : 'r');
+        } else { // a control byte, or a sequence we do not pass: every byte in hex
+            int n = seq ? seq : 1, at = 0;
+            for (int i = 0; i < n; i++) at += snprintf(piece + at, sizeof piece - (size_t)at, "\\x%02x", p[i]);
+            take = n;
+        }
+        size_t len = strlen(piece);
+        if (used + len >= size) break; // never half a piece
+        memcpy(out + used, piece, len);
+        used += len;
+        p += take;
+    }
+    out[used] = '\0';
+    return out;
+}
+
+void vit_print_error(const char *program, const VitError *err) {
+    char safe[4 * sizeof err->msg];
+    vit_escape(safe, sizeof safe, err->msg[0] ? err->msg : "failed");
+    fprintf(stderr, "%s: %s\n", program, safe);
 }
 
 void vit_set_threads(int n) {

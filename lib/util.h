@@ -8,10 +8,17 @@
  * decides to exit, and its exit code is the status itself:
  * 0 ok, 1 bad input, 2 bad usage.
  *
- * Running out of memory is not a user error we can explain better than the
- * allocator can, so vit_malloc() and friends print the size and abort.
- * Callers that take sizes from user input must check them first (see
- * vit_checked_mul()).
+ * Memory: a size that comes from a file or a flag is checked before memory
+ * is taken for it, in one place per resource (vit_check_memory(), and
+ * vit_checked_mul() for the arithmetic), and the allocation itself goes
+ * through vit_try_malloc(), which returns NULL instead of aborting, so the
+ * caller can say what it was for. vit_malloc() and friends, which print the
+ * size and abort, are for the small, fixed allocations a program makes for
+ * itself, where running out of memory is not something a message could fix.
+ *
+ * Terminal safety: a string that came from a file (a tensor name, a label, a
+ * file name) may hold escape sequences or newlines. vit_escape() makes it
+ * printable; vit_print_error() escapes a whole message on its way to stderr.
  */
 #ifndef VIT_UTIL_H
 #define VIT_UTIL_H
@@ -34,7 +41,7 @@ typedef enum {
 
 /** One human-readable sentence describing the last failure. */
 typedef struct {
-    char msg[512]; /**< e.g. "w.safetensors: header length 9999 exceeds the file size 100" */
+    char msg[1024]; /**< e.g. "w.safetensors: header length 9999 exceeds the file size 100" */
 } VitError;
 
 /**
@@ -57,6 +64,31 @@ void *vit_realloc(void *p, size_t bytes);
 char *vit_strdup(const char *s);
 /** @brief 64-byte aligned allocation (for SIMD-friendly buffers); free with free(). */
 void *vit_malloc_aligned(size_t bytes);
+/**
+ * @brief 64-byte aligned allocation that may fail: NULL when the memory cannot be had.
+ *
+ * For buffers whose size the user chose (activations, batches): the caller
+ * turns NULL into a message naming what the memory was for.
+ */
+void *vit_try_malloc_aligned(size_t bytes);
+
+/**
+ * @brief The most memory this process may take, in bytes: the machine's
+ *        physical memory, or a lower address-space or data limit (ulimit -v / -d).
+ */
+double vit_memory_limit(void);
+
+/**
+ * @brief Refuse work that needs more memory than the process may take, before allocating it.
+ *
+ * Sizes come from users (flags, files), and asking the allocator for terabytes
+ * ends in an abort or the kernel's OOM killer, not in a message.
+ * @param[in] bytes  what the work will allocate
+ * @param[in] what   names the work in the message, e.g. "the parameters"
+ * @param[out] err   the message on failure
+ * @return VIT_OK, or VIT_ERR_INPUT "WHAT would need X of memory, more than …".
+ */
+VitStatus vit_check_memory(double bytes, const char *what, VitError *err);
 
 /**
  * @brief Multiply sizes, refusing overflow.
@@ -86,6 +118,28 @@ VitStatus vit_parse_float(float *out, const char *s, const char *what, VitError 
 
 /** @brief Write @p n with thousands separators, e.g. 86567656 → "86,567,656"; returns @p buf. */
 char *vit_thousands(char buf[VIT_NUM_BUF], int64_t n);
+
+/** @brief Write a byte count for people, in powers of 1000: "346.3 MB", "5.1 kB", "12 bytes". */
+char *vit_bytes(char buf[VIT_NUM_BUF], double bytes);
+
+/**
+ * @brief Copy @p s into @p out (size bytes, always terminated) so that it is safe
+ *        to print on a terminal.
+ *
+ * Printable ASCII and well-formed UTF-8 pass unchanged (so "café" and "224×224"
+ * stay as they are). Everything a terminal could act on is written out
+ * instead: newline, tab and carriage return as `\n`, `\t`, `\r`; other control
+ * bytes (ESC, BEL, DEL), C1 controls, bidirectional overrides and bytes that
+ * are not UTF-8 as `\xNN`. The output is cut at a character boundary.
+ * @return @p out
+ */
+char *vit_escape(char *out, size_t size, const char *s);
+
+/**
+ * @brief Print `PROGRAM: MESSAGE` on stderr as one line, the message escaped
+ *        (it may quote names and bytes from a file).
+ */
+void vit_print_error(const char *program, const VitError *err);
 
 /** @brief Use @p n threads for OpenMP loops and for OpenBLAS (n <= 0: all cores). */
 void vit_set_threads(int n);

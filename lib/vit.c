@@ -78,9 +78,13 @@ VitStatus vit_config_check(const VitConfig *c, VitError *err) {
     if (c->image_size % c->patch_size != 0)
         return vit_fail(err, VIT_ERR_INPUT, "image size %d is not a multiple of patch size %d",
                         c->image_size, c->patch_size);
-    if (vit_num_tokens(c) > 16384)
-        return vit_fail(err, VIT_ERR_INPUT, "%d tokens is more than 16384",
-                        vit_num_tokens(c));
+    if (vit_num_tokens(c) > VIT_MAX_TOKENS) {
+        const int grid = c->image_size / c->patch_size;
+        char tokens[VIT_NUM_BUF], most[VIT_NUM_BUF];
+        return vit_fail(err, VIT_ERR_INPUT, "%d×%d patches and [cls] make %s tokens, more than the "
+                        "%s this implementation allows", grid, grid,
+                        vit_thousands(tokens, vit_num_tokens(c)), vit_thousands(most, VIT_MAX_TOKENS));
+    }
     if (!(c->ln_eps > 0 && c->ln_eps < 1))
         return vit_fail(err, VIT_ERR_INPUT, "LayerNorm eps %g is not in (0, 1)", (double)c->ln_eps);
     return VIT_OK;
@@ -194,18 +198,79 @@ VitStatus vit_build_random(Vit *vit, const VitConfig *cfg, const VitInit *init, 
 
 /* ----------------------------------------------------------------- saving */
 
-// Queues one parameter under its timm name with the given shape (the writer
-// copies the shape and borrows the data).
-static void save_param(StWriter *wr, const char *name, const float *data, int ndim, int d0,
-                       int d1, int d2, int d3) {
-    Tensor t = tensor_view((float *)data, ndim, d0, d1, d2, d3);
-    st_writer_add(wr, name, &t);
+// Adds one parameter to the list (when there is a list) and returns the new count.
+static int add_param(VitParam *out, int n, const char *name, const float *data, int ndim, int d0,
+                     int d1, int d2, int d3) {
+    if (out) {
+        VitParam *p = &out[n];
+        snprintf(p->name, sizeof p->name, "%s", name);
+        p->data = data;
+        p->ndim = ndim;
+        const int shape[4] = {d0, d1, d2, d3};
+        p->numel = 1;
+        for (int i = 0; i < 4; i++) {
+            p->shape[i] = i < ndim ? shape[i] : 0;
+            if (i < ndim) p->numel *= (size_t)shape[i];
+        }
+    }
+    return n + 1;
+}
+
+int vit_params(const Vit *vit, VitParam *out) {
+    const VitConfig *c = &vit->config;
+    const VitWeights *w = &vit->weights;
+    const int D = c->dim, M = c->mlp_dim, K = c->num_classes, p = c->patch_size;
+    int n = 0;
+    n = add_param(out, n, "cls_token", w->cls_token, 3, 1, 1, D, 0);
+    n = add_param(out, n, "pos_embed", w->pos_embed, 3, 1, vit_num_tokens(c), D, 0);
+    n = add_param(out, n, "patch_embed.proj.weight", w->patch_w, 4, D, c->channels, p, p);
+    n = add_param(out, n, "patch_embed.proj.bias", w->patch_b, 1, D, 0, 0, 0);
+    for (int i = 0; i < c->depth; i++) {
+        const VitBlockWeights *b = &w->blocks[i];
+        char name[64];
+#define BLOCK_PARAM(suffix, data, ...) \
+    (snprintf(name, sizeof name, "blocks.%d.%s", i, suffix), \
+     n = add_param(out, n, name, data, __VA_ARGS__))
+        BLOCK_PARAM("norm1.weight", b->norm1_w, 1, D, 0, 0, 0);
+        BLOCK_PARAM("norm1.bias", b->norm1_b, 1, D, 0, 0, 0);
+        // q, k and v are consecutive rows of one (3D, D) tensor when built here or loaded
+        // from timm/torchvision; Hugging Face keeps them apart, and so does this list then
+        const bool fused = b->attn.k_w == b->attn.q_w + (size_t)D * D &&
+                           b->attn.v_w == b->attn.q_w + 2 * (size_t)D * D &&
+                           b->attn.k_b == b->attn.q_b + D && b->attn.v_b == b->attn.q_b + 2 * D;
+        if (fused) {
+            BLOCK_PARAM("attn.qkv.weight", b->attn.q_w, 2, 3 * D, D, 0, 0);
+            BLOCK_PARAM("attn.qkv.bias", b->attn.q_b, 1, 3 * D, 0, 0, 0);
+        } else {
+            BLOCK_PARAM("attn.q.weight", b->attn.q_w, 2, D, D, 0, 0);
+            BLOCK_PARAM("attn.q.bias", b->attn.q_b, 1, D, 0, 0, 0);
+            BLOCK_PARAM("attn.k.weight", b->attn.k_w, 2, D, D, 0, 0);
+            BLOCK_PARAM("attn.k.bias", b->attn.k_b, 1, D, 0, 0, 0);
+            BLOCK_PARAM("attn.v.weight", b->attn.v_w, 2, D, D, 0, 0);
+            BLOCK_PARAM("attn.v.bias", b->attn.v_b, 1, D, 0, 0, 0);
+        }
+        BLOCK_PARAM("attn.proj.weight", b->attn.proj_w, 2, D, D, 0, 0);
+        BLOCK_PARAM("attn.proj.bias", b->attn.proj_b, 1, D, 0, 0, 0);
+        BLOCK_PARAM("norm2.weight", b->norm2_w, 1, D, 0, 0, 0);
+        BLOCK_PARAM("norm2.bias", b->norm2_b, 1, D, 0, 0, 0);
+        BLOCK_PARAM("mlp.fc1.weight", b->fc1_w, 2, M, D, 0, 0);
+        BLOCK_PARAM("mlp.fc1.bias", b->fc1_b, 1, M, 0, 0, 0);
+        BLOCK_PARAM("mlp.fc2.weight", b->fc2_w, 2, D, M, 0, 0);
+        BLOCK_PARAM("mlp.fc2.bias", b->fc2_b, 1, D, 0, 0, 0);
+#undef BLOCK_PARAM
+    }
+    n = add_param(out, n, "norm.weight", w->norm_w, 1, D, 0, 0, 0);
+    n = add_param(out, n, "norm.bias", w->norm_b, 1, D, 0, 0, 0);
+    n = add_param(out, n, "head.weight", w->head_w, 2, K, D, 0, 0);
+    n = add_param(out, n, "head.bias", w->head_b, 1, K, 0, 0, 0);
+    return n;
 }
 
 VitStatus vit_save(const Vit *vit, const char *path, VitError *err) {
     const VitConfig *c = &vit->config;
-    const VitWeights *w = &vit->weights;
-    const int D = c->dim, M = c->mlp_dim, K = c->num_classes, p = c->patch_size;
+    const int count = vit_params(vit, NULL);
+    VitParam *params = vit_malloc(sizeof *params * (size_t)count);
+    vit_params(vit, params);
     StWriter wr = {0};
     char meta[32];
     snprintf(meta, sizeof meta, "%d", c->heads);
@@ -213,70 +278,95 @@ VitStatus vit_save(const Vit *vit, const char *path, VitError *err) {
     snprintf(meta, sizeof meta, "%g", (double)c->ln_eps);
     st_writer_meta(&wr, "layer_norm_eps", meta);
     st_writer_meta(&wr, "format", "pt");
-
-    save_param(&wr, "cls_token", w->cls_token, 3, 1, 1, D, 0);
-    save_param(&wr, "pos_embed", w->pos_embed, 3, 1, vit_num_tokens(c), D, 0);
-    save_param(&wr, "patch_embed.proj.weight", w->patch_w, 4, D, c->channels, p, p);
-    save_param(&wr, "patch_embed.proj.bias", w->patch_b, 1, D, 0, 0, 0);
-    char names[16][64];
-    for (int i = 0; i < c->depth; i++) {
-        const VitBlockWeights *b = &w->blocks[i];
-        // q, k and v are consecutive rows of one (3D, D) tensor when built here or loaded
-        // from timm/torchvision; a model loaded from separate HF q/k/v is not re-fused.
-        if (b->attn.k_w != b->attn.q_w + (size_t)D * D ||
-            b->attn.v_w != b->attn.q_w + 2 * (size_t)D * D) {
-            st_writer_free(&wr);
-            return vit_fail(err, VIT_ERR_INPUT,
-                            "%s: saving is only supported for fused q/k/v weights", path);
-        }
-        const char *fmt[14] = {"norm1.weight", "norm1.bias", "attn.qkv.weight", "attn.qkv.bias",
-                               "attn.proj.weight", "attn.proj.bias", "norm2.weight", "norm2.bias",
-                               "mlp.fc1.weight", "mlp.fc1.bias", "mlp.fc2.weight", "mlp.fc2.bias"};
-        for (int k = 0; k < 12; k++) snprintf(names[k], sizeof names[k], "blocks.%d.%s", i, fmt[k]);
-        save_param(&wr, names[0], b->norm1_w, 1, D, 0, 0, 0);
-        save_param(&wr, names[1], b->norm1_b, 1, D, 0, 0, 0);
-        save_param(&wr, names[2], b->attn.q_w, 2, 3 * D, D, 0, 0);
-        save_param(&wr, names[3], b->attn.q_b, 1, 3 * D, 0, 0, 0);
-        save_param(&wr, names[4], b->attn.proj_w, 2, D, D, 0, 0);
-        save_param(&wr, names[5], b->attn.proj_b, 1, D, 0, 0, 0);
-        save_param(&wr, names[6], b->norm2_w, 1, D, 0, 0, 0);
-        save_param(&wr, names[7], b->norm2_b, 1, D, 0, 0, 0);
-        save_param(&wr, names[8], b->fc1_w, 2, M, D, 0, 0);
-        save_param(&wr, names[9], b->fc1_b, 1, M, 0, 0, 0);
-        save_param(&wr, names[10], b->fc2_w, 2, D, M, 0, 0);
-        save_param(&wr, names[11], b->fc2_b, 1, D, 0, 0, 0);
+    VitStatus s = VIT_OK;
+    for (int i = 0; i < count && s == VIT_OK; i++) {
+        if (strstr(params[i].name, ".attn.q.")) // timm stores one fused qkv; we do not re-fuse
+            s = vit_fail(err, VIT_ERR_INPUT,
+                         "%s: saving is only supported for fused q/k/v weights", path);
+        Tensor t = tensor_view_shape((float *)params[i].data, params[i].ndim, params[i].shape);
+        st_writer_add(&wr, params[i].name, &t);
     }
-    save_param(&wr, "norm.weight", w->norm_w, 1, D, 0, 0, 0);
-    save_param(&wr, "norm.bias", w->norm_b, 1, D, 0, 0, 0);
-    save_param(&wr, "head.weight", w->head_w, 2, K, D, 0, 0);
-    save_param(&wr, "head.bias", w->head_b, 1, K, 0, 0, 0);
-    VitStatus s = st_writer_save(&wr, path, err);
+    if (s == VIT_OK) s = st_writer_save(&wr, path, err);
     st_writer_free(&wr);
+    free(params);
     return s;
 }
 
 /* ------------------------------------------------------------ activations */
 
-// (Re)allocates the activations for a batch of B and carves the one block into buffers.
-static void acts_ensure(Vit *vit, int B) {
-    VitActivations *a = &vit->acts;
-    if (a->memory && a->batch == B) return;
-    free(a->memory);
-    const VitConfig *c = &vit->config;
+// The activation buffers for one image, in floats, in the order acts_ensure() carves them:
+// patches, patch_embed, tokens, x[0], x[1], the block, norm, pre_logits, logits.
+// Everything is linear in the batch, so a batch of B needs B times these.
+enum { ACT_BUFFERS = 9 };
+static size_t acts_sizes(const VitConfig *c, size_t sizes[ACT_BUFFERS]) {
     const size_t N = (size_t)vit_num_tokens(c), P = (size_t)vit_num_patches(c);
     const size_t D = (size_t)c->dim, K = (size_t)c->num_classes;
     const size_t patch_in = (size_t)c->channels * c->patch_size * c->patch_size;
-    const size_t bnd = (size_t)B * N * D;
-    // patches, patch_embed, tokens, x[0], x[1], the block, norm, pre_logits, logits
-    size_t sizes[] = {B * P * patch_in, B * P * D, bnd, bnd, bnd, vit_block_acts_floats(c, B),
-                      bnd, B * D, B * K};
+    const size_t nd = N * D;
+    const size_t per_image[ACT_BUFFERS] = {P * patch_in, P * D, nd, nd, nd,
+                                           vit_block_acts_floats(c, 1), nd, D, K};
     size_t total = 0;
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) total += sizes[i];
-    float *m = vit_malloc_aligned(total * sizeof(float));
+    for (int i = 0; i < ACT_BUFFERS; i++) total += sizes[i] = per_image[i];
+    return total;
+}
+
+double vit_activation_bytes(const VitConfig *c, int B) {
+    size_t sizes[ACT_BUFFERS];
+    return (double)B * (double)acts_sizes(c, sizes) * sizeof(float);
+}
+
+// "a forward pass over 2 images of 224×224 pixels (197 tokens, 12 heads; the attention
+// scores alone take 11.2 MB)", for messages about memory.
+static void describe_batch(char *buf, size_t size, const VitConfig *c, int B) {
+    const double N = vit_num_tokens(c);
+    // scores, scaled and probs: three (B, H, N, N) tensors, quadratic in the tokens
+    double scores = 3.0 * B * c->heads * N * N * sizeof(float);
+    char tokens[VIT_NUM_BUF], bytes[VIT_NUM_BUF];
+    snprintf(buf, size, "a forward pass over %d image%s of %d×%d pixels (%s tokens, %d head%s; "
+             "the attention scores alone take %s, growing with the square of the tokens)",
+             B, B == 1 ? "" : "s", c->image_size, c->image_size,
+             vit_thousands(tokens, vit_num_tokens(c)), c->heads, c->heads == 1 ? "" : "s",
+             vit_bytes(bytes, scores));
+}
+
+VitStatus vit_check_batch(const VitConfig *c, int B, double extra_bytes, const char *extra_what,
+                          VitError *err) {
+    VitStatus s = vit_config_check(c, err);
+    if (s != VIT_OK) return s;
+    if (B < 1) return vit_fail(err, VIT_ERR_INPUT, "a batch needs at least one image, not %d", B);
+    const double input = (double)B * c->channels * c->image_size * c->image_size * sizeof(float);
+    char what[384];
+    describe_batch(what, sizeof what, c, B);
+    if (extra_bytes > 0 && extra_what)
+        snprintf(what + strlen(what), sizeof what - strlen(what), ", with %s", extra_what);
+    return vit_check_memory(input + vit_activation_bytes(c, B) + extra_bytes, what, err);
+}
+
+// (Re)allocates the activations for a batch of B and carves the one block into
+// buffers. The size was chosen by whoever chose B and the image size, so it is
+// checked before it is taken, and a failed allocation is a message.
+static VitStatus acts_ensure(Vit *vit, int B, VitError *err) {
+    VitActivations *a = &vit->acts;
+    if (a->memory && a->batch == B) return VIT_OK;
+    free(a->memory);
     memset(a, 0, sizeof *a);
+    const VitConfig *c = &vit->config;
+    char what[384];
+    describe_batch(what, sizeof what, c, B);
+    const double bytes = vit_activation_bytes(c, B);
+    VitStatus s = vit_check_memory(bytes, what, err);
+    if (s != VIT_OK) return s;
+    size_t sizes[ACT_BUFFERS], total = (size_t)B * acts_sizes(c, sizes); // fits: checked above
+    float *m = vit_try_malloc_aligned(total * sizeof(float));
+    if (!m) {
+        char have[VIT_NUM_BUF];
+        return vit_fail(err, VIT_ERR_INPUT, "%s: cannot allocate %s: out of memory", what,
+                        vit_bytes(have, bytes));
+    }
     a->memory = m;
     a->floats = total;
     a->batch = B;
+    for (int i = 0; i < ACT_BUFFERS; i++) sizes[i] *= (size_t)B;
     a->patches = m, m += sizes[0];
     a->patch_embed = m, m += sizes[1];
     a->tokens = m, m += sizes[2];
@@ -286,6 +376,7 @@ static void acts_ensure(Vit *vit, int B) {
     a->norm = m, m += sizes[6];
     a->pre_logits = m, m += sizes[7];
     a->logits = m;
+    return VIT_OK;
 }
 
 /* ---------------------------------------------------------- forward pass */
@@ -308,7 +399,7 @@ VitStatus vit_forward(Vit *vit, const Tensor *input, TraceFn trace, void *user, 
     const VitWeights *w = &vit->weights;
     const int B = input->shape[0], C = c->channels, S = c->image_size, p = c->patch_size;
     const int P = vit_num_patches(c), N = P + 1, D = c->dim, K = c->num_classes;
-    acts_ensure(vit, B);
+    if ((status = acts_ensure(vit, B, err)) != VIT_OK) return status;
     VitActivations *a = &vit->acts;
     const Tracer tr = {trace, user, NULL};
     // listeners may read, never write, what they are shown
@@ -369,6 +460,7 @@ void vit_free(Vit *vit) {
     free(vit->weights.blocks);
     free(vit->map);
     free(vit->pos_resized);
+    free(vit->config_json);
     st_close(&vit->file);
     memset(vit, 0, sizeof *vit);
 }
@@ -382,6 +474,11 @@ VitStatus vit_resize_positions(Vit *vit, int image_size, VitError *err) {
         return vit_fail(err, VIT_ERR_USAGE,
                         "image size %d must be a multiple of the patch size %d (at most 4096)",
                         image_size, c.patch_size);
+    c.image_size = image_size; // the same limits as any model (tokens above all)
+    VitError why;
+    if (vit_config_check(&c, &why) != VIT_OK)
+        return vit_fail(err, VIT_ERR_INPUT, "image size %d: %s", image_size, why.msg);
+    c.image_size = vit->config.image_size;
     const int D = c.dim, old_grid = c.image_size / c.patch_size;
     const int new_grid = image_size / c.patch_size;
     float *pos = vit_malloc(sizeof(float) * ((size_t)new_grid * new_grid + 1) * D);

@@ -37,6 +37,9 @@
  *  @{
  */
 
+/** Most tokens N a model may have: N² attention scores per head must stay affordable. */
+#define VIT_MAX_TOKENS 16384
+
 /** The sizes that define a ViT. */
 typedef struct {
     int image_size;  /**< S, input side in pixels, e.g. 224 */
@@ -121,7 +124,7 @@ typedef struct {
     int owned_count;         /**< entries in owned */
     char source[32];         /**< "timm", "hf", "torchvision" or "random" */
     float *pos_resized;      /**< owned position table after vit_resize_positions(), or NULL */
-    char config_json[512];   /**< the Hugging Face config.json that was read, or "" */
+    char *config_json;       /**< the Hugging Face config.json that was read (owned), or NULL */
     char heads_from[64];     /**< where vit_build() found H, e.g. "__metadata__ num_heads" */
     char eps_from[64];       /**< where it found the LayerNorm eps */
     VitMapEntry *map;        /**< what vit_build() mapped, for `vit info` */
@@ -176,6 +179,25 @@ VitStatus vit_build_from(Vit *vit, SafeTensors *file, VitError *err);
 VitStatus vit_resize_positions(Vit *vit, int image_size, VitError *err);
 /** @brief Build a model with freshly drawn parameters. */
 VitStatus vit_build_random(Vit *vit, const VitConfig *cfg, const VitInit *init, VitError *err);
+/** One parameter tensor of a model, under its timm name. */
+typedef struct {
+    char name[64];      /**< e.g. "blocks.0.attn.qkv.weight" */
+    const float *data;  /**< its values (borrowed from the model) */
+    int ndim;           /**< dimensions, as timm stores it, e.g. 3 for cls_token (1, 1, D) */
+    int shape[4];       /**< sizes */
+    size_t numel;       /**< values */
+} VitParam;
+
+/**
+ * @brief Every parameter tensor, in the order of timm's state_dict.
+ *
+ * q, k and v are one fused "attn.qkv" tensor, as timm stores them, unless the
+ * model keeps them apart (loaded from Hugging Face): then "attn.q", "attn.k"
+ * and "attn.v".
+ * @param[out] out  vit_params(vit, NULL) entries, or NULL to count them
+ * @return the number of parameter tensors, 4 + 12·L + 4 when fused
+ */
+int vit_params(const Vit *vit, VitParam *out);
 /** @brief Write the parameters with timm's names (and num_heads/layer_norm_eps metadata). */
 VitStatus vit_save(const Vit *vit, const char *path, VitError *err);
 
@@ -183,14 +205,44 @@ VitStatus vit_save(const Vit *vit, const char *path, VitError *err);
  * @brief Run the model on a batch; every intermediate goes to @p trace.
  * @param[in] input  (B, C, S, S) normalised pixels, B ≥ 1
  * @param[in] trace  receives each stage (NULL: nobody listens)
- * @return VIT_ERR_INPUT if the input shape does not fit the configuration.
- *         The logits are then in vit->acts.logits, see vit_logits().
+ * @return VIT_ERR_INPUT if the input shape does not fit the configuration, or
+ *         the activations for this batch cannot be had (the message says how
+ *         much they need). Otherwise the logits are in vit->acts.logits, see vit_logits().
  */
 VitStatus vit_forward(Vit *vit, const Tensor *input, TraceFn trace, void *user, VitError *err);
+/**
+ * @brief After vit_forward(): VIT_OK when every logit is a finite number.
+ *
+ * Otherwise the pass is run again on the same @p input with a listener that
+ * finds the first stage holding a NaN or an infinity, and the parameters are
+ * searched for one, so the message says where the trouble starts: "the
+ * logits are not finite (10 NaN of 10): the first stage with NaN or infinity
+ * is blocks.0.attn.q (64 NaN); the weights hold them, first in
+ * 'blocks.0.attn.qkv.weight' (1 NaN of 12,288 values)".
+ * @return VIT_OK, or VIT_ERR_INPUT with that message.
+ */
+VitStatus vit_check_finite(Vit *vit, const Tensor *input, VitError *err);
 /** @brief The logits of the last forward pass, a view (B, K) into the activations. */
 Tensor vit_logits(const Vit *vit);
 /** @brief Free everything the model owns and zero it. */
 void vit_free(Vit *vit);
+
+/** @brief Bytes of the activations vit_forward() allocates for a batch of @p B. */
+double vit_activation_bytes(const VitConfig *cfg, int B);
+/**
+ * @brief Can this process run a batch of @p B at all? The one place that
+ *        checks the token limit and the memory of a run, before anything is allocated.
+ *
+ * Counts the input batch (B, C, S, S), the activations and @p extra_bytes,
+ * what the caller keeps besides (e.g. a copy of every stage, described by
+ * @p extra_what: "a copy of every stage").
+ * vit_forward() makes the same check of its activations; commands call this
+ * first, before they decode images into a batch.
+ * @return VIT_OK, or VIT_ERR_INPUT with a message that gives the tokens, the
+ *         heads and the memory needed.
+ */
+VitStatus vit_check_batch(const VitConfig *cfg, int B, double extra_bytes, const char *extra_what,
+                          VitError *err);
 
 /** @brief Floats vit_block_acts_carve() needs for a batch of @p B. */
 size_t vit_block_acts_floats(const VitConfig *cfg, int B);

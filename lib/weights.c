@@ -10,15 +10,18 @@
  * (BF16/F16/F64, misaligned) is converted once into the model's own memory.
  */
 #include "vit.h"
+#include "fileio.h"
 #include "vit_internal.h"
 
 #include <cJSON.h>
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /** Where each parameter lives in one ecosystem's checkpoints. "%d" is the block index. */
 typedef struct {
@@ -140,14 +143,6 @@ static const StTensor *lookup(const Loader *ld, const char *tmpl, int block, cha
 
 /* ----------------------------------------------------------------- shapes */
 
-static void shape_str(char *buf, size_t size, int ndim, const int64_t *shape) {
-    size_t used = (size_t)snprintf(buf, size, "(");
-    for (int i = 0; i < ndim && used < size; i++)
-        used += (size_t)snprintf(buf + used, size - used, "%s%lld", i ? ", " : "",
-                                 (long long)shape[i]);
-    if (used < size) snprintf(buf + used, size - used, ")");
-}
-
 // Shapes agree once leading 1s are dropped: cls may be stored (1, 1, D), (1, D) or (D).
 static bool shape_matches(const StTensor *e, int ndim, const int64_t *want) {
     int i = 0, j = 0;
@@ -196,8 +191,8 @@ static VitStatus map_param(Loader *ld, const float **out, const char *canonical,
     }
     if (!shape_matches(e, ndim, want)) {
         char got[96], expected[96];
-        shape_str(got, sizeof got, e->ndim, e->shape);
-        shape_str(expected, sizeof expected, ndim, want);
+        st_shape_str(got, sizeof got, e->ndim, e->shape);
+        st_shape_str(expected, sizeof expected, ndim, want);
         return vit_fail(ld->err, VIT_ERR_INPUT,
                         "%s: tensor '%s' has shape %s, but the configuration needs %s",
                         vit->file.label, name, got, expected);
@@ -231,6 +226,27 @@ static int count_blocks(const Loader *ld) {
     return n;
 }
 
+// Blocks are counted from 0 until one is missing. A tensor of a later block
+// means a gap (blocks 0 and 2, no 1): refuse it rather than silently build a
+// shallower model. The block prefix is the layout's up to "%d", e.g. "blocks.".
+static VitStatus check_block_numbers(const Loader *ld, int depth) {
+    const char *tmpl = ld->layout->norm1_w;
+    const size_t prefix = (size_t)(strstr(tmpl, "%d") - tmpl);
+    const SafeTensors *f = &ld->vit->file;
+    for (int i = 0; i < f->count; i++) {
+        const char *name = f->tensors[i].name;
+        if (strncmp(name, tmpl, prefix) != 0 || !isdigit((unsigned char)name[prefix])) continue;
+        char *end;
+        unsigned long block = strtoul(name + prefix, &end, 10);
+        if (*end == '.' && block >= (unsigned long)depth)
+            return vit_fail(ld->err, VIT_ERR_INPUT,
+                            "%s: tensor '%s' belongs to block %lu, but block %d is missing: "
+                            "blocks must be numbered 0, 1, 2, … without a gap",
+                            f->label, name, block, depth);
+    }
+    return VIT_OK;
+}
+
 // Reads a positive integer from __metadata__, if present.
 static VitStatus meta_int(const Loader *ld, const char *key, int *out) {
     const char *v = st_meta(&ld->vit->file, key);
@@ -241,14 +257,23 @@ static VitStatus meta_int(const Loader *ld, const char *key, int *out) {
     return VIT_OK;
 }
 
+// A LayerNorm epsilon as float32: in (0, 1), and not so small that it rounds to 0.
+// Returns NULL when it is fine, else what is wrong with it.
+static const char *eps_problem(double d) {
+    if (!(d > 0 && d < 1)) return "is not in (0, 1)";
+    if (!((float)d > 0)) return "is too small for float32 (it rounds to 0)";
+    return NULL;
+}
+
 static VitStatus meta_eps(const Loader *ld, float *out) {
     const char *v = st_meta(&ld->vit->file, "layer_norm_eps");
     if (!v) return VIT_OK;
     char *end;
     double d = strtod(v, &end);
-    if (*end || !(d > 0 && d < 1))
-        return vit_fail(ld->err, VIT_ERR_INPUT, "%s: __metadata__ layer_norm_eps '%s' is not in (0, 1)",
-                        ld->vit->file.label, v);
+    const char *problem = *end || end == v ? "is not a number" : eps_problem(d);
+    if (problem)
+        return vit_fail(ld->err, VIT_ERR_INPUT, "%s: __metadata__ layer_norm_eps '%s' %s",
+                        ld->vit->file.label, v, problem);
     *out = (float)d;
     return VIT_OK;
 }
@@ -266,14 +291,22 @@ static VitStatus need(const Loader *ld, const char *tmpl, int ndim, const StTens
     return VIT_OK;
 }
 
-// The config.json beside a Hugging Face model.safetensors, or "" when there is none.
-static void sibling_config(char *out, size_t size, const char *weights_path) {
+// The config.json beside a Hugging Face model.safetensors, or NULL when there is
+// none. Anything at that name counts as there (a directory, a FIFO, a file we
+// may not read): reading it then fails with a message that says why, instead
+// of the model silently running with the wrong heads or labels.
+static char *sibling_config(const char *weights_path) {
     const char *slash = strrchr(weights_path, '/');
-    int dir_len = slash ? (int)(slash - weights_path) : 1;
-    snprintf(out, size, "%.*s/config.json", dir_len, slash ? weights_path : ".");
-    FILE *f = fopen(out, "r");
-    if (f) fclose(f);
-    else out[0] = '\0';
+    size_t dir_len = slash ? (size_t)(slash - weights_path) + 1 : 0;
+    char *path = vit_malloc(dir_len + sizeof "config.json");
+    memcpy(path, weights_path, dir_len);
+    memcpy(path + dir_len, "config.json", sizeof "config.json");
+    struct stat sb;
+    if (lstat(path, &sb) != 0 && errno == ENOENT) {
+        free(path);
+        return NULL;
+    }
+    return path;
 }
 
 // A whole-number field of a JSON object, when present and sensible.
@@ -292,20 +325,14 @@ static VitStatus json_int(const cJSON *root, const char *key, int *out, const ch
 // Its sizes must agree with what the tensors say.
 static VitStatus read_hf_config(Loader *ld, VitConfig *c) {
     const char *path = ld->vit->config_json;
-    FILE *f = fopen(path, "rb");
-    if (!f) return vit_fail(ld->err, VIT_ERR_INPUT, "%s: cannot open: %s", path, strerror(errno));
-    char *text = vit_malloc(1 << 20);
-    size_t n = fread(text, 1, (1 << 20) - 1, f);
-    fclose(f);
-    text[n] = '\0';
-    cJSON *root = cJSON_Parse(text);
-    free(text);
+    cJSON *root;
+    VitStatus s = file_read_json(&root, path, ld->err);
+    if (s != VIT_OK) return s;
     if (!cJSON_IsObject(root)) {
         cJSON_Delete(root);
-        return vit_fail(ld->err, VIT_ERR_INPUT, "%s: not a valid JSON object", path);
+        return vit_fail(ld->err, VIT_ERR_INPUT, "%s: is valid JSON but not an object", path);
     }
     int hidden = c->dim, image = c->image_size, patch = c->patch_size;
-    VitStatus s;
     Vit *vit = ld->vit;
     if (cJSON_GetObjectItemCaseSensitive(root, "num_attention_heads"))
         snprintf(vit->heads_from, sizeof vit->heads_from, "config.json num_attention_heads");
@@ -319,8 +346,10 @@ static VitStatus read_hf_config(Loader *ld, VitConfig *c) {
         return s;
     }
     const cJSON *eps = cJSON_GetObjectItemCaseSensitive(root, "layer_norm_eps");
-    if (eps && (!cJSON_IsNumber(eps) || !(eps->valuedouble > 0 && eps->valuedouble < 1)))
-        s = vit_fail(ld->err, VIT_ERR_INPUT, "%s: \"layer_norm_eps\" is not in (0, 1)", path);
+    const char *problem = !eps ? NULL : !cJSON_IsNumber(eps) ? "is not a number"
+                                                             : eps_problem(eps->valuedouble);
+    if (problem)
+        s = vit_fail(ld->err, VIT_ERR_INPUT, "%s: \"layer_norm_eps\" %s", path, problem);
     else if (eps)
         c->ln_eps = (float)eps->valuedouble;
     cJSON_Delete(root);
@@ -366,7 +395,8 @@ static VitStatus infer_config(Loader *ld, VitConfig *c) {
     if (st_meta(&vit->file, "layer_norm_eps"))
         snprintf(vit->eps_from, sizeof vit->eps_from, "__metadata__ layer_norm_eps");
     if ((s = meta_int(ld, "num_heads", &c->heads)) || (s = meta_eps(ld, &c->ln_eps))) return s;
-    if (ld->vit->config_json[0] && (s = read_hf_config(ld, c))) return s;
+    if (ld->vit->config_json && (s = read_hf_config(ld, c))) return s;
+    if ((s = check_block_numbers(ld, c->depth))) return s;
     if (c->depth == 0)
         return vit_fail(ld->err, VIT_ERR_INPUT, "%s: no encoder blocks found", file);
     VitError e;
@@ -461,7 +491,7 @@ VitStatus vit_build_from(Vit *vit, SafeTensors *file, VitError *err) {
     }
     snprintf(vit->source, sizeof vit->source, "%s", ld.layout->name);
     if (strcmp(ld.layout->name, "hf") == 0 && vit->file.map) // a real file, not a buffer
-        sibling_config(vit->config_json, sizeof vit->config_json, path);
+        vit->config_json = sibling_config(path);
     if ((s = infer_config(&ld, &vit->config)) == VIT_OK) {
         vit_alloc_blocks(vit);
         s = map_all(&ld);

@@ -72,7 +72,8 @@ static void test_contradicting_config_is_refused(void) {
         {"{\"num_attention_heads\": 3}", "not divisible by 3 heads"},
         {"{\"layer_norm_eps\": -1}", "\"layer_norm_eps\" is not in (0, 1)"},
         {"{\"num_attention_heads\": \"four\"}", "\"num_attention_heads\" is not a positive integer"},
-        {"{oops", "not a valid JSON object"},
+        {"{oops", "not valid JSON (the parser stopped at byte offset 2)"},
+        {"[1, 2]", "is valid JSON but not an object"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         ScratchDir dir;

@@ -167,7 +167,7 @@ static void test_refuses_malformed_headers(void) {
          "invalid size"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char msg[512];
+        char msg[sizeof(VitError)];
         VitStatus s = parse_json(cases[i].json, cases[i].data, msg, sizeof msg);
         CU_ASSERT_EQUAL(s, VIT_ERR_INPUT);
         bool named = strstr(msg, "bad.safetensors") && strstr(msg, cases[i].needle);

@@ -475,7 +475,7 @@ static void test_torchvision_names_give_same_logits(void) {
 }
 
 static void test_unknown_scheme_is_refused(void) {
-    char timm[256], other[256], msg[512];
+    char timm[256], other[256], msg[sizeof(VitError)];
     temp_path(timm, sizeof timm, "timm");
     temp_path(other, sizeof other, "nocls");
     Tensor l = save_small(timm);
@@ -583,7 +583,7 @@ static void test_missing_bias_becomes_zeros(void) {
 }
 
 static void test_missing_weight_is_named(void) {
-    char timm[256], path[256], msg[512];
+    char timm[256], path[256], msg[sizeof(VitError)];
     temp_path(timm, sizeof timm, "timm");
     temp_path(path, sizeof path, "noweight");
     Tensor l = save_small(timm);
@@ -608,7 +608,7 @@ static void test_missing_weight_is_named(void) {
 }
 
 static void test_shape_mismatch_is_named(void) {
-    char timm[256], path[256], msg[512];
+    char timm[256], path[256], msg[sizeof(VitError)];
     temp_path(timm, sizeof timm, "timm");
     temp_path(path, sizeof path, "shape");
     Tensor l = save_small(timm);
@@ -634,7 +634,7 @@ static void test_shape_mismatch_is_named(void) {
 }
 
 static void test_width_not_divisible_by_heads(void) {
-    char timm[256], path[256], msg[512];
+    char timm[256], path[256], msg[sizeof(VitError)];
     temp_path(timm, sizeof timm, "timm");
     temp_path(path, sizeof path, "heads5");
     Tensor l = save_small(timm);

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fileio.h"
 #include "vit_cli.h"
 
 static VitStatus cmd_help(const VitCommand *self, int argc, char **argv, VitError *err);
@@ -94,14 +95,17 @@ int main(int argc, char **argv) {
         return VIT_OK;
     }
     const VitCommand *cmd = find_command(argv[1]);
+    VitError err = {{0}};
     if (!cmd) {
-        fprintf(stderr, "vit: unknown command '%s' (try 'vit --help')\n", argv[1]);
+        vit_fail(&err, VIT_ERR_USAGE, "unknown command '%s' (try 'vit --help')", argv[1]);
+        vit_print_error("vit", &err);
         return VIT_ERR_USAGE;
     }
-    // 2. run it: it parses its flags, builds, runs and writes
-    VitError err = {{0}};
+    // 2. run it: it parses its flags, builds, runs and writes. A weights file cut
+    // short by another process while mapped is a message, not "Bus error".
+    file_guard_mapped("vit", NULL);
     VitStatus status = cmd->run(cmd, argc - 1, argv + 1, &err);
     // 3. one line for whatever went wrong
-    if (status != VIT_OK) fprintf(stderr, "vit: %s\n", err.msg[0] ? err.msg : "failed");
+    if (status != VIT_OK) vit_print_error("vit", &err); // escaped: it may quote a file's bytes
     return (int)status;
 }

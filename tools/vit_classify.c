@@ -13,6 +13,7 @@
 
 #include "labels.h"
 #include "ops.h"
+#include "stages.h"
 #include "vit_cli.h"
 
 /** Everything the command line can say. */
@@ -23,7 +24,7 @@ typedef struct {
     int top;             // how many classes to print per image
     int threads;
     ImageArgs image;
-    const char *images[256];
+    const char *images[MAX_IMAGES];
 } ClassifyArgs;
 
 static const char description[] =
@@ -45,55 +46,20 @@ static const char examples[] =
     "               cat.jpg --top 5\n"
     "  vit classify --weights w.safetensors a.png b.png --trace trace.safetensors\n";
 
-/* ----------------------------------------------------------------- labels */
-
-// The class names: --labels, else a Hugging Face config.json's id2label, else
-// ImageNet-1k for a 1000-class head; none otherwise (then "class N" is printed).
-static VitStatus load_labels(Labels *labels, const ClassifyArgs *a, const Vit *vit,
-                             VitError *err) {
-    memset(labels, 0, sizeof *labels);
-    const int K = vit->config.num_classes;
-    VitStatus s = VIT_OK;
-    if (a->labels) {
-        s = labels_load(labels, a->labels, err);
-        if (s == VIT_OK && labels->count != K) {
-            s = vit_fail(err, VIT_ERR_INPUT, "%s: has %d labels but the model has %d classes",
-                         a->labels, labels->count, K);
-            labels_free(labels);
-        }
-        return s;
-    }
-    if (vit->config_json[0]) {
-        VitError ignored; // a config.json without id2label is fine
-        if (labels_load_hf_config(labels, vit->config_json, &ignored) == VIT_OK &&
-            labels->count == K)
-            return VIT_OK;
-        labels_free(labels);
-    }
-    if (K == 1000) {
-        char path[1024];
-        VitError ignored; // a missing list only costs the names
-        if (labels_load(labels, vit_data_path(path, sizeof path, "labels/imagenet1k.txt"),
-                        &ignored) == VIT_OK && labels->count == K)
-            return VIT_OK;
-        labels_free(labels);
-    }
-    return VIT_OK;
-}
-
 /* ----------------------------------------------------------------- output */
 
 static void print_top(const char *path, const float *probs, int K, int top, const Labels *labels,
                       const Preprocess *pre, int S) {
     int *index = vit_malloc(sizeof(int) * (size_t)top);
     top_k(index, top, probs, K);
-    printf("%s  (%s preprocessing, %d×%d)\n", path, pre->name, S, S);
+    char safe[1024]; // paths and names come from the user's files: escaped for the terminal
+    printf("%s  (%s preprocessing, %d×%d)\n", vit_escape(safe, sizeof safe, path), pre->name, S, S);
     printf("  rank  probability  label\n");
     for (int r = 0; r < top; r++) {
         const char *name = labels_name(labels, index[r]);
-        char fallback[32];
-        if (!name) snprintf(fallback, sizeof fallback, "class %d", index[r]);
-        printf("  %4d  %11.4f  %s\n", r + 1, (double)probs[index[r]], name ? name : fallback);
+        if (name) vit_escape(safe, sizeof safe, name);
+        else snprintf(safe, sizeof safe, "class %d", index[r]);
+        printf("  %4d  %11.4f  %s\n", r + 1, (double)probs[index[r]], safe);
     }
     free(index);
 }
@@ -111,24 +77,41 @@ static VitStatus write_recording(const char *path, const TraceRecorder *rec, Vit
     return s;
 }
 
+// Every file the command reads, for cli_check_output().
+static int inputs_of(CliInput *in, const ClassifyArgs *a, int n_images, const Vit *vit) {
+    int n = 0;
+    in[n++] = (CliInput){a->weights, "--weights"};
+    in[n++] = (CliInput){a->labels, "--labels"};
+    in[n++] = (CliInput){vit->config_json, "the config.json beside --weights"};
+    for (int i = 0; i < n_images; i++) in[n++] = (CliInput){a->images[i], "IMAGE"};
+    return n;
+}
+
 static VitStatus classify(const ClassifyArgs *a, int n_images, VitError *err) {
-    // 1. the model, at the input size asked for
+    // 1. the model, at the input size asked for; --trace must not overwrite what we read
     Vit vit;
     VitStatus s = vit_build(&vit, a->weights, err);
     if (s != VIT_OK) return s;
+    CliInput inputs[3 + MAX_IMAGES];
     Preprocess pre;
     Labels labels = {0};
     Tensor batch = {0};
     TraceRecorder rec = {0};
-    if ((s = cli_apply_image_size(&vit, &a->image, err)) == VIT_OK &&
+    const double record = a->trace ? vit_trace_bytes(&vit.config, n_images) : 0;
+    if ((s = cli_check_output(a->trace, "--trace", inputs, inputs_of(inputs, a, n_images, &vit),
+                              err)) == VIT_OK &&
+        (s = cli_apply_image_size(&vit, &a->image, err)) == VIT_OK &&
         (s = cli_preprocess(&pre, &a->image, &vit, err)) == VIT_OK &&
-        (s = load_labels(&labels, a, &vit, err)) == VIT_OK)
-        // 2. every image, decoded and preprocessed into one batch
+        (s = labels_for_model(&labels, a->labels, vit.config_json, vit.config.num_classes,
+                              err)) == VIT_OK &&
+        // 2. room for it all, then every image decoded and preprocessed into one batch
+        (s = vit_check_batch(&vit.config, n_images, record, "a copy of every stage", err)) == VIT_OK)
         s = cli_load_images(&batch, a->images, n_images, &pre, err);
     // 3. one forward pass over the batch, recorded if --trace asks
     if (s == VIT_OK) s = vit_forward(&vit, &batch, a->trace ? trace_record : NULL, &rec, err);
     if (s == VIT_OK && a->trace) s = write_recording(a->trace, &rec, err);
-    // 4. probabilities, and the most probable classes of each image
+    // 4. numbers, not NaN; then probabilities and the most probable classes of each image
+    if (s == VIT_OK) s = vit_check_finite(&vit, &batch, err);
     if (s == VIT_OK) {
         const int K = vit.config.num_classes, top = a->top < K ? a->top : K;
         Tensor logits = vit_logits(&vit);
@@ -171,7 +154,7 @@ VitStatus cmd_classify(const VitCommand *self, int argc, char **argv, VitError *
     };
     CliSpec spec = {.command = self, .description = description, .examples = examples,
                     .options = options, .option_count = sizeof options / sizeof options[0],
-                    .positional = "IMAGE...", .max_positional = 256, .positionals = a.images};
+                    .positional = "IMAGE...", .max_positional = MAX_IMAGES, .positionals = a.images};
     bool help;
     VitStatus s = cli_parse(&spec, argc, argv, &help, err);
     if (s != VIT_OK || help) return s;

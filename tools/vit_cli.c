@@ -1,6 +1,6 @@
 /**
  * @file vit_cli.c
- * @brief The `vit` program's flag parser and help printer, and small formatting helpers.
+ * @brief The `vit` program's flag parser and help printer.
  *
  * Each subcommand describes its flags once, as a table of CliOption rows that
  * point at its own variables (see vit_cli.h). From that one table cli_parse()
@@ -12,6 +12,8 @@
  * command line is a usage error (exit status 2) whose message names the flag.
  */
 #include "vit_cli.h"
+
+#include "fileio.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -134,6 +136,27 @@ void cli_apply_threads(const CliSpec *spec, int threads) {
     if (cli_given(spec, "--threads")) vit_set_threads(threads);
 }
 
+/* ------------------------------------------------------------------ files */
+
+/**
+ * @brief Refuse an output that is the same file as one of the command's inputs.
+ *
+ * Run before any work, so `--out` given the weights' path is a message at
+ * once, not a destroyed checkpoint after the computation (fileio.h).
+ * @param[in] out, out_role  the output's path (NULL: none) and its flag, e.g. "--trace"
+ * @param[in] inputs, n      the files the command reads
+ * @param[out] err           names both roles and both paths
+ * @return VIT_OK, or VIT_ERR_INPUT.
+ */
+VitStatus cli_check_output(const char *out, const char *out_role, const CliInput *inputs, int n,
+                           VitError *err) {
+    for (int i = 0; out && i < n; i++) {
+        VitStatus s = file_check_not_input(out, out_role, inputs[i].path, inputs[i].role, err);
+        if (s != VIT_OK) return s;
+    }
+    return VIT_OK;
+}
+
 /* ------------------------------------------------------------------- help */
 
 enum { HELP_WIDTH = 80 };
@@ -224,43 +247,3 @@ void cli_print_help(FILE *f, const CliSpec *spec) {
     fprintf(f, "\n%s", CLI_EXIT_HELP);
 }
 
-/* ------------------------------------------------------------- formatting */
-
-
-/**
- * @brief Write a byte count for people, in powers of 1000: "346.3 MB", "5.1 kB", "12 bytes".
- * @param[out] buf   CLI_NUM_BUF bytes
- * @param[in] bytes  the size
- * @return @p buf
- */
-char *cli_bytes(char buf[CLI_NUM_BUF], double bytes) {
-    static const char *const units[] = {"kB", "MB", "GB", "TB", "PB"};
-    if (bytes < 1000) {
-        snprintf(buf, CLI_NUM_BUF, "%.0f bytes", bytes);
-        return buf;
-    }
-    int u = 0;
-    for (bytes /= 1000; bytes >= 1000 && u < 4; u++) bytes /= 1000;
-    snprintf(buf, CLI_NUM_BUF, "%.1f %s", bytes, units[u]);
-    return buf;
-}
-
-/**
- * @brief Refuse work that needs more memory than the machine has, before allocating it.
- *
- * Sizes come from the user (flags, an input file), and asking the allocator
- * for terabytes ends in an abort or the kernel's OOM killer, not in a message.
- * @param[in] bytes  what the work will allocate, roughly
- * @param[in] what   names the work in the message, e.g. "the parameters"
- * @param[out] err   the message on failure
- * @return VIT_OK, or VIT_ERR_INPUT when @p bytes exceeds the physical memory.
- */
-VitStatus cli_check_memory(double bytes, const char *what, VitError *err) {
-    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    if (pages <= 0 || page <= 0) return VIT_OK; // unknown: let the allocator decide
-    double have = (double)pages * (double)page;
-    if (bytes <= have) return VIT_OK;
-    char need_s[CLI_NUM_BUF], have_s[CLI_NUM_BUF];
-    return vit_fail(err, VIT_ERR_INPUT, "%s would need %s of memory, more than this machine's %s",
-                    what, cli_bytes(need_s, bytes), cli_bytes(have_s, have));
-}

@@ -3,7 +3,7 @@
  *
  *   vit.c               main(): the table of subcommands, `vit --help`
  *   vit_cli.c           the option parser and help printer every subcommand uses,
- *                       number and size formatting, the memory check
+ *                       and the checks every command makes of its files
  *   vit_make_weights.c  `vit make-weights`
  *   vit_classify.c      `vit classify`
  *   vit_trace.c         `vit trace`
@@ -92,7 +92,21 @@ void cli_print_help(FILE *f, const CliSpec *spec);
 bool cli_given(const CliSpec *spec, const char *flag);
 void cli_apply_threads(const CliSpec *spec, int threads);
 
+/* ------------------------------------------------------------------ files */
+
+/** A file a command reads, as cli_check_output() compares it with the output. */
+typedef struct {
+    const char *path; /**< NULL: not given (skipped) */
+    const char *role; /**< how the user named it, e.g. "--weights" or "IMAGE" */
+} CliInput;
+
+VitStatus cli_check_output(const char *out, const char *out_role, const CliInput *inputs, int n,
+                           VitError *err);
+
 /* ----------------------------------------------------------------- images */
+
+/** Most images one command accepts (their batch is held in memory at once). */
+#define MAX_IMAGES 256
 
 /** The image flags of `vit classify` and `vit trace` (vit_images.c). */
 typedef struct {
@@ -120,14 +134,6 @@ VitStatus cli_apply_image_size(Vit *vit, const ImageArgs *a, VitError *err);
 VitStatus cli_preprocess(Preprocess *p, const ImageArgs *a, const Vit *vit, VitError *err);
 VitStatus cli_load_images(Tensor *batch, const char *const *paths, int n, const Preprocess *p,
                           VitError *err);
-
-/* ------------------------------------------------------------- formatting */
-
-/** Buffer size for cli_bytes(). */
-#define CLI_NUM_BUF 32
-
-char *cli_bytes(char buf[CLI_NUM_BUF], double bytes);
-VitStatus cli_check_memory(double bytes, const char *what, VitError *err);
 
 /** The exit statuses, as every help page states them. */
 #define CLI_EXIT_HELP                                                                          \

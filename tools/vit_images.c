@@ -14,9 +14,6 @@
 #include "image.h"
 #include "vit_cli.h"
 
-/** Most images one command accepts (their batch is held in memory at once). */
-enum { MAX_IMAGES = 256 };
-
 // The preset that matches how the weights were trained, by their naming convention.
 static const char *default_preset(const Vit *vit) {
     if (!strcmp(vit->source, "hf")) return "hf";

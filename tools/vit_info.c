@@ -39,11 +39,11 @@ static const char *convention_name(const char *source) {
 static void print_config(const Vit *vit) {
     const VitConfig *c = &vit->config;
     const int grid = c->image_size / c->patch_size;
-    char patches[96], params[CLI_NUM_BUF], bytes[CLI_NUM_BUF], eps[CLI_NUM_BUF];
+    char patches[96], params[VIT_NUM_BUF], bytes[VIT_NUM_BUF], eps[VIT_NUM_BUF];
     snprintf(patches, sizeof patches, "%d x %d = %d patches, N = %d tokens with [cls]", grid,
              grid, vit_num_patches(c), vit_num_tokens(c));
     snprintf(eps, sizeof eps, "%g", (double)c->ln_eps);
-    cli_bytes(bytes, 4.0 * (double)vit_param_count(c));
+    vit_bytes(bytes, 4.0 * (double)vit_param_count(c));
     char heads_note[80], eps_note[80]; // where the loader found them
     snprintf(heads_note, sizeof heads_note, "%s%s", strncmp(vit->heads_from, "not", 3) ? "from " : "",
              vit->heads_from);
@@ -68,7 +68,7 @@ static void print_config(const Vit *vit) {
         {"parameters", "", 0, vit_thousands(params, vit_param_count(c)), bytes},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-        char value[CLI_NUM_BUF];
+        char value[VIT_NUM_BUF];
         if (rows[i].text) snprintf(value, sizeof value, "%s", rows[i].text);
         else snprintf(value, sizeof value, "%d", rows[i].value);
         if (rows[i].note)
@@ -77,13 +77,17 @@ static void print_config(const Vit *vit) {
     }
 }
 
+// Tensor names come from the file: they are escaped before they reach the terminal.
+enum { SAFE_NAME = 4 * sizeof(((VitMapEntry *)0)->source) };
+
 // The map as a table whose columns are as wide as their widest entry.
 static void print_map(const Vit *vit) {
     int w_canon = (int)strlen("parameter"), w_source = (int)strlen("name in the file");
     int in_place = 0, zeros = 0;
+    char source[SAFE_NAME];
     for (int i = 0; i < vit->map_count; i++) {
         const VitMapEntry *m = &vit->map[i];
-        int a = (int)strlen(m->canonical), b = (int)strlen(m->source);
+        int a = (int)strlen(m->canonical), b = (int)strlen(vit_escape(source, sizeof source, m->source));
         if (a > w_canon) w_canon = a;
         if (b > w_source) w_source = b;
         if (!strcmp(m->source, "-")) zeros++;
@@ -92,7 +96,8 @@ static void print_map(const Vit *vit) {
     printf("  %-*s  %-*s  %s\n", w_canon, "parameter", w_source, "name in the file", "how");
     for (int i = 0; i < vit->map_count; i++) {
         const VitMapEntry *m = &vit->map[i];
-        printf("  %-*s  %-*s  %s\n", w_canon, m->canonical, w_source, m->source, m->how);
+        printf("  %-*s  %-*s  %s\n", w_canon, m->canonical, w_source,
+               vit_escape(source, sizeof source, m->source), m->how);
     }
     printf("\n%d parameters: %d used in place, %d converted or copied, %d zeros\n",
            vit->map_count, in_place, vit->map_count - in_place - zeros, zeros);
@@ -112,9 +117,10 @@ static void print_unused(const Vit *vit) {
         return;
     }
     printf("%d tensor%s in the file not used:\n", unused, unused == 1 ? "" : "s");
+    char name[1024];
     for (int i = 0; i < vit->file.count; i++)
         if (!is_mapped(vit, vit->file.tensors[i].name))
-            printf("  %s\n", vit->file.tensors[i].name);
+            printf("  %s\n", vit_escape(name, sizeof name, vit->file.tensors[i].name));
 }
 
 /**
@@ -143,9 +149,10 @@ VitStatus cmd_info(const VitCommand *self, int argc, char **argv, VitError *err)
     if ((s = vit_build(&vit, weights, err)) != VIT_OK) return s;
 
     // 3. report
-    char size[CLI_NUM_BUF];
-    printf("%s: %s names, %d tensors, %s\n\n", weights, convention_name(vit.source),
-           vit.file.count, cli_bytes(size, (double)vit.file.size));
+    char size[VIT_NUM_BUF], path[1024];
+    printf("%s: %s names, %d tensors, %s\n\n", vit_escape(path, sizeof path, weights),
+           convention_name(vit.source),
+           vit.file.count, vit_bytes(size, (double)vit.file.size));
     print_config(&vit);
     printf("\n");
     print_map(&vit);

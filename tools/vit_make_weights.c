@@ -76,10 +76,10 @@ static VitStatus config_from_flags(VitConfig *cfg, const MakeWeightsArgs *a, Vit
     config_as_flags(flags, sizeof flags, cfg);
     if (vit_config_check(cfg, &e) != VIT_OK)
         return vit_fail(err, VIT_ERR_INPUT, "cannot build a ViT with %s: %s", flags, e.msg);
-    char what[384], count[CLI_NUM_BUF];
+    char what[384], count[VIT_NUM_BUF];
     snprintf(what, sizeof what, "a ViT with %s: its %s parameters", flags,
              vit_thousands(count, vit_param_count(cfg)));
-    return cli_check_memory(4.0 * (double)vit_param_count(cfg), what, err);
+    return vit_check_memory(4.0 * (double)vit_param_count(cfg), what, err);
 }
 
 /**
@@ -143,11 +143,11 @@ VitStatus cmd_make_weights(const VitCommand *self, int argc, char **argv, VitErr
     s = vit_save(&vit, a.out, err);
     vit_free(&vit);
     if (s != VIT_OK) return s;
-    char params[CLI_NUM_BUF], bytes[CLI_NUM_BUF];
+    char params[VIT_NUM_BUF], bytes[VIT_NUM_BUF], out[1024];
     printf("%s: a random ViT, %s parameters (%s), seed %d, %.2f s\n"
            "  S %d, p %d, D %d, L %d, H %d, M %d, K %d\n",
-           a.out, vit_thousands(params, vit_param_count(&cfg)),
-           cli_bytes(bytes, 4.0 * (double)vit_param_count(&cfg)), a.seed, vit_now() - t0,
+           vit_escape(out, sizeof out, a.out), vit_thousands(params, vit_param_count(&cfg)),
+           vit_bytes(bytes, 4.0 * (double)vit_param_count(&cfg)), a.seed, vit_now() - t0,
            cfg.image_size, cfg.patch_size, cfg.dim, cfg.depth, cfg.heads, cfg.mlp_dim,
            cfg.num_classes);
     return VIT_OK;

@@ -21,7 +21,7 @@
 typedef struct {
     const char *weights; // the model
     const char *input;   // safetensors file holding "input" (B, C, S, S), or
-    const char *images[256]; // image files, preprocessed into the batch
+    const char *images[MAX_IMAGES]; // image files, preprocessed into the batch
     int n_images;
     ImageArgs image;     // how images are preprocessed
     const char *out;     // where the trace goes
@@ -75,35 +75,36 @@ static void some_names(char *buf, size_t size, const SafeTensors *st) {
     if (st->count > 4 && used < size) snprintf(buf + used, size - used, ", ...");
 }
 
-// The tensor "input" of a safetensors file, checked against the model's (B, C, S, S).
+// The tensor "input" of a safetensors file, checked against the model's (B, C, S, S)
+// from the header alone, and the memory for the run, before a byte of it is copied.
 static VitStatus read_input_file(Tensor *batch, const char *path, const Vit *vit,
                                  const char *weights, VitError *err) {
     const VitConfig *c = &vit->config;
     SafeTensors st;
     VitStatus s = st_open(&st, path, err);
     if (s != VIT_OK) return s;
-    if (!st_find(&st, "input")) {
-        char names[256];
-        some_names(names, sizeof names, &st);
+    const StTensor *e = st_find(&st, "input");
+    char text[256];
+    if (!e) {
+        some_names(text, sizeof text, &st);
         s = vit_fail(err, VIT_ERR_INPUT,
                      "%s: no tensor named 'input' (the file has %s); --input needs the images "
                      "as 'input', shape (B, %d, %d, %d)",
-                     path, names, c->channels, c->image_size, c->image_size);
+                     path, text, c->channels, c->image_size, c->image_size);
+    } else if (e->ndim != 4 || e->shape[0] < 1 || e->shape[0] > MAX_IMAGES ||
+               e->shape[1] != c->channels || e->shape[2] != c->image_size ||
+               e->shape[3] != c->image_size) {
+        s = vit_fail(err, VIT_ERR_INPUT,
+                     "%s: tensor 'input' has shape %s, but the model in %s expects (B, %d, %d, %d)"
+                     "%s", path, st_shape_str(text, sizeof text, e->ndim, e->shape), weights,
+                     c->channels, c->image_size, c->image_size,
+                     e->ndim == 4 && e->shape[0] > MAX_IMAGES ? " with B at most 256" : "");
     } else {
-        s = st_read_tensor(&st, "input", batch, err);
+        const int B = (int)e->shape[0];
+        s = vit_check_batch(c, B, vit_trace_bytes(c, B), "a copy of every stage", err);
+        if (s == VIT_OK) s = st_read_tensor(&st, "input", batch, err);
     }
     st_close(&st);
-    if (s != VIT_OK) return s;
-    const int *shape = batch->shape;
-    if (batch->ndim != 4 || shape[0] < 1 || shape[1] != c->channels ||
-        shape[2] != c->image_size || shape[3] != c->image_size) {
-        char got[64];
-        s = vit_fail(err, VIT_ERR_INPUT,
-                     "%s: tensor 'input' has shape %s, but the model in %s expects (B, %d, %d, %d)",
-                     path, tensor_shape_str(batch, got, sizeof got), weights, c->channels,
-                     c->image_size, c->image_size);
-        tensor_free(batch);
-    }
     return s;
 }
 
@@ -112,7 +113,20 @@ static VitStatus load_batch(Tensor *batch, const TraceArgs *a, const Vit *vit, V
     if (a->input) return read_input_file(batch, a->input, vit, a->weights, err);
     Preprocess pre;
     VitStatus s = cli_preprocess(&pre, &a->image, vit, err);
+    if (s == VIT_OK)
+        s = vit_check_batch(&vit->config, a->n_images, vit_trace_bytes(&vit->config, a->n_images),
+                            "a copy of every stage", err);
     return s != VIT_OK ? s : cli_load_images(batch, a->images, a->n_images, &pre, err);
+}
+
+// Every file the command reads, for cli_check_output().
+static int inputs_of(CliInput *in, const TraceArgs *a, const Vit *vit) {
+    int n = 0;
+    in[n++] = (CliInput){a->weights, "--weights"};
+    in[n++] = (CliInput){a->input, "--input"};
+    in[n++] = (CliInput){vit->config_json, "the config.json beside --weights"};
+    for (int i = 0; i < a->n_images; i++) in[n++] = (CliInput){a->images[i], "IMAGE"};
+    return n;
 }
 
 /* ------------------------------------------------------------------ trace */
@@ -170,7 +184,7 @@ VitStatus cmd_trace(const VitCommand *self, int argc, char **argv, VitError *err
     CliSpec spec = {.command = self, .description = description, .examples = examples,
                     .more_help = print_stages, .options = options,
                     .option_count = sizeof options / sizeof options[0],
-                    .positional = "[IMAGE...]", .max_positional = 256, .positionals = a.images};
+                    .positional = "[IMAGE...]", .max_positional = MAX_IMAGES, .positionals = a.images};
 
     // 1. parse
     bool help;
@@ -183,22 +197,19 @@ VitStatus cmd_trace(const VitCommand *self, int argc, char **argv, VitError *err
                         "(see 'vit trace --help')", a.input ? "both" : "neither");
     cli_apply_threads(&spec, a.threads);
 
-    // 2. build the model from its weights, at the input size asked for
+    // 2. build the model from its weights, at the input size asked for; never write over an input
     Vit vit;
     if ((s = vit_build(&vit, a.weights, err)) != VIT_OK) return s;
-    if ((s = cli_apply_image_size(&vit, &a.image, err)) != VIT_OK) {
+    CliInput inputs[3 + MAX_IMAGES];
+    if ((s = cli_check_output(a.out, "--out", inputs, inputs_of(inputs, &a, &vit), err)) != VIT_OK ||
+        (s = cli_apply_image_size(&vit, &a.image, err)) != VIT_OK) {
         vit_free(&vit);
         return s;
     }
 
-    // 3. the batch, and room for everything the pass will emit
+    // 3. the batch, once there is room for it and everything the pass will emit
     Tensor batch = {0};
-    char what[256];
-    if ((s = load_batch(&batch, &a, &vit, err)) == VIT_OK) {
-        snprintf(what, sizeof what, "%s: tracing %d images", a.input ? a.input : a.images[0],
-                 batch.shape[0]);
-        s = cli_check_memory(vit_trace_bytes(&vit.config, batch.shape[0]), what, err);
-    }
+    s = load_batch(&batch, &a, &vit, err);
 
     // 4. run, keeping a copy of every intermediate, then write them
     TraceRecorder rec = {0};
@@ -210,10 +221,15 @@ VitStatus cmd_trace(const VitCommand *self, int argc, char **argv, VitError *err
     }
     if (s == VIT_OK) s = write_trace(a.out, &rec, &vit, a.weights, err);
     if (s == VIT_OK) {
-        char bytes[CLI_NUM_BUF];
+        char bytes[VIT_NUM_BUF], out[1024];
         printf("%s: %d tensors from one forward pass over %d image%s (%s) in %.3f s\n",
-               a.out, rec.count, batch.shape[0], batch.shape[0] == 1 ? "" : "s",
-               cli_bytes(bytes, vit_trace_bytes(&vit.config, batch.shape[0])), seconds);
+               vit_escape(out, sizeof out, a.out), rec.count, batch.shape[0],
+               batch.shape[0] == 1 ? "" : "s",
+               vit_bytes(bytes, vit_trace_bytes(&vit.config, batch.shape[0])), seconds);
+        // 5. a trace of NaN is still a trace (it shows where they start): warn, loudly
+        VitError warning;
+        if (vit_check_finite(&vit, &batch, &warning) != VIT_OK)
+            vit_print_error("vit: warning", &warning);
     }
     trace_recorder_free(&rec);
     tensor_free(&batch);

@@ -34,5 +34,11 @@ typedef struct {
  */
 int app_run(AppOptions *opt);
 
+/**
+ * @brief Give the terminal back (end curses) if the viewer has it; for a fatal
+ *        signal's handler, just before the program exits with a message.
+ */
+void app_restore_terminal(void);
+
 /** @} */
 #endif

@@ -11,6 +11,7 @@
  * 2 bad usage (unknown flag, bad number or preset, not a terminal).
  */
 #include "app.h"
+#include "fileio.h"
 #include "history.h"
 #include "image.h"
 #include "labels.h"
@@ -114,7 +115,9 @@ static VitStatus load_model(Vit *vit, const Args *a, char *desc, size_t size, Vi
         VitStatus s = vit_build(vit, a->weights, err);
         if (s != VIT_OK) return s;
         model_name(name, sizeof name, &vit->config);
-        snprintf(desc, size, "%s %s (%s)", name, a->weights, vit->source);
+        char path[256]; // a file name may hold escape sequences: shown escaped
+        snprintf(desc, size, "%s %s (%s)", name, vit_escape(path, sizeof path, a->weights),
+                 vit->source);
         return VIT_OK;
     }
     VitConfig cfg;
@@ -155,8 +158,10 @@ static VitStatus load_photo(Tensor *input, const char *path, const Vit *vit, con
     *input = tensor_new(4, 1, 3, S, S);
     image_preprocess(input->data, &img, &pre);
     const char *base = strrchr(path, '/');
-    snprintf(desc, size, "%.80s %d×%d (%s preprocessing)", base ? base + 1 : path, img.width,
-             img.height, pre.name);
+    char name[96];
+    snprintf(desc, size, "%s %d×%d (%s preprocessing)",
+             vit_escape(name, sizeof name, base ? base + 1 : path), img.width, img.height,
+             pre.name);
     image_free(&img);
     return VIT_OK;
 }
@@ -178,26 +183,23 @@ static VitStatus load_input(Tensor *input, const Args *a, const Vit *vit, char *
     return VIT_OK;
 }
 
-// The class names, as `vit classify` finds them: a Hugging Face config.json's
-// id2label, else ImageNet-1k for a 1000-class head; none otherwise ("class N").
-static void load_labels(Labels *labels, const Vit *vit) {
-    const int K = vit->config.num_classes;
-    VitError ignored; // missing names only cost the names
-    *labels = (Labels){0};
-    if (vit->config_json[0] &&
-        labels_load_hf_config(labels, vit->config_json, &ignored) == VIT_OK && labels->count == K)
-        return;
-    labels_free(labels);
-    char path[1024];
-    if (K == 1000 &&
-        labels_load(labels, vit_data_path(path, sizeof path, "labels/imagenet1k.txt"),
-                    &ignored) == VIT_OK && labels->count == K)
-        return;
-    labels_free(labels);
+// The class names, as `vit classify` finds them (labels_for_model()), escaped
+// once here for the screen: they come from a file.
+static VitStatus load_labels(Labels *labels, const Vit *vit, VitError *err) {
+    VitStatus s = labels_for_model(labels, NULL, vit->config_json, vit->config.num_classes, err);
+    for (int i = 0; s == VIT_OK && i < labels->count; i++) {
+        char safe[256];
+        vit_escape(safe, sizeof safe, labels->names[i]);
+        if (strcmp(safe, labels->names[i]) != 0) {
+            free(labels->names[i]);
+            labels->names[i] = vit_strdup(safe);
+        }
+    }
+    return s;
 }
 
 static int fail(VitStatus status, const VitError *err, bool hint) {
-    fprintf(stderr, "vitview: %s\n", err->msg);
+    vit_print_error("vitview", err);
     if (hint && status == VIT_ERR_USAGE) fprintf(stderr, "vitview: --help shows the options\n");
     return status;
 }
@@ -218,9 +220,17 @@ int main(int argc, char **argv) {
     Tensor input = {0};
     Labels labels = {0};
     char model[256], image[160], title[440];
+    file_guard_mapped("vitview", app_restore_terminal); // weights cut short under us: a message
     s = load_model(&vit, &args, model, sizeof model, &err);
+    // room for the pass and what the viewer keeps of it, before a byte is taken
+    const size_t history = (size_t)args.history_mb << 20;
+    if (s == VIT_OK) {
+        const double kept = history_bytes_for(&vit.config, NULL);
+        s = vit_check_batch(&vit.config, 1, kept < (double)history ? kept : (double)history,
+                            "the viewer's copies of its stages", &err);
+    }
     if (s == VIT_OK) s = load_input(&input, &args, &vit, image, sizeof image, &err);
-    if (s == VIT_OK) load_labels(&labels, &vit);
+    if (s == VIT_OK) s = load_labels(&labels, &vit, &err);
     bool hint = true;
     if (s == VIT_OK && !(isatty(STDIN_FILENO) && isatty(STDOUT_FILENO))) {
         s = vit_fail(&err, VIT_ERR_USAGE, "needs an interactive terminal (stdin and stdout are "
@@ -233,7 +243,7 @@ int main(int argc, char **argv) {
     } else {
         snprintf(title, sizeof title, "%s · %s", model, image);
         AppOptions opt = {.vit = &vit, .input = &input, .title = title,
-                          .history_bytes = (size_t)args.history_mb << 20, .labels = labels,
+                          .history_bytes = history, .labels = labels,
                           .mono = args.mono, .timings = getenv("VITVIEW_TIMINGS")};
         labels = (Labels){0}; // app_run owns them now
         status = app_run(&opt);

@@ -41,6 +41,7 @@ typedef struct {
     UiAction abandon;      // ACT_RESTART or ACT_QUIT: let the rest of the pass run out
     double resumed_at;     // when the forward pass last resumed, to time each stage
     double last_progress;  // when the screen was last redrawn during a run
+    bool saw_non_finite;   // this pass has stopped at its first NaN or infinity
     double key_at;         // when the key being answered arrived (0: none)
     int key_kind;          // its timing category
     Latency latency[T_COUNT];
@@ -217,6 +218,13 @@ static void stage_computed(App *app, int node, const Tensor *t, double seconds) 
     bool stop = stepper_computed(&s->stepper, node);
     if (stop && s->stepper.breakpoints[node])
         state_message(s, "breakpoint at %s", s->stepper.nodes[node].name);
+    // the first NaN or infinity of a pass is a breakpoint of its own: all after it inherit them
+    const TensorStats *st = &history_get(&s->history, node)->stats;
+    if (!app->saw_non_finite && st->n_nan + st->n_inf > 0) {
+        app->saw_non_finite = stop = true;
+        state_message(s, "stopped: %s is the first stage with NaN or infinity (%zu NaN, %zu Inf)",
+                      s->stepper.nodes[node].name, st->n_nan, st->n_inf);
+    }
     if (!stop) stop = poll_while_running(app);
     if (!stop) return;
     s->running = false;
@@ -263,6 +271,8 @@ static void restart(App *app) {
     state_message(s, "restarted: a fresh forward pass, the same breakpoints");
 }
 
+void app_restore_terminal(void) { ui_stop(); }
+
 int app_run(AppOptions *opt) {
     setlocale(LC_ALL, "");
     SCREEN *screen = newterm(NULL, stdout, stdin);
@@ -283,12 +293,13 @@ int app_run(AppOptions *opt) {
     int status = 0;
     for (;;) {
         app->abandon = ACT_NONE;
+        app->saw_non_finite = false;
         app->resumed_at = vit_now();
         VitError err;
         VitStatus st = vit_forward(app->vit, app->input, on_trace, app, &err);
         if (st != VIT_OK) {
             ui_stop();
-            fprintf(stderr, "vitview: %s\n", err.msg);
+            vit_print_error("vitview", &err);
             status = st;
             break;
         }
