@@ -4,8 +4,9 @@
  *        did the first NaN or infinity appear, and do the weights hold one?
  *
  * A NaN spreads: one in a weight reaches every token after the next attention,
- * and the logits are then NaN for every class, which a softmax and a top-K
- * would turn into a confident-looking "0.0000 class 0". Checking the K logits
+ * and the logits are then NaN for every class: a table of "nan" probabilities
+ * at best, a confident-looking "0.0000 class 0" at worst (a softmax that took
+ * the NaN row for a masked one did that here once). Checking the K logits
  * costs nothing; only when they are not finite is the pass run again with a
  * tracer that looks at every stage, to name the first one that went wrong.
  */

@@ -40,8 +40,15 @@ void add(float *out, const float *a, const float *b, size_t n);
  *
  * \f[ \mathrm{softmax}(x)_j = \frac{e^{x_j - m}}{\sum_k e^{x_k - m}},\quad m = \max_k x_k \f]
  * Subtracting the row maximum changes nothing mathematically but keeps every
- * exponent ≤ 0, so nothing overflows. A row that is entirely -inf (fully
- * masked) gives all zeros rather than NaN.
+ * exponent ≤ 0, so nothing overflows.
+ *
+ * Rows that are not ordinary numbers, each row on its own:
+ * - a row containing a NaN, or a +inf, gives all NaN, as PyTorch's
+ *   torch.softmax does (+inf − +inf is NaN): bad input shows, it does not
+ *   pass for probabilities;
+ * - otherwise a row that is entirely -inf (fully masked) gives all zeros,
+ *   where PyTorch gives NaN: a query with nothing to look at takes nothing.
+ *   A partly masked row gives its -inf entries exactly 0.
  * @param[out] out  (rows, cols)
  * @param[in]  x    (rows, cols); may equal out
  * @param[in]  rows, cols  sizes
@@ -84,9 +91,15 @@ void linear(float *out, const float *x, const float *w, const float *b, int N, i
 /**
  * @brief Indices of the @p k largest of @p n values, largest first (NaN last;
  *        ties: the lower index first), e.g. the top classes of the logits.
- * @param[out] idx  min(k, n) indices
+ *
+ * O(n log k) time with a heap of the k best; no memory beyond @p idx. The
+ * order is a total one, so the result is unique: it equals the first k of
+ * all n indices sorted by it.
+ * @param[out] idx  min(k, n) indices; not touched when k ≤ 0
+ * @param[in]  k    how many are wanted; k > n gives all n, k ≤ 0 gives none
  * @param[in]  v    n values
- * @return min(k, n)
+ * @param[in]  n    number of values
+ * @return min(k, n), or 0 when k ≤ 0
  */
 int top_k(int *idx, int k, const float *v, int n);
 

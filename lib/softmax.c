@@ -5,6 +5,7 @@
 #include "ops.h"
 
 #include <math.h>
+#include <stdbool.h>
 
 void softmax(float *out, const float *x, int rows, int cols) {
     // x is (rows, cols), out is (rows, cols)
@@ -12,8 +13,17 @@ void softmax(float *out, const float *x, int rows, int cols) {
         const float *xr = x + (size_t)r * cols;
         float *yr = out + (size_t)r * cols;
         float max = -INFINITY;
-        for (int j = 0; j < cols; j++)
-            if (xr[j] > max) max = xr[j];
+        bool has_nan = false;
+        for (int j = 0; j < cols; j++) {
+            if (isnan(xr[j])) has_nan = true; // NaN > max is false: it must be looked for
+            else if (xr[j] > max) max = xr[j];
+        }
+        // A NaN or +inf makes the row meaningless (+inf - +inf is NaN): all NaN, as in
+        // PyTorch, so the error shows instead of passing for probabilities.
+        if (has_nan || max == INFINITY) {
+            for (int j = 0; j < cols; j++) yr[j] = NAN;
+            continue;
+        }
         if (max == -INFINITY) { // every entry masked: no probability mass anywhere
             for (int j = 0; j < cols; j++) yr[j] = 0.0f;
             continue;

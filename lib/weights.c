@@ -367,8 +367,10 @@ static VitStatus read_hf_config(Loader *ld, VitConfig *c) {
 static VitStatus infer_config(Loader *ld, VitConfig *c) {
     const WeightLayout *L = ld->layout;
     const StTensor *patch, *pos, *fc1, *head;
+    const int depth = count_blocks(ld);
     VitStatus s;
-    if ((s = need(ld, L->patch_w, 4, &patch)) || (s = need(ld, L->pos, 2, &pos)) ||
+    if ((s = check_block_numbers(ld, depth)) || (s = need(ld, L->patch_w, 4, &patch)) ||
+        (s = need(ld, L->pos, 2, &pos)) ||
         (s = need(ld, L->fc1_w, 2, &fc1)) || (s = need(ld, L->head_w, 2, &head)))
         return s;
     const char *file = ld->vit->file.label;
@@ -383,7 +385,7 @@ static VitStatus infer_config(Loader *ld, VitConfig *c) {
     *c = (VitConfig){
         .dim = (int)patch->shape[0], .channels = (int)patch->shape[1],
         .patch_size = (int)patch->shape[2], .image_size = (int)(grid * patch->shape[2]),
-        .depth = count_blocks(ld), .mlp_dim = (int)fc1->shape[0],
+        .depth = depth, .mlp_dim = (int)fc1->shape[0],
         .num_classes = (int)head->shape[0], .ln_eps = L->ln_eps,
     };
     c->heads = c->dim >= 64 && c->dim % 64 == 0 ? c->dim / 64 : 1; // ViT convention: Dh = 64
@@ -396,7 +398,6 @@ static VitStatus infer_config(Loader *ld, VitConfig *c) {
         snprintf(vit->eps_from, sizeof vit->eps_from, "__metadata__ layer_norm_eps");
     if ((s = meta_int(ld, "num_heads", &c->heads)) || (s = meta_eps(ld, &c->ln_eps))) return s;
     if (ld->vit->config_json && (s = read_hf_config(ld, c))) return s;
-    if ((s = check_block_numbers(ld, c->depth))) return s;
     if (c->depth == 0)
         return vit_fail(ld->err, VIT_ERR_INPUT, "%s: no encoder blocks found", file);
     VitError e;

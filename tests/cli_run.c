@@ -27,16 +27,29 @@ static const char *temp_root(void) {
     return dir && *dir ? dir : "/tmp";
 }
 
-const char *cli_program(void) {
-    static char path[PATH_MAX + 16];
+// BUILD/NAME for the runner BUILD/tests/run (static storage).
+static const char *sibling_program(char *path, size_t size, const char *name) {
     char self[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0) return "build/vit";
+    if (n <= 0) {
+        snprintf(path, size, "build/%s", name);
+        return path;
+    }
     self[n] = '\0';
     char *slash = strrchr(self, '/'); // BUILD/tests/run → BUILD/tests
     if (slash) *slash = '\0';
-    snprintf(path, sizeof path, "%s/../vit", self);
+    snprintf(path, size, "%s/../%s", self, name);
     return path;
+}
+
+const char *cli_program(void) {
+    static char path[PATH_MAX + 16];
+    return sibling_program(path, sizeof path, "vit");
+}
+
+const char *cli_viewer_program(void) {
+    static char path[PATH_MAX + 16];
+    return sibling_program(path, sizeof path, "vitview");
 }
 
 char *read_whole_file(const char *path, size_t *size) {
@@ -81,43 +94,56 @@ static int wait_with_timeout(pid_t pid, double seconds) {
     }
 }
 
-CliResult cli_run(const char *const *args) {
-    CliResult r = {.status = -1};
-    const char *program = cli_program();
+bool cli_start(CliChild *c, const char *program, const char *const *args) {
+    memset(c, 0, sizeof *c);
+    c->pid = -1;
     int argc = 0;
     while (args[argc]) argc++;
     char **argv = vit_calloc((size_t)argc + 2, sizeof(char *));
     argv[0] = (char *)program;
     for (int i = 0; i < argc; i++) argv[i + 1] = (char *)args[i];
-
-    char out_path[512], err_path[512];
-    int out_fd = capture_file(out_path, sizeof out_path, "out");
-    int err_fd = capture_file(err_path, sizeof err_path, "err");
+    c->out_fd = capture_file(c->out_path, sizeof c->out_path, "out");
+    c->err_fd = capture_file(c->err_path, sizeof c->err_path, "err");
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&actions, out_fd, 1);
-    posix_spawn_file_actions_adddup2(&actions, err_fd, 2);
-    pid_t pid;
-    int rc = out_fd < 0 || err_fd < 0 ? EIO
-                                      : posix_spawn(&pid, program, &actions, NULL, argv, environ);
+    posix_spawn_file_actions_adddup2(&actions, c->out_fd, 1);
+    posix_spawn_file_actions_adddup2(&actions, c->err_fd, 2);
+    int rc = c->out_fd < 0 || c->err_fd < 0
+                 ? EIO
+                 : posix_spawn(&c->pid, program, &actions, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&actions);
-    if (rc != 0)
+    free(argv);
+    if (rc != 0) {
         fprintf(stderr, "\n    cannot run %s: %s (was it built? make builds it)\n", program,
                 strerror(rc));
-    else
-        r.status = wait_with_timeout(pid, CLI_TIMEOUT);
-    if (out_fd >= 0) close(out_fd);
-    if (err_fd >= 0) close(err_fd);
-    r.out = read_whole_file(out_path, NULL);
-    r.err = read_whole_file(err_path, NULL);
+        c->pid = -1;
+    }
+    return rc == 0;
+}
+
+CliResult cli_finish(CliChild *c) {
+    CliResult r = {.status = -1};
+    if (c->pid > 0) r.status = wait_with_timeout(c->pid, CLI_TIMEOUT);
+    if (c->out_fd >= 0) close(c->out_fd);
+    if (c->err_fd >= 0) close(c->err_fd);
+    r.out = c->out_path[0] ? read_whole_file(c->out_path, NULL) : NULL;
+    r.err = c->err_path[0] ? read_whole_file(c->err_path, NULL) : NULL;
     if (!r.out) r.out = vit_strdup("");
     if (!r.err) r.err = vit_strdup("");
-    unlink(out_path);
-    unlink(err_path);
-    free(argv);
+    if (c->out_path[0]) unlink(c->out_path);
+    if (c->err_path[0]) unlink(c->err_path);
+    memset(c, 0, sizeof *c);
     return r;
 }
+
+CliResult cli_run_program(const char *program, const char *const *args) {
+    CliChild c;
+    cli_start(&c, program, args);
+    return cli_finish(&c);
+}
+
+CliResult cli_run(const char *const *args) { return cli_run_program(cli_program(), args); }
 
 void cli_result_free(CliResult *r) {
     free(r->out);

@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 /** What one run of the program did. */
 typedef struct {
@@ -26,6 +27,8 @@ typedef struct {
 
 /** @brief Path of the `vit` program belonging to this runner (static storage). */
 const char *cli_program(void);
+/** @brief Path of the `vitview` program belonging to this runner (static storage). */
+const char *cli_viewer_program(void);
 
 /**
  * @brief Run `vit args...` with stdin from /dev/null, stdout and stderr captured.
@@ -33,6 +36,22 @@ const char *cli_program(void);
  * @return the result; free it with cli_result_free()
  */
 CliResult cli_run(const char *const *args);
+
+/** @brief Like cli_run() for another program, e.g. cli_viewer_program(). */
+CliResult cli_run_program(const char *program, const char *const *args);
+
+/** A program started with cli_start() and not yet waited for. */
+typedef struct {
+    pid_t pid;          /**< the child, or -1 */
+    int out_fd, err_fd; /**< where its stdout and stderr go */
+    char out_path[512]; /**< those files */
+    char err_path[512]; /**< (removed by cli_finish()) */
+} CliChild;
+
+/** @brief Start `program args...` as cli_run() would, without waiting; false if it could not start. */
+bool cli_start(CliChild *c, const char *program, const char *const *args);
+/** @brief Wait for it (killed after CLI_TIMEOUT seconds) and collect what it said. */
+CliResult cli_finish(CliChild *c);
 
 /** Run `vit` with the given arguments: `CliResult r = VIT_RUN("info", "--weights", w);` */
 #define VIT_RUN(...) cli_run((const char *const[]){__VA_ARGS__, NULL})

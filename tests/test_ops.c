@@ -4,6 +4,8 @@
  */
 #include <CUnit/CUnit.h>
 #include <math.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "check.h"
@@ -105,6 +107,87 @@ static void test_softmax_fully_masked_row_is_zero(void) {
     CU_ASSERT_DOUBLE_EQUAL(y[3] + y[5], 1.0, 1e-7);
 }
 
+// Expected values below are PyTorch's (torch 1.13, torch.softmax(x, dim=-1)), except where
+// a row is entirely -inf: there PyTorch gives NaN and we give zeros, by convention (ops.h).
+
+// Is every one of the n values NaN? Counts them, so a failure says how many were not.
+static int count_nan(const float *y, int n) {
+    int c = 0;
+    for (int j = 0; j < n; j++) c += isnan(y[j]) != 0;
+    return c;
+}
+
+static void test_softmax_row_with_a_nan_is_nan(void) {
+    float x[4] = {1.0f, NAN, 2.0f, -1.0f}, y[4];
+    softmax(y, x, 1, 4);
+    CU_ASSERT_EQUAL(count_nan(y, 4), 4); // PyTorch: [nan, nan, nan, nan]
+    float masked[2] = {NAN, -INFINITY}; // a NaN beside masked entries is still a NaN
+    softmax(y, masked, 1, 2);
+    CU_ASSERT_EQUAL(count_nan(y, 2), 2); // PyTorch: [nan, nan]; not a "fully masked" row
+}
+
+static void test_softmax_row_of_nan_is_nan(void) {
+    float x[3] = {NAN, NAN, NAN}, y[3] = {0, 0, 0};
+    softmax(y, x, 1, 3);
+    CU_ASSERT_EQUAL(count_nan(y, 3), 3); // PyTorch: [nan, nan, nan]; zeros would hide it
+}
+
+static void test_softmax_row_with_plus_inf_is_nan(void) {
+    float x[2] = {1.0f, INFINITY}, y[3];
+    softmax(y, x, 1, 2);
+    CU_ASSERT_EQUAL(count_nan(y, 2), 2); // PyTorch: [nan, nan], not [0, 1] nor [0, nan]
+    float two[3] = {INFINITY, INFINITY, 2.0f};
+    softmax(y, two, 1, 3);
+    CU_ASSERT_EQUAL(count_nan(y, 3), 3); // PyTorch: [nan, nan, nan]
+    float with_masked[3] = {INFINITY, -INFINITY, -INFINITY};
+    softmax(y, with_masked, 1, 3);
+    CU_ASSERT_EQUAL(count_nan(y, 3), 3); // PyTorch: [nan, nan, nan]
+}
+
+// Each row on its own: one bad row does not touch its neighbours, in place or not.
+static void test_softmax_mixed_rows_are_independent(void) {
+    enum { R = 8, C = 3 };
+    const float x[R * C] = {
+        1.0f,      2.0f,      3.0f,      // ordinary
+        NAN,       -INFINITY, -INFINITY, // a NaN
+        -INFINITY, -INFINITY, -INFINITY, // fully masked
+        1.0f,      INFINITY,  0.0f,      // a +inf
+        -INFINITY, -INFINITY, 1.0f,      // partly masked
+        0.5f,      -INFINITY, 0.5f,      // partly masked
+        INFINITY,  -INFINITY, -INFINITY, // a +inf among masked entries
+        NAN,       NAN,       NAN,       // all NaN
+    };
+    const float want[R * C] = {
+        0.09003057f, 0.24472848f, 0.66524094f, // PyTorch's values
+        NAN,         NAN,         NAN,
+        0.0f,        0.0f,        0.0f, // PyTorch: NaN; ours: zeros (fully masked)
+        NAN,         NAN,         NAN,
+        0.0f,        0.0f,        1.0f,
+        0.5f,        0.0f,        0.5f,
+        NAN,         NAN,         NAN,
+        NAN,         NAN,         NAN,
+    };
+    float y[R * C], inplace[R * C];
+    softmax(y, x, R, C);
+    for (int i = 0; i < R * C; i++) inplace[i] = x[i];
+    softmax(inplace, inplace, R, C);
+    for (int r = 0; r < R; r++) {
+        for (int j = 0; j < C; j++) {
+            const int i = r * C + j;
+            if (isnan(want[i])) {
+                CU_ASSERT(isnan(y[i]) && isnan(inplace[i]));
+            } else {
+                CU_ASSERT_DOUBLE_EQUAL(y[i], want[i], 1e-7);
+                CU_ASSERT_EQUAL(inplace[i], y[i]);
+                if (want[i] == 0.0f) CU_ASSERT_EQUAL(y[i], 0.0f); // masked: exactly zero
+            }
+            if (isnan(want[i]) != isnan(y[i]))
+                fprintf(stderr, "\nsoftmax row %d col %d: got %g, want %g\n", r, j, (double)y[i],
+                        (double)want[i]);
+        }
+    }
+}
+
 static void test_softmax_in_place(void) {
     float x[3] = {1, 2, 3}, y[3];
     softmax(y, x, 1, 3);
@@ -169,6 +252,106 @@ static void test_top_k_orders_nan_last_ties_by_index(void) {
     CU_ASSERT_EQUAL(idx[5], 2); // NaN last
 }
 
+/* ------------------------------------------- top K against a plain sort */
+
+// One value and where it came from, for the reference order.
+typedef struct {
+    float v;
+    int i;
+} Ranked;
+
+// qsort's comparison for top_k()'s promise: larger first, NaN last, lower index on ties.
+static int ranked_order(const void *pa, const void *pb) {
+    const Ranked *a = pa, *b = pb;
+    if (isnan(a->v) != isnan(b->v)) return isnan(a->v) ? 1 : -1;
+    if (!isnan(a->v) && a->v != b->v) return a->v > b->v ? -1 : 1;
+    return (a->i > b->i) - (a->i < b->i);
+}
+
+// The plain reference: order is (n), all indices of v sorted by the promise; O(n log n).
+// The top k are its first k.
+static void top_k_naive(int *order, const float *v, int n) {
+    Ranked *r = malloc(sizeof *r * (size_t)(n > 0 ? n : 1));
+    for (int i = 0; i < n; i++) r[i] = (Ranked){v[i], i};
+    qsort(r, (size_t)n, sizeof *r, ranked_order);
+    for (int i = 0; i < n; i++) order[i] = r[i].i;
+    free(r);
+}
+
+// v is (n): few distinct values, so ties are everywhere, and some NaN, ±inf and -0 beside 0.
+static void fill_with_ties(float *v, int n, uint64_t seed) {
+    Rng rng;
+    rng_seed(&rng, seed);
+    for (int i = 0; i < n; i++) {
+        uint32_t u = rng_u32(&rng) % 20;
+        v[i] = u == 0 ? NAN : u == 1 ? INFINITY : u == 2 ? -INFINITY : u == 3 ? -0.0f
+                                                                      : (float)(u % 6) - 2.0f;
+    }
+}
+
+// top_k(k) must be the first min(k, n) of the reference order, and write nothing after them.
+static void check_top_k(const float *v, const int *order, int n, int k) {
+    const int want = k <= 0 ? 0 : k < n ? k : n, room = (k > n ? k : n) + 1;
+    const int untouched = -7;
+    int *idx = malloc(sizeof *idx * (size_t)room);
+    for (int j = 0; j < room; j++) idx[j] = untouched;
+    const int got = top_k(idx, k, v, n);
+    CU_ASSERT_EQUAL(got, want);
+    int bad = -1; // the first wrong position
+    for (int j = 0; j < room && bad < 0; j++)
+        if (idx[j] != (j < want ? order[j] : untouched)) bad = j;
+    CU_ASSERT_EQUAL(bad, -1);
+    if (got != want || bad >= 0)
+        fprintf(stderr, "\ntop_k(n=%d, k=%d) returned %d (want %d); idx[%d] = %d, the sort says %d\n",
+                n, k, got, want, bad, bad >= 0 ? idx[bad] : 0,
+                bad >= 0 ? (bad < want ? order[bad] : untouched) : 0);
+    free(idx);
+}
+
+// Every k that matters for one n: none, negative, one, some, all, more than all.
+static void check_top_k_all_k(int n, uint64_t seed) {
+    float *v = malloc(sizeof *v * (size_t)(n > 0 ? n : 1));
+    int *order = malloc(sizeof *order * (size_t)(n > 0 ? n : 1));
+    fill_with_ties(v, n, seed);
+    top_k_naive(order, v, n);
+    const int ks[] = {-1, 0, 1, 2, 3, n / 2, n - 1, n, n + 1, 2 * n + 5};
+    for (size_t t = 0; t < sizeof ks / sizeof ks[0]; t++) check_top_k(v, order, n, ks[t]);
+    free(v), free(order);
+}
+
+static void test_top_k_matches_sorting_small(void) {
+    const int ns[] = {0, 1, 2, 3, 7, 8, 31, 100, 1000};
+    for (size_t t = 0; t < sizeof ns / sizeof ns[0]; t++) check_top_k_all_k(ns[t], 100 + t);
+}
+
+static void test_top_k_all_equal_or_all_nan(void) {
+    enum { N = 50 };
+    float v[N];
+    int order[N];
+    for (int i = 0; i < N; i++) order[i] = i; // every value ties: index order
+    for (int i = 0; i < N; i++) v[i] = 1.5f;
+    check_top_k(v, order, N, 10);
+    check_top_k(v, order, N, N);
+    for (int i = 0; i < N; i++) v[i] = NAN;
+    check_top_k(v, order, N, 10);
+    check_top_k(v, order, N, N);
+}
+
+// n = 200,000: the old O(n·k) insertion took minutes for k = n; the heap takes milliseconds.
+// No timing is asserted (that belongs in a benchmark), only the answers.
+static void test_top_k_matches_sorting_large(void) {
+    enum { N = 200000 };
+    float *v = malloc(sizeof *v * N);
+    int *order = malloc(sizeof *order * N);
+    fill_with_ties(v, N, 7);
+    top_k_naive(order, v, N);
+    check_top_k(v, order, N, 1);
+    check_top_k(v, order, N, 1000);
+    check_top_k(v, order, N, N);
+    check_top_k(v, order, N, N + 1);
+    free(v), free(order);
+}
+
 CU_TestInfo tests_ops[] = {
     {"softmax matches PyTorch", test_softmax_matches_pytorch},
     {"layernorm matches PyTorch", test_layernorm_matches_pytorch},
@@ -179,11 +362,18 @@ CU_TestInfo tests_ops[] = {
     {"softmax ignores an added constant", test_softmax_ignores_added_constant},
     {"softmax survives +-1e30", test_softmax_survives_huge_inputs},
     {"softmax fully masked row is zeros", test_softmax_fully_masked_row_is_zero},
+    {"softmax row with a NaN is NaN", test_softmax_row_with_a_nan_is_nan},
+    {"softmax row of NaN is NaN, not zeros", test_softmax_row_of_nan_is_nan},
+    {"softmax row with +inf is NaN (as PyTorch)", test_softmax_row_with_plus_inf_is_nan},
+    {"softmax mixed rows are independent", test_softmax_mixed_rows_are_independent},
     {"softmax in place", test_softmax_in_place},
     {"layernorm gives mean 0 variance 1", test_layernorm_normalises},
     {"layernorm constant row is finite", test_layernorm_constant_row_uses_eps},
     {"gelu known values", test_gelu_known_values},
     {"scale and add", test_scale_and_add},
     {"top K: largest first, ties by index, NaN last", test_top_k_orders_nan_last_ties_by_index},
+    {"top K equals sorting: n <= 1000, every k", test_top_k_matches_sorting_small},
+    {"top K: all equal, all NaN", test_top_k_all_equal_or_all_nan},
+    {"top K equals sorting: n = 200,000", test_top_k_matches_sorting_large},
     CU_TEST_INFO_NULL,
 };

@@ -656,6 +656,79 @@ static void test_width_not_divisible_by_heads(void) {
     unlink(path);
 }
 
+// Renames every tensor of block `from` to block `to` (user: int[2]), in timm or HF names.
+static void renumber_block(StWriter *w, const char *name, const Tensor *t, void *user) {
+    const int *blocks = user;
+    const char *prefixes[] = {"blocks.", "vit.encoder.layer."};
+    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++) {
+        size_t n = strlen(prefixes[i]);
+        char *end;
+        if (strncmp(name, prefixes[i], n) != 0 || strtol(name + n, &end, 10) != blocks[0] ||
+            *end != '.')
+            continue;
+        char renamed[160];
+        snprintf(renamed, sizeof renamed, "%s%d%s", prefixes[i], blocks[1], end);
+        st_writer_add(w, renamed, t);
+        return;
+    }
+    st_writer_add(w, name, t);
+}
+
+// Blocks 0 and 2 without 1 would silently make a one-block model: refused, naming the tensor.
+static void test_a_gap_in_the_blocks_is_refused(void) {
+    char timm[256], path[256], hf[256], msg[sizeof(VitError)];
+    temp_path(timm, sizeof timm, "timm");
+    temp_path(path, sizeof path, "gap");
+    temp_path(hf, sizeof hf, "hf");
+    Tensor l = save_small(timm);
+    int one_to_two[2] = {1, 2};
+    rewrite(timm, path, renumber_block, one_to_two, NULL);
+    load_fails(path, msg, sizeof msg);
+    assert_mentions(msg, path);
+    assert_mentions(msg, "tensor 'blocks.2.");
+    assert_mentions(msg, "belongs to block 2, but block 1 is missing");
+    // no block 0 at all: the same, not "no encoder blocks"
+    int zero_to_two[2] = {0, 2};
+    rewrite(timm, path, renumber_block, zero_to_two, NULL);
+    load_fails(path, msg, sizeof msg);
+    assert_mentions(msg, "but block 0 is missing");
+    // Hugging Face names: its own prefix
+    rewrite(timm, hf, to_hf, NULL, NULL);
+    int one_to_five[2] = {1, 5};
+    rewrite(hf, path, renumber_block, one_to_five, NULL);
+    load_fails(path, msg, sizeof msg);
+    assert_mentions(msg, "tensor 'vit.encoder.layer.5.");
+    assert_mentions(msg, "belongs to block 5, but block 1 is missing");
+    tensor_free(&l);
+    unlink(timm);
+    unlink(path);
+    unlink(hf);
+}
+
+// An eps float32 cannot hold is named as the file wrote it, not as the 0 it rounds to.
+static void test_eps_is_quoted_as_written(void) {
+    char timm[256], path[256], msg[sizeof(VitError)];
+    temp_path(timm, sizeof timm, "timm");
+    temp_path(path, sizeof path, "eps");
+    Tensor l = save_small(timm);
+    const struct {
+        const char *eps, *problem;
+    } cases[] = {
+        {"1e-50", "__metadata__ layer_norm_eps '1e-50' is too small for float32 (it rounds to 0)"},
+        {"2", "__metadata__ layer_norm_eps '2' is not in (0, 1)"},
+        {"tiny", "__metadata__ layer_norm_eps 'tiny' is not a number"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *const meta[] = {"layer_norm_eps", cases[i].eps, NULL};
+        rewrite(timm, path, keep, NULL, meta);
+        load_fails(path, msg, sizeof msg);
+        assert_mentions(msg, cases[i].problem);
+    }
+    tensor_free(&l);
+    unlink(timm);
+    unlink(path);
+}
+
 CU_TestInfo tests_weights[] = {
     {"save then build gives the same logits", test_save_then_build_gives_same_model},
     {"save then build gives the same tensors", test_save_then_build_gives_same_tensors},
@@ -671,5 +744,7 @@ CU_TestInfo tests_weights[] = {
     {"a missing weight is named", test_missing_weight_is_named},
     {"a shape mismatch names tensor and shapes", test_shape_mismatch_is_named},
     {"width not divisible by heads is refused", test_width_not_divisible_by_heads},
+    {"a gap in the blocks is refused", test_a_gap_in_the_blocks_is_refused},
+    {"an eps is quoted as written", test_eps_is_quoted_as_written},
     CU_TEST_INFO_NULL,
 };
