@@ -5,7 +5,7 @@
 #   make test       install missing packages, build, run every test suite
 #   make sanitize   the same tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make docs       Doxygen book into docs/html (warnings are errors)
-#   make bench      GEMM and forward-pass benchmarks
+#   make bench      GEMM, forward-pass and safetensors-parsing benchmarks
 #   make clean
 #
 # Options: BLAS=0 (no OpenBLAS), NO_OMP=1 (no OpenMP), CC=clang, BUILD=dir.

@@ -16,6 +16,14 @@
 #include <stb_image.h>
 
 /* --------------------------------------------------------------- decoding */
+/*
+ * stb_image decodes; before it does, we read each format's header ourselves:
+ * a size must be checked before stb takes memory for it, a message must print
+ * the size as the file states it (PNG's are unsigned 32-bit and BMP's signed
+ * 32-bit: an int would print a width of 0xFFFFFFFC as -4), and stb's info
+ * call loses the reason of a refusal (stb_refusal). stb's own reading of the
+ * size is then checked again: the decoder's word is final.
+ */
 
 Image image_new(int width, int height) {
     Image img = {width, height, vit_calloc((size_t)width * height * 3 + 1, 1)};
@@ -27,18 +35,24 @@ void image_free(Image *img) {
     memset(img, 0, sizeof *img);
 }
 
-// Check the header's dimensions before decoding: a tiny file can claim a huge image.
-static VitStatus check_dimensions(int w, int h, const char *label, VitError *err) {
+/** Every message about a size names both limits, so the reader knows what would pass. */
+#define SIZE_LIMITS "(limits: %d pixels a side, %ld pixels in all)"
+
+// Check the header's dimensions before decoding: a tiny file can claim a huge
+// image. long long holds any format's field exactly as the file states it.
+static VitStatus check_dimensions(long long w, long long h, const char *label, VitError *err) {
     if (w <= 0 || h <= 0)
-        return vit_fail(err, VIT_ERR_INPUT, "%s: image has zero size (%d×%d)", label, w, h);
+        return vit_fail(err, VIT_ERR_INPUT, "%s: image has zero size (%lld×%lld)", label, w, h);
     if (w > IMAGE_MAX_SIDE || h > IMAGE_MAX_SIDE)
         return vit_fail(err, VIT_ERR_INPUT,
-                        "%s: image of %d×%d pixels has a side longer than %d pixels", label, w, h,
-                        IMAGE_MAX_SIDE);
-    if ((long)w * h > IMAGE_MAX_PIXELS)
+                        "%s: image of %lld×%lld pixels has a side longer than %d pixels "
+                        SIZE_LIMITS, label, w, h, IMAGE_MAX_SIDE, IMAGE_MAX_SIDE,
+                        (long)IMAGE_MAX_PIXELS);
+    if (w * h > IMAGE_MAX_PIXELS) // both sides at most 65535: no overflow
         return vit_fail(err, VIT_ERR_INPUT,
-                        "%s: image of %d×%d pixels is larger than the %ld-pixel limit", label, w,
-                        h, (long)IMAGE_MAX_PIXELS);
+                        "%s: image of %lld×%lld pixels is larger than the %ld-pixel limit "
+                        SIZE_LIMITS, label, w, h, (long)IMAGE_MAX_PIXELS, IMAGE_MAX_SIDE,
+                        (long)IMAGE_MAX_PIXELS);
     return VIT_OK;
 }
 
@@ -52,6 +66,60 @@ static ImageFormat sniff_format(const unsigned char *d, size_t n) {
     if (n >= 2 && d[0] == 'P' && (d[1] == '5' || d[1] == '6')) return FORMAT_PNM;
     return FORMAT_UNKNOWN;
 }
+
+// Header fields: PNG and JPEG store them big-endian, BMP little-endian.
+static uint32_t be32(const unsigned char *p) {
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
+}
+
+static uint32_t le32(const unsigned char *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static unsigned le16(const unsigned char *p) { return (unsigned)p[0] | (unsigned)p[1] << 8; }
+
+// stb's reason for a failure, safe to print: it can quote raw bytes of the
+// file (an unknown PNG chunk's name), which must not reach the terminal as is.
+static const char *stb_reason(char *buf, size_t size) {
+    const char *r = stbi_failure_reason();
+    size_t i = 0;
+    for (; r && r[i] && i + 1 < size; i++)
+        buf[i] = (r[i] >= 0x20 && r[i] < 0x7f) ? r[i] : '?';
+    buf[i] = '\0';
+    return buf;
+}
+
+/* PNG */
+
+// A PNG's chunks up to its pixel data, walked as stb walks them (length, type,
+// data, CRC, which stb ignores). stbi_info refuses a large IHDR size (a side
+// over 2^24, or over 2^30 bytes) and a palette image (colour type 3) without a
+// PLTE chunk, and then reports only "unknown image type"; we report the size
+// as IHDR states it (unsigned 32-bit) and the missing palette.
+static VitStatus png_check(const unsigned char *d, size_t size, const char *label,
+                           VitError *err) {
+    bool palette = false, has_plte = false;
+    for (uint64_t p = 8; p + 8 <= size; p += 12 + (uint64_t)be32(d + p)) {
+        const unsigned char *type = d + p + 4, *body = d + p + 8;
+        if (memcmp(type, "IHDR", 4) == 0 && be32(d + p) == 13 && size - (p + 8) >= 13) {
+            VitStatus s = check_dimensions(be32(body), be32(body + 4), label, err);
+            if (s != VIT_OK) return s;
+            palette = body[9] == 3;
+        } else if (memcmp(type, "PLTE", 4) == 0) {
+            has_plte = true;
+        } else if (memcmp(type, "IDAT", 4) == 0 || memcmp(type, "IEND", 4) == 0) {
+            break; // the palette must come before the pixels
+        }
+    }
+    if (palette && !has_plte)
+        return vit_fail(err, VIT_ERR_INPUT,
+                        "%s: palette PNG (colour type 3) has no PLTE chunk before its pixels: "
+                        "the palette is missing",
+                        label);
+    return VIT_OK;
+}
+
+/* JPEG */
 
 // stb_image 2.27 (Debian 12) writes past a 257-entry array when a JPEG Huffman
 // table (DHT segment) declares more than 256 codes (CVE-2021-28021). We refuse
@@ -76,7 +144,10 @@ static bool dht_valid(const unsigned char *d, size_t n, size_t at) {
     return true;
 }
 
-static bool jpeg_tables_valid(const unsigned char *d, size_t n) {
+// The walk; false for a corrupt DHT. *sof: where the first frame header
+// (SOFn: markers C0 to CF except DHT C4, JPG C8 and DAC CC) starts, or 0.
+static bool jpeg_walk(const unsigned char *d, size_t n, size_t *sof) {
+    *sof = 0;
     size_t i = 2;
     while (i + 1 < n) {
         unsigned marker = d[i + 1];
@@ -87,17 +158,52 @@ static bool jpeg_tables_valid(const unsigned char *d, size_t n) {
             continue;
         }
         if (marker == 0xc4 && !dht_valid(d, n, i + 2)) return false;
+        bool frame = marker >= 0xc0 && marker <= 0xcf && marker != 0xc4 && marker != 0xc8 &&
+                     marker != 0xcc;
+        if (frame && *sof == 0) *sof = i;
         size_t len = (size_t)byte_at(d, n, i + 2) << 8 | byte_at(d, n, i + 3);
         i += 2 + (len >= 2 ? len : 2);
     }
     return true;
 }
 
+// stb decodes baseline and progressive Huffman JPEGs (SOF0 to SOF2) of 8-bit
+// samples whose height is in the frame header; for any other its info reports
+// only "unknown image type", so we name what is not supported. The frame
+// header: length (2 bytes), sample bits (1), height (2), width (2).
+static VitStatus jpeg_check(const unsigned char *d, size_t n, const char *label, VitError *err) {
+    size_t sof;
+    if (!jpeg_walk(d, n, &sof))
+        return vit_fail(err, VIT_ERR_INPUT, "%s: cannot decode image: corrupt JPEG Huffman table",
+                        label);
+    if (sof == 0) return VIT_OK; // no frame header: stb will refuse the file
+    unsigned marker = d[sof + 1], bits = byte_at(d, n, sof + 4);
+    unsigned h = (unsigned)byte_at(d, n, sof + 5) << 8 | byte_at(d, n, sof + 6);
+    unsigned w = (unsigned)byte_at(d, n, sof + 7) << 8 | byte_at(d, n, sof + 8);
+    if (marker > 0xc2)
+        return vit_fail(err, VIT_ERR_INPUT,
+                        "%s: JPEG coding process SOF%u (lossless, hierarchical or "
+                        "arithmetic-coded) is not supported",
+                        label, marker - 0xc0);
+    if (bits != 8)
+        return vit_fail(err, VIT_ERR_INPUT,
+                        "%s: JPEG of %u-bit samples is not supported (only 8-bit)", label, bits);
+    if (h == 0)
+        return vit_fail(err, VIT_ERR_INPUT,
+                        "%s: JPEG of height 0 (the height given later, by a DNL marker) is not "
+                        "supported",
+                        label);
+    return check_dimensions(w, h, label, err);
+}
+
+/* PPM/PGM */
+
 // Reads the numbers of a binary PPM/PGM header (width, height, maxval) the way
 // stb does: whitespace (isspace) and '#' comments between them. Returns where
 // the pixels start (after the one whitespace that follows maxval), or 0 when a
-// number is missing or has more than 7 digits (stb's int parser would overflow).
-static size_t pnm_header(const unsigned char *data, size_t size, long numbers[3]) {
+// number is missing or has more than 18 digits. stb's int parser overflows
+// from 10 digits, but no such number reaches it: the checks refuse it first.
+static size_t pnm_header(const unsigned char *data, size_t size, long long numbers[3]) {
     size_t i = 2;
     for (int k = 0; k < 3; k++) {
         while (i < size && (isspace(data[i]) || data[i] == '#')) {
@@ -108,7 +214,7 @@ static size_t pnm_header(const unsigned char *data, size_t size, long numbers[3]
         int digits = 0;
         numbers[k] = 0;
         while (i < size && isdigit(data[i])) {
-            if (++digits > 7) return 0;
+            if (++digits > 18) return 0;
             numbers[k] = numbers[k] * 10 + (data[i++] - '0');
         }
         if (digits == 0) return 0;
@@ -121,16 +227,21 @@ static size_t pnm_header(const unsigned char *data, size_t size, long numbers[3]
 // files (maxval > 255) overflow a buffer when converted to 8 bits. Refuse all three.
 static VitStatus pnm_check(const unsigned char *data, size_t size, const char *label,
                           VitError *err) {
-    long n[3];
+    long long n[3];
     size_t start = pnm_header(data, size, n);
     if (start == 0)
-        return vit_fail(err, VIT_ERR_INPUT, "%s: cannot decode image: malformed PPM/PGM header",
+        return vit_fail(err, VIT_ERR_INPUT,
+                        "%s: cannot decode image: malformed PPM/PGM header (a number is missing "
+                        "or longer than 18 digits)",
                         label);
+    if (n[2] > 65535) // not 16-bit either: the format stops there
+        return vit_fail(err, VIT_ERR_INPUT,
+                        "%s: PPM/PGM maxval %lld is out of range (at most 65535)", label, n[2]);
     if (n[2] > 255)
         return vit_fail(err, VIT_ERR_INPUT,
-                        "%s: 16-bit PPM/PGM (maxval %ld) is not supported; save it with 8 bits",
+                        "%s: 16-bit PPM/PGM (maxval %lld) is not supported; save it with 8 bits",
                         label, n[2]);
-    VitStatus s = check_dimensions((int)n[0], (int)n[1], label, err);
+    VitStatus s = check_dimensions(n[0], n[1], label, err);
     if (s != VIT_OK) return s;
     size_t channels = data[1] == '6' ? 3 : 1;
     if (size < start || size - start < (size_t)n[0] * (size_t)n[1] * channels)
@@ -139,36 +250,128 @@ static VitStatus pnm_check(const unsigned char *data, size_t size, const char *l
     return VIT_OK;
 }
 
-// stb's reason for a failure, safe to print: it can quote raw bytes of the
-// file (an unknown PNG chunk's name), which must not reach the terminal as is.
-static const char *stb_reason(char *buf, size_t size) {
-    const char *r = stbi_failure_reason();
-    size_t i = 0;
-    for (; r && r[i] && i + 1 < size; i++)
-        buf[i] = (r[i] >= 0x20 && r[i] < 0x7f) ? r[i] : '?';
-    buf[i] = '\0';
-    return buf;
+/* BMP */
+
+/** The fields of a BMP header that stb reads. */
+typedef struct {
+    uint32_t offset;       // where the pixels start
+    uint32_t header;       // size of the info header: 12 (OS/2), 40, 56, 108 or 124
+    uint32_t compression;  // 0 none, 3 bit fields; others (RLE, JPEG, PNG) stb refuses
+    unsigned bpp;          // bits per pixel
+    long long width;       // signed in the file: negative is invalid
+    long long height;      // signed in the file: negative means rows stored top first
+} BmpHeader;
+
+// The OS/2 header stores 16-bit unsigned sizes, the others 32-bit signed ones.
+static BmpHeader bmp_header(const unsigned char *d) {
+    BmpHeader b = {.offset = le32(d + 10), .header = le32(d + 14)};
+    if (b.header == 12) {
+        b.width = le16(d + 18), b.height = le16(d + 20), b.bpp = le16(d + 24);
+    } else {
+        b.width = (int32_t)le32(d + 18), b.height = (int32_t)le32(d + 22);
+        b.bpp = le16(d + 28), b.compression = le32(d + 30);
+    }
+    return b;
 }
 
-static uint32_t le32(const unsigned char *p) {
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+// The palette index of pixel x of a row: 1, 4 or 8 bits a pixel, high bits first.
+static unsigned bmp_index(const unsigned char *row, long long x, unsigned bpp) {
+    if (bpp == 8) return row[x];
+    if (bpp == 4) return (row[x / 2] >> (x % 2 ? 0 : 4)) & 15;
+    return (row[x / 8] >> (7 - x % 8)) & 1;
+}
+
+// stb sizes a BMP's palette as (offset − 14 − header) / 4 entries, and then
+// neither refuses an empty one nor checks the pixels' indices against it: an
+// index past its end reads uninitialised memory as a colour. (For OS/2 files,
+// whose entries are 3 bytes, stb 2.27 counts four entries too few.) The rows
+// are all in the file (bmp_check), `row` bytes apart.
+static VitStatus bmp_palette_check(const unsigned char *d, const BmpHeader *b, uint64_t row,
+                                   const char *label, VitError *err) {
+    if (b->header == 12)
+        return vit_fail(err, VIT_ERR_INPUT,
+                        "%s: OS/2 BMP with a palette is not supported (stb misreads its palette)",
+                        label);
+    long long entries = ((long long)b->offset - 14 - b->header) / 4;
+    if (entries <= 0)
+        return vit_fail(err, VIT_ERR_INPUT,
+                        "%s: BMP of %u bits per pixel has no palette (its pixels start at byte "
+                        "%u, right after the header)",
+                        label, b->bpp, b->offset);
+    if (entries > 256)
+        return vit_fail(err, VIT_ERR_INPUT,
+                        "%s: BMP palette of %lld entries is longer than 256 (the pixels must "
+                        "follow the palette)",
+                        label, entries);
+    if (entries >= 1 << b->bpp) return VIT_OK; // every index has its entry
+    for (long long y = 0; y < llabs(b->height); y++)
+        for (long long x = 0; x < b->width; x++) {
+            unsigned v = bmp_index(d + b->offset + (uint64_t)y * row, x, b->bpp);
+            if (v >= entries)
+                return vit_fail(err, VIT_ERR_INPUT,
+                                "%s: BMP pixel uses palette entry %u, past the end of its "
+                                "%lld-entry palette",
+                                label, v, entries);
+        }
+    return VIT_OK;
 }
 
 // stb reads an uncompressed BMP whose pixels are cut short as zeros too: a
 // 79-byte file could claim 2106×30988 pixels and cost 200 MB to "decode".
-// Rows are padded to 4 bytes; the pixels start at the header's offset.
-static VitStatus bmp_check(const unsigned char *d, size_t size, int w, int h, const char *label,
+// Rows are padded to 4 bytes; the pixels start at the header's offset. A
+// negative height is valid (rows stored top first): the image is |h| rows.
+static VitStatus bmp_check(const unsigned char *d, size_t size, const char *label,
                            VitError *err) {
-    if (size < 30) return VIT_OK; // too short for stb as well: it will refuse it
-    uint32_t offset = le32(d + 10), header = le32(d + 14);
-    unsigned bpp = header == 12 ? (unsigned)(d[24] | d[25] << 8) : (unsigned)(d[28] | d[29] << 8);
-    uint32_t compression = header >= 40 && size >= 34 ? le32(d + 30) : 0;
-    if (compression != 0 && compression != 3) return VIT_OK; // RLE &c.: stb refuses them
-    uint64_t row = ((uint64_t)bpp * (uint64_t)w + 31) / 32 * 4;
-    if ((uint64_t)offset + row * (uint64_t)h > size)
+    uint32_t header = size >= 18 ? le32(d + 14) : 0;
+    if (header != 12 && header != 40 && header != 56 && header != 108 && header != 124)
+        return VIT_OK; // a header stb does not know: it refuses the file before any size
+    if (size < 14 + (size_t)header)
+        return vit_fail(err, VIT_ERR_INPUT, "%s: cannot decode image: BMP header is truncated",
+                        label);
+    BmpHeader b = bmp_header(d);
+    if (b.width < 0)
+        return vit_fail(err, VIT_ERR_INPUT, "%s: BMP width is negative (%lld)", label, b.width);
+    VitStatus s = check_dimensions(b.width, llabs(b.height), label, err);
+    if (s != VIT_OK) return s;
+    if (b.compression == 3 ? b.bpp != 16 && b.bpp != 32 : b.compression != 0)
+        return VIT_OK; // RLE &c., or bit fields of 8 or 24 bits: stb refuses them
+    if (b.bpp != 1 && b.bpp != 4 && b.bpp != 8 && b.bpp != 16 && b.bpp != 24 && b.bpp != 32)
+        return vit_fail(err, VIT_ERR_INPUT,
+                        "%s: BMP of %u bits per pixel is not supported (only 1, 4, 8, 16, 24 "
+                        "or 32)",
+                        label, b.bpp);
+    uint64_t row = ((uint64_t)b.bpp * (uint64_t)b.width + 31) / 32 * 4;
+    if ((uint64_t)b.offset + row * (uint64_t)llabs(b.height) > size)
         return vit_fail(err, VIT_ERR_INPUT, "%s: cannot decode image: pixel data is truncated",
                         label);
-    return VIT_OK;
+    return b.bpp <= 8 ? bmp_palette_check(d, &b, row, label, err) : VIT_OK;
+}
+
+/* all formats */
+
+// Our own reading of the header, for the checks above.
+static VitStatus header_check(ImageFormat format, const unsigned char *d, size_t size,
+                              const char *label, VitError *err) {
+    switch (format) {
+    case FORMAT_PNG: return png_check(d, size, label, err);
+    case FORMAT_JPEG: return jpeg_check(d, size, label, err);
+    case FORMAT_BMP: return bmp_check(d, size, label, err);
+    case FORMAT_PNM: return pnm_check(d, size, label, err);
+    default: return VIT_OK;
+    }
+}
+
+// stbi_info asks each of stb's decoders in turn and, when all refuse, reports
+// only "unknown image type": the reason of the one that read the file is
+// lost. That decoder's load reads the header exactly as its info does, so it
+// fails at the same place, before taking memory for pixels: ask it instead.
+static VitStatus stb_refusal(const unsigned char *data, size_t size, const char *label,
+                             VitError *err) {
+    int w, h, comp;
+    char reason[64];
+    stbi_image_free(stbi_load_from_memory(data, (int)size, &w, &h, &comp, 3)); // NULL
+    return vit_fail(err, VIT_ERR_INPUT, "%s: cannot decode image: %s", label,
+                    stb_reason(reason, sizeof reason));
 }
 
 VitStatus image_load_memory(Image *img, const unsigned char *data, size_t size,
@@ -181,19 +384,15 @@ VitStatus image_load_memory(Image *img, const unsigned char *data, size_t size,
     if (format == FORMAT_UNKNOWN)
         return vit_fail(err, VIT_ERR_INPUT,
                         "%s: not an image I can decode (PNG, JPEG, BMP, PPM/PGM)", label);
-    VitStatus s;
-    if (format == FORMAT_PNM && (s = pnm_check(data, size, label, err)) != VIT_OK) return s;
-    if (format == FORMAT_JPEG && !jpeg_tables_valid(data, size))
-        return vit_fail(err, VIT_ERR_INPUT, "%s: cannot decode image: corrupt JPEG Huffman table",
-                        label);
+    VitStatus s = header_check(format, data, size, label, err);
+    if (s != VIT_OK) return s;
     int w, h, comp;
     char reason[64];
     if (!stbi_info_from_memory(data, (int)size, &w, &h, &comp))
-        return vit_fail(err, VIT_ERR_INPUT,
-                        "%s: not an image I can decode (PNG, JPEG, BMP, PPM/PGM): %s", label,
-                        stb_reason(reason, sizeof reason));
-    if ((s = check_dimensions(w, h, label, err)) != VIT_OK) return s;
-    if (format == FORMAT_BMP && (s = bmp_check(data, size, w, h, label, err)) != VIT_OK) return s;
+        return stb_refusal(data, size, label, err);
+    // stb's reading, checked too; its info gives a top-down BMP's height negative, as stored
+    if ((s = check_dimensions(w, format == FORMAT_BMP ? llabs(h) : h, label, err)) != VIT_OK)
+        return s;
     unsigned char *rgb = stbi_load_from_memory(data, (int)size, &w, &h, &comp, 3);
     if (!rgb)
         return vit_fail(err, VIT_ERR_INPUT, "%s: cannot decode image: %s", label,

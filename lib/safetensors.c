@@ -227,22 +227,29 @@ static VitStatus check_overlaps(SafeTensors *st, VitError *err) {
  * linear search per entry would make parsing quadratic: 100,000 entries
  * would take half a minute, a header of tens of megabytes hours.
  */
-static const char *const *sort_names; // the names being sorted (qsort has no user pointer)
+/** A name and where it is, sorted together (qsort has no user pointer to reach the names). */
+typedef struct {
+    const char *name;
+    int index;
+} NamedIndex;
 
-static int by_sorted_name(const void *a, const void *b) {
-    return strcmp(sort_names[*(const int *)a], sort_names[*(const int *)b]);
+static int by_name_order(const void *a, const void *b) {
+    return strcmp(((const NamedIndex *)a)->name, ((const NamedIndex *)b)->name);
 }
 
 // Indices 0 … n−1 ordered by names[i]; *duplicate gets a name that occurs twice, or NULL.
 static int *sorted_index(const char *const *names, int n, const char **duplicate) {
+    NamedIndex *pairs = vit_malloc(sizeof *pairs * (size_t)(n > 0 ? n : 1));
+    for (int i = 0; i < n; i++) pairs[i] = (NamedIndex){names[i], i};
+    qsort(pairs, (size_t)n, sizeof *pairs, by_name_order);
     int *order = vit_malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
-    for (int i = 0; i < n; i++) order[i] = i;
-    sort_names = names;
-    qsort(order, (size_t)n, sizeof *order, by_sorted_name);
-    sort_names = NULL;
     *duplicate = NULL;
-    for (int i = 1; i < n && !*duplicate; i++)
-        if (strcmp(names[order[i - 1]], names[order[i]]) == 0) *duplicate = names[order[i]];
+    for (int i = 0; i < n; i++) {
+        order[i] = pairs[i].index;
+        if (i > 0 && !*duplicate && strcmp(pairs[i - 1].name, pairs[i].name) == 0)
+            *duplicate = pairs[i].name;
+    }
+    free(pairs);
     return order;
 }
 
@@ -313,13 +320,23 @@ VitStatus st_parse(SafeTensors *st, const void *data, size_t size, const char *l
     if (header_len > ST_MAX_HEADER)
         return vit_fail(err, VIT_ERR_INPUT, "%s: header of %llu bytes is larger than %u",
                         label, (unsigned long long)header_len, ST_MAX_HEADER);
+    // cJSON's tree takes about ten times the text, our table of entries a little more
+    char what[sizeof err->msg], bytes[VIT_NUM_BUF];
+    snprintf(what, sizeof what, "%s: a header of %s", label, vit_bytes(bytes, (double)header_len));
+    VitStatus status = vit_check_memory(16.0 * (double)header_len, what, err);
+    if (status != VIT_OK) return status;
     cJSON *root = cJSON_ParseWithLength((const char *)st->buf + 8, (size_t)header_len);
     if (!root)
         return vit_fail(err, VIT_ERR_INPUT, "%s: header is not valid JSON", label);
     size_t data_offset = 8 + (size_t)header_len;
-    VitStatus status = parse_header(st, root, size - data_offset, err);
+    status = parse_header(st, root, size - data_offset, err);
     cJSON_Delete(root);
-    if (status != VIT_OK) return status;
+    if (status != VIT_OK) { // empty, as promised: no half-parsed table to look things up in
+        st_free_contents(st);
+        st->tensors = NULL, st->count = 0, st->by_name = NULL;
+        st->meta_keys = st->meta_values = NULL, st->meta_count = 0, st->meta_by_key = NULL;
+        return status;
+    }
     for (int i = 0; i < st->count; i++)
         st->tensors[i].bytes = st->buf + data_offset + st->tensors[i].begin;
     return VIT_OK;

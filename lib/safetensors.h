@@ -12,9 +12,11 @@
  * touches a byte: header length within the file, valid JSON, known dtypes,
  * shapes, offsets inside the data section, byte sizes matching the shapes, no
  * two tensors overlapping, no duplicate names. F32 data is used in place; F16,
- * BF16 and F64 are converted to float32 on request. Parsing takes time linear
- * in the header (names are sorted once and looked up by binary search), so a
- * header of a million entries costs seconds, not hours.
+ * BF16 and F64 are converted to float32 on request. Parsing takes n log n
+ * time in the entries (names are sorted once and looked up by binary search;
+ * a linear search per entry would be quadratic), so a header of a million
+ * entries costs about a second, not hours. Its memory (cJSON's tree, about
+ * ten times the header) is checked before it is taken.
  *
  * Writing goes through fileio.h's OutFile: a temporary file in the same
  * folder, renamed over the destination only once complete, so a failure

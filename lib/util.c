@@ -75,16 +75,34 @@ void *vit_try_malloc_aligned(size_t bytes) {
     return aligned_alloc(64, rounded ? rounded : 64);
 }
 
+// Bytes of address space and of data (heap and private mappings) in use now,
+// from /proc/self/statm (pages: total, resident, shared, text, lib, data, dirty).
+static void memory_in_use(double *address_space, double *data) {
+    *address_space = *data = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long total, resident, shared, text, lib, data_pages;
+    if (f && fscanf(f, "%lu %lu %lu %lu %lu %lu", &total, &resident, &shared, &text, &lib,
+                    &data_pages) == 6) {
+        double page = (double)sysconf(_SC_PAGESIZE);
+        *address_space = (double)total * page;
+        *data = (double)data_pages * page;
+    }
+    if (f) fclose(f);
+}
+
 double vit_memory_limit(void) {
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     double limit = pages > 0 && page > 0 ? (double)pages * (double)page : INFINITY;
-    // ulimit -v and -d: the allocator fails at these long before memory runs out
+    // ulimit -v and -d: the allocator fails at these long before memory runs out,
+    // and what the process already uses counts against them
+    double in_use[2];
+    memory_in_use(&in_use[0], &in_use[1]);
     const int resources[] = {RLIMIT_AS, RLIMIT_DATA};
     for (size_t i = 0; i < sizeof resources / sizeof resources[0]; i++) {
         struct rlimit rl;
-        if (getrlimit(resources[i], &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-            (double)rl.rlim_cur < limit)
-            limit = (double)rl.rlim_cur;
+        if (getrlimit(resources[i], &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) continue;
+        double left = (double)rl.rlim_cur - in_use[i];
+        if (left < limit) limit = left > 0 ? left : 0;
     }
     return limit;
 }
@@ -114,10 +132,10 @@ VitStatus vit_parse_int(int *out, const char *s, int lo, int hi, const char *wha
     errno = 0;
     char *end = NULL;
     long v = strtol(s, &end, 10);
-    if (errno || *end != '\0')
+    if (end == s || *end != '\0')
         return vit_fail(err, VIT_ERR_USAGE, "%s: '%s' is not an integer", what, s);
-    if (v < lo || v > hi)
-        return vit_fail(err, VIT_ERR_USAGE, "%s: %ld is out of range [%d, %d]", what, v, lo, hi);
+    if (errno == ERANGE || v < lo || v > hi) // quoted as written: a clamped long would lie
+        return vit_fail(err, VIT_ERR_USAGE, "%s: %s is out of range [%d, %d]", what, s, lo, hi);
     *out = (int)v;
     return VIT_OK;
 }

@@ -73,8 +73,9 @@ void *vit_malloc_aligned(size_t bytes);
 void *vit_try_malloc_aligned(size_t bytes);
 
 /**
- * @brief The most memory this process may take, in bytes: the machine's
- *        physical memory, or a lower address-space or data limit (ulimit -v / -d).
+ * @brief The most memory this process may still take, in bytes: the machine's
+ *        physical memory, or what is left under an address-space or data
+ *        limit (ulimit -v / -d) after what the process uses already.
  */
 double vit_memory_limit(void);
 

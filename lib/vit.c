@@ -481,7 +481,12 @@ VitStatus vit_resize_positions(Vit *vit, int image_size, VitError *err) {
     c.image_size = vit->config.image_size;
     const int D = c.dim, old_grid = c.image_size / c.patch_size;
     const int new_grid = image_size / c.patch_size;
-    float *pos = vit_malloc(sizeof(float) * ((size_t)new_grid * new_grid + 1) * D);
+    const double bytes = sizeof(float) * ((double)new_grid * new_grid + 1) * D;
+    VitStatus s = vit_check_memory(bytes, "the resampled position table", err);
+    float *pos = s == VIT_OK ? vit_try_malloc_aligned((size_t)bytes) : NULL;
+    if (!pos)
+        return s != VIT_OK ? s : vit_fail(err, VIT_ERR_INPUT, "image size %d: no memory for the "
+                                          "resampled position table", image_size);
     memcpy(pos, vit->weights.pos_embed, sizeof(float) * (size_t)D); // cls keeps its position
     // rows 1… form an (old_grid, old_grid, D) grid: resize it like an image with D channels
     resample_grid(pos + D, vit->weights.pos_embed + D, old_grid, old_grid, new_grid, new_grid, D,

@@ -478,6 +478,9 @@ static void test_malformed_numbers(void) {
                  2, "vit: --dim: 0 is out of range [1, 1073741824]");
     expect_error(VIT_RUN("make-weights", "--arch", "vit-tiny", "--seed", "1.5", "--out", "w"), 2,
                  "vit: --seed: '1.5' is not an integer");
+    // too large for any integer type: quoted as typed, not as the clamped value
+    expect_error(VIT_RUN("classify", "--weights", "w", "--top", "99999999999999999999", "x.png"), 2,
+                 "vit: --top: 99999999999999999999 is out of range [1, 1000000]");
     expect_error(VIT_RUN("make-weights", "--arch", "vit-tiny", "--seed", "1", "--std", "big",
                          "--out", "w"),
                  2, "vit: --std: 'big' is not a finite number");

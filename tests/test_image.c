@@ -11,6 +11,8 @@
  */
 #include <CUnit/CUnit.h>
 #include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -244,6 +246,277 @@ static void test_refuses_fuzzer_found_files(void) {
     }
 }
 
+/* ------------------------------------------ headers and files built in C */
+
+static unsigned char *put_le16(unsigned char *p, unsigned v) {
+    p[0] = (unsigned char)v, p[1] = (unsigned char)(v >> 8);
+    return p + 2;
+}
+
+static unsigned char *put_le32(unsigned char *p, uint32_t v) {
+    return put_le16(put_le16(p, v & 0xffff), v >> 16);
+}
+
+static unsigned char *put_be32(unsigned char *p, uint32_t v) {
+    for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (24 - 8 * i));
+    return p + 4;
+}
+
+// A BMP's file header and 40-byte info header: pixels at `offset`, `height`
+// negative for rows stored top first. The caller writes palette and pixels.
+static void bmp_headers(unsigned char *buf, uint32_t file_size, uint32_t offset, int32_t width,
+                        int32_t height, unsigned bpp) {
+    memset(buf, 0, 54);
+    unsigned char *p = buf;
+    *p++ = 'B', *p++ = 'M';
+    p = put_le32(put_le32(put_le32(p, file_size), 0), offset);
+    p = put_le32(put_le32(put_le32(p, 40), (uint32_t)width), (uint32_t)height);
+    put_le16(put_le16(p, 1), bpp); // planes, bits per pixel; compression 0, the rest 0
+}
+
+// The w×h picture `rgb` (rows top first) as a 24- or 32-bit BMP, rows stored
+// bottom first, or top first (negative height). Each row is B, G, R[, A]
+// padded to 4 bytes. Returns the file's size.
+static size_t make_bmp(unsigned char *buf, const unsigned char *rgb, int w, int h, unsigned bpp,
+                       bool top_down) {
+    size_t row = ((size_t)bpp * w + 31) / 32 * 4, size = 54 + row * h;
+    bmp_headers(buf, (uint32_t)size, 54, w, top_down ? -h : h, bpp);
+    memset(buf + 54, 0, row * h);
+    for (int y = 0; y < h; y++) {
+        unsigned char *out = buf + 54 + row * (top_down ? y : h - 1 - y);
+        for (int x = 0; x < w; x++) {
+            const unsigned char *px = rgb + ((size_t)y * w + x) * 3;
+            unsigned char *o = out + (size_t)x * (bpp / 8);
+            o[0] = px[2], o[1] = px[1], o[2] = px[0];
+            if (bpp == 32) o[3] = 0x80; // alpha, dropped
+        }
+    }
+    return size;
+}
+
+// PNG's CRC-32 (ISO 3309, reflected, polynomial 0xEDB88320), bit by bit.
+static uint32_t png_crc(const unsigned char *d, size_t n) {
+    uint32_t c = 0xffffffffu;
+    for (size_t i = 0; i < n; i++) {
+        c ^= d[i];
+        for (int k = 0; k < 8; k++) c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
+    }
+    return c ^ 0xffffffffu;
+}
+
+static unsigned char *png_chunk(unsigned char *p, const char *type, const unsigned char *data,
+                                uint32_t n) {
+    p = put_be32(p, n);
+    memcpy(p, type, 4);
+    if (n) memcpy(p + 4, data, n);
+    return put_be32(p + 4 + n, png_crc(p, 4 + (size_t)n));
+}
+
+/** What make_png writes. */
+typedef struct {
+    uint32_t width, height;
+    int colour;                // PNG colour type: 2 RGB, 3 palette
+    const unsigned char *plte; // palette, 3 bytes an entry; NULL: no PLTE chunk
+    int plte_entries;
+    const unsigned char *rows; // filtered rows (a 0 filter byte, then samples)
+    uint16_t rows_size;
+} PngSpec;
+
+// A PNG: signature, IHDR (8 bits a sample), PLTE if any, one IDAT holding the
+// rows in a zlib stream of one stored (uncompressed) block, IEND. Returns its size.
+static size_t make_png(unsigned char *buf, const PngSpec *s) {
+    memcpy(buf, "\x89PNG\r\n\x1a\n", 8);
+    unsigned char ihdr[13] = {0}, idat[512], *z = idat;
+    put_be32(put_be32(ihdr, s->width), s->height);
+    ihdr[8] = 8, ihdr[9] = (unsigned char)s->colour; // depth; no compression, filter, interlace
+    unsigned char *p = png_chunk(buf + 8, "IHDR", ihdr, 13);
+    if (s->plte) p = png_chunk(p, "PLTE", s->plte, 3 * (uint32_t)s->plte_entries);
+    uint32_t a = 1, b = 0; // Adler-32 of the rows
+    for (int i = 0; i < s->rows_size; i++) a = (a + s->rows[i]) % 65521, b = (b + a) % 65521;
+    *z++ = 0x78, *z++ = 0x01, *z++ = 0x01; // zlib header; a final stored block
+    z = put_le16(put_le16(z, s->rows_size), (uint16_t)~s->rows_size);
+    memcpy(z, s->rows, s->rows_size);
+    z = put_be32(z + s->rows_size, b << 16 | a);
+    p = png_chunk(p, "IDAT", idat, (uint32_t)(z - idat));
+    return (size_t)(png_chunk(p, "IEND", NULL, 0) - buf);
+}
+
+// The message of a refused load (VIT_ERR_INPUT, nothing allocated, the file
+// named), or "" after a failed assertion.
+static const char *refusal(const unsigned char *data, size_t size) {
+    static VitError err;
+    Image img;
+    memset(&err, 0, sizeof err);
+    VitStatus s = image_load_memory(&img, data, size, "x.png", &err);
+    CU_ASSERT_EQUAL(s, VIT_ERR_INPUT);
+    CU_ASSERT_PTR_NULL(img.rgb);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "x.png: "));
+    if (s == VIT_OK) image_free(&img);
+    return err.msg;
+}
+
+// Every needle (up to a NULL) is in the message of the refused load; prints it if not.
+static void expect_refusal(const unsigned char *data, size_t size, const char *needle, ...) {
+    const char *msg = refusal(data, size);
+    va_list ap;
+    va_start(ap, needle);
+    for (const char *n = needle; n; n = va_arg(ap, const char *)) {
+        if (strstr(msg, n)) continue;
+        fprintf(stderr, "\n    no '%s' in: %s\n", n, msg);
+        CU_FAIL("message does not name the problem");
+    }
+    va_end(ap);
+}
+
+static void expect_pixels(const unsigned char *data, size_t size, const unsigned char *rgb,
+                          int w, int h, const char *what) {
+    Image img;
+    VitError err = {{0}};
+    if (image_load_memory(&img, data, size, what, &err) != VIT_OK) {
+        fprintf(stderr, "\n    %s\n", err.msg);
+        CU_FAIL("image did not load");
+        return;
+    }
+    CU_ASSERT_EQUAL(img.width, w);
+    CU_ASSERT_EQUAL(img.height, h);
+    bool same = img.width == w && img.height == h && memcmp(img.rgb, rgb, (size_t)w * h * 3) == 0;
+    if (!same) fprintf(stderr, "\n    %s: wrong pixels\n", what);
+    CU_ASSERT(same);
+    image_free(&img);
+}
+
+// A 3×2 picture: odd width, so 24-bit rows carry a byte of padding.
+static const unsigned char PICTURE[] = {255, 0,  0,  0,  255, 0,  0,  0,  255, // top row
+                                        10,  20, 30, 40, 50,  60, 70, 80, 90};
+
+// stb's info gives a top-down BMP's height as stored, negative; we took it for
+// "zero size". Rows top first or bottom first must give the same pixels.
+static void test_top_down_bmp_decodes_like_bottom_up(void) {
+    unsigned char buf[128];
+    for (unsigned bpp = 24; bpp <= 32; bpp += 8) {
+        expect_pixels(buf, make_bmp(buf, PICTURE, 3, 2, bpp, false), PICTURE, 3, 2, "bottom-up");
+        expect_pixels(buf, make_bmp(buf, PICTURE, 3, 2, bpp, true), PICTURE, 3, 2, "top-down");
+    }
+    // too tall a top-down BMP is named by its real height, not a negative one
+    make_bmp(buf, PICTURE, 3, 2, 24, true);
+    put_le32(buf + 22, (uint32_t)-100000);
+    expect_refusal(buf, 54 + 24, "image of 3×100000 pixels", "side longer than 65535", NULL);
+}
+
+// stbi_info refuses these and reports only "unknown image type".
+static void test_too_large_png_names_its_size_and_the_limits(void) {
+    unsigned char buf[256], rows[] = {0, 1, 2, 3};
+    PngSpec spec = {100000, 100000, 2, NULL, 0, rows, sizeof rows};
+    expect_refusal(buf, make_png(buf, &spec), "image of 100000×100000 pixels",
+                   "side longer than 65535", "limits: 65535 pixels a side, 67108864 pixels in all",
+                   NULL);
+    spec.width = spec.height = 9000; // sides fine, 81 megapixels
+    expect_refusal(buf, make_png(buf, &spec), "image of 9000×9000 pixels",
+                   "larger than the 67108864-pixel limit", "65535 pixels a side", NULL);
+}
+
+static void test_palette_png_without_plte_names_the_missing_palette(void) {
+    unsigned char buf[256];
+    const unsigned char plte[] = {255, 0, 0, 0, 255, 0, 0, 0, 255, 10, 20, 30};
+    const unsigned char rows[] = {0, 0, 1, 2, 0, 3, 3, 0}; // 3×2 indexes, a filter byte a row
+    const unsigned char want[] = {255, 0, 0, 0, 255, 0, 0, 0, 255, 10, 20, 30, 10, 20, 30,
+                                  255, 0, 0};
+    PngSpec spec = {3, 2, 3, plte, 4, rows, sizeof rows};
+    expect_pixels(buf, make_png(buf, &spec), want, 3, 2, "palette PNG");
+    spec.plte = NULL;
+    expect_refusal(buf, make_png(buf, &spec), "palette PNG", "no PLTE chunk",
+                   "the palette is missing", NULL);
+}
+
+// A frame header (SOFn) of a w×h JPEG with `bits`-bit samples, one component.
+static size_t make_jpeg_frame(unsigned char *buf, unsigned marker, unsigned bits, unsigned w,
+                              unsigned h) {
+    const unsigned char f[] = {0xff, 0xd8, 0xff, (unsigned char)marker, 0, 11, (unsigned char)bits,
+                               (unsigned char)(h >> 8), (unsigned char)h, (unsigned char)(w >> 8),
+                               (unsigned char)w, 1, 1, 0x11, 0, 0xff, 0xd9};
+    memcpy(buf, f, sizeof f);
+    return sizeof f;
+}
+
+// A header's size fields, printed as the file states them: PNG's are
+// unsigned 32-bit, BMP's signed 32-bit, PPM's decimal of any length.
+static void test_sizes_are_printed_as_the_file_states_them(void) {
+    unsigned char buf[256], rows[] = {0, 1, 2, 3};
+    PngSpec spec = {0xfffffffcu, 1, 2, NULL, 0, rows, sizeof rows};
+    const char *msg = refusal(buf, make_png(buf, &spec));
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "image of 4294967292×1 pixels"));
+    CU_ASSERT_PTR_NULL(strstr(msg, "-4"));
+    spec = (PngSpec){1, 0x80000000u, 2, NULL, 0, rows, sizeof rows};
+    expect_refusal(buf, make_png(buf, &spec), "image of 1×2147483648 pixels", NULL);
+    make_bmp(buf, PICTURE, 3, 2, 24, false);
+    put_le32(buf + 18, (uint32_t)-3);
+    expect_refusal(buf, 54 + 24, "BMP width is negative (-3)", NULL);
+    put_le32(buf + 18, 3), put_le32(buf + 22, 0x80000000u); // INT32_MIN: top down, 2^31 rows
+    expect_refusal(buf, 54 + 24, "image of 3×2147483648 pixels", NULL);
+    const char *ppm = "P6\n4294967292 1\n255\n";
+    expect_refusal((const unsigned char *)ppm, strlen(ppm), "image of 4294967292×1 pixels", NULL);
+    // JPEG sizes are 16-bit: 65535×65535 is within an int, but over the pixel limit
+    expect_refusal(buf, make_jpeg_frame(buf, 0xc0, 8, 65535, 65535), "image of 65535×65535 pixels",
+                   "larger than the", NULL);
+}
+
+// stbi_info refuses each of these and says only "unknown image type"; a PPM
+// maxval beyond 16 bits was called 16-bit, a 9-digit width a malformed header.
+static void test_refusals_name_the_real_cause(void) {
+    unsigned char buf[256];
+    expect_refusal(buf, make_jpeg_frame(buf, 0xc0, 8, 4, 0), "JPEG of height 0", "DNL", NULL);
+    expect_refusal(buf, make_jpeg_frame(buf, 0xc1, 12, 4, 4), "12-bit samples", NULL);
+    expect_refusal(buf, make_jpeg_frame(buf, 0xc3, 8, 4, 4), "SOF3", "lossless", NULL);
+    expect_refusal(buf, make_jpeg_frame(buf, 0xc9, 8, 4, 4), "SOF9", "arithmetic", NULL);
+    const char *ppm = "P6\n2 1\n70000\n......";
+    const char *msg = refusal((const unsigned char *)ppm, strlen(ppm));
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "maxval 70000 is out of range (at most 65535)"));
+    CU_ASSERT_PTR_NULL(strstr(msg, "16-bit"));
+    ppm = "P6\n100000000 1\n255\n";
+    expect_refusal((const unsigned char *)ppm, strlen(ppm), "image of 100000000×1 pixels", NULL);
+    // any other refusal of stb's info: the reason of stb's PNG decoder, not "unknown image type"
+    unsigned char rows[] = {0, 1, 2, 3};
+    PngSpec spec = {1, 1, 2, NULL, 0, rows, sizeof rows};
+    size_t size = make_png(buf, &spec);
+    put_be32(buf + 8, 12); // IHDR length 12
+    msg = refusal(buf, size);
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "cannot decode image: bad IHDR len"));
+    CU_ASSERT_PTR_NULL(strstr(msg, "unknown image type"));
+}
+
+// stb takes memory for the pixels before it refuses a BMP's bit depth or
+// palette, reads a palette index past the palette's end as uninitialised
+// memory, and decoded a 28-byte OS/2 file as 8000×8000 black pixels.
+static void test_bmp_depths_headers_and_palettes(void) {
+    unsigned char buf[128];
+    make_bmp(buf, PICTURE, 3, 2, 24, false);
+    put_le16(buf + 28, 2);
+    expect_refusal(buf, 54 + 24, "BMP of 2 bits per pixel is not supported", NULL);
+    expect_refusal(buf, 40, "BMP header is truncated", NULL);
+    // OS/2 header: 16-bit sizes, 8000×8000 at 24 bits, no pixels
+    memset(buf, 0, 28), buf[0] = 'B', buf[1] = 'M', buf[10] = 26, buf[14] = 12;
+    put_le16(put_le16(put_le16(put_le16(buf + 18, 8000), 8000), 1), 24);
+    expect_refusal(buf, 28, "pixel data is truncated", NULL);
+    // 8 bits per pixel, top down, 3×2 indexes into a palette of 3 (B, G, R, 0) entries
+    const unsigned char palette[] = {0, 0, 255, 0, 0, 255, 0, 0, 255, 0, 0, 0};
+    const unsigned char index[] = {0, 1, 2, 0, 2, 2, 1, 0};
+    const unsigned char want[] = {255, 0, 0, 0, 255, 0, 0, 0, 255, 0, 0, 255, 0, 0, 255,
+                                  0,   255, 0};
+    bmp_headers(buf, 54 + 12 + 8, 54 + 12, 3, -2, 8);
+    memcpy(buf + 54, palette, 12), memcpy(buf + 66, index, 8);
+    expect_pixels(buf, 74, want, 3, 2, "palette BMP");
+    buf[67] = 7; // index 7 of 3
+    expect_refusal(buf, 74, "palette entry 7", "3-entry palette", NULL);
+    put_le32(buf + 22, 2); // the same, bottom up
+    expect_refusal(buf, 74, "palette entry 7", "3-entry palette", NULL);
+    bmp_headers(buf, 54 + 8, 54, 3, -2, 8); // pixels right after the header
+    memcpy(buf + 54, index, 8);
+    expect_refusal(buf, 62, "BMP of 8 bits per pixel has no palette", NULL);
+    memset(buf, 0, 36), buf[0] = 'B', buf[1] = 'M', buf[10] = 26 + 6, buf[14] = 12;
+    put_le16(put_le16(put_le16(put_le16(buf + 18, 1), 1), 1), 1); // 1×1, 2 colours, 1 bit
+    expect_refusal(buf, 36, "OS/2 BMP with a palette", NULL);
+}
+
 static void test_refuses_missing_file_and_directory(void) {
     Image img;
     VitError err;
@@ -264,6 +537,14 @@ CU_TestInfo tests_image[] = {
     {"preset settings", test_presets_settings},
     {"refuses bad images", test_refuses_bad_images},
     {"refuses fuzzer-found files", test_refuses_fuzzer_found_files},
+    {"top-down BMP decodes like bottom-up", test_top_down_bmp_decodes_like_bottom_up},
+    {"too-large PNG names its size and the limits",
+     test_too_large_png_names_its_size_and_the_limits},
+    {"palette PNG without PLTE names the missing palette",
+     test_palette_png_without_plte_names_the_missing_palette},
+    {"sizes are printed as the file states them", test_sizes_are_printed_as_the_file_states_them},
+    {"refusals name the real cause", test_refusals_name_the_real_cause},
+    {"BMP depths, headers and palettes", test_bmp_depths_headers_and_palettes},
     {"refuses missing file and directory", test_refuses_missing_file_and_directory},
     CU_TEST_INFO_NULL,
 };

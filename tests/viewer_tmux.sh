@@ -3,7 +3,10 @@
 # keys, reads the screen back with capture-pane and checks what a learner
 # would see — stage names and shapes, a heatmap, attention, the top-K labels,
 # the help — then resizes to 60×20 and back, shrinks below the minimum, and
-# quits with q, which must exit 0.
+# quits with q, which must exit 0. Two runs on weights the script writes with
+# the `vit` beside vitview: one holding a NaN (the viewer must stop at the
+# first stage it reaches), one truncated by another process while vitview has
+# it mapped (a message and exit 1, not "Bus error").
 #
 #   tests/viewer_tmux.sh build/vitview
 #
@@ -26,6 +29,9 @@ export LANG=C.UTF-8 LC_ALL=C.UTF-8
 TERM_INSIDE=tmux-256color
 infocmp "$TERM_INSIDE" >/dev/null 2>&1 || TERM_INSIDE=screen-256color
 infocmp "$TERM_INSIDE" >/dev/null 2>&1 || TERM_INSIDE=screen
+
+VIT=$(dirname "$VITVIEW")/vit
+ARGS="" # extra arguments for the next start
 
 SESSION=""
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/vitview-test.XXXXXX")
@@ -86,7 +92,7 @@ start() {
     rm -f "$WORK/exit" "$WORK/stderr"
     $TMUX_CMD new-session -d -s "$SESSION" -x 100 -y 30 \
         "env -u NO_COLOR TERM=$TERM_INSIDE LANG=C.UTF-8 LC_ALL=C.UTF-8 $* $VITVIEW --threads 2 \
-         2>'$WORK/stderr'; echo EXIT=\$? >'$WORK/exit'" ||
+         $ARGS 2>'$WORK/stderr'; echo EXIT=\$? >'$WORK/exit'" ||
         { echo "viewer_tmux: FAIL: tmux could not start a session" >&2; exit 1; }
 }
 
@@ -187,8 +193,45 @@ check "ASCII ramp legend" " \.:=\+#%@ "
 check "ASCII heatmap" "│cls.[ .:=+*#%@-]{20}"
 quit "q exits 0 without colour"
 
+# --------------------------------------- weights with a NaN, and cut short
+if [ -x "$VIT" ]; then
+    "$VIT" make-weights --arch vit-tiny --depth 2 --classes 10 --seed 3 --out "$WORK/nan.safetensors" \
+        >/dev/null || { echo "viewer_tmux: FAIL: $VIT make-weights failed" >&2; exit 1; }
+    cp "$WORK/nan.safetensors" "$WORK/cut.safetensors"
+    # the first tensor of the data section is cls_token: make its first value a NaN
+    header=$(od -An -t u8 -N 8 "$WORK/nan.safetensors" | tr -d ' ')
+    printf '\377\377\377\377' |
+        dd of="$WORK/nan.safetensors" bs=1 seek=$((8 + header)) conv=notrunc 2>/dev/null
+    ARGS="--weights $WORK/nan.safetensors"
+    start nan
+    check "NaN weights start" "paused at input 1/38" 15
+    keys c
+    check "stops at the first NaN" "stopped at the first NaN or infinity: tokens \(1 NaN, 0 Inf\)" 10
+    check "its statistics count it" "NaN 1  Inf 0"
+    quit "q exits 0 after a NaN"
+
+    ARGS="--weights $WORK/cut.safetensors"
+    start cut
+    check "weights to be cut start" "paused at input 1/38" 15
+    : >"$WORK/cut.safetensors" # another process truncates the file vitview has mapped
+    keys c
+    tries=100
+    while [ ! -s "$WORK/exit" ] && [ "$tries" -gt 0 ]; do sleep 0.1; tries=$((tries - 1)); done
+    if grep -qx "EXIT=1" "$WORK/exit" 2>/dev/null &&
+        grep -q "cut.safetensors: the file was truncated or replaced while it was in use" \
+            "$WORK/stderr"; then
+        PASSED=$((PASSED + 1))
+    else
+        FAILED=$((FAILED + 1))
+        LAST_FAILURE="weights cut short: $(cat "$WORK/exit" 2>/dev/null || echo no exit)"
+        echo "viewer_tmux: FAILED: $LAST_FAILURE; stderr:" >&2
+        sed 's/^/    | /' "$WORK/stderr" >&2
+    fi
+    ARGS=""
+fi
+
 if [ "$FAILED" -eq 0 ]; then
-    echo "viewer_tmux: PASS ($PASSED checks, $VITVIEW at 100x30, 60x20, 40x10, NO_COLOR)"
+    echo "viewer_tmux: PASS ($PASSED checks, $VITVIEW at 100x30, 60x20, 40x10, NO_COLOR, NaN, cut weights)"
     exit 0
 fi
 echo "viewer_tmux: FAIL ($FAILED of $((PASSED + FAILED)) checks failed, last: $LAST_FAILURE)"

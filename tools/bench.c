@@ -1,19 +1,22 @@
 /**
  * @file bench.c
- * @brief `make bench`: how fast is each matrix-multiplication backend, and a
- *        whole ViT-B/16 forward pass?
+ * @brief `make bench`: how fast is each matrix-multiplication backend, a
+ *        whole ViT-B/16 forward pass, and reading a huge safetensors header?
  *
  * Usage: `build/bench [--threads N] [--kernel K] [SECTION...]`
  *
- * Prints, for each section, a table of GFLOP/s. A product (M,K)·(K,N) costs
+ * Prints, for each section, a table. A product (M,K)·(K,N) costs
  * \f$2MKN\f$ floating-point operations (one multiply and one add per term), so
  * GFLOP/s = 2·M·K·N / seconds / 10⁹. Each figure is the median of several
  * runs after one warm-up run (the warm-up pays for page faults, thread start
- * and cold caches, which a real program pays once).
+ * and cold caches, which a real program pays once). The safetensors section
+ * times st_parse() per header entry instead, without a warm-up: a program
+ * parses its weights file once.
  *
  * Sections run in the order of the `sections` table; naming sections on the
  * command line runs only those. A new section is one function and one row.
  */
+#include <cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +27,7 @@
 
 #include "gemm.h"
 #include "rng.h"
+#include "safetensors.h"
 #include "stages.h"
 #include "util.h"
 #include "vit.h"
@@ -35,6 +39,12 @@ enum { MAX_RUNS = 50 };
 static int compare_doubles(const void *x, const void *y) {
     double a = *(const double *)x, b = *(const double *)y;
     return (a > b) - (a < b);
+}
+
+// The median of n ≥ 1 times (sorts them).
+static double median_of(double *times, int n) {
+    qsort(times, (size_t)n, sizeof times[0], compare_doubles);
+    return n % 2 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]);
 }
 
 /** Something to time: one call does the whole piece of work once. */
@@ -59,8 +69,7 @@ static double median_seconds(Workload w, bool warm_up, int min_runs, double budg
         times[n] = vit_now() - t0;
         spent += times[n++];
     }
-    qsort(times, (size_t)n, sizeof times[0], compare_doubles);
-    return n % 2 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]);
+    return median_of(times, n);
 }
 
 /* ---------------------------------------------------------------- GEMM */
@@ -229,6 +238,101 @@ static void bench_vit(void) {
     vit_free(&vit);
 }
 
+/* ------------------------------------------------- safetensors headers */
+
+/*
+ * st_parse() on headers of 10^4 … 10^6 entries, built here in memory. A
+ * parser that is n log n shows a time per entry that barely grows from row to
+ * row; the quadratic one it replaced (a linear search per entry to spot
+ * duplicates) grew it tenfold per row: 100,000 entries took 21 s, and a 56 MB
+ * header did not finish in 5 minutes. For scale, each row also times cJSON
+ * alone on the same text (parsing it into a tree and freeing the tree, both of
+ * which st_parse() does); the rest is ours: checking each entry, copying its
+ * name, sorting names and byte ranges. That difference is only approximate:
+ * the two see the allocator in different states (pages already faulted in or
+ * not, free lists long or short), which at a million entries moves either by
+ * a few hundred milliseconds.
+ */
+
+/** A whole safetensors image in memory: header and data. */
+typedef struct {
+    unsigned char *buf;
+    size_t size, header_len;
+    int entries;
+} StImage;
+
+/**
+ * @p n one-element F32 entries, each with its own 4 bytes, in scrambled order
+ * (position k holds entry k·7919 mod n, so the sort has work to do), named
+ * @p prefix followed by the entry's number.
+ */
+static StImage st_image(int n, const char *prefix) {
+    size_t cap = (size_t)n * (strlen(prefix) + 80) + 64, len = 8; // 8: the length field
+    unsigned char *buf = vit_malloc(cap + 4 * (size_t)n);
+    char *p = (char *)buf;
+    p[len++] = '{';
+    for (int k = 0; k < n; k++) {
+        long long i = (long long)k * 7919 % n;
+        len += (size_t)snprintf(p + len, cap - len,
+                                "\"%s%lld\":{\"dtype\":\"F32\",\"shape\":[1],"
+                                "\"data_offsets\":[%lld,%lld]},",
+                                prefix, i, 4 * i, 4 * i + 4);
+    }
+    p[len - 1] = '}';
+    StImage im = {buf, len + 4 * (size_t)n, len - 8, n};
+    for (int b = 0; b < 8; b++) buf[b] = (unsigned char)((uint64_t)im.header_len >> (8 * b));
+    memset(buf + len, 0, 4 * (size_t)n);
+    return im;
+}
+
+// Times `runs` calls of st_parse() (st_close untimed) and of cJSON alone on
+// the same text; prints one row.
+static void bench_safetensors_row(const char *label, int n, const char *prefix, int runs) {
+    StImage im = st_image(n, prefix);
+    double parse[MAX_RUNS], cjson[MAX_RUNS];
+    for (int r = 0; r < runs; r++) {
+        SafeTensors st;
+        VitError err;
+        double t0 = vit_now();
+        VitStatus s = st_parse(&st, im.buf, im.size, "bench", &err);
+        parse[r] = vit_now() - t0;
+        if (s != VIT_OK || st.count != n) {
+            fprintf(stderr, "bench: generated header refused: %s\n", err.msg);
+            exit(1);
+        }
+        st_close(&st);
+        t0 = vit_now();
+        cJSON_Delete(cJSON_ParseWithLength((const char *)im.buf + 8, im.header_len));
+        cjson[r] = vit_now() - t0;
+    }
+    double sec = median_of(parse, runs), cj = median_of(cjson, runs);
+    char entries[VIT_NUM_BUF];
+    printf("  %-26s %10s %9.1f %4d %11.1f %9.0f %14.1f %7.0f%%\n", label,
+           vit_thousands(entries, n), im.header_len / 1e6, runs, 1e3 * sec, 1e9 * sec / n,
+           1e3 * cj, 100 * cj / sec);
+    fflush(stdout);
+    free(im.buf);
+}
+
+static void bench_safetensors(void) {
+    printf("safetensors: st_parse() of generated headers, one-element F32 entries in scrambled"
+           " order; median of the runs\n");
+    printf("  %-26s %10s %9s %4s %11s %9s %14s %8s\n", "names", "entries", "header MB", "runs",
+           "st_parse ms", "ns/entry", "cJSON alone ms", "of it");
+    bench_safetensors_row("short (\"t.123\")", 10000, "t.", 9);
+    bench_safetensors_row("short", 100000, "t.", 3);
+    bench_safetensors_row("short", 1000000, "t.", 1); // 1.5 s a run, and one more GB of heap
+    // about 56 MB, the size that hung the quadratic parser: 200-byte names that
+    // differ only at the end, so every comparison in the sort reads them whole
+    char prefix[201];
+    memset(prefix, 'm', 200);
+    for (int i = 7; i < 200; i += 8) prefix[i] = '.';
+    prefix[200] = '\0';
+    bench_safetensors_row("200 bytes, shared prefix", 210000, prefix, 3);
+    printf("  (n² would make ns/entry ten times larger per row; n log n adds a constant per"
+           " doubling of n)\n\n");
+}
+
 /* ------------------------------------------------------------- sections */
 
 /** One part of the benchmark; `build/bench NAME` runs only the named ones. */
@@ -241,18 +345,20 @@ typedef struct {
 static const Section sections[] = {
     {"gemm", "matrix multiplication: naive / tiled / blas", bench_gemm},
     {"vit", "ViT-B/16 batch-1 forward pass: ms, GFLOP/s, peak memory", bench_vit},
+    {"safetensors", "st_parse() of 10^4 … 10^6-entry and 56 MB headers: ms per entry",
+     bench_safetensors},
 };
 enum { N_SECTIONS = sizeof sections / sizeof sections[0] };
 
 static void usage(FILE *f) {
     fprintf(f, "usage: bench [--threads N] [--kernel K] [SECTION...]\n"
-               "  Times the compute back ends and prints GFLOP/s tables.\n"
+               "  Times the compute back ends (GFLOP/s tables) and the safetensors header parser.\n"
                "  --threads N  use N threads (default: all cores)\n"
                "  --kernel K   tiled micro-kernel: avx512, avx2 or portable (default: best)\n"
                "  --help       this text\n"
                "sections (default: all):\n");
     for (int s = 0; s < N_SECTIONS; s++)
-        fprintf(f, "  %-10s %s\n", sections[s].name, sections[s].what);
+        fprintf(f, "  %-12s %s\n", sections[s].name, sections[s].what);
 }
 
 static const Section *find_section(const char *name) {

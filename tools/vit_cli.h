@@ -142,6 +142,10 @@ VitStatus cli_load_images(Tensor *batch, const char *const *paths, int n, const 
     "  1  bad input: a file that cannot be read or written, a tensor of the wrong\n"         \
     "     shape, a configuration that cannot be built (e.g. D not divisible by H)\n"          \
     "  2  bad usage: an unknown command or flag, a missing flag or value, a value\n"          \
-    "     that is not a number in the accepted range (e.g. --threads abc, --dim 0)\n"
+    "     that is not a number in the accepted range (e.g. --threads abc, --dim 0)\n"          \
+    "  128+N  killed by signal N (Ctrl-C: 130)\n\n"                                           \
+    "An output file is written to a temporary file beside it and renamed into place\n"     \
+    "when complete: a failure or a signal leaves the old file as it was. An output\n"       \
+    "that is one of the inputs, or not a regular file (/dev/null, a FIFO), is refused.\n"
 
 #endif

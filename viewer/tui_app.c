@@ -222,7 +222,7 @@ static void stage_computed(App *app, int node, const Tensor *t, double seconds) 
     const TensorStats *st = &history_get(&s->history, node)->stats;
     if (!app->saw_non_finite && st->n_nan + st->n_inf > 0) {
         app->saw_non_finite = stop = true;
-        state_message(s, "stopped: %s is the first stage with NaN or infinity (%zu NaN, %zu Inf)",
+        state_message(s, "stopped at the first NaN or infinity: %s (%zu NaN, %zu Inf)",
                       s->stepper.nodes[node].name, st->n_nan, st->n_inf);
     }
     if (!stop) stop = poll_while_running(app);
