@@ -219,14 +219,7 @@ static void remove_live_files(int sig) {
     raise(sig);
 }
 
-static void block_cleanup_signals(sigset_t *old) {
-    sigset_t set;
-    sigemptyset(&set);
-    for (int i = 0; i < CLEANUP_SIGNALS; i++) sigaddset(&set, cleanup_signals[i]);
-    sigprocmask(SIG_BLOCK, &set, old);
-}
-
-// Registers a temporary file (with the cleanup signals blocked); returns its slot or -1.
+// Registers a temporary file's name, installing the handlers for the first; its slot or -1.
 static int live_add(const char *tmp) {
     int slot = -1;
     for (int i = 0; i < MAX_OUTPUTS && slot < 0; i++)
@@ -333,15 +326,16 @@ VitStatus outfile_open(OutFile *o, const char *path, VitError *err) {
         outfile_free(o);
         return s;
     }
+    // The handlers go in before the file exists: a signal can reach any thread
+    // of the process (OpenMP's workers too), so blocking it in this one would
+    // not close the gap between creating the file and registering its name.
+    // mkstemp() writes the final name into the same buffer the handler reads.
     o->tmp = temp_name(o->target);
-    sigset_t old;
-    block_cleanup_signals(&old); // a signal now would find the file but not its name
+    o->slot = live_add(o->tmp);
     int fd = mkstemp(o->tmp);
-    int saved = errno;
-    if (fd >= 0) o->slot = live_add(o->tmp);
-    sigprocmask(SIG_SETMASK, &old, NULL);
     if (fd < 0) {
-        s = vit_fail(err, VIT_ERR_INPUT, "%s: cannot write: %s", path, strerror(saved));
+        s = vit_fail(err, VIT_ERR_INPUT, "%s: cannot write: %s", path, strerror(errno));
+        live_remove(o->slot);
         outfile_free(o);
         return s;
     }

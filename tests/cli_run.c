@@ -4,6 +4,7 @@
  */
 #include "cli_run.h"
 
+#include <CUnit/CUnit.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -66,6 +67,41 @@ char *read_whole_file(const char *path, size_t *size) {
     buf[len] = '\0';
     if (size) *size = len;
     return buf;
+}
+
+bool same_bytes(const char *a, const char *b) {
+    size_t na, nb;
+    char *x = read_whole_file(a, &na), *y = read_whole_file(b, &nb);
+    bool same = x && y && na == nb && memcmp(x, y, na) == 0;
+    free(x);
+    free(y);
+    return same;
+}
+
+void copy_file(const char *from, const char *to) {
+    size_t n;
+    char *bytes = read_whole_file(from, &n);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(bytes);
+    FILE *f = fopen(to, "wb");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_EQUAL(fwrite(bytes, 1, n, f), n);
+    fclose(f);
+    free(bytes);
+}
+
+void expect_failure(CliResult r, int status, const char *program, const char *const *needles) {
+    size_t len = strlen(r.err), plen = strlen(program);
+    bool one_line = len > 0 && strchr(r.err, '\n') == r.err + len - 1;
+    bool found = strncmp(r.err, program, plen) == 0 && r.err[plen] == ':';
+    for (const char *const *n = needles; *n; n++) found = found && strstr(r.err, *n);
+    if (r.status != status || !one_line || !found || r.out[0])
+        fprintf(stderr, "\n    expected exit %d mentioning '%s'; got exit %d: %s%s", status,
+                needles[0], r.status, r.err, r.out);
+    CU_ASSERT_EQUAL(r.status, status);
+    CU_ASSERT_TRUE(one_line);
+    CU_ASSERT_TRUE(found);
+    CU_ASSERT_STRING_EQUAL(r.out, "");
+    cli_result_free(&r);
 }
 
 // A temporary file to catch one output stream; its descriptor, and its name in `path`.

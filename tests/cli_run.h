@@ -75,5 +75,23 @@ void scratch_remove(ScratchDir *d);
 
 /** @brief The whole contents of a file (owned, NUL-terminated) or NULL; @p size gets its length. */
 char *read_whole_file(const char *path, size_t *size);
+/** @brief true when both files exist and hold the same bytes. */
+bool same_bytes(const char *a, const char *b);
+/** @brief Copy a file's bytes to @p to (CU-asserts that it worked). */
+void copy_file(const char *from, const char *to);
+
+/**
+ * @brief Assert a failed run: exit @p status, nothing on stdout, and exactly one
+ *        line on stderr that starts with `PROGRAM:` and holds every one of the
+ *        NULL-terminated @p needles. Frees @p r.
+ */
+void expect_failure(CliResult r, int status, const char *program, const char *const *needles);
+
+/** `EXPECT_FAILURE(VIT_RUN(...), 1, "part of the message", ...)` for `vit`. */
+#define EXPECT_FAILURE(run, status, ...) \
+    expect_failure((run), (status), "vit", (const char *const[]){__VA_ARGS__, NULL})
+/** The same for `vitview`. */
+#define EXPECT_VIEWER_FAILURE(run, status, ...) \
+    expect_failure((run), (status), "vitview", (const char *const[]){__VA_ARGS__, NULL})
 
 #endif

@@ -37,26 +37,6 @@ static const char *test_image(const char *name, char *buf) {
     return buf;
 }
 
-// The run failed with `status`, printed nothing on stdout and one line on stderr
-// that contains every one of the NULL-terminated `needles`.
-static void expect_failure(CliResult r, int status, const char *const *needles) {
-    size_t len = strlen(r.err);
-    bool one_line = len > 0 && strchr(r.err, '\n') == r.err + len - 1;
-    bool found = strncmp(r.err, "vit: ", 5) == 0;
-    for (const char *const *n = needles; *n; n++) found = found && strstr(r.err, *n);
-    if (r.status != status || !one_line || !found || r.out[0])
-        fprintf(stderr, "\n    expected exit %d mentioning '%s'...; got exit %d: %s", status,
-                needles[0], r.status, r.err);
-    CU_ASSERT_EQUAL(r.status, status);
-    CU_ASSERT_TRUE(one_line);
-    CU_ASSERT_TRUE(found);
-    CU_ASSERT_STRING_EQUAL(r.out, "");
-    cli_result_free(&r);
-}
-
-#define EXPECT_FAILURE(run, status, ...) \
-    expect_failure((run), (status), (const char *const[]){__VA_ARGS__, NULL})
-
 // Writes `bytes` as a file.
 static void write_bytes(const char *path, const void *bytes, size_t n) {
     FILE *f = fopen(path, "wb");

@@ -107,15 +107,6 @@ static bool file_exists(const char *path) {
     return stat(path, &sb) == 0;
 }
 
-static bool same_bytes(const char *a, const char *b) {
-    size_t na, nb;
-    char *x = read_whole_file(a, &na), *y = read_whole_file(b, &nb);
-    bool same = x && y && na == nb && memcmp(x, y, na) == 0;
-    free(x);
-    free(y);
-    return same;
-}
-
 // The integer on `vit info`'s configuration row for `label`, whose symbol must be `symbol`.
 static int info_row(const char *out, const char *label, const char *symbol) {
     char key[64];

@@ -4,7 +4,8 @@
  *
  * Parses the bytes, converts every float tensor, then tries to build a ViT
  * from them (name mapping, shape checks, config inference) and, when the
- * model is tiny, runs a forward pass. Nothing may crash, leak or read out of
+ * model is tiny, runs a forward pass and checks its logits for NaN (which
+ * re-runs the pass and scans every parameter). Nothing may crash, leak or read out of
  * bounds, whatever the bytes say. Run with `make fuzz`.
  */
 #include <stdint.h>
@@ -33,7 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (vit_param_count(&vit.config) < 200000) {
             const VitConfig *c = &vit.config;
             Tensor x = tensor_new(4, 1, c->channels, c->image_size, c->image_size);
-            vit_forward(&vit, &x, NULL, NULL, &err);
+            if (vit_forward(&vit, &x, NULL, NULL, &err) == VIT_OK) vit_check_finite(&vit, &x, &err);
             tensor_free(&x);
         }
         vit_free(&vit);
