@@ -32,7 +32,9 @@
  * is refused by file_check_not_input() before any work starts.
  *
  * What it omits: writing through a non-regular file (`--out /dev/stdout`),
- * fsync'ing the directory after the rename, locking against other writers.
+ * fsync'ing the directory after the rename, locking against other writers,
+ * and keeping hard links: the new file takes the name, so another name of
+ * the old file (a second hard link) still shows the old contents.
  */
 #ifndef VIT_FILEIO_H
 #define VIT_FILEIO_H

@@ -184,6 +184,13 @@ static void test_replacing_keeps_mode_and_follows_links(void) {
     struct stat sb;
     CU_ASSERT_EQUAL(stat(file, &sb), 0);
     CU_ASSERT_EQUAL(sb.st_mode & 07777, 0640); // the file's own mode, not the umask's
+    // root replacing someone else's file leaves it theirs
+    if (geteuid() == 0 && chown(file, 1234, 5678) == 0) {
+        CU_ASSERT_EQUAL(write_out(file, "root wrote this", &err), VIT_OK);
+        CU_ASSERT_EQUAL(stat(file, &sb), 0);
+        CU_ASSERT_TRUE(sb.st_uid == 1234 && sb.st_gid == 5678);
+        CU_ASSERT_EQUAL(sb.st_mode & 07777, 0640);
+    }
 
     // a link is written through: the target changes, the link stays a link
     CU_ASSERT_EQUAL_FATAL(symlink("old.txt", link), 0);
