@@ -76,9 +76,9 @@ TEST_OBJ     := $(TEST_SRC:%.c=$(BUILD)/%.o)
 TEST_SUITES  := $(patsubst tests/test_%.c,%,$(filter tests/test_%.c,$(TEST_SRC)))
 TEST_RUNNER  := $(BUILD)/tests/run
 
-VIT_SRC      := $(sort $(wildcard tools/vit*.c))
+VIT_SRC      := $(sort $(wildcard cli/*.c))
 VIT_BIN      := $(if $(VIT_SRC),$(BUILD)/vit)
-BENCH_SRC    := $(wildcard tools/bench.c)
+BENCH_SRC    := $(wildcard benchmarks/bench.c)
 BENCH_BIN    := $(if $(BENCH_SRC),$(BUILD)/bench)
 VIEWER_SRC   := $(sort $(wildcard viewer/*.c))
 VIEWER_BIN   := $(if $(VIEWER_SRC),$(BUILD)/vitview)
@@ -131,7 +131,7 @@ $(TEST_RUNNER): $(TEST_OBJ) $(CHAPTER_TOBJ) $(VIEWER_PURE_OBJ) $(LIB)
 $(BUILD)/vit: $(VIT_SRC:%.c=$(BUILD)/%.o) $(LIB)
 	$(CC) $(ALL_CFLAGS) $^ $(ALL_LDLIBS) -o $@
 
-$(BUILD)/bench: $(BUILD)/tools/bench.o $(LIB)
+$(BUILD)/bench: $(BUILD)/benchmarks/bench.o $(LIB)
 	$(CC) $(ALL_CFLAGS) $^ $(ALL_LDLIBS) -o $@
 
 $(BUILD)/vitview: $(VIEWER_SRC:%.c=$(BUILD)/%.o) $(LIB)

@@ -3,7 +3,7 @@
  * @brief Files: read only what is a regular file, write so that nothing is ever lost.
  *
  * Every file the project reads or writes goes through here, so the rules hold
- * in one place (DESIGN §6.13):
+ * in one place (@ref contract_files):
  *
  * Reading. A path is opened without blocking and its type checked on the
  * open descriptor: a FIFO would hang the program, a character device

@@ -9,7 +9,7 @@
  * when shrinking (the filter is widened by the scale factor), fixed-point
  * 8-bit arithmetic with rounding between the horizontal and vertical passes.
  *
- * Presets (DESIGN.md §5), because the reference stacks disagree:
+ * Presets (@ref contract_images), because the reference stacks disagree:
  *   hf           resize to S×S bilinear, /255, mean = std = 0.5
  *   timm         shorter side to ⌊S/0.9⌋ bicubic, centre crop S, mean = std = 0.5
  *   torchvision  shorter side to 256 bilinear, centre crop 224 (S), ImageNet mean/std

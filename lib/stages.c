@@ -1,6 +1,6 @@
 /**
  * @file stages.c
- * @brief The table of trace stages (the contract of DESIGN.md §3) and their costs.
+ * @brief The table of trace stages (the trace contract, docs/contract.md) and their costs.
  */
 #include "stages.h"
 

@@ -2,7 +2,7 @@
  * @file stages.h
  * @brief The trace contract as data: every stage's name, axes, formula and cost.
  *
- * One table (stages.c) describes each stage vit_forward() emits (DESIGN.md §3):
+ * One table (stages.c) describes each stage vit_forward() emits (@ref contract):
  * the viewer shows its formula and named axes, chapter 09 prints its FLOPs,
  * the tests check names and shapes against it. Block stages are listed once
  * with the suffix after "blocks.{i}.".

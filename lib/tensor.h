@@ -6,7 +6,7 @@
  *   B batch, N tokens (incl. cls), D width, H heads, Dh = D/H, P patches,
  *   C classes, S image side.
  *
- * What it deliberately omits (DESIGN.md §6.12): strides, views with offsets,
+ * What it deliberately omits: strides, views with offsets,
  * other dtypes, broadcasting, autograd, lazy graphs. Every op in ops.h takes
  * plain `float*` plus sizes so the arithmetic stays on the page; a Tensor is
  * what carries a shape to printing, statistics, tracing and files.

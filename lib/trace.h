@@ -6,7 +6,7 @@
  * TraceFn supplied by the caller. Chapters print the stream, tests compare it
  * with PyTorch goldens, the viewer records it and stops on it (a callback that
  * enters the UI loop is a breakpoint), and `vit trace` writes it to a file.
- * Names and shapes are a public contract: DESIGN.md §3.
+ * Names and shapes are a public contract: @ref contract.
  *
  * The tensor handed to a TraceFn is only valid during the call; copy it to keep it.
  */

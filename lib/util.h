@@ -2,7 +2,7 @@
  * @file util.h
  * @brief Errors, memory and clocks: the plumbing every other file leans on.
  *
- * Error convention (DESIGN.md §6.6): a library function that can fail because
+ * Error convention (@ref contract_errors): a library function that can fail because
  * of what a user handed it (a file, a number, a shape) returns a ::VitStatus
  * and writes one readable sentence into a ::VitError. Only a program's `main`
  * decides to exit, and its exit code is the status itself:

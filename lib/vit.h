@@ -10,7 +10,7 @@
  *   patch_embed → prepend cls → + pos_embed → L × block → norm → x[:, 0] → head
  * and a block as timm's Block (pre-norm):
  *   x = x + attn(norm1(x));  x = x + mlp(norm2(x)),  mlp = fc2(gelu(fc1(·)))
- * Every intermediate is handed to a TraceFn under the names of DESIGN.md §3.
+ * Every intermediate is handed to a TraceFn under the names of the trace contract (@ref contract).
  *
  * Three structs (llama2.c, llm.c): VitConfig (sizes), VitWeights (borrowed
  * pointers, usually into the mmap of a safetensors file), VitActivations (one

@@ -3,7 +3,7 @@
  * @brief vit_build(): map a safetensors checkpoint from timm, Hugging Face or
  *        torchvision onto VitWeights, inferring the configuration from shapes.
  *
- * The three ecosystems store the same ViT under different names (DESIGN.md §4).
+ * The three ecosystems store the same ViT under different names (the book's contract page, docs/contract.md).
  * A WeightLayout lists, for each of our parameters, the name it has in one
  * ecosystem; the layout is recognised by one tensor that only it has. Weights
  * stay in the mmap wherever they are float32 and aligned; anything else

@@ -10,7 +10,7 @@ set -eu
 
 # build-essential: the compiler and make; libopenblas-openmp-dev: the OpenMP
 # build of OpenBLAS, which shares our OpenMP threads (the default pthreads build
-# fights them for the cores); the rest are the libraries and tools DESIGN.md names.
+# fights them for the cores); the rest are the libraries and tools the README lists.
 PACKAGES="build-essential pkg-config libncurses-dev libcunit1-dev doxygen graphviz libstb-dev
 libcjson-dev libopenblas-dev libopenblas-openmp-dev libjs-mathjax tmux"
 

@@ -4,7 +4,7 @@
 #   1. builds the chapter programs and runs each one, capturing what it prints
 #      into build/docs/output/NN_name.txt, so a chapter page can include its
 #      chapter's real output with \verbinclude NN_name.txt;
-#   2. runs doxygen on the folders that exist (lib, chapters, docs, tools/*.c,
+#   2. runs doxygen on the folders that exist (lib, chapters, docs, cli, benchmarks,
 #      viewer), failing on any warning;
 #   3. copies Debian's MathJax next to the HTML, so formulas render offline;
 #   4. checks the result: no MathJax fetched from the network, no absolute
@@ -91,11 +91,8 @@ fi
 # ------------------------------------------------------------ doxygen
 # Only folders that exist: doxygen warns (and so fails) on a missing input.
 input="lib"
-for d in chapters docs viewer; do
+for d in chapters docs cli benchmarks viewer; do
     [ -d "$d" ] && input="$input $d"
-done
-for f in tools/*.c; do
-    [ -f "$f" ] && input="$input $f"
 done
 examples="$OUT"
 [ -d chapters ] && examples="chapters $examples"

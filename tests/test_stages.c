@@ -81,7 +81,7 @@ static void test_vit_base_flops_from_first_principles(void) {
     CU_ASSERT_TRUE((bias + elementwise) / (2 * macs) < 0.01);
 }
 
-// Every tensor of one ViT-B/16 pass, float32, counted by hand from DESIGN.md §3.
+// Every tensor of one ViT-B/16 pass, float32, counted by hand from the contract's table (docs/contract.md).
 static void test_vit_base_trace_bytes(void) {
     VitConfig c = arch("vit-base");
     const double S = 224, P = 196, N = 197, D = 768, H = 12, M = 3072, K = 1000, L = 12;

@@ -284,7 +284,7 @@ static void test_history_size_of_vit_base(void) {
     VitConfig cfg;
     VitError err;
     CU_ASSERT_EQUAL_FATAL(vit_config_for_arch(&cfg, "vit-base", &err), VIT_OK);
-    // by hand from DESIGN.md §3's shapes, N = 197, D = 768, H = 12, M = 3072, floats:
+    // by hand from the contract's shapes (docs/contract.md), N = 197, D = 768, H = 12, M = 3072, floats:
     const size_t N = 197, D = 768, H = 12, M = 3072, P = 196, pix = 3 * 224 * 224;
     const size_t block = 7 * N * D      // norm1, context, proj, resid1, norm2, fc2, out
                          + 3 * N * D    // q, k, v as (H, N, Dh)

@@ -12,7 +12,7 @@
  * Tolerances: the small model's come with its golden, per stage, as
  * "tol.NAME" = 1e-4·rms(ref) absolute + 1e-4 relative (reasoned in
  * tools/gen_golden_vit.py); ViT-B's are BASE_TOL below. The expected trace
- * names and shapes are written out below from the table in DESIGN.md §3: this
+ * names and shapes are written out below from the contract's table (docs/contract.md): this
  * test is the contract's executable form.
  *
  * Set VIT_GOLDEN_REPORT=1 to print every stage's largest difference from PyTorch.
@@ -179,7 +179,7 @@ static void test_small_matches_pytorch_tiled(void) { run_small_against_golden(GE
 
 /* -------------------------------------------------------- the contract */
 
-// DESIGN.md §3, row by row. Axes: B batch, 3 colour channels, S side, P patches,
+// The contract's table (docs/contract.md), row by row. Axes: B batch, 3 colour channels, S side, P patches,
 // N tokens, D width, H heads, Dh = D/H, 4D MLP width, C classes.
 typedef struct {
     const char *name;

@@ -11,7 +11,7 @@ its own name. A function returns {pinned name: tensor}, or a pair
 tolerance other than the checker's default; that becomes the metadata entry
 "tol.NAME" = "ATOL RTOL" read by tests/check.c.
 
-The rules (see DESIGN.md §6.7):
+The rules:
   * Inputs are rebuilt from the same seeds with tools/vitrng.py, which
     reproduces lib/rng.c bit for bit, so both sides see identical numbers.
   * Expected values are computed here with torch ops (torch.dot,

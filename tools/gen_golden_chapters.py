@@ -396,7 +396,7 @@ def ch08_encoder_block():
 
 # --------------------------------------------------------------- chapter 09
 
-# The trace stages in forward order (DESIGN.md section 3); block stages once.
+# The trace stages in forward order (docs/contract.md); block stages once.
 STAGES = ["input", "patch_embed", "tokens", "embed", "norm1", "attn.q", "attn.k", "attn.v",
           "attn.scores", "attn.scaled", "attn.probs", "attn.context", "attn.proj", "resid1",
           "norm2", "mlp.fc1", "mlp.gelu", "mlp.fc2", "out", "norm", "pre_logits", "logits"]

@@ -58,7 +58,7 @@ def images():
 
 
 def preset(name, S):
-    """The reference pipeline; an image already S×S skips resize and crop (DESIGN.md §5),
+    """The reference pipeline; an image already S×S skips resize and crop (docs/contract.md, images),
     where plain torchvision would resample it (e.g. 224 → 256 → crop 224)."""
     full = _preset(name, S)
     tail = _preset(name, S).transforms[-2:] if name != "hf" else None

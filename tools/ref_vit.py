@@ -4,7 +4,7 @@
 Written from timm's VisionTransformer semantics with torch.nn building blocks
 (nn.Conv2d patch embedding, nn.LayerNorm, nn.Linear, nn.GELU), not from the C
 code. It loads a safetensors file with timm names and records every
-intermediate under the trace names of DESIGN.md section 3.
+intermediate under the trace names of docs/contract.md.
 
     from ref_vit import RefViT
     model = RefViT.from_safetensors("w.safetensors")

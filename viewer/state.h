@@ -2,7 +2,7 @@
  * @file state.h
  * @brief Everything the viewer knows, in one struct, apart from how it is drawn.
  *
- * Following ncdu and htop (DESIGN.md §6.10): the State holds the model's
+ * Following ncdu and htop: the State holds the model's
  * sizes, the stepper (progress, breakpoints, selection, the tree), the history
  * of computed tensors and the view options. Drawing functions read it through
  * a const pointer; key handlers change it. Nothing here includes curses, so

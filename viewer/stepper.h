@@ -9,7 +9,7 @@
  * carries a breakpoint. Stopping means entering the UI loop inside the
  * callback, which is why a trace callback can be a breakpoint.
  *
- * The pipeline is the trace contract of DESIGN.md §3 in forward order, with
+ * The pipeline is the trace contract (@ref contract) in forward order, with
  * one extra node the viewer computes itself: "patches", the image cut into
  * flattened patches (what the convolution of patch_embed reads), right after
  * "input". For ViT-B/16 that is 7 + 15·12 + 1 = 188 nodes.

@@ -4,7 +4,7 @@
  *        panes' draw and key functions, key tables.
  *
  * Every pane has `x_draw(const State *)`, which only reads the state, and
- * `x_key(State *, int key)`, which changes it (DESIGN.md §6.10). Each pane's
+ * `x_key(State *, int key)`, which changes it (as in ncdu and htop). Each pane's
  * keys are one table (KeyTable) that both dispatches them and lists them in
  * the help screen, so the two cannot drift apart. Colours are semantic roles
  * (tui_ui.c) with a monochrome fallback; data colours (heatmaps, the image)

@@ -4,7 +4,7 @@
  *
  * The recipe: parse the flags → vit_build() from the weights → read the batch
  * → vit_forward() with a TraceRecorder listening → write what it recorded,
- * in the order it arrived, under the contract's names (DESIGN.md §3,
+ * in the order it arrived, under the contract's names (the book's contract page, docs/contract.md, and
  * lib/stages.h), atomically.
  *
  * The batch comes from a safetensors file (--input) or from image files,

@@ -63,7 +63,8 @@ typedef struct {
     const char *help;    /**< one sentence for the help */
     bool required;       /**< must be given */
     bool show_default;   /**< the help prints the variable's initial value as the default */
-    double lo, hi;       /**< accepted range of a number */
+    double lo;           /**< smallest value a number may take */
+    double hi;           /**< largest value a number may take */
     bool given;          /**< set by cli_parse() when the flag appeared */
 } CliOption;
 
