@@ -130,11 +130,15 @@ static unsigned char byte_at(const unsigned char *d, size_t n, size_t i) {
     return i < n ? d[i] : 0; // stb reads zeros past the end
 }
 
-static bool dht_valid(const unsigned char *d, size_t n, size_t at) {
+// One DHT segment: false if a table declares more than 256 codes. Each table it
+// defines sets bit (class · 4 + id) of *defined (class 0 is DC, 1 is AC).
+static bool dht_valid(const unsigned char *d, size_t n, size_t at, unsigned *defined) {
     // as stb: L = length - 2; while (L > 0) { class/id, 16 counts, symbols }
     long remaining = ((long)byte_at(d, n, at) << 8 | byte_at(d, n, at + 1)) - 2;
     size_t p = at + 2;
     while (remaining > 0 && p < n) {
+        unsigned table = byte_at(d, n, p), cls = table >> 4, id = table & 15;
+        if (cls <= 1 && id <= 3) *defined |= 1u << (cls * 4 + id);
         long total = 0;
         for (int k = 0; k < 16; k++) total += byte_at(d, n, p + 1 + (size_t)k);
         if (total > 256) return false;
@@ -144,10 +148,37 @@ static bool dht_valid(const unsigned char *d, size_t n, size_t at) {
     return true;
 }
 
-// The walk; false for a corrupt DHT. *sof: where the first frame header
-// (SOFn: markers C0 to CF except DHT C4, JPG C8 and DAC CC) starts, or 0.
-static bool jpeg_walk(const unsigned char *d, size_t n, size_t *sof) {
-    *sof = 0;
+/** What a walk over a JPEG's markers found. */
+typedef struct {
+    size_t sof;       // where the first frame header (SOFn) starts, or 0
+    bool bad_dht;     // a Huffman table declares more than 256 codes
+    int missing;      // a scan uses a table no DHT defined before it: class · 4 + id; -1 none
+} JpegWalk;
+
+// stb 2.27 decodes a scan with whatever Huffman tables its components name,
+// defined or not, and an undefined one is uninitialised memory: its codes
+// index outside the table (a heap read the fuzzer found). The scan header
+// (SOS): length (2), components Ns (1), Ns × (id, DC table << 4 | AC table),
+// spectral start Ss, end Se, approximation Ah << 4 | Al. Which tables a scan
+// decodes with, as stb uses them: DC when Ss = 0 and Ah = 0 (baseline, or a
+// first DC pass), AC when Se > 0.
+static int scan_missing_table(const unsigned char *d, size_t n, size_t at, unsigned defined) {
+    unsigned ns = byte_at(d, n, at + 2);
+    size_t after = at + 3 + 2 * (size_t)ns;
+    unsigned ss = byte_at(d, n, after), se = byte_at(d, n, after + 1);
+    unsigned ah = byte_at(d, n, after + 2) >> 4;
+    for (unsigned c = 0; c < ns && c < 4; c++) {
+        unsigned tables = byte_at(d, n, at + 4 + 2 * (size_t)c), dc = tables >> 4, ac = tables & 15;
+        if (ss == 0 && ah == 0 && dc <= 3 && !(defined >> dc & 1)) return (int)dc;
+        if (se > 0 && ac <= 3 && !(defined >> (4 + ac) & 1)) return 4 + (int)ac;
+    }
+    return -1;
+}
+
+// The walk over the markers, as stb walks them (see above).
+static JpegWalk jpeg_walk(const unsigned char *d, size_t n) {
+    JpegWalk w = {0, false, -1};
+    unsigned defined = 0;
     size_t i = 2;
     while (i + 1 < n) {
         unsigned marker = d[i + 1];
@@ -157,14 +188,19 @@ static bool jpeg_walk(const unsigned char *d, size_t n, size_t *sof) {
             i++;
             continue;
         }
-        if (marker == 0xc4 && !dht_valid(d, n, i + 2)) return false;
+        if (marker == 0xc4 && !dht_valid(d, n, i + 2, &defined)) {
+            w.bad_dht = true;
+            return w;
+        }
+        if (marker == 0xda && w.missing < 0) w.missing = scan_missing_table(d, n, i + 2, defined);
+        // SOFn: markers C0 to CF except DHT C4, JPG C8 and DAC CC
         bool frame = marker >= 0xc0 && marker <= 0xcf && marker != 0xc4 && marker != 0xc8 &&
                      marker != 0xcc;
-        if (frame && *sof == 0) *sof = i;
+        if (frame && w.sof == 0) w.sof = i;
         size_t len = (size_t)byte_at(d, n, i + 2) << 8 | byte_at(d, n, i + 3);
         i += 2 + (len >= 2 ? len : 2);
     }
-    return true;
+    return w;
 }
 
 // stb decodes baseline and progressive Huffman JPEGs (SOF0 to SOF2) of 8-bit
@@ -172,10 +208,16 @@ static bool jpeg_walk(const unsigned char *d, size_t n, size_t *sof) {
 // only "unknown image type", so we name what is not supported. The frame
 // header: length (2 bytes), sample bits (1), height (2), width (2).
 static VitStatus jpeg_check(const unsigned char *d, size_t n, const char *label, VitError *err) {
-    size_t sof;
-    if (!jpeg_walk(d, n, &sof))
+    JpegWalk walk = jpeg_walk(d, n);
+    if (walk.bad_dht)
         return vit_fail(err, VIT_ERR_INPUT, "%s: cannot decode image: corrupt JPEG Huffman table",
                         label);
+    if (walk.missing >= 0)
+        return vit_fail(err, VIT_ERR_INPUT,
+                        "%s: cannot decode image: a JPEG scan uses Huffman table %s %d, which the "
+                        "file does not define before it",
+                        label, walk.missing < 4 ? "DC" : "AC", walk.missing % 4);
+    const size_t sof = walk.sof;
     if (sof == 0) return VIT_OK; // no frame header: stb will refuse the file
     unsigned marker = d[sof + 1], bits = byte_at(d, n, sof + 4);
     unsigned h = (unsigned)byte_at(d, n, sof + 5) << 8 | byte_at(d, n, sof + 6);

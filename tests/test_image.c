@@ -218,7 +218,8 @@ static void test_refuses_bad_images(void) {
 
 // Inputs the fuzzer found that crash stb_image 2.27 (out-of-bounds writes in
 // its JPEG Huffman table builder and its 16-bit PGM conversion, an int
-// overflow in its PNM header parser, an assertion on a corrupt Huffman code);
+// overflow in its PNM header parser, an assertion on a corrupt Huffman code, a
+// read through a Huffman table that was never defined);
 // the loader must refuse them cleanly.
 static void test_refuses_fuzzer_found_files(void) {
     const struct {
@@ -232,6 +233,10 @@ static void test_refuses_fuzzer_found_files(void) {
         {"bmp_truncated_bomb.bmp", "pixel data is truncated"}, // 79 bytes claiming 65 MP
         {"png_empty_idat_unknown_chunk.png", "PNG chunk not known"}, // raw bytes in stb's reason
         {"jpeg_bit_reader_underflow.jpg", "cannot decode image"}, // a shift by 33 inside stb
+        // a progressive scan decoded with an AC table no DHT defined: a heap read out of
+        // bounds (use-after-free under ASan) in stb's Huffman decoder
+        {"jpeg_undefined_huffman_table.jpg", "uses Huffman table AC 0, which the file does not "
+                                             "define before it"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char path[512];
