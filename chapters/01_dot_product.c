@@ -183,14 +183,6 @@ static void matrix_product(Chapter *ch) {
                "and it is exactly the product attention needs next.");
 }
 
-// The index of the largest of n values (the first one on ties).
-static int argmax(const float *x, int n) {
-    int best = 0;
-    for (int i = 1; i < n; i++)
-        if (x[i] > x[best]) best = i;
-    return best;
-}
-
 static void first_scores(Chapter *ch) {
     ch_section(ch, "4. A first look at Q·Kᵀ");
     ch_say(ch, "In attention every token carries two vectors: a query (what it is "
@@ -224,7 +216,8 @@ static void first_scores(Chapter *ch) {
     // Which key does each query score highest?
     Tensor best_key = tensor_new(1, TOKENS), best_score = tensor_new(1, TOKENS);
     for (int i = 0; i < TOKENS; i++) {
-        int j = argmax(&scores.data[i * TOKENS], TOKENS);
+        int j;
+        top_k(&j, 1, &scores.data[i * TOKENS], TOKENS); // the largest, the first on ties
         best_key.data[i] = (float)j;
         best_score.data[i] = scores.data[i * TOKENS + j];
     }

@@ -70,13 +70,6 @@ static float entropy(const float *p, int n) {
     return (float)h;
 }
 
-// Pin `value` under a name made from `fmt` and the width, e.g. "var_d768".
-static float pin_scalar(Chapter *ch, const char *fmt, int d, float value) {
-    char name[64];
-    snprintf(name, sizeof name, fmt, d);
-    return ch_value(ch, name, value);
-}
-
 // Index of the largest of x[0..n), skipping index `skip` (pass -1 to skip none).
 static int top_index(const float *x, int n, int skip) {
     int best = -1;
@@ -111,10 +104,10 @@ static void measure_width(Chapter *ch, Rng *rng, Width *w) {
     scale(scaled.data, scores.data, 1.0f / sqrtf((float)d), scaled.numel);
     //! [measure]
 
-    float mean = pin_scalar(ch, "mean_d%d", d, (float)raw.mean);
-    float var = pin_scalar(ch, "var_d%d", d, variance(&scores));
-    w->std = pin_scalar(ch, "std_d%d", d, (float)raw.std);
-    float var_scaled = pin_scalar(ch, "var_scaled_d%d", d, variance(&scaled));
+    float mean = ch_valuef(ch, (float)raw.mean, "mean_d%d", d);
+    float var = ch_valuef(ch, variance(&scores), "var_d%d", d);
+    w->std = ch_valuef(ch, (float)raw.std, "std_d%d", d);
+    float var_scaled = ch_valuef(ch, variance(&scaled), "var_scaled_d%d", d);
     ch_line(ch, "    %5d  %8.4f  %10.2f  %10.3f  %15.4f", d, mean, var, w->std, var_scaled);
 
     for (int j = 0; j < ROW_KEYS; j++) {
@@ -165,7 +158,7 @@ static void variance_grows(Chapter *ch, Width *widths) {
                "dividing by √d divides the variance by exactly d. Dividing by d would "
                "overshoot: the variance at d = %d would drop to %.5f, every score "
                "would be nearly 0, and softmax could no longer prefer any key.",
-           w->d, pin_scalar(ch, "var_div_d_d%d", w->d, w->var_div_d));
+           w->d, ch_valuef(ch, w->var_div_d, "var_div_d_d%d", w->d));
 }
 
 // Softmax of query 0's eight scores, unscaled and scaled, and how peaked each is.
@@ -178,10 +171,10 @@ static void softmax_row(Chapter *ch, Width *w) {
     w->max_scaled = largest(w->probs_scaled, ROW_KEYS);
     w->entropy_scaled = entropy(w->probs_scaled, ROW_KEYS);
     //! [saturation]
-    pin_scalar(ch, "max_prob_raw_d%d", w->d, w->max_raw);
-    pin_scalar(ch, "entropy_raw_d%d", w->d, w->entropy_raw);
-    pin_scalar(ch, "max_prob_scaled_d%d", w->d, w->max_scaled);
-    pin_scalar(ch, "entropy_scaled_d%d", w->d, w->entropy_scaled);
+    ch_valuef(ch, w->max_raw, "max_prob_raw_d%d", w->d);
+    ch_valuef(ch, w->entropy_raw, "entropy_raw_d%d", w->d);
+    ch_valuef(ch, w->max_scaled, "max_prob_scaled_d%d", w->d);
+    ch_valuef(ch, w->entropy_scaled, "entropy_scaled_d%d", w->d);
     ch_line(ch, "    %5d   %9.4f %9.4f      %9.4f %9.4f", w->d, w->max_raw, w->entropy_raw,
             w->max_scaled, w->entropy_scaled);
 }

@@ -42,20 +42,6 @@ static void show_matrix(Chapter *ch, const char *name, float *m, int rows, int c
     ch_show(ch, name, &t);
 }
 
-// Pin the largest |a - b| over a rows × cols matrix and return it.
-static float pin_max_diff(Chapter *ch, const char *name, float *a, float *b, int rows, int cols) {
-    Tensor ta = tensor_view(a, 2, rows, cols), tb = tensor_view(b, 2, rows, cols);
-    return ch_value(ch, name, tensor_max_abs_diff(&ta, &tb));
-}
-
-// The index of the largest of n values (the first one on ties).
-static int argmax(const float *x, int n) {
-    int best = 0;
-    for (int i = 1; i < n; i++)
-        if (x[i] > x[best]) best = i;
-    return best;
-}
-
 /* ----------------------------------------------------------- the head */
 
 // Everything one head computes, kept for the later sections.
@@ -129,7 +115,8 @@ static void attention_matrix(Chapter *ch, Head *h) {
 
     float best_key[N], best_weight[N];
     for (int i = 0; i < N; i++) {
-        int j = argmax(&h->probs[i * N], N);
+        int j;
+        top_k(&j, 1, &h->probs[i * N], N); // the largest, the first on ties
         best_key[i] = (float)j;
         best_weight[i] = h->probs[i * N + j];
     }
@@ -180,8 +167,8 @@ static void weighted_sum(Chapter *ch, Head *h) {
     //! [one_call]
     attention(again.out, again.probs, h->q, h->k, h->v, NULL, N, DH); // all steps at once
     //! [one_call]
-    float d_out = pin_max_diff(ch, "one_call_out_max_diff", again.out, h->out, N, DH);
-    float d_probs = pin_max_diff(ch, "one_call_probs_max_diff", again.probs, h->probs, N, N);
+    float d_out = ch_max_diff(ch, "one_call_out_max_diff", again.out, h->out, N * DH);
+    float d_probs = ch_max_diff(ch, "one_call_probs_max_diff", again.probs, h->probs, N * N);
     ch_say(ch, "lib's attention() does sections 2 and 3 in one call. Its output and "
                "its attention matrix differ from the step-by-step ones by %g and %g: "
                "it calls the same functions in the same order.", d_out, d_probs);
@@ -215,9 +202,9 @@ static void masks(Chapter *ch, Head *h) {
     show_matrix(ch, "causal_mask", mask, N, N);
     show_matrix(ch, "probs_causal", probs, N, N);
     show_matrix(ch, "out_causal", out, N, DH);
-    float d_first = pin_max_diff(ch, "causal_out_0_minus_v_0", out, h->v, 1, DH);
-    float d_last = pin_max_diff(ch, "causal_out_last_minus_unmasked", &out[(N - 1) * DH],
-                                &h->out[(N - 1) * DH], 1, DH);
+    float d_first = ch_max_diff(ch, "causal_out_0_minus_v_0", out, h->v, DH);
+    float d_last = ch_max_diff(ch, "causal_out_last_minus_unmasked", &out[(N - 1) * DH],
+                               &h->out[(N - 1) * DH], DH);
     ch_say(ch, "Two checks. Token 0 sees only itself, so its weight is 1 and its "
                "output is its own value (largest difference from v_0: %g). The last "
                "token sees everything, so its output is the unmasked one from "

@@ -57,12 +57,6 @@ static void show3(Chapter *ch, const char *name, float *data, int d0, int d1, in
     ch_show(ch, name, &t);
 }
 
-// Pin the largest |a - b| over n floats and return it.
-static float pin_max_diff(Chapter *ch, const char *name, float *a, float *b, int n) {
-    Tensor ta = tensor_view(a, 1, n), tb = tensor_view(b, 1, n);
-    return ch_value(ch, name, tensor_max_abs_diff(&ta, &tb));
-}
-
 /* ----------------------------------------------------------- the layer */
 
 // One multi-head attention layer and everything computed from it.
@@ -230,9 +224,9 @@ static void whole_layer(Chapter *ch, Layer *L) {
     ch_line(ch, "%s", names);
     ch_line(ch, "%s", "");
     const Tensor *probs = trace_find(&rec, "probs");
-    float d_out = pin_max_diff(ch, "mha_forward_out_max_diff", out, L->out, B * N * D);
-    float d_probs = pin_max_diff(ch, "mha_forward_probs_max_diff", probs->data, L->probs,
-                                 B * H * N * N);
+    float d_out = ch_max_diff(ch, "mha_forward_out_max_diff", out, L->out, B * N * D);
+    float d_probs = ch_max_diff(ch, "mha_forward_probs_max_diff", probs->data, L->probs,
+                                B * H * N * N);
     ch_say(ch, "Its output differs from section 5's by %g and its attention "
                "probabilities by %g.", d_out, d_probs);
     trace_recorder_free(&rec);

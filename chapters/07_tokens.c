@@ -48,13 +48,6 @@ static void show_matrix(Chapter *ch, const char *name, float *m, int rows, int c
     ch_show(ch, name, &t);
 }
 
-// Pin the largest |a - b| over n floats and return it.
-static float pin_max_diff(Chapter *ch, const char *name, const float *a, const float *b,
-                          int n) {
-    Tensor ta = tensor_view((float *)a, 1, n), tb = tensor_view((float *)b, 1, n);
-    return ch_value(ch, name, tensor_max_abs_diff(&ta, &tb));
-}
-
 // out row i = x row perm[i]: reorder the rows (tokens) of an (n, d) matrix.
 static void permute_rows(float *out, const float *x, const int *perm, int n, int d) {
     for (int i = 0; i < n; i++) memcpy(&out[i * d], &x[perm[i] * d], sizeof(float) * d);
@@ -109,10 +102,10 @@ static void positions(Chapter *ch, float *embed, const float *tokens, const floa
                "%d.) Before the positions, their tokens %d and %d differ by %g; after, "
                "by up to %.4f, because they sit in different places.",
            SAME_A, SAME_B, SAME_B, SAME_A, SAME_A + 1, SAME_B + 1,
-           pin_max_diff(ch, "same_patches_before", &tokens[(SAME_A + 1) * D],
-                        &tokens[(SAME_B + 1) * D], D),
-           pin_max_diff(ch, "same_patches_after", &embed[(SAME_A + 1) * D],
-                        &embed[(SAME_B + 1) * D], D));
+           ch_max_diff(ch, "same_patches_before", &tokens[(SAME_A + 1) * D],
+                       &tokens[(SAME_B + 1) * D], D),
+           ch_max_diff(ch, "same_patches_after", &embed[(SAME_A + 1) * D],
+                       &embed[(SAME_B + 1) * D], D));
     Tensor t = tensor_view((float *)embed, 3, 1, N, D);
     TensorStats st = tensor_stats(&t);
     ch_say(ch, "This (1, %d, %d) tensor, mean %.4f and standard deviation %.4f, is "
@@ -173,8 +166,8 @@ static void equivariance(Chapter *ch, Small *s) {
     permute_rows(out_then_shuffled, out, SHUFFLE, SN, SD); // shuffle the first output
     //! [shuffle]
     show_matrix(ch, "out_shuffled", out_shuffled, SN, SD);
-    float d = pin_max_diff(ch, "equivariance_max_diff", out_shuffled, out_then_shuffled,
-                           SN * SD);
+    float d = ch_max_diff(ch, "equivariance_max_diff", out_shuffled, out_then_shuffled,
+                          SN * SD);
     ch_say(ch, "These are the rows of the first output, in the shuffled order: the "
                "largest difference from shuffling the first output is %.1g, rounding. "
                "Attention is permutation-equivariant: shuffle the input tokens and the "
@@ -183,7 +176,7 @@ static void equivariance(Chapter *ch, Small *s) {
                "alone. The scores compare contents, not places. Each output is a sum "
                "over all tokens, and a sum does not care about the order of its "
                "terms. Nothing anywhere looks at a token's index.");
-    float d_cls = pin_max_diff(ch, "cls_change_without_pos", out_shuffled, out, SD);
+    float d_cls = ch_max_diff(ch, "cls_change_without_pos", out_shuffled, out, SD);
     ch_say(ch, "Now look at row 0, the [cls] token, which did not move: its output "
                "changed by %.1g. Without positions, the [cls] token, and so the "
                "classifier, would give exactly the same answer for an image and any "
@@ -208,8 +201,8 @@ static void positions_break_symmetry(Chapter *ch, Small *s) {
     //! [with_pos]
     show_matrix(ch, "out_pos", out, SN, SD);
     show_matrix(ch, "out_pos_shuffled", out_shuffled, SN, SD);
-    float d = pin_max_diff(ch, "with_pos_max_diff", out_shuffled, out_then_shuffled, SN * SD);
-    float d_cls = pin_max_diff(ch, "cls_change_with_pos", out_shuffled, out, SD);
+    float d = ch_max_diff(ch, "with_pos_max_diff", out_shuffled, out_then_shuffled, SN * SD);
+    float d_cls = ch_max_diff(ch, "cls_change_with_pos", out_shuffled, out, SD);
     ch_say(ch, "Now the shuffled output is no longer a shuffle of the first one "
                "(largest difference %.4f), and the [cls] token's output changed by up "
                "to %.4f. The model can tell an image from its jigsaw. In a trained "

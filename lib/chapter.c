@@ -92,6 +92,20 @@ float ch_value(Chapter *ch, const char *name, float value) {
     return value;
 }
 
+float ch_valuef(Chapter *ch, float value, const char *fmt, ...) {
+    char name[128];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(name, sizeof name, fmt, ap);
+    va_end(ap);
+    return ch_value(ch, name, value);
+}
+
+float ch_max_diff(Chapter *ch, const char *name, const float *a, const float *b, size_t n) {
+    Tensor ta = tensor_view((float *)a, 1, (int)n), tb = tensor_view((float *)b, 1, (int)n);
+    return ch_value(ch, name, tensor_max_abs_diff(&ta, &tb));
+}
+
 void ch_show(Chapter *ch, const char *name, const Tensor *t) {
     ch_pin(ch, name, t);
     if (!ch->out) return;

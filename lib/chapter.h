@@ -45,6 +45,10 @@ void ch_say(Chapter *ch, const char *fmt, ...) __attribute__((format(printf, 2, 
 void ch_line(Chapter *ch, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /** @brief Pin a scalar under @p name and return it, for use inside ch_say(). */
 float ch_value(Chapter *ch, const char *name, float value);
+/** @brief ch_value() under a printf-style name: `ch_valuef(ch, v, "var_d%d", 768)`. */
+float ch_valuef(Chapter *ch, float value, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/** @brief Pin the largest \f$|a_i - b_i|\f$ over @p n floats under @p name, and return it. */
+float ch_max_diff(Chapter *ch, const char *name, const float *a, const float *b, size_t n);
 /** @brief Pin @p t under @p name and print it PyTorch-style. */
 void ch_show(Chapter *ch, const char *name, const Tensor *t);
 /** @brief Pin @p t under @p name without printing it. */
