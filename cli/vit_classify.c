@@ -29,7 +29,8 @@ typedef struct {
 
 static const char description[] =
     "Classifies each IMAGE (PNG, JPEG, BMP, PPM/PGM) with the model in --weights\n"
-    "and prints, per image, the K most probable classes as `rank probability label`.\n"
+    "and prints, per image, the COUNT most probable classes (--top) as\n"
+    "`rank probability label`.\n"
     "\n"
     "Each image is resized, centre-cropped and normalised as the preset says (the\n"
     "one matching the weights' naming convention unless --preprocess names another):\n"
@@ -142,7 +143,7 @@ VitStatus cmd_classify(const VitCommand *self, int argc, char **argv, VitError *
     CliOption options[] = {
         {"--weights", CLI_STRING, &a.weights, "FILE",
          "the model: safetensors with timm, Hugging Face or torchvision names", .required = true},
-        {"--top", CLI_INT, &a.top, "K", "how many classes to print per image",
+        {"--top", CLI_INT, &a.top, "COUNT", "how many classes to print per image",
          .show_default = true, .lo = 1, .hi = 1000000},
         {"--labels", CLI_STRING, &a.labels, "FILE", "class names, one per line, in class order",
          .required = false},

@@ -63,7 +63,7 @@ static void print_config(const Vit *vit) {
         {"heads", "H", c->heads, NULL, heads_note},
         {"head width", "Dh", c->dim / c->heads, NULL, NULL},
         {"MLP width", "M", c->mlp_dim, NULL, NULL},
-        {"classes", "K", c->num_classes, NULL, NULL},
+        {"classes", "Y", c->num_classes, NULL, NULL},
         {"LayerNorm eps", "", 0, eps, eps_note},
         {"parameters", "", 0, vit_thousands(params, vit_param_count(c)), bytes},
     };

@@ -107,7 +107,7 @@ VitStatus cmd_make_weights(const VitCommand *self, int argc, char **argv, VitErr
         SIZE("--img", &a.image_size, "S", "image side in pixels (default 224)"),
         SIZE("--patch", &a.patch_size, "P", "patch side in pixels; S must be a multiple of P "
                                             "(default 16)"),
-        SIZE("--classes", &a.classes, "K", "classifier outputs (default 1000)"),
+        SIZE("--classes", &a.classes, "Y", "classifier outputs (default 1000)"),
         {"--seed", CLI_INT, &a.seed, "N", "seed of the random numbers (PCG32), 0 to 2147483647",
          .required = true, .lo = 0, .hi = 2147483647.0},
         STD("--std", &a.std, "X", "std of the truncated normal for weights, cls and position "

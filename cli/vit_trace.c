@@ -53,7 +53,7 @@ static const char examples[] =
 // The stage table, so the help can never list names the code does not emit.
 static void print_stages(FILE *f) {
     fprintf(f, "what the trace holds, in order (B images, N tokens, D width, H heads, Dh = D/H,\n"
-               "P patches, M MLP width, K classes; blocks.{i}.* repeats for every block):\n");
+               "P patches, M MLP width, Y classes; blocks.{i}.* repeats for every block):\n");
     for (int i = 0; i < vit_stage_count(); i++) {
         const VitStage *s = vit_stage_at(i);
         char name[64];

@@ -50,7 +50,7 @@ VitStatus labels_load_hf_config(Labels *labels, const char *config_path, VitErro
  * @param[out] labels       the names; empty when there are none
  * @param[in] labels_file   a file of names given by the user, or NULL
  * @param[in] config_json   the model's config.json, or NULL
- * @param[in] classes       K, the model's number of classes
+ * @param[in] classes       Y, the model's number of classes
  * @param[out] err          the message on failure
  * @return VIT_ERR_INPUT when a file given or found is unreadable or malformed, or
  *         names another number of classes than @p classes (the message says both).

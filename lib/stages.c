@@ -46,7 +46,7 @@ static const VitStage stages[] = {
     {"norm", false, "B,N,D", "LN(x)", "final LayerNorm", "x = self.norm(x)"},
     {"pre_logits", false, "B,D", "x[:, 0]", "the [cls] token's row summarises the image",
      "x = x[:, 0]"},
-    {"logits", false, "B,K", "x_cls·W_headᵀ + b", "one score per class", "x = self.head(x)"},
+    {"logits", false, "B,Y", "x_cls·W_headᵀ + b", "one score per class", "x = self.head(x)"},
 };
 enum { STAGE_COUNT = sizeof stages / sizeof stages[0] };
 
@@ -89,7 +89,7 @@ static int axis_size(const VitConfig *c, int B, const char *axis, size_t len) {
     if (IS("H")) return c->heads;
     if (IS("Dh")) return c->dim / c->heads;
     if (IS("M")) return c->mlp_dim;
-    if (IS("K")) return c->num_classes;
+    if (IS("Y")) return c->num_classes;
 #undef IS
     return -1;
 }

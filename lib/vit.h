@@ -4,7 +4,7 @@
  *
  * Shape legend: B batch, C channels (3), S image side, p patch side,
  * P = (S/p)² patches, N = P + 1 tokens (cls first), D width, H heads,
- * Dh = D/H, M = MLP width (4D), L depth, K classes.
+ * Dh = D/H, M = MLP width (4D), L depth, Y classes (the book's glossary).
  *
  * The forward pass (vit_forward) reads as timm's VisionTransformer.forward:
  *   patch_embed → prepend cls → + pos_embed → L × block → norm → x[:, 0] → head
@@ -49,7 +49,7 @@ typedef struct {
     int depth;       /**< L, number of encoder blocks, e.g. 12 */
     int heads;       /**< H, attention heads, e.g. 12 (Dh = D/H = 64) */
     int mlp_dim;     /**< M, hidden width of the MLP, e.g. 3072 (4·D) */
-    int num_classes; /**< K, classifier outputs, e.g. 1000 */
+    int num_classes; /**< Y, classifier outputs, e.g. 1000 */
     float ln_eps;    /**< LayerNorm epsilon, e.g. 1e-6 (timm, torchvision) or 1e-12 (HF) */
 } VitConfig;
 
@@ -75,7 +75,7 @@ typedef struct {
     VitBlockWeights *blocks; /**< L blocks */
     const float *norm_w;     /**< (D) final LayerNorm scale */
     const float *norm_b;     /**< (D) final LayerNorm shift */
-    const float *head_w;     /**< (K, D) classifier */
+    const float *head_w;     /**< (Y, D) classifier */
     const float *head_b;     /**< (K) */
 } VitWeights;
 
@@ -103,7 +103,7 @@ typedef struct {
     VitBlockActs block; /**< reused by every block */
     float *norm;        /**< (B, N, D) final LayerNorm */
     float *pre_logits;  /**< (B, D) cls rows */
-    float *logits;      /**< (B, K) */
+    float *logits;      /**< (B, Y) */
 } VitActivations;
 
 /** How one canonical (timm) parameter was found in the weights file. */
@@ -222,7 +222,7 @@ VitStatus vit_forward(Vit *vit, const Tensor *input, TraceFn trace, void *user, 
  * @return VIT_OK, or VIT_ERR_INPUT with that message.
  */
 VitStatus vit_check_finite(Vit *vit, const Tensor *input, VitError *err);
-/** @brief The logits of the last forward pass, a view (B, K) into the activations. */
+/** @brief The logits of the last forward pass, a view (B, Y) into the activations. */
 Tensor vit_logits(const Vit *vit);
 /** @brief Free everything the model owns and zero it. */
 void vit_free(Vit *vit);

@@ -331,7 +331,7 @@ static void test_info_reports_the_configuration(void) {
     CU_ASSERT_EQUAL(info_row(r.out, "heads", "H"), 4);
     CU_ASSERT_EQUAL(info_row(r.out, "head width", "Dh"), 16);
     CU_ASSERT_EQUAL(info_row(r.out, "MLP width", "M"), 256);
-    CU_ASSERT_EQUAL(info_row(r.out, "classes", "K"), 10);
+    CU_ASSERT_EQUAL(info_row(r.out, "classes", "Y"), 10);
     CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "1e-06"));
     // 114,250 parameters: written out by hand from the shapes, with separators
     CU_ASSERT_EQUAL(vit_param_count(&small), 114250);
