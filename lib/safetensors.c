@@ -358,12 +358,7 @@ VitStatus st_open(SafeTensors *st, const char *path, VitError *err) {
 }
 
 char *st_shape_str(char *buf, size_t size, int ndim, const int64_t *shape) {
-    size_t used = (size_t)snprintf(buf, size, "(");
-    for (int i = 0; i < ndim && used < size; i++)
-        used += (size_t)snprintf(buf + used, size - used, "%s%lld", i ? ", " : "",
-                                 (long long)shape[i]);
-    if (used < size) snprintf(buf + used, size - used, ")");
-    return buf;
+    return shape_format(buf, size, ndim, shape, NULL);
 }
 
 const StTensor *st_find(const SafeTensors *st, const char *name) {

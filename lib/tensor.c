@@ -97,12 +97,24 @@ bool tensor_same_shape(const Tensor *a, const Tensor *b) {
     return true;
 }
 
-char *tensor_shape_str(const Tensor *t, char *buf, size_t size) {
+char *shape_format(char *buf, size_t size, int ndim, const int64_t *shape, const char *axes) {
     size_t used = (size_t)snprintf(buf, size, "(");
-    for (int i = 0; i < t->ndim && used < size; i++)
-        used += (size_t)snprintf(buf + used, size - used, "%s%d", i ? ", " : "", t->shape[i]);
+    const char *a = axes ? axes : "";
+    for (int i = 0; i < ndim && used < size; i++) {
+        size_t len = strcspn(a, ","); // this axis's name, "" when there are no more
+        used += (size_t)snprintf(buf + used, size - used, "%s%.*s%s%lld", i ? ", " : "",
+                                 (int)len, a, len ? "=" : "", (long long)shape[i]);
+        a += len;
+        if (*a == ',') a++;
+    }
     if (used < size) snprintf(buf + used, size - used, ")");
     return buf;
+}
+
+char *tensor_shape_str(const Tensor *t, char *buf, size_t size) {
+    int64_t shape[TENSOR_MAX_DIMS];
+    for (int i = 0; i < t->ndim; i++) shape[i] = t->shape[i];
+    return shape_format(buf, size, t->ndim, shape, NULL);
 }
 
 TensorStats tensor_stats(const Tensor *t) {

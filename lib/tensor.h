@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 /** @defgroup tensor Tensors
@@ -76,7 +77,15 @@ void tensor_free(Tensor *t);
 
 /** @brief true when both tensors have the same ndim and sizes. */
 bool tensor_same_shape(const Tensor *a, const Tensor *b);
-/** @brief Write the shape as "(1, 197, 768)" into @p buf; returns @p buf. */
+/**
+ * @brief The one way shapes are written: "(1, 197, 768)", or with named axes
+ *        "(B=1, N=197, D=768)".
+ * @param[out] buf   receives the text; returned
+ * @param[in] ndim, shape  the sizes (int64, as safetensors stores them)
+ * @param[in] axes   comma-separated axis names, e.g. "B,N,D", or NULL for none
+ */
+char *shape_format(char *buf, size_t size, int ndim, const int64_t *shape, const char *axes);
+/** @brief shape_format() of a tensor's shape: "(1, 197, 768)"; returns @p buf. */
 char *tensor_shape_str(const Tensor *t, char *buf, size_t size);
 /** @brief Statistics over all elements; NaN and Inf are counted, not averaged. */
 TensorStats tensor_stats(const Tensor *t);

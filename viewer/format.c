@@ -17,15 +17,6 @@ char *fmt_si(char *buf, size_t size, double v) {
     return buf;
 }
 
-char *fmt_bytes(char *buf, size_t size, double bytes) {
-    static const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int i = 0;
-    while (bytes >= 1024 && i < 4) bytes /= 1024, i++;
-    if (i == 0) snprintf(buf, size, "%.0f B", bytes);
-    else snprintf(buf, size, "%.*f %s", bytes < 10 ? 2 : bytes < 100 ? 1 : 0, bytes, unit[i]);
-    return buf;
-}
-
 char *fmt_seconds(char *buf, size_t size, double s) {
     if (s < 1e-3) snprintf(buf, size, "%.0f µs", s * 1e6);
     else if (s < 0.01) snprintf(buf, size, "%.1f ms", s * 1e3);
@@ -35,19 +26,9 @@ char *fmt_seconds(char *buf, size_t size, double s) {
 }
 
 char *fmt_shape_axes(char *buf, size_t size, const Tensor *t, const char *axes) {
-    size_t used = 0;
-    const char *a = axes ? axes : "";
-    buf[0] = '\0';
-    used += (size_t)snprintf(buf, size, "(");
-    for (int d = 0; d < t->ndim && used < size; d++) {
-        size_t len = strcspn(a, ",");
-        used += (size_t)snprintf(buf + used, size - used, "%s%.*s%s%d", d ? ", " : "", (int)len,
-                                 a, len ? "=" : "", t->shape[d]);
-        a += len;
-        if (*a == ',') a++;
-    }
-    if (used < size) snprintf(buf + used, size - used, ")");
-    return buf;
+    int64_t shape[TENSOR_MAX_DIMS];
+    for (int d = 0; d < t->ndim; d++) shape[d] = t->shape[d];
+    return shape_format(buf, size, t->ndim, shape, axes);
 }
 
 // UTF-8 symbols of the stage table and the viewer's own text, with ASCII spellings.

@@ -1,6 +1,6 @@
 /**
  * @file format.h
- * @brief Numbers for people: FLOPs, bytes, durations, shapes with axis names.
+ * @brief Numbers for people: FLOPs, durations, shapes with axis names (bytes are lib's vit_bytes()).
  */
 #ifndef VIEWER_FORMAT_H
 #define VIEWER_FORMAT_H
@@ -17,7 +17,6 @@
 /** @brief A count with an SI prefix: 950 → "950", 1.23e9 → "1.23 G". Returns @p buf. */
 char *fmt_si(char *buf, size_t size, double v);
 /** @brief Bytes in binary units: 621 KiB, 1.8 MiB. Returns @p buf. */
-char *fmt_bytes(char *buf, size_t size, double bytes);
 /** @brief A duration: "0.4 ms", "12 ms", "1.3 s". Returns @p buf. */
 char *fmt_seconds(char *buf, size_t size, double seconds);
 /**

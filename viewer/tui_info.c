@@ -9,12 +9,12 @@
 #include <stdio.h>
 #include <string.h>
 
-// "shape (B=1, H=3, N=197, N=197) · 116427 values · 455 KiB"
+// "shape (B=1, H=3, N=197, N=197) · 116 k values · 465.7 kB"
 static void shape_line(const State *s, int y, Rect r, const PipeNode *n, const HistEntry *e) {
-    char shape[128], bytes[32], count[32];
+    char shape[128], bytes[VIT_NUM_BUF], count[32];
     if (e) {
         fmt_shape_axes(shape, sizeof shape, &e->t, n->stage->axes);
-        fmt_bytes(bytes, sizeof bytes, (double)e->t.numel * sizeof(float));
+        vit_bytes(bytes, (double)e->t.numel * sizeof(float));
         fmt_si(count, sizeof count, (double)e->t.numel);
         ui_printf(y, r.x, r.w, ROLE_NORMAL, "shape  %s · %s values · %s", shape, count, bytes);
         return;

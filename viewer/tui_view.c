@@ -364,11 +364,10 @@ static void pending_draw(const State *s, Rect r) {
 }
 
 static void dropped_draw(const State *s, Rect r) {
-    char budget[32];
+    char budget[VIT_NUM_BUF];
     ui_text(r.y + 1, r.x + 2, r.w - 2, ROLE_ERROR, "values dropped to keep the history small.");
     ui_printf(r.y + 3, r.x + 2, r.w - 2, ROLE_NORMAL, "The history keeps at most %s "
-              "(--history-mb); the statistics above", fmt_bytes(budget, sizeof budget,
-              (double)s->history.budget));
+              "(--history-mb); the statistics above", vit_bytes(budget, (double)s->history.budget));
     ui_text(r.y + 4, r.x + 2, r.w - 2, ROLE_NORMAL,
             "are of the whole tensor. r restarts the pass.");
 }
