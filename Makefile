@@ -6,9 +6,14 @@
 #   make sanitize   the same tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make docs       Doxygen book into docs/html (warnings are errors)
 #   make bench      GEMM, forward-pass and safetensors-parsing benchmarks
+#   make fuzz       libFuzzer on the safetensors and image parsers (clang)
+#   make goldens    regenerate tests/golden with PyTorch (tools/gen_golden*.py; dev-time only)
 #   make clean
 #
-# Options: BLAS=0 (no OpenBLAS), NO_OMP=1 (no OpenMP), CC=clang, BUILD=dir.
+# Options: BLAS=0 (no OpenBLAS), NO_OMP=1 (no OpenMP), WERROR=1 (warnings are
+# errors), CC=clang, BUILD=dir. Each BUILD dir holds the objects of one set of
+# flags: changing CC or a flag rebuilds what that dir holds, and build/sanitize,
+# build/fuzz or build/clang never mix with build/.
 
 CC      ?= cc
 BUILD   ?= build
@@ -16,6 +21,9 @@ OPT     ?= -O2
 CFLAGS  ?= $(OPT) -g
 # -march: generic x86-64 stays portable; the GEMM kernel picks wider SIMD at run time.
 WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wno-unused-parameter
+ifeq ($(WERROR),1)
+  WARN  += -Werror
+endif
 CPPFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Ilib $(shell pkg-config --cflags libcjson stb 2>/dev/null)
 LDLIBS_BASE   := $(shell pkg-config --libs libcjson stb 2>/dev/null || echo -lcjson -lstb) -lm
 
@@ -68,6 +76,7 @@ LIB          := $(BUILD)/libvit.a
 
 CHAPTER_SRC  := $(sort $(wildcard chapters/[0-9][0-9]_*.c))
 CHAPTER_BIN  := $(CHAPTER_SRC:chapters/%.c=$(BUILD)/chapters/%)
+CHAPTER_OBJ  := $(CHAPTER_SRC:%.c=$(BUILD)/%.o)
 # the same chapters without their main(), linked into the test runner
 CHAPTER_TOBJ := $(CHAPTER_SRC:chapters/%.c=$(BUILD)/tests/chapters/%.o)
 
@@ -77,13 +86,23 @@ TEST_SUITES  := $(patsubst tests/test_%.c,%,$(filter tests/test_%.c,$(TEST_SRC))
 TEST_RUNNER  := $(BUILD)/tests/run
 
 VIT_SRC      := $(sort $(wildcard cli/*.c))
+VIT_OBJ      := $(VIT_SRC:%.c=$(BUILD)/%.o)
 VIT_BIN      := $(if $(VIT_SRC),$(BUILD)/vit)
 BENCH_SRC    := $(wildcard benchmarks/bench.c)
+BENCH_OBJ    := $(BENCH_SRC:%.c=$(BUILD)/%.o)
 BENCH_BIN    := $(if $(BENCH_SRC),$(BUILD)/bench)
 VIEWER_SRC   := $(sort $(wildcard viewer/*.c))
+VIEWER_OBJ   := $(VIEWER_SRC:%.c=$(BUILD)/%.o)
 VIEWER_BIN   := $(if $(VIEWER_SRC),$(BUILD)/vitview)
+# the viewer's terminal-free parts (all but main.c and the curses tui_*.c),
+# linked into the runner for the viewer_* suites
+VIEWER_PURE_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(filter-out viewer/main.c viewer/tui_%.c,$(VIEWER_SRC)))
 
-.PHONY: all run test sanitize docs bench clean deps config chapters chapters-run lib fuzz
+# Every object of this BUILD, named: none is an intermediate file that make
+# would delete (and so rebuild next time), and only their own .d files are read.
+ALL_OBJ      := $(LIB_OBJ) $(CHAPTER_OBJ) $(CHAPTER_TOBJ) $(TEST_OBJ) $(VIT_OBJ) $(BENCH_OBJ) $(VIEWER_OBJ)
+
+.PHONY: all run test sanitize docs bench clean deps config chapters chapters-run lib fuzz goldens FORCE
 .DEFAULT_GOAL := all
 
 all: config $(LIB) $(CHAPTER_BIN) $(VIT_BIN) $(VIEWER_BIN) $(BENCH_BIN) $(TEST_RUNNER)
@@ -91,11 +110,23 @@ all: config $(LIB) $(CHAPTER_BIN) $(VIT_BIN) $(VIEWER_BIN) $(BENCH_BIN) $(TEST_R
 config:
 	@echo "build: $(CC), OpenMP: $(if $(HAVE_OMP),yes,no), OpenBLAS: $(if $(HAVE_BLAS),yes $(if $(BLAS_KIND),($(BLAS_KIND)),(pthreads build)),no) -> $(BUILD)/"
 
+# with CC=clang, also clang and LLVM's OpenMP (clang's omp.h and libomp)
+DEPS_EXTRA := $(if $(findstring clang,$(notdir $(CC))),clang $(if $(filter 1,$(NO_OMP)),,libomp-dev))
 deps:
-	@./scripts/deps.sh
+	@./scripts/deps.sh $(DEPS_EXTRA)
 
 # ------------------------------------------------------------------- rules
-$(BUILD)/%.o: %.c
+# $(BUILD)/flags records the compiler and flags this BUILD's files were made
+# with; it changes (and everything is rebuilt) only when they do. FLAGS_TEXT is
+# taken here, once: the per-target additions below must not leak into it.
+FLAGS_FILE := $(BUILD)/flags
+FLAGS_TEXT := '$(CC)' '$(ALL_CFLAGS)' '$(ALL_LDLIBS)'
+$(FLAGS_FILE): FORCE
+	@mkdir -p $(@D)
+	@printf '%s\n' $(FLAGS_TEXT) > $@.tmp
+	@cmp -s $@.tmp $@ 2>/dev/null && rm -f $@.tmp || mv $@.tmp $@
+
+$(BUILD)/%.o: %.c $(FLAGS_FILE)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
 
@@ -103,10 +134,10 @@ $(LIB): $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/chapters/%: $(BUILD)/chapters/%.o $(LIB)
+$(CHAPTER_BIN): $(BUILD)/chapters/%: $(BUILD)/chapters/%.o $(LIB)
 	$(CC) $(ALL_CFLAGS) $< $(LIB) $(ALL_LDLIBS) -o $@
 
-$(BUILD)/tests/chapters/%.o: chapters/%.c
+$(BUILD)/tests/chapters/%.o: chapters/%.c $(FLAGS_FILE)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -DCHAPTER_NO_MAIN -MMD -MP -c $< -o $@
 
@@ -121,20 +152,16 @@ $(BUILD)/tests/%.o: ALL_CFLAGS += -I$(BUILD)/tests -DVIT_TEST_DIR=\"$(CURDIR)/te
 $(BUILD)/lib/labels.o: ALL_CFLAGS += -DVIT_DATA_DIR=\"$(CURDIR)/data\"
 $(BUILD)/tests/runner.o: $(BUILD)/tests/suites.h
 
-# the viewer's terminal-free parts (all but main.c and the curses tui_*.c),
-# linked into the runner for the viewer_* suites
-VIEWER_PURE_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(filter-out viewer/main.c viewer/tui_%.c,$(VIEWER_SRC)))
-
 $(TEST_RUNNER): $(TEST_OBJ) $(CHAPTER_TOBJ) $(VIEWER_PURE_OBJ) $(LIB)
 	$(CC) $(ALL_CFLAGS) $(TEST_OBJ) $(CHAPTER_TOBJ) $(VIEWER_PURE_OBJ) $(LIB) -lcunit $(ALL_LDLIBS) -o $@
 
-$(BUILD)/vit: $(VIT_SRC:%.c=$(BUILD)/%.o) $(LIB)
+$(BUILD)/vit: $(VIT_OBJ) $(LIB)
 	$(CC) $(ALL_CFLAGS) $^ $(ALL_LDLIBS) -o $@
 
-$(BUILD)/bench: $(BUILD)/benchmarks/bench.o $(LIB)
+$(BUILD)/bench: $(BENCH_OBJ) $(LIB)
 	$(CC) $(ALL_CFLAGS) $^ $(ALL_LDLIBS) -o $@
 
-$(BUILD)/vitview: $(VIEWER_SRC:%.c=$(BUILD)/%.o) $(LIB)
+$(BUILD)/vitview: $(VIEWER_OBJ) $(LIB)
 	$(CC) $(ALL_CFLAGS) $^ $(shell pkg-config --libs ncursesw 2>/dev/null || echo -lncursesw) $(ALL_LDLIBS) -o $@
 
 # ----------------------------------------------------------------- targets
@@ -196,7 +223,48 @@ bench: deps
 	@$(MAKE) --no-print-directory all
 	@$(BENCH_BIN)
 
+# ------------------------------------------------------------------ goldens
+# Every tools/gen_golden*.py, one after another, with Debian's Python and
+# PyTorch; no network. They need the vit program (make-weights draws the
+# models' weights). GOLDEN_DIR=dir writes the goldens (and the test images
+# they draw) into dir instead of tests/golden (and tests/data), then compares
+# each with the committed one, byte for byte.
+PYTHON         ?= /usr/bin/python3
+GOLDEN_DIR     ?= tests/golden
+GOLDEN_SCRIPTS := $(sort $(wildcard tools/gen_golden*.py))
+GOLDEN_OUT     := $(if $(filter $(abspath tests/golden),$(abspath $(GOLDEN_DIR))),,--out-dir $(abspath $(GOLDEN_DIR)))
+GOLDEN_NOTE    := goldens made on another machine or with another PyTorch version may differ \
+                  in the last bit; what matters is that make test passes
+goldens: $(BUILD)/vit
+	@$(PYTHON) -c 'import torch, torchvision, PIL' 2>/dev/null || { echo "goldens: $(PYTHON) needs \
+	    PyTorch, torchvision and Pillow: apt-get install python3-torch python3-torchvision python3-pil" >&2; \
+	    exit 1; }
+	@echo "goldens: $(words $(GOLDEN_SCRIPTS)) scripts, $(PYTHON), torch $$($(PYTHON) -c 'import torch; print(torch.__version__)') -> $(GOLDEN_DIR)/"
+	@failed=""; for s in $(GOLDEN_SCRIPTS); do \
+	    echo "== $$s"; \
+	    VIT_BIN=$(abspath $(BUILD)/vit) PYTHONDONTWRITEBYTECODE=1 $(PYTHON) $$s $(GOLDEN_OUT) \
+	        || failed="$$failed $$s"; \
+	done; \
+	if [ -n "$(GOLDEN_OUT)" ]; then \
+	    echo "== $(GOLDEN_DIR)/ against the committed files"; \
+	    same=0; differ=0; \
+	    for f in $(GOLDEN_DIR)/*; do \
+	        b=$${f##*/}; ref=tests/golden/$$b; [ -e $$ref ] || ref=tests/data/$$b; \
+	        if cmp -s $$f $$ref; then same=$$((same + 1)); echo "  identical $$b"; \
+	        else differ=$$((differ + 1)); echo "  DIFFERENT $$b"; fi; \
+	    done; \
+	    for f in tests/golden/*; do \
+	        [ -e $(GOLDEN_DIR)/$${f##*/} ] || echo "  not made  $${f##*/}"; \
+	    done; \
+	    echo "goldens: $$same identical, $$differ different"; \
+	fi; \
+	echo "goldens: note: $(GOLDEN_NOTE)"; \
+	if [ -n "$$failed" ]; then \
+	    echo "goldens: FAILED:$$failed$(if $(GOLDEN_OUT), (does each take --out-dir DIR?))" >&2; \
+	    exit 1; \
+	fi
+
 clean:
 	rm -rf build docs/html
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+-include $(ALL_OBJ:.o=.d)

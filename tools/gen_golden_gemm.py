@@ -9,8 +9,9 @@ the same seeds, so no input is stored. Products are computed by torch.matmul
 in float64 and rounded once to float32: the expected values carry no float32
 accumulation error, only the C code's own error is measured.
 
-    tools/gen_golden_gemm.py   # writes tests/golden/gemm_small.safetensors
-                               #    and tests/golden/gemm_vitb_qkv.safetensors
+    tools/gen_golden_gemm.py           writes tests/golden/gemm_small.safetensors
+                                       and tests/golden/gemm_vitb_qkv.safetensors
+    tools/gen_golden_gemm.py --help    this text, then the options every golden script takes
 
 gemm_small: the full product of each small case, named like "abt_17x33x65".
 gemm_vitb_qkv: x (197,768) · W (2304,768)ᵀ, the fused q,k,v projection of one
@@ -21,6 +22,8 @@ ViT-B/16 image. Its 454k outputs would be 1.8 MB, so it pins instead
   qkv.col_sums     (2304)  Σ_i out[i][j]  (… and in another)
 ~10 kB that no wrong element can hide from: a wrong value moves its row sum
 and its column sum.
+
+Run with /usr/bin/python3 (Debian's python3-torch). Tests never need Python.
 """
 import os
 import sys
@@ -29,10 +32,8 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import stio  # noqa: E402
+from golden_common import golden, main  # noqa: E402
 from vitrng import Rng  # noqa: E402
-
-GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "golden")
 
 # (name, M, K, N, b transposed?, seed) — the same table is in tests/test_gemm.c.
 # Shapes cross every block size of the tiled kernel at least once:
@@ -81,16 +82,20 @@ def sample_positions(M, N, count):
     return picked
 
 
-def main():
-    small = {}
-    for case in SMALL_CASES:
-        small[case[0]] = product(case).float()
-    path = os.path.join(GOLDEN, "gemm_small.safetensors")
-    stio.save(path, small, {"generator": "tools/gen_golden_gemm.py", "torch": torch.__version__,
-                            "inputs": "rng_seed(seed); a then b uniform in [-1,1)"})
-    print("wrote", os.path.normpath(path))
+INPUTS = "rng_seed(seed); a then b uniform in [-1,1)"
 
-    name, M, K, N, _, _ = QKV
+
+@golden
+def gemm_small():
+    """The full product of each small case, named like "abt_17x33x65"."""
+    small = {case[0]: product(case).float() for case in SMALL_CASES}
+    return small, {}, {"inputs": INPUTS}
+
+
+@golden
+def gemm_vitb_qkv():
+    """x (197,768) · W (2304,768)ᵀ: 64 samples, every row sum and every column sum."""
+    name, M, K, N, _, seed = QKV
     out = product(QKV)
     pos = sample_positions(M, N, 64)
     idx = torch.tensor(pos, dtype=torch.float32)  # small integers: exact in float32
@@ -100,11 +105,8 @@ def main():
         f"{name}.row_sums": out.sum(dim=1).float(),
         f"{name}.col_sums": out.sum(dim=0).float(),
     }
-    path = os.path.join(GOLDEN, "gemm_vitb_qkv.safetensors")
-    stio.save(path, pinned, {"generator": "tools/gen_golden_gemm.py", "torch": torch.__version__,
-                             "case": f"{name} M={M} K={K} N={N} b transposed seed={QKV[5]}"})
-    print("wrote", os.path.normpath(path))
+    return pinned, {}, {"case": f"{name} M={M} K={K} N={N} b transposed seed={seed}"}
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main(__doc__))

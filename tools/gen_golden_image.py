@@ -8,6 +8,13 @@ computes each preset's output with the reference libraries:
   hf           PIL resize to (S, S) BILINEAR, rescale 1/255, normalise 0.5 — what
                transformers' ViTImageProcessor does (transformers is not packaged in Debian 12)
 and writes tests/golden/image.safetensors. Also pins raw Pillow resizes.
+
+    tools/gen_golden_image.py          writes tests/data/img_*.png, then
+                                       tests/golden/image.safetensors
+    tools/gen_golden_image.py --help   this text, then the options every golden script takes
+
+Run with /usr/bin/python3 (Debian's python3-torch, python3-torchvision, python3-pil).
+Tests never need Python.
 """
 import math
 import os
@@ -15,17 +22,13 @@ import sys
 
 import numpy as np
 import torch
+import torchvision
 from PIL import Image
 from torchvision import transforms as T
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-import stio  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from golden_common import golden, main, test_data  # noqa: E402
 from vitrng import Rng  # noqa: E402
-
-ROOT = os.path.join(HERE, "..")
-DATA = os.path.join(ROOT, "tests", "data")
-OUT = os.path.join(ROOT, "tests", "golden", "image.safetensors")
 
 
 def pattern(w, h, seed):
@@ -41,7 +44,7 @@ def pattern(w, h, seed):
 
 
 def images():
-    os.makedirs(DATA, exist_ok=True)
+    """Writes the test images tests/data/img_NAME.png and returns them read back."""
     made = {
         "wide": Image.fromarray(pattern(160, 120, 1)),        # landscape, shrink
         "tall": Image.fromarray(pattern(45, 70, 2)),          # portrait, enlarge
@@ -53,8 +56,8 @@ def images():
     rgba = np.concatenate([pattern(40, 40, 5), np.full((40, 40, 1), 77, np.uint8)], axis=-1)
     made["rgba"] = Image.fromarray(rgba, "RGBA")
     for name, im in made.items():
-        im.save(os.path.join(DATA, f"img_{name}.png"))
-    return {k: Image.open(os.path.join(DATA, f"img_{k}.png")) for k in made}
+        im.save(test_data(f"img_{name}.png"))
+    return {k: Image.open(test_data(f"img_{k}.png")) for k in made}
 
 
 def preset(name, S):
@@ -88,7 +91,10 @@ def _preset(name, S):
     raise ValueError(name)
 
 
-def main():
+@golden
+def image():
+    """Each test image decoded, through each preset at S = 32 (whole) and S = 224
+    (channel sums and 64 samples), and raw Pillow resizes of the wide one."""
     imgs = images()
     g = {}
     for key, im in imgs.items():
@@ -113,10 +119,10 @@ def main():
         flt = Image.BILINEAR if f == "bilinear" else Image.BICUBIC
         g[f"resize.{w}x{h}.{f}"] = torch.from_numpy(
             np.asarray(wide.resize((w, h), flt)).astype(np.float32))
-    stio.save(OUT, g, {"generator": "tools/gen_golden_image.py",
-                       "pillow": Image.__version__, "torchvision": __import__("torchvision").__version__})
-    print("wrote", os.path.normpath(OUT), os.path.getsize(OUT), "bytes")
+    # the versions that decide these numbers: Pillow's resamplers, torchvision's transforms
+    versions = {"torch": None, "pillow": Image.__version__, "torchvision": torchvision.__version__}
+    return g, {}, versions
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main(__doc__))

@@ -1,10 +1,14 @@
 #!/usr/bin/python3
 """PyTorch goldens for the elementary ops in lib/ops.h (suite `ops`).
 
-Inputs come from lib/rng.h's PCG32 (reproduced by vitrng.py), so the C test
-rebuilds exactly the same inputs; outputs come from torch.nn.functional.
+    tools/gen_golden_ops.py            writes tests/golden/ops.safetensors
+    tools/gen_golden_ops.py --help     this text, then the options every golden script takes
 
-    tools/gen_golden_ops.py    # writes tests/golden/ops.safetensors
+Inputs come from lib/rng.h's PCG32 (reproduced by vitrng.py), so the C test
+rebuilds exactly the same inputs; outputs come from torch.nn.functional, in
+float64, rounded once to float32.
+
+Run with /usr/bin/python3 (Debian's python3-torch). Tests never need Python.
 """
 import os
 import sys
@@ -13,17 +17,17 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import stio  # noqa: E402
+from golden_common import golden, main  # noqa: E402
 from vitrng import Rng  # noqa: E402
-
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "golden", "ops.safetensors")
 
 
 def t(values, *shape):
     return torch.from_numpy(values).reshape(*shape)
 
 
-def main():
+@golden
+def ops():
+    """softmax, layernorm, gelu, linear and dot, each on its own seed."""
     g = {}
     # softmax: 5 rows of 37, values in [-8, 8) (seed 1)
     x = t(Rng(1).fill_uniform(5 * 37, -8, 8), 5, 37)
@@ -56,10 +60,8 @@ def main():
     a, b = t(r.fill_normal(1000), 1000), t(r.fill_normal(1000), 1000)
     g["dot.a"], g["dot.b"] = a, b
     g["dot.out"] = torch.dot(a.double(), b.double()).float()
-
-    stio.save(OUT, g, {"generator": "tools/gen_golden_ops.py", "torch": torch.__version__})
-    print("wrote", os.path.normpath(OUT))
+    return g
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main(__doc__))

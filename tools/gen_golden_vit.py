@@ -2,15 +2,16 @@
 """PyTorch goldens for the model: the whole trace of a small ViT, per-stage
 statistics of ViT-Base/16, and the pieces (attention, heads, patch embedding).
 
-    tools/gen_golden_vit.py                 write every golden below
-    tools/gen_golden_vit.py small base      only some of them
-    tools/gen_golden_vit.py --make-weights PROGRAM ...
+    tools/gen_golden_vit.py                        write every golden below
+    tools/gen_golden_vit.py vit_small attn_pieces  only some of them
+    tools/gen_golden_vit.py --help                 this text, then the options every
+                                                   golden script takes
 
 Writes, into tests/golden/:
   vit_small.safetensors   every trace tensor, in full, of a small ViT
-                          (S 32, p 8, D 64, H 4, L 2, M 256, K 10) on a batch of 2
+                          (S 32, p 8, D 64, H 4, L 2, M 256, Y 10) on a batch of 2
   vit_base_stats.safetensors
-                          ViT-B/16 (S 224, p 16, D 768, H 12, L 12, K 1000): for
+                          ViT-B/16 (S 224, p 16, D 768, H 12, L 12, Y 1000): for
                           each of the 187 trace stages its shape, mean, std, L2
                           norm, min, max and 8 elements at stored flat indices
   attn_pieces.safetensors one attention head with and without masks, heads
@@ -27,8 +28,8 @@ Where the numbers come from:
         build/vit make-weights --dim 64 --depth 2 --heads 4 --mlp-dim 256 \\
             --img 32 --patch 8 --classes 10 --seed 7 --std 0.2 \\
             --bias-std 0.02 --norm-std 0.1 --out /tmp/vit_small.safetensors
-    (see SMALL and BASE below for the exact flags; --make-weights names another
-    program taking the same flags). Only the parameters come from C: they are
+    (see SMALL and BASE below for the exact flags; set VIT_BIN to use another
+    binary with the same flags). Only the parameters come from C: they are
     inputs, like an image. Every expected value is computed here by
     tools/ref_vit.py, an independent PyTorch ViT.
   * Images: PCG32 uniform in [-1, 1), rebuilt bit for bit by vitrng.py.
@@ -37,7 +38,6 @@ Where the numbers come from:
 
 Run with /usr/bin/python3 (Debian's python3-torch). Tests never need Python.
 """
-import argparse
 import math
 import os
 import subprocess
@@ -49,12 +49,9 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import stio  # noqa: E402
+from golden_common import ROOT, golden, main  # noqa: E402
 from ref_vit import RefViT  # noqa: E402
 from vitrng import Rng  # noqa: E402
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-GOLDEN_DIR = os.path.join(ROOT, "tests", "golden")
 
 # The two models. tests/test_vit.c repeats these numbers and checks them against
 # the "config" metadata, so the C side cannot silently test another model.
@@ -86,9 +83,10 @@ def config_string(c):
              c["seed"], c["std"], c["bias_std"], c["norm_std"], c["batch"], c["input_seed"]))
 
 
-def make_weights(program, c, path):
-    """Have the C program draw the model's parameters into a timm-named file."""
-    cmd = [program, "make-weights"] if os.path.basename(program) == "vit" else [program]
+def make_weights(c, path):
+    """Have the C program (vit make-weights) draw the parameters into a timm-named file."""
+    program = os.environ.get("VIT_BIN", os.path.join(ROOT, "build", "vit"))
+    cmd = [program, "make-weights"]
     if "arch" in c:
         cmd += ["--arch", c["arch"]]
     cmd += ["--dim", c["dim"], "--depth", c["depth"], "--heads", c["heads"],
@@ -97,17 +95,17 @@ def make_weights(program, c, path):
             "--bias-std", c["bias_std"], "--norm-std", c["norm_std"], "--out", path]
     cmd = [str(a) for a in cmd]
     if not os.access(program, os.X_OK):
-        sys.exit("gen_golden_vit.py: %s not found: run `make` first (or pass --make-weights)"
-                 % program)
+        sys.exit("gen_golden_vit.py: %s not found: run `make` first (or set VIT_BIN)" % program)
     print("  $", " ".join(cmd), flush=True)
     subprocess.run(cmd, check=True)
 
 
-def load_model(program, c, tmp):
-    path = os.path.join(tmp, "weights.safetensors")
-    make_weights(program, c, path)
-    model = RefViT.from_safetensors(path).double()
-    os.unlink(path)
+def load_model(c):
+    """tools/ref_vit.py's RefViT, in float64, holding the C program's weights for config c."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "weights.safetensors")
+        make_weights(c, path)
+        model = RefViT.from_safetensors(path).double()
     assert model.head.weight.shape == (c["classes"], c["dim"]), "weights file has another shape"
     assert len(model.blocks) == c["depth"] and model.blocks[0].attn.heads == c["heads"]
     return model
@@ -138,17 +136,17 @@ SMALL_ATOL = 1e-4
 SMALL_RTOL = 1e-4
 
 
-def gen_small(program, tmp):
+@golden
+def vit_small():
+    """Every trace tensor of the small ViT, in full, each with its own tolerance."""
     c = SMALL
-    model = load_model(program, c, tmp)
+    model = load_model(c)
     x = image_batch(c)
     trace = model.trace(x.double())
-    tensors, meta = {}, {"generator": "tools/gen_golden_vit.py", "torch": torch.__version__,
-                         "config": config_string(c), "reference": "tools/ref_vit.py in float64"}
-    for name, t in trace.items():
-        tensors[name] = t.float()
-        meta["tol." + name] = "%.3g %g" % (SMALL_ATOL * rms(t), SMALL_RTOL)
-    return {"vit_small": (tensors, meta)}
+    tensors = {name: t.float() for name, t in trace.items()}
+    tol = {name: (SMALL_ATOL * rms(t), SMALL_RTOL) for name, t in trace.items()}
+    meta = {"config": config_string(c), "reference": "tools/ref_vit.py in float64"}
+    return tensors, tol, meta
 
 
 # ------------------------------------------------------------------ ViT-B/16
@@ -160,9 +158,11 @@ def sample_indices(row, n):
     return [0] + middle + [n - 1]
 
 
-def gen_base(program, tmp):
+@golden
+def vit_base_stats():
+    """ViT-B/16: per trace stage its shape, 5 statistics and 8 sampled elements."""
     c = BASE
-    model = load_model(program, c, tmp)
+    model = load_model(c)
     x = image_batch(c)
     trace = model.trace(x.double())
     names = list(trace)
@@ -179,12 +179,11 @@ def gen_base(program, tmp):
                                 flat.max()])
         index[i] = torch.tensor(sample_indices(i, flat.numel()))
         value[i] = flat[index[i]]
-    meta = {"generator": "tools/gen_golden_vit.py", "torch": torch.__version__,
-            "config": config_string(c), "reference": "tools/ref_vit.py in float64",
+    meta = {"config": config_string(c), "reference": "tools/ref_vit.py in float64",
             "stages": ",".join(names),
             "columns.stats": "mean,std,l2,min,max"}
     tensors = {"shape": shape, "stats": stats, "index": index, "value": value}
-    return {"vit_base_stats": (tensors, meta)}
+    return tensors, {}, meta
 
 
 # -------------------------------------------------------------- the pieces
@@ -202,8 +201,10 @@ def one_head(q, k, v, mask):
     return probs @ v.double(), probs
 
 
-def gen_attention(program, tmp):
-    g, meta = {}, {"generator": "tools/gen_golden_vit.py", "torch": torch.__version__}
+@golden
+def attn_pieces():
+    """One head with and without masks, heads split, nn.MultiheadAttention."""
+    g = {}
     # one head: N 7 tokens, Dh 5 (seed 21); scaled so softmax is peaked
     N, Dh = 7, 5
     r = Rng(21)
@@ -248,11 +249,13 @@ def gen_attention(program, tmp):
                              need_weights=True, average_attn_weights=False)
             g["mha.%s.out" % label] = out.float()       # (B, N, D)
             g["mha.%s.probs" % label] = probs.float()   # (B, H, N, N)
-    return {"attn_pieces": (g, meta)}
+    return g
 
 
-def gen_patch(program, tmp):
-    g, meta = {}, {"generator": "tools/gen_golden_vit.py", "torch": torch.__version__}
+@golden
+def patch_pieces():
+    """F.unfold patches and an nn.Conv2d patch embedding of 2 small images."""
+    g = {}
     # 2 images 3 x 12 x 12, patch 4 (9 patches), D 5 (seed 31)
     B, C, S, p, D = 2, 3, 12, 4, 5
     r = Rng(31)
@@ -267,35 +270,8 @@ def gen_patch(program, tmp):
         conv.bias.copy_(b)
         out = conv(img.double()).flatten(2).transpose(1, 2)  # timm's PatchEmbed
     g["embed"] = out.float().contiguous()
-    return {"patch_pieces": (g, meta)}
-
-
-# ------------------------------------------------------------------- main
-
-MAKERS = {"small": gen_small, "base": gen_base, "attention": gen_attention, "patch": gen_patch}
-
-
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("which", nargs="*", help="some of %s (default: all)" % ", ".join(MAKERS))
-    ap.add_argument("--make-weights", default=os.path.join(ROOT, "build", "vit"),
-                    help="the program that writes random weights (default build/vit, "
-                         "called as `build/vit make-weights FLAGS`)")
-    args = ap.parse_args()
-    which = args.which or list(MAKERS)
-    unknown = [w for w in which if w not in MAKERS]
-    if unknown:
-        ap.error("unknown golden %s (known: %s)" % (", ".join(unknown), ", ".join(MAKERS)))
-    torch.set_grad_enabled(False)
-    with tempfile.TemporaryDirectory() as tmp:
-        for key in which:
-            print(key, flush=True)
-            for name, (tensors, meta) in MAKERS[key](args.make_weights, tmp).items():
-                path = os.path.join(GOLDEN_DIR, name + ".safetensors")
-                stio.save(path, tensors, meta)
-                print("  wrote %s (%d bytes)" % (os.path.relpath(path, ROOT),
-                                                 os.path.getsize(path)))
+    return g
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main(__doc__))
