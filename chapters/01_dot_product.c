@@ -4,10 +4,12 @@
  *
  * The whole of attention starts with one question asked many times: how
  * similar are these two vectors? The answer is the dot product
- * \f[ a \cdot b = \sum_{i=1}^{d} a_i b_i = |a|\,|b|\cos\theta . \f]
+ * \f[ a \cdot b = \sum_i a_i b_i = |a|\,|b|\cos\theta . \f]
  * This chapter computes it for two small vectors, reads its geometry (length
  * and angle), shows that a matrix product is a table of dot products, and
- * ends with a first score matrix \f$ Q K^\top \f$ for four tokens.
+ * ends with a first score matrix \f$ Q K^\top \f$ for four tokens (lib's
+ * matmul_bt(): timm's `q @ k.transpose(-2, -1)`, MindSpore's
+ * `ops.BatchMatMul(transpose_b=True)`).
  *
  * Every number printed is pinned by name and checked against PyTorch by
  * tests/test_ch01_dot_product.c.
@@ -26,7 +28,7 @@
 
 enum {
     TOKENS = 4,  // tokens in the Q·Kᵀ example
-    WIDTH = 8,   // entries per query and key vector
+    WIDTH = 8,   // Dh: entries per query and key vector
 };
 static const uint64_t QK_SEED = 1; // Q then K are drawn from this stream
 
@@ -52,6 +54,13 @@ static double cosine(const float *a, const float *b, int n) {
 
 static double degrees(double radians) { return radians * 180.0 / M_PI; }
 
+// A (rows, cols) tensor of standard normal numbers, one vector per row.
+static Tensor random_rows(Rng *rng, int rows, int cols) {
+    Tensor t = tensor_new(2, rows, cols);
+    rng_fill_normal(rng, t.data, t.numel, 0.0f, 1.0f);
+    return t;
+}
+
 /* ----------------------------------------------------------- sections */
 
 static void two_vectors(Chapter *ch) {
@@ -59,16 +68,17 @@ static void two_vectors(Chapter *ch) {
     ch_say(ch, "A transformer decides how much one token should listen to another by "
                "comparing two vectors of numbers. The comparison it uses is the dot "
                "product: multiply the vectors entry by entry and add up the products.");
-    ch_line(ch, "    a · b = a₁b₁ + a₂b₂ + … + a_d b_d");
+    ch_line(ch, "    a · b = a₁b₁ + a₂b₂ + a₃b₃ + …   (one product per entry)");
     ch_line(ch, "%s", "");
 
     //! [dot]
     float a[3] = {1, 2, 3};
     float b[3] = {4, -5, 6};
+    float ab = dot(a, b, 3); // 1×4 + 2×(-5) + 3×6
+    //! [dot]
     show_vector(ch, "a", a, 3);
     show_vector(ch, "b", b, 3);
-    float ab = ch_value(ch, "dot_a_b", dot(a, b, 3));
-    //! [dot]
+    ch_value(ch, "dot_a_b", ab);
     ch_line(ch, "    a · b = %g×%g + %g×(%g) + %g×%g = %g", a[0], b[0], a[1], b[1], a[2], b[2], ab);
     ch_line(ch, "%s", "");
     ch_say(ch, "One number comes out, however long the vectors are. It is large and "
@@ -93,11 +103,14 @@ static void length_and_angle(Chapter *ch) {
                "between -1 and 1.");
 
     //! [geometry]
-    float norm_a = ch_value(ch, "norm_a", (float)length(a, 3));
-    float norm_b = ch_value(ch, "norm_b", (float)length(b, 3));
-    float cos_ab = ch_value(ch, "cos_a_b", (float)cosine(a, b, 3));
-    float angle_ab = ch_value(ch, "angle_a_b", (float)degrees(acos(cosine(a, b, 3))));
+    double len_a = length(a, 3), len_b = length(b, 3); // |v| = √(v · v)
+    double cos_theta = cosine(a, b, 3);                // a · b / (|a| |b|)
+    double theta = degrees(acos(cos_theta));
     //! [geometry]
+    float norm_a = ch_value(ch, "norm_a", (float)len_a);
+    float norm_b = ch_value(ch, "norm_b", (float)len_b);
+    float cos_ab = ch_value(ch, "cos_a_b", (float)cos_theta);
+    float angle_ab = ch_value(ch, "angle_a_b", (float)theta);
     ch_say(ch, "For our a and b:");
     ch_line(ch, "    |a| = √(a · a) = %.4f      |b| = √(b · b) = %.4f", norm_a, norm_b);
     ch_line(ch, "    cos θ = a · b / (|a| |b|) = %g / (%.4f × %.4f) = %.4f", dot(a, b, 3), norm_a,
@@ -132,15 +145,15 @@ static void length_and_angle(Chapter *ch) {
         snprintf(name[2], sizeof name[2], "angle_a_%s", partners[i].key);
         // "dot_a_b", "cos_a_b" and "angle_a_b" were pinned above: print them only
         bool fresh = strcmp(partners[i].key, "b") != 0;
-        float d = dot(a, partners[i].v, 3);
+        float av = dot(a, partners[i].v, 3);
         double cs = cosine(a, partners[i].v, 3);
         float deg = (float)degrees(acos(cs));
         if (fresh) {
-            d = ch_value(ch, name[0], d);
+            av = ch_value(ch, name[0], av);
             ch_value(ch, name[1], (float)cs);
             deg = ch_value(ch, name[2], deg);
         }
-        ch_line(ch, "    %-20s %8.2f %9.4f %10.1f", partners[i].label, d, (float)cs, deg);
+        ch_line(ch, "    %-20s %8.2f %9.4f %10.1f", partners[i].label, av, (float)cs, deg);
     }
     ch_line(ch, "%s", "");
     ch_say(ch, "Notice that a · 2a is twice a · a: the dot product grows with length, "
@@ -150,10 +163,10 @@ static void length_and_angle(Chapter *ch) {
 
 static void matrix_product(Chapter *ch) {
     ch_section(ch, "3. A matrix product is many dot products");
-    ch_say(ch, "Multiplying an (M, K) matrix A by a (K, N) matrix B gives an (M, N) "
-               "matrix C whose entry C[i][j] is the dot product of row i of A with "
-               "column j of B. One matrix product is M × N dot products of length K, "
-               "done in one call.");
+    ch_say(ch, "Multiplying a matrix A of shape (rows, inner) by a matrix B of shape "
+               "(inner, cols) gives a (rows, cols) matrix C whose entry C[i][j] is the "
+               "dot product of row i of A with column j of B. One matrix product is "
+               "rows × cols dot products of length inner, done in one call.");
 
     //! [matmul]
     float A[2 * 3] = {1, 2, 3,
@@ -179,33 +192,38 @@ static void matrix_product(Chapter *ch) {
     ch_line(ch, "%s", "");
     ch_say(ch, "Often both matrices hold vectors as rows, like a list of tokens. Then "
                "we want every row of A against every row of B, which is A times the "
-               "transpose of B, written A·Bᵀ. lib/gemm.h provides it as matmul_bt(), "
-               "and it is exactly the product attention needs next.");
+               "transpose of B, written A·Bᵀ. lib/gemm.h provides it as matmul_bt() "
+               "(PyTorch writes a @ b.transpose(-2, -1)), and it is exactly the "
+               "product attention needs next.");
 }
 
 static void first_scores(Chapter *ch) {
     ch_section(ch, "4. A first look at Q·Kᵀ");
     ch_say(ch, "In attention every token carries two vectors: a query (what it is "
                "looking for) and a key (what it offers). How much token i attends to "
-               "token j starts from the score q_i · k_j. Here are random queries "
-               "and keys for %d tokens, each a vector of width %d, stored one vector "
-               "per row.",
+               "token j starts from the score q_i · k_j. When the queries and the keys "
+               "(and the values of Chapter 04) are all computed from the same tokens, "
+               "as in every block of a Vision Transformer, this is called "
+               "self-attention: the tokens attend to each other. Here are random "
+               "queries and keys for %d tokens, each a vector of width Dh = %d (the "
+               "book's letter for the width of a query or key), stored one vector per "
+               "row.",
            TOKENS, WIDTH);
 
-    //! [scores]
     Rng rng;
     rng_seed(&rng, QK_SEED);
-    Tensor Q = tensor_new(2, TOKENS, WIDTH);      // (4, 8), one query per row
-    Tensor K = tensor_new(2, TOKENS, WIDTH);      // (4, 8), one key per row
-    rng_fill_normal(&rng, Q.data, Q.numel, 0.0f, 1.0f);
-    rng_fill_normal(&rng, K.data, K.numel, 0.0f, 1.0f);
+    //! [scores]
+    Tensor Q = random_rows(&rng, TOKENS, WIDTH);   // (4, 8), one query per row
+    Tensor K = random_rows(&rng, TOKENS, WIDTH);   // (4, 8), one key per row
     Tensor scores = tensor_new(2, TOKENS, TOKENS); // (4, 4): scores[i][j] = q_i · k_j
-    matmul_bt(scores.data, Q.data, K.data, TOKENS, WIDTH, TOKENS);
+    matmul_bt(scores.data, Q.data, K.data, TOKENS, WIDTH, TOKENS); // Q·Kᵀ
     //! [scores]
     ch_show(ch, "Q", &Q);
     ch_show(ch, "K", &K);
-    ch_say(ch, "One call to matmul_bt(Q, K) computes all %d × %d scores at once. Row i "
-               "holds query i against every key:", TOKENS, TOKENS);
+    ch_say(ch, "One call to matmul_bt(Q, K) computes all %d × %d scores at once (timm "
+               "writes q @ k.transpose(-2, -1), MindSpore "
+               "ops.BatchMatMul(transpose_b=True)(q, k)). Row i holds query i against "
+               "every key:", TOKENS, TOKENS);
     ch_show(ch, "scores", &scores);
 
     const float *q2 = &Q.data[2 * WIDTH], *k1 = &K.data[1 * WIDTH]; // rows 2 of Q and 1 of K
@@ -228,14 +246,18 @@ static void first_scores(Chapter *ch) {
         ch_line(ch, "    query %d likes key %d most (score %7.4f)", i, (int)best_key.data[i],
                 best_score.data[i]);
     ch_line(ch, "%s", "");
+    int other = 0; // the first query whose favourite key is not its own
+    while (other < TOKENS - 1 && (int)best_key.data[other] == other) other++;
     ch_say(ch, "These vectors are random, so the preferences mean nothing yet; in a "
                "trained model the queries and keys are learned so that the right tokens "
-               "find each other. Two things are already visible. A token need not like "
-               "itself best, and the scores are not symmetric: scores[0][1] is %.4f "
-               "but scores[1][0] is %.4f, because q_i · k_j and q_j · k_i use "
-               "different vectors. And the scores are raw numbers of any size; "
-               "nothing yet turns them into weights that add up to one.",
-           scores.data[0 * TOKENS + 1], scores.data[1 * TOKENS + 0]);
+               "find each other. Three things are already visible. A token need not "
+               "like itself best: query %d prefers key %d. The scores are not "
+               "symmetric: scores[0][1] is %.4f but scores[1][0] is %.4f, because "
+               "q_i · k_j and q_j · k_i use different vectors. And the scores are raw "
+               "numbers of any size; nothing yet turns them into weights that add up "
+               "to one.",
+           other, (int)best_key.data[other], scores.data[0 * TOKENS + 1],
+           scores.data[1 * TOKENS + 0]);
 
     tensor_free(&Q);
     tensor_free(&K);
@@ -246,10 +268,10 @@ static void first_scores(Chapter *ch) {
 
 static void whats_next(Chapter *ch) {
     ch_section(ch, "What's next");
-    ch_say(ch, "The scores above came from vectors of width %d. ViT-Base uses width 64 "
-               "per attention head, and the scores get bigger as the vectors get "
-               "longer. Chapter 02 measures exactly how much bigger, and why attention "
-               "divides every score by √d_k before using it.", WIDTH);
+    ch_say(ch, "The scores above came from vectors of width Dh = %d. ViT-Base uses "
+               "Dh = 64 per attention head, and the scores get bigger as the vectors "
+               "get longer. Chapter 02 measures exactly how much bigger, and why "
+               "attention divides every score by √Dh before using it.", WIDTH);
 }
 
 void chapter01_run(Chapter *ch) {

@@ -1,14 +1,23 @@
 /**
  * @file 02_scaling.c
- * @brief Chapter 02 · Scaling by 1/√d: why attention shrinks its scores.
+ * @brief Chapter 02 · Scaling by 1/√Dh: why attention shrinks its scores.
  *
- * If the entries of a query q and a key k are independent with mean 0 and
- * variance 1, each product q_i k_i has variance 1 and the d of them add up:
- * \f[ \operatorname{Var}(q \cdot k) = d, \qquad
- *     \operatorname{Var}\!\left(\frac{q \cdot k}{\sqrt d}\right) = 1 . \f]
- * This chapter measures that on 65,536 random scores for each width from 4 to
- * 768, then shows what unscaled scores do to softmax: at d = 768 one key takes
- * almost all the probability, and dividing by √d brings the spread back.
+ * If the entries of a query q and a key k of width \f$D_h\f$ are independent
+ * with mean 0 and variances \f$\sigma_q^2\f$ and \f$\sigma_k^2\f$, each
+ * product \f$q_i k_i\f$ has variance \f$\sigma_q^2\sigma_k^2\f$ and the
+ * \f$D_h\f$ of them add up:
+ * \f[ \operatorname{Var}(q \cdot k) = D_h\,\sigma_q^2\sigma_k^2, \qquad
+ *     \operatorname{Var}\!\left(\frac{q \cdot k}{\sqrt{D_h}}\right) = \sigma_q^2\sigma_k^2 . \f]
+ * The scaling takes the head width out of the spread of the scores. With
+ * unit-variance entries the scaled scores have variance 1: the chapter measures
+ * that on 1,048,576 random scores (1024 queries × 1024 keys) for each width
+ * from 4 to 768, then shows what unscaled scores do to softmax: at
+ * \f$D_h\f$ = 768 one key takes almost all the probability, and dividing by
+ * \f$\sqrt{D_h}\f$ brings the spread back. Last, it measures what a freshly
+ * initialised ViT feeds attention instead: LayerNorm'd tokens through
+ * weights of std 0.02 give \f$\sigma_q^2 = \sigma_k^2 \approx 768 \cdot
+ * 0.02^2 = 0.31\f$, so scaled scores of standard deviation about 0.31 at every
+ * head width, not 1.
  *
  * Every number printed is pinned by name and checked against PyTorch by
  * tests/test_ch02_scaling.c.
@@ -17,33 +26,49 @@
  */
 #include <math.h>
 
+#include "attention.h"
 #include "chapter.h"
 #include "chapters.h"
 #include "gemm.h"
 #include "ops.h"
 #include "rng.h"
 #include "tensor.h"
+#include "util.h"
 
-static const int WIDTHS[] = {4, 16, 64, 256, 768}; // d, the query/key width
+static const int WIDTHS[] = {4, 16, 64, 256, 768}; // Dh, the query/key width
 enum {
     N_WIDTHS = sizeof WIDTHS / sizeof WIDTHS[0],
     QUERIES = 1024, // random queries per width
     KEYS = 1024,    // random keys per width: QUERIES × KEYS scores
     ROW_KEYS = 8,   // the softmax examples use query 0 against keys 0…7
 };
-static const uint64_t SEED = 2; // one stream: Q then K for d = 4, then Q, K for d = 16, …
+static const uint64_t SEED = 2; // one stream: Q then K for Dh = 4, then Q, K for Dh = 16, …
+
+// Section 4: a fresh ViT-Base-sized layer. N tokens of width D, LayerNorm'd,
+// projected to queries and keys of width Dh by weights drawn as lib's
+// vit_build_random() draws every weight.
+static const int FRESH_WIDTHS[] = {16, 64, 256}; // Dh = D/H for H = 48, 12, 3
+enum {
+    N_FRESH = sizeof FRESH_WIDTHS / sizeof FRESH_WIDTHS[0],
+    FRESH_N = 197, // tokens of a 224 × 224 image: 196 patches + [cls]
+    FRESH_D = 768, // token width of ViT-Base
+};
+static const uint64_t FRESH_SEED = 22;   // tokens, then W_q, W_k for Dh = 16, 64, 256
+static const float INIT_STD = 0.02f;     // std of every weight at initialisation
+static const float INIT_CUT = 2.0f;      // ... truncated at ±2 (absolute, as timm's trunc_normal_)
+static const float LN_EPS = 1e-6f;       // LayerNorm eps of timm's ViT
 
 // What one width leaves behind for the softmax sections.
 typedef struct {
-    int d;
+    int dh;
     float row[ROW_KEYS];          // scores of query 0 against keys 0…7
-    float row_scaled[ROW_KEYS];   // the same divided by √d
+    float row_scaled[ROW_KEYS];   // the same divided by √Dh
     float probs_raw[ROW_KEYS];    // softmax(row)
     float probs_scaled[ROW_KEYS]; // softmax(row_scaled)
     float max_raw, entropy_raw;       // largest probability and entropy of probs_raw
     float max_scaled, entropy_scaled; // the same for probs_scaled
     float std;                    // standard deviation of all the raw scores
-    float var_div_d;              // variance of the scores divided by d (not √d)
+    float var_over_dh;            // variance of the scores divided by Dh (not √Dh)
 } Width;
 
 /* ------------------------------------------------------------ helpers */
@@ -61,13 +86,11 @@ static float largest(const float *p, int n) {
     return m;
 }
 
-// Entropy H = -Σ p ln p in nats: 0 when one entry holds everything, ln n when
-// all n are equal. A zero probability contributes nothing (p ln p → 0).
+// Entropy H = -Σ p ln p of one row of n weights, in nats (lib's attention_entropy()).
 static float entropy(const float *p, int n) {
-    double h = 0;
-    for (int i = 0; i < n; i++)
-        if (p[i] > 0) h -= (double)p[i] * log((double)p[i]);
-    return (float)h;
+    float h;
+    attention_entropy(&h, p, 1, n);
+    return h;
 }
 
 // Index of the largest of x[0..n), skipping index `skip` (pass -1 to skip none).
@@ -85,38 +108,49 @@ static const char *fmt_prob(char *buf, size_t size, float p) {
     return buf;
 }
 
+// A (rows, cols) tensor of standard normal numbers drawn from rng.
+static Tensor random_normal(Rng *rng, int rows, int cols) {
+    Tensor t = tensor_new(2, rows, cols);
+    rng_fill_normal(rng, t.data, t.numel, 0.0f, 1.0f);
+    return t;
+}
+
+// A (rows, cols) weight drawn as vit_build_random() draws one: truncated normal, std 0.02.
+static Tensor init_weight(Rng *rng, int rows, int cols) {
+    Tensor t = tensor_new(2, rows, cols);
+    rng_fill_trunc_normal(rng, t.data, t.numel, 0.0f, INIT_STD, -INIT_CUT, INIT_CUT);
+    return t;
+}
+
 /* ----------------------------------------------------------- sections */
 
-// Draw QUERIES queries and KEYS keys of width d, score them all, report the
-// spread of the scores before and after dividing by √d. One table row.
+// Draw QUERIES queries and KEYS keys of width Dh, score them all, report the
+// spread of the scores before and after dividing by √Dh. One table row.
 static void measure_width(Chapter *ch, Rng *rng, Width *w) {
-    int d = w->d;
+    int dh = w->dh;
     //! [measure]
-    Tensor Q = tensor_new(2, QUERIES, d);            // (1024, d), entries ~ N(0, 1)
-    Tensor K = tensor_new(2, KEYS, d);               // (1024, d)
-    rng_fill_normal(rng, Q.data, Q.numel, 0.0f, 1.0f);
-    rng_fill_normal(rng, K.data, K.numel, 0.0f, 1.0f);
+    Tensor Q = random_normal(rng, QUERIES, dh);      // (1024, Dh), entries ~ N(0, 1)
+    Tensor K = random_normal(rng, KEYS, dh);         // (1024, Dh)
     Tensor scores = tensor_new(2, QUERIES, KEYS);    // (1024, 1024) = Q·Kᵀ
-    matmul_bt(scores.data, Q.data, K.data, QUERIES, d, KEYS);
+    matmul_bt(scores.data, Q.data, K.data, QUERIES, dh, KEYS);
+    Tensor scaled = tensor_new(2, QUERIES, KEYS);    // Q·Kᵀ / √Dh
+    scale(scaled.data, scores.data, 1.0f / sqrtf((float)dh), scaled.numel);
+    //! [measure]
     TensorStats raw = tensor_stats(&scores);
 
-    Tensor scaled = tensor_new(2, QUERIES, KEYS);    // Q·Kᵀ / √d
-    scale(scaled.data, scores.data, 1.0f / sqrtf((float)d), scaled.numel);
-    //! [measure]
-
-    float mean = ch_valuef(ch, (float)raw.mean, "mean_d%d", d);
-    float var = ch_valuef(ch, variance(&scores), "var_d%d", d);
-    w->std = ch_valuef(ch, (float)raw.std, "std_d%d", d);
-    float var_scaled = ch_valuef(ch, variance(&scaled), "var_scaled_d%d", d);
-    ch_line(ch, "    %5d  %8.4f  %10.2f  %10.3f  %15.4f", d, mean, var, w->std, var_scaled);
+    float mean = ch_valuef(ch, (float)raw.mean, "mean_dh%d", dh);
+    float var = ch_valuef(ch, variance(&scores), "var_dh%d", dh);
+    w->std = ch_valuef(ch, (float)raw.std, "std_dh%d", dh);
+    float var_scaled = ch_valuef(ch, variance(&scaled), "var_scaled_dh%d", dh);
+    ch_line(ch, "    %5d  %8.4f  %10.2f  %10.3f  %16.4f", dh, mean, var, w->std, var_scaled);
 
     for (int j = 0; j < ROW_KEYS; j++) {
         w->row[j] = scores.data[j];      // row 0 of the scores: query 0
         w->row_scaled[j] = scaled.data[j];
     }
-    // For the prose: divide by d instead of √d (overwrites `scaled`, no longer needed).
-    scale(scaled.data, scores.data, 1.0f / (float)d, scaled.numel);
-    w->var_div_d = variance(&scaled);
+    // For the prose: divide by Dh instead of √Dh (overwrites `scaled`, no longer needed).
+    scale(scaled.data, scores.data, 1.0f / (float)dh, scaled.numel);
+    w->var_over_dh = variance(&scaled);
     tensor_free(&Q);
     tensor_free(&K);
     tensor_free(&scores);
@@ -125,40 +159,43 @@ static void measure_width(Chapter *ch, Rng *rng, Width *w) {
 
 static void variance_grows(Chapter *ch, Width *widths) {
     ch_section(ch, "1. Scores grow with the width");
-    ch_say(ch, "Take a query q and a key k of width d whose entries are random, with "
-               "mean 0 and variance 1, as they roughly are in a freshly initialised "
-               "network. Each product q_i k_i then has mean 0 and variance 1, the d "
-               "products are independent, and variances of independent terms add:");
-    ch_line(ch, "    Var(q · k) = Var(q₁k₁) + … + Var(q_d k_d) = 1 + … + 1 = d");
+    ch_say(ch, "Take a query q and a key k of width Dh whose entries are random and "
+               "independent, with mean 0 and variance 1. (Variance 1 is the simplest "
+               "case, not what a real network has: section 4 measures a freshly "
+               "initialised ViT.) Each product q_i k_i then has mean 0 and variance 1, "
+               "the Dh products are independent, and variances of independent terms "
+               "add:");
+    ch_line(ch, "    Var(q · k) = Var(q₁k₁) + … + Var(q_Dh k_Dh) = 1 + … + 1 = Dh");
     ch_line(ch, "%s", "");
-    ch_say(ch, "So the score q · k has mean 0 and variance d: the wider the vectors, "
+    ch_say(ch, "So the score q · k has mean 0 and variance Dh: the wider the vectors, "
                "the wider the spread of the scores.");
-    ch_say(ch, "Let us measure it. For each width d we draw %d random queries and %d "
-               "random keys, compute all %d × %d = %d scores with one matmul_bt(), and "
+    char count[VIT_NUM_BUF];
+    ch_say(ch, "Let us measure it. For each width Dh we draw %d random queries and %d "
+               "random keys, compute all %d × %d = %s scores with one matmul_bt(), and "
                "measure their mean and variance. The last column divides every score "
-               "by √d first.",
-           QUERIES, KEYS, QUERIES, KEYS, QUERIES * KEYS);
-    ch_line(ch, "        d      mean  var(q · k)  std(q · k)  var(q · k / √d)");
+               "by √Dh first.",
+           QUERIES, KEYS, QUERIES, KEYS, vit_thousands(count, (int64_t)QUERIES * KEYS));
+    ch_line(ch, "       Dh      mean  var(q · k)  std(q · k)  var(q · k / √Dh)");
     Rng rng;
     rng_seed(&rng, SEED);
     for (int i = 0; i < N_WIDTHS; i++) {
-        widths[i].d = WIDTHS[i];
+        widths[i].dh = WIDTHS[i];
         measure_width(ch, &rng, &widths[i]);
     }
     ch_line(ch, "%s", "");
 
     const Width *w = &widths[N_WIDTHS - 1];
-    ch_say(ch, "The variance tracks d closely: multiply the width by 4 and the spread "
-               "of the scores multiplies by 4 too, and the standard deviation by 2. At "
-               "d = %d a typical score is ±%.1f, against ±%.1f at d = %d. The means "
-               "stay near 0, as promised. After dividing by √d every width has "
-               "variance close to 1.",
-           w->d, w->std, widths[0].std, widths[0].d);
-    ch_say(ch, "Why √d and not d? Scaling a number by s scales its variance by s², so "
-               "dividing by √d divides the variance by exactly d. Dividing by d would "
-               "overshoot: the variance at d = %d would drop to %.5f, every score "
-               "would be nearly 0, and softmax could no longer prefer any key.",
-           w->d, ch_valuef(ch, w->var_div_d, "var_div_d_d%d", w->d));
+    ch_say(ch, "The variance tracks Dh closely: multiply the width by 4 and the "
+               "variance of the scores multiplies by 4 too, and the standard deviation "
+               "by 2. At Dh = %d a typical score is ±%.1f, against ±%.1f at Dh = %d. "
+               "The means stay near 0, as promised. After dividing by √Dh every width "
+               "has variance close to 1.",
+           w->dh, w->std, widths[0].std, widths[0].dh);
+    ch_say(ch, "Why √Dh and not Dh? Scaling a number by s scales its variance by s², "
+               "so dividing by √Dh divides the variance by exactly Dh. Dividing by Dh "
+               "would overshoot: the variance at Dh = %d would drop to %.5f, every "
+               "score would be nearly 0, and softmax could no longer prefer any key.",
+           w->dh, ch_valuef(ch, w->var_over_dh, "var_over_dh_dh%d", w->dh));
 }
 
 // Softmax of query 0's eight scores, unscaled and scaled, and how peaked each is.
@@ -171,11 +208,11 @@ static void softmax_row(Chapter *ch, Width *w) {
     w->max_scaled = largest(w->probs_scaled, ROW_KEYS);
     w->entropy_scaled = entropy(w->probs_scaled, ROW_KEYS);
     //! [saturation]
-    ch_valuef(ch, w->max_raw, "max_prob_raw_d%d", w->d);
-    ch_valuef(ch, w->entropy_raw, "entropy_raw_d%d", w->d);
-    ch_valuef(ch, w->max_scaled, "max_prob_scaled_d%d", w->d);
-    ch_valuef(ch, w->entropy_scaled, "entropy_scaled_d%d", w->d);
-    ch_line(ch, "    %5d   %9.4f %9.4f      %9.4f %9.4f", w->d, w->max_raw, w->entropy_raw,
+    ch_valuef(ch, w->max_raw, "max_prob_raw_dh%d", w->dh);
+    ch_valuef(ch, w->entropy_raw, "entropy_raw_dh%d", w->dh);
+    ch_valuef(ch, w->max_scaled, "max_prob_scaled_dh%d", w->dh);
+    ch_valuef(ch, w->entropy_scaled, "entropy_scaled_dh%d", w->dh);
+    ch_line(ch, "    %5d   %9.4f %9.4f      %9.4f %9.4f", w->dh, w->max_raw, w->entropy_raw,
             w->max_scaled, w->entropy_scaled);
 }
 
@@ -196,30 +233,30 @@ static void softmax_saturates(Chapter *ch, Width *widths) {
     ch_line(ch, "%s", "");
     ch_say(ch, "which is 0 when one key gets everything and ln %d = %.4f when all %d "
                "keys get the same weight.", ROW_KEYS, uniform, ROW_KEYS);
-    ch_line(ch, "               unscaled scores         divided by √d");
-    ch_line(ch, "        d       max p   entropy          max p   entropy");
+    ch_line(ch, "               unscaled scores         divided by √Dh");
+    ch_line(ch, "       Dh       max p   entropy          max p   entropy");
     for (int i = 0; i < N_WIDTHS; i++) softmax_row(ch, &widths[i]);
     ch_line(ch, "%s", "");
     const Width *w = &widths[N_WIDTHS - 1];
     ch_say(ch, "Without scaling, the softmax gets more peaked as the width grows: at "
-               "d = %d the top key takes %.4f of the weight and the entropy is %.4f. "
-               "Divided by √d, the rows at every width stay comparably spread.",
-           w->d, w->max_raw, w->entropy_raw);
+               "Dh = %d the top key takes %.4f of the weight and the entropy is %.4f. "
+               "Divided by √Dh, the rows at every width stay comparably spread.",
+           w->dh, w->max_raw, w->entropy_raw);
 }
 
 static void saturation_up_close(Chapter *ch, const Width *w) {
     ch_section(ch, "3. One row up close");
     Tensor t = tensor_view((float *)w->row, 1, ROW_KEYS);
-    ch_pin(ch, "row_d768", &t);
+    ch_pin(ch, "row_dh768", &t);
     t = tensor_view((float *)w->probs_raw, 1, ROW_KEYS);
-    ch_pin(ch, "probs_raw_d768", &t);
+    ch_pin(ch, "probs_raw_dh768", &t);
     t = tensor_view((float *)w->row_scaled, 1, ROW_KEYS);
-    ch_pin(ch, "row_scaled_d768", &t);
+    ch_pin(ch, "row_scaled_dh768", &t);
     t = tensor_view((float *)w->probs_scaled, 1, ROW_KEYS);
-    ch_pin(ch, "probs_scaled_d768", &t);
+    ch_pin(ch, "probs_scaled_dh768", &t);
 
-    ch_say(ch, "Here is that row at d = %d, key by key:", w->d);
-    ch_line(ch, "      key      score    softmax     score/√d    softmax");
+    ch_say(ch, "Here is that row at Dh = %d, key by key:", w->dh);
+    ch_line(ch, "      key      score    softmax    score/√Dh    softmax");
     for (int j = 0; j < ROW_KEYS; j++) {
         char p1[32], p2[32];
         ch_line(ch, "    %5d   %8.3f  %s     %8.4f  %s", j, w->row[j],
@@ -238,9 +275,89 @@ static void saturation_up_close(Chapter *ch, const Width *w) {
                "(largest weight %.4f, entropy %.4f), and the network can learn from "
                "all of them.",
            top, w->row[top], w->probs_raw[top], second, w->row[second], w->probs_raw[second],
-           w->d, w->max_scaled, w->entropy_scaled);
-    ch_say(ch, "This is the 1/√d_k in the attention formula softmax(Q·Kᵀ/√d_k)·V, "
-               "with d_k the width of a query or key.");
+           w->dh, w->max_scaled, w->entropy_scaled);
+    ch_say(ch, "This is the 1/√Dh in the attention formula softmax(Q·Kᵀ/√Dh)·V, "
+               "with Dh the width of a query or key.");
+}
+
+// One head width of section 4: queries and keys of width Dh from the same
+// LayerNorm'd tokens x (N, D), through two fresh (Dh, D) weights. One table
+// row; returns the mean over queries of the largest softmax weight.
+static float measure_fresh(Chapter *ch, Rng *rng, const Tensor *x, int dh) {
+    Tensor w_q = init_weight(rng, dh, FRESH_D), w_k = init_weight(rng, dh, FRESH_D);
+    Tensor q = tensor_new(2, FRESH_N, dh), k = tensor_new(2, FRESH_N, dh);
+    Tensor scores = tensor_new(2, FRESH_N, FRESH_N), scaled = tensor_new(2, FRESH_N, FRESH_N);
+    //! [fresh]
+    linear(q.data, x->data, w_q.data, NULL, FRESH_N, FRESH_D, dh);  // q = x·W_qᵀ, (N, Dh)
+    linear(k.data, x->data, w_k.data, NULL, FRESH_N, FRESH_D, dh);  // k = x·W_kᵀ, (N, Dh)
+    matmul_bt(scores.data, q.data, k.data, FRESH_N, dh, FRESH_N);   // Q·Kᵀ, (N, N)
+    scale(scaled.data, scores.data, 1.0f / sqrtf((float)dh), scaled.numel); // / √Dh
+    //! [fresh]
+    float var_q = ch_valuef(ch, variance(&q), "fresh_var_q_dh%d", dh);
+    float var_k = ch_valuef(ch, variance(&k), "fresh_var_k_dh%d", dh);
+    float var_scores = ch_valuef(ch, variance(&scores), "fresh_var_scores_dh%d", dh);
+    float std_scaled =
+        ch_valuef(ch, (float)tensor_stats(&scaled).std, "fresh_std_scaled_dh%d", dh);
+    ch_line(ch, "    %5d   %9.4f %9.4f  %10.3f  %16.4f", dh, var_q, var_k, var_scores, std_scaled);
+
+    // softmax over all N keys: how far from uniform is each query's row?
+    softmax(scaled.data, scaled.data, FRESH_N, FRESH_N);
+    double top_sum = 0;
+    for (int i = 0; i < FRESH_N; i++) top_sum += largest(&scaled.data[i * FRESH_N], FRESH_N);
+    float mean_max = ch_valuef(ch, (float)(top_sum / FRESH_N), "fresh_mean_max_prob_dh%d", dh);
+    tensor_free(&w_q);
+    tensor_free(&w_k);
+    tensor_free(&q);
+    tensor_free(&k);
+    tensor_free(&scores);
+    tensor_free(&scaled);
+    return mean_max;
+}
+
+static void fresh_network(Chapter *ch) {
+    ch_section(ch, "4. What a fresh ViT feeds attention");
+    ch_say(ch, "Section 1 assumed entries of variance 1. In a Vision Transformer the "
+               "queries and keys are projections of the tokens, q = x·W_qᵀ and "
+               "k = x·W_kᵀ, and each block first normalises every token with "
+               "LayerNorm (Chapter 08), which at initialisation leaves it with mean 0 "
+               "and variance 1. Every weight starts out drawn with standard deviation "
+               "%.2f (lib's "
+               "vit_build_random(); timm draws its linear layers the same way). One "
+               "query entry is then a sum of D = %d products of a unit-variance "
+               "token entry and a weight, so", INIT_STD, FRESH_D);
+    float predicted = ch_value(ch, "fresh_predicted_var", FRESH_D * INIT_STD * INIT_STD);
+    ch_line(ch, "    Var(q_i) = D · %.2f² · 1 = %d · %.4f = %.4f", INIT_STD, FRESH_D,
+            INIT_STD * INIT_STD, predicted);
+    ch_line(ch, "%s", "");
+    ch_say(ch, "and the same for the keys: not 1. The argument of section 1 still "
+               "works with that variance in place of 1: Var(q · k) = Dh · Var(q_i) · "
+               "Var(k_i), and after dividing by √Dh the variance is Var(q_i) · "
+               "Var(k_i) ≈ %.4f² whatever Dh is, a standard deviation of about %.4f. "
+               "To measure it, we take %d tokens of width %d (standard normal, then "
+               "LayerNorm) and, for three head widths, fresh (Dh, %d) weights W_q and "
+               "W_k:", predicted, predicted, FRESH_N, FRESH_D, FRESH_D);
+    Rng rng;
+    rng_seed(&rng, FRESH_SEED);
+    Tensor x = random_normal(&rng, FRESH_N, FRESH_D);
+    layernorm(x.data, x.data, NULL, NULL, FRESH_N, FRESH_D, LN_EPS); // mean 0, variance 1
+    ch_line(ch, "       Dh    var(q_i)  var(k_i)  var(q · k)  std(q · k / √Dh)");
+    float mean_max[N_FRESH];
+    for (int i = 0; i < N_FRESH; i++) mean_max[i] = measure_fresh(ch, &rng, &x, FRESH_WIDTHS[i]);
+    ch_line(ch, "%s", "");
+    tensor_free(&x);
+
+    ch_say(ch, "The unscaled variance still grows with Dh, and after dividing by √Dh "
+               "the spread is the same at every width, as the scaling promises. But "
+               "it is about %.2f, not 1: the scaling takes the head width out of the "
+               "scores, and the size that is left is set by the weights. Scores this "
+               "close together make softmax almost uniform: over the %d keys, each "
+               "query's largest weight is on average %.4f, %.4f and %.4f at Dh = %d, "
+               "%d and %d, against 1/%d = %.4f for a perfectly flat row. A fresh ViT "
+               "looks almost everywhere at once; training then changes the weights so "
+               "that some keys matter more than others.",
+           predicted, FRESH_N, mean_max[0], mean_max[1], mean_max[2], FRESH_WIDTHS[0],
+           FRESH_WIDTHS[1], FRESH_WIDTHS[2], FRESH_N,
+           ch_value(ch, "uniform_prob_197", 1.0f / FRESH_N));
 }
 
 static void whats_next(Chapter *ch) {
@@ -251,14 +368,15 @@ static void whats_next(Chapter *ch) {
 }
 
 void chapter02_run(Chapter *ch) {
-    ch_title(ch, "02", "Scaling by 1/√d");
+    ch_title(ch, "02", "Scaling by 1/√Dh");
     ch_say(ch, "Chapter 01 ended with a matrix of raw scores q · k. Before attention "
-               "turns them into weights it divides every one by √d_k, the square root "
-               "of the vector width. This chapter measures why.");
+               "turns them into weights it divides every one by √Dh, the square root "
+               "of the width of a query or key. This chapter measures why.");
     Width widths[N_WIDTHS];
     variance_grows(ch, widths);
     softmax_saturates(ch, widths);
     saturation_up_close(ch, &widths[N_WIDTHS - 1]);
+    fresh_network(ch);
     whats_next(ch);
 }
 
@@ -266,6 +384,6 @@ void chapter02_run(Chapter *ch) {
 int main(int argc, char **argv) {
     return chapter_main(argc, argv, chapter02_run,
                         "Chapter 02: why attention divides its scores by the square root "
-                        "of the width.");
+                        "of the head width Dh.");
 }
 #endif

@@ -8,7 +8,8 @@
  * The two forms are equal on paper, but only the second survives float32:
  * this chapter shows the first one overflowing to NaN, then lib's stable
  * softmax() getting the right answer. It also covers masking (a -inf score
- * gets exactly zero weight) and temperature (dividing the scores by T).
+ * gets exactly zero weight; a query whose every key is masked gets zeros
+ * from lib, NaN from PyTorch) and temperature (dividing the scores by T).
  *
  * Every number printed is pinned by name and checked against PyTorch by
  * tests/test_ch03_softmax.c.
@@ -54,6 +55,13 @@ static float softmax_textbook(float *p, float *exps, const float *x, int n) {
 static void show_row(Chapter *ch, const char *name, float *v) {
     Tensor t = tensor_view(v, 1, N);
     ch_show(ch, name, &t);
+}
+
+// mask (TOKENS, TOKENS): query i may look only at the keys before it, j < i
+// (the causal mask moved one step right). Query 0 sees nothing at all.
+static void mask_earlier_only(float *mask) {
+    for (int i = 0; i < TOKENS; i++)
+        for (int j = 0; j < TOKENS; j++) mask[i * TOKENS + j] = j < i ? 0.0f : -INFINITY;
 }
 
 // Pin and print a TOKENS × TOKENS matrix.
@@ -167,7 +175,7 @@ static void overflow(Chapter *ch) {
 static void masking(Chapter *ch) {
     ch_section(ch, "3. Masking with -inf");
     ch_say(ch, "Sometimes a query must not look at some keys. The clean way is to add "
-               "a mask M to the scores before softmax: 0 where looking is allowed, "
+               "a mask to the scores before softmax: 0 where looking is allowed, "
                "-inf where it is not. Since e^(-inf) = 0 exactly, a masked key gets "
                "exactly zero weight and the remaining weights still add up to 1. "
                "Here is a random %d × %d score matrix to mask:", TOKENS, TOKENS);
@@ -185,7 +193,7 @@ static void masking(Chapter *ch) {
            TOKENS - 1);
     //! [mask]
     attention_mask_padding(mask, TOKENS, TOKENS - 1);       // keys 0…2 real, key 3 padding
-    add(masked, scores, mask, TOKENS * TOKENS);             // scores + M
+    add(masked, scores, mask, TOKENS * TOKENS);             // scores + mask
     softmax(p, masked, TOKENS, TOKENS);                     // row by row
     //! [mask]
     show_matrix(ch, "padding_mask", mask);
@@ -209,20 +217,35 @@ static void masking(Chapter *ch) {
     ch_say(ch, "Token 0 can only look at itself, so it gives itself weight %.4f; the "
                "last token sees everything. A Vision Transformer uses neither mask: "
                "every patch of an image may look at every other patch. But both "
-               "masks go through the same softmax, and lib's attention accepts one.",
+               "masks go through the same softmax, and lib's attention accepts them "
+               "(Chapters 04 and 05).",
            p[0]);
 
-    ch_say(ch, "What if a whole row is masked, say a padding token's own query? Every "
-               "score is -inf. The textbook formula computes 0 / 0:");
-    float all_masked[N], exps[N], p_row[N];
-    for (int j = 0; j < N; j++) all_masked[j] = -INFINITY;
-    softmax_textbook(p_row, exps, all_masked, N);
-    show_row(ch, "p_all_masked_naive", p_row);
-    softmax(p_row, all_masked, 1, N);
-    ch_say(ch, "PyTorch's torch.softmax also returns NaN here. lib's softmax() returns "
-               "zeros instead: a query with nothing to look at takes nothing, and no "
-               "NaN leaks into the layers after it.");
-    show_row(ch, "p_all_masked", p_row);
+    ch_say(ch, "Can a whole row be masked? Not by the padding mask: it hides keys, so "
+               "even the padding token's own query, row %d above, still sees the real "
+               "keys. But move the causal mask one step to the right, so that query i "
+               "may only look at the keys before it (j < i), as when token i must be "
+               "guessed from the tokens before it. Then query 0 has nothing to look "
+               "at: every score in its row is -inf.", TOKENS - 1);
+    float p_naive[TOKENS * TOKENS], exps[TOKENS];
+    mask_earlier_only(mask);
+    add(masked, scores, mask, TOKENS * TOKENS);
+    show_matrix(ch, "earlier_mask", mask);
+    for (int i = 0; i < TOKENS; i++) // the textbook formula, row by row
+        softmax_textbook(&p_naive[i * TOKENS], exps, &masked[i * TOKENS], TOKENS);
+    ch_say(ch, "The textbook formula computes 0 / 0 for row 0 and gives NaN; the other "
+               "rows are fine. PyTorch's torch.softmax gives NaN for row 0 too:");
+    show_matrix(ch, "p_earlier_naive", p_naive);
+    //! [all_masked]
+    softmax(p, masked, TOKENS, TOKENS); // row 0 is all -inf: lib gives it zeros
+    //! [all_masked]
+    ch_say(ch, "lib's softmax() gives zeros instead: a query with nothing to look at "
+               "takes nothing, and no NaN leaks into the layers after it. Its row sums "
+               "to 0 while the others still sum to 1:");
+    show_matrix(ch, "p_earlier", p);
+    matmul(sums, p, ones, TOKENS, TOKENS, 1);
+    t = tensor_view(sums, 1, TOKENS);
+    ch_show(ch, "row_sums_earlier", &t);
 }
 
 static void temperature(Chapter *ch) {
@@ -260,17 +283,18 @@ static void temperature(Chapter *ch) {
                "weight, almost a hard max; at T = %.0f it takes only %.4f, close to "
                "uniform.",
            temps[0].T, first[0], temps[n_temps - 1].T, first[1]);
-    ch_say(ch, "Chapter 02's scaling is a temperature too: dividing the scores by √d_k "
-               "is softmax at T = √d_k, chosen so that the scores arrive with variance "
-               "1, neither saturated nor flat.");
+    ch_say(ch, "Chapter 02's scaling is a temperature too: dividing the scores by √Dh "
+               "is softmax at T = √Dh, chosen so that the spread of the scores no "
+               "longer grows with the head width Dh (variance 1 when the entries of "
+               "the queries and keys have variance 1).");
 }
 
 static void whats_next(Chapter *ch) {
     ch_section(ch, "What's next");
     ch_say(ch, "We now have every piece of one attention head: scores Q·Kᵀ "
-               "(Chapter 01), divided by √d_k (Chapter 02), masked and turned into "
+               "(Chapter 01), divided by √Dh (Chapter 02), masked and turned into "
                "weights by softmax (this chapter). Chapter 04 puts them together and "
-               "uses the weights to mix the values V: softmax(Q·Kᵀ/√d_k + M)·V.");
+               "uses the weights to mix the values V: softmax(Q·Kᵀ/√Dh + mask)·V.");
 }
 
 void chapter03_run(Chapter *ch) {

@@ -3,14 +3,15 @@
  * @brief Chapter 04 · Attention: one head, start to finish.
  *
  * Chapters 01–03 built the pieces: scores from dot products, scaling by
- * 1/√d, softmax. Put together, with three projections in front and a weighted
- * sum behind, they are one attention head:
+ * 1/√Dh, softmax. Put together, with three projections of the same tokens in
+ * front (self-attention) and a weighted sum behind, they are one attention head:
  * \f[ Q = X W_q^\top,\quad K = X W_k^\top,\quad V = X W_v^\top,\qquad
  *     \mathrm{Attention}(Q,K,V) =
- *         \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{D_h}} + M\right) V . \f]
+ *         \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{D_h}} + \mathrm{mask}\right) V . \f]
  * This chapter runs it on five tokens of width 8 with a head of width 4, so
  * every matrix fits on the screen: the projections, the attention matrix, the
- * weighted sum of the values, and a padding and a causal mask at work.
+ * weighted sum of the values, what a wrong scale (timm's `qk_scale`) does to
+ * the attention matrix, and a padding and a causal mask at work.
  *
  * Every number printed is pinned by name and checked against PyTorch by
  * tests/test_ch04_attention.c.
@@ -34,12 +35,28 @@ enum {
 static const uint64_t SEED = 4;        // X, then W_q, W_k, W_v, from one stream
 static const float WEIGHT_STD = 0.5f;  // spread of the projection weights
 
+// Section 4's scales: dividing by Dh, the default 1/√Dh, and no scaling at all.
+static const struct {
+    float scale;
+    const char *label;
+} SCALES[] = {{1.0f / DH, "1/Dh"}, {0.5f, "1/√Dh"}, {1.0f, "1"}};
+enum { N_SCALES = sizeof SCALES / sizeof SCALES[0] };
+
 /* ------------------------------------------------------------ helpers */
 
 // Pin and print a rows × cols matrix.
 static void show_matrix(Chapter *ch, const char *name, float *m, int rows, int cols) {
     Tensor t = tensor_view(m, 2, rows, cols);
     ch_show(ch, name, &t);
+}
+
+// The largest weight of each row of an (N, N) attention matrix.
+static void row_max(float *out, const float *probs) {
+    for (int i = 0; i < N; i++) {
+        int j;
+        top_k(&j, 1, &probs[i * N], N);
+        out[i] = probs[i * N + j];
+    }
 }
 
 /* ----------------------------------------------------------- the head */
@@ -56,7 +73,7 @@ typedef struct {
 } Head;
 
 static void projections(Chapter *ch, Head *h) {
-    ch_section(ch, "1. Three projections of the same tokens");
+    ch_section(ch, "1. Three projections of the same tokens: self-attention");
     ch_say(ch, "Attention lets every token gather information from the others. Here "
                "are %d tokens, each a vector of width %d, one per row of X (random "
                "numbers standing in for the embedded image patches of later "
@@ -86,23 +103,29 @@ static void projections(Chapter *ch, Head *h) {
     show_matrix(ch, "K", h->k, N, DH);
     show_matrix(ch, "V", h->v, N, DH);
     ch_say(ch, "Row i of Q, K and V all come from token i, but through different "
-               "weights, so token i's query need not resemble its own key.");
+               "weights, so token i's query need not resemble its own key. Because "
+               "the queries, the keys and the values are all made from the same "
+               "tokens X, this is self-attention: the tokens attend to each other. "
+               "(Cross-attention takes its keys and values from another sequence; a "
+               "Vision Transformer has none.)");
 }
 
 static void attention_matrix(Chapter *ch, Head *h) {
     ch_section(ch, "2. Scores, scaling, softmax: the attention matrix");
     ch_say(ch, "Every query is compared with every key (Chapter 01), the scores are "
-               "divided by √D_h (Chapter 02) and each row goes through softmax "
-               "(Chapter 03). lib/attention.h has one function per step; G = 1 head "
-               "here.");
+               "divided by √Dh (Chapter 02) and each row goes through softmax "
+               "(Chapter 03). lib/attention.h has one function per step, for G "
+               "independent heads (here one sequence, one head). attention_scores() "
+               "is lib's matmul_bt(), Q times K transposed: timm writes "
+               "q @ k.transpose(-2, -1), MindSpore ops.BatchMatMul(transpose_b=True)(q, k).");
     //! [steps]
-    attention_scores(h->scores, h->q, h->k, 1, N, DH);           // Q·Kᵀ, (N, N)
-    attention_scale_mask(h->scaled, h->scores, NULL, 1, N, DH);  // × 1/√DH, no mask
-    softmax(h->probs, h->scaled, N, N);                          // each row sums to 1
+    attention_scores(h->scores, h->q, h->k, 1, N, DH);              // Q·Kᵀ, (N, N)
+    attention_scale_mask(h->scaled, h->scores, NULL, 1, 1, N, DH);  // × 1/√Dh, no mask
+    softmax(h->probs, h->scaled, N, N);                             // each row sums to 1
     //! [steps]
     show_matrix(ch, "scores", h->scores, N, N);
-    ch_say(ch, "With D_h = %d the scale is 1/√%d = %g, so the scaled scores are half "
-               "the raw ones:", DH, DH, ch_value(ch, "scale", 1.0f / sqrtf((float)DH)));
+    ch_say(ch, "With Dh = %d the scale is 1/√%d = %g, so the scaled scores are half "
+               "the raw ones:", DH, DH, ch_value(ch, "scale", attention_scale(NULL, DH)));
     show_matrix(ch, "scaled", h->scaled, N, N);
     ch_say(ch, "Softmax turns each row into weights. This is the attention matrix: "
                "row i says how much query i takes from each token.");
@@ -174,30 +197,101 @@ static void weighted_sum(Chapter *ch, Head *h) {
                "it calls the same functions in the same order.", d_out, d_probs);
 }
 
+static void the_scale(Chapter *ch, Head *h) {
+    ch_section(ch, "4. The scale is a parameter");
+    ch_say(ch, "timm's Attention computes its scale once, self.scale = qk_scale or "
+               "head_dim ** -0.5: a model may pass its own qk_scale, and 1/√Dh is "
+               "only the default. lib's attention takes the same option, "
+               "AttentionOptions.scale (0, or no options at all, means 1/√Dh). What "
+               "does a wrong scale do to the attention matrix? Here is the same head "
+               "with the scale 1, as if the division had been forgotten:");
+    float probs[N * N], out[N * DH];
+    //! [scale]
+    AttentionOptions forgot = {.scale = 1.0f}; // timm: Attention(..., qk_scale=1)
+    attention(out, probs, h->q, h->k, h->v, &forgot, N, DH);
+    //! [scale]
+    show_matrix(ch, "probs_scale_1", probs, N, N);
+
+    // every row's largest weight and entropy at each scale
+    float top[N_SCALES * N], ent[N_SCALES * N], mean_ent[N_SCALES];
+    for (int s = 0; s < N_SCALES; s++) {
+        AttentionOptions opt = {.scale = SCALES[s].scale};
+        attention(out, probs, h->q, h->k, h->v, &opt, N, DH);
+        row_max(&top[s * N], probs);
+        attention_entropy(&ent[s * N], probs, N, N);
+        double sum = 0;
+        for (int i = 0; i < N; i++) sum += ent[s * N + i];
+        mean_ent[s] = (float)(sum / N);
+    }
+    Tensor tt = tensor_view(top, 2, N_SCALES, N), te = tensor_view(ent, 2, N_SCALES, N);
+    Tensor tm = tensor_view(mean_ent, 1, N_SCALES);
+    ch_pin(ch, "row_max_by_scale", &tt);
+    ch_pin(ch, "row_entropy_by_scale", &te);
+    ch_pin(ch, "mean_entropy_by_scale", &tm);
+    float flat = ch_value(ch, "entropy_uniform", logf((float)N));
+    ch_say(ch, "Row by row, the largest weight and the entropy (Chapter 02: 0 when "
+               "one key takes everything, ln %d = %.4f for a flat row) at three "
+               "scales: %s = %g (dividing by Dh instead of √Dh), %s = %g (the "
+               "default) and %s:", N, flat, SCALES[0].label, SCALES[0].scale,
+           SCALES[1].label, SCALES[1].scale, SCALES[2].label);
+    ch_line(ch, "                scale %-5s         scale %-5s         scale %s",
+            SCALES[0].label, SCALES[1].label, SCALES[2].label);
+    ch_line(ch, "    token   max weight  entropy   max weight  entropy   max weight  entropy");
+    for (int i = 0; i < N; i++)
+        ch_line(ch, "    %5d   %10.4f  %7.4f   %10.4f  %7.4f   %10.4f  %7.4f", i, top[i],
+                ent[i], top[N + i], ent[N + i], top[2 * N + i], ent[2 * N + i]);
+    ch_line(ch, "    mean                %7.4f               %7.4f               %7.4f",
+            mean_ent[0], mean_ent[1], mean_ent[2]);
+    ch_line(ch, "%s", "");
+    int least = 0; // the token whose favourite key gets the least weight at 1/√Dh
+    for (int i = 1; i < N; i++)
+        if (top[N + i] < top[N + least]) least = i;
+    ch_say(ch, "A larger scale stretches every row's differences, so every row gets "
+               "more peaked: its largest weight grows and its entropy falls, from a "
+               "mean of %.4f at scale %s to %.4f at %s and %.4f at %s. Token %d, "
+               "whose favourite key gets the least weight at the default scale, puts "
+               "%.4f on it there and %.4f without the scale. Here the wrong scales "
+               "are off by only a factor of 2, because Dh = %d; in ViT-Base (Dh = "
+               "64) forgetting the scale multiplies every score by 8, softmax at a "
+               "temperature of 1/8 (Chapter 03), and Chapter 02's table shows how "
+               "much more peaked unscaled rows of that width are.",
+           mean_ent[0], SCALES[0].label, mean_ent[1], SCALES[1].label, mean_ent[2],
+           SCALES[2].label, least, top[N + least], top[2 * N + least], DH);
+}
+
 static void masks(Chapter *ch, Head *h) {
-    ch_section(ch, "4. Masks at work");
-    ch_say(ch, "A mask M is added to the scaled scores before softmax: 0 where a "
-               "query may look, -inf where it may not (Chapter 03). Suppose the last "
-               "token, %d, is padding that only fills up a batch. attention_mask_"
-               "padding() hides its key from every query:", N - 1);
+    ch_section(ch, "5. Masks at work");
+    ch_say(ch, "A mask is added to the scaled scores before softmax: 0 where a "
+               "query may look, -inf where it may not (Chapter 03). PyTorch code "
+               "often writes the same thing as scores.masked_fill(mask == 0, "
+               "float(\"-inf\")), with a mask of ones (look) and zeros (do not): "
+               "filling a score with -inf and adding -inf to it give the same "
+               "-inf. Suppose the last token, %d, is padding that only fills up a "
+               "batch. attention_mask_padding() hides its key from every query:", N - 1);
     float mask[N * N], probs[N * N], out[N * DH];
     //! [padding]
     attention_mask_padding(mask, N, N - 1); // tokens 0…3 are real, token 4 is padding
-    attention(out, probs, h->q, h->k, h->v, mask, N, DH);
+    AttentionOptions padded = {.mask = mask};
+    attention(out, probs, h->q, h->k, h->v, &padded, N, DH);
     //! [padding]
     show_matrix(ch, "padding_mask", mask, N, N);
     show_matrix(ch, "probs_padding", probs, N, N);
     show_matrix(ch, "out_padding", out, N, DH);
     ch_say(ch, "Column %d is exactly 0, so no output contains any of v_%d: the "
                "padding cannot leak into the real tokens. Row %d (the padding "
-               "token's own output) is still computed; the model ignores it later.",
+               "token's own output) is still computed; whoever reads the batch "
+               "ignores it. This (N, N) mask is shared by every sequence of a batch. "
+               "Sequences of different lengths need one row per sequence instead, a "
+               "(B, N) key-padding mask (AttentionOptions.key_padding_mask): Chapter "
+               "05 runs a batch of two.",
            N - 1, N - 1, N - 1);
 
     ch_say(ch, "A causal mask lets token i see only tokens 0…i, as in a language "
                "model that must not read ahead:");
     //! [causal]
     attention_mask_causal(mask, N); // -inf above the diagonal
-    attention(out, probs, h->q, h->k, h->v, mask, N, DH);
+    AttentionOptions causal = {.mask = mask};
+    attention(out, probs, h->q, h->k, h->v, &causal, N, DH);
     //! [causal]
     show_matrix(ch, "causal_mask", mask, N, N);
     show_matrix(ch, "probs_causal", probs, N, N);
@@ -215,7 +309,7 @@ static void masks(Chapter *ch, Head *h) {
 
 static void whats_next(Chapter *ch) {
     ch_section(ch, "What's next");
-    ch_say(ch, "One head with D_h = %d can only look for one kind of relationship at "
+    ch_say(ch, "One head with Dh = %d can only look for one kind of relationship at "
                "a time. ViT-Base runs 12 heads of width 64 side by side on tokens of "
                "width 768 and joins their outputs. Chapter 05 builds that multi-head "
                "attention, exactly as timm computes it.", DH);
@@ -226,12 +320,13 @@ void chapter04_run(Chapter *ch) {
     ch_say(ch, "Chapters 01–03 built the parts: dot-product scores, scaling, softmax. "
                "This chapter assembles them into one attention head and follows %d "
                "tokens through it, one matrix at a time:", N);
-    ch_line(ch, "    out = softmax(Q·Kᵀ / √D_h + M) · V");
+    ch_line(ch, "    out = softmax(Q·Kᵀ / √Dh + mask) · V");
     ch_line(ch, "%s", "");
     Head h;
     projections(ch, &h);
     attention_matrix(ch, &h);
     weighted_sum(ch, &h);
+    the_scale(ch, &h);
     masks(ch, &h);
     whats_next(ch);
 }
@@ -239,6 +334,7 @@ void chapter04_run(Chapter *ch) {
 #ifndef CHAPTER_NO_MAIN
 int main(int argc, char **argv) {
     return chapter_main(argc, argv, chapter04_run,
-                        "Chapter 04: one attention head, its attention matrix, and masks.");
+                        "Chapter 04: one attention head, its attention matrix, its scale, "
+                        "and masks.");
 }
 #endif

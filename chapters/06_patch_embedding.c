@@ -32,7 +32,7 @@ enum {
     PATCH = 16,         // patch side in pixels
     GRID = S / PATCH,   // patches per side: 14
     P = GRID * GRID,    // patches: 196
-    K = C * PATCH * PATCH, // numbers per patch: 768
+    PATCH_LEN = C * PATCH * PATCH, // numbers per patch, C·p·p: 768
     D = 768,            // embedding width (ViT-Base)
     CHECKER = 32,       // side of the blue checkerboard squares
 };
@@ -65,8 +65,8 @@ static void pixel_of_entry(int *c, int *y, int *x, int i, int k) {
 
 typedef struct {
     float *img;     // (1, C, S, S)
-    float *patches; // (1, P, K)
-    float *w;       // (D, C, PATCH, PATCH), read as (D, K)
+    float *patches; // (1, P, C·p·p)
+    float *w;       // (D, C, PATCH, PATCH), read as (D, C·p·p)
     float *b;       // (D)
     float *embed;   // (1, P, D) by unfold + linear
     float *conv;    // (1, P, D) by the naive convolution
@@ -78,9 +78,11 @@ static void the_picture(Chapter *ch, Work *w) {
     make_picture(w->img);
     char count[VIT_NUM_BUF];
     ch_say(ch, "A colour image of %d × %d pixels is %s numbers: three channels (red, "
-               "green, blue), each a %d × %d grid, stored channel after channel. Real "
-               "photos come in a later chapter; here we generate one whose pixels "
-               "tell where they are. After the usual normalisation to [-1, 1], red "
+               "green, blue), each a %d × %d grid, stored channel after channel. The "
+               "chapters work on generated pictures; to run a real photo through "
+               "pretrained weights, use build/vit classify (the README's \"Real "
+               "weights, real photos\"). Here the pixels tell where they are. After "
+               "the usual normalisation to [-1, 1], red "
                "grows from -1 at the left edge to 1 at the right, green from -1 at "
                "the top to 1 at the bottom, and blue is a checkerboard of %d-pixel "
                "squares, -0.5 and 0.5.",
@@ -105,7 +107,7 @@ static void cutting(Chapter *ch, Work *w) {
     ch_section(ch, "2. Cutting it into patches");
     int grid = (int)ch_value(ch, "grid", (float)GRID);
     int n = (int)ch_value(ch, "num_patches", (float)P);
-    int k = (int)ch_value(ch, "patch_numbers", (float)K);
+    int k = (int)ch_value(ch, "patch_numbers", (float)PATCH_LEN);
     ch_say(ch, "With %d × %d patches, %d / %d = %d fit along each side, so the image "
                "becomes %d × %d = %d patches. Each holds %d × %d pixels × %d channels "
                "= %d numbers. patch_unfold() cuts and flattens them all, giving a "
@@ -137,7 +139,7 @@ static void cutting(Chapter *ch, Work *w) {
         int c, y, x;
         pixel_of_entry(&c, &y, &x, which, entries[e]);
         where[3 * e] = (float)c, where[3 * e + 1] = (float)y, where[3 * e + 2] = (float)x;
-        from_patch[e] = w->patches[(size_t)which * K + entries[e]];
+        from_patch[e] = w->patches[(size_t)which * PATCH_LEN + entries[e]];
         from_image[e] = w->img[((size_t)c * S + y) * S + x];
         ch_line(ch, "    %5d   %7d  %3d  %6d   %11.4f   %11.4f", entries[e], c, y, x,
                 from_patch[e], from_image[e]);
@@ -165,25 +167,25 @@ static void projecting(Chapter *ch, Work *w) {
                "(%d, %d) and a bias of %d: %d × %d + %d = %s parameters shared by all "
                "196 patches (random here, uniform in [-%.2f, %.2f); learned in a "
                "trained model). It is one matrix product, (196, 768) · (768, 768)ᵀ.",
-           D, K, D, D, K, D,
-           vit_thousands(count, (int64_t)ch_value(ch, "params", (float)(D * K + D))), WEIGHT_RANGE,
-           WEIGHT_RANGE);
+           D, PATCH_LEN, D, D, PATCH_LEN, D,
+           vit_thousands(count, (int64_t)ch_value(ch, "params", (float)(D * PATCH_LEN + D))),
+           WEIGHT_RANGE, WEIGHT_RANGE);
     Rng rng;
     rng_seed(&rng, WEIGHT_SEED);
-    rng_fill_uniform(&rng, w->w, (size_t)D * K, -WEIGHT_RANGE, WEIGHT_RANGE);
+    rng_fill_uniform(&rng, w->w, (size_t)D * PATCH_LEN, -WEIGHT_RANGE, WEIGHT_RANGE);
     rng_fill_uniform(&rng, w->b, D, -WEIGHT_RANGE, WEIGHT_RANGE);
     double t0 = vit_now();
     //! [embed]
-    // x = self.patch_embed(x): unfold, then (1·P, K) · (D, K)ᵀ + b → (1, P, D)
+    // x = self.patch_embed(x): unfold, then (1·P, C·p·p) · (D, C·p·p)ᵀ + b → (1, P, D)
     patch_embed(w->embed, w->patches, w->img, w->w, w->b, 1, C, S, PATCH, D);
     //! [embed]
     double t_linear = vit_now() - t0;
-    float flops = ch_value(ch, "flops", 2.0f * P * K * D + (float)P * D);
+    float flops = ch_value(ch, "flops", 2.0f * P * PATCH_LEN * D + (float)P * D);
     ch_say(ch, "That costs 2 · %d · %d · %d + %d · %d = %.1f million floating-point "
                "operations (a multiply and an add per weight per patch, plus the "
                "bias). The result is one token of width %d per patch. The first six "
                "numbers of the tokens of patches 0, 15 and 195:",
-           P, K, D, P, D, flops / 1e6f, D);
+           P, PATCH_LEN, D, P, D, flops / 1e6f, D);
     float rows[3 * 6];
     const int pick[3] = {0, GRID + 1, P - 1};
     for (int r = 0; r < 3; r++)
@@ -193,8 +195,9 @@ static void projecting(Chapter *ch, Work *w) {
     Tensor all = tensor_view(w->embed, 3, 1, P, D);
     TensorStats st = tensor_stats(&all);
     ch_say(ch, "Over all %d × %d numbers: mean %.4f, standard deviation %.4f. With "
-               "random weights they mean nothing yet; training makes W pick out edges, "
-               "colours and textures.", P, D, ch_value(ch, "patch_embed_mean", (float)st.mean),
+               "random weights they mean nothing yet; in a trained ViT, W picks out "
+               "edges, colours and textures (chapters that train a model are planned "
+               "but not written yet).", P, D, ch_value(ch, "patch_embed_mean", (float)st.mean),
            ch_value(ch, "patch_embed_std", (float)st.std));
     w->seconds_linear = t_linear;
 }
@@ -206,13 +209,13 @@ static void convolution(Chapter *ch, Work *w) {
                "flatten(2).transpose(1, 2). A convolution slides a %d × %d × %d filter "
                "over the image and takes a dot product at each stop; with a stride as "
                "large as the filter, the stops never overlap and land exactly on the "
-               "%d patches. Output channel d uses filter d, which is row d of W. So the "
+               "%d patches. Output channel o uses filter o, which is row o of W. So the "
                "convolution computes the same dot products as section 3, in a "
                "different order. lib keeps the textbook loop for comparison:",
            D, PATCH, PATCH, C, PATCH, PATCH, P);
     double t0 = vit_now();
     //! [conv]
-    // out[0, gy·14 + gx, d] = b[d] + Σ_c Σ_i Σ_j W[d, c, i, j] · img[0, c, 16·gy + i, 16·gx + j]
+    // out[0, gy·14 + gx, o] = b[o] + Σ_c Σ_i Σ_j W[o, c, i, j] · img[0, c, 16·gy + i, 16·gx + j]
     patch_embed_conv_naive(w->conv, w->img, w->w, w->b, 1, C, S, PATCH, D);
     //! [conv]
     double t_conv = vit_now() - t0;
@@ -245,8 +248,8 @@ void chapter06_run(Chapter *ch) {
                "image into squares and treat each square as a word.");
     Work w = {
         .img = vit_malloc(sizeof(float) * C * S * S),
-        .patches = vit_malloc(sizeof(float) * P * K),
-        .w = vit_malloc(sizeof(float) * D * K),
+        .patches = vit_malloc(sizeof(float) * P * PATCH_LEN),
+        .w = vit_malloc(sizeof(float) * D * PATCH_LEN),
         .b = vit_malloc(sizeof(float) * D),
         .embed = vit_malloc(sizeof(float) * P * D),
         .conv = vit_malloc(sizeof(float) * P * D),

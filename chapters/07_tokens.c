@@ -6,7 +6,10 @@
  * learnable position vector to every token:
  * \f[ z_0 = [\,x_{cls};\ x_1;\ \ldots;\ x_P\,] + E_{pos},\qquad
  *     x_{cls} \in \mathbb{R}^{D},\ E_{pos} \in \mathbb{R}^{(P+1) \times D} . \f]
- * The chapter builds the (1, 197, 768) input of ViT-Base's first block, then
+ * The chapter builds the (1, 197, 768) input of ViT-Base's first block, with
+ * [cls] and \f$E_{pos}\f$ drawn as lib's vit_build_random() draws every
+ * parameter (truncated normal, std 0.02; timm differs for [cls] and the patch
+ * convolution, and the chapter says how), then
  * shows on a small example why the positions are needed: attention by itself
  * is permutation-equivariant, \f$ \mathrm{MHA}(\Pi X) = \Pi\,\mathrm{MHA}(X) \f$,
  * so without positions a shuffled image looks the same to the [cls] token.
@@ -16,6 +19,7 @@
  *
  * Run: `build/chapters/07_tokens`
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,7 +38,9 @@ enum {
     SAME_A = 5, SAME_B = 9, // two patches given identical content in section 2
 };
 static const uint64_t SEED = 7;       // patches, cls, pos (ViT-Base sizes)
-static const float EMBED_STD = 0.02f; // cls and position std, as timm initialises them
+static const float INIT_STD = 0.02f;  // cls and positions drawn as vit_build_random() draws
+static const float INIT_CUT = 2.0f;   // every weight: truncated normal, std 0.02, cut at ±2
+static const int PATCH_LEN = 3 * 16 * 16; // C·p·p inputs of ViT-Base's patch convolution
 
 // The small example of sections 3 and 4: [cls] + 4 patches, width 6, 2 heads.
 enum { SN = 5, SD = 6, SH = 2 };
@@ -73,9 +79,7 @@ static void cls_token(Chapter *ch, float *tokens, const float *patches, const fl
     int n = (int)ch_value(ch, "num_tokens", (float)N);
     ch_say(ch, "So the sequence grows from %d to %d tokens, (1, %d, %d) → (1, %d, %d). "
                "The first six numbers of rows 0 and 1, and of the [cls] token and "
-               "patch 0 they came from (here the patches are random stand-ins and "
-               "the [cls] token is drawn as timm initialises it, with std %.2f):",
-           P, n, P, D, n, D, EMBED_STD);
+               "patch 0 they came from:", P, n, P, D, n, D);
     float rows[4 * 6];
     for (int j = 0; j < 6; j++) {
         rows[0 * 6 + j] = tokens[0 * D + j];
@@ -84,16 +88,34 @@ static void cls_token(Chapter *ch, float *tokens, const float *patches, const fl
         rows[3 * 6 + j] = patches[j];
     }
     show_matrix(ch, "rows_0_1_cls_patch0", rows, 4, 6);
+    Tensor tc = tensor_view((float *)cls, 1, D);
+    ch_say(ch, "The patches here are random stand-ins. The [cls] token is drawn as "
+               "lib's vit_build_random() draws every parameter of a new model: from a "
+               "normal distribution with standard deviation %.2f, truncated at ±%.0f "
+               "(a hundred standard deviations out, so nothing is ever cut), one rule "
+               "for the patch projection, [cls], the position table and every linear "
+               "layer, with biases 0 and LayerNorms at scale 1 and shift 0. One rule "
+               "keeps a new model easy to rebuild: tools/vitrng.py replays the same "
+               "PCG32 streams in Python, so PyTorch can check any model lib draws. "
+               "These %d numbers have standard deviation %.4f.",
+           INIT_STD, INIT_CUT, D, ch_value(ch, "cls_std", (float)tensor_stats(&tc).std));
+    ch_say(ch, "timm initialises a new ViT the same way for the position table and "
+               "the linear layers, but not for two tensors: its cls_token starts "
+               "almost at zero (normal, std 1e-6), and its patch convolution keeps "
+               "PyTorch's default, weights and bias uniform in ±1/√(C·p·p) = ±%.4f "
+               "for ViT-Base.", ch_value(ch, "conv_default_bound", 1.0f / sqrtf((float)PATCH_LEN)));
 }
 
 static void positions(Chapter *ch, float *embed, const float *tokens, const float *pos) {
     ch_section(ch, "2. Where each token came from");
     char count[VIT_NUM_BUF];
+    Tensor tp = tensor_view((float *)pos, 2, N, D);
     ch_say(ch, "The patch tokens carry what a patch looks like, but not where it was. "
                "ViT adds a learned position vector to each token: a table E_pos of "
                "shape (%d, %d), row 0 for [cls], row i for patch i - 1, %s parameters "
-               "in all.",
-           N, D, vit_thousands(count, (int64_t)ch_value(ch, "pos_params", (float)(N * D))));
+               "in all, drawn here like [cls] (standard deviation %.4f).",
+           N, D, vit_thousands(count, (int64_t)ch_value(ch, "pos_params", (float)(N * D))),
+           ch_value(ch, "pos_std", (float)tensor_stats(&tp).std));
     //! [pos]
     add(embed, tokens, pos, (size_t)N * D); // x = x + self.pos_embed, (1, N, D)
     //! [pos]
@@ -178,8 +200,8 @@ static void equivariance(Chapter *ch, Small *s) {
                "terms. Nothing anywhere looks at a token's index.");
     float d_cls = ch_max_diff(ch, "cls_change_without_pos", out_shuffled, out, SD);
     ch_say(ch, "Now look at row 0, the [cls] token, which did not move: its output "
-               "changed by %.1g. Without positions, the [cls] token, and so the "
-               "classifier, would give exactly the same answer for an image and any "
+               "changed by %.1g, rounding. Without positions, the [cls] token, and so "
+               "the classifier, would give the same answer for an image and any "
                "jigsaw shuffle of its patches.", d_cls);
 }
 
@@ -233,8 +255,8 @@ void chapter07_run(Chapter *ch) {
     rng_seed(&rng, SEED);
     rng_fill_normal(&rng, patches, (size_t)P * D, 0.0f, 1.0f);
     memcpy(&patches[SAME_B * D], &patches[SAME_A * D], sizeof(float) * D); // a repeated patch
-    rng_fill_normal(&rng, cls, D, 0.0f, EMBED_STD);
-    rng_fill_normal(&rng, pos, (size_t)N * D, 0.0f, EMBED_STD);
+    rng_fill_trunc_normal(&rng, cls, D, 0.0f, INIT_STD, -INIT_CUT, INIT_CUT);
+    rng_fill_trunc_normal(&rng, pos, (size_t)N * D, 0.0f, INIT_STD, -INIT_CUT, INIT_CUT);
     cls_token(ch, tokens, patches, cls);
     positions(ch, embed, tokens, pos);
 

@@ -4,17 +4,20 @@
  *
  * Everything from chapters 01–08, assembled as timm's `vit_base_patch16_224`:
  * \f[ z_0 = [x_{cls}; x_p W_E] + E_{pos},\qquad
- *     z_\ell = \mathrm{Block}_\ell(z_{\ell-1}),\ \ell = 1 \ldots 12,\qquad
- *     \text{logits} = \mathrm{LN}(z_{12})_0\, W_{head}^\top + b_{head} . \f]
+ *     z_\ell = \mathrm{Block}_\ell(z_{\ell-1}),\ \ell = 1 \ldots L,\qquad
+ *     \text{logits} = \mathrm{LN}(z_L)_0\, W_{head}^\top + b_{head} . \f]
  * The chapter builds ViT-Base with deterministic random weights
- * (vit_build_random() with vit_init_timm(9)), runs it on a generated image
- * while a trace callback times every stage, and prints a table of each
- * stage's shape, parameters, FLOPs and time, the residual stream through the
- * twelve blocks, and the top-5 classes.
+ * (vit_build_random(), one initialisation rule for every weight), runs it on a
+ * generated image, prints the seven steps of vit_forward()'s recipe as the
+ * trace hands them over, a table of each stage's shape, parameters, FLOPs and
+ * time, the residual stream and the [cls] row through the twelve blocks, and
+ * the top-5 classes.
  *
  * Every number printed is pinned by name and checked against PyTorch
  * (tools/ref_vit.py on the same weights) by tests/test_ch09_vit_base.c,
- * except the timings, which depend on the machine and are printed only.
+ * except the timings and the thread count, which depend on the machine and
+ * are printed only. The stopwatch is lib/report.h; the table and the
+ * listener that measures the stream are plumbing, at the end of this file.
  *
  * Run: `build/chapters/09_vit_base`
  */
@@ -25,6 +28,7 @@
 #include "chapter.h"
 #include "chapters.h"
 #include "ops.h"
+#include "report.h"
 #include "rng.h"
 #include "stages.h"
 #include "tensor.h"
@@ -36,70 +40,64 @@ enum {
     B = 1,      // one image
     TOP = 5,    // classes listed at the end
     MAX_DEPTH = 12,
-    MAX_STAGES = 32,
+    STEPS = 7,  // the steps of vit_forward()'s recipe
 };
 static const uint64_t WEIGHT_SEED = 9;  // the same ViT-Base as chapter 08
 static const uint64_t IMAGE_SEED = 99;  // the input pixels
 
-/* ------------------------------------------------------------ the trace */
+// The seven steps of vit_forward() (lib/vit.c), each with the stage it hands
+// to the trace and the line of timm's VisionTransformer.forward it is.
+static const struct {
+    const char *stage, *timm;
+} RECIPE[STEPS] = {
+    {"patch_embed", "x = self.patch_embed(x)"},
+    {"tokens", "x = torch.cat((cls_token, x), dim=1)"},
+    {"embed", "x = x + self.pos_embed"},
+    {"out", "x = self.blocks(x)"},
+    {"norm", "x = self.norm(x)"},
+    {"pre_logits", "x = x[:, 0]"},
+    {"logits", "x = self.head(x)"},
+};
 
-// What the trace callback gathers while the forward pass runs.
+/* ------------------------------------------------------------ the work */
+
+// What the listener measures on the residual stream as vit_forward() runs.
 typedef struct {
     const VitConfig *cfg;
-    double last;                      // clock at the end of the previous callback
-    double seconds[MAX_STAGES];       // time per stage, summed over the blocks
-    float block_std[MAX_DEPTH];       // standard deviation of blocks.i.out
-    float block_cls_norm[MAX_DEPTH];  // length of the [cls] row of blocks.i.out
-    float embed_std, embed_cls_norm;  // the same for the blocks' input
-} Timing;
-
-// Index of the stage in vit_stage_at() order.
-static int stage_index(const VitStage *s) {
-    for (int i = 0; i < vit_stage_count(); i++)
-        if (vit_stage_at(i) == s) return i;
-    return -1;
-}
-
-//! [timing]
-// A TraceFn: the time since the previous stage ended is this stage's time.
-// The bookkeeping below is excluded by restarting the clock when it is done.
-static void on_stage(void *user, const char *name, const Tensor *t) {
-    Timing *tm = user;
-    double now = vit_now();
-    int block;
-    const VitStage *stage = vit_stage_find(name, &block);
-    tm->seconds[stage_index(stage)] += now - tm->last;
-    if (strcmp(stage->name, "out") == 0 || strcmp(stage->name, "embed") == 0) {
-        // the residual stream: its spread, and the length of the [cls] token's row
-        TensorStats st = tensor_stats(t);
-        int D = tm->cfg->dim;
-        float cls = sqrtf(dot(t->data, t->data, D));
-        if (block >= 0) tm->block_std[block] = (float)st.std, tm->block_cls_norm[block] = cls;
-        else tm->embed_std = (float)st.std, tm->embed_cls_norm = cls;
-    }
-    tm->last = vit_now();
-}
-//! [timing]
-
-/* ------------------------------------------------------------ helpers */
-
-// Pin a scalar under a name made from a pattern and a string, e.g. "params.%s".
-static float pin_named(Chapter *ch, const char *fmt, const char *what, float value) {
-    char name[96];
-    snprintf(name, sizeof name, fmt, what);
-    return ch_value(ch, name, value);
-}
-
-/* ----------------------------------------------------------- sections */
+    int count, per_block;           // tensors handed over; of those, block 0's
+    int ndim[STEPS], shape[STEPS][4]; // the shape each recipe step handed over
+    char last_out[32];              // the name of step 4's tensor, "blocks.11.out"
+    float *prev;                    // (N, D) copy of the stream entering the current block
+    float embed_std, embed_cls;     // std of embed, length of its [cls] row
+    float std[MAX_DEPTH], cls[MAX_DEPTH]; // the same after each block
+    float cls_attn[MAX_DEPTH], cls_mlp[MAX_DEPTH]; // what attention and the MLP add to [cls]
+    float cos[MAX_DEPTH];           // mean cos θ between each block's input and output rows
+    float cls_cos[MAX_DEPTH];       // cos θ of the [cls] row
+} Watch;
 
 typedef struct {
     Vit vit;
     const VitConfig *cfg;
-    Tensor image;  // (1, 3, S, S)
-    Timing timing;
+    Tensor image;       // (1, C, S, S)
+    Watch watch;        // the stream, as the listener saw it
+    StageClock clock;   // time per stage (lib/report.h)
     double build_seconds, forward_seconds;
-    float gflop; // total work of one forward pass (pinned as gflop.total)
+    float gflop;        // total work of one forward pass (pinned as gflop.total)
 } Work;
+
+// Totals of the stage table, by kind of stage.
+typedef struct {
+    int64_t params;
+    double flops, ms;
+    double matmul_flops, matmul_ms; // stages with a weight matrix
+    double nn_flops, nn_ms;         // the two N × N products of attention
+} StageTotals;
+
+static void watch_stream(void *user, const char *name, const Tensor *t);
+static void stage_table(Chapter *ch, Work *w, StageTotals *tot);
+static float pin_named(Chapter *ch, const char *fmt, const char *what, float value);
+
+/* ----------------------------------------------------------- sections */
 
 static void configuration(Chapter *ch, const VitConfig *c) {
     ch_section(ch, "1. The configuration");
@@ -118,7 +116,7 @@ static void configuration(Chapter *ch, const VitConfig *c) {
         {"H", "attention heads", "heads", c->heads},
         {"Dh", "width per head, D/H", "head_dim", c->dim / c->heads},
         {"M", "MLP width, 4·D", "mlp_dim", c->mlp_dim},
-        {"K", "classes (ImageNet-1k)", "classes", c->num_classes},
+        {"Y", "classes (ImageNet-1k)", "classes", c->num_classes},
     };
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         ch_line(ch, "    %-3s %5d   %s", sizes[i].symbol,
@@ -136,166 +134,241 @@ static void configuration(Chapter *ch, const VitConfig *c) {
 
 static void build(Chapter *ch, Work *w) {
     ch_section(ch, "2. Building it");
-    ch_say(ch, "vit_build_random() allocates the parameters and draws every one of "
-               "them as timm initialises a new model: a truncated normal with std "
-               "0.02 for the weights, the [cls] token and the positions, zeros for "
-               "the biases, ones and zeros for the LayerNorms. Each tensor has its "
-               "own seeded stream, so the model is the same on every machine and in "
-               "PyTorch, which loads the same numbers from the file that "
-               "`vit make-weights --arch vit-base --seed %d` writes.", (int)WEIGHT_SEED);
     VitConfig cfg;
     VitError err;
     vit_config_for_arch(&cfg, "vit-base", NULL);
-    //! [build]
-    VitInit init = vit_init_timm(WEIGHT_SEED);
+    const int fan_in = cfg.channels * cfg.patch_size * cfg.patch_size;
+    ch_say(ch, "vit_build_random() allocates the parameters and draws them all by one "
+               "rule: every weight (the patch projection, the [cls] token, the position "
+               "table and every linear layer) from a normal distribution with std 0.02, "
+               "cut at ±2, so far out in the tails that the cut never happens; "
+               "every bias 0; every LayerNorm γ = 1 and β = 0. One rule, so that it is "
+               "easy to reproduce: each tensor draws from its own PCG32 stream "
+               "(lib/rng.h), seeded by its place in the model, so the model is the "
+               "same on every machine and with any number of threads, and "
+               "tools/vitrng.py draws the same numbers in Python. The tests go one "
+               "step further: PyTorch loads the file that `vit make-weights --arch "
+               "vit-base --seed %d` writes and computes every pinned number from it.",
+           (int)WEIGHT_SEED);
+    ch_say(ch, "vit_init_timm() is named after timm because the rule is timm's rule "
+               "for linear layers. The timm library itself departs from it in two "
+               "places: it draws "
+               "the [cls] token from a normal with std 1e-6, so that [cls] starts as "
+               "almost nothing (the positions it draws as here, trunc-normal with std "
+               "0.02), and it leaves the patch convolution at PyTorch's default, "
+               "uniform in ±1/√(C·p·p) = ±%.4f, a std of %.4f, with a bias uniform in "
+               "the same range. With random weights that changes the numbers below, "
+               "not the lesson.",
+           ch_value(ch, "timm_patch_bound", 1.0f / sqrtf((float)fan_in)),
+           ch_value(ch, "timm_patch_std", 1.0f / sqrtf(3.0f * (float)fan_in)));
     double t0 = vit_now();
-    VitStatus status = vit_build_random(&w->vit, &cfg, &init, &err);
-    w->build_seconds = vit_now() - t0;
     //! [build]
+    VitInit init = vit_init_timm(WEIGHT_SEED); // std 0.02, biases 0, LayerNorms 1 and 0
+    VitStatus status = vit_build_random(&w->vit, &cfg, &init, &err);
+    //! [build]
+    w->build_seconds = vit_now() - t0;
     if (status != VIT_OK) {
         ch_say(ch, "cannot build ViT-Base: %s", err.msg);
         return;
     }
     w->cfg = &w->vit.config;
-    ch_say(ch, "How long drawing 86 million numbers takes depends on the machine; "
-               "here:");
+    ch_say(ch, "How long drawing 86 million numbers takes depends on the machine and "
+               "varies from run to run; this run uses %d threads (%s):",
+           vit_get_threads(), vit_build_info());
     ch_line(ch, "    vit_build_random(): %.2f s", w->build_seconds);
     ch_line(ch, "%s", "");
-    ch_say(ch, "Trained weights instead of random ones are loaded from a file with "
-               "vit_build(); that is for the chapters that follow.");
+    ch_say(ch, "Trained weights are loaded from a file instead, with vit_build(); "
+               "`build/vit classify` does that for a real photo (see the README).");
 }
 
-static void run(Chapter *ch, Work *w) {
-    ch_section(ch, "3. One forward pass, timed");
+static void recipe(Chapter *ch, Work *w) {
+    ch_section(ch, "3. The recipe: vit_forward()");
     const VitConfig *c = w->cfg;
     ch_say(ch, "The input is an image of random pixels, uniform in [-1, 1) (already "
                "normalised). With random weights the content does not matter; a real "
-               "photo goes with real weights. vit_forward() runs the recipe of "
-               "Chapters 06–08 and hands every stage to a trace callback. Ours, "
-               "on_stage(), mostly reads the clock: each stage's time is the time "
-               "since the previous stage was handed over.");
+               "photo goes with real weights. vit_forward() (lib/vit.c) is written as "
+               "a recipe of seven steps, each commented with the line of timm's "
+               "VisionTransformer.forward it is, and it hands the result of every "
+               "stage to a trace callback. Ours is a stopwatch (lib/report.h) that "
+               "passes each stage on to watch_stream(), which measures the stream.");
     w->image = tensor_new(4, B, c->channels, c->image_size, c->image_size);
     Rng rng;
     rng_seed(&rng, IMAGE_SEED);
     rng_fill_uniform(&rng, w->image.data, w->image.numel, -1.0f, 1.0f);
+    w->watch = (Watch){.cfg = c, .prev = vit_malloc(sizeof(float) * vit_num_tokens(c) * c->dim)};
     VitError err;
+    double t0 = vit_now();
     //! [forward]
-    w->timing = (Timing){.cfg = c, .last = vit_now()};
-    double t0 = w->timing.last;
-    VitStatus status = vit_forward(&w->vit, &w->image, on_stage, &w->timing, &err);
+    stage_clock_start(&w->clock, watch_stream, &w->watch); // time each stage, then watch it
+    VitStatus status = vit_forward(&w->vit, &w->image, stage_clock_trace, &w->clock, &err);
+    //! [forward]
     w->forward_seconds = vit_now() - t0;
-    //! [forward]
-    if (status != VIT_OK) ch_say(ch, "the forward pass failed: %s", err.msg);
+    if (status != VIT_OK) {
+        ch_say(ch, "the forward pass failed: %s", err.msg);
+        return;
+    }
+    const Watch *s = &w->watch;
+    const int count = (int)ch_value(ch, "trace_count", (float)s->count);
+    const int each = (int)ch_value(ch, "trace_count.per_block", (float)s->per_block);
+    ch_say(ch, "It handed over %d tensors: %d from each of the %d blocks and %d around "
+               "them. The seven steps, with what each handed over:", count, each,
+           c->depth, (int)ch_value(ch, "trace_count.outside", (float)(count - c->depth * each)));
+    ch_line(ch, "    step  stage           shape              timm");
+    for (int i = 0; i < STEPS; i++) {
+        char key[64], shape_text[48] = "(";
+        float dims[4];
+        for (int d = 0; d < s->ndim[i]; d++) {
+            char part[16];
+            snprintf(part, sizeof part, "%s%d", d ? ", " : "", s->shape[i][d]);
+            strcat(shape_text, part);
+            dims[d] = (float)s->shape[i][d];
+        }
+        strcat(shape_text, ")");
+        Tensor tshape = tensor_view(dims, 1, s->ndim[i]);
+        snprintf(key, sizeof key, "shape.%s", RECIPE[i].stage);
+        ch_pin(ch, key, &tshape);
+        const char *name = strcmp(RECIPE[i].stage, "out") == 0 ? s->last_out : RECIPE[i].stage;
+        ch_line(ch, "    %4d  %-15s %-18s %s", i + 1, name, shape_text, RECIPE[i].timm);
+    }
+    ch_line(ch, "%s", "");
+    ch_say(ch, "Step 4 is the loop over the blocks of Chapter 08: each block reads the "
+               "stream and writes the next one, and only the last block's output, %s, "
+               "goes on to step 5.", s->last_out);
 }
 
-static void stage_table(Chapter *ch, Work *w) {
+static void cost(Chapter *ch, Work *w) {
+    ch_section(ch, "4. Where the parameters, the FLOPs and the time go");
     const VitConfig *c = w->cfg;
     ch_say(ch, "Block stages are listed once and count all %d blocks: their "
                "parameters, FLOPs and times are summed. Shapes are per image; "
                "FLOPs (from vit_stage_flops()) count a multiply and an add as two. "
-               "The times are from this run on this machine and will differ on "
-               "yours.", c->depth);
-    ch_line(ch, "    %-14s %-17s %11s %10s %9s", "stage", "shape", "parameters", "MFLOP", "ms");
-    int64_t total_params = 0;
-    double total_flops = 0, total_ms = 0, matmul_flops = 0, attention_nn_flops = 0;
-    for (int i = 0; i < vit_stage_count(); i++) {
-        const VitStage *s = vit_stage_at(i);
-        char name[64], shape_text[48] = "(", count[VIT_NUM_BUF];
-        vit_stage_name(name, sizeof name, s, 0);
-        int shape[4], ndim = vit_stage_shape(c, B, name, shape);
-        for (int d = 0; d < ndim; d++) {
-            char part[16];
-            snprintf(part, sizeof part, "%s%d", d ? ", " : "", shape[d]);
-            strcat(shape_text, part);
-        }
-        strcat(shape_text, ")");
-        float dims[4];
-        for (int d = 0; d < ndim; d++) dims[d] = (float)shape[d];
-        Tensor tshape = tensor_view(dims, 1, ndim);
-        char key[96];
-        snprintf(key, sizeof key, "shape.%s", s->name);
-        ch_pin(ch, key, &tshape);
-
-        int times = s->per_block ? c->depth : 1;
-        int64_t params = times * vit_stage_params(c, name);
-        double flops = times * vit_stage_flops(c, B, name);
-        double ms = 1e3 * w->timing.seconds[i];
-        pin_named(ch, "params.%s", s->name, (float)params);
-        pin_named(ch, "mflop.%s", s->name, (float)(flops / 1e6));
-        total_params += params, total_flops += flops, total_ms += ms;
-        if (params > 0 && !strstr(s->name, "norm") && strcmp(s->name, "tokens") &&
-            strcmp(s->name, "embed"))
-            matmul_flops += flops; // the layers with a weight matrix
-        if (!strcmp(s->name, "attn.scores") || !strcmp(s->name, "attn.context"))
-            attention_nn_flops += flops;
-        if (s->per_block && (i == 0 || !vit_stage_at(i - 1)->per_block))
-            ch_line(ch, "    blocks (×%d):", c->depth);
-        ch_line(ch, "    %s%-*s %-17s %11s %10.1f %9.2f", s->per_block ? "  " : "",
-                s->per_block ? 12 : 14, s->name, shape_text, vit_thousands(count, params),
-                flops / 1e6, ms);
-    }
+               "Each time is the time from the previous stage's hand-over to this "
+               "one's.", c->depth);
+    StageTotals tot;
+    stage_table(ch, w, &tot);
     char count[VIT_NUM_BUF];
-    ch_line(ch, "    %-14s %-17s %11s %10.1f %9.2f", "total", "",
-            vit_thousands(count, total_params), total_flops / 1e6, total_ms);
-    ch_line(ch, "%s", "");
-    ch_value(ch, "params.total", (float)total_params);
+    ch_value(ch, "params.total", (float)tot.params);
     ch_say(ch, "The parameter column adds up to %s, vit_param_count() again: every "
                "parameter is used by exactly one stage. In all, one image costs "
-               "%.1f GFLOP. The whole forward pass, timed from outside, took:",
-           count, w->gflop = ch_value(ch, "gflop.total", (float)(total_flops / 1e9)));
-    ch_line(ch, "    vit_forward(): %.0f ms, %.1f GFLOP/s", 1e3 * w->forward_seconds,
-            w->gflop / w->forward_seconds);
+               "%.1f GFLOP. The whole forward pass, timed from outside (the listener's "
+               "measurements included), took:", vit_thousands(count, tot.params),
+           w->gflop = ch_value(ch, "gflop.total", (float)(tot.flops / 1e9)));
+    ch_line(ch, "    vit_forward(): %.0f ms, %.1f GFLOP/s, %d threads", 1e3 * w->forward_seconds,
+            w->gflop / w->forward_seconds, vit_get_threads());
     ch_line(ch, "%s", "");
-    double other_flops = total_flops - matmul_flops - attention_nn_flops;
+    ch_say(ch, "These times are from this run on this machine: they vary from run to "
+               "run and from machine to machine, which is why the tests pin the "
+               "shapes, parameters and FLOPs but no time.");
+
+    const double other_flops = tot.flops - tot.matmul_flops - tot.nn_flops;
+    const double other_ms = tot.ms - tot.matmul_ms - tot.nn_ms;
     ch_say(ch, "Where does the work go? The layers with a weight matrix (the patch "
                "embedding, q, k, v, the output projection, fc1, fc2 and the head) do "
                "%.1f%% of the FLOPs, the two N × N products of attention (Q·Kᵀ and "
                "probs·V) %.1f%%, and everything else (LayerNorm, softmax, GELU, "
-               "additions) the remaining %.1f%%. That is why a fast matrix product "
-               "(lib/gemm.h) is most of what makes a transformer fast. The time "
-               "column usually ranks the stages the same way, though on a busy "
-               "machine the many small per-head products of attention can take "
-               "longer than their FLOPs suggest.",
-           ch_value(ch, "matmul_percent", (float)(100 * matmul_flops / total_flops)),
-           ch_value(ch, "attention_nn_percent", (float)(100 * attention_nn_flops / total_flops)),
-           ch_value(ch, "other_percent", (float)(100 * other_flops / total_flops)));
+               "additions) the remaining %.1f%%. Of this run's time they took %.0f%%, "
+               "%.0f%% and %.0f%%.",
+           ch_value(ch, "matmul_percent", (float)(100 * tot.matmul_flops / tot.flops)),
+           ch_value(ch, "attention_nn_percent", (float)(100 * tot.nn_flops / tot.flops)),
+           ch_value(ch, "other_percent", (float)(100 * other_flops / tot.flops)),
+           100 * tot.matmul_ms / tot.ms, 100 * tot.nn_ms / tot.ms, 100 * other_ms / tot.ms);
+
+    // FLOPs are pinned; times are measured, so the sentence follows the measurement.
+    const double f_scores = vit_stage_flops(c, B, "blocks.0.attn.scores");
+    const double f_probs = vit_stage_flops(c, B, "blocks.0.attn.probs");
+    const float flop_ratio = ch_value(ch, "flop_ratio.scores_per_softmax", (float)(f_scores / f_probs));
+    const double ms_scores = 1e3 * stage_clock_seconds(&w->clock, "attn.scores");
+    const double ms_probs = 1e3 * stage_clock_seconds(&w->clock, "attn.probs");
+    const double time_ratio = ms_scores / ms_probs, slower = flop_ratio / time_ratio;
+    char took[96];
+    if (slower < 3)
+        snprintf(took, sizeof took, "and in this run it took %.1f times as long", time_ratio);
+    else if (time_ratio > 1.25)
+        snprintf(took, sizeof took, "yet in this run it took only %.1f times as long", time_ratio);
+    else if (time_ratio >= 0.8)
+        snprintf(took, sizeof took, "yet in this run it took about as long");
+    else
+        snprintf(took, sizeof took, "yet in this run it took less time than the softmax");
+    ch_say(ch, "FLOPs are not time. Compare two neighbours in the table: Q·Kᵀ "
+               "(attn.scores) does %.1f times the FLOPs of the softmax that follows it "
+               "(attn.probs), %s: %.1f ms against %.1f ms. Per FLOP the softmax ran "
+               "%.1f times slower.", flop_ratio, took, ms_scores, ms_probs, slower);
+    if (slower >= 3)
+        ch_say(ch, "The softmax does little arithmetic for each number it touches: it "
+                   "reads the scores, takes an exp() of each and writes the "
+                   "probabilities back. Its time goes into moving those numbers "
+                   "between memory and the processor (and into exp(), which costs more "
+                   "than the one FLOP the count gives it), not into multiply-adds: it "
+                   "is memory-bound. A matrix product uses every number it loads many "
+                   "times (each query's Dh numbers meet all N keys), so it keeps the "
+                   "multiply-add units busy instead of waiting for memory. Counting "
+                   "FLOPs estimates the work; for a memory-bound stage the time is set "
+                   "by the bytes it moves.");
+    else
+        ch_say(ch, "On this run the difference per FLOP is small: this machine moved "
+                   "the softmax's numbers about as fast as it did the matrix product's "
+                   "arithmetic. Usually a softmax is memory-bound, since it does a few "
+                   "operations per number it reads and writes, where a matrix product "
+                   "uses every number it loads many times.");
 }
 
 static void stream(Chapter *ch, Work *w) {
-    ch_section(ch, "4. The residual stream through twelve blocks");
-    ch_say(ch, "Chapter 08 showed one block adding a correction to the stream. Here "
-               "are all twelve: the standard deviation of the whole (1, %d, %d) stream "
-               "after each block, and the length of the [cls] token's row, which "
-               "starts as the [cls] parameter plus its position and gathers the "
-               "image through attention.", vit_num_tokens(w->cfg), w->cfg->dim);
-    ch_line(ch, "    after        std   |cls|");
-    ch_line(ch, "    embed    %7.4f %7.4f", ch_value(ch, "stream.embed.std", w->timing.embed_std),
-            ch_value(ch, "stream.embed.cls_norm", w->timing.embed_cls_norm));
-    for (int i = 0; i < w->cfg->depth; i++) {
-        char name[64];
-        snprintf(name, sizeof name, "stream.blocks.%d.std", i);
-        float std = ch_value(ch, name, w->timing.block_std[i]);
-        snprintf(name, sizeof name, "stream.blocks.%d.cls_norm", i);
-        float cls = ch_value(ch, name, w->timing.block_cls_norm[i]);
-        ch_line(ch, "    block %2d %7.4f %7.4f", i, std, cls);
+    ch_section(ch, "5. The residual stream through twelve blocks");
+    const Watch *s = &w->watch;
+    const int L = w->cfg->depth;
+    ch_say(ch, "Chapter 08 took one block apart. Here are all %d, as watch_stream() saw "
+               "them: the standard deviation of the whole (1, %d, %d) stream after each "
+               "block; the length of the [cls] row, which starts as the [cls] "
+               "parameter plus its position; the lengths of what attention and the MLP "
+               "add to that row; and the mean cos θ between each block's input and "
+               "output rows.", L, vit_num_tokens(w->cfg), w->cfg->dim);
+    ch_line(ch, "    after        std   |cls|  +attn to cls  +MLP to cls  cos θ in→out");
+    ch_line(ch, "    embed    %7.4f %7.4f", ch_value(ch, "stream.embed.std", s->embed_std),
+            ch_value(ch, "stream.embed.cls_norm", s->embed_cls));
+    float mlp_lo = INFINITY, mlp_hi = 0;
+    for (int i = 0; i < L; i++) {
+        float std = ch_valuef(ch, s->std[i], "stream.blocks.%d.std", i);
+        float cls = ch_valuef(ch, s->cls[i], "stream.blocks.%d.cls_norm", i);
+        float attn = ch_valuef(ch, s->cls_attn[i], "stream.blocks.%d.cls_attn", i);
+        float mlp = ch_valuef(ch, s->cls_mlp[i], "stream.blocks.%d.cls_mlp", i);
+        float cos = ch_valuef(ch, s->cos[i], "stream.blocks.%d.cos", i);
+        ch_line(ch, "    block %2d %7.4f %7.4f  %12.4f  %11.4f  %12.4f", i, std, cls, attn, mlp, cos);
+        mlp_lo = fminf(mlp_lo, mlp), mlp_hi = fmaxf(mlp_hi, mlp);
     }
     ch_line(ch, "%s", "");
     ch_say(ch, "The stream enters with a standard deviation of %.2f and every block "
-               "adds its correction, so it grows steadily, to %.2f after the last "
-               "one. The sub-layers do not mind: they read LayerNorm'd copies "
-               "(Chapter 08). The [cls] token grows fastest at first: it starts as "
-               "a small learned vector and takes in the whole image at block 0.",
-           w->timing.embed_std, w->timing.block_std[w->cfg->depth - 1]);
+               "adds its correction, so it grows, to %.2f after the last one. The "
+               "sub-layers do not mind: they read LayerNorm'd copies (Chapter 08).",
+           s->embed_std, s->std[L - 1]);
+    ch_say(ch, "Now the [cls] row at block 0: its length goes from %.2f to %.2f. That "
+               "is not [cls] taking in the image. Attention, the only way [cls] can see "
+               "the patches, adds a vector of length only %.2f: its untrained weights "
+               "are nearly uniform, so it averages all %d tokens, and an average of "
+               "random vectors is short. The MLP adds %.2f. It sees [cls] alone, "
+               "LayerNorm'd to unit scale however small it was, and writes a vector "
+               "of its usual length into a row that was short. Coming out, the [cls] "
+               "row has cos θ = %.2f with what went in: it is mostly the MLP's "
+               "response to the [cls] parameter, not a summary of the image.",
+           s->embed_cls, s->cls[0], s->cls_attn[0], vit_num_tokens(w->cfg), s->cls_mlp[0],
+           ch_value(ch, "stream.blocks.0.cls_cos", s->cls_cos[0]));
+    ch_say(ch, "Further down, the MLP adds between %.2f and %.2f to [cls] in every "
+               "block, while what attention adds rises to %.2f by block %d. And the last "
+               "column is Chapter 08's point: the MLP's correction stays about the "
+               "same size while the stream grows, so each block turns it less, cos θ "
+               "going "
+               "from %.2f in block 0 to %.2f in block %d. What [cls] should gather "
+               "from the image, training has to teach.",
+           mlp_lo, mlp_hi, s->cls_attn[L - 1], L - 1, s->cos[0], s->cos[L - 1], L - 1);
 }
 
 static void head(Chapter *ch, Work *w) {
-    ch_section(ch, "5. The answer");
+    ch_section(ch, "6. The answer");
     const VitConfig *c = w->cfg;
     Tensor logits = vit_logits(&w->vit);
     TensorStats st = tensor_stats(&logits);
     ch_say(ch, "After the last block comes a final LayerNorm; then only row 0, the "
-               "[cls] token's %d numbers, goes to the head, a linear layer to %d class "
-               "scores, the logits. Theirs have mean %.4f and standard deviation "
+               "[cls] token's %d numbers, goes to the head, a linear layer to Y = %d "
+               "class scores, the logits. Theirs have mean %.4f and standard deviation "
                "%.4f. Softmax (Chapter 03) turns them into probabilities. The five "
                "highest:", c->dim, c->num_classes, ch_value(ch, "logits.mean", (float)st.mean),
            ch_value(ch, "logits.std", (float)st.std));
@@ -326,11 +399,14 @@ static void head(Chapter *ch, Work *w) {
 
 static void whats_next(Chapter *ch) {
     ch_section(ch, "What's next");
-    ch_say(ch, "This is the whole model. What it lacks is knowledge: the next steps "
-               "load trained weights (timm, Hugging Face or torchvision files) with "
-               "vit_build(), feed it a real photo preprocessed as those libraries do, "
-               "and look inside with the viewer, where every stage of this table can "
-               "be stepped through and every attention map drawn over the image.");
+    ch_say(ch, "This is the whole model. What it lacks is knowledge, and there are no "
+               "chapters on training yet. To see the same code answer with trained "
+               "weights, fetch a checkpoint with scripts/fetch-weights.sh and run "
+               "`build/vit classify` on a photo, as the README's \"Real weights, real "
+               "photos\" shows: timm, Hugging Face and torchvision files all load, "
+               "preprocessed as those libraries do. `build/vitview` steps through "
+               "every stage of the table above, drawing each attention map over the "
+               "image.");
 }
 
 void chapter09_run(Chapter *ch) {
@@ -344,19 +420,124 @@ void chapter09_run(Chapter *ch) {
     configuration(ch, &cfg);
     build(ch, &w);
     if (!w.cfg) return;
-    run(ch, &w);
-    stage_table(ch, &w);
-    stream(ch, &w);
-    head(ch, &w);
-    whats_next(ch);
+    recipe(ch, &w);
+    if (w.watch.count == vit_trace_length(w.cfg)) { // the pass ran to the end
+        cost(ch, &w);
+        stream(ch, &w);
+        head(ch, &w);
+        whats_next(ch);
+    }
+    free(w.watch.prev);
     tensor_free(&w.image);
     vit_free(&w.vit);
+}
+
+/* =====================================================================
+ * Plumbing, not part of the lesson: the listener that measures the
+ * stream, and the printing of the stage table.
+ * ===================================================================== */
+
+static float row_norm(const float *row, int D) { return sqrtf(dot(row, row, D)); }
+
+// A TraceFn (called by the StageClock, outside the timing): records the
+// shapes of the recipe's steps and measures the residual stream.
+static void watch_stream(void *user, const char *name, const Tensor *t) {
+    Watch *s = user;
+    const int N = vit_num_tokens(s->cfg), D = s->cfg->dim;
+    int block;
+    const VitStage *stage = vit_stage_find(name, &block);
+    s->count++;
+    if (!stage) return;
+    if (block == 0) s->per_block++;
+    for (int i = 0; i < STEPS; i++)
+        if (strcmp(stage->name, RECIPE[i].stage) == 0) {
+            s->ndim[i] = t->ndim;
+            for (int d = 0; d < t->ndim && d < 4; d++) s->shape[i][d] = t->shape[d];
+            if (block >= 0) snprintf(s->last_out, sizeof s->last_out, "%s", name);
+        }
+    const bool in_blocks = block >= 0 && block < MAX_DEPTH;
+    if (!strcmp(stage->name, "embed")) {
+        s->embed_std = (float)tensor_stats(t).std;
+        s->embed_cls = row_norm(t->data, D);
+        memcpy(s->prev, t->data, sizeof(float) * N * D);
+    } else if (in_blocks && !strcmp(stage->name, "attn.proj")) {
+        s->cls_attn[block] = row_norm(t->data, D); // row 0 of image 0 is its [cls]
+    } else if (in_blocks && !strcmp(stage->name, "mlp.fc2")) {
+        s->cls_mlp[block] = row_norm(t->data, D);
+    } else if (in_blocks && !strcmp(stage->name, "out")) {
+        s->std[block] = (float)tensor_stats(t).std;
+        s->cls[block] = row_norm(t->data, D);
+        double sum = 0;
+        for (int r = 0; r < N; r++) {
+            const float *u = &s->prev[(size_t)r * D], *v = &t->data[(size_t)r * D];
+            float c = dot(u, v, D) / (row_norm(u, D) * row_norm(v, D));
+            sum += c;
+            if (r == 0) s->cls_cos[block] = c;
+        }
+        s->cos[block] = (float)(sum / N);
+        memcpy(s->prev, t->data, sizeof(float) * N * D);
+    }
+}
+
+// Pin a scalar under a name made from a pattern and a string, e.g. "params.%s".
+static float pin_named(Chapter *ch, const char *fmt, const char *what, float value) {
+    char name[96];
+    snprintf(name, sizeof name, fmt, what);
+    return ch_value(ch, name, value);
+}
+
+// The table of every stage: shape, parameters, FLOPs (pinned) and time (not).
+static void stage_table(Chapter *ch, Work *w, StageTotals *tot) {
+    const VitConfig *c = w->cfg;
+    memset(tot, 0, sizeof *tot);
+    ch_line(ch, "    %-14s %-17s %11s %10s %9s", "stage", "shape", "parameters", "MFLOP", "ms");
+    for (int i = 0; i < vit_stage_count(); i++) {
+        const VitStage *s = vit_stage_at(i);
+        char name[64], shape_text[48] = "(", count[VIT_NUM_BUF];
+        vit_stage_name(name, sizeof name, s, 0);
+        int shape[4], ndim = vit_stage_shape(c, B, name, shape);
+        float dims[4];
+        for (int d = 0; d < ndim; d++) {
+            char part[16];
+            snprintf(part, sizeof part, "%s%d", d ? ", " : "", shape[d]);
+            strcat(shape_text, part);
+            dims[d] = (float)shape[d];
+        }
+        strcat(shape_text, ")");
+        Tensor tshape = tensor_view(dims, 1, ndim);
+        char key[96];
+        snprintf(key, sizeof key, "shape.%s", s->name);
+        ch_pin(ch, key, &tshape);
+
+        int times = s->per_block ? c->depth : 1;
+        int64_t params = times * vit_stage_params(c, name);
+        double flops = times * vit_stage_flops(c, B, name);
+        double ms = 1e3 * stage_clock_seconds(&w->clock, name);
+        pin_named(ch, "params.%s", s->name, (float)params);
+        pin_named(ch, "mflop.%s", s->name, (float)(flops / 1e6));
+        tot->params += params, tot->flops += flops, tot->ms += ms;
+        if (params > 0 && !strstr(s->name, "norm") && strcmp(s->name, "tokens") &&
+            strcmp(s->name, "embed"))
+            tot->matmul_flops += flops, tot->matmul_ms += ms; // the layers with a weight matrix
+        if (!strcmp(s->name, "attn.scores") || !strcmp(s->name, "attn.context"))
+            tot->nn_flops += flops, tot->nn_ms += ms;
+        if (s->per_block && (i == 0 || !vit_stage_at(i - 1)->per_block))
+            ch_line(ch, "    blocks (×%d):", c->depth);
+        ch_line(ch, "    %s%-*s %-17s %11s %10.1f %9.2f", s->per_block ? "  " : "",
+                s->per_block ? 12 : 14, s->name, shape_text, vit_thousands(count, params),
+                flops / 1e6, ms);
+    }
+    char count[VIT_NUM_BUF];
+    ch_line(ch, "    %-14s %-17s %11s %10.1f %9.2f", "total", "",
+            vit_thousands(count, tot->params), tot->flops / 1e6, tot->ms);
+    ch_line(ch, "%s", "");
 }
 
 #ifndef CHAPTER_NO_MAIN
 int main(int argc, char **argv) {
     return chapter_main(argc, argv, chapter09_run,
-                        "Chapter 09: ViT-Base/16 end to end, with a per-stage table of shapes, "
-                        "parameters, FLOPs and time.");
+                        "Chapter 09: ViT-Base/16 end to end: vit_forward()'s recipe, a "
+                        "per-stage table of shapes, parameters, FLOPs and time, and the "
+                        "residual stream.");
 }
 #endif

@@ -13,7 +13,7 @@
 
 /** @brief Chapter 01 · The dot product: similarity, angles, Q·Kᵀ. */
 void chapter01_run(Chapter *ch);
-/** @brief Chapter 02 · Scaling by 1/√d: why scores are divided before softmax. */
+/** @brief Chapter 02 · Scaling by 1/√Dh: why scores are divided before softmax. */
 void chapter02_run(Chapter *ch);
 /** @brief Chapter 03 · Softmax: stable evaluation, masking and temperature. */
 void chapter03_run(Chapter *ch);

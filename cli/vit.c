@@ -26,7 +26,7 @@ static VitStatus cmd_help(const VitCommand *self, int argc, char **argv, VitErro
 
 /** Every subcommand: what the user types, the function that runs it, one line of help. */
 static const VitCommand commands[] = {
-    {"make-weights", cmd_make_weights, "write a ViT with random weights, initialised as timm does"},
+    {"make-weights", cmd_make_weights, "write a ViT with random weights (one truncated normal, std 0.02)"},
     {"classify", cmd_classify, "name what is in images: the top classes with probabilities"},
     {"trace", cmd_trace, "run a forward pass and save every intermediate tensor to a file"},
     {"info", cmd_info, "show the configuration in a weights file and how it was loaded"},

@@ -1,6 +1,6 @@
 /**
  * @file vit_make_weights.c
- * @brief `vit make-weights`: a ViT with random parameters, drawn as timm draws them.
+ * @brief `vit make-weights`: a ViT with random parameters, each weight from one truncated normal.
  *
  * The recipe: parse the flags → turn them into a VitConfig (a named
  * architecture, then any sizes given on top) → vit_build_random() →
@@ -23,11 +23,13 @@ typedef struct {
 
 static const char description[] =
     "Writes a Vision Transformer whose parameters are freshly drawn random numbers,\n"
-    "initialised the way timm initialises a new model: a truncated normal (std 0.02,\n"
-    "cut at ±2) for the patch projection, every linear layer, the [cls] token and\n"
-    "the position embeddings; zeros for biases; LayerNorm scale 1 and shift 0. The\n"
-    "tensors get timm's names (cls_token, blocks.0.attn.qkv.weight, ...), so vit,\n"
-    "PyTorch and timm can all load the file.\n"
+    "by one rule: a truncated normal (std 0.02, cut at ±2) for every weight (the\n"
+    "patch projection, every linear layer, the [cls] token and the position\n"
+    "embeddings); zeros for biases; LayerNorm scale 1 and shift 0. (timm differs in\n"
+    "two places: it draws cls_token with std 1e-6 and leaves the patch convolution\n"
+    "at PyTorch's default. One rule keeps the draws easy to reproduce in Python.)\n"
+    "The tensors get timm's names (cls_token, blocks.0.attn.qkv.weight, ...), so\n"
+    "vit, PyTorch and timm can all load the file.\n"
     "\n"
     "Start from a named architecture with --arch and change any size on top of it,\n"
     "or give at least --dim, --depth and --heads: the other sizes then default to\n"
@@ -145,7 +147,7 @@ VitStatus cmd_make_weights(const VitCommand *self, int argc, char **argv, VitErr
     if (s != VIT_OK) return s;
     char params[VIT_NUM_BUF], bytes[VIT_NUM_BUF], out[1024];
     printf("%s: a random ViT, %s parameters (%s), seed %d, %.2f s\n"
-           "  S %d, p %d, D %d, L %d, H %d, M %d, K %d\n",
+           "  S %d, p %d, D %d, L %d, H %d, M %d, Y %d\n",
            vit_escape(out, sizeof out, a.out), vit_thousands(params, vit_param_count(&cfg)),
            vit_bytes(bytes, 4.0 * (double)vit_param_count(&cfg)), a.seed, vit_now() - t0,
            cfg.image_size, cfg.patch_size, cfg.dim, cfg.depth, cfg.heads, cfg.mlp_dim,

@@ -9,8 +9,15 @@
 #include <math.h>
 #include <stddef.h>
 
+float attention_scale(const AttentionOptions *opt, int Dh) {
+    // timm: self.scale = qk_scale or head_dim ** -0.5
+    if (opt && opt->scale != 0.0f) return opt->scale;
+    return 1.0f / sqrtf((float)Dh);
+}
+
 void attention_scores(float *scores, const float *q, const float *k, int G, int N, int Dh) {
-    // q, k are (G, N, Dh), scores is (G, N, N): one Q·Kᵀ per head.
+    // q, k are (G, N, Dh), scores is (G, N, N): one Q·Kᵀ per head, timm's
+    // q @ k.transpose(-2, -1), MindSpore's ops.BatchMatMul(transpose_b=True)(q, k).
     // The heads are independent: one thread per head (a product this small
     // would spend more time waking threads than computing if split itself).
 #pragma omp parallel for schedule(static) if (G > 1)
@@ -20,16 +27,26 @@ void attention_scores(float *scores, const float *q, const float *k, int G, int 
     }
 }
 
-void attention_scale_mask(float *scaled, const float *scores, const float *mask, int G, int N,
-                          int Dh) {
-    // scores is (G, N, N), mask is (N, N) or NULL, scaled is (G, N, N)
-    // 1/√Dh keeps the scores' variance near 1 whatever the head size (chapter 02)
-    const float s = 1.0f / sqrtf((float)Dh);
-    size_t nn = (size_t)N * N;
-    for (int g = 0; g < G; g++)
-        for (size_t i = 0; i < nn; i++) {
-            float v = scores[g * nn + i] * s;
-            scaled[g * nn + i] = mask ? v + mask[i] : v;
+void attention_scale_mask(float *scaled, const float *scores, const AttentionOptions *opt, int B,
+                          int H, int N, int Dh) {
+    // scores and scaled are (B, H, N, N); opt->mask is (N, N), opt->key_padding_mask (B, N).
+    // The default 1/√Dh makes the spread of the scores independent of the
+    // head width Dh (chapter 02); a mask adds 0 (keep) or -inf (hide).
+    const float s = attention_scale(opt, Dh);
+    const float *mask = opt ? opt->mask : NULL;
+    const float *pad = opt ? opt->key_padding_mask : NULL;
+    const size_t nn = (size_t)N * N;
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++) {
+            const size_t g = ((size_t)b * H + h) * nn;
+            for (int i = 0; i < N; i++)
+                for (int j = 0; j < N; j++) {
+                    const size_t ij = (size_t)i * N + j;
+                    float v = scores[g + ij] * s;
+                    if (mask) v += mask[ij];
+                    if (pad) v += pad[(size_t)b * N + j]; // the same for every head and query
+                    scaled[g + ij] = v;
+                }
         }
 }
 
@@ -42,10 +59,22 @@ void attention_context(float *out, const float *probs, const float *v, int G, in
 }
 
 void attention(float *out, float *probs, const float *q, const float *k, const float *v,
-               const float *mask, int N, int Dh) {
-    // q, k, v are (N, Dh), probs is (N, N), out is (N, Dh)
+               const AttentionOptions *opt, int N, int Dh) {
+    // q, k, v are (N, Dh), probs is (N, N), out is (N, Dh): one sequence, one head
     attention_scores(probs, q, k, 1, N, Dh);
-    attention_scale_mask(probs, probs, mask, 1, N, Dh);
+    attention_scale_mask(probs, probs, opt, 1, 1, N, Dh);
     softmax(probs, probs, N, N);
     attention_context(out, probs, v, 1, N, Dh);
+}
+
+void attention_entropy(float *out, const float *probs, int rows, int N) {
+    // probs is (rows, N), out is (rows): H = -Σ p ln p, with 0 ln 0 = 0
+    for (int r = 0; r < rows; r++) {
+        double h = 0;
+        for (int j = 0; j < N; j++) {
+            double p = probs[(size_t)r * N + j];
+            if (p > 0) h -= p * log(p);
+        }
+        out[r] = (float)h;
+    }
 }

@@ -5,21 +5,30 @@
  * Shape legend: B batch, N tokens, D width, H heads, Dh = D/H per head.
  *
  * One head (chapter 04):
- * \f[ \mathrm{Attention}(Q,K,V) = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{D_h}} + M\right) V \f]
- * where M is an additive mask: 0 where a query may look, -inf where it may not.
+ * \f[ \mathrm{Attention}(Q,K,V) =
+ *     \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{D_h}} + \mathrm{mask}\right) V \f]
+ * where the mask is additive: 0 where a query may look, -inf where it may not
+ * (PyTorch's `scores.masked_fill(mask == 0, float("-inf"))` is the same
+ * thing). Q·Kᵀ is lib's matmul_bt(), timm's `q @ k.transpose(-2, -1)`,
+ * MindSpore's `ops.BatchMatMul(transpose_b=True)(q, k)`.
  *
- * Many heads (chapter 05, timm's `Attention`): project x to Q, K, V (three
- * (D,D) weights — or equally one fused (3D,D) weight), split D into H heads of
- * Dh, attend in every head independently, merge the heads back to D and apply
- * the output projection. The steps are separate functions so a forward pass
- * can show (trace) every intermediate: q, k, v, scores, scaled, probs, context,
- * proj.
+ * Many heads (chapter 05, timm's `Attention`): self-attention, Q, K and V
+ * all projected from the same tokens x (three (D,D) weights, or equally one
+ * fused (3D,D) weight), D split into H heads of Dh, attention in every head
+ * independently, the heads merged back to D and the output projection
+ * applied. The steps are separate functions so a forward pass can show
+ * (trace) every intermediate: q, k, v, scores, scaled, probs, context, proj.
+ *
+ * The scale and the masks are options (::AttentionOptions; NULL gives ViT's
+ * defaults: scale 1/√Dh, no mask): the scale is timm's `qk_scale`; a mask is
+ * an (N, N) one shared by the batch (causal, a window), a key-padding mask
+ * (B, N) with one row per sequence, or both.
  *
  * Deliberately omitted: dropout (identity at inference), key/query
  * normalisation, fused "flash" kernels that never materialise the
  * probabilities (we always materialise them: learners want to see them).
  * Each classroom-swappable piece lives in its own file: heads.c (split/merge),
- * attention.c (the per-head maths).
+ * attention.c (the per-head maths), mask.c (the masks), mha.c (the layer).
  */
 #ifndef VIT_ATTENTION_H
 #define VIT_ATTENTION_H
@@ -28,25 +37,49 @@
 #include "util.h"
 
 /** @defgroup attention Attention
- *  @brief \f$ \mathrm{softmax}(QK^\top/\sqrt{D_h} + M)\,V \f$, one head and many.
+ *  @brief \f$ \mathrm{softmax}(QK^\top/\sqrt{D_h} + \mathrm{mask})\,V \f$, one head and many.
  *  @{
  */
 
 /**
+ * @brief How attention scales and masks its scores (timm's `qk_scale`, PyTorch's masks).
+ *
+ * A NULL pointer, or a
+ * zero-initialised struct, means what a ViT uses: scale 1/√Dh and no mask.
+ * Both masks are additive (0 keeps a score, -inf hides it) and may be given
+ * together; they are added to the scaled scores (the trace's `scaled`).
+ */
+typedef struct {
+    float scale; /**< multiplies Q·Kᵀ; 0 means 1/√Dh, as timm's `qk_scale or head_dim ** -0.5` */
+    const float *mask;             /**< (N, N) shared by every sequence and head (causal, a
+                                        window), or NULL (PyTorch's `attn_mask`) */
+    const float *key_padding_mask; /**< (B, N): row b is added to every query row of
+                                        sequence b in every head, or NULL (PyTorch's
+                                        `key_padding_mask`, there True where hidden) */
+} AttentionOptions;
+
+/** @brief The scale @p opt asks for: its `scale`, or 1/√Dh when that is 0 or @p opt is NULL. */
+float attention_scale(const AttentionOptions *opt, int Dh);
+
+/**
  * @brief Scores of every query against every key, \f$ S = Q K^\top \f$, for G independent heads.
+ *
+ * lib's matmul_bt() per head: timm's `q @ k.transpose(-2, -1)`, MindSpore's
+ * `ops.BatchMatMul(transpose_b=True)(q, k)`.
  * @param[out] scores  (G, N, N)
  * @param[in]  q, k    (G, N, Dh)
  */
 void attention_scores(float *scores, const float *q, const float *k, int G, int N, int Dh);
 
 /**
- * @brief Scale by 1/√Dh and add the mask: \f$ S' = S / \sqrt{D_h} + M \f$.
- * @param[out] scaled  (G, N, N); may equal scores
- * @param[in]  scores  (G, N, N)
- * @param[in]  mask    (N, N) additive mask shared by all heads, or NULL
+ * @brief Scale and mask the scores of B sequences × H heads:
+ *        \f$ S'_{bh} = s\,S_{bh} + \mathrm{mask} + \mathrm{key\_padding\_mask}_b \f$.
+ * @param[out] scaled  (B, H, N, N); may equal scores
+ * @param[in]  scores  (B, H, N, N)
+ * @param[in]  opt     the scale s (default 1/√Dh) and the masks, or NULL for the defaults
  */
-void attention_scale_mask(float *scaled, const float *scores, const float *mask, int G, int N,
-                          int Dh);
+void attention_scale_mask(float *scaled, const float *scores, const AttentionOptions *opt, int B,
+                          int H, int N, int Dh);
 
 /**
  * @brief Weighted sum of values, \f$ O = P V \f$.
@@ -57,20 +90,41 @@ void attention_scale_mask(float *scaled, const float *scores, const float *mask,
 void attention_context(float *out, const float *probs, const float *v, int G, int N, int Dh);
 
 /**
- * @brief One head, start to finish: out = softmax(Q·Kᵀ/√Dh + mask)·V.
+ * @brief One head, start to finish: out = softmax(s·Q·Kᵀ + mask)·V.
  * @param[out] out    (N, Dh)
  * @param[out] probs  (N, N) attention probabilities (row i: where query i looks)
  * @param[in]  q, k, v (N, Dh)
- * @param[in]  mask   (N, N) additive, or NULL
+ * @param[in]  opt    scale and masks (a key-padding mask is (1, N) here), or NULL: 1/√Dh, none
  */
 void attention(float *out, float *probs, const float *q, const float *k, const float *v,
-               const float *mask, int N, int Dh);
+               const AttentionOptions *opt, int N, int Dh);
 
 /**
- * @brief A padding mask: keys at positions ≥ @p valid are hidden from every query.
+ * @brief Entropy of each row of an attention matrix, \f$ -\sum_j p_j \ln p_j \f$ in nats.
+ *
+ * 0 when a query puts all its weight on one key, ln N when it spreads it
+ * evenly; a zero weight adds nothing (p ln p → 0). Summed in double.
+ * @param[out] out    (rows)
+ * @param[in]  probs  (rows, N)
+ */
+void attention_entropy(float *out, const float *probs, int rows, int N);
+
+/**
+ * @brief A padding mask shared by every query: keys at positions ≥ @p valid are hidden.
  * @param[out] mask  (N, N) additive: mask[i][j] = 0 if j < valid, else -inf
  */
 void attention_mask_padding(float *mask, int N, int valid);
+
+/**
+ * @brief A key-padding mask, one row per sequence: sequence b has @p lengths[b]
+ *        real tokens, the rest of its N are padding.
+ *
+ * PyTorch: `torch.zeros(B, N).masked_fill(keep == 0, float("-inf"))` with
+ * `keep[b, j] = j < lengths[b]`.
+ * @param[out] mask     (B, N) additive: mask[b][j] = 0 if j < lengths[b], else -inf
+ * @param[in]  lengths  (B) real tokens per sequence, each 0…N
+ */
+void attention_mask_key_padding(float *mask, const int *lengths, int B, int N);
 
 /**
  * @brief A causal mask: query i sees keys 0…i only, nothing after it.
@@ -84,6 +138,18 @@ void attention_mask_causal(float *mask, int N);
  * PyTorch: `x.reshape(B, N, H, Dh).permute(0, 2, 1, 3)`.
  */
 void heads_split(float *out, const float *x, int B, int N, int H, int Dh);
+
+/**
+ * @brief Split a fused projection into q, k and v heads: (B, N, 3·H·Dh) → (3, B, H, N, Dh).
+ *
+ * timm: `qkv.reshape(B, N, 3, H, Dh).permute(2, 0, 3, 1, 4)`, then
+ * `q, k, v = qkv.unbind(0)`: q is out[0 … B·H·N·Dh), k and v the next two
+ * blocks of that size. For B = 1 this equals heads_split() into 3H heads;
+ * for B > 1 it does not (that would give (B, 3, H, N, Dh)).
+ * @param[out] out  (3, B, H, N, Dh)
+ * @param[in]  qkv  (B, N, 3·H·Dh), each token's row laid out [q | k | v], each third [head 0 | …]
+ */
+void heads_split_qkv(float *out, const float *qkv, int B, int N, int H, int Dh);
 
 /**
  * @brief Merge heads back: (B, H, N, Dh) → (B, N, H·Dh), the inverse of heads_split().
@@ -129,10 +195,12 @@ void mha_scratch_carve(MhaScratch *s, float *mem, int B, int N, int D, int H);
  * (B,H,N,N); context (B,N,D); proj (B,N,D).
  * @param[out] out  (B, N, D), the output projection
  * @param[in]  x    (B, N, D)
- * @param[in]  mask (N, N) additive, or NULL
+ * @param[in]  opt  scale and masks: an (N, N) mask, a (B, N) key-padding mask;
+ *                  NULL for a ViT's attention (1/√Dh, no mask)
  */
-void mha_forward(float *out, const float *x, const AttentionWeights *w, const float *mask,
-                 MhaScratch *s, int B, int N, int D, int H, const Tracer *tr);
+void mha_forward(float *out, const float *x, const AttentionWeights *w,
+                 const AttentionOptions *opt, MhaScratch *s, int B, int N, int D, int H,
+                 const Tracer *tr);
 
 /** @} */
 #endif

@@ -2,9 +2,11 @@
  * @file block.c
  * @brief One pre-norm transformer encoder block, alone in its file so a
  *        student's version can replace it.
+ *
+ * Shape legend: B batch, N tokens, D width, M MLP width (block.h).
  */
+#include "block.h"
 #include "ops.h"
-#include "vit.h"
 
 #include <stdio.h>
 
@@ -34,12 +36,12 @@ void vit_block_forward(float *out, const float *x, const VitBlockWeights *w,
     const int N = vit_num_tokens(cfg), D = cfg->dim, M = cfg->mlp_dim, BN = B * N;
     const size_t bnd = (size_t)BN * D;
 
+    // [block]
     // x = x + self.attn(self.norm1(x))
     layernorm(a->norm1, x, w->norm1_w, w->norm1_b, BN, D, cfg->ln_eps);
     trace_emit(tr, "norm1", a->norm1, 3, B, N, D);
     char attn_prefix[64];
-    snprintf(attn_prefix, sizeof attn_prefix, "%sattn.", tr && tr->prefix ? tr->prefix : "");
-    Tracer attn_tr = {tr ? tr->fn : NULL, tr ? tr->user : NULL, attn_prefix};
+    const Tracer attn_tr = trace_part(tr, attn_prefix, sizeof attn_prefix, "attn.");
     mha_forward(a->attn, a->norm1, &w->attn, NULL, &a->mha, B, N, D, cfg->heads, &attn_tr);
     add(a->resid1, x, a->attn, bnd);
     trace_emit(tr, "resid1", a->resid1, 3, B, N, D);
@@ -55,4 +57,5 @@ void vit_block_forward(float *out, const float *x, const VitBlockWeights *w,
     trace_emit(tr, "mlp.fc2", a->fc2, 3, B, N, D);
     add(out, a->resid1, a->fc2, bnd);
     trace_emit(tr, "out", out, 3, B, N, D);
+    // [block]
 }

@@ -33,9 +33,11 @@ static void project_heads(float *out, float *flat, const float *x, const float *
     heads_split(out, flat, B, N, H, D / H);
 }
 
-void mha_forward(float *out, const float *x, const AttentionWeights *w, const float *mask,
-                 MhaScratch *s, int B, int N, int D, int H, const Tracer *tr) {
-    // x is (B, N, D), out is (B, N, D)
+void mha_forward(float *out, const float *x, const AttentionWeights *w,
+                 const AttentionOptions *opt, MhaScratch *s, int B, int N, int D, int H,
+                 const Tracer *tr) {
+    // x is (B, N, D), out is (B, N, D); opt NULL: scale 1/√Dh, no mask.
+    // Self-attention: q, k and v are all projections of the same tokens x.
     const int Dh = D / H, G = B * H;
 
     // qkv = self.qkv(x).reshape(B, N, 3, H, Dh).permute(2, 0, 3, 1, 4)
@@ -46,10 +48,10 @@ void mha_forward(float *out, const float *x, const AttentionWeights *w, const fl
     project_heads(s->v, s->flat, x, w->v_w, w->v_b, B, N, D, H);
     trace_emit(tr, "v", s->v, 4, B, H, N, Dh);
 
-    // attn = (q @ k.transpose(-2, -1)) * self.scale
+    // attn = (q @ k.transpose(-2, -1)) * self.scale, plus the masks if any
     attention_scores(s->scores, s->q, s->k, G, N, Dh);
     trace_emit(tr, "scores", s->scores, 4, B, H, N, N);
-    attention_scale_mask(s->scaled, s->scores, mask, G, N, Dh);
+    attention_scale_mask(s->scaled, s->scores, opt, B, H, N, Dh);
     trace_emit(tr, "scaled", s->scaled, 4, B, H, N, N);
 
     // attn = attn.softmax(dim=-1); attn_drop is the identity at inference

@@ -1,8 +1,17 @@
 /**
  * @file stages.c
  * @brief The table of trace stages (the trace contract, docs/contract.md) and their costs.
+ *
+ * Shape legend: B batch, C channels, S image side, P patches, N tokens,
+ * D width, H heads, Dh = D/H, M MLP width, Y classes (the glossary's letters,
+ * which the axes strings below use).
+ *
+ * Deliberately omitted: memory traffic and cache effects; the costs count
+ * arithmetic only. Which stage reads which parameter is not kept here but in
+ * the parameter table (params.c), which vit_stage_params() reads.
  */
 #include "stages.h"
+#include "params.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -111,7 +120,7 @@ double vit_stage_flops(const VitConfig *c, int B, const char *name) {
     const VitStage *s = vit_stage_find(name, NULL);
     if (!s) return 0;
     const double N = vit_num_tokens(c), P = vit_num_patches(c), D = c->dim, H = c->heads;
-    const double Dh = D / H, M = c->mlp_dim, K = c->num_classes;
+    const double Dh = D / H, M = c->mlp_dim, Y = c->num_classes;
     const double patch_in = (double)c->channels * c->patch_size * c->patch_size;
     const double BND = B * N * D;
     const char *n = s->name;
@@ -123,7 +132,7 @@ double vit_stage_flops(const VitConfig *c, int B, const char *name) {
     if (!strcmp(n, "attn.scores") || !strcmp(n, "attn.context")) return 2 * B * H * N * N * Dh;
     if (!strcmp(n, "mlp.fc1")) return B * N * M * (2 * D + 1);
     if (!strcmp(n, "mlp.fc2")) return BND * (2 * M + 1);
-    if (!strcmp(n, "logits")) return B * K * (2 * D + 1);
+    if (!strcmp(n, "logits")) return B * Y * (2 * D + 1);
     // elementwise: 1 per element for a scale or an add
     if (!strcmp(n, "attn.scaled")) return B * H * N * N;
     if (!strcmp(n, "embed") || !strcmp(n, "resid1") || !strcmp(n, "out")) return BND;
@@ -137,24 +146,19 @@ double vit_stage_flops(const VitConfig *c, int B, const char *name) {
 }
 
 int64_t vit_stage_params(const VitConfig *c, const char *name) {
-    const VitStage *s = vit_stage_find(name, NULL);
-    if (!s) return 0;
-    const int64_t D = c->dim, M = c->mlp_dim, K = c->num_classes, N = vit_num_tokens(c);
-    const int64_t patch_in = (int64_t)c->channels * c->patch_size * c->patch_size;
-    const char *n = s->name;
-    // a weight matrix (out, in) and its bias (out)
-    if (!strcmp(n, "patch_embed")) return D * patch_in + D;
-    if (!strcmp(n, "attn.q") || !strcmp(n, "attn.k") || !strcmp(n, "attn.v") ||
-        !strcmp(n, "attn.proj"))
-        return D * D + D;
-    if (!strcmp(n, "mlp.fc1")) return M * D + M;
-    if (!strcmp(n, "mlp.fc2")) return D * M + D;
-    if (!strcmp(n, "logits")) return K * D + K;
-    // a LayerNorm's scale and shift
-    if (!strcmp(n, "norm1") || !strcmp(n, "norm2") || !strcmp(n, "norm")) return 2 * D;
-    if (!strcmp(n, "tokens")) return D;    // the [cls] token
-    if (!strcmp(n, "embed")) return N * D; // the position table
-    return 0;
+    const VitStage *stage = vit_stage_find(name, NULL);
+    if (!stage) return 0;
+    // the parameter table says which stage reads each tensor, or each part of
+    // one: the fused (3D, D) q, k, v gives a third to attn.q, attn.k and attn.v
+    int64_t total = 0;
+    for (int i = 0; i < vit_param_spec_count(); i++) {
+        const VitParamSpec *s = vit_param_spec_at(i);
+        if (s->qkv == VIT_QKV_SPLIT || s->per_block != stage->per_block) continue; // fused, once
+        const int parts = vit_param_parts(s);
+        for (int j = 0; j < parts; j++)
+            if (strcmp(s->stage[j], stage->name) == 0) total += vit_param_numel(s, c) / parts;
+    }
+    return total;
 }
 
 char *vit_stage_name(char *buf, size_t size, const VitStage *stage, int block) {

@@ -55,8 +55,9 @@ double vit_stage_flops(const VitConfig *cfg, int B, const char *name);
  * @brief Learned parameters the stage reads, e.g. D·D + D for "attn.q".
  *
  * Each parameter belongs to exactly one stage (the cls token to "tokens", the
- * position table to "embed"), so summing over the stages, block stages L
- * times, gives vit_param_count().
+ * position table to "embed", a third of the fused qkv to each of "attn.q",
+ * "attn.k" and "attn.v"), as the parameter table says (params.h), so summing
+ * over the stages, block stages L times, gives vit_param_count().
  * @param[in] cfg   the model's sizes
  * @param[in] name  a trace name, e.g. "blocks.0.mlp.fc1" (any block gives the same count)
  * @return the count for one block or stage; 0 for an unknown name or a stage without weights

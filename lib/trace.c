@@ -10,6 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+Tracer trace_part(const Tracer *tr, char *prefix, size_t size, const char *part) {
+    snprintf(prefix, size, "%s%s", tr && tr->prefix ? tr->prefix : "", part);
+    return (Tracer){tr ? tr->fn : NULL, tr ? tr->user : NULL, prefix};
+}
+
 void trace_emit(const Tracer *tr, const char *name, float *data, int ndim, ...) {
     if (!trace_active(tr)) return;
     int shape[TENSOR_MAX_DIMS] = {0};

@@ -36,6 +36,13 @@ typedef struct {
  */
 void trace_emit(const Tracer *tr, const char *name, float *data, int ndim, ...);
 
+/**
+ * @brief A tracer for a part of what @p tr traces: the same listener, its
+ *        prefix followed by @p part ("blocks.3." + "attn." = "blocks.3.attn.").
+ * @param[out] prefix  room for the new prefix (it must outlive the returned tracer)
+ */
+Tracer trace_part(const Tracer *tr, char *prefix, size_t size, const char *part);
+
 /** @brief true when someone listens (so optional intermediates are worth computing). */
 static inline bool trace_active(const Tracer *tr) { return tr && tr->fn; }
 

@@ -1,96 +1,29 @@
 /**
  * @file vit.c
- * @brief The Vision Transformer forward pass, written as a recipe, plus
- *        configuration, random initialisation, saving and activations.
+ * @brief The model: its activations, the forward pass written as a recipe,
+ *        position resizing, and the memory a Vit owns.
+ *
+ * Shape legend: B batch, C channels, S image side, p patch side, P patches,
+ * N = P + 1 tokens, D width, H heads, Y classes (vit.h).
+ *
+ * The rest of the model lives beside it: the sizes in config.c, one block in
+ * block.c, the parameter table in params.c, loading in weights.c, random
+ * initialisation in init.c, saving in save.c.
+ *
+ * Deliberately omitted (vit.h lists it): dropout and drop-path, distillation
+ * and register tokens, pooling other than the [cls] row, training.
  */
 #include "vit.h"
 #include "ops.h"
 #include "patch.h"
 #include "resample.h"
-#include "rng.h"
 #include "vit_internal.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* --------------------------------------------------------- configuration */
-
-int vit_num_patches(const VitConfig *c) {
-    int grid = c->image_size / c->patch_size;
-    return grid * grid;
-}
-
-int vit_num_tokens(const VitConfig *c) { return vit_num_patches(c) + 1; }
-
-int64_t vit_param_count(const VitConfig *c) {
-    int64_t D = c->dim, M = c->mlp_dim, K = c->num_classes;
-    int64_t patch = D * c->channels * c->patch_size * c->patch_size + D;
-    int64_t embed = D + (int64_t)vit_num_tokens(c) * D; // cls + pos
-    int64_t block = 2 * D                    // norm1
-                    + 3 * D * D + 3 * D      // q, k, v
-                    + D * D + D              // proj
-                    + 2 * D                  // norm2
-                    + M * D + M + D * M + D; // fc1, fc2
-    return patch + embed + c->depth * block + 2 * D + K * D + K;
-}
-
-VitStatus vit_config_for_arch(VitConfig *cfg, const char *arch, VitError *err) {
-    static const struct {
-        const char *name;
-        int dim, depth, heads;
-    } archs[] = {
-        {"vit-base", 768, 12, 12},
-        {"vit-small", 384, 12, 6},
-        {"vit-tiny", 192, 12, 3},
-    };
-    for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
-        if (strcmp(arch, archs[i].name) == 0) {
-            *cfg = (VitConfig){.image_size = 224, .patch_size = 16, .channels = 3,
-                               .dim = archs[i].dim, .depth = archs[i].depth,
-                               .heads = archs[i].heads, .mlp_dim = 4 * archs[i].dim,
-                               .num_classes = 1000, .ln_eps = 1e-6f};
-            return VIT_OK;
-        }
-    return vit_fail(err, VIT_ERR_USAGE,
-                    "unknown architecture '%s' (known: vit-base, vit-small, vit-tiny)", arch);
-}
-
-VitStatus vit_config_check(const VitConfig *c, VitError *err) {
-    const struct {
-        const char *name;
-        int value, max;
-    } sizes[] = {
-        {"image size", c->image_size, 4096}, {"patch size", c->patch_size, 1024},
-        {"channels", c->channels, 16},       {"width (dim)", c->dim, 16384},
-        {"depth", c->depth, 256},            {"heads", c->heads, 1024},
-        {"MLP width", c->mlp_dim, 65536},    {"classes", c->num_classes, 1000000},
-    };
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
-        if (sizes[i].value < 1 || sizes[i].value > sizes[i].max)
-            return vit_fail(err, VIT_ERR_INPUT, "%s %d is out of range [1, %d]", sizes[i].name,
-                            sizes[i].value, sizes[i].max);
-    if (c->dim % c->heads != 0)
-        return vit_fail(err, VIT_ERR_INPUT,
-                        "width %d is not divisible by %d heads: each head needs D/H features",
-                        c->dim, c->heads);
-    if (c->image_size % c->patch_size != 0)
-        return vit_fail(err, VIT_ERR_INPUT, "image size %d is not a multiple of patch size %d",
-                        c->image_size, c->patch_size);
-    if (vit_num_tokens(c) > VIT_MAX_TOKENS) {
-        const int grid = c->image_size / c->patch_size;
-        char tokens[VIT_NUM_BUF], most[VIT_NUM_BUF];
-        return vit_fail(err, VIT_ERR_INPUT, "%d×%d patches and [cls] make %s tokens, more than the "
-                        "%s this implementation allows", grid, grid,
-                        vit_thousands(tokens, vit_num_tokens(c)), vit_thousands(most, VIT_MAX_TOKENS));
-    }
-    if (!(c->ln_eps > 0 && c->ln_eps < 1))
-        return vit_fail(err, VIT_ERR_INPUT, "LayerNorm eps %g is not in (0, 1)", (double)c->ln_eps);
-    return VIT_OK;
-}
-
-/* ------------------------------------------------------------ parameters */
+/* ------------------------------------------------- what the model owns */
 
 // A new zeroed parameter buffer of n floats, owned (and freed) by the model.
 // One buffer per tensor, allocated only once its size has been checked, so a
@@ -106,192 +39,6 @@ void vit_alloc_blocks(Vit *vit) {
     vit->weights.blocks = vit_calloc((size_t)vit->config.depth, sizeof(VitBlockWeights));
 }
 
-VitInit vit_init_timm(uint64_t seed) {
-    return (VitInit){.seed = seed, .std = 0.02f, .bias_std = 0.0f, .norm_std = 0.0f};
-}
-
-// Drawing 86 M numbers takes seconds, so the draws are queued first and filled
-// in parallel. Each tensor gets its own PCG32 stream (seeded by its position in
-// the queue), so its values never depend on the thread that fills it or on the
-// sizes of the tensors before it.
-/// Which distribution a queued draw uses.
-typedef enum { DRAW_WEIGHT, DRAW_BIAS, DRAW_NORM_SCALE, DRAW_NORM_SHIFT } DrawKind;
-
-typedef struct {
-    float *dst;
-    size_t n;
-    DrawKind kind;
-} Draw;
-
-typedef struct {
-    Draw *items;
-    int count;
-} DrawQueue;
-
-static const float *queue_draw(Vit *vit, DrawQueue *q, DrawKind kind, size_t n) {
-    float *p = vit_take_params(vit, n);
-    q->items[q->count++] = (Draw){p, n, kind};
-    return p;
-}
-
-static void fill_draw(const Draw *d, const VitInit *init, int index) {
-    Rng r;
-    rng_seed(&r, init->seed * 1000003u + (uint64_t)index);
-    switch (d->kind) {
-    case DRAW_WEIGHT: // timm: trunc_normal_(std=.02) with absolute cut-offs at ±2
-        rng_fill_trunc_normal(&r, d->dst, d->n, 0.0f, init->std, -2.0f, 2.0f);
-        break;
-    case DRAW_BIAS: // timm: zeros
-        if (init->bias_std > 0) rng_fill_normal(&r, d->dst, d->n, 0.0f, init->bias_std);
-        break;
-    case DRAW_NORM_SCALE: // timm: ones
-    case DRAW_NORM_SHIFT: { // timm: zeros
-        float centre = d->kind == DRAW_NORM_SCALE ? 1.0f : 0.0f;
-        if (init->norm_std > 0) rng_fill_normal(&r, d->dst, d->n, centre, init->norm_std);
-        else for (size_t i = 0; i < d->n; i++) d->dst[i] = centre;
-        break;
-    }
-    }
-}
-
-VitStatus vit_build_random(Vit *vit, const VitConfig *cfg, const VitInit *init, VitError *err) {
-    memset(vit, 0, sizeof *vit);
-    VitStatus s = vit_config_check(cfg, err);
-    if (s != VIT_OK) return s;
-    vit->config = *cfg;
-    snprintf(vit->source, sizeof vit->source, "random");
-    vit_alloc_blocks(vit);
-    const size_t D = (size_t)cfg->dim, M = (size_t)cfg->mlp_dim, K = (size_t)cfg->num_classes;
-    const size_t patch_in = (size_t)cfg->channels * cfg->patch_size * cfg->patch_size;
-    VitWeights *w = &vit->weights;
-    DrawQueue q = {vit_calloc((size_t)(8 + 16 * cfg->depth), sizeof(Draw)), 0};
-    w->patch_w = queue_draw(vit, &q, DRAW_WEIGHT, D * patch_in);
-    w->patch_b = queue_draw(vit, &q, DRAW_BIAS, D);
-    w->cls_token = queue_draw(vit, &q, DRAW_WEIGHT, D);
-    w->pos_embed = queue_draw(vit, &q, DRAW_WEIGHT, (size_t)vit_num_tokens(cfg) * D);
-    for (int i = 0; i < cfg->depth; i++) {
-        VitBlockWeights *b = &w->blocks[i];
-        b->norm1_w = queue_draw(vit, &q, DRAW_NORM_SCALE, D);
-        b->norm1_b = queue_draw(vit, &q, DRAW_NORM_SHIFT, D);
-        const float *qkv_w = queue_draw(vit, &q, DRAW_WEIGHT, 3 * D * D); // fused, as timm stores it
-        const float *qkv_b = queue_draw(vit, &q, DRAW_BIAS, 3 * D);
-        b->attn = (AttentionWeights){.q_w = qkv_w, .k_w = qkv_w + D * D, .v_w = qkv_w + 2 * D * D,
-                                     .q_b = qkv_b, .k_b = qkv_b + D, .v_b = qkv_b + 2 * D};
-        b->attn.proj_w = queue_draw(vit, &q, DRAW_WEIGHT, D * D);
-        b->attn.proj_b = queue_draw(vit, &q, DRAW_BIAS, D);
-        b->norm2_w = queue_draw(vit, &q, DRAW_NORM_SCALE, D);
-        b->norm2_b = queue_draw(vit, &q, DRAW_NORM_SHIFT, D);
-        b->fc1_w = queue_draw(vit, &q, DRAW_WEIGHT, M * D);
-        b->fc1_b = queue_draw(vit, &q, DRAW_BIAS, M);
-        b->fc2_w = queue_draw(vit, &q, DRAW_WEIGHT, D * M);
-        b->fc2_b = queue_draw(vit, &q, DRAW_BIAS, D);
-    }
-    w->norm_w = queue_draw(vit, &q, DRAW_NORM_SCALE, D);
-    w->norm_b = queue_draw(vit, &q, DRAW_NORM_SHIFT, D);
-    w->head_w = queue_draw(vit, &q, DRAW_WEIGHT, K * D);
-    w->head_b = queue_draw(vit, &q, DRAW_BIAS, K);
-#pragma omp parallel for schedule(dynamic)
-    for (int i = 0; i < q.count; i++) fill_draw(&q.items[i], init, i);
-    free(q.items);
-    return VIT_OK;
-}
-
-/* ----------------------------------------------------------------- saving */
-
-// Adds one parameter to the list (when there is a list) and returns the new count.
-static int add_param(VitParam *out, int n, const char *name, const float *data, int ndim, int d0,
-                     int d1, int d2, int d3) {
-    if (out) {
-        VitParam *p = &out[n];
-        snprintf(p->name, sizeof p->name, "%s", name);
-        p->data = data;
-        p->ndim = ndim;
-        const int shape[4] = {d0, d1, d2, d3};
-        p->numel = 1;
-        for (int i = 0; i < 4; i++) {
-            p->shape[i] = i < ndim ? shape[i] : 0;
-            if (i < ndim) p->numel *= (size_t)shape[i];
-        }
-    }
-    return n + 1;
-}
-
-int vit_params(const Vit *vit, VitParam *out) {
-    const VitConfig *c = &vit->config;
-    const VitWeights *w = &vit->weights;
-    const int D = c->dim, M = c->mlp_dim, K = c->num_classes, p = c->patch_size;
-    int n = 0;
-    n = add_param(out, n, "cls_token", w->cls_token, 3, 1, 1, D, 0);
-    n = add_param(out, n, "pos_embed", w->pos_embed, 3, 1, vit_num_tokens(c), D, 0);
-    n = add_param(out, n, "patch_embed.proj.weight", w->patch_w, 4, D, c->channels, p, p);
-    n = add_param(out, n, "patch_embed.proj.bias", w->patch_b, 1, D, 0, 0, 0);
-    for (int i = 0; i < c->depth; i++) {
-        const VitBlockWeights *b = &w->blocks[i];
-        char name[64];
-#define BLOCK_PARAM(suffix, data, ...) \
-    (snprintf(name, sizeof name, "blocks.%d.%s", i, suffix), \
-     n = add_param(out, n, name, data, __VA_ARGS__))
-        BLOCK_PARAM("norm1.weight", b->norm1_w, 1, D, 0, 0, 0);
-        BLOCK_PARAM("norm1.bias", b->norm1_b, 1, D, 0, 0, 0);
-        // q, k and v are consecutive rows of one (3D, D) tensor when built here or loaded
-        // from timm/torchvision; Hugging Face keeps them apart, and so does this list then
-        const bool fused = b->attn.k_w == b->attn.q_w + (size_t)D * D &&
-                           b->attn.v_w == b->attn.q_w + 2 * (size_t)D * D &&
-                           b->attn.k_b == b->attn.q_b + D && b->attn.v_b == b->attn.q_b + 2 * D;
-        if (fused) {
-            BLOCK_PARAM("attn.qkv.weight", b->attn.q_w, 2, 3 * D, D, 0, 0);
-            BLOCK_PARAM("attn.qkv.bias", b->attn.q_b, 1, 3 * D, 0, 0, 0);
-        } else {
-            BLOCK_PARAM("attn.q.weight", b->attn.q_w, 2, D, D, 0, 0);
-            BLOCK_PARAM("attn.q.bias", b->attn.q_b, 1, D, 0, 0, 0);
-            BLOCK_PARAM("attn.k.weight", b->attn.k_w, 2, D, D, 0, 0);
-            BLOCK_PARAM("attn.k.bias", b->attn.k_b, 1, D, 0, 0, 0);
-            BLOCK_PARAM("attn.v.weight", b->attn.v_w, 2, D, D, 0, 0);
-            BLOCK_PARAM("attn.v.bias", b->attn.v_b, 1, D, 0, 0, 0);
-        }
-        BLOCK_PARAM("attn.proj.weight", b->attn.proj_w, 2, D, D, 0, 0);
-        BLOCK_PARAM("attn.proj.bias", b->attn.proj_b, 1, D, 0, 0, 0);
-        BLOCK_PARAM("norm2.weight", b->norm2_w, 1, D, 0, 0, 0);
-        BLOCK_PARAM("norm2.bias", b->norm2_b, 1, D, 0, 0, 0);
-        BLOCK_PARAM("mlp.fc1.weight", b->fc1_w, 2, M, D, 0, 0);
-        BLOCK_PARAM("mlp.fc1.bias", b->fc1_b, 1, M, 0, 0, 0);
-        BLOCK_PARAM("mlp.fc2.weight", b->fc2_w, 2, D, M, 0, 0);
-        BLOCK_PARAM("mlp.fc2.bias", b->fc2_b, 1, D, 0, 0, 0);
-#undef BLOCK_PARAM
-    }
-    n = add_param(out, n, "norm.weight", w->norm_w, 1, D, 0, 0, 0);
-    n = add_param(out, n, "norm.bias", w->norm_b, 1, D, 0, 0, 0);
-    n = add_param(out, n, "head.weight", w->head_w, 2, K, D, 0, 0);
-    n = add_param(out, n, "head.bias", w->head_b, 1, K, 0, 0, 0);
-    return n;
-}
-
-VitStatus vit_save(const Vit *vit, const char *path, VitError *err) {
-    const VitConfig *c = &vit->config;
-    const int count = vit_params(vit, NULL);
-    VitParam *params = vit_malloc(sizeof *params * (size_t)count);
-    vit_params(vit, params);
-    StWriter wr = {0};
-    char meta[32];
-    snprintf(meta, sizeof meta, "%d", c->heads);
-    st_writer_meta(&wr, "num_heads", meta);
-    snprintf(meta, sizeof meta, "%g", (double)c->ln_eps);
-    st_writer_meta(&wr, "layer_norm_eps", meta);
-    st_writer_meta(&wr, "format", "pt");
-    VitStatus s = VIT_OK;
-    for (int i = 0; i < count && s == VIT_OK; i++) {
-        if (strstr(params[i].name, ".attn.q.")) // timm stores one fused qkv; we do not re-fuse
-            s = vit_fail(err, VIT_ERR_INPUT,
-                         "%s: saving is only supported for fused q/k/v weights", path);
-        Tensor t = tensor_view_shape((float *)params[i].data, params[i].ndim, params[i].shape);
-        st_writer_add(&wr, params[i].name, &t);
-    }
-    if (s == VIT_OK) s = st_writer_save(&wr, path, err);
-    st_writer_free(&wr);
-    free(params);
-    return s;
-}
-
 /* ------------------------------------------------------------ activations */
 
 // The activation buffers for one image, in floats, in the order acts_ensure() carves them:
@@ -300,11 +47,11 @@ VitStatus vit_save(const Vit *vit, const char *path, VitError *err) {
 enum { ACT_BUFFERS = 9 };
 static size_t acts_sizes(const VitConfig *c, size_t sizes[ACT_BUFFERS]) {
     const size_t N = (size_t)vit_num_tokens(c), P = (size_t)vit_num_patches(c);
-    const size_t D = (size_t)c->dim, K = (size_t)c->num_classes;
+    const size_t D = (size_t)c->dim, Y = (size_t)c->num_classes;
     const size_t patch_in = (size_t)c->channels * c->patch_size * c->patch_size;
     const size_t nd = N * D;
     const size_t per_image[ACT_BUFFERS] = {P * patch_in, P * D, nd, nd, nd,
-                                           vit_block_acts_floats(c, 1), nd, D, K};
+                                           vit_block_acts_floats(c, 1), nd, D, Y};
     size_t total = 0;
     for (int i = 0; i < ACT_BUFFERS; i++) total += sizes[i] = per_image[i];
     return total;
@@ -398,13 +145,14 @@ VitStatus vit_forward(Vit *vit, const Tensor *input, TraceFn trace, void *user, 
     const VitConfig *c = &vit->config;
     const VitWeights *w = &vit->weights;
     const int B = input->shape[0], C = c->channels, S = c->image_size, p = c->patch_size;
-    const int P = vit_num_patches(c), N = P + 1, D = c->dim, K = c->num_classes;
+    const int P = vit_num_patches(c), N = P + 1, D = c->dim, Y = c->num_classes;
     if ((status = acts_ensure(vit, B, err)) != VIT_OK) return status;
     VitActivations *a = &vit->acts;
     const Tracer tr = {trace, user, NULL};
     // listeners may read, never write, what they are shown
     trace_emit(&tr, "input", input->data, 4, B, C, S, S);
 
+    // [recipe]
     // 1. x = self.patch_embed(x): stride-p convolution = unfold + linear
     patch_embed(a->patch_embed, a->patches, input->data, w->patch_w, w->patch_b, B, C, S, p, D);
     trace_emit(&tr, "patch_embed", a->patch_embed, 3, B, P, D);
@@ -443,9 +191,10 @@ VitStatus vit_forward(Vit *vit, const Tensor *input, TraceFn trace, void *user, 
                (size_t)D * sizeof(float));
     trace_emit(&tr, "pre_logits", a->pre_logits, 2, B, D);
 
-    // 7. x = self.head(x)
-    linear(a->logits, a->pre_logits, w->head_w, w->head_b, B, D, K);
-    trace_emit(&tr, "logits", a->logits, 2, B, K);
+    // 7. x = self.head(x): Y class scores per image
+    linear(a->logits, a->pre_logits, w->head_w, w->head_b, B, D, Y);
+    trace_emit(&tr, "logits", a->logits, 2, B, Y);
+    // [recipe]
     return VIT_OK;
 }
 

@@ -1,6 +1,6 @@
 /**
  * @file vit.h
- * @brief The Vision Transformer: configuration, weights, activations, forward pass.
+ * @brief The Vision Transformer: the model, its lifecycle and its forward pass.
  *
  * Shape legend: B batch, C channels (3), S image side, p patch side,
  * P = (S/p)² patches, N = P + 1 tokens (cls first), D width, H heads,
@@ -12,10 +12,16 @@
  *   x = x + attn(norm1(x));  x = x + mlp(norm2(x)),  mlp = fc2(gelu(fc1(·)))
  * Every intermediate is handed to a TraceFn under the names of the trace contract (@ref contract).
  *
- * Three structs (llama2.c, llm.c): VitConfig (sizes), VitWeights (borrowed
- * pointers, usually into the mmap of a safetensors file), VitActivations (one
- * allocation carved into named buffers). Vit holds all three and owns what
- * they point to.
+ * Three structs (llama2.c, llm.c): VitConfig (sizes, config.h), VitWeights
+ * (borrowed pointers, usually into the mmap of a safetensors file, params.h),
+ * VitActivations (one allocation carved into named buffers, here). Vit holds
+ * all three and owns what they point to. This header includes config.h,
+ * block.h and params.h, so `#include "vit.h"` is all a program needs.
+ *
+ * Where things are: the forward pass, activations and position resizing in
+ * vit.c; loading in weights.c; random initialisation in init.c; saving in
+ * save.c; the sizes in config.c; the parameter table in params.c; one block
+ * in block.c.
  *
  * Deliberately omitted: dropout and drop-path (identity at inference),
  * distillation tokens, register tokens, global average pooling, layer scale,
@@ -27,6 +33,9 @@
 #include <stdint.h>
 
 #include "attention.h"
+#include "block.h"
+#include "config.h"
+#include "params.h"
 #include "safetensors.h"
 #include "tensor.h"
 #include "trace.h"
@@ -36,60 +45,6 @@
  *  @brief \f$ \text{logits} = \mathrm{head}(\mathrm{LN}(\mathrm{Block}^{L}([x_{cls}; x_p W_E] + E_{pos}))_0) \f$
  *  @{
  */
-
-/** Most tokens N a model may have: N² attention scores per head must stay affordable. */
-#define VIT_MAX_TOKENS 16384
-
-/** The sizes that define a ViT. */
-typedef struct {
-    int image_size;  /**< S, input side in pixels, e.g. 224 */
-    int patch_size;  /**< p, patch side in pixels, e.g. 16 */
-    int channels;    /**< C, colour channels, e.g. 3 */
-    int dim;         /**< D, token width, e.g. 768 */
-    int depth;       /**< L, number of encoder blocks, e.g. 12 */
-    int heads;       /**< H, attention heads, e.g. 12 (Dh = D/H = 64) */
-    int mlp_dim;     /**< M, hidden width of the MLP, e.g. 3072 (4·D) */
-    int num_classes; /**< Y, classifier outputs, e.g. 1000 */
-    float ln_eps;    /**< LayerNorm epsilon, e.g. 1e-6 (timm, torchvision) or 1e-12 (HF) */
-} VitConfig;
-
-/** One encoder block's parameters; borrowed pointers. */
-typedef struct {
-    const float *norm1_w;  /**< (D) LayerNorm 1 scale */
-    const float *norm1_b;  /**< (D) LayerNorm 1 shift */
-    AttentionWeights attn; /**< q/k/v (D,D) + (D), proj (D,D) + (D) */
-    const float *norm2_w;  /**< (D) LayerNorm 2 scale */
-    const float *norm2_b;  /**< (D) LayerNorm 2 shift */
-    const float *fc1_w;    /**< (M, D) */
-    const float *fc1_b;    /**< (M) */
-    const float *fc2_w;    /**< (D, M) */
-    const float *fc2_b;    /**< (D) */
-} VitBlockWeights;
-
-/** All parameters; borrowed pointers (into a mapped file or Vit's own memory). */
-typedef struct {
-    const float *patch_w;    /**< (D, C, p, p) patch projection (a stride-p convolution) */
-    const float *patch_b;    /**< (D) */
-    const float *cls_token;  /**< (D) the learnable [cls] token */
-    const float *pos_embed;  /**< (N, D) position embeddings, cls position first */
-    VitBlockWeights *blocks; /**< L blocks */
-    const float *norm_w;     /**< (D) final LayerNorm scale */
-    const float *norm_b;     /**< (D) final LayerNorm shift */
-    const float *head_w;     /**< (Y, D) classifier */
-    const float *head_b;     /**< (K) */
-} VitWeights;
-
-/** Working memory of one block; every buffer is traced. */
-typedef struct {
-    float *norm1;   /**< (B, N, D) */
-    MhaScratch mha; /**< q, k, v, scores, scaled, probs, context */
-    float *attn;    /**< (B, N, D) attention output (after proj) */
-    float *resid1;  /**< (B, N, D) x + attn */
-    float *norm2;   /**< (B, N, D) */
-    float *fc1;     /**< (B, N, M) */
-    float *gelu;    /**< (B, N, M) */
-    float *fc2;     /**< (B, N, D) */
-} VitBlockActs;
 
 /** Activations for a batch of B images: one allocation, carved. */
 typedef struct {
@@ -131,32 +86,46 @@ typedef struct {
     int map_count;           /**< entries in map */
 } Vit;
 
-/** How vit_build_random() draws the parameters. */
+/**
+ * How vit_build_random() draws the parameters (init.c).
+ *
+ * One rule for every weight: the patch projection, cls_token, pos_embed and
+ * every linear layer (q, k, v, proj, fc1, fc2, head) are drawn from one
+ * truncated normal, mean 0 and standard deviation VitInit::std (0.02), cut
+ * at ±2 (absolute values, as timm's trunc_normal_ cuts them: 100 standard
+ * deviations at 0.02, so hardly ever reached). Biases are zero, LayerNorm
+ * scales 1 and shifts 0, unless bias_std or norm_std ask for noise (the
+ * tests do, so that every tensor matters).
+ *
+ * This is close to timm's init, not the same. Current timm
+ * (VisionTransformer.init_weights, default mode) draws cls_token from a
+ * normal with std 1e-6, pos_embed and every linear layer's weight from a
+ * truncated normal with std 0.02 (linear biases zero, LayerNorms 1 and 0),
+ * and leaves the patch convolution patch_embed.proj at PyTorch's default
+ * for a Conv2d: kaiming-uniform weights and a uniform bias, both within
+ * ±1/√(C·p·p). We keep one rule for every weight because it is one sentence
+ * to learn, and because each tensor comes from its own PCG32 stream (rng.h),
+ * which tools/vitrng.py reproduces bit for bit in Python, so the PyTorch
+ * goldens are made from exactly these numbers. Changing the rule would
+ * change every number the chapters print.
+ */
 typedef struct {
-    uint64_t seed;   /**< PCG32 seed */
-    float std;       /**< trunc-normal std of weights, cls and pos, e.g. 0.02 (timm) */
+    uint64_t seed;   /**< PCG32 seed: tensor i of the forward order uses seed·1000003 + i */
+    float std;       /**< trunc-normal std of every weight (patch, cls, pos, linear), e.g. 0.02 */
     float bias_std;  /**< normal std of biases: 0 in timm's init; > 0 exercises them in tests */
     float norm_std;  /**< noise on LayerNorm scale/shift around 1/0: 0 in timm; > 0 in tests */
 } VitInit;
 
-/** @brief timm's init: std 0.02, zero biases, identity LayerNorms. */
-VitInit vit_init_timm(uint64_t seed);
-
 /**
- * @brief The configuration of a named architecture.
- * @param[in] arch  "vit-base" (D 768, L 12, H 12), "vit-small" (384, 12, 6) or
- *                  "vit-tiny" (192, 12, 3); all patch 16, image 224, 1000 classes
- * @return VIT_ERR_USAGE for an unknown name
+ * @brief The init the chapters and `vit make-weights` use: every weight
+ *        trunc-normal with std 0.02 (cut at ±2), zero biases, LayerNorm
+ *        scale 1 and shift 0.
+ *
+ * timm's own init differs in three tensors: cls_token (normal, std 1e-6) and
+ * the patch convolution's weight and bias (PyTorch's kaiming-uniform
+ * default); see VitInit for why we draw them like every other weight.
  */
-VitStatus vit_config_for_arch(VitConfig *cfg, const char *arch, VitError *err);
-/** @brief Check a configuration: positive sizes, D divisible by H, S by p. */
-VitStatus vit_config_check(const VitConfig *cfg, VitError *err);
-/** @brief Patches P = (S/p)². */
-int vit_num_patches(const VitConfig *cfg);
-/** @brief Tokens N = P + 1. */
-int vit_num_tokens(const VitConfig *cfg);
-/** @brief Number of parameters, e.g. 86,567,656 for ViT-B/16 with 1000 classes. */
-int64_t vit_param_count(const VitConfig *cfg);
+VitInit vit_init_timm(uint64_t seed);
 
 /**
  * @brief Load a model from a safetensors file (timm, Hugging Face or torchvision names).
@@ -177,23 +146,24 @@ VitStatus vit_build_from(Vit *vit, SafeTensors *file, VitError *err);
  * @param[in] image_size  the new S, a multiple of the patch size
  */
 VitStatus vit_resize_positions(Vit *vit, int image_size, VitError *err);
-/** @brief Build a model with freshly drawn parameters. */
-VitStatus vit_build_random(Vit *vit, const VitConfig *cfg, const VitInit *init, VitError *err);
-/** One parameter tensor of a model, under its timm name. */
-typedef struct {
-    char name[64];      /**< e.g. "blocks.0.attn.qkv.weight" */
-    const float *data;  /**< its values (borrowed from the model) */
-    int ndim;           /**< dimensions, as timm stores it, e.g. 3 for cls_token (1, 1, D) */
-    int shape[4];       /**< sizes */
-    size_t numel;       /**< values */
-} VitParam;
-
 /**
- * @brief Every parameter tensor, in the order of timm's state_dict.
+ * @brief Build a model with freshly drawn parameters (init.c), as @p init says.
+ *
+ * The tensors are the rows of the parameter table (params.h) in forward
+ * order, q, k and v fused as timm stores them; tensor i is drawn from its own
+ * PCG32 stream seeded init->seed·1000003 + i, so the values do not depend on
+ * threads or on the other tensors.
+ * @return VIT_ERR_INPUT for a configuration vit_config_check() refuses
+ */
+VitStatus vit_build_random(Vit *vit, const VitConfig *cfg, const VitInit *init, VitError *err);
+/**
+ * @brief Every parameter tensor of the model with its name, shape and values,
+ *        in the order of timm's state_dict (save.c; vit_weights_params() on
+ *        the model's weights).
  *
  * q, k and v are one fused "attn.qkv" tensor, as timm stores them, unless the
  * model keeps them apart (loaded from Hugging Face): then "attn.q", "attn.k"
- * and "attn.v".
+ * and "attn.v". Each entry names its row of the parameter table (params.h).
  * @param[out] out  vit_params(vit, NULL) entries, or NULL to count them
  * @return the number of parameter tensors, 4 + 12·L + 4 when fused
  */
@@ -243,22 +213,6 @@ double vit_activation_bytes(const VitConfig *cfg, int B);
  */
 VitStatus vit_check_batch(const VitConfig *cfg, int B, double extra_bytes, const char *extra_what,
                           VitError *err);
-
-/** @brief Floats vit_block_acts_carve() needs for a batch of @p B. */
-size_t vit_block_acts_floats(const VitConfig *cfg, int B);
-/** @brief Point a block's buffers into @p mem (vit_block_acts_floats() floats). */
-void vit_block_acts_carve(VitBlockActs *a, float *mem, const VitConfig *cfg, int B);
-
-/**
- * @brief One pre-norm encoder block (timm `Block.forward`).
- *
- * Emits with the tracer's prefix (e.g. "blocks.3."): norm1, attn.{q,k,v,scores,
- * scaled,probs,context,proj}, resid1, norm2, mlp.fc1, mlp.gelu, mlp.fc2, out.
- * @param[out] out  (B, N, D)
- * @param[in]  x    (B, N, D)
- */
-void vit_block_forward(float *out, const float *x, const VitBlockWeights *w,
-                       const VitConfig *cfg, VitBlockActs *a, int B, const Tracer *tr);
 
 /** @} */
 #endif

@@ -1,6 +1,7 @@
 /**
  * @file vit_internal.h
- * @brief Helpers shared by vit.c and weights.c, not part of the public API.
+ * @brief Helpers shared by vit.c, weights.c and init.c, not part of the public API:
+ *        the memory a Vit owns (defined in vit.c, freed by vit_free()).
  */
 #ifndef VIT_VIT_INTERNAL_H
 #define VIT_VIT_INTERNAL_H

@@ -3,11 +3,18 @@
  * @brief vit_build(): map a safetensors checkpoint from timm, Hugging Face or
  *        torchvision onto VitWeights, inferring the configuration from shapes.
  *
- * The three ecosystems store the same ViT under different names (the book's contract page, docs/contract.md).
- * A WeightLayout lists, for each of our parameters, the name it has in one
- * ecosystem; the layout is recognised by one tensor that only it has. Weights
- * stay in the mmap wherever they are float32 and aligned; anything else
- * (BF16/F16/F64, misaligned) is converted once into the model's own memory.
+ * Shape legend: the parameter table's letters (params.h); C, p, D, N, M, Y
+ * are read from the tensors' shapes, H and eps from metadata.
+ *
+ * The three ecosystems store the same ViT under different names (the book's
+ * contract page, docs/contract.md). The parameter table (params.c) gives
+ * each tensor's name in each of them; a file's convention is recognised by
+ * its name for the [cls] token, which only it uses. Weights stay in the mmap
+ * wherever they are float32 and aligned; anything else (BF16/F16/F64,
+ * misaligned) is converted once into the model's own memory.
+ *
+ * Deliberately omitted: other ViT families' names (DeiT's dist_token, BEiT,
+ * …), and guessing a convention from anything but the [cls] token.
  */
 #include "vit.h"
 #include "fileio.h"
@@ -17,87 +24,23 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-/** Where each parameter lives in one ecosystem's checkpoints. "%d" is the block index. */
+/** One ecosystem's checkpoints: a column of the parameter table and its defaults. */
 typedef struct {
-    const char *name;    // "timm"
-    const char *probe;   // a tensor only this layout has
-    float ln_eps;        // its LayerNorm epsilon unless metadata says otherwise
-    const char *patch_w, *patch_b, *cls, *pos, *norm_w, *norm_b, *head_w, *head_b;
-    const char *norm1_w, *norm1_b;
-    const char *qkv_w, *qkv_b;               // fused (3D, D), or NULL when separate
-    const char *q_w, *q_b, *k_w, *k_b, *v_w, *v_b; // separate (D, D), or NULL when fused
-    const char *proj_w, *proj_b, *norm2_w, *norm2_b;
-    const char *fc1_w, *fc1_b, *fc2_w, *fc2_b; // "a|b": either name is accepted
+    const char *name; // "timm": Vit.source, and messages
+    VitNames names;   // the column of the parameter table (params.c) that names its tensors
+    float ln_eps;     // its LayerNorm epsilon unless metadata says otherwise
 } WeightLayout;
 
+// Each is recognised by its name for the [cls] token, which only it uses.
 static const WeightLayout layouts[] = {
-    {
-        .name = "timm", .probe = "cls_token", .ln_eps = 1e-6f,
-        .patch_w = "patch_embed.proj.weight", .patch_b = "patch_embed.proj.bias",
-        .cls = "cls_token", .pos = "pos_embed",
-        .norm_w = "norm.weight", .norm_b = "norm.bias",
-        .head_w = "head.weight", .head_b = "head.bias",
-        .norm1_w = "blocks.%d.norm1.weight", .norm1_b = "blocks.%d.norm1.bias",
-        .qkv_w = "blocks.%d.attn.qkv.weight", .qkv_b = "blocks.%d.attn.qkv.bias",
-        .proj_w = "blocks.%d.attn.proj.weight", .proj_b = "blocks.%d.attn.proj.bias",
-        .norm2_w = "blocks.%d.norm2.weight", .norm2_b = "blocks.%d.norm2.bias",
-        .fc1_w = "blocks.%d.mlp.fc1.weight", .fc1_b = "blocks.%d.mlp.fc1.bias",
-        .fc2_w = "blocks.%d.mlp.fc2.weight", .fc2_b = "blocks.%d.mlp.fc2.bias",
-    },
-    {
-        .name = "hf", .probe = "vit.embeddings.cls_token", .ln_eps = 1e-12f,
-        .patch_w = "vit.embeddings.patch_embeddings.projection.weight",
-        .patch_b = "vit.embeddings.patch_embeddings.projection.bias",
-        .cls = "vit.embeddings.cls_token", .pos = "vit.embeddings.position_embeddings",
-        .norm_w = "vit.layernorm.weight", .norm_b = "vit.layernorm.bias",
-        .head_w = "classifier.weight", .head_b = "classifier.bias",
-        .norm1_w = "vit.encoder.layer.%d.layernorm_before.weight",
-        .norm1_b = "vit.encoder.layer.%d.layernorm_before.bias",
-        .q_w = "vit.encoder.layer.%d.attention.attention.query.weight",
-        .q_b = "vit.encoder.layer.%d.attention.attention.query.bias",
-        .k_w = "vit.encoder.layer.%d.attention.attention.key.weight",
-        .k_b = "vit.encoder.layer.%d.attention.attention.key.bias",
-        .v_w = "vit.encoder.layer.%d.attention.attention.value.weight",
-        .v_b = "vit.encoder.layer.%d.attention.attention.value.bias",
-        .proj_w = "vit.encoder.layer.%d.attention.output.dense.weight",
-        .proj_b = "vit.encoder.layer.%d.attention.output.dense.bias",
-        .norm2_w = "vit.encoder.layer.%d.layernorm_after.weight",
-        .norm2_b = "vit.encoder.layer.%d.layernorm_after.bias",
-        .fc1_w = "vit.encoder.layer.%d.intermediate.dense.weight",
-        .fc1_b = "vit.encoder.layer.%d.intermediate.dense.bias",
-        .fc2_w = "vit.encoder.layer.%d.output.dense.weight",
-        .fc2_b = "vit.encoder.layer.%d.output.dense.bias",
-    },
-    {
-        .name = "torchvision", .probe = "class_token", .ln_eps = 1e-6f,
-        .patch_w = "conv_proj.weight", .patch_b = "conv_proj.bias",
-        .cls = "class_token", .pos = "encoder.pos_embedding",
-        .norm_w = "encoder.ln.weight", .norm_b = "encoder.ln.bias",
-        .head_w = "heads.head.weight", .head_b = "heads.head.bias",
-        .norm1_w = "encoder.layers.encoder_layer_%d.ln_1.weight",
-        .norm1_b = "encoder.layers.encoder_layer_%d.ln_1.bias",
-        .qkv_w = "encoder.layers.encoder_layer_%d.self_attention.in_proj_weight",
-        .qkv_b = "encoder.layers.encoder_layer_%d.self_attention.in_proj_bias",
-        .proj_w = "encoder.layers.encoder_layer_%d.self_attention.out_proj.weight",
-        .proj_b = "encoder.layers.encoder_layer_%d.self_attention.out_proj.bias",
-        .norm2_w = "encoder.layers.encoder_layer_%d.ln_2.weight",
-        .norm2_b = "encoder.layers.encoder_layer_%d.ln_2.bias",
-        // torchvision ≥ 0.13 names the MLP layers by index; older checkpoints linear_1/2
-        .fc1_w = "encoder.layers.encoder_layer_%d.mlp.0.weight|"
-                 "encoder.layers.encoder_layer_%d.mlp.linear_1.weight",
-        .fc1_b = "encoder.layers.encoder_layer_%d.mlp.0.bias|"
-                 "encoder.layers.encoder_layer_%d.mlp.linear_1.bias",
-        .fc2_w = "encoder.layers.encoder_layer_%d.mlp.3.weight|"
-                 "encoder.layers.encoder_layer_%d.mlp.linear_2.weight",
-        .fc2_b = "encoder.layers.encoder_layer_%d.mlp.3.bias|"
-                 "encoder.layers.encoder_layer_%d.mlp.linear_2.bias",
-    },
+    {"timm", VIT_NAMES_TIMM, 1e-6f},
+    {"hf", VIT_NAMES_HF, 1e-12f},
+    {"torchvision", VIT_NAMES_TORCHVISION, 1e-6f},
 };
 
 /** Everything the loader needs while it works. */
@@ -109,29 +52,17 @@ typedef struct {
 
 /* ------------------------------------------------------------------ names */
 
-// Fills `out` with the i-th alternative of a template ("a|b"), the block index
-// substituted for %d. Returns false when there is no such alternative.
-static bool template_name(char *out, size_t size, const char *tmpl, int alt, int block) {
-    for (int k = 0; k < alt; k++) {
-        tmpl = strchr(tmpl, '|');
-        if (!tmpl) return false;
-        tmpl++;
-    }
-    size_t len = strcspn(tmpl, "|");
-    char fmt[160];
-    snprintf(fmt, sizeof fmt, "%.*s", (int)len, tmpl);
-    // only our own templates reach here: each has at most one %d
-    snprintf(out, size, fmt, block);
-    return true;
-}
+// The row of the parameter table with this timm name; the names asked for are ours.
+static const VitParamSpec *row(const char *timm_name) { return vit_param_find(timm_name, NULL); }
 
-// The file's entry for a template, or NULL; `found` gets the name that matched
-// (or the first alternative, for messages).
-static const StTensor *lookup(const Loader *ld, const char *tmpl, int block, char *found,
+// The file's entry for row s of block `block`, or NULL; `found` gets the name
+// that matched (or the first alternative, for messages).
+static const StTensor *lookup(const Loader *ld, const VitParamSpec *s, int block, char *found,
                               size_t size) {
+    const VitNames names = ld->layout->names;
     char name[160];
-    template_name(found, size, tmpl, 0, block);
-    for (int alt = 0; template_name(name, sizeof name, tmpl, alt, block); alt++) {
+    vit_param_file_name(found, size, s, names, block, 0);
+    for (int alt = 0; vit_param_file_name(name, sizeof name, s, names, block, alt); alt++) {
         const StTensor *e = st_find(&ld->vit->file, name);
         if (e) {
             snprintf(found, size, "%s", name);
@@ -165,24 +96,32 @@ static void record(Loader *ld, const char *canonical, const char *source, const 
     m->how = how;
 }
 
-// Maps one parameter: checks its shape, then uses it in place or converts it.
-// A missing optional tensor (a bias) becomes zeros; a missing required one is an error.
-static VitStatus map_param(Loader *ld, const float **out, const char *canonical, const char *tmpl,
-                           int block, bool optional, int ndim, ...) {
-    int64_t want[4];
-    va_list ap;
-    va_start(ap, ndim);
-    size_t numel = 1;
-    for (int i = 0; i < ndim; i++) {
-        want[i] = va_arg(ap, int);
-        numel *= (size_t)want[i];
-    }
-    va_end(ap);
+// A missing bias (a linear layer's b, a LayerNorm's β) is zeros; anything else must be there.
+static bool may_be_missing(const VitParamSpec *s) {
+    return s->kind == VIT_PARAM_BIAS || s->kind == VIT_PARAM_NORM_SHIFT;
+}
+
+// The shape the model uses: timm's, without the leading axes the table writes
+// as "1" (cls_token is stored (1, 1, D) and used as (D), pos_embed (1, N, D) as (N, D)).
+static int model_shape(const VitParamSpec *s, const VitConfig *c, int64_t want[4]) {
+    int shape[4], ndim = vit_param_shape(s, c, shape), skip = 0;
+    for (const char *a = s->shape; strncmp(a, "1,", 2) == 0; a += 2) skip++;
+    for (int i = skip; i < ndim; i++) want[i - skip] = shape[i];
+    return ndim - skip;
+}
+
+// Maps one tensor: checks its shape, then uses it in place or converts it.
+// A missing bias becomes zeros; any other missing tensor is an error.
+static VitStatus map_param(Loader *ld, const VitParamSpec *s, int block, const float **out) {
     Vit *vit = ld->vit;
-    char name[160];
-    const StTensor *e = lookup(ld, tmpl, block, name, sizeof name);
+    char canonical[64], name[160];
+    vit_param_name(canonical, sizeof canonical, s, block);
+    int64_t want[4];
+    const int ndim = model_shape(s, &vit->config, want);
+    const size_t numel = (size_t)vit_param_numel(s, &vit->config);
+    const StTensor *e = lookup(ld, s, block, name, sizeof name);
     if (!e) {
-        if (!optional)
+        if (!may_be_missing(s))
             return vit_fail(ld->err, VIT_ERR_INPUT, "%s: missing tensor '%s' (a %s checkpoint)",
                             vit->file.label, name, ld->layout->name);
         *out = vit_take_params(vit, numel); // zeros
@@ -199,8 +138,8 @@ static VitStatus map_param(Loader *ld, const float **out, const char *canonical,
     }
     const float *f;
     int owned;
-    VitStatus s = st_get_f32(&vit->file, e, &f, &owned, ld->err);
-    if (s != VIT_OK) return s;
+    VitStatus st = st_get_f32(&vit->file, e, &f, &owned, ld->err);
+    if (st != VIT_OK) return st;
     if (!owned) {
         *out = f;
         record(ld, canonical, name, "F32, in place");
@@ -219,23 +158,25 @@ static VitStatus map_param(Loader *ld, const float **out, const char *canonical,
 
 /* ----------------------------------------------------------- the config */
 
+// Blocks are counted by their first tensor, norm1.weight.
 static int count_blocks(const Loader *ld) {
+    const VitParamSpec *norm1 = row("blocks.0.norm1.weight");
     char name[160];
     int n = 0;
-    while (n < 10000 && lookup(ld, ld->layout->norm1_w, n, name, sizeof name)) n++;
+    while (n < 10000 && lookup(ld, norm1, n, name, sizeof name)) n++;
     return n;
 }
 
 // Blocks are counted from 0 until one is missing. A tensor of a later block
 // means a gap (blocks 0 and 2, no 1): refuse it rather than silently build a
-// shallower model. The block prefix is the layout's up to "%d", e.g. "blocks.".
+// shallower model. The block prefix is the convention's, e.g. "blocks.".
 static VitStatus check_block_numbers(const Loader *ld, int depth) {
-    const char *tmpl = ld->layout->norm1_w;
-    const size_t prefix = (size_t)(strstr(tmpl, "%d") - tmpl);
+    const char *blocks = vit_param_block_prefix(ld->layout->names);
+    const size_t prefix = strlen(blocks);
     const SafeTensors *f = &ld->vit->file;
     for (int i = 0; i < f->count; i++) {
         const char *name = f->tensors[i].name;
-        if (strncmp(name, tmpl, prefix) != 0 || !isdigit((unsigned char)name[prefix])) continue;
+        if (strncmp(name, blocks, prefix) != 0 || !isdigit((unsigned char)name[prefix])) continue;
         char *end;
         unsigned long block = strtoul(name + prefix, &end, 10);
         if (*end == '.' && block >= (unsigned long)depth)
@@ -278,10 +219,10 @@ static VitStatus meta_eps(const Loader *ld, float *out) {
     return VIT_OK;
 }
 
-// A required tensor for inferring sizes, with at least `ndim` dimensions.
-static VitStatus need(const Loader *ld, const char *tmpl, int ndim, const StTensor **out) {
+// A required tensor for inferring sizes (block 0's, in a block), with at least `ndim` dimensions.
+static VitStatus need(const Loader *ld, const char *timm_name, int ndim, const StTensor **out) {
     char name[160];
-    *out = lookup(ld, tmpl, 0, name, sizeof name);
+    *out = lookup(ld, row(timm_name), 0, name, sizeof name);
     if (!*out)
         return vit_fail(ld->err, VIT_ERR_INPUT, "%s: missing tensor '%s' (a %s checkpoint)",
                         ld->vit->file.label, name, ld->layout->name);
@@ -362,16 +303,18 @@ static VitStatus read_hf_config(Loader *ld, VitConfig *c) {
 }
 
 // Sizes from shapes: D and p from the patch weight, N from the position table,
-// L by counting blocks, M from fc1, K from the head; heads and eps from
+// L by counting blocks, M from fc1, Y from the head; heads and eps from
 // __metadata__, or a Hugging Face config.json beside the weights.
 static VitStatus infer_config(Loader *ld, VitConfig *c) {
-    const WeightLayout *L = ld->layout;
+    const WeightLayout *layout = ld->layout;
     const StTensor *patch, *pos, *fc1, *head;
     const int depth = count_blocks(ld);
     VitStatus s;
-    if ((s = check_block_numbers(ld, depth)) || (s = need(ld, L->patch_w, 4, &patch)) ||
-        (s = need(ld, L->pos, 2, &pos)) ||
-        (s = need(ld, L->fc1_w, 2, &fc1)) || (s = need(ld, L->head_w, 2, &head)))
+    if ((s = check_block_numbers(ld, depth)) ||
+        (s = need(ld, "patch_embed.proj.weight", 4, &patch)) ||
+        (s = need(ld, "pos_embed", 2, &pos)) ||
+        (s = need(ld, "blocks.0.mlp.fc1.weight", 2, &fc1)) ||
+        (s = need(ld, "head.weight", 2, &head)))
         return s;
     const char *file = ld->vit->file.label;
     if (patch->shape[2] != patch->shape[3])
@@ -386,12 +329,12 @@ static VitStatus infer_config(Loader *ld, VitConfig *c) {
         .dim = (int)patch->shape[0], .channels = (int)patch->shape[1],
         .patch_size = (int)patch->shape[2], .image_size = (int)(grid * patch->shape[2]),
         .depth = depth, .mlp_dim = (int)fc1->shape[0],
-        .num_classes = (int)head->shape[0], .ln_eps = L->ln_eps,
+        .num_classes = (int)head->shape[0], .ln_eps = layout->ln_eps,
     };
     c->heads = c->dim >= 64 && c->dim % 64 == 0 ? c->dim / 64 : 1; // ViT convention: Dh = 64
     Vit *vit = ld->vit;
     snprintf(vit->heads_from, sizeof vit->heads_from, "not in the file: assumed D/64");
-    snprintf(vit->eps_from, sizeof vit->eps_from, "not in the file: the %s default", L->name);
+    snprintf(vit->eps_from, sizeof vit->eps_from, "not in the file: the %s default", layout->name);
     if (st_meta(&vit->file, "num_heads"))
         snprintf(vit->heads_from, sizeof vit->heads_from, "__metadata__ num_heads");
     if (st_meta(&vit->file, "layer_norm_eps"))
@@ -406,69 +349,31 @@ static VitStatus infer_config(Loader *ld, VitConfig *c) {
     return VIT_OK;
 }
 
-/* ------------------------------------------------------------- the blocks */
+/* ------------------------------------------------------------ the mapping */
 
-static VitStatus map_block(Loader *ld, int i) {
-    const WeightLayout *L = ld->layout;
-    const VitConfig *c = &ld->vit->config;
-    VitBlockWeights *b = &ld->vit->weights.blocks[i];
-    const int D = c->dim, M = c->mlp_dim;
-    char canon[64];
-    VitStatus s = VIT_OK;
-#define MAP(field, suffix, tmpl, optional, ...)                                            \
-    do {                                                                                   \
-        snprintf(canon, sizeof canon, "blocks.%d.%s", i, suffix);                          \
-        if ((s = map_param(ld, &b->field, canon, tmpl, i, optional, __VA_ARGS__))) return s; \
-    } while (0)
-    MAP(norm1_w, "norm1.weight", L->norm1_w, false, 1, D);
-    MAP(norm1_b, "norm1.bias", L->norm1_b, true, 1, D);
-    if (L->qkv_w) { // fused (3D, D): q, k, v are its three row blocks
-        const float *qkv_w, *qkv_b;
-        snprintf(canon, sizeof canon, "blocks.%d.attn.qkv.weight", i);
-        if ((s = map_param(ld, &qkv_w, canon, L->qkv_w, i, false, 2, 3 * D, D))) return s;
-        snprintf(canon, sizeof canon, "blocks.%d.attn.qkv.bias", i);
-        if ((s = map_param(ld, &qkv_b, canon, L->qkv_b, i, true, 1, 3 * D))) return s;
-        b->attn.q_w = qkv_w, b->attn.k_w = qkv_w + (size_t)D * D, b->attn.v_w = qkv_w + 2 * (size_t)D * D;
-        b->attn.q_b = qkv_b, b->attn.k_b = qkv_b + D, b->attn.v_b = qkv_b + 2 * D;
-    } else { // separate (D, D) each
-        MAP(attn.q_w, "attn.q.weight", L->q_w, false, 2, D, D);
-        MAP(attn.q_b, "attn.q.bias", L->q_b, true, 1, D);
-        MAP(attn.k_w, "attn.k.weight", L->k_w, false, 2, D, D);
-        MAP(attn.k_b, "attn.k.bias", L->k_b, true, 1, D);
-        MAP(attn.v_w, "attn.v.weight", L->v_w, false, 2, D, D);
-        MAP(attn.v_b, "attn.v.bias", L->v_b, true, 1, D);
-    }
-    MAP(attn.proj_w, "attn.proj.weight", L->proj_w, false, 2, D, D);
-    MAP(attn.proj_b, "attn.proj.bias", L->proj_b, true, 1, D);
-    MAP(norm2_w, "norm2.weight", L->norm2_w, false, 1, D);
-    MAP(norm2_b, "norm2.bias", L->norm2_b, true, 1, D);
-    MAP(fc1_w, "mlp.fc1.weight", L->fc1_w, false, 2, M, D);
-    MAP(fc1_b, "mlp.fc1.bias", L->fc1_b, true, 1, M);
-    MAP(fc2_w, "mlp.fc2.weight", L->fc2_w, false, 2, D, M);
-    MAP(fc2_b, "mlp.fc2.bias", L->fc2_b, true, 1, D);
-#undef MAP
+// Maps one row of the table: its tensor, and the fields its parts fill (the
+// fused q, k, v: three row blocks of the one (3D, D) tensor).
+static VitStatus map_row(Loader *ld, const VitParamSpec *s, int block) {
+    const float *data = NULL;
+    VitStatus st = map_param(ld, s, block, &data);
+    if (st != VIT_OK) return st;
+    const int parts = vit_param_parts(s);
+    const size_t part_numel = (size_t)vit_param_numel(s, &ld->vit->config) / (size_t)parts;
+    for (int j = 0; j < parts; j++)
+        *vit_param_slot(&ld->vit->weights, s, block, j) = data + (size_t)j * part_numel;
     return VIT_OK;
 }
 
+// Every tensor this convention stores, in forward order: q, k, v fused for
+// timm and torchvision, split for Hugging Face (the rows with a name in it).
 static VitStatus map_all(Loader *ld) {
-    const WeightLayout *L = ld->layout;
-    const VitConfig *c = &ld->vit->config;
-    VitWeights *w = &ld->vit->weights;
-    const int D = c->dim, N = vit_num_tokens(c), K = c->num_classes, p = c->patch_size;
-    VitStatus s;
-    if ((s = map_param(ld, &w->patch_w, "patch_embed.proj.weight", L->patch_w, 0, false, 4, D,
-                       c->channels, p, p)) ||
-        (s = map_param(ld, &w->patch_b, "patch_embed.proj.bias", L->patch_b, 0, true, 1, D)) ||
-        (s = map_param(ld, &w->cls_token, "cls_token", L->cls, 0, false, 1, D)) ||
-        (s = map_param(ld, &w->pos_embed, "pos_embed", L->pos, 0, false, 2, N, D)))
-        return s;
-    for (int i = 0; i < c->depth; i++)
-        if ((s = map_block(ld, i))) return s;
-    if ((s = map_param(ld, &w->norm_w, "norm.weight", L->norm_w, 0, false, 1, D)) ||
-        (s = map_param(ld, &w->norm_b, "norm.bias", L->norm_b, 0, true, 1, D)) ||
-        (s = map_param(ld, &w->head_w, "head.weight", L->head_w, 0, false, 2, K, D)) ||
-        (s = map_param(ld, &w->head_b, "head.bias", L->head_b, 0, true, 1, K)))
-        return s;
+    VitParamIter it = vit_param_iter(ld->vit->config.depth, VIT_ORDER_FORWARD, VIT_QKV_ANY);
+    for (const VitParamSpec *s; (s = vit_param_next(&it));) {
+        char name[160];
+        if (!vit_param_file_name(name, sizeof name, s, ld->layout->names, it.block, 0)) continue;
+        VitStatus st = map_row(ld, s, it.block);
+        if (st != VIT_OK) return st;
+    }
     return VIT_OK;
 }
 
@@ -479,8 +384,11 @@ VitStatus vit_build_from(Vit *vit, SafeTensors *file, VitError *err) {
     memset(file, 0, sizeof *file);
     const char *path = vit->file.label;
     Loader ld = {.vit = vit, .err = err};
-    for (size_t i = 0; i < sizeof layouts / sizeof layouts[0] && !ld.layout; i++)
-        if (st_find(&vit->file, layouts[i].probe)) ld.layout = &layouts[i];
+    for (size_t i = 0; i < sizeof layouts / sizeof layouts[0] && !ld.layout; i++) {
+        char cls[64];
+        vit_param_file_name(cls, sizeof cls, row("cls_token"), layouts[i].names, -1, 0);
+        if (st_find(&vit->file, cls)) ld.layout = &layouts[i];
+    }
     VitStatus s;
     if (!ld.layout) {
         s = vit_fail(err, VIT_ERR_INPUT,

@@ -94,7 +94,7 @@ input="lib"
 for d in chapters docs cli benchmarks viewer; do
     [ -d "$d" ] && input="$input $d"
 done
-examples="$OUT"
+examples="lib $OUT"
 [ -d chapters ] && examples="chapters $examples"
 
 echo "docs: doxygen -> $HTML"

@@ -13,6 +13,15 @@
 #define VIT_TEST_DIR "tests"
 #endif
 
+enum { HEAD_VALUES = 6 }; // first values shown of each side
+
+// A value as a student reads it: "NaN" whatever its sign bit, "inf", "-inf", else %.8g.
+static const char *num(char *buf, size_t size, double v) {
+    if (isnan(v)) snprintf(buf, size, "NaN");
+    else snprintf(buf, size, "%.8g", v);
+    return buf;
+}
+
 const char *golden_path(const char *file) {
     static char path[1024];
     const char *dir = getenv("VIT_GOLDEN_DIR");
@@ -20,7 +29,7 @@ const char *golden_path(const char *file) {
     return path;
 }
 
-Tensor golden_tensor(const char *file, const char *name) {
+Tensor golden_tensor_at(const char *file, const char *name, const char *src, int line) {
     SafeTensors st;
     VitError err;
     Tensor t = {0};
@@ -28,63 +37,250 @@ Tensor golden_tensor(const char *file, const char *name) {
         st_read_tensor(&st, name, &t, &err) != VIT_OK) {
         fprintf(stderr, "\n    %s\n", err.msg);
         st_close(&st);
-        CU_FAIL_FATAL("golden tensor missing");
+        char msg[512];
+        snprintf(msg, sizeof msg, "golden tensor '%s' of %s is missing", name, file);
+        CU_assertImplementation(CU_FALSE, (unsigned)line, msg, src, "", CU_TRUE);
     }
     st_close(&st);
     return t;
 }
 
-static void print_head(const char *label, const Tensor *t) {
-    fprintf(stderr, "      %s:", label);
-    for (size_t i = 0; i < t->numel && i < 6; i++) fprintf(stderr, " %.6g", (double)t->data[i]);
-    fprintf(stderr, t->numel > 6 ? " ...\n" : "\n");
+/* ------------------------------------------------------------ one comparison */
+
+// "[1, 0, 16, 3]": the position of flat index i in t's shape.
+static const char *index_str(char *buf, size_t size, const Tensor *t, size_t i) {
+    int at[TENSOR_MAX_DIMS] = {0};
+    for (int k = t->ndim - 1; k >= 0; k--) {
+        size_t n = t->shape[k] > 0 ? (size_t)t->shape[k] : 1;
+        at[k] = (int)(i % n);
+        i /= n;
+    }
+    size_t used = (size_t)snprintf(buf, size, "[");
+    for (int k = 0; k < t->ndim && used < size; k++)
+        used += (size_t)snprintf(buf + used, size - used, "%s%d", k ? ", " : "", at[k]);
+    if (used < size) snprintf(buf + used, size - used, "]");
+    return buf;
+}
+
+bool tensor_diff(TensorDiff *d, const Tensor *actual, const Tensor *expected, float atol,
+                 float rtol) {
+    memset(d, 0, sizeof *d);
+    d->shape_ok = tensor_same_shape(actual, expected);
+    d->numel = actual->numel;
+    if (!d->shape_ok) return false;
+    const Tensor *side[2] = {actual, expected};
+    double worst_excess = 0;
+    bool worst_nonfinite = false;
+    for (size_t i = 0; i < actual->numel; i++) {
+        for (int s = 0; s < 2; s++) {
+            float v = side[s]->data[i];
+            if (isnan(v) && d->nan[s]++ == 0) d->first_nan[s] = i;
+            if (isinf(v) && d->inf[s]++ == 0) d->first_inf[s] = i;
+        }
+        double a = actual->data[i], e = expected->data[i];
+        if (isnan(e) && isnan(a)) continue;
+        if (isinf(e) && a == e) continue;
+        if (!isfinite(a) || !isfinite(e)) { // one side NaN or ±Inf, the other not the same
+            if (!worst_nonfinite) d->worst = i;
+            worst_nonfinite = true;
+            if (d->bad++ == 0) d->first_bad = i;
+            continue;
+        }
+        double diff = fabs(a - e);
+        d->finite_pairs++;
+        if (diff > d->max_diff) d->max_diff = diff;
+        double excess = diff - (atol + rtol * fabs(e));
+        if (excess > 0) {
+            if (!worst_nonfinite && (d->bad == 0 || excess > worst_excess)) {
+                worst_excess = excess;
+                d->worst = i;
+            }
+            if (d->bad++ == 0) d->first_bad = i;
+        }
+    }
+    return d->bad == 0;
+}
+
+// "NaN: got 14 (first at [0, 0, 0, 3]), expected none; Inf: ...", or "" when neither side has any.
+static void nonfinite_str(char *buf, size_t size, const TensorDiff *d, const Tensor *actual) {
+    buf[0] = '\0';
+    size_t used = 0;
+    const char *kind[2] = {"NaN", "Inf"};
+    for (int k = 0; k < 2; k++) {
+        const size_t *count = k ? d->inf : d->nan, *first = k ? d->first_inf : d->first_nan;
+        if (!count[0] && !count[1]) continue;
+        used += (size_t)snprintf(buf + used, size - used, "%s%s:", used ? "; " : "", kind[k]);
+        for (int s = 0; s < 2 && used < size; s++) {
+            char at[64];
+            if (count[s])
+                used += (size_t)snprintf(buf + used, size - used, " %s %zu (first at %s)%s",
+                                         s ? "expected" : "got", count[s],
+                                         index_str(at, sizeof at, actual, first[s]), s ? "" : ",");
+            else
+                used += (size_t)snprintf(buf + used, size - used, " %s none%s",
+                                         s ? "expected" : "got", s ? "" : ",");
+        }
+        if (used >= size) return;
+    }
+}
+
+// "max |diff| 0.83", with `where` when some pairs are not finite, or "no pair is finite on both sides".
+static void max_diff_str(char *buf, size_t size, const TensorDiff *d, const char *where) {
+    if (d->finite_pairs == 0) snprintf(buf, size, "no pair is finite on both sides");
+    else snprintf(buf, size, "max |diff| %.3g%s", d->max_diff,
+                  d->finite_pairs < d->numel ? where : "");
+}
+
+void tensor_diff_summary(char *buf, size_t size, const TensorDiff *d, const Tensor *actual,
+                         const Tensor *expected, float atol, float rtol) {
+    char sa[64], se[64];
+    if (!d->shape_ok) {
+        snprintf(buf, size, "shape %s, expected %s", tensor_shape_str(actual, sa, sizeof sa),
+                 tensor_shape_str(expected, se, sizeof se));
+        return;
+    }
+    char nf[256], at[64], va[32], ve[32], md[64];
+    nonfinite_str(nf, sizeof nf, d, actual);
+    max_diff_str(md, sizeof md, d, " (finite pairs)");
+    snprintf(buf, size,
+             "%s: %zu of %zu elements outside %g + %g·|ref|, %s, worst at %s: "
+             "got %s, expected %s%s%s",
+             tensor_shape_str(actual, sa, sizeof sa), d->bad, d->numel, (double)atol,
+             (double)rtol, md,
+             index_str(at, sizeof at, actual, d->worst), num(va, sizeof va, actual->data[d->worst]),
+             num(ve, sizeof ve, expected->data[d->worst]), nf[0] ? "; " : "", nf);
+}
+
+// "      got      [0, 0, 0]: 1 2 3 4 5 6 ...": HEAD_VALUES values from flat index `from`.
+static void print_head(const char *label, const Tensor *t, size_t from) {
+    char at[64];
+    fprintf(stderr, "      %s %s:", label, index_str(at, sizeof at, t, from));
+    for (size_t i = from; i < t->numel && i < from + HEAD_VALUES; i++)
+        if (isnan(t->data[i])) fprintf(stderr, " NaN");
+        else fprintf(stderr, " %.6g", (double)t->data[i]);
+    fprintf(stderr, t->numel > from + HEAD_VALUES ? " ...\n" : "\n");
+}
+
+void tensor_diff_print(const TensorDiff *d, const Tensor *actual, const Tensor *expected,
+                       float atol, float rtol, const char *label, CheckDetail detail) {
+    char sa[64], se[64];
+    if (detail == CHECK_QUIET) return;
+    if (!d->shape_ok) {
+        fprintf(stderr, "%s%s: shape %s, expected %s\n", detail == CHECK_LINE ? "    also " : "\n    ",
+                label, tensor_shape_str(actual, sa, sizeof sa),
+                tensor_shape_str(expected, se, sizeof se));
+        return;
+    }
+    if (detail == CHECK_LINE) {
+        char line[640];
+        tensor_diff_summary(line, sizeof line, d, actual, expected, atol, rtol);
+        fprintf(stderr, "    also %s %s\n", label, line);
+        return;
+    }
+    char at[64], nf[256], va[32], ve[32], md[64];
+    const bool nonfinite = d->nan[0] + d->nan[1] + d->inf[0] + d->inf[1] > 0;
+    max_diff_str(md, sizeof md, d, " (over the pairs where both are finite)");
+    fprintf(stderr, "\n    %s %s: %zu of %zu elements outside %g + %g·|ref|, the first at %s;"
+            " %s\n",
+            label, tensor_shape_str(actual, sa, sizeof sa), d->bad, d->numel, (double)atol,
+            (double)rtol, index_str(at, sizeof at, actual, d->first_bad), md);
+    fprintf(stderr, "      worst at %s (flat %zu): got %s, expected %s\n",
+            index_str(at, sizeof at, actual, d->worst), d->worst,
+            num(va, sizeof va, actual->data[d->worst]), num(ve, sizeof ve, expected->data[d->worst]));
+    if (nonfinite) {
+        nonfinite_str(nf, sizeof nf, d, actual);
+        fprintf(stderr, "      %s\n", nf);
+    }
+    print_head("got     ", actual, 0);
+    print_head("expected", expected, 0);
+    if (d->first_bad >= HEAD_VALUES) { // the first values agree: show where the trouble starts
+        print_head("got     ", actual, d->first_bad);
+        print_head("expected", expected, d->first_bad);
+    }
 }
 
 bool tensor_close(const Tensor *actual, const Tensor *expected, float atol, float rtol,
                   const char *label) {
-    char sa[64], se[64];
-    if (!tensor_same_shape(actual, expected)) {
-        fprintf(stderr, "\n    %s: shape %s, expected %s\n", label,
-                tensor_shape_str(actual, sa, sizeof sa), tensor_shape_str(expected, se, sizeof se));
-        return false;
-    }
-    double worst = 0, worst_excess = 0;
-    size_t worst_i = 0, bad = 0;
-    for (size_t i = 0; i < actual->numel; i++) {
-        double a = actual->data[i], e = expected->data[i];
-        if (isnan(e) && isnan(a)) continue;
-        if (isinf(e) && a == e) continue;
-        double diff = fabs(a - e);
-        double excess = diff - (atol + rtol * fabs(e));
-        if (!(excess <= 0)) { // also catches NaN
-            bad++;
-            if (!(excess <= worst_excess) || isnan(excess)) { worst_excess = excess; worst_i = i; }
-        }
-        if (diff > worst) worst = diff;
-    }
-    if (bad == 0) return true;
-    fprintf(stderr, "\n    %s %s: %zu of %zu elements outside %g + %g·|ref|; max |diff| %.3g;"
-            " worst at [%zu]: %.8g vs %.8g\n", label, tensor_shape_str(actual, sa, sizeof sa),
-            bad, actual->numel, (double)atol, (double)rtol, worst, worst_i,
-            (double)actual->data[worst_i], (double)expected->data[worst_i]);
-    print_head("got     ", actual);
-    print_head("expected", expected);
+    TensorDiff d;
+    if (tensor_diff(&d, actual, expected, atol, rtol)) return true;
+    tensor_diff_print(&d, actual, expected, atol, rtol, label, CHECK_FULL);
     return false;
 }
 
-bool golden_open(GoldenCheck *g, const char *file) {
+bool check_assert_close(const Tensor *actual, const Tensor *expected, float atol, float rtol,
+                        const char *label, const char *src, int line, const char *func) {
+    TensorDiff d;
+    bool ok = tensor_diff(&d, actual, expected, atol, rtol);
+    char msg[900] = "";
+    if (!ok) {
+        tensor_diff_print(&d, actual, expected, atol, rtol, label, CHECK_FULL);
+        char summary[640];
+        tensor_diff_summary(summary, sizeof summary, &d, actual, expected, atol, rtol);
+        snprintf(msg, sizeof msg, "assert_tensor_close(%s) %s", label, summary);
+    }
+    CU_assertImplementation(ok ? CU_TRUE : CU_FALSE, (unsigned)line, msg, src, func, CU_FALSE);
+    return ok;
+}
+
+/* ------------------------------------------------------- a series of them */
+
+CheckDetail check_report_fail(CheckReport *r, const char *name) {
+    if (r->failures++ == 0) {
+        snprintf(r->first, sizeof r->first, "%s", name);
+        return CHECK_FULL;
+    }
+    return r->failures <= 1 + CHECK_LINES ? CHECK_LINE : CHECK_QUIET;
+}
+
+void check_report_end(const CheckReport *r, const char *what) {
+    if (r->failures > 1 + CHECK_LINES)
+        fprintf(stderr, "    ... and %d more %s differ (%d of %d in all; the first was %s)\n",
+                r->failures - 1 - CHECK_LINES, what, r->failures, r->compared, r->first);
+}
+
+bool tensor_close_in(CheckReport *r, const Tensor *actual, const Tensor *expected, float atol,
+                     float rtol, const char *label) {
+    TensorDiff d;
+    r->compared++;
+    if (tensor_diff(&d, actual, expected, atol, rtol)) return true;
+    tensor_diff_print(&d, actual, expected, atol, rtol, label, check_report_fail(r, label));
+    return false;
+}
+
+bool check_assert_report(const CheckReport *r, const char *what, const char *src, int line,
+                         const char *func) {
+    check_report_end(r, what);
+    char msg[256] = "";
+    if (r->failures)
+        snprintf(msg, sizeof msg, "%d of %d %s differ, the first is %s", r->failures, r->compared,
+                 what, r->first);
+    CU_assertImplementation(r->failures == 0, (unsigned)line, msg, src, func, CU_FALSE);
+    return r->failures == 0;
+}
+
+/* ------------------------------------------------------------ golden files */
+
+bool golden_open_at(GoldenCheck *g, const char *file, const char *src, int line) {
     memset(g, 0, sizeof *g);
     g->atol = CHECK_ATOL;
     g->rtol = CHECK_RTOL;
+    snprintf(g->file, sizeof g->file, "%s", file);
     VitError err;
     if (st_open(&g->golden, golden_path(file), &err) != VIT_OK) {
         fprintf(stderr, "\n    %s\n", err.msg);
-        CU_FAIL("golden file did not load");
+        char msg[256];
+        snprintf(msg, sizeof msg, "golden file %s did not load", file);
+        CU_assertImplementation(CU_FALSE, (unsigned)line, msg, src, "", CU_FALSE);
         return false;
     }
     g->seen = calloc((size_t)g->golden.count + 1, sizeof(bool));
     g->loaded = true;
     return true;
+}
+
+bool golden_report_wanted(void) {
+    const char *r = getenv("VIT_GOLDEN_REPORT");
+    return r && *r && strcmp(r, "0") != 0;
 }
 
 static void tolerance_for(const GoldenCheck *g, const char *name, float *atol, float *rtol) {
@@ -104,8 +300,9 @@ void golden_check(void *user, const char *name, const Tensor *t) {
     if (!g->loaded) return;
     const StTensor *e = st_find(&g->golden, name);
     if (!e) {
-        fprintf(stderr, "\n    %s: produced but no golden pins it\n", name);
-        g->unpinned++;
+        if (g->unpinned++ == 0) snprintf(g->first_unpinned, sizeof g->first_unpinned, "%s", name);
+        if (g->unpinned <= CHECK_LINES)
+            fprintf(stderr, "\n    %s: produced but no golden pins it\n", name);
         return;
     }
     g->seen[e - g->golden.tensors] = true;
@@ -119,32 +316,53 @@ void golden_check(void *user, const char *name, const Tensor *t) {
     float atol, rtol;
     tolerance_for(g, name, &atol, &rtol);
     g->checked++;
-    if (!tensor_close(t, &expected, atol, rtol, name)) g->mismatches++;
+    if (!tensor_close_in(&g->report, t, &expected, atol, rtol, name)) g->mismatches++;
+    if (golden_report_wanted() && tensor_same_shape(t, &expected)) {
+        double worst = 0, used = 0; // largest |diff| and largest |diff| / (atol + rtol·|ref|)
+        for (size_t i = 0; i < t->numel; i++) {
+            double d = fabs((double)t->data[i] - expected.data[i]);
+            if (isnan(d)) continue;
+            worst = fmax(worst, d);
+            used = fmax(used, d / (atol + rtol * fabs(expected.data[i])));
+        }
+        fprintf(stderr, "\n      %-26s max |diff| %.2e, %.2g of its tolerance", name, worst, used);
+    }
     tensor_free(&expected);
 }
 
-void golden_finish(GoldenCheck *g) {
+void golden_finish_at(GoldenCheck *g, const char *src, int line) {
     if (!g->loaded) return;
     int missing = 0;
+    const char *first_missing = "";
     for (int i = 0; i < g->golden.count; i++)
         if (!g->seen[i]) {
-            fprintf(stderr, "\n    %s: pinned by the golden but never produced\n",
-                    g->golden.tensors[i].name);
-            missing++;
+            if (missing++ == 0) first_missing = g->golden.tensors[i].name;
+            if (missing <= CHECK_LINES)
+                fprintf(stderr, "\n    %s: pinned by the golden but never produced\n",
+                        g->golden.tensors[i].name);
         }
-    CU_ASSERT(g->checked > 0);
-    CU_ASSERT_EQUAL(g->mismatches, 0);
-    CU_ASSERT_EQUAL(g->unpinned, 0);
-    CU_ASSERT_EQUAL(missing, 0);
+    check_report_end(&g->report, "stages");
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s: nothing was compared", g->file);
+    CU_assertImplementation(g->checked > 0, (unsigned)line, msg, src, "", CU_FALSE);
+    snprintf(msg, sizeof msg, "%s: %d of %d compared differ from the golden, the first is %s",
+             g->file, g->mismatches, g->checked, g->report.failures ? g->report.first : "unreadable");
+    CU_assertImplementation(g->mismatches == 0, (unsigned)line, msg, src, "", CU_FALSE);
+    snprintf(msg, sizeof msg, "%s: %d produced but not pinned, the first is %s", g->file,
+             g->unpinned, g->first_unpinned);
+    CU_assertImplementation(g->unpinned == 0, (unsigned)line, msg, src, "", CU_FALSE);
+    snprintf(msg, sizeof msg, "%s: %d pinned but never produced, the first is %s", g->file,
+             missing, first_missing);
+    CU_assertImplementation(missing == 0, (unsigned)line, msg, src, "", CU_FALSE);
     free(g->seen);
     st_close(&g->golden);
     g->loaded = false;
 }
 
-void check_chapter_against_golden(ChapterFn run, const char *file) {
+void check_chapter_against_golden_at(ChapterFn run, const char *file, const char *src, int line) {
     GoldenCheck g;
-    if (!golden_open(&g, file)) return;
+    if (!golden_open_at(&g, file, src, line)) return;
     Chapter ch = {.out = NULL, .pin = golden_check, .pin_user = &g};
     run(&ch);
-    golden_finish(&g);
+    golden_finish_at(&g, src, line);
 }

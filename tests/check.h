@@ -3,11 +3,22 @@
  * @brief Test helpers: tensor comparison with a tolerance, and golden files.
  *
  * Tolerance (llm.c's check_tensor): an element passes when
- *   |actual − expected| ≤ atol + rtol · |expected|.
- * A failing comparison prints the tensor's name, the first values of both
- * sides and the largest difference, so a student sees what went wrong.
+ *   |actual − expected| ≤ atol + rtol · |expected|;
+ * a NaN passes only against a NaN, an infinity only against the same infinity.
  *
- * Golden files are safetensors written by tools/gen_golden.py with PyTorch.
+ * A failing comparison prints a short report to stderr: the tensor's (or
+ * stage's) name and shape, how many elements failed, the largest difference,
+ * the worst element with its index, the first values of both sides, and the
+ * NaN and infinities of either side (how many, and where the first is). A
+ * series of comparisons (the stages of one forward pass) shares a CheckReport:
+ * the first failure is printed in full, the next CHECK_LINES in one line each,
+ * the rest are counted ("… and 25 more"), so the first lines name the stage
+ * where things went wrong and a failure never prints thousands of lines.
+ *
+ * The assertions are macros, so CUnit records the file and line of the test
+ * that called them, never this helper's.
+ *
+ * Golden files are safetensors written by the tools/gen_golden*.py scripts with PyTorch.
  * A golden may carry its own tolerance for a tensor as the metadata entry
  * "tol.NAME" = "ATOL RTOL"; otherwise the checker's defaults apply.
  */
@@ -25,6 +36,9 @@
 #define CHECK_ATOL 1e-5f
 #define CHECK_RTOL 1e-4f
 
+/** One-line reports after the first, full, one of a series; the rest are counted. */
+#define CHECK_LINES 10
+
 /** Path of a file under tests/golden/ (static buffer, valid until the next call). */
 const char *golden_path(const char *file);
 
@@ -33,38 +47,106 @@ const char *golden_path(const char *file);
  * is opened for each read, so tests stay independent; a missing file or
  * tensor fails the test fatally with the loader's message.
  */
-Tensor golden_tensor(const char *file, const char *name);
+#define golden_tensor(file, name) golden_tensor_at((file), (name), __FILE__, __LINE__)
+Tensor golden_tensor_at(const char *file, const char *name, const char *src, int line);
+
+/* ------------------------------------------------------------ one comparison */
+
+/** What one comparison found. */
+typedef struct {
+    bool shape_ok;     /**< same dimensions and sizes */
+    size_t numel;      /**< elements compared */
+    size_t bad;        /**< elements outside tolerance (non-finite mismatches included) */
+    size_t first_bad;  /**< flat index of the first element outside tolerance */
+    size_t worst;      /**< flat index of the worst: the first non-finite mismatch, else the largest excess */
+    double max_diff;   /**< largest |actual − expected| over pairs where both are finite */
+    size_t finite_pairs; /**< how many pairs those are */
+    size_t nan[2];     /**< NaN in actual [0] and expected [1] */
+    size_t inf[2];     /**< ±Inf in actual [0] and expected [1] */
+    size_t first_nan[2], first_inf[2]; /**< flat index of the first of each */
+} TensorDiff;
+
+/** How much a failing comparison prints. */
+typedef enum { CHECK_QUIET, CHECK_LINE, CHECK_FULL } CheckDetail;
+
+/** Compare; fills @p d and returns true when shapes match and every element is within tolerance. */
+bool tensor_diff(TensorDiff *d, const Tensor *actual, const Tensor *expected, float atol,
+                 float rtol);
+/** Print what tensor_diff() found about @p label: several lines (CHECK_FULL), one, or none. */
+void tensor_diff_print(const TensorDiff *d, const Tensor *actual, const Tensor *expected,
+                       float atol, float rtol, const char *label, CheckDetail detail);
+/** The one-line summary, e.g. "(2, 10): 20 of 20 elements outside 2e-05 + 0.0001·|ref|, max |diff| 0.05". */
+void tensor_diff_summary(char *buf, size_t size, const TensorDiff *d, const Tensor *actual,
+                         const Tensor *expected, float atol, float rtol);
 
 /**
- * Compare two tensors; on mismatch print a report to stderr naming @p label.
+ * Compare two tensors; on mismatch print the full report to stderr naming @p label.
  * Returns true when shapes match and every element is within tolerance.
  */
 bool tensor_close(const Tensor *actual, const Tensor *expected, float atol, float rtol,
                   const char *label);
 
-/** CUnit assertion wrapping tensor_close(). */
-#define assert_tensor_close(actual, expected, atol, rtol, label)                 \
-    CU_ASSERT_TRUE(tensor_close((actual), (expected), (atol), (rtol), (label)))
+/** CUnit assertion over tensor_close(); the failure names the caller's file and line and @p label. */
+#define assert_tensor_close(actual, expected, atol, rtol, label)                               \
+    check_assert_close((actual), (expected), (atol), (rtol), (label), __FILE__, __LINE__,      \
+                       __func__)
+bool check_assert_close(const Tensor *actual, const Tensor *expected, float atol, float rtol,
+                        const char *label, const char *src, int line, const char *func);
+
+/* ------------------------------------------------------- a series of them */
+
+/** The failures of a series of comparisons: the first in full, CHECK_LINES in a line, the rest counted. */
+typedef struct {
+    int compared;   /**< comparisons made */
+    int failures;   /**< of them, how many failed */
+    char first[96]; /**< name of the first that failed */
+} CheckReport;
+
+/** Count one failure of @p name and say how much of it to print. */
+CheckDetail check_report_fail(CheckReport *r, const char *name);
+/** Print "… and N more @p what differ" for the failures that were only counted. */
+void check_report_end(const CheckReport *r, const char *what);
+/** tensor_close() as one comparison of the series @p r. */
+bool tensor_close_in(CheckReport *r, const Tensor *actual, const Tensor *expected, float atol,
+                     float rtol, const char *label);
+/** CUnit assertion that the series had no failure; the message names the first that failed. */
+#define assert_report_clean(r, what) check_assert_report((r), (what), __FILE__, __LINE__, __func__)
+bool check_assert_report(const CheckReport *r, const char *what, const char *src, int line,
+                         const char *func);
+
+/* ------------------------------------------------------------ golden files */
 
 /** Compares a stream of named tensors with a golden file. */
 typedef struct {
     SafeTensors golden;
+    char file[128];    /* the golden's name under tests/golden/ */
     bool *seen;        /* one per golden tensor */
     float atol, rtol;  /* defaults when the golden names no tolerance */
     int checked;       /* values compared */
     int mismatches;    /* values outside tolerance or of the wrong shape */
     int unpinned;      /* values the code produced that the golden lacks */
+    char first_unpinned[96];
+    CheckReport report; /* the mismatches, printed first in full, then a line each */
     bool loaded;
 } GoldenCheck;
 
-/** Open tests/golden/@p file; CU-asserts that it loads. */
-bool golden_open(GoldenCheck *g, const char *file);
+/** Open tests/golden/@p file; CU-asserts (at the caller's line) that it loads. */
+#define golden_open(g, file) golden_open_at((g), (file), __FILE__, __LINE__)
+bool golden_open_at(GoldenCheck *g, const char *file, const char *src, int line);
+/** VIT_GOLDEN_REPORT=1: golden_check() prints every value's largest difference and how much of its tolerance it uses. */
+bool golden_report_wanted(void);
 /** A TraceFn comparing each named tensor with the golden of the same name. */
 void golden_check(void *golden_check, const char *name, const Tensor *t);
-/** Assert every golden was seen, nothing mismatched and nothing was unpinned; then close. */
-void golden_finish(GoldenCheck *g);
+/**
+ * Assert every golden was seen, nothing mismatched and nothing was unpinned;
+ * then close. The failure names the caller's line and the first stage that differed.
+ */
+#define golden_finish(g) golden_finish_at((g), __FILE__, __LINE__)
+void golden_finish_at(GoldenCheck *g, const char *src, int line);
 
 /** Run a chapter silently with its values compared against tests/golden/@p file. */
-void check_chapter_against_golden(ChapterFn run, const char *file);
+#define check_chapter_against_golden(run, file) \
+    check_chapter_against_golden_at((run), (file), __FILE__, __LINE__)
+void check_chapter_against_golden_at(ChapterFn run, const char *file, const char *src, int line);
 
 #endif

@@ -3,15 +3,21 @@
  * @brief Attention against PyTorch: one head (with and without masks), the
  *        head split/merge, and multi-head attention against torch's own
  *        nn.MultiheadAttention (tests/golden/attn_pieces.safetensors, written by
- *        tools/gen_golden_vit.py in float64).
+ *        tools/gen_golden_vit.py in float64); and the attention options
+ *        (tests/golden/attention_cases.safetensors, tools/gen_golden.py, float64):
+ *        scores so large that e^x overflows float32, a (B, N) key-padding mask
+ *        alone and with a causal mask, a chosen scale, the fused-qkv permute.
  */
 #include <CUnit/CUnit.h>
+#include <float.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "attention.h"
 #include "check.h"
+#include "ops.h"
 
 // Float32 against a float64 reference on sums of ≤ 12 terms of size ~1-10:
 // a few float32 roundings, ~1e-6; 1e-5 keeps a margin of ~10.
@@ -23,6 +29,11 @@
 // One tensor of attn_pieces.safetensors, owned (free it).
 static Tensor golden(const char *name) { return golden_tensor("attn_pieces.safetensors", name); }
 
+// One tensor of attention_cases.safetensors, owned (free it).
+static Tensor golden_case(const char *name) {
+    return golden_tensor("attention_cases.safetensors", name);
+}
+
 /* -------------------------------------------------------------- one head */
 
 // Runs attention() on the golden q, k, v with an optional mask and compares
@@ -32,7 +43,8 @@ static Tensor check_one_head(const char *label, const char *mask_name) {
     Tensor mask = mask_name ? golden(mask_name) : (Tensor){0};
     const int N = q.shape[0], Dh = q.shape[1];
     Tensor out = tensor_new(2, N, Dh), probs = tensor_new(2, N, N);
-    attention(out.data, probs.data, q.data, k.data, v.data, mask_name ? mask.data : NULL, N, Dh);
+    AttentionOptions opt = {.mask = mask_name ? mask.data : NULL};
+    attention(out.data, probs.data, q.data, k.data, v.data, &opt, N, Dh);
     char name[64];
     snprintf(name, sizeof name, "head.%s.out", label);
     Tensor want_out = golden(name);
@@ -140,7 +152,8 @@ static Tensor run_mha(const MhaCase *c, const AttentionWeights *w, const float *
     mha_scratch_carve(&s, mem, c->B, c->N, c->D, c->H);
     Tensor out = tensor_new(3, c->B, c->N, c->D);
     Tracer tr = {rec ? record : NULL, rec, "attn."};
-    mha_forward(out.data, c->x.data, w, mask, &s, c->B, c->N, c->D, c->H, &tr);
+    AttentionOptions opt = {.mask = mask};
+    mha_forward(out.data, c->x.data, w, &opt, &s, c->B, c->N, c->D, c->H, &tr);
     free(mem);
     return out;
 }
@@ -239,6 +252,114 @@ static void test_missing_biases_are_zeros(void) {
     mha_case_free(&c);
 }
 
+/* ------------------------------------------------------ attention options */
+
+// Scaled scores of several hundred: e^x is inf in float32 beyond 88.72, so a
+// softmax that does not subtract the row maximum gives inf / inf = NaN here.
+static void test_scores_of_several_hundred_do_not_overflow(void) {
+    Tensor q = golden_case("overflow.q"), k = golden_case("overflow.k");
+    Tensor v = golden_case("overflow.v");
+    Tensor want_scaled = golden_case("overflow.scaled"), want_probs = golden_case("overflow.probs");
+    Tensor want_out = golden_case("overflow.out");
+    const int N = q.shape[0], Dh = q.shape[1];
+    Tensor scaled = tensor_new(2, N, N), probs = tensor_new(2, N, N), out = tensor_new(2, N, Dh);
+    attention_scores(scaled.data, q.data, k.data, 1, N, Dh);
+    attention_scale_mask(scaled.data, scaled.data, NULL, 1, 1, N, Dh);
+    assert_tensor_close(&scaled, &want_scaled, 1e-4f, 1e-4f,
+                        "attention scaled scores (overflow case)");
+    for (int i = 0; i < N; i++) { // every row holds a score whose e^x is inf in float32
+        float top = scaled.data[i * N];
+        for (int j = 1; j < N; j++) top = fmaxf(top, scaled.data[i * N + j]);
+        CU_ASSERT(top > logf(FLT_MAX));
+    }
+    attention(out.data, probs.data, q.data, k.data, v.data, NULL, N, Dh);
+    assert_tensor_close(&probs, &want_probs, 1e-4f, 1e-4f,
+                        "attention probs with scaled scores of several hundred (e^x overflows "
+                        "float32 unless softmax subtracts each row's maximum first)");
+    assert_tensor_close(&out, &want_out, 1e-4f, 1e-4f, "attention output (overflow case)");
+    tensor_free(&q), tensor_free(&k), tensor_free(&v), tensor_free(&want_scaled);
+    tensor_free(&want_probs), tensor_free(&want_out), tensor_free(&scaled), tensor_free(&probs);
+    tensor_free(&out);
+}
+
+/** The batch of attention_cases.safetensors: two sequences of lengths 5 and 2. */
+typedef struct {
+    Tensor x, qkv_w, qkv_b, proj_w, proj_b, lengths, causal;
+    int B, N, D, H;
+    AttentionWeights w;
+} PadCase;
+
+static PadCase pad_case(void) {
+    PadCase c = {golden_case("pad.x"), golden_case("pad.qkv_w"), golden_case("pad.qkv_b"),
+                 golden_case("pad.proj_w"), golden_case("pad.proj_b"),
+                 golden_case("pad.lengths"), golden_case("pad.causal"), 0, 0, 0, 2, {0}};
+    c.B = c.x.shape[0], c.N = c.x.shape[1], c.D = c.x.shape[2];
+    const size_t DD = (size_t)c.D * c.D;
+    c.w = (AttentionWeights){.q_w = c.qkv_w.data, .k_w = c.qkv_w.data + DD,
+                             .v_w = c.qkv_w.data + 2 * DD, .q_b = c.qkv_b.data,
+                             .k_b = c.qkv_b.data + c.D, .v_b = c.qkv_b.data + 2 * c.D,
+                             .proj_w = c.proj_w.data, .proj_b = c.proj_b.data};
+    return c;
+}
+
+static void pad_case_free(PadCase *c) {
+    tensor_free(&c->x), tensor_free(&c->qkv_w), tensor_free(&c->qkv_b);
+    tensor_free(&c->proj_w), tensor_free(&c->proj_b), tensor_free(&c->lengths);
+    tensor_free(&c->causal);
+}
+
+// mha_forward() on the batch with `opt`; compares output and probs with the golden `label`.
+static void check_pad_case(const PadCase *c, const AttentionOptions *opt, const char *label) {
+    float *mem = malloc(mha_scratch_floats(c->B, c->N, c->D, c->H) * sizeof(float));
+    MhaScratch s;
+    mha_scratch_carve(&s, mem, c->B, c->N, c->D, c->H);
+    TraceRecorder rec = {0};
+    Tracer tr = {record, &rec, NULL};
+    Tensor out = tensor_new(3, c->B, c->N, c->D);
+    mha_forward(out.data, c->x.data, &c->w, opt, &s, c->B, c->N, c->D, c->H, &tr);
+    char name[64];
+    snprintf(name, sizeof name, "%s.out", label);
+    Tensor want = golden_case(name);
+    assert_tensor_close(&out, &want, ATOL, RTOL, name);
+    snprintf(name, sizeof name, "%s.probs", label);
+    Tensor want_probs = golden_case(name);
+    const Tensor *probs = trace_find(&rec, "probs");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(probs);
+    assert_tensor_close(probs, &want_probs, ATOL, RTOL, name);
+    trace_recorder_free(&rec);
+    tensor_free(&out), tensor_free(&want), tensor_free(&want_probs);
+    free(mem);
+}
+
+static void test_key_padding_mask_matches_torch(void) {
+    PadCase c = pad_case();
+    int lengths[2] = {(int)c.lengths.data[0], (int)c.lengths.data[1]};
+    float pad[2 * 5];
+    CU_ASSERT_EQUAL_FATAL(c.B * c.N, 2 * 5);
+    attention_mask_key_padding(pad, lengths, c.B, c.N);
+    // nn.MultiheadAttention(key_padding_mask=~keep): True hides a key
+    check_pad_case(&c, &(AttentionOptions){.key_padding_mask = pad}, "pad.pad");
+    // both masks at once: nn.MultiheadAttention(attn_mask=causal, key_padding_mask=~keep)
+    check_pad_case(&c, &(AttentionOptions){.key_padding_mask = pad, .mask = c.causal.data},
+                   "pad.pad_causal");
+    pad_case_free(&c);
+}
+
+static void test_chosen_scale_matches_torch(void) {
+    PadCase c = pad_case();
+    check_pad_case(&c, &(AttentionOptions){.scale = 1.0f}, "scale1"); // timm's qk_scale=1
+    pad_case_free(&c);
+}
+
+static void test_heads_split_qkv_is_torch_permute(void) {
+    Tensor x = golden_case("qkv.x"), want = golden_case("qkv.split"); // (3·B, H, N, Dh)
+    const int B = want.shape[0] / 3, H = want.shape[1], N = want.shape[2], Dh = want.shape[3];
+    Tensor split = tensor_new(4, 3 * B, H, N, Dh); // (3, B, H, N, Dh) with q, k, v stacked
+    heads_split_qkv(split.data, x.data, B, N, H, Dh);
+    assert_tensor_close(&split, &want, 0.0f, 0.0f, "heads_split_qkv"); // data movement: exact
+    tensor_free(&x), tensor_free(&want), tensor_free(&split);
+}
+
 CU_TestInfo tests_attention[] = {
     {"one head equals PyTorch", test_one_head_matches_pytorch},
     {"padding mask: masked probabilities are exactly 0", test_padding_mask_hides_keys},
@@ -250,5 +371,12 @@ CU_TestInfo tests_attention[] = {
     {"multi-head emits q k v scores scaled probs context proj", test_mha_emits_every_stage_in_order},
     {"fused qkv equals separate q/k/v weights", test_fused_qkv_equals_separate_weights},
     {"NULL biases act as zeros", test_missing_biases_are_zeros},
+    {"scores of several hundred: probs equal torch (no exp overflow)",
+     test_scores_of_several_hundred_do_not_overflow},
+    {"(B, N) key-padding mask, alone and with a causal mask, equals torch",
+     test_key_padding_mask_matches_torch},
+    {"a chosen scale (qk_scale = 1) equals torch", test_chosen_scale_matches_torch},
+    {"heads_split_qkv equals torch reshape/permute for B = 2",
+     test_heads_split_qkv_is_torch_permute},
     CU_TEST_INFO_NULL,
 };

@@ -90,13 +90,14 @@ static void test_matmul_entry_is_row_dot_column(void) {
     CU_ASSERT_PTR_NOT_NULL_FATAL(A);
     CU_ASSERT_PTR_NOT_NULL_FATAL(B);
     CU_ASSERT_PTR_NOT_NULL_FATAL(C);
-    int M = A->shape[0], K = A->shape[1], N = B->shape[1];
-    for (int i = 0; i < M; i++)
-        for (int j = 0; j < N; j++) {
+    // A is (rows, inner), B is (inner, cols), C is (rows, cols)
+    int rows = A->shape[0], inner = A->shape[1], cols = B->shape[1];
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < cols; j++) {
             float column[8];
-            CU_ASSERT_FATAL(K <= 8);
-            for (int k = 0; k < K; k++) column[k] = B->data[k * N + j];
-            CU_ASSERT_EQUAL(C->data[i * N + j], dot(&A->data[i * K], column, K));
+            CU_ASSERT_FATAL(inner <= 8);
+            for (int k = 0; k < inner; k++) column[k] = B->data[k * cols + j];
+            CU_ASSERT_EQUAL(C->data[i * cols + j], dot(&A->data[i * inner], column, inner));
         }
     trace_recorder_free(&rec);
 }

@@ -102,6 +102,29 @@ static void test_masked_entries_are_exactly_zero(void) {
     trace_recorder_free(&rec);
 }
 
+static void test_query_with_nothing_to_see_takes_nothing(void) {
+    // the chapter's "earlier keys only" mask hides every key from query 0
+    TraceRecorder rec;
+    record_chapter(&rec);
+    const Tensor *mask = trace_find(&rec, "earlier_mask");
+    const Tensor *naive = trace_find(&rec, "p_earlier_naive");
+    const Tensor *p = trace_find(&rec, "p_earlier");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mask);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(naive);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    int n = p->shape[0];
+    for (int j = 0; j < n; j++) {
+        CU_ASSERT(isinf(mask->data[j]) && mask->data[j] < 0); // row 0: all -inf
+        CU_ASSERT(isnan(naive->data[j]));                     // 0 / 0
+        CU_ASSERT_EQUAL(p->data[j], 0.0f);                    // lib: zeros
+    }
+    for (int i = 1; i < n; i++) { // the other rows are ordinary distributions
+        CU_ASSERT_DOUBLE_EQUAL(row_sum(&p->data[i * n], n), 1.0, 1e-6);
+        for (int j = i; j < n; j++) CU_ASSERT_EQUAL(p->data[i * n + j], 0.0f);
+    }
+    trace_recorder_free(&rec);
+}
+
 static void test_temperature_sharpens_and_flattens(void) {
     TraceRecorder rec;
     record_chapter(&rec);
@@ -135,6 +158,7 @@ CU_TestInfo tests_ch03_softmax[] = {
     {"textbook formula overflows to NaN", test_textbook_formula_overflows},
     {"fully masked row gives zeros, not NaN", test_fully_masked_row_gives_zeros_not_nan},
     {"masked entries are exactly zero", test_masked_entries_are_exactly_zero},
+    {"a query with every key masked takes nothing", test_query_with_nothing_to_see_takes_nothing},
     {"temperature sharpens and flattens", test_temperature_sharpens_and_flattens},
     {"softmax works in place", test_softmax_in_place},
     CU_TEST_INFO_NULL,

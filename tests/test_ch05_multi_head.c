@@ -3,8 +3,8 @@
  * @brief Chapter 05 against PyTorch, and the claims it makes about multi-head attention.
  *
  * `build/tests/run ch05_multi_head` grades a student's own heads_split(),
- * heads_merge() and mha_forward() too: the claims below call lib's versions
- * (or whatever replaced them at link time).
+ * heads_split_qkv(), heads_merge() and mha_forward() too: the claims below
+ * call lib's versions (or whatever replaced them at link time).
  */
 #include <CUnit/CUnit.h>
 #include <math.h>
@@ -51,14 +51,19 @@ static void layer_free(RandomLayer *L) {
     free(L->b_proj);
 }
 
-// out (B, N, D) = mha_forward(x), with its own scratch; trace optional.
-static void run_mha(float *out, const float *x, const RandomLayer *L, int B, int N,
-                    const Tracer *tr) {
+// out (B, N, D) = mha_forward(x) with options (NULL: none), its own scratch; trace optional.
+static void run_mha_with(float *out, const float *x, const RandomLayer *L,
+                         const AttentionOptions *opt, int B, int N, const Tracer *tr) {
     float *mem = malloc(sizeof(float) * mha_scratch_floats(B, N, L->D, L->H));
     MhaScratch s;
     mha_scratch_carve(&s, mem, B, N, L->D, L->H);
-    mha_forward(out, x, &L->w, NULL, &s, B, N, L->D, L->H, tr);
+    mha_forward(out, x, &L->w, opt, &s, B, N, L->D, L->H, tr);
     free(mem);
+}
+
+static void run_mha(float *out, const float *x, const RandomLayer *L, int B, int N,
+                    const Tracer *tr) {
+    run_mha_with(out, x, L, NULL, B, N, tr);
 }
 
 static void test_chapter_matches_pytorch(void) {
@@ -77,6 +82,66 @@ static void test_heads_split_layout(void) {
                 for (int d = 0; d < DH; d++)
                     CU_ASSERT_EQUAL(out[((b * H + h) * N + n) * DH + d],
                                     x[(b * N + n) * D + h * DH + d]);
+}
+
+static void test_heads_split_qkv_is_the_permute(void) {
+    // out[s, b, h, n, d] = qkv[b, n, s·D + h·Dh + d]: (B, N, 3, H, Dh) → (3, B, H, N, Dh)
+    enum { B = 2, N = 3, H = 2, DH = 2, D = H * DH };
+    float qkv[B * N * 3 * D], out[3 * B * H * N * DH], split[B * 3 * H * N * DH];
+    for (int i = 0; i < B * N * 3 * D; i++) qkv[i] = (float)i;
+    heads_split_qkv(out, qkv, B, N, H, DH);
+    for (int s = 0; s < 3; s++)
+        for (int b = 0; b < B; b++)
+            for (int h = 0; h < H; h++)
+                for (int n = 0; n < N; n++)
+                    for (int d = 0; d < DH; d++)
+                        CU_ASSERT_EQUAL(out[(((s * B + b) * H + h) * N + n) * DH + d],
+                                        qkv[(b * N + n) * 3 * D + s * D + h * DH + d]);
+    // for one image it is a split into 3H heads; for two it is not
+    heads_split(split, qkv, 1, N, 3 * H, DH);
+    heads_split_qkv(out, qkv, 1, N, H, DH);
+    CU_ASSERT_EQUAL(memcmp(split, out, sizeof(float) * 3 * H * N * DH), 0);
+    heads_split(split, qkv, B, N, 3 * H, DH);
+    heads_split_qkv(out, qkv, B, N, H, DH);
+    CU_ASSERT_NOT_EQUAL(memcmp(split, out, sizeof split), 0);
+}
+
+static void test_key_padding_hides_each_sequence_its_own_padding(void) {
+    // a batch of two, N = 5: sequence 0 whole, sequence 1 with 3 real tokens
+    enum { B = 2, N = 5, D = 6, H = 2, LEN1 = 3 };
+    const int lengths[B] = {N, LEN1};
+    RandomLayer L = layer_new(D, H, 57);
+    float x[B * N * D], pad[B * N], out[B * N * D], again[B * N * D], alone[LEN1 * D];
+    Rng rng;
+    rng_seed(&rng, 58);
+    rng_fill_normal(&rng, x, B * N * D, 0.0f, 1.0f);
+    attention_mask_key_padding(pad, lengths, B, N);
+    AttentionOptions opt = {.key_padding_mask = pad};
+    TraceRecorder rec = {0};
+    Tracer tr = {trace_record, &rec, NULL};
+    run_mha_with(out, x, &L, &opt, B, N, &tr);
+    const Tensor *probs = trace_find(&rec, "probs"); // (B, H, N, N)
+    CU_ASSERT_PTR_NOT_NULL_FATAL(probs);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (int i = 0; i < N; i++)
+                for (int j = 0; j < N; j++) {
+                    float p = probs->data[(((size_t)b * H + h) * N + i) * N + j];
+                    if (j < lengths[b]) {
+                        CU_ASSERT(p > 0.0f); // a real key: seen (sequence 0 hides nothing)
+                    } else {
+                        CU_ASSERT_EQUAL(p, 0.0f); // padding: hidden in every head and query
+                    }
+                }
+    // whatever the padding holds, no real token of either sequence changes
+    for (int i = (N + LEN1) * D; i < B * N * D; i++) x[i] += 100.0f;
+    run_mha_with(again, x, &L, &opt, B, N, NULL);
+    CU_ASSERT_EQUAL(memcmp(again, out, sizeof(float) * (N + LEN1) * D), 0);
+    // and sequence 1's real tokens get what they get alone, unpadded
+    run_mha(alone, x + N * D, &L, 1, LEN1, NULL);
+    for (int i = 0; i < LEN1 * D; i++) CU_ASSERT_DOUBLE_EQUAL(out[N * D + i], alone[i], 1e-6);
+    trace_recorder_free(&rec);
+    layer_free(&L);
 }
 
 static void test_heads_merge_inverts_split(void) {
@@ -172,9 +237,13 @@ static void test_heads_must_divide_width(void) {
 CU_TestInfo tests_ch05_multi_head[] = {
     {"chapter matches PyTorch golden", test_chapter_matches_pytorch},
     {"heads_split layout", test_heads_split_layout},
+    {"heads_split_qkv is the (B,N,3,H,Dh) -> (3,B,H,N,Dh) permute",
+     test_heads_split_qkv_is_the_permute},
     {"heads_merge inverts heads_split", test_heads_merge_inverts_split},
     {"one head is chapter 04's attention", test_one_head_is_chapter_04_attention},
     {"images in a batch do not mix", test_images_in_a_batch_do_not_mix},
+    {"a key-padding mask hides each sequence its own padding",
+     test_key_padding_hides_each_sequence_its_own_padding},
     {"trace names and shapes", test_trace_names_and_shapes},
     {"heads must divide the width", test_heads_must_divide_width},
     CU_TEST_INFO_NULL,

@@ -18,7 +18,7 @@
 // Small sizes that still have several patches, channels and images.
 enum {
     B = 2, C = 3, S = 12, PATCH = 4, D = 5,
-    GRID = S / PATCH, P = GRID * GRID, K = C * PATCH * PATCH,
+    GRID = S / PATCH, P = GRID * GRID, PATCH_LEN = C * PATCH * PATCH, // C·p·p
 };
 
 static void random_fill(float *x, size_t n, uint64_t seed) {
@@ -33,7 +33,7 @@ static void test_chapter_matches_pytorch(void) {
 
 static void test_unfold_layout_is_channel_major(void) {
     // patches[b, gy·GRID + gx, (c·p + i)·p + j] = img[b, c, gy·p + i, gx·p + j]
-    float img[B * C * S * S], patches[B * P * K];
+    float img[B * C * S * S], patches[B * P * PATCH_LEN];
     random_fill(img, sizeof img / sizeof *img, 61);
     patch_unfold(patches, img, B, C, S, PATCH);
     for (int b = 0; b < B; b++)
@@ -42,13 +42,14 @@ static void test_unfold_layout_is_channel_major(void) {
                 for (int c = 0; c < C; c++)
                     for (int i = 0; i < PATCH; i++)
                         for (int j = 0; j < PATCH; j++)
-                            CU_ASSERT_EQUAL(
-                                patches[(b * P + gy * GRID + gx) * K + (c * PATCH + i) * PATCH + j],
-                                img[((b * C + c) * S + gy * PATCH + i) * S + gx * PATCH + j]);
+                            CU_ASSERT_EQUAL(patches[(b * P + gy * GRID + gx) * PATCH_LEN +
+                                                    (c * PATCH + i) * PATCH + j],
+                                            img[((b * C + c) * S + gy * PATCH + i) * S +
+                                                gx * PATCH + j]);
 }
 
 static void test_fold_inverts_unfold(void) {
-    float img[B * C * S * S], patches[B * P * K], back[B * C * S * S];
+    float img[B * C * S * S], patches[B * P * PATCH_LEN], back[B * C * S * S];
     random_fill(img, sizeof img / sizeof *img, 62);
     patch_unfold(patches, img, B, C, S, PATCH);
     patch_fold(back, patches, B, C, S, PATCH);
@@ -56,7 +57,7 @@ static void test_fold_inverts_unfold(void) {
 }
 
 static void test_embed_equals_convolution(void) {
-    float img[B * C * S * S], w[D * K], bias[D], patches[B * P * K];
+    float img[B * C * S * S], w[D * PATCH_LEN], bias[D], patches[B * P * PATCH_LEN];
     float embed[B * P * D], conv[B * P * D];
     random_fill(img, sizeof img / sizeof *img, 63);
     random_fill(w, sizeof w / sizeof *w, 64);
@@ -72,7 +73,7 @@ static void test_embed_equals_convolution(void) {
 
 static void test_one_patch_changes_one_token(void) {
     // the patches do not overlap: changing one pixel changes exactly one token
-    float img[B * C * S * S], w[D * K], patches[B * P * K];
+    float img[B * C * S * S], w[D * PATCH_LEN], patches[B * P * PATCH_LEN];
     float before[B * P * D], after[B * P * D];
     random_fill(img, sizeof img / sizeof *img, 66);
     random_fill(w, sizeof w / sizeof *w, 67);

@@ -1,10 +1,15 @@
 /**
  * @file test_ch07_tokens.c
- * @brief Chapter 07 against PyTorch, and the symmetry claims it makes.
+ * @brief Chapter 07 against PyTorch, the symmetry claims it makes, and the
+ *        order of the two steps inside lib's real forward pass.
  *
  * `build/tests/run ch07_tokens` checks the property the chapter rests on for
  * lib's mha_forward() (or a student's replacement): shuffling the tokens
- * shuffles the output the same way, unless positions are added first.
+ * shuffles the output the same way, unless positions are added first. And it
+ * checks the `tokens` and `embed` stages of vit_forward() on a tiny model
+ * against a derivation by hand from its own `patch_embed` stage and weights:
+ * [cls] is prepended first, then row i gets position i, so a forward pass
+ * that added the positions before prepending [cls] fails here.
  */
 #include <CUnit/CUnit.h>
 #include <math.h>
@@ -16,6 +21,8 @@
 #include "check.h"
 #include "ops.h"
 #include "rng.h"
+#include "trace.h"
+#include "vit.h"
 
 enum { N = 7, D = 8, H = 2 };
 static const int PERM[N] = {0, 4, 2, 6, 1, 5, 3}; // [cls] stays, patches shuffled
@@ -102,10 +109,83 @@ static void test_identical_patches_become_distinct(void) {
     trace_recorder_free(&rec);
 }
 
+// tokens[b] = [cls; patch_embed[b]] and embed[b] = tokens[b] + pos: the
+// chapter's two steps, written out row by row for a (B, P, D) patch_embed.
+static void tokens_then_embed(Tensor *tokens, Tensor *embed, const Tensor *patch_embed,
+                              const float *cls, const float *pos) {
+    const int batch = patch_embed->shape[0], np = patch_embed->shape[1];
+    const int dim = patch_embed->shape[2], nt = np + 1; // P patches, N = P + 1 tokens, width D
+    for (int b = 0; b < batch; b++)
+        for (int i = 0; i < nt; i++)
+            for (int d = 0; d < dim; d++) {
+                size_t at = ((size_t)b * nt + i) * dim + d;
+                float t = i == 0 ? cls[d] : patch_embed->data[((size_t)b * np + i - 1) * dim + d];
+                tokens->data[at] = t;
+                embed->data[at] = t + pos[(size_t)i * dim + d]; // row i: position i
+            }
+}
+
+static void test_vit_forward_prepends_cls_then_adds_positions(void) {
+    // a tiny ViT: 8 × 8 images in 4 × 4 patches, P = 4, N = 5, D = 8; a batch of 2
+    const VitConfig cfg = {.image_size = 8, .patch_size = 4, .channels = 3, .dim = 8,
+                           .depth = 1, .heads = 2, .mlp_dim = 16, .num_classes = 3,
+                           .ln_eps = 1e-6f};
+    enum { B = 2 };
+    Vit vit;
+    VitError err;
+    VitInit init = vit_init_timm(70);
+    CU_ASSERT_EQUAL_FATAL(vit_build_random(&vit, &cfg, &init, &err), VIT_OK);
+    const int np = vit_num_patches(&cfg), nt = vit_num_tokens(&cfg), dim = cfg.dim; // P, N, D
+    Tensor x = tensor_new(4, B, cfg.channels, cfg.image_size, cfg.image_size);
+    Rng rng;
+    rng_seed(&rng, 71);
+    rng_fill_uniform(&rng, x.data, x.numel, -1.0f, 1.0f);
+    TraceRecorder rec = {0};
+    CU_ASSERT_EQUAL_FATAL(vit_forward(&vit, &x, trace_record, &rec, &err), VIT_OK);
+    const Tensor *patch_embed = trace_find(&rec, "patch_embed");
+    const Tensor *tokens = trace_find(&rec, "tokens"), *embed = trace_find(&rec, "embed");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(patch_embed);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(tokens);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(embed);
+    Tensor pe_shape = tensor_view(NULL, 3, B, np, dim), tok_shape = tensor_view(NULL, 3, B, nt, dim);
+    CU_ASSERT_FATAL(tensor_same_shape(patch_embed, &pe_shape));
+    CU_ASSERT_FATAL(tensor_same_shape(tokens, &tok_shape));
+    CU_ASSERT_FATAL(tensor_same_shape(embed, &tok_shape));
+
+    const float *cls = vit.weights.cls_token, *pos = vit.weights.pos_embed;
+    Tensor want_tokens = tensor_new(3, B, nt, dim), want_embed = tensor_new(3, B, nt, dim);
+    tokens_then_embed(&want_tokens, &want_embed, patch_embed, cls, pos);
+    assert_tensor_close(tokens, &want_tokens, 0.0f, 0.0f,
+                        "vit_forward's tokens: row 0 = cls, row i = patch_embed[i - 1]");
+    assert_tensor_close(embed, &want_embed, 1e-6f, 0.0f,
+                        "vit_forward's embed: row 0 = cls + pos[0], row i = patch_embed[i - 1] "
+                        "+ pos[i] ([cls] prepended before the positions are added)");
+
+    // the check can tell the orders apart: positions first would give row 0 = cls
+    // and row i = patch_embed[i - 1] + pos[i - 1], far from the right embed
+    float worst = 0;
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < nt; i++)
+            for (int d = 0; d < dim; d++) {
+                float wrong = i == 0 ? cls[d]
+                                     : patch_embed->data[((size_t)b * np + i - 1) * dim + d] +
+                                           pos[(size_t)(i - 1) * dim + d];
+                size_t at = ((size_t)b * nt + i) * dim + d;
+                worst = fmaxf(worst, fabsf(wrong - want_embed.data[at]));
+            }
+    CU_ASSERT(worst > 1e-3f);
+
+    trace_recorder_free(&rec);
+    tensor_free(&x), tensor_free(&want_tokens), tensor_free(&want_embed);
+    vit_free(&vit);
+}
+
 CU_TestInfo tests_ch07_tokens[] = {
     {"chapter matches PyTorch golden", test_chapter_matches_pytorch},
     {"attention is permutation-equivariant", test_attention_is_permutation_equivariant},
     {"positions break the symmetry", test_positions_break_the_symmetry},
     {"identical patches become distinct tokens", test_identical_patches_become_distinct},
+    {"vit_forward prepends [cls], then adds the positions",
+     test_vit_forward_prepends_cls_then_adds_positions},
     CU_TEST_INFO_NULL,
 };

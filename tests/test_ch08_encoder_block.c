@@ -153,6 +153,25 @@ static void test_trace_names_in_order(void) {
     free(s.mem);
 }
 
+static void test_layernorm_epsilon_near_the_variance(void) {
+    // a row whose variance equals ε comes out with std 1/√2; ε = 1e-12 still normalises
+    // it; a constant row comes out as β, with no NaN; ε caps the gain at 1/√ε
+    enum { W = 64 };
+    float row[W], y[W], beta[W];
+    for (int j = 0; j < W; j++) row[j] = j % 2 ? 1e-3f : -1e-3f, beta[j] = 0.25f; // σ² = 1e-6
+    layernorm(y, row, NULL, NULL, 1, W, 1e-6f);
+    Tensor t = tensor_view(y, 1, W);
+    CU_ASSERT_DOUBLE_EQUAL(tensor_stats(&t).std, 1 / sqrt(2.0), 1e-4);
+    layernorm(y, row, NULL, NULL, 1, W, 1e-12f);
+    CU_ASSERT_DOUBLE_EQUAL(tensor_stats(&t).std, 1.0, 1e-4);
+    for (int j = 0; j < W; j++) row[j] = 1e-5f * (j % 2 ? 1 : -1); // σ² = 1e-10 ≪ ε
+    layernorm(y, row, NULL, NULL, 1, W, 1e-6f);
+    CU_ASSERT(tensor_stats(&t).std <= 1e-5 / sqrt(1e-6) * (1 + 1e-4));
+    for (int j = 0; j < W; j++) row[j] = 3.0f;
+    layernorm(y, row, NULL, beta, 1, W, 1e-6f);
+    for (int j = 0; j < W; j++) CU_ASSERT_EQUAL(y[j], 0.25f);
+}
+
 static void test_gelu_values(void) {
     // exact erf GELU at a few points (values from torch.nn.functional.gelu)
     float x[5] = {-3.0f, -0.75f, 0.0f, 1.0f, 2.0f}, y[5];
@@ -167,6 +186,7 @@ CU_TestInfo tests_ch08_encoder_block[] = {
     {"zero sub-layers leave the stream alone", test_zero_sublayers_leave_the_stream_alone},
     {"sub-layers see a normalised stream", test_sublayers_see_a_normalised_stream},
     {"trace names in order", test_trace_names_in_order},
+    {"LayerNorm's epsilon near the variance", test_layernorm_epsilon_near_the_variance},
     {"exact GELU values", test_gelu_values},
     CU_TEST_INFO_NULL,
 };

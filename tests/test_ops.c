@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
 #include "ops.h"
@@ -30,6 +31,41 @@ static void test_layernorm_matches_pytorch(void) {
     layernorm(got.data, x.data, g.data, b.data, x.shape[0], x.shape[1], 1e-6f);
     assert_tensor_close(&got, &want, 1e-5f, 1e-5f, "layernorm");
     tensor_free(&x), tensor_free(&g), tensor_free(&b), tensor_free(&want), tensor_free(&got);
+}
+
+// Rows whose variance is near ε, where ε is what keeps the division finite
+// (tools/gen_golden_keys.py, keys_layernorm_eps): constant rows plus noise of
+// variance 1e-7 to 1e-5 and one exactly constant row, with ε = 1e-6 and 1e-5,
+// against F.layer_norm in float64. Near ε, float32 rounding of the mean is
+// magnified by 1/sqrt(var + ε) (up to 950): lib's layernorm is off by 4.5e-6,
+// PyTorch's own float32 F.layer_norm by 4.3e-5, a plain float32 two-pass one by
+// 4.8e-5 (measured). Ignoring ε multiplies a row by sqrt((var + ε) / var),
+// moving these outputs by 0.135 at the least (var 1e-5, ε 1e-6) and turning the
+// constant row into 0/0 = NaN. 5e-4 + 1e-4·|ref| admits any float32 version
+// like PyTorch's with a margin of 10 and misses ignored ε by a factor of 270.
+static void test_layernorm_near_eps_matches_pytorch(void) {
+    static const char *const keys[] = {"eps1e-06", "eps1e-05"};
+    const char *file = "keys_layernorm_eps.safetensors";
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+        char name[64], label[128];
+#define LN_GOLDEN(part) (snprintf(name, sizeof name, "%s.%s", keys[k], part), golden_tensor(file, name))
+        Tensor x = LN_GOLDEN("x"), g = LN_GOLDEN("gamma"), b = LN_GOLDEN("beta");
+        Tensor eps = LN_GOLDEN("eps"), var = LN_GOLDEN("var"), want = LN_GOLDEN("out");
+#undef LN_GOLDEN
+        // the fixture is what it claims: every row's variance within 10x of ε, or exactly 0
+        float most = 0;
+        for (size_t i = 0; i < var.numel; i++) most = fmaxf(most, var.data[i]);
+        CU_ASSERT_TRUE(most <= 1.01e-5f && var.data[var.numel - 1] == 0.0f);
+        Tensor got = tensor_new_shape(x.ndim, x.shape);
+        layernorm(got.data, x.data, g.data, b.data, x.shape[0], x.shape[1], eps.data[0]);
+        snprintf(label, sizeof label, "layernorm (eps %g, row variances 0 to 1e-05)",
+                 (double)eps.data[0]);
+        assert_tensor_close(&got, &want, 5e-4f, 1e-4f, label);
+        if (getenv("VIT_GOLDEN_REPORT"))
+            fprintf(stderr, "\n    %s: max |diff| %.2e", label, (double)tensor_max_abs_diff(&got, &want));
+        tensor_free(&x), tensor_free(&g), tensor_free(&b), tensor_free(&eps), tensor_free(&var);
+        tensor_free(&want), tensor_free(&got);
+    }
 }
 
 static void test_gelu_matches_pytorch(void) {
@@ -252,6 +288,49 @@ static void test_top_k_orders_nan_last_ties_by_index(void) {
     CU_ASSERT_EQUAL(idx[5], 2); // NaN last
 }
 
+/* ---------------------------------------- the answer keys' own checker */
+
+// tests/check.c, which every suite's comparisons go through, tested beside the ops
+// it checks: NaN and infinities are counted on each side and where they first
+// are, never hidden as "max |diff| 0"; the worst element is the first that is
+// not finite where the other side is.
+static void test_checker_names_nan_and_inf(void) {
+    float a[6] = {1.0f, NAN, 3.0f, INFINITY, NAN, -INFINITY};
+    float e[6] = {1.5f, 2.0f, NAN, 4.0f, NAN, -INFINITY};
+    int shape[2] = {2, 3};
+    Tensor got = tensor_view_shape(a, 2, shape), want = tensor_view_shape(e, 2, shape);
+    TensorDiff d;
+    CU_ASSERT_FALSE(tensor_diff(&d, &got, &want, 1e-3f, 0.0f));
+    CU_ASSERT_EQUAL(d.bad, 4);           // [0] off by 0.5, [1] NaN, [2] NaN expected, [3] inf
+    CU_ASSERT_EQUAL(d.first_bad, 0);
+    CU_ASSERT_EQUAL(d.worst, 1);         // the first non-finite mismatch
+    CU_ASSERT_EQUAL(d.nan[0], 2);        // got: [1] and [4]
+    CU_ASSERT_EQUAL(d.first_nan[0], 1);
+    CU_ASSERT_EQUAL(d.nan[1], 2);        // expected: [2] and [4]
+    CU_ASSERT_EQUAL(d.first_nan[1], 2);
+    CU_ASSERT_EQUAL(d.inf[0], 2);        // got: +inf at [3], -inf at [5]
+    CU_ASSERT_EQUAL(d.first_inf[0], 3);
+    CU_ASSERT_EQUAL(d.inf[1], 1);        // expected: -inf at [5], matched
+    CU_ASSERT_DOUBLE_EQUAL(d.max_diff, 0.5, 1e-12); // over the finite pairs only
+    char line[640];
+    tensor_diff_summary(line, sizeof line, &d, &got, &want, 1e-3f, 0.0f);
+    CU_ASSERT_PTR_NOT_NULL(strstr(line, "4 of 6 elements"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(line, "worst at [0, 1]: got NaN, expected 2"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(line, "NaN: got 2 (first at [0, 1]), expected 2 (first at [0, 2])"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(line, "Inf: got 2 (first at [1, 0]), expected 1 (first at [1, 2])"));
+    // NaN against NaN and an infinity against the same one agree
+    float same[3] = {NAN, INFINITY, -INFINITY};
+    Tensor s = tensor_view(same, 1, 3);
+    CU_ASSERT_TRUE(tensor_diff(&d, &s, &s, 0.0f, 0.0f));
+    // a series: the first failure in full, the next CHECK_LINES in a line, the rest counted
+    CheckReport r = {0};
+    CU_ASSERT_EQUAL(check_report_fail(&r, "blocks.0.attn.q"), CHECK_FULL);
+    for (int i = 0; i < CHECK_LINES; i++) CU_ASSERT_EQUAL(check_report_fail(&r, "later"), CHECK_LINE);
+    CU_ASSERT_EQUAL(check_report_fail(&r, "much later"), CHECK_QUIET);
+    CU_ASSERT_EQUAL(r.failures, CHECK_LINES + 2);
+    CU_ASSERT_STRING_EQUAL(r.first, "blocks.0.attn.q");
+}
+
 /* ------------------------------------------- top K against a plain sort */
 
 // One value and where it came from, for the reference order.
@@ -355,6 +434,7 @@ static void test_top_k_matches_sorting_large(void) {
 CU_TestInfo tests_ops[] = {
     {"softmax matches PyTorch", test_softmax_matches_pytorch},
     {"layernorm matches PyTorch", test_layernorm_matches_pytorch},
+    {"layernorm with variance near eps matches PyTorch", test_layernorm_near_eps_matches_pytorch},
     {"gelu matches PyTorch", test_gelu_matches_pytorch},
     {"linear matches PyTorch", test_linear_matches_pytorch},
     {"dot matches PyTorch", test_dot_matches_pytorch},
@@ -371,6 +451,7 @@ CU_TestInfo tests_ops[] = {
     {"layernorm constant row is finite", test_layernorm_constant_row_uses_eps},
     {"gelu known values", test_gelu_known_values},
     {"scale and add", test_scale_and_add},
+    {"the checker names NaN and Inf on either side", test_checker_names_nan_and_inf},
     {"top K: largest first, ties by index, NaN last", test_top_k_orders_nan_last_ties_by_index},
     {"top K equals sorting: n <= 1000, every k", test_top_k_matches_sorting_small},
     {"top K: all equal, all NaN", test_top_k_all_equal_or_all_nan},

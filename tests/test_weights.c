@@ -4,9 +4,12 @@
  *        three naming schemes (timm, Hugging Face, torchvision), metadata, and
  *        the messages for broken checkpoints.
  *
- * Every checkpoint here is made by the test itself: a small random model is
+ * Most checkpoints here are made by the test itself: a small random model is
  * saved with timm's names, then rewritten tensor by tensor (renamed, split,
- * converted, dropped or reshaped) into the file under test.
+ * converted, dropped or reshaped) into the file under test. The first tests
+ * read one small model that PyTorch wrote under each convention
+ * (tools/gen_golden_keys.py) and compare every stage of its forward pass with
+ * PyTorch's, so a loader that mixes up q, k and v fails at blocks.0.attn.q.
  */
 #include <CUnit/CUnit.h>
 #include <math.h>
@@ -269,6 +272,49 @@ static void to_hf(StWriter *w, const char *name, const Tensor *t, void *user) {
     }
     CU_ASSERT_TRUE_FATAL(translate(hf_names, name, other, sizeof other));
     st_writer_add(w, other, t);
+}
+
+/* ------------------------------------- each convention, stage by stage */
+
+// tests/golden/keys_loader_{timm,hf,torchvision}.safetensors hold one model
+// (S 16, p 4, D 16, H 2, L 2, M 64, Y 5) under timm's names (fused qkv), Hugging
+// Face's (separate query/key/value) and torchvision's (fused in_proj, from
+// torchvision's own VisionTransformer); keys_loader.safetensors holds its input
+// batch and every stage of its forward pass by tools/ref_vit.py in float64.
+// Each file, loaded, must reproduce that trace stage by stage.
+static void check_convention_against_pytorch(const char *file, const char *source) {
+    Vit vit;
+    VitError err;
+    if (vit_build(&vit, golden_path(file), &err) != VIT_OK) {
+        fprintf(stderr, "\n    %s\n", err.msg);
+        CU_FAIL("the golden checkpoint did not load");
+        return;
+    }
+    CU_ASSERT_STRING_EQUAL(vit.source, source);
+    const VitConfig want = {.image_size = 16, .patch_size = 4, .channels = 3, .dim = 16,
+                            .depth = 2, .heads = 2, .mlp_dim = 64, .num_classes = 5,
+                            .ln_eps = 1e-6f};
+    CU_ASSERT_TRUE(same_config(&vit.config, &want));
+    Tensor x = golden_tensor("keys_loader.safetensors", "input");
+    GoldenCheck g;
+    if (golden_open(&g, "keys_loader.safetensors")) {
+        CU_ASSERT_EQUAL(vit_forward(&vit, &x, golden_check, &g, &err), VIT_OK);
+        golden_finish(&g);
+    }
+    tensor_free(&x);
+    vit_free(&vit);
+}
+
+static void test_timm_file_matches_pytorch(void) {
+    check_convention_against_pytorch("keys_loader_timm.safetensors", "timm");
+}
+
+static void test_hf_file_matches_pytorch(void) {
+    check_convention_against_pytorch("keys_loader_hf.safetensors", "hf");
+}
+
+static void test_torchvision_file_matches_pytorch(void) {
+    check_convention_against_pytorch("keys_loader_torchvision.safetensors", "torchvision");
 }
 
 /* ------------------------------------------------------------ round trips */
@@ -730,6 +776,9 @@ static void test_eps_is_quoted_as_written(void) {
 }
 
 CU_TestInfo tests_weights[] = {
+    {"timm file: every stage equals PyTorch", test_timm_file_matches_pytorch},
+    {"Hugging Face file: every stage equals PyTorch", test_hf_file_matches_pytorch},
+    {"torchvision file: every stage equals PyTorch", test_torchvision_file_matches_pytorch},
     {"save then build gives the same logits", test_save_then_build_gives_same_model},
     {"save then build gives the same tensors", test_save_then_build_gives_same_tensors},
     {"F32 weights are mapped in place", test_f32_weights_are_mapped_in_place},

@@ -4,9 +4,11 @@
     tools/gen_golden.py              regenerate every golden
     tools/gen_golden.py NAME...      regenerate only these, e.g. ch03_softmax
     tools/gen_golden.py --list       print the names
+    tools/gen_golden.py --out-dir D  write into D instead of tests/golden
 
 Each golden file is made by one function below, registered with @golden under
-its own name. A function returns {pinned name: tensor}, or a pair
+its own name (tools/golden_common.py holds the registry, write() and the
+command line that every golden script shares). A function returns {pinned name: tensor}, or a pair
 ({pinned name: tensor}, {pinned name: (atol, rtol)}) when some value needs a
 tolerance other than the checker's default; that becomes the metadata entry
 "tol.NAME" = "ATOL RTOL" read by tests/check.c.
@@ -23,26 +25,29 @@ The rules:
 
 Run with /usr/bin/python3 (Debian's python3-torch). Tests never need Python.
 """
+import functools
 import math
 import os
 import sys
 
 import torch
+import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import stio  # noqa: E402
+import golden_common  # noqa: E402
 from vitrng import Rng  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-GOLDEN_DIR = os.path.join(ROOT, "tests", "golden")
-
-GOLDENS = {}  # name -> function, in definition order
 
 
 def golden(fn):
-    """Register fn as the maker of tests/golden/<fn.__name__>.safetensors."""
-    GOLDENS[fn.__name__] = fn
-    return fn
+    """Register fn with golden_common, its tensors stored as float32 like every chapter pin."""
+    @functools.wraps(fn)
+    def as_float32():
+        result = fn()
+        parts = list(result) if isinstance(result, tuple) else [result]
+        parts[0] = {k: f32(v).contiguous() for k, v in parts[0].items()}
+        return tuple(parts) if len(parts) > 1 else parts[0]
+    return golden_common.golden(as_float32)
 
 
 def f32(x):
@@ -104,39 +109,58 @@ def ch01_dot_product():
 
 @golden
 def ch02_scaling():
-    """chapters/02_scaling.c: variance of q·k against width, softmax saturation."""
+    """chapters/02_scaling.c: variance of q·k against the head width Dh, softmax
+    saturation, and the scores of a freshly initialised ViT layer."""
     g = {}
     queries = keys = 1024
     row_keys = 8
     rng = Rng(2)                   # one stream: Q then K for each width in turn
     rows = {}
-    for d in (4, 16, 64, 256, 768):
-        Q, K = normal(rng, queries, d), normal(rng, keys, d)
+    for dh in (4, 16, 64, 256, 768):
+        Q, K = normal(rng, queries, dh), normal(rng, keys, dh)
         scores = torch.matmul(Q, K.T)
-        scaled = scores / math.sqrt(d)
-        g[f"mean_d{d}"] = scores.double().mean()  # float64 sums: the C side uses double too
-        g[f"var_d{d}"] = torch.var(scores, unbiased=False)
-        g[f"std_d{d}"] = torch.std(scores, unbiased=False)
-        g[f"var_scaled_d{d}"] = torch.var(scaled, unbiased=False)
-        rows[d] = (scores[0, :row_keys], scaled[0, :row_keys])
-        if d == 768:
-            g["var_div_d_d768"] = torch.var(scores / d, unbiased=False)
+        scaled = scores / math.sqrt(dh)
+        g[f"mean_dh{dh}"] = scores.double().mean()  # float64 sums: the C side uses double too
+        g[f"var_dh{dh}"] = torch.var(scores, unbiased=False)
+        g[f"std_dh{dh}"] = torch.std(scores, unbiased=False)
+        g[f"var_scaled_dh{dh}"] = torch.var(scaled, unbiased=False)
+        rows[dh] = (scores[0, :row_keys], scaled[0, :row_keys])
+        if dh == 768:
+            g["var_over_dh_dh768"] = torch.var(scores / dh, unbiased=False)
 
     g["entropy_uniform"] = torch.log(f32(row_keys))
 
     def entropy(p):
         return torch.special.entr(p).sum()  # -p ln p, with 0 ln 0 = 0
 
-    for d, (row, row_scaled) in rows.items():
+    for dh, (row, row_scaled) in rows.items():
         p_raw, p_scaled = torch.softmax(row, dim=0), torch.softmax(row_scaled, dim=0)
-        g[f"max_prob_raw_d{d}"] = p_raw.max()
-        g[f"entropy_raw_d{d}"] = entropy(p_raw)
-        g[f"max_prob_scaled_d{d}"] = p_scaled.max()
-        g[f"entropy_scaled_d{d}"] = entropy(p_scaled)
-        if d == 768:
-            g["row_d768"], g["row_scaled_d768"] = row, row_scaled
-            g["probs_raw_d768"], g["probs_scaled_d768"] = p_raw, p_scaled
+        g[f"max_prob_raw_dh{dh}"] = p_raw.max()
+        g[f"entropy_raw_dh{dh}"] = entropy(p_raw)
+        g[f"max_prob_scaled_dh{dh}"] = p_scaled.max()
+        g[f"entropy_scaled_dh{dh}"] = entropy(p_scaled)
+        if dh == 768:
+            g["row_dh768"], g["row_scaled_dh768"] = row, row_scaled
+            g["probs_raw_dh768"], g["probs_scaled_dh768"] = p_raw, p_scaled
 
+    # Section 4: LayerNorm'd tokens through fresh weights (truncated normal,
+    # std 0.02, cut at +-2, as lib's vit_build_random() draws every weight).
+    N, D, std = 197, 768, 0.02
+    rng = Rng(22)                  # tokens, then W_q, W_k for each head width
+    x = F.layer_norm(normal(rng, N, D), (D,), eps=1e-6)
+    g["fresh_predicted_var"] = f32(D * std ** 2)
+    for dh in (16, 64, 256):
+        w_q = torch.from_numpy(rng.fill_trunc_normal(dh * D, 0.0, std, -2.0, 2.0)).reshape(dh, D)
+        w_k = torch.from_numpy(rng.fill_trunc_normal(dh * D, 0.0, std, -2.0, 2.0)).reshape(dh, D)
+        q, k = F.linear(x, w_q), F.linear(x, w_k)
+        scores = q @ k.T
+        scaled = scores * dh ** -0.5
+        g[f"fresh_var_q_dh{dh}"] = torch.var(q.double(), unbiased=False)
+        g[f"fresh_var_k_dh{dh}"] = torch.var(k.double(), unbiased=False)
+        g[f"fresh_var_scores_dh{dh}"] = torch.var(scores.double(), unbiased=False)
+        g[f"fresh_std_scaled_dh{dh}"] = torch.std(scaled.double(), unbiased=False)
+        g[f"fresh_mean_max_prob_dh{dh}"] = torch.softmax(scaled, dim=-1).max(dim=-1).values.mean()
+    g["uniform_prob_197"] = f32(1 / N)
     return g
 
 
@@ -180,13 +204,17 @@ def ch03_softmax():
     g["row_sums_padded"] = g["p_padded"].sum(dim=-1)
     g["p_causal"] = torch.softmax(scores + causal, dim=-1)
 
-    all_masked = torch.full((4,), -math.inf)
-    g["p_all_masked_naive"] = textbook(all_masked)[1]               # 0/0 = NaN
-    # torch.softmax gives NaN for a fully masked row as well. lib's convention
+    # query i sees only the keys before it (j < i): row 0 is masked entirely
+    earlier = torch.zeros(4, 4).masked_fill(idx[None, :] >= idx[:, None], -math.inf)
+    g["earlier_mask"] = earlier
+    e = torch.exp(scores + earlier)                                 # the textbook formula,
+    g["p_earlier_naive"] = e / e.sum(dim=-1, keepdim=True)          # row by row: 0/0 in row 0
+    # torch.softmax gives NaN for the fully masked row too. lib's convention
     # (lib/ops.h) is a row of zeros; pin that convention explicitly.
-    p_torch = torch.softmax(all_masked, dim=0)
-    assert torch.isnan(p_torch).all()
-    g["p_all_masked"] = torch.nan_to_num(p_torch, nan=0.0)
+    p_torch = torch.softmax(scores + earlier, dim=-1)
+    assert torch.isnan(p_torch[0]).all() and not torch.isnan(p_torch[1:]).any()
+    g["p_earlier"] = torch.nan_to_num(p_torch, nan=0.0)
+    g["row_sums_earlier"] = g["p_earlier"].sum(dim=-1)
 
     g["p_uniform"] = f32(1 / 4)
     for label, T in (("0_1", 0.1), ("0_5", 0.5), ("1", 1.0), ("2", 2.0), ("10", 10.0)):
@@ -194,43 +222,80 @@ def ch03_softmax():
     return g
 
 
+# ------------------------------------------------------- attention, lib/attention.h
+
+@golden
+def attention_cases():
+    """tests/test_attention.c: lib's attention options against PyTorch.
+
+    overflow.*  one head whose scaled scores are several hundred, so that e^x
+                overflows float32 unless softmax subtracts the row maximum;
+    pad.*       multi-head attention on a batch of two sequences of different
+                lengths, with a (B, N) key-padding mask and, separately, with
+                the key-padding mask and a causal (N, N) mask together, against
+                torch.nn.MultiheadAttention;
+    scale1.*    the same layer with scale 1 instead of 1/sqrt(Dh) (timm's
+                qk_scale), computed with torch ops;
+    qkv.*       a fused projection of a batch of two and its
+                reshape(B, N, 3, H, Dh).permute(2, 0, 3, 1, 4).
+    Inputs are stored in the file; expected values are computed in float64.
+    """
+    g, tol = {}, {}
+    # overflow: q and k with entries of std 15, Dh = 8: scaled scores of std ~225
+    N, DH = 6, 8
+    rng = Rng(41)
+    q, k, v = (15 * normal(rng, N, DH), 15 * normal(rng, N, DH), normal(rng, N, DH))
+    scaled = (q.double() @ k.double().T) * DH ** -0.5
+    assert (scaled.max(dim=-1).values > 100).all(), "every row must overflow exp() in float32"
+    assert torch.isinf(torch.exp(scaled.float())).any()
+    probs = torch.softmax(scaled, dim=-1)
+    g["overflow.q"], g["overflow.k"], g["overflow.v"] = q, k, v
+    g["overflow.scaled"], g["overflow.probs"] = scaled, probs
+    g["overflow.out"] = probs @ v.double()
+    # float32 rounding of scores this size (~3e-5) moves exponents by as much
+    for name in ("overflow.scaled", "overflow.probs", "overflow.out"):
+        tol[name] = (1e-4, 1e-4)
+
+    # a batch of two: sequence 0 has all 5 tokens, sequence 1 only 2
+    B, N, D, H = 2, 5, 8, 2
+    DH = D // H
+    rng = Rng(32)
+    x = normal(rng, B, N, D)
+    qkv_w, qkv_b = 0.3 * normal(rng, 3 * D, D), 0.1 * normal(rng, 3 * D)
+    proj_w, proj_b = 0.3 * normal(rng, D, D), 0.1 * normal(rng, D)
+    lengths = torch.tensor([5, 2])
+    keep = torch.arange(N)[None, :] < lengths[:, None]                  # (B, N)
+    causal = torch.zeros(N, N).masked_fill(torch.ones(N, N).triu(1) == 1, -math.inf)
+    g["pad.x"], g["pad.qkv_w"], g["pad.qkv_b"] = x, qkv_w, qkv_b
+    g["pad.proj_w"], g["pad.proj_b"] = proj_w, proj_b
+    g["pad.lengths"] = lengths
+    g["pad.causal"] = causal
+    mha = torch.nn.MultiheadAttention(D, H, batch_first=True).double().eval()
+    mha.load_state_dict({"in_proj_weight": qkv_w.double(), "in_proj_bias": qkv_b.double(),
+                         "out_proj.weight": proj_w.double(), "out_proj.bias": proj_b.double()})
+    xd = x.double()
+    for label, attn_mask in (("pad", None), ("pad_causal", causal.double())):
+        out, probs = mha(xd, xd, xd, key_padding_mask=~keep, attn_mask=attn_mask,
+                         need_weights=True, average_attn_weights=False)
+        g[f"pad.{label}.out"], g[f"pad.{label}.probs"] = out, probs
+
+    # scale 1: timm's Attention(..., qk_scale=1), by hand
+    qkv = F.linear(xd, qkv_w.double(), qkv_b.double()).reshape(B, N, 3, H, DH)
+    qh, kh, vh = qkv.permute(2, 0, 3, 1, 4).unbind(0)
+    probs = torch.softmax((qh @ kh.transpose(-2, -1)) * 1.0, dim=-1)
+    g["scale1.probs"] = probs
+    g["scale1.out"] = F.linear((probs @ vh).transpose(1, 2).reshape(B, N, D),
+                               proj_w.double(), proj_b.double())
+
+    # the permute of a fused projection, B = 2
+    flat = normal(Rng(33), B, 3, 3 * 2 * 2)                             # (B, N=3, 3·H·Dh), H=Dh=2
+    g["qkv.x"] = flat
+    split = flat.reshape(B, 3, 3, 2, 2).permute(2, 0, 3, 1, 4)          # (3, B, H, N, Dh)
+    g["qkv.split"] = split.reshape(3 * B, 2, 3, 2)                     # stored 4-d: (3·B, H, N, Dh)
+    return g, tol
+
+
 # --------------------------------------------------------------------- main
 
-def write(name, goldens=GOLDENS, program="tools/gen_golden.py"):
-    """Compute golden `name` of `goldens` and save it with its tolerances as metadata."""
-    result = goldens[name]()
-    tensors, tol = result if isinstance(result, tuple) else (result, {})
-    tensors = {k: f32(v).contiguous() for k, v in tensors.items()}
-    unknown = set(tol) - set(tensors)
-    if unknown:
-        raise SystemExit(f"{program}: {name}: tolerance for unknown values {sorted(unknown)}")
-    meta = {"generator": f"{program} {name}", "torch": torch.__version__}
-    meta.update({f"tol.{k}": f"{a:g} {r:g}" for k, (a, r) in tol.items()})
-    os.makedirs(GOLDEN_DIR, exist_ok=True)
-    path = os.path.join(GOLDEN_DIR, f"{name}.safetensors")
-    stio.save(path, tensors, meta)
-    print(f"{os.path.relpath(path, ROOT)}: {len(tensors)} values, {os.path.getsize(path)} bytes")
-
-
-def main(argv, goldens=GOLDENS, program="tools/gen_golden.py", doc=__doc__):
-    """The command line of a golden script: [NAME...], --list, --help."""
-    if "-h" in argv or "--help" in argv:
-        print(doc.strip())
-        return 0
-    if "--list" in argv:
-        print("\n".join(goldens))
-        return 0
-    names = argv or list(goldens)
-    unknown = [n for n in names if n not in goldens]
-    if unknown:
-        print(f"{program}: unknown golden {', '.join(unknown)}; known: {', '.join(goldens)}",
-              file=sys.stderr)
-        return 2
-    torch.set_grad_enabled(False)
-    for n in names:
-        write(n, goldens, program)
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(golden_common.main(__doc__))

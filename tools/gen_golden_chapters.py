@@ -35,21 +35,12 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import stio  # noqa: E402
-import gen_golden  # noqa: E402
-from gen_golden import f32, normal  # noqa: E402
+from gen_golden import f32, golden, normal  # noqa: E402
+import golden_common  # noqa: E402
 from ref_vit import Attention, Block, RefViT  # noqa: E402
 from vitrng import Rng  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-GOLDEN_DIR = os.path.join(ROOT, "tests", "golden")
-
-GOLDENS = {}  # name -> function, in definition order
-
-
-def golden(fn):
-    """Register fn as the maker of tests/golden/<fn.__name__>.safetensors."""
-    GOLDENS[fn.__name__] = fn
-    return fn
 
 
 def normal_std(rng, std, *shape):
@@ -96,6 +87,14 @@ def ch04_attention():
     g["out_0_by_hand"] = (probs[0, :, None] * V).sum(dim=0)
     g["one_call_out_max_diff"] = f32(0)      # the same calls in the same order
     g["one_call_probs_max_diff"] = f32(0)
+
+    # a wrong scale (timm's qk_scale): 1/Dh, the default 1/sqrt(Dh), and 1
+    by_scale = [torch.softmax(scores * s, dim=-1) for s in (1 / DH, DH ** -0.5, 1.0)]
+    g["probs_scale_1"] = by_scale[2]
+    g["row_max_by_scale"] = torch.stack([p.max(dim=-1).values for p in by_scale])
+    g["row_entropy_by_scale"] = torch.stack([torch.special.entr(p).sum(dim=-1) for p in by_scale])
+    g["mean_entropy_by_scale"] = g["row_entropy_by_scale"].double().mean(dim=-1)
+    g["entropy_uniform"] = torch.log(f32(N))
 
     idx = torch.arange(N)
     padding = torch.zeros(N, N).masked_fill(idx[None, :] >= N - 1, -math.inf)
@@ -177,6 +176,40 @@ def ch05_multi_head():
     drop = torch.nn.Dropout(p).eval()
     assert torch.equal(drop(row), row)
 
+    # a batch of two: sequence 0 is x, sequence 1 has 3 real tokens and one of padding
+    lengths = torch.tensor([4, 3])
+    xb = torch.cat((x, normal(Rng(57), 1, N, D)))                     # (2, N, D)
+    g["x_batch"] = xb
+    qkv_b = F.linear(xb, w_qkv, b_qkv)                                # (2, N, 3D)
+    heads_b = qkv_b.reshape(2, N, 3, H, DH).permute(2, 0, 3, 1, 4)    # (3, 2, H, N, DH)
+    q_b, k_b, v_b = heads_b.unbind(0)
+    g["batch_qkv_1_2_13"], g["batch_v_1_0_2_1"] = qkv_b[1, 2, 13], v_b[1, 0, 2, 1]
+    # splitting 3D into 3H heads: (2, 3H, N, DH); its first B*H heads taken for q
+    split_3h = qkv_b.reshape(2, N, 3 * H, DH).permute(0, 2, 1, 3).reshape(-1)
+    g["split_3h_q_vs_q_max_diff"] = max_abs_diff(split_3h[:q_b.numel()], q_b.reshape(-1))
+    half = q_b.numel() // 2
+    g["split_3h_q_image_1_vs_k_image_0_max_diff"] = max_abs_diff(split_3h[half:2 * half],
+                                                                 k_b[0].reshape(-1))
+    # key padding: keep[b, j] = j < lengths[b]; masked_fill(keep == 0, -inf) is adding -inf
+    keep = torch.arange(N)[None, :] < lengths[:, None]                # (2, N)
+    g["key_padding_mask"] = torch.zeros(2, N).masked_fill(keep == 0, -math.inf)
+    scores_b = (q_b @ k_b.transpose(-2, -1)) * DH ** -0.5
+    probs_b = scores_b.masked_fill(keep[:, None, None, :] == 0, -math.inf).softmax(dim=-1)
+    out_b = F.linear((probs_b @ v_b).transpose(1, 2).reshape(2, N, D), w_proj, b_proj)
+    # the same with torch's own nn.MultiheadAttention and its key_padding_mask
+    mha = torch.nn.MultiheadAttention(D, H, batch_first=True).eval()
+    mha.load_state_dict({"in_proj_weight": w_qkv, "in_proj_bias": b_qkv,
+                         "out_proj.weight": w_proj, "out_proj.bias": b_proj})
+    out_t, probs_t = mha(xb, xb, xb, key_padding_mask=~keep, need_weights=True,
+                         average_attn_weights=False)
+    assert torch.allclose(out_t, out_b, atol=1e-6) and torch.allclose(probs_t, probs_b, atol=1e-6)
+    g["batch_probs"], g["batch_out"] = probs_b, out_b
+    g["batch_probs_seq_1"] = probs_b[1:]
+    g["batch_seq_0_probs_vs_alone_max_diff"] = max_abs_diff(probs_b[0], rec["probs"][0])
+    g["batch_seq_0_vs_alone_max_diff"] = max_abs_diff(out_b[0], out[0])
+    out_1 = run_recorded(attn, xb[1:, :3])[0]                         # its 3 tokens alone
+    g["batch_seq_1_vs_alone_max_diff"] = max_abs_diff(out_b[1, :3], out_1[0])
+
     g["vit_base_head_width"] = f32(768 // 12)
     # PyTorch refuses 768 features in 5 heads too; lib reports VIT_ERR_INPUT = 1
     try:
@@ -185,7 +218,10 @@ def ch05_multi_head():
     except AssertionError:
         pass
     g["bad_heads_status"] = f32(1)
-    return g, {"fused_vs_separate_max_diff": (1e-6, 0)}
+    return g, {"fused_vs_separate_max_diff": (1e-6, 0),
+               "batch_seq_0_probs_vs_alone_max_diff": (1e-6, 0),
+               "batch_seq_0_vs_alone_max_diff": (1e-6, 0),
+               "batch_seq_1_vs_alone_max_diff": (1e-6, 0)}
 
 
 # --------------------------------------------------------------- chapter 06
@@ -207,15 +243,15 @@ def ch06_patch_embedding():
     """chapters/06_patch_embedding.c: unfold, what a patch holds, linear = conv."""
     g = {}
     C, S, p, D = 3, 224, 16, 768
-    grid, K = S // p, C * p * p
+    grid, patch_len = S // p, C * p * p             # numbers per patch, C·p·p
     P = grid * grid
     img = test_picture(S)
     g["image_numbers"] = f32(img.numel())
     g["pixels"] = torch.stack([img[0, 0, 0, 0], img[0, 0, 0, S - 1], img[0, 1, 0, 0],
                                img[0, 1, S - 1, 0], img[0, 2, 0, 0], img[0, 2, 0, 32]])
-    g["grid"], g["num_patches"], g["patch_numbers"] = f32(grid), f32(P), f32(K)
+    g["grid"], g["num_patches"], g["patch_numbers"] = f32(grid), f32(P), f32(patch_len)
 
-    patches = F.unfold(img, kernel_size=p, stride=p).transpose(1, 2)   # (1, P, K)
+    patches = F.unfold(img, kernel_size=p, stride=p).transpose(1, 2)   # (1, P, C·p·p)
     which = grid + 1
     entries = [0, 1, 15, 16, 255, 256, 511, 512, 767]
     # which pixel each entry holds: unfold an image whose "pixels" are their own
@@ -236,12 +272,12 @@ def ch06_patch_embedding():
     conv = torch.nn.Conv2d(C, D, kernel_size=p, stride=p)
     conv.load_state_dict({"weight": w, "bias": b})
     embed = conv(img).flatten(2).transpose(1, 2)                        # (1, P, D)
-    g["flops"] = f32(2 * P * K * D + P * D)
+    g["flops"] = f32(2 * P * patch_len * D + P * D)
     g["patch_tokens"] = embed[0, [0, which, P - 1], :6]
     g["patch_embed_mean"] = embed.double().mean()
     g["patch_embed_std"] = embed.double().std(unbiased=False)
     # unfold + linear in torch, against the convolution: rounding-level
-    linear = F.linear(patches, w.reshape(D, K), b)
+    linear = F.linear(patches, w.reshape(D, patch_len), b)
     g["conv_vs_unfold_max_diff"] = max_abs_diff(linear, embed)
     tol = {"patch_tokens": (1e-5, 1e-4), "conv_vs_unfold_max_diff": (1e-5, 0)}
     return g, tol
@@ -258,8 +294,18 @@ def ch07_tokens():
     rng = Rng(7)                   # patches, cls, pos
     patches = normal(rng, 1, P, D)
     patches[0, 9] = patches[0, 5]  # the repeated patch
-    cls = normal_std(rng, 0.02, 1, 1, D)
-    pos = normal_std(rng, 0.02, 1, N, D)
+    # drawn as lib's vit_build_random() draws every parameter: truncated normal, std 0.02, +-2
+    cls = torch.from_numpy(rng.fill_trunc_normal(D, 0.0, 0.02, -2.0, 2.0)).reshape(1, 1, D)
+    pos = torch.from_numpy(rng.fill_trunc_normal(N * D, 0.0, 0.02, -2.0, 2.0)).reshape(1, N, D)
+    g["cls_std"] = cls.double().std(unbiased=False)
+    g["pos_std"] = pos.double().std(unbiased=False)
+    # timm leaves the patch convolution at PyTorch's default: weight and bias
+    # uniform in +-1/sqrt(fan_in), fan_in = C·p·p = 768 for ViT-Base
+    bound = 1 / math.sqrt(3 * 16 * 16)
+    conv = torch.nn.Conv2d(3, D, kernel_size=16, stride=16)
+    assert conv.weight.abs().max() <= bound and conv.bias.abs().max() <= bound
+    assert conv.weight.abs().max() > 0.99 * bound  # and it does reach out that far
+    g["conv_default_bound"] = f32(bound)
     tokens = torch.cat((cls, patches), dim=1)
     embed = tokens + pos
     g["num_tokens"] = f32(tokens.shape[1])
@@ -338,6 +384,7 @@ def ch08_encoder_block():
     D, H, M, N = 768, 12, 3072, 197
     with made_weights("--arch", "vit-base", "--depth", "1", "--seed", str(WEIGHT_SEED)) as path:
         block = block_from(stio.load(path)[0], 0, D, H, M)
+        model = RefViT.from_safetensors(path)  # chapter 09's embedding and block 0
 
     count = {name: sum(p.numel() for p in module.parameters())
              for name, module in (("norm1", block.norm1), ("norm2", block.norm2),
@@ -367,6 +414,36 @@ def ch08_encoder_block():
     for label, row in (("in", x[0, 0]), ("ln", trace["norm1"][0, 0])):
         g[f"token0_{label}_mean"] = row.double().mean()
         g[f"token0_{label}_std"] = row.double().std(unbiased=False)
+
+    # LayerNorm term by term on token 0, then with gamma 2 and beta 0.5
+    t0 = x[0, 0].double()
+    var, rstd = t0.var(unbiased=False), 1 / torch.sqrt(t0.var(unbiased=False) + 1e-6)
+    g["token0_var"], g["token0_var_unbiased"], g["token0_rstd"] = var, t0.var(), rstd
+    g["token0_x0"] = x[0, 0, 0]
+    g["token0_y0_formula"] = ((t0[0] - t0.mean()) * rstd * block.norm1.weight[0].double()
+                              + block.norm1.bias[0].double())
+    g["token0_y0"] = trace["norm1"][0, 0, 0]
+    affine = F.layer_norm(x[0, 0], (D,), torch.full((D,), 2.0), torch.full((D,), 0.5), 1e-6)
+    g["token0_affine_mean"] = affine.double().mean()
+    g["token0_affine_std"] = affine.double().std(unbiased=False)
+    # epsilon: token 0 shrunk until its variance nears it, normalised with timm's and HF's
+    shrink = f32([1, 1e-2, 1e-3, 1e-4])
+    rows = shrink[:, None] * x[0, 0][None, :]
+    by_eps = {eps: F.layer_norm(rows, (D,), eps=eps) for eps in (1e-6, 1e-12)}
+    g["eps.shrink"] = shrink
+    g["eps.var"] = rows.double().var(dim=1, unbiased=False)
+    g["eps.std_1e-6"] = by_eps[1e-6].double().std(dim=1, unbiased=False)
+    g["eps.std_1e-12"] = by_eps[1e-12].double().std(dim=1, unbiased=False)
+    g["eps.max_diff"] = (by_eps[1e-6] - by_eps[1e-12]).abs().max(dim=1).values
+    g["eps.gain_limit_1e-6"], g["eps.gain_limit_1e-12"] = f32(1e-6 ** -0.5), f32(1e-12 ** -0.5)
+    g["params.norm1"] = f32(2 * D)
+
+    # the block assembled by hand from torch functions, in Block.forward's order
+    h = F.layer_norm(x, (D,), block.norm1.weight, block.norm1.bias, 1e-6)
+    resid1 = x + block.attn(h, lambda name, t: None, "")
+    h = F.layer_norm(resid1, (D,), block.norm2.weight, block.norm2.bias, 1e-6)
+    g["by_hand_max_diff"] = max_abs_diff(resid1 + block.fc2(F.gelu(block.fc1(h))), trace["out"])
+    g["sqrt_d"] = f32(math.sqrt(D))
     big = {}
     block(10 * x, lambda name, t: big.__setitem__(name, t.detach().clone()), "")
     g["big_norm1_max_diff"] = max_abs_diff(big["norm1"], trace["norm1"])
@@ -385,12 +462,26 @@ def ch08_encoder_block():
     g["attn_relative"] = g["attn.proj.mean_norm"] / g["input.mean_norm"]
     g["mlp_relative"] = g["mlp.fc2.mean_norm"] / g["resid1.mean_norm"]
 
+    # the same block on the stream it really gets: chapter 09's embedded image
+    real = model.trace(uniform(Rng(99), -1.0, 1.0, 1, 3, 224, 224))
+    embed, out = real["embed"][0].double(), real["blocks.0.out"][0].double()
+    g["ch09.embed.std"] = embed.std(unbiased=False)
+    g["ch09.embed.mean_norm"] = mean_norm(real["embed"])
+    g["ch09.attn.mean_norm"] = mean_norm(real["blocks.0.attn.proj"])
+    g["ch09.mlp.mean_norm"] = mean_norm(real["blocks.0.mlp.fc2"])
+    g["ch09.cos_input_out"] = F.cosine_similarity(embed, out, dim=-1).mean()
+    g["ch09.cls_cos"] = F.cosine_similarity(embed[0], out[0], dim=0)
+
     # float32 through a 768-wide block: statistics agree to ~1e-6 relative;
     # means of zero-mean tensors need an absolute tolerance
     tol = {k: (1e-5, 1e-4) for k in g if k.endswith((".mean", ".std"))}
     tol.update({"big_norm1_max_diff": (1e-5, 0), "big_attn_max_diff": (1e-6, 0),
                 "token0_ln_mean": (1e-6, 0), "mean_top_prob": (1e-6, 1e-4),
-                "fc1_negative_percent": (0.01, 0)})
+                "fc1_negative_percent": (0.01, 0),
+                # the same functions in the same order: not one bit may differ
+                "by_hand_max_diff": (0, 0),
+                # variances down to 1e-8, and differences of float rounding at full size
+                "eps.var": (0, 1e-4), "eps.max_diff": (1e-5, 1e-3)})
     return g, tol
 
 
@@ -483,9 +574,16 @@ def ch09_vit_base():
     assert params == 86_567_656, params
     g["param_count"] = f32(params)
     g["param_megabytes"] = f32(4 * params / 1e6)
+    # timm leaves the patch convolution at PyTorch's default: kaiming_uniform_(a=sqrt(5))
+    fan_in, _ = torch.nn.init._calculate_fan_in_and_fan_out(model.patch_embed.weight)
+    bound = torch.nn.init.calculate_gain("leaky_relu", math.sqrt(5)) * math.sqrt(3 / fan_in)
+    g["timm_patch_bound"], g["timm_patch_std"] = f32(bound), f32(bound / math.sqrt(3))
 
     image = uniform(Rng(99), -1.0, 1.0, 1, 3, S, S)
     trace = model.trace(image)
+    g["trace_count"] = f32(len(trace))
+    g["trace_count.per_block"] = f32(sum(k.startswith("blocks.0.") for k in trace))
+    g["trace_count.outside"] = f32(sum(not k.startswith("blocks.") for k in trace))
 
     total_flops = matmul = attention_nn = 0
     for stage in STAGES:
@@ -507,6 +605,8 @@ def ch09_vit_base():
     g["matmul_percent"] = f32(100 * matmul / total_flops)
     g["attention_nn_percent"] = f32(100 * attention_nn / total_flops)
     g["other_percent"] = f32(100 * (total_flops - matmul - attention_nn) / total_flops)
+    g["flop_ratio.scores_per_softmax"] = f32(stage_flops(model, trace, "attn.scores")
+                                             / stage_flops(model, trace, "attn.probs"))
 
     def stream(name):
         t = trace[name]
@@ -515,6 +615,14 @@ def ch09_vit_base():
     g["stream.embed.std"], g["stream.embed.cls_norm"] = stream("embed")
     for i in range(L):
         g[f"stream.blocks.{i}.std"], g[f"stream.blocks.{i}.cls_norm"] = stream(f"blocks.{i}.out")
+        # what attention and the MLP add to the [cls] row, and how far the block turns the stream
+        for part, stage in (("cls_attn", "attn.proj"), ("cls_mlp", "mlp.fc2")):
+            g[f"stream.blocks.{i}.{part}"] = torch.linalg.norm(trace[f"blocks.{i}.{stage}"][0, 0].double())
+        before = trace["embed" if i == 0 else f"blocks.{i - 1}.out"][0].double()
+        cos = F.cosine_similarity(before, trace[f"blocks.{i}.out"][0].double(), dim=-1)
+        g[f"stream.blocks.{i}.cos"] = cos.mean()
+        if i == 0:
+            g["stream.blocks.0.cls_cos"] = cos[0]
 
     logits = trace["logits"][0]
     g["logits.mean"] = logits.double().mean()
@@ -538,4 +646,4 @@ def ch09_vit_base():
 # --------------------------------------------------------------------- main
 
 if __name__ == "__main__":
-    sys.exit(gen_golden.main(sys.argv[1:], GOLDENS, "tools/gen_golden_chapters.py", __doc__))
+    sys.exit(golden_common.main(__doc__))
