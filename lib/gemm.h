@@ -6,6 +6,9 @@
  *   matmul:    out (M,N) = a (M,K) · b (K,N)      e.g. attention probs · V
  *   matmul_bt: out (M,N) = a (M,K) · b (N,K)ᵀ     e.g. x · Wᵀ in linear, Q · Kᵀ
  * (PyTorch stores a Linear weight as [out, in], so x·Wᵀ is the natural form.)
+ * Here M, K and N are BLAS's letters for a product's rows, inner size and
+ * columns, as in cblas_sgemm's documentation: the one place where they do not
+ * mean the glossary's MLP width, keys and tokens.
  *
  * Three implementations of each, chosen at run time by gemm_set_backend():
  *   naive  the textbook triple loop, the reference everything is tested against;

@@ -2,9 +2,9 @@
  * @file tensor.h
  * @brief The one container: a float32, contiguous, row-major array with a shape.
  *
- * Shape legend used across the library:
- *   B batch, N tokens (incl. cls), D width, H heads, Dh = D/H, P patches,
- *   C classes, S image side.
+ * Shape legend used across the library (the book's glossary, docs/glossary.md):
+ *   B batch, C channels, S image side, P patches, N tokens (incl. cls),
+ *   D width, H heads, Dh = D/H, M MLP width, L depth, Y classes.
  *
  * What it deliberately omits: strides, views with offsets,
  * other dtypes, broadcasting, autograd, lazy graphs. Every op in ops.h takes
