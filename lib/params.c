@@ -129,20 +129,9 @@ int vit_param_spec_count(void) { return ROWS; }
 const VitParamSpec *vit_param_spec_at(int i) { return i >= 0 && i < ROWS ? &table[i] : NULL; }
 
 const VitParamSpec *vit_param_find(const char *name, int *block) {
-    int index = -1;
-    const char *suffix = name;
-    if (strncmp(name, "blocks.", 7) == 0) {
-        // the index as vit_param_name() writes it: digits, no sign or leading zero
-        const char *digits = name + 7;
-        if (!isdigit((unsigned char)digits[0]) ||
-            (digits[0] == '0' && isdigit((unsigned char)digits[1])))
-            return NULL;
-        char *end;
-        long i = strtol(digits, &end, 10);
-        if (*end != '.' || i > 1000000) return NULL;
-        index = (int)i;
-        suffix = end + 1;
-    }
+    int index;
+    const char *suffix = trace_split_block(name, &index);
+    if (!suffix) return NULL;
     for (int i = 0; i < ROWS; i++)
         if (table[i].per_block == (index >= 0) && strcmp(table[i].name, suffix) == 0) {
             if (block) *block = index;

@@ -13,7 +13,6 @@
 #include "stages.h"
 #include "params.h"
 
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,20 +63,9 @@ int vit_stage_count(void) { return STAGE_COUNT; }
 const VitStage *vit_stage_at(int i) { return i >= 0 && i < STAGE_COUNT ? &stages[i] : NULL; }
 
 const VitStage *vit_stage_find(const char *name, int *block) {
-    int index = -1;
-    const char *suffix = name;
-    if (strncmp(name, "blocks.", 7) == 0) {
-        // the index as vit_forward writes it: digits, no sign, space or leading zero
-        const char *digits = name + 7;
-        if (!isdigit((unsigned char)digits[0]) ||
-            (digits[0] == '0' && isdigit((unsigned char)digits[1])))
-            return NULL;
-        char *end;
-        long i = strtol(digits, &end, 10);
-        if (*end != '.' || i > 1000000) return NULL;
-        index = (int)i;
-        suffix = end + 1;
-    }
+    int index;
+    const char *suffix = trace_split_block(name, &index);
+    if (!suffix) return NULL;
     for (int i = 0; i < STAGE_COUNT; i++)
         if (stages[i].per_block == (index >= 0) && strcmp(stages[i].name, suffix) == 0) {
             if (block) *block = index;

@@ -5,10 +5,25 @@
 #include "trace.h"
 #include "util.h"
 
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+const char *trace_split_block(const char *name, int *block) {
+    *block = -1;
+    if (strncmp(name, "blocks.", 7) != 0) return name;
+    // the index as vit_forward() writes it: digits, no sign, space or leading zero
+    const char *digits = name + 7;
+    if (!isdigit((unsigned char)digits[0]) || (digits[0] == '0' && isdigit((unsigned char)digits[1])))
+        return NULL;
+    char *end;
+    long i = strtol(digits, &end, 10);
+    if (*end != '.' || i > 1000000) return NULL;
+    *block = (int)i;
+    return end + 1;
+}
 
 Tracer trace_part(const Tracer *tr, char *prefix, size_t size, const char *part) {
     snprintf(prefix, size, "%s%s", tr && tr->prefix ? tr->prefix : "", part);

@@ -43,6 +43,14 @@ void trace_emit(const Tracer *tr, const char *name, float *data, int ndim, ...);
  */
 Tracer trace_part(const Tracer *tr, char *prefix, size_t size, const char *part);
 
+/**
+ * @brief Split a name of the form "blocks.{i}.suffix" (a block's stage or parameter).
+ * @param[out] block  i, or -1 for a name outside the blocks ("embed", "head.weight")
+ * @return the suffix ("attn.probs"), the whole name outside the blocks, or NULL
+ *         for a malformed index (a sign, a leading zero, no dot after it)
+ */
+const char *trace_split_block(const char *name, int *block);
+
 /** @brief true when someone listens (so optional intermediates are worth computing). */
 static inline bool trace_active(const Tracer *tr) { return tr && tr->fn; }
 
