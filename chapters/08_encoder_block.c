@@ -82,11 +82,6 @@ static float mean_row_cosine(const float *a, const float *b, int rows, int dim) 
     return (float)(sum / rows);
 }
 
-// Pin a named scalar made from a prefix and a suffix, e.g. "attn.probs" + ".mean".
-static float pin2(Chapter *ch, const char *a, const char *b, float value) {
-    return ch_valuef(ch, value, "%s%s", a, b);
-}
-
 // Pin n values as a 1-D tensor.
 static void pin_row(Chapter *ch, const char *name, float *values, int n) {
     Tensor t = tensor_view(values, 1, n);
@@ -154,7 +149,7 @@ static void the_block(Chapter *ch, Work *w) {
         char stage[32];
         snprintf(stage, sizeof stage, "blocks.0.%s", parts[i].stage);
         int64_t n = vit_stage_params(c, stage);
-        pin2(ch, "params.", parts[i].stage, (float)n);
+        ch_valuef(ch, (float)n, "params.%s", parts[i].stage);
         char count[VIT_NUM_BUF];
         ch_line(ch, "    %-28s %10s", parts[i].label, vit_thousands(count, n));
         total += n;
@@ -342,8 +337,8 @@ static void by_hand(Chapter *ch, Work *w) {
         snprintf(key, sizeof key, "%s.shape", name);
         ch_pin(ch, key, &tshape);
         TensorStats st = tensor_stats(t);
-        float mean = pin2(ch, name, ".mean", (float)st.mean);
-        float std = pin2(ch, name, ".std", (float)st.std);
+        float mean = ch_valuef(ch, (float)st.mean, "%s.mean", name);
+        float std = ch_valuef(ch, (float)st.std, "%s.std", name);
         ch_line(ch, "    %-14s %-20s %9.4f %9.4f", name, shape, mean, std);
     }
     ch_line(ch, "%s", "");
@@ -451,7 +446,7 @@ static void residual_stream(Chapter *ch, Work *w) {
     for (int i = 0; i < 5; i++) {
         const Tensor *t = i == 0 ? NULL : trace_find(&w->rec, rows[i][0]);
         const float *data = t ? t->data : w->x;
-        norms[i] = pin2(ch, rows[i][0], ".mean_norm", mean_row_norm(data, w->N, w->D));
+        norms[i] = ch_valuef(ch, mean_row_norm(data, w->N, w->D), "%s.mean_norm", rows[i][0]);
         ch_line(ch, "    %-12s %8.4f   %s", rows[i][0], norms[i], rows[i][1]);
     }
     ch_line(ch, "%s", "");

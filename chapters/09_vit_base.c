@@ -95,7 +95,6 @@ typedef struct {
 
 static void watch_stream(void *user, const char *name, const Tensor *t);
 static void stage_table(Chapter *ch, Work *w, StageTotals *tot);
-static float pin_named(Chapter *ch, const char *fmt, const char *what, float value);
 
 /* ----------------------------------------------------------- sections */
 
@@ -120,7 +119,7 @@ static void configuration(Chapter *ch, const VitConfig *c) {
     };
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         ch_line(ch, "    %-3s %5d   %s", sizes[i].symbol,
-                (int)pin_named(ch, "config.%s", sizes[i].pin, (float)sizes[i].value),
+                (int)ch_valuef(ch, (float)sizes[i].value, "config.%s", sizes[i].pin),
                 sizes[i].what);
     ch_line(ch, "%s", "");
     char count[VIT_NUM_BUF], bytes[VIT_NUM_BUF];
@@ -479,13 +478,6 @@ static void watch_stream(void *user, const char *name, const Tensor *t) {
     }
 }
 
-// Pin a scalar under a name made from a pattern and a string, e.g. "params.%s".
-static float pin_named(Chapter *ch, const char *fmt, const char *what, float value) {
-    char name[96];
-    snprintf(name, sizeof name, fmt, what);
-    return ch_value(ch, name, value);
-}
-
 // The table of every stage: shape, parameters, FLOPs (pinned) and time (not).
 static void stage_table(Chapter *ch, Work *w, StageTotals *tot) {
     const VitConfig *c = w->cfg;
@@ -513,8 +505,8 @@ static void stage_table(Chapter *ch, Work *w, StageTotals *tot) {
         int64_t params = times * vit_stage_params(c, name);
         double flops = times * vit_stage_flops(c, B, name);
         double ms = 1e3 * stage_clock_seconds(&w->clock, name);
-        pin_named(ch, "params.%s", s->name, (float)params);
-        pin_named(ch, "mflop.%s", s->name, (float)(flops / 1e6));
+        ch_valuef(ch, (float)params, "params.%s", s->name);
+        ch_valuef(ch, (float)(flops / 1e6), "mflop.%s", s->name);
         tot->params += params, tot->flops += flops, tot->ms += ms;
         if (params > 0 && !strstr(s->name, "norm") && strcmp(s->name, "tokens") &&
             strcmp(s->name, "embed"))
