@@ -45,7 +45,7 @@ enum {
 static const uint64_t WEIGHT_SEED = 9;  // the same ViT-Base as chapter 08
 static const uint64_t IMAGE_SEED = 99;  // the input pixels
 
-// The seven steps of vit_forward() (lib/vit.c), each with the stage it hands
+// The seven steps of vit_forward() (lib/forward.c), each with the stage it hands
 // to the trace and the line of timm's VisionTransformer.forward it is.
 static const struct {
     const char *stage, *timm;
@@ -185,7 +185,7 @@ static void recipe(Chapter *ch, Work *w) {
     const VitConfig *c = w->cfg;
     ch_say(ch, "The input is an image of random pixels, uniform in [-1, 1) (already "
                "normalised). With random weights the content does not matter; a real "
-               "photo goes with real weights. vit_forward() (lib/vit.c) is written as "
+               "photo goes with real weights. vit_forward() (lib/forward.c) is written as "
                "a recipe of seven steps, each commented with the line of timm's "
                "VisionTransformer.forward it is, and it hands the result of every "
                "stage to a trace callback. Ours is a stopwatch (lib/report.h) that "

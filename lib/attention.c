@@ -27,44 +27,12 @@ void attention_scores(float *scores, const float *q, const float *k, int G, int 
     }
 }
 
-void attention_scale_mask(float *scaled, const float *scores, const AttentionOptions *opt, int B,
-                          int H, int N, int Dh) {
-    // scores and scaled are (B, H, N, N); opt->mask is (N, N), opt->key_padding_mask (B, N).
-    // The default 1/√Dh makes the spread of the scores independent of the
-    // head width Dh (chapter 02); a mask adds 0 (keep) or -inf (hide).
-    const float s = attention_scale(opt, Dh);
-    const float *mask = opt ? opt->mask : NULL;
-    const float *pad = opt ? opt->key_padding_mask : NULL;
-    const size_t nn = (size_t)N * N;
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < H; h++) {
-            const size_t g = ((size_t)b * H + h) * nn;
-            for (int i = 0; i < N; i++)
-                for (int j = 0; j < N; j++) {
-                    const size_t ij = (size_t)i * N + j;
-                    float v = scores[g + ij] * s;
-                    if (mask) v += mask[ij];
-                    if (pad) v += pad[(size_t)b * N + j]; // the same for every head and query
-                    scaled[g + ij] = v;
-                }
-        }
-}
-
 void attention_context(float *out, const float *probs, const float *v, int G, int N, int Dh) {
     // probs is (G, N, N), v is (G, N, Dh), out is (G, N, Dh); one thread per head
 #pragma omp parallel for schedule(static) if (G > 1)
     for (int g = 0; g < G; g++)
         matmul(out + (size_t)g * N * Dh, probs + (size_t)g * N * N, v + (size_t)g * N * Dh, N, N,
                Dh);
-}
-
-void attention(float *out, float *probs, const float *q, const float *k, const float *v,
-               const AttentionOptions *opt, int N, int Dh) {
-    // q, k, v are (N, Dh), probs is (N, N), out is (N, Dh): one sequence, one head
-    attention_scores(probs, q, k, 1, N, Dh);
-    attention_scale_mask(probs, probs, opt, 1, 1, N, Dh);
-    softmax(probs, probs, N, N);
-    attention_context(out, probs, v, 1, N, Dh);
 }
 
 void attention_entropy(float *out, const float *probs, int rows, int N) {

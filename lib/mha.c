@@ -8,24 +8,6 @@
 
 #include <stddef.h>
 
-size_t mha_scratch_floats(int B, int N, int D, int H) {
-    size_t bnd = (size_t)B * N * D, bhnn = (size_t)B * H * N * N;
-    return 6 * bnd + 3 * bhnn; // flat, q, k, v, heads, context + scores, scaled, probs
-}
-
-void mha_scratch_carve(MhaScratch *s, float *mem, int B, int N, int D, int H) {
-    size_t bnd = (size_t)B * N * D, bhnn = (size_t)B * H * N * N;
-    s->flat = mem, mem += bnd;
-    s->q = mem, mem += bnd;
-    s->k = mem, mem += bnd;
-    s->v = mem, mem += bnd;
-    s->heads = mem, mem += bnd;
-    s->context = mem, mem += bnd;
-    s->scores = mem, mem += bhnn;
-    s->scaled = mem, mem += bhnn;
-    s->probs = mem;
-}
-
 // One projection (x·Wᵀ + b), then its width split into heads: (B,N,D) → (B,H,N,Dh).
 static void project_heads(float *out, float *flat, const float *x, const float *w,
                           const float *b, int B, int N, int D, int H) {

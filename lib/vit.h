@@ -38,6 +38,7 @@
 #include "params.h"
 #include "safetensors.h"
 #include "tensor.h"
+#include "tokens.h"
 #include "trace.h"
 #include "util.h"
 

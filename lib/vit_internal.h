@@ -13,4 +13,10 @@ void vit_alloc_blocks(Vit *vit);
 /** @brief A new zeroed buffer of @p n floats that the model owns and frees. */
 float *vit_take_params(Vit *vit, size_t n);
 
+/**
+ * @brief (Re)allocate the activations for a batch of @p B, checking their
+ *        memory first (vit_check_batch()'s rule); what vit_forward() starts with.
+ */
+VitStatus vit_acts_ensure(Vit *vit, int B, VitError *err);
+
 #endif
