@@ -5,6 +5,7 @@
 #include "check.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -197,6 +198,30 @@ void tensor_diff_print(const TensorDiff *d, const Tensor *actual, const Tensor *
         print_head("got     ", actual, d->first_bad);
         print_head("expected", expected, d->first_bad);
     }
+}
+
+bool tensor_near(const Tensor *actual, const Tensor *candidate, float atol, float rtol) {
+    if (!tensor_same_shape(actual, candidate)) return false;
+    for (size_t i = 0; i < actual->numel; i++) {
+        const float a = actual->data[i], c = candidate->data[i];
+        if (isnan(a) || isnan(c)) {
+            if (isnan(a) != isnan(c)) return false;
+            continue;
+        }
+        if (a == c) continue; // equal infinities too
+        if (!(fabsf(a - c) <= atol + rtol * fabsf(c))) return false;
+    }
+    return true;
+}
+
+void check_hint(const char *fmt, ...) {
+    char text[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    printf("    hint: %s\n", text);
+    fflush(stdout);
 }
 
 bool tensor_close(const Tensor *actual, const Tensor *expected, float atol, float rtol,

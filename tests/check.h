@@ -86,6 +86,22 @@ void tensor_diff_summary(char *buf, size_t size, const TensorDiff *d, const Tens
 bool tensor_close(const Tensor *actual, const Tensor *expected, float atol, float rtol,
                   const char *label);
 
+/**
+ * @brief tensor_close() without a word: true when every element of @p actual
+ *        is within atol + rtol·|candidate| of @p candidate (same shape).
+ *
+ * For diagnosing a failure: compare a student's output with what a likely
+ * mistake would have produced (no max subtraction, the wrong axis, …).
+ */
+bool tensor_near(const Tensor *actual, const Tensor *candidate, float atol, float rtol);
+
+/**
+ * @brief Name the mistake a failed check most likely is: prints
+ *        `    hint: MESSAGE` on stdout. The grader (`make exercise`) shows these
+ *        lines beside the test and puts them in the results file.
+ */
+void check_hint(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /** CUnit assertion over tensor_close(); the failure names the caller's file and line and @p label. */
 #define assert_tensor_close(actual, expected, atol, rtol, label)                               \
     check_assert_close((actual), (expected), (atol), (rtol), (label), __FILE__, __LINE__,      \
