@@ -8,6 +8,10 @@
 #   make bench      GEMM, forward-pass and safetensors-parsing benchmarks
 #   make fuzz       libFuzzer on the safetensors and image parsers (clang)
 #   make goldens    regenerate tests/golden with PyTorch (tools/gen_golden*.py; dev-time only)
+#   make exercise CH=NN [DIR=path] [FORMAT=json] [JSON=path] [TIMEOUT=s] [SANITIZE=1]
+#                   grade a student's functions with the exercise's answer key
+#   make exercise   list the exercises, their state and last grade
+#   make exercise-all [DIR=path]  grade every exercise, a table of the results
 #   make clean
 #
 # Options: BLAS=0 (no OpenBLAS), NO_OMP=1 (no OpenMP), WERROR=1 (warnings are
@@ -97,12 +101,25 @@ VIEWER_BIN   := $(if $(VIEWER_SRC),$(BUILD)/vitview)
 # the viewer's terminal-free parts (all but main.c and the curses tui_*.c),
 # linked into the runner for the viewer_* suites
 VIEWER_PURE_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(filter-out viewer/main.c viewer/tui_%.c,$(VIEWER_SRC)))
+# what the runner is linked from, before $(LIB): the same list for a student's
+# runner (make exercise), so the answer key is exactly the suites make test runs
+RUNNER_OBJ   := $(TEST_OBJ) $(CHAPTER_TOBJ) $(VIEWER_PURE_OBJ)
+# (-rdynamic: the grader names the functions a crash happened in)
+RUNNER_LIBS   = -rdynamic -lcunit $(ALL_LDLIBS)
+
+# the exercises there are (exercises/NN_name/) and the wrong implementations
+# that must fail them (tests/wrong/NN_name/*.c): found when make runs
+EXERCISES    := $(patsubst exercises/%/,%,$(sort $(wildcard exercises/[0-9][0-9]_*/)))
+WRONG_SRC    := $(sort $(wildcard tests/wrong/[0-9][0-9]_*/*.c))
+# the grader's own checks: a crash, an endless loop, exit(), a compile error
+GRADER_CHECK_SRC := $(sort $(wildcard tests/grader/*.c))
 
 # Every object of this BUILD, named: none is an intermediate file that make
 # would delete (and so rebuild next time), and only their own .d files are read.
 ALL_OBJ      := $(LIB_OBJ) $(CHAPTER_OBJ) $(CHAPTER_TOBJ) $(TEST_OBJ) $(VIT_OBJ) $(BENCH_OBJ) $(VIEWER_OBJ)
 
-.PHONY: all run test sanitize docs bench clean deps config chapters chapters-run lib fuzz goldens FORCE
+.PHONY: all run test sanitize docs bench clean deps config chapters chapters-run lib fuzz goldens FORCE \
+        exercise exercise-all exercise-checks
 .DEFAULT_GOAL := all
 
 all: config $(LIB) $(CHAPTER_BIN) $(VIT_BIN) $(VIEWER_BIN) $(BENCH_BIN) $(TEST_RUNNER)
@@ -152,8 +169,8 @@ $(BUILD)/tests/%.o: ALL_CFLAGS += -I$(BUILD)/tests -DVIT_TEST_DIR=\"$(CURDIR)/te
 $(BUILD)/lib/labels.o: ALL_CFLAGS += -DVIT_DATA_DIR=\"$(CURDIR)/data\"
 $(BUILD)/tests/runner.o: $(BUILD)/tests/suites.h
 
-$(TEST_RUNNER): $(TEST_OBJ) $(CHAPTER_TOBJ) $(VIEWER_PURE_OBJ) $(LIB)
-	$(CC) $(ALL_CFLAGS) $(TEST_OBJ) $(CHAPTER_TOBJ) $(VIEWER_PURE_OBJ) $(LIB) -lcunit $(ALL_LDLIBS) -o $@
+$(TEST_RUNNER): $(RUNNER_OBJ) $(LIB)
+	$(CC) $(ALL_CFLAGS) $(RUNNER_OBJ) $(LIB) $(RUNNER_LIBS) -o $@
 
 $(BUILD)/vit: $(VIT_OBJ) $(LIB)
 	$(CC) $(ALL_CFLAGS) $^ $(ALL_LDLIBS) -o $@
@@ -182,7 +199,64 @@ chapters-run: deps
 test: deps
 	@$(MAKE) --no-print-directory all
 	@$(TEST_RUNNER)
+	@$(MAKE) --no-print-directory exercise-checks
 	@if [ -x tests/viewer_tmux.sh ] && [ -x $(BUILD)/vitview ]; then tests/viewer_tmux.sh $(BUILD)/vitview; fi
+
+# ---------------------------------------------------------------- exercises
+# tests/exercises.sh compiles a student's .c files with this build's flags
+# (less -Werror: a skeleton's unused variable is not an error), links them
+# before $(LIB) with $(RUNNER_OBJ), and runs that runner's grade mode on the
+# suites of exercises/NN_name/KEY (tests/grade.h). Outputs: $(BUILD)/exercises/NN/.
+EXERCISE_ENV = BUILD='$(BUILD)' EX_CC='$(CC)' EX_CFLAGS='$(filter-out -Werror,$(ALL_CFLAGS))' \
+               EX_OBJS='$(RUNNER_OBJ)' EX_LIB='$(LIB)' EX_LIBS='$(RUNNER_LIBS)' \
+               EX_RUNNER='$(TEST_RUNNER)' EX_FORMAT='$(FORMAT)' EX_JSON='$(JSON)' \
+               EX_TIMEOUT='$(TIMEOUT)'
+
+# make exercise CH=NN: grade one; make exercise: list them. SANITIZE=1 grades
+# under AddressSanitizer + UBSan (build/sanitize, as make sanitize builds it):
+# a write outside an array is caught even where it does not crash.
+SAN_EXERCISE = $(MAKE) --no-print-directory BUILD=build/sanitize OPT=-O1 SANITIZE=0 \
+               EXTRA_CFLAGS="$(SAN_FLAGS)" EXTRA_LDFLAGS="$(SAN_FLAGS)" TIMEOUT=$(or $(TIMEOUT),120)
+exercise: deps
+ifeq ($(strip $(CH)),)
+	@$(EXERCISE_ENV) tests/exercises.sh list
+else ifeq ($(SANITIZE),1)
+	@$(SAN_EXERCISE) exercise
+else
+	@$(MAKE) --no-print-directory all
+	@$(EXERCISE_ENV) tests/exercises.sh grade '$(CH)' '$(DIR)'
+endif
+
+exercise-all: deps
+ifeq ($(SANITIZE),1)
+	@$(SAN_EXERCISE) exercise-all
+else
+	@$(MAKE) --no-print-directory all
+	@$(EXERCISE_ENV) tests/exercises.sh all '$(DIR)'
+endif
+
+# make test proves every exercise, both ways, one case per target (make -j
+# runs them side by side): lib's reference passes its key, the skeleton as
+# committed compiles and fails it, each wrong implementation fails it and the
+# grader's output holds its '// hint:' text; and tests/grader/*.c prove that
+# the grader survives a crash, an endless loop, exit() and a compile error.
+EXERCISE_CHECKS := $(EXERCISES:%=exercise-check/key/%) $(EXERCISES:%=exercise-check/skeleton/%) \
+                   $(WRONG_SRC:tests/wrong/%=exercise-check/wrong/%) \
+                   $(GRADER_CHECK_SRC:tests/grader/%=exercise-check/grader/%)
+# under make -j the cases run side by side: one OpenMP thread each, or
+# their spinning threads fight over the cores (twice as slow on two)
+CHECK_ENV = $(if $(findstring jobserver,$(MAKEFLAGS)),OMP_NUM_THREADS=1) $(EXERCISE_ENV)
+.PHONY: $(EXERCISE_CHECKS)
+exercise-checks: $(EXERCISE_CHECKS)
+	@echo "exercises: $(words $(EXERCISES)) exercises, $(words $(WRONG_SRC)) wrong implementations and $(words $(GRADER_CHECK_SRC)) grader checks passed"
+$(filter exercise-check/key/%,$(EXERCISE_CHECKS)): exercise-check/key/%: $(TEST_RUNNER)
+	@$(CHECK_ENV) tests/exercises.sh check-key $*
+$(filter exercise-check/skeleton/%,$(EXERCISE_CHECKS)): exercise-check/skeleton/%: $(TEST_RUNNER)
+	@$(CHECK_ENV) tests/exercises.sh check-skeleton $*
+$(filter exercise-check/wrong/%,$(EXERCISE_CHECKS)): exercise-check/wrong/%: $(TEST_RUNNER)
+	@$(CHECK_ENV) tests/exercises.sh check-wrong tests/wrong/$*
+$(filter exercise-check/grader/%,$(EXERCISE_CHECKS)): exercise-check/grader/%: $(TEST_RUNNER)
+	@$(CHECK_ENV) tests/exercises.sh check-wrong tests/grader/$*
 
 SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 sanitize: deps
@@ -190,6 +264,12 @@ sanitize: deps
 	    EXTRA_CFLAGS="$(SAN_FLAGS)" EXTRA_LDFLAGS="$(SAN_FLAGS)" all
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	    VIT_SANITIZE=1 build/sanitize/tests/run
+	@# the grader's own side too: a process per test, the pipes, results.json
+	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	    VIT_SANITIZE=1 build/sanitize/tests/run --grade --json build/sanitize/grade.json \
+	    ch01_dot_product ch03_softmax hints >build/sanitize/grade.txt 2>&1 || \
+	    { cat build/sanitize/grade.txt; echo "sanitize: the grade mode failed" >&2; exit 1; }
+	@tail -n 1 build/sanitize/grade.txt | sed 's/^/grade mode: /'
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	    tests/viewer_tmux.sh build/sanitize/vitview
 

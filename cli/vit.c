@@ -9,7 +9,7 @@
  *
  * main() only finds the subcommand in a table and runs it; each subcommand
  * lives in its own file (vit_make_weights.c, vit_classify.c, vit_trace.c,
- * vit_info.c) and is
+ * vit_info.c, vit_diff.c) and is
  * itself a recipe: parse the flags → build the model → run → write.
  * A new subcommand is one file and one row of `commands`.
  *
@@ -30,6 +30,7 @@ static const VitCommand commands[] = {
     {"classify", cmd_classify, "name what is in images: the top classes with probabilities"},
     {"trace", cmd_trace, "run a forward pass and save every intermediate tensor to a file"},
     {"info", cmd_info, "show the configuration in a weights file and how it was loaded"},
+    {"diff", cmd_diff, "compare two traces stage by stage: the first stage that differs"},
     {"help", cmd_help, "show the help of a command: vit help trace"},
 };
 enum { COMMAND_COUNT = sizeof commands / sizeof commands[0] };

@@ -9,6 +9,7 @@
  *   vit_trace.c         `vit trace`
  *   vit_images.c        the image flags and image loading classify and trace share
  *   vit_info.c          `vit info`
+ *   vit_diff.c          `vit diff`
  *
  * A subcommand declares its flags as a table of CliOption rows, each pointing
  * at one of its own variables; cli_parse() fills the variables from argv and
@@ -44,6 +45,7 @@ VitStatus cmd_make_weights(const VitCommand *self, int argc, char **argv, VitErr
 VitStatus cmd_trace(const VitCommand *self, int argc, char **argv, VitError *err);
 VitStatus cmd_info(const VitCommand *self, int argc, char **argv, VitError *err);
 VitStatus cmd_classify(const VitCommand *self, int argc, char **argv, VitError *err);
+VitStatus cmd_diff(const VitCommand *self, int argc, char **argv, VitError *err);
 
 /* ------------------------------------------------------------------ flags */
 

@@ -209,6 +209,7 @@ bool tensor_near(const Tensor *actual, const Tensor *candidate, float atol, floa
             continue;
         }
         if (a == c) continue; // equal infinities too
+        if (isinf(a) || isinf(c)) return false; // rtol·|inf| would let any number match
         if (!(fabsf(a - c) <= atol + rtol * fabsf(c))) return false;
     }
     return true;

@@ -1,18 +1,27 @@
 /**
  * @file runner.c
- * @brief One CUnit runner for every suite: `build/tests/run [SUITE[/TEST]]...`.
+ * @brief One CUnit runner for every suite: `build/tests/run [SUITE[/TEST]]...`,
+ *        and the grader: `build/tests/run --grade [options] SUITE[/TEST]...`.
  *
  * The suite table comes from suites.h, which the Makefile generates from the
  * names of the tests/test_*.c files. With no argument every suite runs; with
  * arguments only the named suites (or single tests) run, which is how a class
- * checks one exercise: `build/tests/run ch03_softmax`.
- * Exit status: 0 when everything ran and passed, 1 otherwise.
+ * checks one exercise: `build/tests/run ch03_softmax`. A name that matches
+ * nothing stops the run (exit 2) and lists the suites there are.
+ * Exit status: 0 when everything ran and passed, 1 otherwise, 2 bad usage.
+ *
+ * `--grade` runs the selected tests one by one, each in a process of its own
+ * with a time limit, and scores them (grade.h): that is what `make exercise`
+ * runs, with a student's functions linked in place of lib's.
  */
 #include <CUnit/Basic.h>
 #include <CUnit/CUnit.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "grade.h"
 
 #define SUITE(name) extern CU_TestInfo tests_##name[];
 #include "suites.h"
@@ -26,38 +35,44 @@ static CU_SuiteInfo all_suites[] = {
 };
 
 // Keep only the suites and tests named on the command line ("suite" or "suite/test").
-static int select_tests(int argc, char **argv) {
-    int matched = 0;
+static bool select_tests(int argc, char **argv) {
+    GradeTest *keep;
+    int n = grade_select(&keep, (const char *const *)argv + 1, argc - 1, "run");
+    if (n < 0) return false;
     for (CU_pSuite s = CU_get_registry()->pSuite; s; s = s->pNext) {
-        bool any_suite = false;
+        bool any = false;
         for (CU_pTest t = s->pTest; t; t = t->pNext) {
-            bool keep = false;
-            for (int i = 1; i < argc; i++) {
-                const char *slash = strchr(argv[i], '/');
-                size_t len = slash ? (size_t)(slash - argv[i]) : strlen(argv[i]);
-                if (strlen(s->pName) != len || strncmp(s->pName, argv[i], len) != 0) continue;
-                if (!slash || strcmp(slash + 1, t->pName) == 0) keep = true;
-            }
-            CU_set_test_active(t, keep ? CU_TRUE : CU_FALSE);
-            if (keep) { any_suite = true; matched++; }
+            bool on = false;
+            for (int i = 0; i < n && !on; i++) on = keep[i].test == t;
+            CU_set_test_active(t, on ? CU_TRUE : CU_FALSE);
+            any = any || on;
         }
-        CU_set_suite_active(s, any_suite ? CU_TRUE : CU_FALSE);
+        CU_set_suite_active(s, any ? CU_TRUE : CU_FALSE);
     }
-    return matched;
+    free(keep);
+    return true;
 }
 
 int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "--help") == 0) {
+        printf("usage: %s [SUITE[/TEST]]...          run the tests (all of them by default)\n"
+               "       %s --grade [options] SUITE... grade them, each in a process of its own\n"
+               "                                     (%s --grade --help)\n",
+               argv[0], argv[0], argv[0]);
+        return 0;
+    }
     if (CU_initialize_registry() != CUE_SUCCESS) return 1;
     if (CU_register_suites(all_suites) != CUE_SUCCESS) {
         fprintf(stderr, "run: cannot register suites: %s\n", CU_get_error_msg());
         CU_cleanup_registry();
         return 1;
     }
-    if (argc > 1 && select_tests(argc, argv) == 0) {
-        fprintf(stderr, "run: no suite or test matches; suites are:");
-        for (CU_pSuite s = CU_get_registry()->pSuite; s; s = s->pNext)
-            fprintf(stderr, " %s", s->pName);
-        fprintf(stderr, "\n");
+    if (argc > 1 && strcmp(argv[1], "--grade") == 0) {
+        int status = grade_main(argv[0], argc - 2, argv + 2);
+        CU_cleanup_registry();
+        return status;
+    }
+    if (argc > 1 && !select_tests(argc, argv)) {
         CU_cleanup_registry();
         return 2;
     }

@@ -5,9 +5,22 @@
  * `build/tests/run ch05_multi_head` grades a student's own heads_split(),
  * heads_split_qkv(), heads_merge() and mha_forward() too: the claims below
  * call lib's versions (or whatever replaced them at link time).
+ *
+ * The probes at the end are exercise 05's diagnosis. Two run heads_split()
+ * and heads_merge() on torch's reshape/permute (tests/golden/attn_pieces.safetensors);
+ * two run mha_forward() on torch's nn.MultiheadAttention, plain and with a
+ * key-padding mask (attn_pieces, attention_cases), and compare every traced
+ * stage, q to proj, with a multi-head attention computed here by hand. When
+ * something differs, the first stage that does is compared with what each
+ * likely mistake gives there (a split without the permute, a bias or the
+ * scale or the options left out, one softmax per head, the heads merged in
+ * (H, N, Dh) order, the output projection forgotten), and check_hint() names
+ * the one that matches.
  */
 #include <CUnit/CUnit.h>
 #include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -234,6 +247,384 @@ static void test_heads_must_divide_width(void) {
     CU_ASSERT_EQUAL(vit_build_random(&vit, &cfg, &init, &err), VIT_ERR_INPUT); // refuses early
 }
 
+/* -------------------------------------------------------------- the probes */
+
+static Tensor pieces(const char *name) { return golden_tensor("attn_pieces.safetensors", name); }
+
+static void fill_nan(float *x, size_t n) {
+    for (size_t i = 0; i < n; i++) x[i] = NAN;
+}
+
+// Are the n values of a the n values of b in some order? (A layout mistake moves values
+// around without changing them.)
+static int compare_floats(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+static bool same_values(const float *a, const float *b, size_t n) {
+    float *sa = malloc(n * sizeof(float)), *sb = malloc(n * sizeof(float));
+    memcpy(sa, a, n * sizeof(float)), memcpy(sb, b, n * sizeof(float));
+    qsort(sa, n, sizeof(float), compare_floats), qsort(sb, n, sizeof(float), compare_floats);
+    bool same = memcmp(sa, sb, n * sizeof(float)) == 0;
+    free(sa), free(sb);
+    return same;
+}
+
+static bool all_zero_or_nan(const float *x, size_t n) {
+    size_t zero = 0, nan = 0;
+    for (size_t i = 0; i < n; i++) zero += x[i] == 0.0f, nan += isnan(x[i]) != 0;
+    return zero == n || nan == n;
+}
+
+static const char SPLIT_COPY_HINT[] =
+    "heads_split copied x as it is: reshape (B, N, H*Dh) to (B, N, H, Dh), then permute to "
+    "(B, H, N, Dh): out[b][h][n][d] = x[b][n][h*Dh + d], head h's Dh features of token n are "
+    "the slice h*Dh … (h+1)*Dh - 1";
+static const char MERGE_HND_HINT[] =
+    "(N, H, Dh) before flattening, not (H, N, Dh): the values are right but in the wrong places; "
+    "token n's row is [head 0 | head 1 | …], out[b][n][h*Dh + d] = x[b][h][n][d], which a plain "
+    "copy of (B, H, N, Dh) is not";
+
+static void test_probe_heads_split_is_torchs_permute(void) {
+    Tensor x = pieces("heads.x"), want = pieces("heads.split"); // x.reshape(B,N,H,Dh).permute(0,2,1,3)
+    const int B = want.shape[0], H = want.shape[1], N = want.shape[2], DH = want.shape[3];
+    Tensor got = tensor_new(4, B, H, N, DH);
+    fill_nan(got.data, got.numel);
+    heads_split(got.data, x.data, B, N, H, DH);
+    if (!assert_tensor_close(&got, &want, 0.0f, 0.0f, "heads_split vs torch reshape + permute")) {
+        if (all_zero_or_nan(got.data, got.numel))
+            check_hint("heads_split() wrote nothing (or only zeros): is it still the exercise's "
+                       "placeholder?");
+        else if (memcmp(got.data, x.data, x.numel * sizeof(float)) == 0)
+            check_hint("%s", SPLIT_COPY_HINT);
+        else if (same_values(got.data, x.data, x.numel))
+            check_hint("every value of x is there, in the wrong place: out[b][h][n][d] is "
+                       "out[((b*H + h)*N + n)*Dh + d] and comes from x[(b*N + n)*H*Dh + h*Dh + d]");
+        else
+            check_hint("heads_split() only moves values, it computes nothing: every out value "
+                       "must be one of x's (this one has others, or loses some)");
+    }
+    tensor_free(&x), tensor_free(&want), tensor_free(&got);
+}
+
+static void test_probe_heads_merge_puts_heads_side_by_side(void) {
+    Tensor heads = pieces("heads.split"), want = pieces("heads.x"); // (B, H, N, Dh) → (B, N, D)
+    const int B = heads.shape[0], H = heads.shape[1], N = heads.shape[2], DH = heads.shape[3];
+    Tensor got = tensor_new(3, B, N, H * DH);
+    fill_nan(got.data, got.numel);
+    heads_merge(got.data, heads.data, B, N, H, DH);
+    if (!assert_tensor_close(&got, &want, 0.0f, 0.0f,
+                             "heads_merge vs torch transpose(1, 2).reshape(B, N, D)")) {
+        Tensor interleaved = tensor_new(3, B, N, H * DH); // feature d of every head, then d + 1
+        for (int b = 0; b < B; b++)
+            for (int h = 0; h < H; h++)
+                for (int n = 0; n < N; n++)
+                    for (int d = 0; d < DH; d++)
+                        interleaved.data[((size_t)b * N + n) * H * DH + (size_t)d * H + h] =
+                            heads.data[(((size_t)b * H + h) * N + n) * DH + d];
+        if (all_zero_or_nan(got.data, got.numel))
+            check_hint("heads_merge() wrote nothing (or only zeros): is it still the exercise's "
+                       "placeholder?");
+        else if (memcmp(got.data, heads.data, heads.numel * sizeof(float)) == 0)
+            check_hint("%s", MERGE_HND_HINT);
+        else if (tensor_near(&got, &interleaved, 0.0f, 0.0f))
+            check_hint("the heads were interleaved feature by feature (out[b][n][d*H + h]): a "
+                       "head's Dh features stay together, out[b][n][h*Dh + d]");
+        else if (same_values(got.data, heads.data, heads.numel))
+            check_hint("every value is there, in the wrong place: out[(b*N + n)*H*Dh + h*Dh + d] "
+                       "= x[((b*H + h)*N + n)*Dh + d]");
+        tensor_free(&interleaved);
+    }
+    tensor_free(&heads), tensor_free(&want), tensor_free(&got);
+}
+
+/* Multi-head attention by hand, every stage kept, with mistakes to switch on. */
+
+enum {
+    SPLIT_COPY = 1,        // q, k, v: the projection copied, not split into heads
+    NO_QKV_BIAS = 2,       // q, k, v without their biases
+    NO_SCALE = 4,          // scaled = scores (+ masks)
+    NO_OPTIONS = 8,        // the options ignored: 1/√Dh, no mask
+    SOFTMAX_PER_HEAD = 16, // one softmax over each head's N·N scores
+    MERGE_COPY = 32,       // context: the (B, H, N, Dh) heads copied as they are
+    NO_PROJ = 64,          // out = context
+    NO_PROJ_BIAS = 128,    // out = context·Wᵀ
+    N_STAGES = 8,
+};
+static const char *const STAGE[N_STAGES] = {"q", "k", "v", "scores", "scaled", "probs",
+                                            "context", "proj"};
+
+typedef struct {
+    Tensor t[N_STAGES]; // in STAGE's order
+    Tensor heads;       // (B, H, N, Dh), not traced
+} Stages;
+
+static void stages_free(Stages *st) {
+    for (int i = 0; i < N_STAGES; i++) tensor_free(&st->t[i]);
+    tensor_free(&st->heads);
+}
+
+// out (rows, O) = x (rows, I)·Wᵀ + b (b may be NULL), in double.
+static void linear_by_hand(float *out, const float *x, const float *w, const float *b, int rows,
+                           int in, int o) {
+    for (int r = 0; r < rows; r++)
+        for (int j = 0; j < o; j++) {
+            double acc = b ? b[j] : 0;
+            for (int i = 0; i < in; i++) acc += (double)x[(size_t)r * in + i] * w[(size_t)j * in + i];
+            out[(size_t)r * o + j] = (float)acc;
+        }
+}
+
+static Stages mha_by_hand(const float *x, const AttentionWeights *w, const AttentionOptions *opt,
+                          int B, int N, int D, int H, int how) {
+    const int DH = D / H, G = B * H;
+    Stages st;
+    for (int i = 0; i < 3; i++) st.t[i] = tensor_new(4, B, H, N, DH);
+    for (int i = 3; i < 6; i++) st.t[i] = tensor_new(4, B, H, N, N);
+    st.t[6] = tensor_new(3, B, N, D), st.t[7] = tensor_new(3, B, N, D);
+    st.heads = tensor_new(4, B, H, N, DH);
+    const float *ws[3] = {w->q_w, w->k_w, w->v_w}, *bs[3] = {w->q_b, w->k_b, w->v_b};
+    float *flat = malloc(sizeof(float) * B * N * D);
+    for (int p = 0; p < 3; p++) {
+        linear_by_hand(flat, x, ws[p], how & NO_QKV_BIAS ? NULL : bs[p], B * N, D, D);
+        float *out = st.t[p].data;
+        if (how & SPLIT_COPY) memcpy(out, flat, sizeof(float) * B * N * D);
+        else
+            for (int b = 0; b < B; b++)
+                for (int h = 0; h < H; h++)
+                    for (int n = 0; n < N; n++)
+                        for (int d = 0; d < DH; d++)
+                            out[(((size_t)b * H + h) * N + n) * DH + d] =
+                                flat[((size_t)b * N + n) * D + h * DH + d];
+    }
+    free(flat);
+    const float *q = st.t[0].data, *k = st.t[1].data, *v = st.t[2].data;
+    float *scores = st.t[3].data, *scaled = st.t[4].data, *probs = st.t[5].data;
+    const AttentionOptions *o = how & NO_OPTIONS ? NULL : opt;
+    const double sc = how & NO_SCALE ? 1.0 : attention_scale(o, DH);
+    for (int g = 0; g < G; g++)
+        for (int i = 0; i < N; i++)
+            for (int j = 0; j < N; j++) {
+                double acc = 0;
+                for (int d = 0; d < DH; d++)
+                    acc += (double)q[((size_t)g * N + i) * DH + d] * k[((size_t)g * N + j) * DH + d];
+                size_t at = ((size_t)g * N + i) * N + j;
+                scores[at] = (float)acc;
+                double m = (o && o->mask ? o->mask[i * N + j] : 0) +
+                           (o && o->key_padding_mask ? o->key_padding_mask[(g / H) * N + j] : 0);
+                scaled[at] = (float)(sc * scores[at] + m);
+            }
+    const int rows = how & SOFTMAX_PER_HEAD ? G : G * N, len = how & SOFTMAX_PER_HEAD ? N * N : N;
+    for (int r = 0; r < rows; r++) {
+        const float *xr = scaled + (size_t)r * len;
+        double m = -INFINITY, sum = 0;
+        for (int j = 0; j < len; j++) m = fmax(m, xr[j]);
+        for (int j = 0; j < len; j++) sum += exp(xr[j] - m);
+        for (int j = 0; j < len; j++)
+            probs[(size_t)r * len + j] = m == -INFINITY ? 0.0f : (float)(exp(xr[j] - m) / sum);
+    }
+    for (int g = 0; g < G; g++)
+        for (int i = 0; i < N; i++)
+            for (int d = 0; d < DH; d++) {
+                double acc = 0;
+                for (int j = 0; j < N; j++)
+                    acc += (double)probs[((size_t)g * N + i) * N + j] * v[((size_t)g * N + j) * DH + d];
+                st.heads.data[((size_t)g * N + i) * DH + d] = (float)acc;
+            }
+    float *context = st.t[6].data;
+    if (how & MERGE_COPY) memcpy(context, st.heads.data, sizeof(float) * B * N * D);
+    else
+        for (int b = 0; b < B; b++)
+            for (int h = 0; h < H; h++)
+                for (int n = 0; n < N; n++)
+                    memcpy(context + ((size_t)b * N + n) * D + h * DH,
+                           st.heads.data + (((size_t)b * H + h) * N + n) * DH, sizeof(float) * DH);
+    if (how & NO_PROJ) memcpy(st.t[7].data, context, sizeof(float) * B * N * D);
+    else linear_by_hand(st.t[7].data, context, w->proj_w, how & NO_PROJ_BIAS ? NULL : w->proj_b,
+                        B * N, D, D);
+    return st;
+}
+
+// One mistake at one stage: its hint, and what it turns that stage into.
+typedef struct {
+    int stage, how;
+    const char *hint;
+} StageMistake;
+
+static const StageMistake MISTAKES[] = {
+    {0, SPLIT_COPY, "q is the projection x*q_w^T + q_b not split into heads. %s"},
+    {0, NO_QKV_BIAS, "q lacks its bias: q = x*q_w^T + q_b (linear() with w->q_b; NULL means none)"},
+    {1, NO_QKV_BIAS, "k lacks its bias: k = x*k_w^T + k_b (linear() with w->k_b)"},
+    {2, NO_QKV_BIAS, "v lacks its bias: v = x*v_w^T + v_b (linear() with w->v_b)"},
+    {4, NO_SCALE, "did you divide by √Dh? scaled equals scores (plus the masks): "
+                  "attention_scale_mask() multiplies every score by 1/√Dh"},
+    {4, NO_OPTIONS, "mha_forward() ignored opt: its masks (and scale) reach the scores only if "
+                    "you pass opt to attention_scale_mask(s->scaled, s->scores, opt, B, H, N, Dh)"},
+    {5, SOFTMAX_PER_HEAD, "softmax of each row of N keys, not of each (N, N) head: every query "
+                          "row sums to 1, softmax(s->probs, s->scaled, B*H*N, N)"},
+    {6, MERGE_COPY, "context: %s"},
+    {7, NO_PROJ, "out equals the merged heads (context): the output projection is missing, "
+                 "out = context*proj_w^T + proj_b (linear())"},
+    {7, NO_PROJ_BIAS, "the output projection lacks its bias: out = context*proj_w^T + proj_b"},
+};
+
+
+static bool stage_near(const Tensor *a, const Tensor *b) { return tensor_near(a, b, 1e-4f, 1e-4f); }
+
+// mha_forward() went wrong on this input: find the first stage that differs and name it.
+static void diagnose_mha(const TraceRecorder *rec, const Tensor *out, const float *x,
+                         const AttentionWeights *w, const AttentionOptions *opt, int B, int N,
+                         int D, int H) {
+    Stages ref = mha_by_hand(x, w, opt, B, N, D, H, 0);
+    if (rec->count == 0) {
+        check_hint("mha_forward() traced nothing: keep the skeleton's trace_emit() lines, the "
+                   "tests read q, k, v, scores, scaled, probs, context and proj from them");
+        Stages no_proj = mha_by_hand(x, w, opt, B, N, D, H, NO_PROJ);
+        if (stage_near(out, &no_proj.t[7])) check_hint("%s", MISTAKES[8].hint);
+        stages_free(&no_proj);
+        stages_free(&ref);
+        return;
+    }
+    int first = -1;
+    for (int i = 0; i < N_STAGES && first < 0; i++) {
+        const Tensor *t = trace_find(rec, STAGE[i]);
+        if (!t) {
+            check_hint("stage '%s' was never traced: keep every trace_emit() line of the "
+                       "skeleton, in order", STAGE[i]);
+            stages_free(&ref);
+            return;
+        }
+        if (!stage_near(t, &ref.t[i])) first = i;
+    }
+    if (first < 0) { // every stage right: then out is not the traced proj
+        check_hint("every traced stage is right but out is not: write the projection into out, "
+                   "then trace_emit(tr, \"proj\", out, 3, B, N, D)");
+        stages_free(&ref);
+        return;
+    }
+    const Tensor *got = trace_find(rec, STAGE[first]);
+    if (all_zero_or_nan(got->data, got->numel)) {
+        check_hint("'%s' is all zeros: the first stage still to compute (the TODO before its "
+                   "trace_emit())", STAGE[first]);
+        stages_free(&ref);
+        return;
+    }
+    for (size_t m = 0; m < sizeof MISTAKES / sizeof MISTAKES[0]; m++) {
+        if (MISTAKES[m].stage != first) continue;
+        if (MISTAKES[m].how == NO_OPTIONS && !opt) continue;
+        Stages cand = mha_by_hand(x, w, opt, B, N, D, H, MISTAKES[m].how);
+        bool match = stage_near(got, &cand.t[first]);
+        stages_free(&cand);
+        if (match) {
+            check_hint(MISTAKES[m].hint, MISTAKES[m].how == SPLIT_COPY ? SPLIT_COPY_HINT
+                                                                       : MERGE_HND_HINT);
+            stages_free(&ref);
+            return;
+        }
+    }
+    // a projection with another's weight: k or v equal to what q (or k) should be
+    for (int i = 1; i < 3 && first == i; i++)
+        for (int j = 0; j < 3; j++)
+            if (j != i && stage_near(got, &ref.t[j])) {
+                check_hint("%s came out equal to %s: each has its own weight and bias, "
+                           "%s = x*%s_w^T + %s_b", STAGE[i], STAGE[j], STAGE[i], STAGE[i],
+                           STAGE[i]);
+                stages_free(&ref);
+                return;
+            }
+    if (first == 6 && same_values(got->data, ref.heads.data, got->numel))
+        check_hint("context: %s", MERGE_HND_HINT);
+    else if (first == 5) {
+        Tensor g0 = tensor_view(got->data, 1, N * N), r0 = tensor_view(ref.t[5].data, 1, N * N);
+        bool head0 = tensor_near(&g0, &r0, 1e-4f, 1e-4f);
+        if (head0)
+            check_hint("only the first head's rows of probs are right: there are B*H*N rows of N "
+                       "keys to softmax, softmax(s->probs, s->scaled, B*H*N, N)");
+        else
+            check_hint("probs is the first stage that differs: it is the softmax of each row of "
+                       "scaled (chapter 03)");
+    } else
+        check_hint("'%s' is the first traced stage that differs from the hand-made "
+                   "multi-head attention: compare it with the formula in the README",
+                   STAGE[first]);
+    stages_free(&ref);
+}
+
+// mha_forward() on (x, w, opt) against torch's out and probs; diagnosed when wrong.
+static void probe_mha(const char *label, const float *x, const AttentionWeights *w,
+                      const AttentionOptions *opt, int B, int N, int D, int H,
+                      const Tensor *want_out, const Tensor *want_probs) {
+    float *mem = malloc(sizeof(float) * mha_scratch_floats(B, N, D, H));
+    MhaScratch sc;
+    mha_scratch_carve(&sc, mem, B, N, D, H);
+    fill_nan(mem, mha_scratch_floats(B, N, D, H));
+    TraceRecorder rec = {0};
+    Tracer tr = {trace_record, &rec, NULL};
+    Tensor out = tensor_new(3, B, N, D);
+    fill_nan(out.data, out.numel);
+    mha_forward(out.data, x, w, opt, &sc, B, N, D, H, &tr);
+    // the hand-made attention is what the diagnosis compares stages with: it must be torch's
+    Stages ref = mha_by_hand(x, w, opt, B, N, D, H, 0);
+    CU_ASSERT(tensor_near(&ref.t[7], want_out, 1e-5f, 1e-4f));
+    stages_free(&ref);
+    char name[160];
+    snprintf(name, sizeof name, "%s: out", label);
+    bool ok = assert_tensor_close(&out, want_out, 1e-5f, 1e-5f, name);
+    const Tensor *probs = trace_find(&rec, "probs");
+    if (probs) {
+        snprintf(name, sizeof name, "%s: probs", label);
+        ok &= assert_tensor_close(probs, want_probs, 1e-5f, 1e-5f, name);
+    }
+    if (!ok) {
+        const Tensor *q = trace_find(&rec, "q");
+        if (all_zero_or_nan(out.data, out.numel) && (!q || all_zero_or_nan(q->data, q->numel)))
+            check_hint("mha_forward() wrote nothing into out (or only zeros): is it still the "
+                       "exercise's placeholder?");
+        else
+            diagnose_mha(&rec, &out, x, w, opt, B, N, D, H);
+    }
+    trace_recorder_free(&rec);
+    tensor_free(&out);
+    free(mem);
+}
+
+static void test_probe_mha_matches_torch_stage_by_stage(void) {
+    Tensor x = pieces("mha.x"), qkv_w = pieces("mha.qkv_w"), qkv_b = pieces("mha.qkv_b");
+    Tensor proj_w = pieces("mha.proj_w"), proj_b = pieces("mha.proj_b");
+    Tensor want = pieces("mha.plain.out"), want_probs = pieces("mha.plain.probs");
+    const int B = x.shape[0], N = x.shape[1], D = x.shape[2], H = want_probs.shape[1];
+    const size_t DD = (size_t)D * D;
+    AttentionWeights w = {.q_w = qkv_w.data, .k_w = qkv_w.data + DD, .v_w = qkv_w.data + 2 * DD,
+                          .q_b = qkv_b.data, .k_b = qkv_b.data + D, .v_b = qkv_b.data + 2 * D,
+                          .proj_w = proj_w.data, .proj_b = proj_b.data};
+    probe_mha("mha_forward vs torch nn.MultiheadAttention", x.data, &w, NULL, B, N, D, H, &want,
+              &want_probs);
+    tensor_free(&x), tensor_free(&qkv_w), tensor_free(&qkv_b), tensor_free(&proj_w);
+    tensor_free(&proj_b), tensor_free(&want), tensor_free(&want_probs);
+}
+
+static void test_probe_mha_takes_the_key_padding_mask(void) {
+    const char *f = "attention_cases.safetensors";
+    Tensor x = golden_tensor(f, "pad.x"), qkv_w = golden_tensor(f, "pad.qkv_w");
+    Tensor qkv_b = golden_tensor(f, "pad.qkv_b"), proj_w = golden_tensor(f, "pad.proj_w");
+    Tensor proj_b = golden_tensor(f, "pad.proj_b"), lengths = golden_tensor(f, "pad.lengths");
+    Tensor want = golden_tensor(f, "pad.pad.out"), want_probs = golden_tensor(f, "pad.pad.probs");
+    const int B = x.shape[0], N = x.shape[1], D = x.shape[2], H = want_probs.shape[1];
+    const size_t DD = (size_t)D * D;
+    AttentionWeights w = {.q_w = qkv_w.data, .k_w = qkv_w.data + DD, .v_w = qkv_w.data + 2 * DD,
+                          .q_b = qkv_b.data, .k_b = qkv_b.data + D, .v_b = qkv_b.data + 2 * D,
+                          .proj_w = proj_w.data, .proj_b = proj_b.data};
+    int len[8];
+    float pad[64];
+    CU_ASSERT_FATAL(B <= 8 && B * N <= 64);
+    for (int b = 0; b < B; b++) len[b] = (int)lengths.data[b];
+    attention_mask_key_padding(pad, len, B, N);
+    probe_mha("mha_forward with a (B, N) key-padding mask vs torch", x.data, &w,
+              &(AttentionOptions){.key_padding_mask = pad}, B, N, D, H, &want, &want_probs);
+    tensor_free(&x), tensor_free(&qkv_w), tensor_free(&qkv_b), tensor_free(&proj_w);
+    tensor_free(&proj_b), tensor_free(&lengths), tensor_free(&want), tensor_free(&want_probs);
+}
+
 CU_TestInfo tests_ch05_multi_head[] = {
     {"chapter matches PyTorch golden", test_chapter_matches_pytorch},
     {"heads_split layout", test_heads_split_layout},
@@ -246,5 +637,11 @@ CU_TestInfo tests_ch05_multi_head[] = {
      test_key_padding_hides_each_sequence_its_own_padding},
     {"trace names and shapes", test_trace_names_and_shapes},
     {"heads must divide the width", test_heads_must_divide_width},
+    {"probe: heads_split is torch's reshape and permute", test_probe_heads_split_is_torchs_permute},
+    {"probe: heads_merge puts the heads of a token side by side",
+     test_probe_heads_merge_puts_heads_side_by_side},
+    {"probe: mha_forward equals torch, stage by stage",
+     test_probe_mha_matches_torch_stage_by_stage},
+    {"probe: mha_forward takes the key-padding mask", test_probe_mha_takes_the_key_padding_mask},
     CU_TEST_INFO_NULL,
 };

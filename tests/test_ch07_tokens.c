@@ -10,6 +10,13 @@
  * against a derivation by hand from its own `patch_embed` stage and weights:
  * [cls] is prepended first, then row i gets position i, so a forward pass
  * that added the positions before prepending [cls] fails here.
+ *
+ * The two probes at the end are exercise 07's diagnosis: each calls
+ * tokens_prepend_cls() or tokens_add_positions() on a batch whose numbers say
+ * where they came from (image, patch, feature), compares with the rows
+ * written out by hand and, when they differ, with what each likely mistake
+ * gives ([cls] appended, positions shifted by one, image 0 only, …), naming
+ * the one that matches with check_hint().
  */
 #include <CUnit/CUnit.h>
 #include <math.h>
@@ -19,8 +26,10 @@
 #include "../chapters/chapters.h"
 #include "attention.h"
 #include "check.h"
+#include "hints.h"
 #include "ops.h"
 #include "rng.h"
+#include "tokens.h"
 #include "trace.h"
 #include "vit.h"
 
@@ -180,6 +189,135 @@ static void test_vit_forward_prepends_cls_then_adds_positions(void) {
     vit_free(&vit);
 }
 
+/* -------------------------------------------------------------- the probes */
+
+// A batch of 2 images of 3 patches of width 4 whose numbers tell where they are:
+// patch t of image n holds 100·(n + 1) + 10·(t + 1) + d in feature d, so image 1's
+// patch 2 reads 230, 231, 232, 233; [cls] is -1, -2, -3, -4.
+enum { TB = 2, TP = 3, TN = TP + 1, TD = 4 };
+static const float UNWRITTEN = -999.0f; // what the outputs hold before the call
+
+// One likely mistake: its hint, and the rows it would have produced.
+typedef struct {
+    const char *hint;
+    float rows[TB * TN * TD];
+} Suspect;
+
+// After a failed check: a hint for every suspect that @p got matches; how many did.
+static int name_suspects(const Tensor *got, const Suspect *s, int n) {
+    int found = 0;
+    for (int i = 0; i < n; i++) {
+        Tensor t = tensor_view((float *)s[i].rows, 3, TB, TN, TD);
+        if (tensor_near(got, &t, 1e-6f, 1e-6f)) check_hint("%s", s[i].hint), found++;
+    }
+    return found;
+}
+
+// A hint when @p got is all zeros: the skeleton's placeholder is still there. True if so.
+static bool nothing_yet(const Tensor *got, const char *function) {
+    if (!hint_all_zero(got->data, got->numel)) return false;
+    check_hint("%s wrote only zeros: is the exercise's placeholder still there?", function);
+    return true;
+}
+
+static void fill(float *x, size_t n, float v) {
+    for (size_t i = 0; i < n; i++) x[i] = v;
+}
+
+// rows[n, i, :] = src row, for image n and token i of a (TB, TN, TD) batch.
+static void put(float *rows, int n, int i, const float *src) {
+    memcpy(&rows[((size_t)n * TN + i) * TD], src, sizeof(float) * TD);
+}
+
+static void test_probe_prepend_cls(void) {
+    float patches[TB * TP * TD], cls[TD], got[TB * TN * TD], want[TB * TN * TD];
+    for (int n = 0; n < TB; n++)
+        for (int t = 0; t < TP; t++)
+            for (int d = 0; d < TD; d++)
+                patches[(n * TP + t) * TD + d] = 100.0f * (n + 1) + 10.0f * (t + 1) + d;
+    for (int d = 0; d < TD; d++) cls[d] = -(d + 1.0f);
+    fill(got, TB * TN * TD, UNWRITTEN);
+    tokens_prepend_cls(got, patches, cls, TB, TP, TD);
+    // torch.cat((cls_token.expand(B, -1, -1), x), dim=1): row 0 [cls], row t + 1 patch t
+    for (int n = 0; n < TB; n++) {
+        put(want, n, 0, cls);
+        for (int t = 0; t < TP; t++) put(want, n, t + 1, &patches[(n * TP + t) * TD]);
+    }
+    Tensor g = tensor_view(got, 3, TB, TN, TD), w = tensor_view(want, 3, TB, TN, TD);
+    if (assert_tensor_close(&g, &w, 0.0f, 0.0f,
+                            "tokens_prepend_cls: row 0 of image n is [cls], row t + 1 its patch t "
+                            "(-999: never written)") ||
+        nothing_yet(&g, "tokens_prepend_cls"))
+        return;
+    static Suspect s[4] = {
+        {"[cls] is appended after the patches: timm's torch.cat((cls_token, x), dim=1) puts "
+         "it first, row 0 of every image, and the patches in rows 1 ... P", {0}},
+        {"image n's tokens start at tokens + n*N*D = n*(P + 1)*D, not n*P*D: every image has "
+         "one row more than it has patches", {0}},
+        {"every image gets image 0's patches: image n's come from patch_embed + n*P*D", {0}},
+        {"only image 0 got [cls]: every image needs its own copy of it, in its row 0", {0}},
+    };
+    for (int i = 0; i < 4; i++) fill(s[i].rows, TB * TN * TD, UNWRITTEN);
+    for (int n = 0; n < TB; n++) {
+        for (int t = 0; t < TP; t++) put(s[0].rows, n, t, &patches[(n * TP + t) * TD]);
+        put(s[0].rows, n, TP, cls);
+        // written at n·P·D: image n + 1 overwrites the last row of image n
+        memcpy(&s[1].rows[n * TP * TD], cls, sizeof cls);
+        memcpy(&s[1].rows[n * TP * TD + TD], &patches[n * TP * TD], sizeof(float) * TP * TD);
+        put(s[2].rows, n, 0, cls);
+        if (n == 0) put(s[3].rows, n, 0, cls);
+        for (int t = 0; t < TP; t++) {
+            put(s[2].rows, n, t + 1, &patches[t * TD]);
+            put(s[3].rows, n, t + 1, &patches[(n * TP + t) * TD]);
+        }
+    }
+    name_suspects(&g, s, 4);
+}
+
+static void test_probe_add_positions(void) {
+    // tokens as tokens_prepend_cls() leaves them: row 0 reads 100·(n + 1) + d, row i
+    // 100·(n + 1) + 10·i + d; E_pos row i is 0.5·(i + 1) + 0.01·d, so a shifted row shows
+    float tokens[TB * TN * TD], pos[TN * TD], got[TB * TN * TD], want[TB * TN * TD];
+    for (int n = 0; n < TB; n++)
+        for (int i = 0; i < TN; i++)
+            for (int d = 0; d < TD; d++)
+                tokens[(n * TN + i) * TD + d] = 100.0f * (n + 1) + 10.0f * i + d;
+    for (int i = 0; i < TN; i++)
+        for (int d = 0; d < TD; d++) pos[i * TD + d] = 0.5f * (i + 1) + 0.01f * d;
+    fill(got, TB * TN * TD, UNWRITTEN);
+    tokens_add_positions(got, tokens, pos, TB, TN, TD);
+    for (int k = 0; k < TB * TN * TD; k++) want[k] = tokens[k] + pos[k % (TN * TD)];
+    Tensor g = tensor_view(got, 3, TB, TN, TD), w = tensor_view(want, 3, TB, TN, TD);
+    if (!assert_tensor_close(&g, &w, 0.0f, 0.0f,
+                             "tokens_add_positions: embed[n, i] = tokens[n, i] + E_pos[i] "
+                             "(-999: never written)")) {
+        if (nothing_yet(&g, "tokens_add_positions")) return;
+        static Suspect s[3] = {
+            {"positions are shifted by one: token i gets E_pos row i, so [cls] (row 0) gets "
+             "row 0; yours look added before [cls] was prepended (token i got row i - 1, "
+             "[cls] none)", {0}},
+            {"only image 0 got the positions: the same (N, D) table is added to every image "
+             "of the batch", {0}},
+            {"only image 0 got the positions: the same (N, D) table is added to every image "
+             "of the batch (image 1 was never written)", {0}},
+        };
+        for (int k = 0; k < TB * TN * TD; k++) {
+            int i = k / TD % TN, d = k % TD; // token i, feature d
+            s[0].rows[k] = i == 0 ? tokens[k] : tokens[k] + pos[(i - 1) * TD + d];
+            s[1].rows[k] = k < TN * TD ? want[k] : tokens[k];
+            s[2].rows[k] = k < TN * TD ? want[k] : UNWRITTEN;
+        }
+        name_suspects(&g, s, 3);
+        return;
+    }
+    // embed may be the very buffer tokens is (tokens.h): the same sums in place
+    memcpy(got, tokens, sizeof got);
+    tokens_add_positions(got, got, pos, TB, TN, TD);
+    if (!assert_tensor_close(&g, &w, 0.0f, 0.0f, "tokens_add_positions in place (embed == tokens)"))
+        check_hint("embed may be the same buffer as tokens (tokens.h): read each token before "
+                   "writing embed there, e.g. embed[k] = tokens[k] + pos[k %% (N*D)]");
+}
+
 CU_TestInfo tests_ch07_tokens[] = {
     {"chapter matches PyTorch golden", test_chapter_matches_pytorch},
     {"attention is permutation-equivariant", test_attention_is_permutation_equivariant},
@@ -187,5 +325,8 @@ CU_TestInfo tests_ch07_tokens[] = {
     {"identical patches become distinct tokens", test_identical_patches_become_distinct},
     {"vit_forward prepends [cls], then adds the positions",
      test_vit_forward_prepends_cls_then_adds_positions},
+    {"probe: tokens_prepend_cls puts [cls] in row 0 of every image", test_probe_prepend_cls},
+    {"probe: tokens_add_positions adds E_pos row i to token i of every image",
+     test_probe_add_positions},
     CU_TEST_INFO_NULL,
 };

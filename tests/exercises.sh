@@ -1,0 +1,444 @@
+#!/bin/sh
+# Classroom exercises: build a student's functions into the test runner and
+# grade them with the exercise's answer key. Called by the Makefile, which
+# passes the compiler, the flags and the runner's objects in the environment:
+#
+#   make exercise CH=NN [DIR=path] [FORMAT=json] [JSON=path] [TIMEOUT=s]
+#        -> tests/exercises.sh grade NN [DIR]
+#        (SANITIZE=1: the same, the Makefile passing build/sanitize's flags)
+#   make exercise                -> tests/exercises.sh list
+#   make exercise-all [DIR=path] -> tests/exercises.sh all [DIR]
+#   make test (exercise-checks)  -> tests/exercises.sh check-key NN_name
+#                                   tests/exercises.sh check-skeleton NN_name
+#                                   tests/exercises.sh check-wrong tests/wrong/NN_name/FILE.c
+#                                   tests/exercises.sh check-wrong tests/grader/FILE.c
+#
+# How a student's code is graded: each of their .c files is compiled with the
+# project's flags (less -Werror) and linked BEFORE build/libvit.a, together
+# with exactly the objects of the normal runner (build/tests/run): the linker
+# takes a function from the first place that defines it, so the student's
+# softmax() replaces lib's, and lib's file of the same name is never pulled
+# in. The answer key is the list of suites/tests in exercises/NN_name/KEY, run
+# by that runner in grade mode (`--grade`, tests/grade.h): each test in a
+# process of its own with a time limit. A compile or link error is the
+# result (score 0, the compiler's messages), reported by the normal runner.
+#
+# Files: BUILD/exercises/NN/ holds the objects (obj/), the linked runner
+# (tests/run, to re-run one test by hand), build.log, output.txt (what the
+# grader printed), score (the last result) and results.json (FORMAT=json).
+# The make test checks work in BUILD/exercises/check/, one folder per case,
+# so they run in parallel (make -j) and never touch a student's last score.
+#
+# Environment (from the Makefile): BUILD, EX_CC, EX_CFLAGS, EX_OBJS (the
+# runner's objects but lib), EX_LIB (libvit.a), EX_LIBS (-lcunit and the
+# libraries), EX_RUNNER (the normal runner); EX_FORMAT (json or empty),
+# EX_JSON (a path), EX_TIMEOUT (seconds a test may take, empty: the runner's 30).
+set -eu
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT" # BUILD and the objects are named from here, as make names them
+: "${BUILD:=build}"
+: "${EX_CC:=cc}" "${EX_CFLAGS:=}" "${EX_OBJS:=}" "${EX_LIB:=$BUILD/libvit.a}" "${EX_LIBS:=}"
+: "${EX_RUNNER:=$BUILD/tests/run}" "${EX_FORMAT:=}" "${EX_JSON:=}" "${EX_TIMEOUT:=}"
+
+say() { printf '%s\n' "$*"; }
+die() { printf 'exercise: %s\n' "$*" >&2; exit 2; }
+
+# An absolute path for one given relative to where make was run (the root).
+absolute() {
+    case $1 in
+        /*) printf '%s\n' "$1" ;;
+        *) printf '%s/%s\n' "$ROOT" "$1" ;;
+    esac
+}
+
+# A path as the user would write it: relative to the root when inside it.
+shorter() {
+    case $1 in
+        "$ROOT"/*) printf '%s\n' "${1#"$ROOT"/}" ;;
+        *) printf '%s\n' "$1" ;;
+    esac
+}
+
+# The exercises there are: exercises/NN_name, one per line (none: nothing).
+exercise_names() {
+    for d in "$ROOT"/exercises/[0-9][0-9]_*/; do
+        [ -d "$d" ] || continue
+        d=${d%/}
+        printf '%s\n' "${d##*/}"
+    done
+}
+
+# NN_name of the exercise CH names: 3, 03, 03_softmax or softmax.
+find_exercise() {
+    want=$1
+    case $want in
+        [0-9]) want=0$want ;;
+    esac
+    for name in $(exercise_names); do
+        case $want in
+            "$name" | "${name%%_*}" | "${name#*_}") printf '%s\n' "$name"; return 0 ;;
+        esac
+    done
+    return 1
+}
+
+# The exercise's title: the first '#' heading of its README.md.
+exercise_title() {
+    readme=$ROOT/exercises/$1/README.md
+    [ -f "$readme" ] || return 0
+    sed -n 's/^#[#]* *//p' "$readme" | head -n 1
+}
+
+# "untouched", "edited" or "new" (not in git's last commit) for a folder; "" without git.
+git_state() {
+    command -v git >/dev/null 2>&1 || return 0
+    git -C "$ROOT" rev-parse --git-dir >/dev/null 2>&1 || return 0
+    if [ -z "$(git -C "$ROOT" ls-tree HEAD -- "$1" 2>/dev/null)" ]; then
+        say new
+    elif [ -n "$(git -C "$ROOT" --no-optional-locks status --porcelain -- "$1" 2>/dev/null)" ]; then
+        say edited
+    else
+        say untouched
+    fi
+}
+
+# build_runner WORK FILE.c...: compile the files into WORK/obj and link WORK/tests/run
+# with the runner's objects and lib; the compiler's messages go to WORK/build.log.
+# Returns 1 when something did not compile or link.
+# (sh has no local variables: this one's names start with b_.)
+build_runner() {
+    b_work=$1
+    shift
+    rm -rf "$b_work/obj" "$b_work/tests"
+    mkdir -p "$b_work/obj" "$b_work/tests"
+    : >"$b_work/build.log"
+    b_ok=0 b_objs=""
+    set -f # the flags are split into words, never globbed (and the paths hold no spaces)
+    for b_src in "$@"; do
+        b_base=$(printf %s "${b_src##*/}" | tr " " _) # an object name without spaces
+        b_objs="$b_objs $b_work/obj/${b_base%.c}.o"
+        # shellcheck disable=SC2086 # the flags are words
+        $EX_CC $EX_CFLAGS -c "$b_src" -o "$b_work/obj/${b_base%.c}.o" >>"$b_work/build.log" 2>&1 ||
+            b_ok=1
+    done
+    [ "$b_ok" -eq 0 ] || { set +f; return 1; }
+    # shellcheck disable=SC2086
+    $EX_CC $EX_CFLAGS $b_objs $EX_OBJS "$EX_LIB" $EX_LIBS -o "$b_work/tests/run" \
+        >>"$b_work/build.log" 2>&1 || b_ok=1
+    set +f
+    if [ "$b_ok" -ne 0 ]; then
+        if grep -q 'multiple definition' "$b_work/build.log"; then
+            say "note: a function is defined twice, in these files and in the lib file that" \
+                "defines it too. A file replaces a lib file whole: write every function of the" \
+                "lib/*.c file of the same name, and no main()." >>"$b_work/build.log"
+        fi
+        return 1
+    fi
+    # the runner finds the vit program beside its folder (tests/cli_run.c)
+    for b_p in vit vitview; do ln -sf "$(cd "$BUILD" && pwd)/$b_p" "$b_work/$b_p"; done
+    return 0
+}
+
+# The score line of a grader's output file: "N M", or nothing.
+score_of() {
+    sed -n 's/^\([0-9][0-9]*\) passed, \([0-9][0-9]*\) failed$/\1 \2/p' "$1" | tail -n 1
+}
+
+# grade_one NAME SRCDIR QUIET: grade the .c files of SRCDIR with exercises/NAME/KEY.
+# The grader's exit status; its output is in BUILD/exercises/NN/output.txt
+# (and on the terminal unless QUIET is 1).
+grade_one() {
+    name=$1 src=$2 quiet=$3
+    nn=${name%%_*}
+    key=$ROOT/exercises/$name/KEY
+    work=$BUILD/exercises/$nn
+    [ -f "$key" ] || die "exercises/$name has no KEY file (the suites of its answer key)"
+    mkdir -p "$work"
+    ls "$src"/*.c >/dev/null 2>&1 || die "$src holds no .c file to grade"
+    json=""
+    case $EX_FORMAT in
+        json) json=${EX_JSON:-$work/results.json} ;;
+        "" | text) [ -z "$EX_JSON" ] || json=$EX_JSON ;;
+        *) die "FORMAT=$EX_FORMAT: the formats are json (results.json for Gradescope) and text" ;;
+    esac
+    title=$(exercise_title "$name")
+    set -- --key "$key" --title "${title:-exercise $name}: $(shorter "$src")"
+    for f in "$src"/*.c; do set -- "$@" --source "$(shorter "$f")"; done
+    [ -z "$json" ] || set -- "$@" --json "$json"
+    [ -z "$EX_TIMEOUT" ] || set -- "$@" --timeout "$EX_TIMEOUT"
+    if build_runner "$work" "$src"/*.c; then
+        runner=$work/tests/run
+        [ ! -s "$work/build.log" ] || set -- "$@" --build-log "$work/build.log"
+    else
+        runner=$EX_RUNNER
+        set -- "$@" --build-failed --build-log "$work/build.log"
+    fi
+    rm -f "$work/status"
+    if [ "$quiet" = 1 ]; then
+        { g_st=0; "$runner" --grade "$@" 2>&1 || g_st=$?; echo "$g_st" >"$work/status"; } \
+            >"$work/output.txt.tmp"
+    else
+        { g_st=0; "$runner" --grade "$@" 2>&1 || g_st=$?; echo "$g_st" >"$work/status"; } |
+            tee "$work/output.txt.tmp"
+    fi
+    mv "$work/output.txt.tmp" "$work/output.txt"
+    status=$(cat "$work/status")
+    result=$(score_of "$work/output.txt")
+    if [ -n "$result" ]; then
+        printf '%s\t%s\t%s\n' "$result" "$src" "$(date '+%Y-%m-%d %H:%M')" >"$work/score"
+    fi
+    if [ -n "$json" ] && [ "$quiet" != 1 ] && [ "$status" -le 1 ]; then
+        say "results: $json"
+    fi
+    return "$status"
+}
+
+# Where a student's copy of exercise NAME is: DIR itself, or DIR/NAME for a copy of exercises/.
+source_dir() {
+    name=$1 dir=$2
+    if [ -z "$dir" ]; then
+        printf '%s\n' "$ROOT/exercises/$name"
+    elif ls "$dir"/*.c >/dev/null 2>&1; then
+        printf '%s\n' "$dir"
+    elif [ -d "$dir/$name" ]; then
+        printf '%s\n' "$dir/$name"
+    else
+        return 1
+    fi
+}
+
+cmd_grade() {
+    [ -n "${1:-}" ] || die "which exercise? make exercise CH=NN (make exercise lists them)"
+    name=$(find_exercise "$1") || {
+        say "exercise: no exercise '$1'; there are:" >&2
+        exercise_names | sed 's/^/  /' >&2
+        exit 2
+    }
+    dir=${2:-}
+    if [ -n "$dir" ]; then
+        dir=$(absolute "$dir")
+        [ -d "$dir" ] || die "DIR=$dir is not a folder"
+    fi
+    src=$(source_dir "$name" "$dir") || die "$dir holds neither .c files nor a folder $name"
+    [ -z "$EX_JSON" ] || EX_JSON=$(absolute "$EX_JSON")
+    grade_one "$name" "$src" 0
+}
+
+cmd_list() {
+    names=$(exercise_names)
+    if [ -z "$names" ]; then
+        say "no exercises yet (exercises/NN_name/)"
+        return 0
+    fi
+    say "exercises (grade one: make exercise CH=NN; all: make exercise-all):"
+    for name in $names; do
+        nn=${name%%_*}
+        state=$(git_state "exercises/$name")
+        last=""
+        scorefile=$BUILD/exercises/$nn/score
+        if [ -f "$scorefile" ]; then
+            IFS='	' read -r result from when <"$scorefile" || true
+            passed=${result% *} failed=${result#* }
+            last="last graded $when: $passed passed, $failed failed"
+            [ "$from" = "$ROOT/exercises/$name" ] || last="$last (DIR=$from)"
+            if [ -n "$(find "$ROOT/exercises/$name" -name '*.c' -newer "$scorefile" 2>/dev/null)" ]; then
+                last="$last, edited since"
+            fi
+        fi
+        printf '  %-22s %-10s %s\n' "$name" "${state:-?}" "${last:-not graded yet}"
+        title=$(exercise_title "$name")
+        [ -z "$title" ] || printf '  %-22s %s\n' "" "$title"
+    done
+}
+
+cmd_all() {
+    dir=${1:-}
+    [ -z "$dir" ] || dir=$(absolute "$dir")
+    names=$(exercise_names)
+    if [ -z "$names" ]; then
+        say "no exercises yet (exercises/NN_name/)"
+        return 0
+    fi
+    total_p=0 total_f=0 worst=0
+    table=""
+    for name in $names; do
+        nn=${name%%_*}
+        if ! src=$(source_dir "$name" "$dir"); then
+            table="$table$(printf '%-22s %7s %7s  %s' "$name" - - "not in $dir")
+"
+            worst=1
+            continue
+        fi
+        if [ ! -f "$ROOT/exercises/$name/KEY" ] || ! ls "$src"/*.c >/dev/null 2>&1; then
+            why="no KEY file"
+            [ -f "$ROOT/exercises/$name/KEY" ] && why="no .c file in $(shorter "$src")"
+            table="$table$(printf '%-22s %7s %7s  %s' "$name" - - "not graded: $why")
+"
+            worst=1
+            continue
+        fi
+        printf 'grading %s ...\n' "$name"
+        status=0
+        grade_one "$name" "$src" 1 || status=$?
+        result=$(score_of "$BUILD/exercises/$nn/output.txt")
+        passed=${result% *} failed=${result#* }
+        note="$BUILD/exercises/$nn/output.txt"
+        grep -q '^the code did not compile' "$BUILD/exercises/$nn/output.txt" &&
+            note="did not compile: $note"
+        [ -n "$result" ] || { passed=- failed=- note="the grader stopped (exit $status): $note"; }
+        [ "$status" -eq 0 ] || worst=1
+        case $passed in [0-9]*) total_p=$((total_p + passed)) total_f=$((total_f + failed)) ;; esac
+        table="$table$(printf '%-22s %7s %7s  %s' "$name" "$passed" "$failed" "$note")
+"
+    done
+    say ""
+    printf '%-22s %7s %7s  %s\n' exercise passed failed details
+    printf '%s' "$table"
+    printf '%-22s %7s %7s\n' all "$total_p" "$total_f"
+    return "$worst"
+}
+
+# ------------------------------------------------------------ make test's checks
+
+# The work folder of one check, fresh.
+check_dir() {
+    d=$BUILD/exercises/check/$1
+    rm -rf "$d"
+    mkdir -p "$d"
+    printf '%s\n' "$d"
+}
+
+# Says what went wrong with a check, shows the end of the grader's output, fails.
+check_failed() {
+    out=$1
+    shift
+    say "exercises: FAILED: $*" >&2
+    if [ -f "$out" ]; then
+        tail -n 30 "$out" | sed 's/^/    | /' >&2
+        say "    (all of it: $out)" >&2
+    fi
+    exit 1
+}
+
+# The grader ran, said "N passed, M failed" with M > 0, and exited 1 (not a crash).
+expect_failing_grade() {
+    out=$1 status=$2 what=$3
+    result=$(score_of "$out")
+    [ -n "$result" ] || check_failed "$out" "$what: the grader gave no score line (exit $status)"
+    [ "$status" -eq 1 ] || check_failed "$out" "$what: the grader exited $status, not 1"
+    [ "${result#* }" -gt 0 ] || check_failed "$out" "$what passes its key: it should fail"
+}
+
+key_of() {
+    key=$ROOT/exercises/$1/KEY
+    [ -f "$key" ] || check_failed "" "exercises/$1 has no KEY file (the suites of its answer key)"
+    printf '%s\n' "$key"
+}
+
+# lib's own functions pass the exercise's key, in grade mode.
+cmd_check_key() {
+    name=$1
+    key=$(key_of "$name")
+    d=$(check_dir "$name/key")
+    status=0
+    "$EX_RUNNER" --grade --key "$key" >"$d/output.txt" 2>&1 || status=$?
+    result=$(score_of "$d/output.txt")
+    # shellcheck disable=SC2015 # both must hold: exit 0 and a score line
+    [ "$status" -eq 0 ] && [ -n "$result" ] ||
+        check_failed "$d/output.txt" "$name: lib's reference does not pass its own key (exit $status)"
+    # the two tables of exercises name every one (no exercise the book forgets)
+    grep -qF "| \`$name\` |" "$ROOT/docs/teachers.md" ||
+        check_failed "" "$name has no row in the table of docs/teachers.md (The exercises)"
+    grep -qF "[$name]" "$ROOT/exercises/README.md" ||
+        check_failed "" "$name has no row in the table of exercises/README.md"
+    say "exercises: $name: lib passes its key (${result% *} tests)"
+}
+
+# The skeleton as committed compiles, links, and fails its key.
+cmd_check_skeleton() {
+    name=$1
+    key=$(key_of "$name")
+    d=$(check_dir "$name/skeleton")
+    src=$ROOT/exercises/$name
+    from="the skeleton"
+    if [ "$(git_state "exercises/$name")" = edited ]; then
+        # someone is solving it here: check the committed skeleton, not their work
+        mkdir -p "$d/src"
+        for f in $(git -C "$ROOT" ls-tree --name-only HEAD -- "exercises/$name/"); do
+            case $f in *.c) git -C "$ROOT" show "HEAD:$f" >"$d/src/${f##*/}" ;; esac
+        done
+        src=$d/src
+        from="the committed skeleton"
+    fi
+    ls "$src"/*.c >/dev/null 2>&1 || check_failed "" "exercises/$name holds no .c file"
+    build_runner "$d" "$src"/*.c || check_failed "$d/build.log" "$name: $from does not compile and link"
+    status=0
+    "$d/tests/run" --grade --key "$key" >"$d/output.txt" 2>&1 || status=$?
+    expect_failing_grade "$d/output.txt" "$status" "$name: $from"
+    say "exercises: $name: $from compiles and fails its key ($(score_of "$d/output.txt" | sed 's/ / passed, /') failed)"
+}
+
+# A wrong implementation compiles, fails the key, and the output holds its hint.
+# Its first line is "// hint: TEXT"; among its first ten lines it may have
+# "// key: SUITE[/TEST]" lines (a key of its own instead of its exercise's),
+# "// timeout: SECONDS" and "// build: fails" (it must not compile: the
+# report of a build that failed is what is checked). tests/grader/*.c, the
+# grader's own checks, use them; tests/wrong/NN_name/*.c need none.
+cmd_check_wrong() {
+    file=$1
+    rel=$(shorter "$file")
+    header() { sed -n "1,10s|^// *$1: *||p" "$file" | sed 's/[[:space:]]*$//'; }
+    hint=$(sed -n '1s|^// *hint: *||p' "$file" | sed 's/[[:space:]]*$//')
+    [ -n "$hint" ] ||
+        check_failed "" "$rel: its first line must be '// hint: TEXT', TEXT being what the grader's output must say"
+    base=${rel##*/}
+    own_key=$(header key)
+    if [ -n "$own_key" ]; then
+        name=grader
+        d=$(check_dir "grader/${base%.c}")
+        printf '%s\n' "$own_key" >"$d/KEY"
+        key=$d/KEY
+    else
+        dirname=${rel%/*}
+        dirname=${dirname##*/} # NN_name
+        nn=${dirname%%_*}
+        name=$(find_exercise "$nn") ||
+            check_failed "" "$rel: there is no exercises/${nn}_*/ to grade it with"
+        key=$(key_of "$name")
+        d=$(check_dir "$name/wrong-${base%.c}")
+    fi
+    set -- --key "$key"
+    timeout=$(header timeout)
+    [ -z "$timeout" ] || set -- "$@" --timeout "$timeout"
+    status=0
+    if [ "$(header build)" = fails ]; then
+        ! build_runner "$d" "$file" || check_failed "$d/build.log" "$rel compiles: it should not"
+        "$EX_RUNNER" --grade --build-failed --build-log "$d/build.log" "$@" \
+            >"$d/output.txt" 2>&1 || status=$?
+    else
+        build_runner "$d" "$file" || check_failed "$d/build.log" "$rel does not compile and link"
+        "$d/tests/run" --grade "$@" >"$d/output.txt" 2>&1 || status=$?
+    fi
+    expect_failing_grade "$d/output.txt" "$status" "$rel"
+    grep -qF -- "$hint" "$d/output.txt" ||
+        check_failed "$d/output.txt" "$rel fails, but the grader's output never says \"$hint\""
+    result="$(score_of "$d/output.txt" | sed 's/ / passed, /') failed"
+    if [ "$name" = grader ]; then
+        say "exercises: the grader survives ${base} ($result), saying \"$hint\""
+    else
+        say "exercises: $name: wrong ${base} fails ($result), saying \"$hint\""
+    fi
+}
+
+cmd=${1:-}
+[ $# -eq 0 ] || shift
+case $cmd in
+    grade) cmd_grade "$@" ;;
+    list) cmd_list ;;
+    all) cmd_all "$@" ;;
+    check-key) cmd_check_key "$1" ;;
+    check-skeleton) cmd_check_skeleton "$1" ;;
+    check-wrong) cmd_check_wrong "$(absolute "$1")" ;;
+    *) die "usage: tests/exercises.sh grade NN [DIR] | list | all [DIR] | check-key NN_name | check-skeleton NN_name | check-wrong FILE" ;;
+esac

@@ -1,0 +1,12 @@
+// hint: timed out after 1 s (an endless loop?)
+// key: ch01_dot_product/dot of small vectors
+// timeout: 1
+// The grader's own check: a function that never returns is killed at the
+// time limit and reported, and the next test still runs.
+#include "ops.h"
+
+float dot(const float *a, const float *b, int n) {
+    volatile float sum = 0.0f;
+    for (int i = 0; i < n; i += 0) sum += a[i] * b[i]; // i never moves
+    return sum;
+}

@@ -1,0 +1,57 @@
+// hint: the output projection is missing
+/**
+ * @file mha.c
+ * @brief A wrong mha.c for exercise 05 (tests/wrong/): the merged heads are the output, no self.proj.
+ *
+ * `make test` checks that the grader fails it and prints the hint above.
+ */
+#include "attention.h"
+#include "ops.h"
+
+#include <stddef.h>
+#include <string.h>
+
+// One projection (x·Wᵀ + b), then its width split into heads: (B,N,D) → (B,H,N,Dh).
+static void project_heads(float *out, float *flat, const float *x, const float *w,
+                          const float *b, int B, int N, int D, int H) {
+    linear(flat, x, w, b, B * N, D, D);
+    heads_split(out, flat, B, N, H, D / H);
+}
+
+void mha_forward(float *out, const float *x, const AttentionWeights *w,
+                 const AttentionOptions *opt, MhaScratch *s, int B, int N, int D, int H,
+                 const Tracer *tr) {
+    // x is (B, N, D), out is (B, N, D); opt NULL: scale 1/√Dh, no mask.
+    // Self-attention: q, k and v are all projections of the same tokens x.
+    const int Dh = D / H, G = B * H;
+
+    // qkv = self.qkv(x).reshape(B, N, 3, H, Dh).permute(2, 0, 3, 1, 4)
+    project_heads(s->q, s->flat, x, w->q_w, w->q_b, B, N, D, H);
+    trace_emit(tr, "q", s->q, 4, B, H, N, Dh);
+    project_heads(s->k, s->flat, x, w->k_w, w->k_b, B, N, D, H);
+    trace_emit(tr, "k", s->k, 4, B, H, N, Dh);
+    project_heads(s->v, s->flat, x, w->v_w, w->v_b, B, N, D, H);
+    trace_emit(tr, "v", s->v, 4, B, H, N, Dh);
+
+    // attn = (q @ k.transpose(-2, -1)) * self.scale, plus the masks if any
+    attention_scores(s->scores, s->q, s->k, G, N, Dh);
+    trace_emit(tr, "scores", s->scores, 4, B, H, N, N);
+    attention_scale_mask(s->scaled, s->scores, opt, B, H, N, Dh);
+    trace_emit(tr, "scaled", s->scaled, 4, B, H, N, N);
+
+    // attn = attn.softmax(dim=-1); attn_drop is the identity at inference
+#pragma omp parallel for schedule(static) if (G > 1)
+    for (int g = 0; g < G; g++) // the rows of each head, one thread per head
+        softmax(s->probs + (size_t)g * N * N, s->scaled + (size_t)g * N * N, N, N);
+    trace_emit(tr, "probs", s->probs, 4, B, H, N, N);
+
+    // x = (attn @ v).transpose(1, 2).reshape(B, N, D)
+    attention_context(s->heads, s->probs, s->v, G, N, Dh);
+    heads_merge(s->context, s->heads, B, N, H, Dh);
+    trace_emit(tr, "context", s->context, 3, B, N, D);
+
+    // x = self.proj(x); proj_drop is the identity at inference
+    // WRONG: linear(out, s->context, w->proj_w, w->proj_b, B * N, D, D)
+    memcpy(out, s->context, sizeof(float) * (size_t)B * N * D);
+    trace_emit(tr, "proj", out, 3, B, N, D);
+}
