@@ -24,6 +24,10 @@
  * an (N, N) one shared by the batch (causal, a window), a key-padding mask
  * (B, N) with one row per sequence, or both.
  *
+ * Backward: each piece has its `*_backward` beside it (attention_backward.c,
+ * heads_backward.c; the softmax's is softmax_backward() in ops.h), which adds
+ * the gradients of its inputs to their buffers.
+ *
  * Deliberately omitted: dropout (identity at inference), key/query
  * normalisation, fused "flash" kernels that never materialise the
  * probabilities (we always materialise them: learners want to see them).
@@ -72,6 +76,17 @@ float attention_scale(const AttentionOptions *opt, int Dh);
 void attention_scores(float *scores, const float *q, const float *k, int G, int N, int Dh);
 
 /**
+ * @brief Backward of attention_scores():
+ *        \f$ dQ \mathrel{+}= dS\,K,\ dK \mathrel{+}= dS^\top Q \f$ per head.
+ * @param[in,out] dq       (G, N, Dh), added to; or NULL
+ * @param[in,out] dk       (G, N, Dh), added to; or NULL
+ * @param[in]     dscores  (G, N, N) gradient of the scores
+ * @param[in]     q, k     (G, N, Dh) the forward's inputs
+ */
+void attention_scores_backward(float *dq, float *dk, const float *dscores, const float *q,
+                               const float *k, int G, int N, int Dh);
+
+/**
  * @brief Scale and mask the scores of B sequences × H heads:
  *        \f$ S'_{bh} = s\,S_{bh} + \mathrm{mask} + \mathrm{key\_padding\_mask}_b \f$.
  * @param[out] scaled  (B, H, N, N); may equal scores
@@ -82,12 +97,38 @@ void attention_scale_mask(float *scaled, const float *scores, const AttentionOpt
                           int H, int N, int Dh);
 
 /**
+ * @brief Backward of attention_scale_mask(): \f$ dS \mathrel{+}= s\, dS' \f$.
+ *
+ * The masks are constants added to the scores: they pass no gradient, and
+ * every score gets s times its gradient, hidden ones included, as PyTorch's
+ * autograd gives (a hidden score's probability is 0, so softmax_backward()
+ * hands it a gradient of 0 anyway).
+ * @param[in,out] dscores  (B, H, N, N), added to
+ * @param[in]     dscaled  (B, H, N, N) gradient of the scaled scores
+ * @param[in]     opt      the forward's options (only the scale is used), or NULL for 1/√Dh
+ */
+void attention_scale_mask_backward(float *dscores, const float *dscaled,
+                                   const AttentionOptions *opt, int B, int H, int N, int Dh);
+
+/**
  * @brief Weighted sum of values, \f$ O = P V \f$.
  * @param[out] out    (G, N, Dh)
  * @param[in]  probs  (G, N, N), rows sum to 1 (or 0 when fully masked)
  * @param[in]  v      (G, N, Dh)
  */
 void attention_context(float *out, const float *probs, const float *v, int G, int N, int Dh);
+
+/**
+ * @brief Backward of attention_context():
+ *        \f$ dP \mathrel{+}= dO\,V^\top,\ dV \mathrel{+}= P^\top dO \f$ per head.
+ * @param[in,out] dprobs  (G, N, N), added to; or NULL
+ * @param[in,out] dv      (G, N, Dh), added to; or NULL
+ * @param[in]     dout    (G, N, Dh) gradient of the output
+ * @param[in]     probs   (G, N, N) the forward's probabilities
+ * @param[in]     v       (G, N, Dh) the forward's values
+ */
+void attention_context_backward(float *dprobs, float *dv, const float *dout, const float *probs,
+                                const float *v, int G, int N, int Dh);
 
 /**
  * @brief One head, start to finish: out = softmax(s·Q·Kᵀ + mask)·V.
@@ -140,6 +181,14 @@ void attention_mask_causal(float *mask, int N);
 void heads_split(float *out, const float *x, int B, int N, int H, int Dh);
 
 /**
+ * @brief Backward of heads_split(): a permutation, so its gradient is the
+ *        inverse one, \f$ dx \mathrel{+}= \mathrm{merge}(\text{dout}) \f$.
+ * @param[in,out] dx    (B, N, H·Dh), added to
+ * @param[in]     dout  (B, H, N, Dh)
+ */
+void heads_split_backward(float *dx, const float *dout, int B, int N, int H, int Dh);
+
+/**
  * @brief Split a fused projection into q, k and v heads: (B, N, 3·H·Dh) → (3, B, H, N, Dh).
  *
  * timm: `qkv.reshape(B, N, 3, H, Dh).permute(2, 0, 3, 1, 4)`, then
@@ -157,6 +206,13 @@ void heads_split_qkv(float *out, const float *qkv, int B, int N, int H, int Dh);
  * PyTorch: `x.transpose(1, 2).reshape(B, N, H * Dh)`.
  */
 void heads_merge(float *out, const float *x, int B, int N, int H, int Dh);
+
+/**
+ * @brief Backward of heads_merge(): \f$ dx \mathrel{+}= \mathrm{split}(\text{dout}) \f$.
+ * @param[in,out] dx    (B, H, N, Dh), added to
+ * @param[in]     dout  (B, N, H·Dh)
+ */
+void heads_merge_backward(float *dx, const float *dout, int B, int N, int H, int Dh);
 
 /** Weights of one multi-head self-attention layer; borrowed pointers. */
 typedef struct {

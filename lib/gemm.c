@@ -273,20 +273,31 @@ typedef struct {
     const float *b;   // (K,N), or (N,K) when b_transposed
     bool b_transposed;
     int M, K, N;
+    bool a_transposed; // a is (K,M): out = aᵀ · b (the _at_acc products)
+    bool accumulate;   // out += the product, instead of out = it (the _acc products)
 } GemmArgs;
 
 static int min_int(int x, int y) { return x < y ? x : y; }
 
 // a_block ← a[i0:i0+mc, k0:k0+kc] as ceil(mc/mr) slivers; sliver s holds rows
 // i0+s·mr … +mr column by column: a_block[s][k][r] = a[i0+s·mr+r][k0+k].
-// Rows past mc are zeros.
+// Rows past mc are zeros. When a is stored transposed, (K,M), "row i of a" is
+// column i of the stored matrix: the sliver's k-th column is then a contiguous
+// piece of stored row k0+k (the mirror image of pack_b()'s two cases).
 static void pack_a(float *a_block, const GemmArgs *g, int i0, int mc, int k0, int kc, int mr) {
     for (int s = 0; s * mr < mc; s++) {
         float *dst = a_block + (size_t)s * mr * kc;
         int rows = min_int(mr, mc - s * mr);
-        for (int r = 0; r < rows; r++) {
-            const float *src = g->a + (size_t)(i0 + s * mr + r) * g->K + k0;
-            for (int k = 0; k < kc; k++) dst[(size_t)k * mr + r] = src[k];
+        if (g->a_transposed) {
+            for (int k = 0; k < kc; k++) {
+                const float *src = g->a + (size_t)(k0 + k) * g->M + i0 + s * mr;
+                for (int r = 0; r < rows; r++) dst[(size_t)k * mr + r] = src[r];
+            }
+        } else {
+            for (int r = 0; r < rows; r++) {
+                const float *src = g->a + (size_t)(i0 + s * mr + r) * g->K + k0;
+                for (int k = 0; k < kc; k++) dst[(size_t)k * mr + r] = src[k];
+            }
         }
         for (int r = rows; r < mr; r++)
             for (int k = 0; k < kc; k++) dst[(size_t)k * mr + r] = 0.0f;
@@ -384,8 +395,10 @@ static void gemm_rectangle(const GemmArgs *g, const KernelVariant *kv, PackBuffe
             for (int ic = i_begin; ic < i_end; ic += mc_max) {
                 int mc = min_int(mc_max, i_end - ic);
                 pack_a(buf->a_block, g, ic, mc, pc, kc, kv->mr);
-                // the first k block writes out, later ones add to it
-                macro_kernel(g, kv, buf->a_block, buf->b_panel, ic, mc, jc, nc, kc, pc > 0);
+                // the first k block writes out (adds to it when accumulating),
+                // later ones add to it
+                macro_kernel(g, kv, buf->a_block, buf->b_panel, ic, mc, jc, nc, kc,
+                             g->accumulate || pc > 0);
             }
         }
     }
@@ -443,14 +456,14 @@ static int split_point(int len, int unit, int p, int n) {
 // (Handing out smaller rectangles dynamically measured slower here: every
 // extra rectangle repeats some packing, and the team still waits for its
 // slowest thread at the end of the parallel region.)
-static void gemm_tiled(float *out, const float *a, const float *b, bool b_transposed, int M,
-                       int K, int N) {
+static void gemm_tiled_args(GemmArgs g) {
+    const int M = g.M, N = g.N;
     if (M <= 0 || N <= 0) return;
-    if (K <= 0) {
-        memset(out, 0, (size_t)M * N * sizeof(float)); // an empty sum is zero
+    if (g.K <= 0) {
+        // an empty sum is zero: nothing to add, or zeros to write
+        if (!g.accumulate) memset(g.out, 0, (size_t)M * N * sizeof(float));
         return;
     }
-    GemmArgs g = {out, a, b, b_transposed, M, K, N};
     const KernelVariant *kv = current_variant();
     int threads = threads_for(&g), rows_split = 1, cols_split = 1;
     if (threads > 1) choose_grid(threads, M, N, kv->mr, kv->nr, &rows_split, &cols_split);
@@ -469,6 +482,11 @@ static void gemm_tiled(float *out, const float *a, const float *b, bool b_transp
         free(buf.a_block);
         free(buf.b_panel);
     }
+}
+
+static void gemm_tiled(float *out, const float *a, const float *b, bool b_transposed, int M,
+                       int K, int N) {
+    gemm_tiled_args((GemmArgs){out, a, b, b_transposed, M, K, N, false, false});
 }
 
 void matmul_tiled(float *out, const float *a, const float *b, int M, int K, int N) {
@@ -545,4 +563,80 @@ void matmul_bt(float *out, const float *a, const float *b, int M, int K, int N) 
     case GEMM_TILED: matmul_bt_tiled(out, a, b, M, K, N); break;
     case GEMM_BLAS: matmul_bt_blas(out, a, b, M, K, N); break;
     }
+}
+
+/* ------------------------------------------------- accumulating products
+ *
+ * The backward pass adds each gradient to what is there (a weight used
+ * twice, or a tensor that feeds two layers, collects both contributions), and
+ * needs a layout no forward uses: dW = doutᵀ·x reads its left operand
+ * transposed. These are the three layouts as products out += …, in the
+ * same three implementations: naive loops, the tiled kernel (the only change
+ * is in pack_a() and in not overwriting out on the first k block) and
+ * cblas_sgemm with beta = 1.
+ */
+
+void matmul_acc_naive(float *out, const float *a, const float *b, int M, int K, int N) {
+    // a is (M,K), b is (K,N), out is (M,N)
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            float sum = 0.0f;
+            for (int k = 0; k < K; k++) sum += a[(size_t)i * K + k] * b[(size_t)k * N + j];
+            out[(size_t)i * N + j] += sum;
+        }
+}
+
+void matmul_bt_acc_naive(float *out, const float *a, const float *b, int M, int K, int N) {
+    // a is (M,K), b is (N,K), out is (M,N)
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            float sum = 0.0f;
+            for (int k = 0; k < K; k++) sum += a[(size_t)i * K + k] * b[(size_t)j * K + k];
+            out[(size_t)i * N + j] += sum;
+        }
+}
+
+void matmul_at_acc_naive(float *out, const float *a, const float *b, int M, int K, int N) {
+    // a is (K,M), b is (K,N), out is (M,N)
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            float sum = 0.0f;
+            for (int k = 0; k < K; k++) sum += a[(size_t)k * M + i] * b[(size_t)k * N + j];
+            out[(size_t)i * N + j] += sum;
+        }
+}
+
+// out (M,N) += op(a)·op(b) with the current backend; at and bt: which operand is stored transposed
+static void gemm_acc(float *out, const float *a, const float *b, bool at, bool bt, int M, int K,
+                     int N) {
+    if (M <= 0 || N <= 0 || K <= 0) return; // an empty sum adds nothing
+    switch (current_backend) {
+    case GEMM_NAIVE:
+        if (at) matmul_at_acc_naive(out, a, b, M, K, N);
+        else if (bt) matmul_bt_acc_naive(out, a, b, M, K, N);
+        else matmul_acc_naive(out, a, b, M, K, N);
+        return;
+    case GEMM_BLAS:
+#ifdef VIT_HAVE_BLAS
+        // beta = 1: cblas_sgemm's own out = alpha·op(a)·op(b) + beta·out
+        cblas_sgemm(CblasRowMajor, at ? CblasTrans : CblasNoTrans, bt ? CblasTrans : CblasNoTrans,
+                    M, N, K, 1.0f, a, at ? M : K, b, bt ? K : N, 1.0f, out, N);
+        return;
+#endif
+        break; // built without BLAS: the tiled kernel
+    case GEMM_TILED: break;
+    }
+    gemm_tiled_args((GemmArgs){out, a, b, bt, M, K, N, at, true});
+}
+
+void matmul_acc(float *out, const float *a, const float *b, int M, int K, int N) {
+    gemm_acc(out, a, b, false, false, M, K, N);
+}
+
+void matmul_bt_acc(float *out, const float *a, const float *b, int M, int K, int N) {
+    gemm_acc(out, a, b, false, true, M, K, N);
+}
+
+void matmul_at_acc(float *out, const float *a, const float *b, int M, int K, int N) {
+    gemm_acc(out, a, b, true, false, M, K, N);
 }

@@ -6,6 +6,8 @@
  *   matmul:    out (M,N) = a (M,K) · b (K,N)      e.g. attention probs · V
  *   matmul_bt: out (M,N) = a (M,K) · b (N,K)ᵀ     e.g. x · Wᵀ in linear, Q · Kᵀ
  * (PyTorch stores a Linear weight as [out, in], so x·Wᵀ is the natural form.)
+ * The backward pass adds a third layout, a (K,M)ᵀ · b (K,N), and accumulates:
+ * matmul_acc(), matmul_bt_acc() and matmul_at_acc() add their product to out.
  * Here M, K and N are BLAS's letters for a product's rows, inner size and
  * columns, as in cblas_sgemm's documentation: the one place where they do not
  * mean the glossary's MLP width, keys and tokens.
@@ -86,6 +88,30 @@ const char *gemm_backend_name(GemmBackend backend);
 void matmul(float *out, const float *a, const float *b, int M, int K, int N);
 /** @brief out (M,N) = a (M,K) · b (N,K)ᵀ with the current backend. */
 void matmul_bt(float *out, const float *a, const float *b, int M, int K, int N);
+
+/**
+ * @name Accumulating products, for the backward pass
+ * A gradient is added to what is already there (a tensor that feeds two
+ * operations collects both contributions), and a weight's gradient
+ * \f$dW = dY^\top X\f$ reads its left operand transposed, a layout no forward
+ * product uses. These add the product to out with the current backend (the
+ * tiled kernel differs only in how it packs a; BLAS is cblas_sgemm with
+ * beta = 1); each has its textbook twin. Empty products (M, K or N ≤ 0) add nothing.
+ * @{
+ */
+/** @brief out (M,N) += a (M,K) · b (K,N), e.g. dx += dout · W in a linear layer's backward. */
+void matmul_acc(float *out, const float *a, const float *b, int M, int K, int N);
+/** @brief out (M,N) += a (M,K) · b (N,K)ᵀ, e.g. dprobs += dout · Vᵀ. */
+void matmul_bt_acc(float *out, const float *a, const float *b, int M, int K, int N);
+/** @brief out (M,N) += a (K,M)ᵀ · b (K,N), e.g. dW += doutᵀ · x. */
+void matmul_at_acc(float *out, const float *a, const float *b, int M, int K, int N);
+/** @brief matmul_acc(), textbook loops. */
+void matmul_acc_naive(float *out, const float *a, const float *b, int M, int K, int N);
+/** @brief matmul_bt_acc(), textbook loops. */
+void matmul_bt_acc_naive(float *out, const float *a, const float *b, int M, int K, int N);
+/** @brief matmul_at_acc(), textbook loops. */
+void matmul_at_acc_naive(float *out, const float *a, const float *b, int M, int K, int N);
+/** @} */
 
 /** @} */
 #endif

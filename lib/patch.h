@@ -12,6 +12,9 @@
  * columns — the order of the conv weight (D, C, p, p)), and apply one linear
  * layer with the conv weight viewed as (D, C·p·p). Chapter 06 shows both.
  *
+ * The backward, patch_embed_backward() (patch_backward.c), is a linear
+ * layer's backward followed by a fold of the patches' gradient into the image.
+ *
  * Deliberately omitted: overlapping (stride < kernel) patches, padding, images
  * whose side is not a multiple of p (callers check and refuse).
  */
@@ -47,6 +50,26 @@ void patch_fold(float *img, const float *patches, int B, int C, int S, int p);
  */
 void patch_embed(float *out, float *patches, const float *img, const float *w, const float *b,
                  int B, int C, int S, int p, int D);
+
+/**
+ * @brief Backward of patch_embed(): the gradients of the conv weight, its bias and the image.
+ *
+ * A linear layer's backward over all B·P patches, then a fold back into the image:
+ * \f[ dW \mathrel{+}= \text{dout}^\top\,\text{patches}, \qquad
+ *     db \mathrel{+}= \sum_{b,P} \text{dout},
+ *     \qquad d\,\text{img} \mathrel{+}= \mathrm{fold}(\text{dout}\, W) \f]
+ * (unfold is a permutation when the patches do not overlap; fold is its inverse).
+ * @param[in,out] dimg     (B, C, S, S), added to; or NULL (training needs no
+ *                         gradient of the image; a trace's `grad.input` does)
+ * @param[in,out] dw       (D, C, p, p), read as (D, C·p·p), added to; or NULL
+ * @param[in,out] db       (D), added to; or NULL
+ * @param[in]     dout     (B, P, D) gradient of the output
+ * @param[in]     patches  (B, P, C·p·p) as patch_embed() left them (only read for dw)
+ * @param[in]     w        (D, C, p, p) the conv weight (only read for dimg)
+ */
+void patch_embed_backward(float *dimg, float *dw, float *db, const float *dout,
+                          const float *patches, const float *w, int B, int C, int S, int p,
+                          int D);
 
 /**
  * @brief Patch embedding as the textbook stride-p convolution, for comparison.

@@ -4,7 +4,8 @@
  *
  * Shape legend: B batch, P patches, N = P + 1 tokens, D width (the glossary).
  * Each function is alone in a file of its own (tokens_cls.c, tokens_pos.c), so
- * a student's version can replace it (exercise 07).
+ * a student's version can replace it (exercise 07). Their backward passes,
+ * which add the gradients of the inputs to their buffers, are in tokens_backward.c.
  */
 #ifndef VIT_TOKENS_H
 #define VIT_TOKENS_H
@@ -24,6 +25,19 @@ void tokens_prepend_cls(float *tokens, const float *patch_embed, const float *cl
                         int D);
 
 /**
+ * @brief Backward of tokens_prepend_cls(): each image's rows 1 … P go back to
+ *        its patches, and the B rows 0 are summed into the one [cls] token.
+ *
+ * \f[ d\,\text{patch\_embed}_b \mathrel{+}= d\,\text{tokens}_{b,1:N}, \qquad
+ *     d\,\text{cls} \mathrel{+}= \sum_b d\,\text{tokens}_{b,0} \f]
+ * @param[in,out] dpatch_embed  (B, P, D), added to; or NULL
+ * @param[in,out] dcls          (D), added to; or NULL
+ * @param[in]     dtokens       (B, N, D) gradient of the tokens
+ */
+void tokens_prepend_cls_backward(float *dpatch_embed, float *dcls, const float *dtokens, int B,
+                                 int P, int D);
+
+/**
  * @brief Add the position embeddings: timm's `x = x + self.pos_embed`, the same
  *        (N, D) table added to every image of the batch.
  * @param[out] embed   (B, N, D); may equal @p tokens
@@ -32,6 +46,19 @@ void tokens_prepend_cls(float *tokens, const float *patch_embed, const float *cl
  */
 void tokens_add_positions(float *embed, const float *tokens, const float *pos, int B, int N,
                           int D);
+
+/**
+ * @brief Backward of tokens_add_positions(): the gradient passes unchanged to
+ *        the tokens, and the one table sums it over the batch.
+ *
+ * \f[ d\,\text{tokens} \mathrel{+}= d\,\text{embed}, \qquad
+ *     dE_\text{pos} \mathrel{+}= \sum_b d\,\text{embed}_b \f]
+ * @param[in,out] dtokens  (B, N, D), added to; or NULL
+ * @param[in,out] dpos     (N, D), added to; or NULL
+ * @param[in]     dembed   (B, N, D) gradient of the embedded tokens
+ */
+void tokens_add_positions_backward(float *dtokens, float *dpos, const float *dembed, int B, int N,
+                                   int D);
 
 /** @} */
 #endif
