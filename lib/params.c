@@ -33,10 +33,10 @@ static const VitParamSpec table[] = {
     {.name = "patch_embed.proj.bias", .shape = "D", .kind = VIT_PARAM_BIAS,
      .field = {IN_MODEL(patch_b)}, .stage = {"patch_embed"},
      .hf = "vit.embeddings.patch_embeddings.projection.bias", .torchvision = "conv_proj.bias"},
-    {.name = "cls_token", .shape = "1,1,D", .kind = VIT_PARAM_WEIGHT,
+    {.name = "cls_token", .shape = "1,1,D", .kind = VIT_PARAM_WEIGHT, .embedding = true,
      .field = {IN_MODEL(cls_token)}, .stage = {"tokens"},
      .hf = "vit.embeddings.cls_token", .torchvision = "class_token"},
-    {.name = "pos_embed", .shape = "1,N,D", .kind = VIT_PARAM_WEIGHT,
+    {.name = "pos_embed", .shape = "1,N,D", .kind = VIT_PARAM_WEIGHT, .embedding = true,
      .field = {IN_MODEL(pos_embed)}, .stage = {"embed"},
      .hf = "vit.embeddings.position_embeddings", .torchvision = "encoder.pos_embedding"},
 

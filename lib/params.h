@@ -111,6 +111,8 @@ typedef struct {
     bool per_block;    /**< true: every encoder block has one */
     const char *shape; /**< as timm stores it, in glossary letters: "3D,D", "1,1,D" */
     VitParamKind kind; /**< weight, bias, LayerNorm scale or shift */
+    bool embedding;    /**< a learned embedding (cls_token, pos_embed): drawn like a weight,
+                            but, as timm's no_weight_decay() says, never weight-decayed */
     VitQkvForm qkv;    /**< VIT_QKV_ANY for all but the q, k, v rows */
     size_t field[VIT_PARAM_MAX_PARTS]; /**< offsetof() of the pointer each part fills, in
                                             VitWeights or (per_block) VitBlockWeights */
