@@ -26,7 +26,8 @@
  *
  * Backward: each piece has its `*_backward` beside it (attention_backward.c,
  * heads_backward.c; the softmax's is softmax_backward() in ops.h), which adds
- * the gradients of its inputs to their buffers.
+ * the gradients of its inputs to their buffers; mha_backward()
+ * (mha_backward.c) chains them for the whole layer.
  *
  * Deliberately omitted: dropout (identity at inference), key/query
  * normalisation, fused "flash" kernels that never materialise the
@@ -257,6 +258,30 @@ void mha_scratch_carve(MhaScratch *s, float *mem, int B, int N, int D, int H);
 void mha_forward(float *out, const float *x, const AttentionWeights *w,
                  const AttentionOptions *opt, MhaScratch *s, int B, int N, int D, int H,
                  const Tracer *tr);
+
+/**
+ * @brief Backward of mha_forward(): the gradient of the tokens and of the
+ *        four projections, from the gradient of the output.
+ *
+ * timm's `Attention.forward` undone line by line: the output projection,
+ * the heads' merge, \f$O = PV\f$, the softmax, the scale (and masks), \f$S =
+ * QK^\top\f$, the split into heads, and the q, k and v projections, whose
+ * three input gradients all add up in @p dx (the same tokens fed all three).
+ * Emits with the tracer's prefix (e.g. "grad.blocks.3.attn."), in backward
+ * order: proj, context, probs, scaled, scores, v, k, q.
+ * @param[in,out] dx    (B, N, D) d loss / d x, added to
+ * @param[in,out] dw    the gradients, laid out as AttentionWeights (pointers to writable
+ *                      buffers; a NULL bias gradient is skipped), added to
+ * @param[in]     dout  (B, N, D) d loss / d out
+ * @param[in]     x     (B, N, D) the forward's input
+ * @param[in]     w     the weights
+ * @param[in]     opt   the forward's scale and masks, or NULL
+ * @param[in]     s     the forward's buffers for this x (q, k, v, probs, context are read)
+ * @param[out]    g     scratch: the gradients, each under its activation's name
+ */
+void mha_backward(float *dx, const AttentionWeights *dw, const float *dout, const float *x,
+                  const AttentionWeights *w, const AttentionOptions *opt, const MhaScratch *s,
+                  MhaScratch *g, int B, int N, int D, int H, const Tracer *tr);
 
 /** @} */
 #endif

@@ -67,5 +67,35 @@ void vit_block_acts_carve(VitBlockActs *a, float *mem, const VitConfig *cfg, int
 void vit_block_forward(float *out, const float *x, const VitBlockWeights *w,
                        const VitConfig *cfg, VitBlockActs *a, int B, const Tracer *tr);
 
+/**
+ * @brief Backward of vit_block_forward(): the gradient of the block's input
+ *        and of its parameters, from the gradient of its output.
+ *
+ * The block run backwards, each line of timm's `Block.forward` undone:
+ * \f[ \text{out} = r + \mathrm{MLP}(\mathrm{LN}_2(r)),\ r = x + \mathrm{Attn}(\mathrm{LN}_1(x))
+ *     \quad\Rightarrow\quad
+ *     dr = d\text{out} + \mathrm{LN}_2'^{\top}\,\mathrm{MLP}'^{\top}\, d\text{out},\quad
+ *     dx \mathrel{+}= dr + \mathrm{LN}_1'^{\top}\,\mathrm{Attn}'^{\top}\, dr \f]
+ * Each residual add hands its gradient to both of its inputs unchanged: the
+ * gradient flows down the stream untouched and through each sub-layer beside it.
+ *
+ * Emits with the tracer's prefix (e.g. "grad.blocks.3."), in backward order:
+ * out, mlp.fc2, mlp.gelu, mlp.fc1, norm2, resid1, attn.{proj, context,
+ * probs, scaled, scores, v, k, q}, norm1.
+ * @param[in,out] dx    (B, N, D) d loss / d x, added to
+ * @param[in,out] dw    the parameters' gradients, laid out as VitBlockWeights (its
+ *                      pointers point to writable buffers), added to
+ * @param[in]     dout  (B, N, D) d loss / d out
+ * @param[in]     x     (B, N, D) the block's input
+ * @param[in]     w     the block's parameters
+ * @param[in]     a     what vit_block_forward() left in its buffers for this x
+ *                      (norm1, mha.q/k/v/probs/context, resid1, norm2, fc1, gelu are read)
+ * @param[out]    g     scratch: the gradients of the activations, under the same names
+ *                      (vit_block_acts_carve()); each is traced
+ */
+void vit_block_backward(float *dx, const VitBlockWeights *dw, const float *dout, const float *x,
+                        const VitBlockWeights *w, const VitConfig *cfg, const VitBlockActs *a,
+                        VitBlockActs *g, int B, const Tracer *tr);
+
 /** @} */
 #endif

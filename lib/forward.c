@@ -49,18 +49,19 @@ VitStatus vit_forward(Vit *vit, const Tensor *input, TraceFn trace, void *user, 
     trace_emit(&tr, "tokens", a->tokens, 3, B, N, D);
 
     // 3. x = x + self.pos_embed: the same (N, D) table added to every image
-    float *x = a->x[0], *next = a->x[1];
+    float *x = vit_acts_stream(a, 0);
     tokens_add_positions(x, a->tokens, w->pos_embed, B, N, D);
     trace_emit(&tr, "embed", x, 3, B, N, D);
 
     // 4. x = self.blocks(x): L pre-norm encoder blocks, the residual stream ping-pongs
+    //    (a model prepared for training keeps every block's input instead, vit.c)
     for (int i = 0; i < c->depth; i++) {
         char prefix[32];
         snprintf(prefix, sizeof prefix, "blocks.%d.", i);
         const Tracer block_tr = {trace, user, prefix};
-        vit_block_forward(next, x, &w->blocks[i], c, &a->block, B, &block_tr);
-        float *t = x;
-        x = next, next = t;
+        float *out = vit_acts_stream(a, i + 1);
+        vit_block_forward(out, x, &w->blocks[i], c, vit_acts_block(a, i), B, &block_tr);
+        x = out;
     }
 
     // 5. x = self.norm(x)

@@ -62,7 +62,15 @@ int vit_stage_count(void) { return STAGE_COUNT; }
 
 const VitStage *vit_stage_at(int i) { return i >= 0 && i < STAGE_COUNT ? &stages[i] : NULL; }
 
+bool vit_stage_is_grad(const char *name) {
+    return strncmp(name, VIT_GRAD_PREFIX, strlen(VIT_GRAD_PREFIX)) == 0 &&
+           vit_stage_find(name, NULL) != NULL;
+}
+
 const VitStage *vit_stage_find(const char *name, int *block) {
+    // a gradient belongs to its stage: "grad.blocks.3.attn.q" is blocks.3.attn.q's
+    if (strncmp(name, VIT_GRAD_PREFIX, strlen(VIT_GRAD_PREFIX)) == 0)
+        name += strlen(VIT_GRAD_PREFIX);
     int index;
     const char *suffix = trace_split_block(name, &index);
     if (!suffix) return NULL;
@@ -152,6 +160,12 @@ int64_t vit_stage_params(const VitConfig *c, const char *name) {
 char *vit_stage_name(char *buf, size_t size, const VitStage *stage, int block) {
     if (stage->per_block) snprintf(buf, size, "blocks.%d.%s", block, stage->name);
     else snprintf(buf, size, "%s", stage->name);
+    return buf;
+}
+
+char *vit_stage_grad_name(char *buf, size_t size, const VitStage *stage, int block) {
+    char name[64];
+    snprintf(buf, size, VIT_GRAD_PREFIX "%s", vit_stage_name(name, sizeof name, stage, block));
     return buf;
 }
 

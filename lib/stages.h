@@ -5,7 +5,9 @@
  * One table (stages.c) describes each stage vit_forward() emits (@ref contract):
  * the viewer shows its formula and named axes, chapter 09 prints its FLOPs,
  * the tests check names and shapes against it. Block stages are listed once
- * with the suffix after "blocks.{i}.".
+ * with the suffix after "blocks.{i}.". The backward pass (vit_backward())
+ * emits each stage's gradient under "grad." + its name; the lookups here
+ * recognise those names as their stage's.
  *
  * FLOP counts are multiply–adds × 2 for matrix products and small constant
  * costs per element for the rest (stated per row in stages.c); they are for
@@ -39,10 +41,26 @@ int vit_stage_count(void);
 const VitStage *vit_stage_at(int i);
 /**
  * @brief The stage a trace name belongs to ("blocks.7.attn.q" → "attn.q").
+ *
+ * The backward pass's names are recognised too: "grad." + a stage's name is
+ * d(loss)/d(that stage), of the same shape, and belongs to that stage
+ * ("grad.blocks.7.attn.q" → "attn.q", block 7); vit_stage_is_grad() tells
+ * them apart. The shape, axes, bytes and parameters of a gradient are its
+ * stage's; vit_stage_flops() counts the stage's forward.
  * @param[out] block  the block index, or -1 for stages outside the blocks (may be NULL)
  * @return NULL for a name that is not part of the contract
  */
 const VitStage *vit_stage_find(const char *name, int *block);
+/** @brief The prefix of the backward pass's names: "grad." (@ref contract_grad). */
+#define VIT_GRAD_PREFIX "grad."
+/** @brief true for a gradient's name, "grad." + a stage's (vit_stage_find() finds it). */
+bool vit_stage_is_grad(const char *name);
+/**
+ * @brief The trace name of @p stage's gradient: "grad." + vit_stage_name(),
+ *        e.g. "grad.blocks.3.attn.probs".
+ * @param[out] buf  receives the name; returned
+ */
+char *vit_stage_grad_name(char *buf, size_t size, const VitStage *stage, int block);
 /**
  * @brief The shape a stage has for this configuration and batch.
  * @param[out] shape  up to 4 sizes
@@ -75,7 +93,8 @@ double vit_stage_bytes(const VitConfig *cfg, int B, const char *name);
 double vit_forward_flops(const VitConfig *cfg, int B);
 /** @brief Bytes of every tensor one forward pass emits: what a full trace holds. */
 double vit_trace_bytes(const VitConfig *cfg, int B);
-/** @brief Number of trace names one forward pass emits: 7 + 15·L. */
+/** @brief Number of trace names one forward pass emits: 7 + 15·L; vit_backward()
+ *         emits as many, the same names after "grad.". */
 int vit_trace_length(const VitConfig *cfg);
 
 /** @} */

@@ -18,14 +18,16 @@
  * all three and owns what they point to. This header includes config.h,
  * block.h and params.h, so `#include "vit.h"` is all a program needs.
  *
- * Where things are: the forward pass, activations and position resizing in
- * vit.c; loading in weights.c; random initialisation in init.c; saving in
- * save.c; the sizes in config.c; the parameter table in params.c; one block
- * in block.c.
+ * Where things are: the forward pass in forward.c; activations and position
+ * resizing in vit.c; loading in weights.c; random initialisation in init.c;
+ * saving in save.c; the sizes in config.c; the parameter table in params.c;
+ * one block in block.c. The backward pass (@ref backward): vit_backward() in
+ * backward.c, a block's in block_backward.c, attention's in mha_backward.c,
+ * the gradient buffers in grads.c; the optimizer is optim.h's.
  *
- * Deliberately omitted: dropout and drop-path (identity at inference),
- * distillation tokens, register tokens, global average pooling, layer scale,
- * relative position biases, training.
+ * Deliberately omitted: dropout and drop-path (identity at inference, and
+ * left out of training too), distillation tokens, register tokens, global
+ * average pooling, layer scale, relative position biases.
  */
 #ifndef VIT_VIT_H
 #define VIT_VIT_H
@@ -47,6 +49,48 @@
  *  @{
  */
 
+/**
+ * What the forward pass keeps for the backward pass (vit_train_prepare()).
+ *
+ * The backward of a block reads ten of its activations (norm1, q, k, v,
+ * probs, context, resid1, norm2, fc1, gelu) and its input. Inference keeps
+ * none of them: every block reuses one set of buffers. Training must either
+ * keep them for every block, or keep only each block's input and compute the
+ * rest again, block by block, during the backward ("activation
+ * checkpointing", PyTorch's torch.utils.checkpoint): the same gradients, one
+ * more forward pass of the blocks, a fraction of the memory. Per image and
+ * block, keeping everything costs 7·N·D + 2·N·M + H·N² floats, keeping the
+ * inputs N·D (docs: @ref contract_grad_memory).
+ */
+typedef enum {
+    VIT_KEEP_NONE,   /**< inference (the default): blocks share one set of buffers, no backward */
+    VIT_KEEP_ALL,    /**< training: every block keeps what its backward reads; the fastest */
+    VIT_KEEP_INPUTS, /**< training: only each block's input is kept, the backward recomputes
+                          the rest; one more forward of the blocks, far less memory */
+} VitKeep;
+
+/** What vit_train_prepare() chooses when asked for no particular VitKeep, and what
+ *  vit_forward_backward() uses on a model not prepared: the faster one (vit_train_prepare()). */
+#define VIT_KEEP_DEFAULT VIT_KEEP_ALL
+
+/**
+ * The backward pass's working memory: d(loss)/d(activation) for the
+ * activations of the same names, carved from VitActivations::memory when a
+ * model is prepared for training. Each buffer is handed to the trace as
+ * `grad.` + its stage's name.
+ */
+typedef struct {
+    float *logits;      /**< (B, Y) d loss / d logits, what the loss gives */
+    float *pre_logits;  /**< (B, D) */
+    float *norm;        /**< (B, N, D): zero but for the [cls] rows */
+    float *x[2];        /**< (B, N, D) the residual stream's gradient, ping-ponged between blocks */
+    VitBlockActs block; /**< a block's gradients under its activations' names, reused by every
+                             block; attn and fc2 stay unused, their gradients being
+                             those of resid1 and of the block's output */
+    float *patch_embed; /**< (B, P, D) */
+    float *input;       /**< (B, C, S, S), computed only when a trace listens */
+} VitGradActs;
+
 /** Activations for a batch of B images: one allocation, carved. */
 typedef struct {
     int batch;          /**< B these buffers are sized for */
@@ -60,6 +104,13 @@ typedef struct {
     float *norm;        /**< (B, N, D) final LayerNorm */
     float *pre_logits;  /**< (B, D) cls rows */
     float *logits;      /**< (B, Y) */
+    VitKeep keep;       /**< what these buffers keep for the backward (Vit::keep when carved) */
+    float *stream;      /**< training: (L + 1, B, N, D), row i the input of block i, row L the
+                             last block's output (x[0] and x[1] are its first rows); else NULL */
+    size_t stream_floats; /**< B·N·D, one row of stream */
+    VitBlockActs *blocks; /**< VIT_KEEP_ALL: (L) each block's own buffers for what its backward
+                               reads (the rest shared with block); else NULL */
+    VitGradActs grad;   /**< training: the backward's buffers; all NULL for inference */
 } VitActivations;
 
 /** How one canonical (timm) parameter was found in the weights file. */
@@ -85,6 +136,8 @@ typedef struct {
     char eps_from[64];       /**< where it found the LayerNorm eps */
     VitMapEntry *map;        /**< what vit_build() mapped, for `vit info` */
     int map_count;           /**< entries in map */
+    VitKeep keep;            /**< what vit_forward() keeps for vit_backward(): VIT_KEEP_NONE
+                                  (inference) unless vit_train_prepare() said otherwise */
 } Vit;
 
 /**
@@ -214,6 +267,133 @@ double vit_activation_bytes(const VitConfig *cfg, int B);
  */
 VitStatus vit_check_batch(const VitConfig *cfg, int B, double extra_bytes, const char *extra_what,
                           VitError *err);
+
+/** @} */
+
+/** @defgroup backward Backward pass
+ *  @brief The gradient of the loss with respect to every parameter and every
+ *         stage: the forward recipe run backwards, one chain rule per stage.
+ *
+ *  Each stage \f$y = f(x, \theta)\f$ of the forward pass, run backwards, turns
+ *  the gradient of its output into the gradients of its input and of its parameters,
+ *  \f[ \frac{\partial \ell}{\partial x} = \Big(\frac{\partial y}{\partial x}\Big)^{\!\top}
+ *      \frac{\partial \ell}{\partial y}, \qquad
+ *      \frac{\partial \ell}{\partial \theta} \mathrel{+}=
+ *      \Big(\frac{\partial y}{\partial \theta}\Big)^{\!\top} \frac{\partial \ell}{\partial y} \f]
+ *  and a tensor that feeds two stages (the residual stream feeds a sub-layer
+ *  and the add after it) gets the sum of both gradients. The stages' own
+ *  backward functions are beside their forwards (ops.h, attention.h, patch.h,
+ *  tokens.h); this group chains them: attention (mha_backward()), a block
+ *  (vit_block_backward()), the model (vit_backward()).
+ *
+ *  A training step (optim.h does the last line):
+ *  @code
+ *  VitGrads grads;
+ *  vit_train_prepare(&vit, VIT_KEEP_DEFAULT, B, &err);  // keep what the backward reads
+ *  vit_grads_init(&grads, &vit, &err);
+ *  vit_grads_zero(&grads);                             // gradients accumulate
+ *  float loss;
+ *  vit_forward_backward(&vit, &grads, &images, labels, 0.1f, &loss, NULL, NULL, &err);
+ *  // ... clip_grad_norm(), adamw_step() ...
+ *  @endcode
+ *  @{
+ */
+
+/**
+ * @brief Gradient buffers: d loss / d θ for every parameter θ of a model, one
+ *        allocation carved like its weights.
+ *
+ * weights has the model's VitWeights layout: the same fields, q, k and v fused
+ * or split as the model holds them, each tensor in one piece. So the
+ * parameter table walks it as it walks the weights: vit_weights_params()
+ * lists the gradients under the parameters' (timm) names, and
+ * adamw_init_vit() pairs each with its parameter. The pointers are `const`
+ * only because VitWeights' are (a model's weights are usually a read-only
+ * map); the gradients' memory is their own and writable.
+ */
+typedef struct {
+    VitWeights weights; /**< the gradient of each parameter, in the parameter's field */
+    float *memory;      /**< the one allocation: the tensors in timm's state_dict order */
+    size_t floats;      /**< its size in floats, vit_param_count() */
+    int count;          /**< tensors, as vit_weights_params() counts the model's */
+} VitGrads;
+
+/**
+ * @brief Allocate zeroed gradients for every parameter of @p vit, laid out like its weights.
+ *
+ * The tensors are the model's own list (vit_weights_params(), the parameter
+ * table): nothing is listed twice. Build them again after vit_resize_positions().
+ * @param[out] g  free with vit_grads_free()
+ * @return VIT_ERR_INPUT when the memory cannot be had (checked before it is taken)
+ */
+VitStatus vit_grads_init(VitGrads *g, const Vit *vit, VitError *err);
+/** @brief Set every gradient to 0: once per step, since the backward adds to them. */
+void vit_grads_zero(VitGrads *g);
+/** @brief Free the gradients and zero @p g (safe on a zeroed or freed one). */
+void vit_grads_free(VitGrads *g);
+
+/**
+ * @brief Prepare a model for training: from now on vit_forward() keeps what
+ *        vit_backward() needs, as @p keep says, for batches of @p B.
+ *
+ * The activations are allocated now (their memory checked first), so a
+ * batch that does not fit is known before the first step; another batch size
+ * reallocates them at the next vit_forward(). VIT_KEEP_NONE returns the model
+ * to inference (its buffers freed and carved again, smaller). Measured on the
+ * Fashion-MNIST configuration (@ref contract_grad_memory), VIT_KEEP_ALL is the
+ * faster, VIT_KEEP_INPUTS the smaller; the logits are the same either way.
+ * @param[in] keep  VIT_KEEP_ALL, VIT_KEEP_INPUTS, or VIT_KEEP_NONE
+ * @param[in] B     the batch size, ≥ 1
+ * @return VIT_ERR_INPUT when the activations do not fit (the message says how much they need)
+ */
+VitStatus vit_train_prepare(Vit *vit, VitKeep keep, int B, VitError *err);
+
+/**
+ * @brief Bytes of the activations for a batch of @p B when keeping @p keep:
+ *        vit_activation_bytes() for VIT_KEEP_NONE; for training, every block's
+ *        input or every block's activations besides, and the backward's buffers.
+ */
+double vit_training_bytes(const VitConfig *cfg, int B, VitKeep keep);
+
+/**
+ * @brief The backward pass: from d loss / d logits, the gradient of every
+ *        parameter (added to @p grads) and of every stage (handed to @p trace).
+ *
+ * Runs after a vit_forward() of a model prepared for training, on the batch
+ * that forward saw. The gradients are ADDED to @p grads (zero them once per
+ * step with vit_grads_zero(); several batches in a row accumulate, as
+ * PyTorch's .grad does). Each stage's gradient goes to @p trace as `grad.` +
+ * the stage's name, in backward order: `grad.logits` first, then
+ * `grad.pre_logits`, `grad.norm`, each block from the last, and `grad.input`
+ * last; `grad.input` is only computed when someone listens (training needs no
+ * gradient of the pixels). The names are in the contract (@ref contract_grad).
+ * @param[in,out] grads    laid out for this model (vit_grads_init()), added to
+ * @param[in]     dlogits  (B, Y) d loss / d logits, e.g. from cross_entropy()
+ * @param[in]     trace    receives each stage's gradient (NULL: nobody listens)
+ * @return VIT_ERR_INPUT when the model was not prepared for training, the last
+ *         forward kept nothing, or @p grads belongs to another layout
+ */
+VitStatus vit_backward(Vit *vit, VitGrads *grads, const float *dlogits, TraceFn trace, void *user,
+                       VitError *err);
+
+/**
+ * @brief One batch's loss and gradients: vit_forward(), cross_entropy(), vit_backward().
+ *
+ * What a training step computes before the optimizer: PyTorch's
+ * `loss = F.cross_entropy(model(x), targets, label_smoothing=smoothing);
+ * loss.backward()`. A model not prepared for training is prepared with
+ * VIT_KEEP_DEFAULT. The gradients are added to @p grads (zero them first).
+ * @p trace hears the forward's stages, then the backward's `grad.` ones.
+ * @param[in]  input      (B, C, S, S) normalised pixels
+ * @param[in]  targets    (B) the class of each image, each in [0, Y)
+ * @param[in]  smoothing  label smoothing ε in [0, 1]; 0 for the plain cross-entropy
+ * @param[out] loss       the batch's mean loss, in nats
+ * @return VIT_ERR_INPUT for a target outside [0, Y), a smoothing outside
+ *         [0, 1], or as vit_forward() and vit_backward()
+ */
+VitStatus vit_forward_backward(Vit *vit, VitGrads *grads, const Tensor *input, const int *targets,
+                               float smoothing, float *loss, TraceFn trace, void *user,
+                               VitError *err);
 
 /** @} */
 #endif

@@ -1,7 +1,8 @@
 /**
  * @file vit_internal.h
- * @brief Helpers shared by vit.c, weights.c and init.c, not part of the public API:
- *        the memory a Vit owns (defined in vit.c, freed by vit_free()).
+ * @brief Helpers shared by vit.c, forward.c, backward.c, weights.c and init.c, not
+ *        part of the public API: the memory a Vit owns (defined in vit.c, freed by
+ *        vit_free()).
  */
 #ifndef VIT_VIT_INTERNAL_H
 #define VIT_VIT_INTERNAL_H
@@ -16,7 +17,21 @@ float *vit_take_params(Vit *vit, size_t n);
 /**
  * @brief (Re)allocate the activations for a batch of @p B, checking their
  *        memory first (vit_check_batch()'s rule); what vit_forward() starts with.
+ *        They keep what Vit::keep says (vit_train_prepare()).
  */
 VitStatus vit_acts_ensure(Vit *vit, int B, VitError *err);
+
+/**
+ * @brief The residual stream before block @p i (i = L: after the last block), (B, N, D).
+ *
+ * Training keeps every block's input (row i of VitActivations::stream); inference
+ * ping-pongs between two buffers, x[i % 2], so only the last two are valid.
+ */
+float *vit_acts_stream(const VitActivations *a, int i);
+/**
+ * @brief The buffers block @p i works in: its own when every block's are kept
+ *        (VIT_KEEP_ALL), else the one set all blocks share.
+ */
+VitBlockActs *vit_acts_block(VitActivations *a, int i);
 
 #endif
