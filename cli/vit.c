@@ -6,10 +6,12 @@
  *     vit info --weights tiny.safetensors
  *     vit trace --weights tiny.safetensors --input x.safetensors --out trace.safetensors
  *     vit classify --weights tiny.safetensors photo.jpg --top 5
+ *     vit grad --weights tiny.safetensors photo.jpg --target 3 --out grads.safetensors
+ *     vit step --weights tiny.safetensors photo.jpg --target 3 --steps 10
  *
  * main() only finds the subcommand in a table and runs it; each subcommand
  * lives in its own file (vit_make_weights.c, vit_classify.c, vit_trace.c,
- * vit_info.c, vit_diff.c) and is
+ * vit_info.c, vit_diff.c, vit_grad.c, vit_step.c) and is
  * itself a recipe: parse the flags → build the model → run → write.
  * A new subcommand is one file and one row of `commands`.
  *
@@ -31,6 +33,8 @@ static const VitCommand commands[] = {
     {"trace", cmd_trace, "run a forward pass and save every intermediate tensor to a file"},
     {"info", cmd_info, "show the configuration in a weights file and how it was loaded"},
     {"diff", cmd_diff, "compare two traces stage by stage: the first stage that differs"},
+    {"grad", cmd_grad, "run forward and backward on a batch: save the loss and every gradient"},
+    {"step", cmd_step, "train on one batch for N AdamW steps, printing the loss of each"},
     {"help", cmd_help, "show the help of a command: vit help trace"},
 };
 enum { COMMAND_COUNT = sizeof commands / sizeof commands[0] };

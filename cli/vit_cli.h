@@ -10,6 +10,9 @@
  *   vit_images.c        the image flags and image loading classify and trace share
  *   vit_info.c          `vit info`
  *   vit_diff.c          `vit diff`
+ *   vit_grad.c          `vit grad`, and the batch, targets and loss flags it shares
+ *                       with `vit step`
+ *   vit_step.c          `vit step`
  *
  * A subcommand declares its flags as a table of CliOption rows, each pointing
  * at one of its own variables; cli_parse() fills the variables from argv and
@@ -46,6 +49,8 @@ VitStatus cmd_trace(const VitCommand *self, int argc, char **argv, VitError *err
 VitStatus cmd_info(const VitCommand *self, int argc, char **argv, VitError *err);
 VitStatus cmd_classify(const VitCommand *self, int argc, char **argv, VitError *err);
 VitStatus cmd_diff(const VitCommand *self, int argc, char **argv, VitError *err);
+VitStatus cmd_grad(const VitCommand *self, int argc, char **argv, VitError *err);
+VitStatus cmd_step(const VitCommand *self, int argc, char **argv, VitError *err);
 
 /* ------------------------------------------------------------------ flags */
 
@@ -137,6 +142,57 @@ VitStatus cli_apply_image_size(Vit *vit, const ImageArgs *a, VitError *err);
 VitStatus cli_preprocess(Preprocess *p, const ImageArgs *a, const Vit *vit, VitError *err);
 VitStatus cli_load_images(Tensor *batch, const char *const *paths, int n, const Preprocess *p,
                           VitError *err);
+
+/* --------------------------------------------------------------- training */
+
+/** What `vit grad` and `vit step` learn from: the model, a batch and its targets (vit_grad.c). */
+typedef struct {
+    const char *weights;            /**< --weights: the model */
+    const char *input;              /**< --input: safetensors holding 'input' (B, C, S, S), or */
+    const char *images[MAX_IMAGES]; /**< IMAGE files, preprocessed into the batch */
+    int n_images;                   /**< how many IMAGE files */
+    ImageArgs image;                /**< how images are preprocessed */
+    const char *targets;            /**< --target: "3" for every image, or "3,1,4" one per image */
+    float smoothing;                /**< --label-smoothing ε in [0, 1] */
+    int threads;                    /**< --threads */
+} TrainArgs;
+
+/** The CliOption rows of TrainArgs, for a command's option table (after its own). */
+#define CLI_TRAIN_OPTIONS(a)                                                                   \
+    {"--weights", CLI_STRING, &(a)->weights, "FILE",                                          \
+     "the model: safetensors with timm, Hugging Face or torchvision names", .required = true}, \
+    {"--input", CLI_STRING, &(a)->input, "FILE",                                              \
+     "safetensors holding the images as 'input', shape (B, C, S, S), already normalised "   \
+     "(instead of IMAGE)", .required = false},                                                \
+    {"--target", CLI_STRING, &(a)->targets, "Y[,Y...]",                                       \
+     "the class each image should be: one for every image, or one per image, in order "     \
+     "(0 to Y-1)", .required = true},                                                          \
+    {"--label-smoothing", CLI_FLOAT, &(a)->smoothing, "E",                                    \
+     "spread E of each target's probability over all classes, as PyTorch's "                 \
+     "label_smoothing", .show_default = true, .lo = 0, .hi = 1},                              \
+    CLI_IMAGE_OPTIONS(&(a)->image),                                                            \
+    CLI_OPTION_THREADS(&(a)->threads)
+
+/** A run's batch and its targets, read by cli_train_batch(). */
+typedef struct {
+    Tensor images; /**< (B, C, S, S) normalised pixels, owned */
+    int *targets;  /**< (B) the class of each image, owned */
+    int batch;     /**< B */
+} TrainBatch;
+
+/** What a training command keeps besides the forward's activations, for its memory check. */
+typedef struct {
+    double (*bytes)(const Vit *vit, int B); /**< bytes for a batch of B, e.g. the gradients */
+    const char *what;                       /**< what they are, for the message */
+} TrainExtra;
+
+VitStatus cli_train_check_args(const TrainArgs *a, const char *command, VitError *err);
+VitStatus cli_train_batch(TrainBatch *tb, const TrainArgs *a, const Vit *vit,
+                          const TrainExtra *extra, VitError *err);
+void cli_train_batch_free(TrainBatch *tb);
+int cli_train_inputs(CliInput *in, const TrainArgs *a, const Vit *vit);
+double cli_train_bytes(const Vit *vit, int B);
+char *cli_train_targets_text(char *buf, size_t size, const TrainBatch *tb);
 
 /** The exit statuses, as every help page states them. */
 #define CLI_EXIT_HELP                                                                          \
