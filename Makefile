@@ -5,7 +5,8 @@
 #   make test       install missing packages, build, run every test suite
 #   make sanitize   the same tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make docs       Doxygen book into docs/html (warnings are errors)
-#   make bench      GEMM, forward-pass and safetensors-parsing benchmarks
+#   make bench      GEMM, forward-pass, training-step and safetensors-parsing benchmarks;
+#                   the training step beside PyTorch's when /usr/bin/python3 has torch
 #   make fuzz       libFuzzer on the safetensors and image parsers (clang)
 #   make goldens    regenerate tests/golden with PyTorch (tools/gen_golden*.py; dev-time only)
 #   make exercise CH=NN [DIR=path] [FORMAT=json] [JSON=path] [TIMEOUT=s] [SANITIZE=1]
@@ -299,9 +300,19 @@ fuzz:
 docs: deps
 	@./scripts/docs.sh
 
+# The C benchmarks, then PyTorch doing the same training step (tools/bench_torch_train.py,
+# dev-time Python) beside the C figures, when Debian's Python has torch; else said so.
+BENCH_TRAIN := $(BUILD)/bench-train.txt
 bench: deps
 	@$(MAKE) --no-print-directory all
-	@$(BENCH_BIN)
+	@rm -f $(BENCH_TRAIN)
+	@$(BENCH_BIN) --train-result $(BENCH_TRAIN)
+	@if $(PYTHON) -c 'import torch' 2>/dev/null; then \
+	    echo "PyTorch: the training step of the train section, in $(PYTHON) with torch"; \
+	    PYTHONDONTWRITEBYTECODE=1 $(PYTHON) tools/bench_torch_train.py --c-result $(BENCH_TRAIN); \
+	else \
+	    echo "PyTorch: skipped, $(PYTHON) has no torch (apt-get install python3-torch to compare)"; \
+	fi
 
 # ------------------------------------------------------------------ goldens
 # Every tools/gen_golden*.py, one after another, with Debian's Python and

@@ -1,9 +1,10 @@
 /**
  * @file bench.c
  * @brief `make bench`: how fast is each matrix-multiplication backend, a
- *        whole ViT-B/16 forward pass, and reading a huge safetensors header?
+ *        whole ViT-B/16 forward pass, a training step of a small ViT, and
+ *        reading a huge safetensors header?
  *
- * Usage: `build/bench [--threads N] [--kernel K] [SECTION...]`
+ * Usage: `build/bench [--threads N] [--kernel K] [--train-result FILE] [SECTION...]`
  *
  * Prints, for each section, a table. A product (M,K)·(K,N) costs
  * \f$2MKN\f$ floating-point operations (one multiply and one add per term), so
@@ -11,7 +12,10 @@
  * runs after one warm-up run (the warm-up pays for page faults, thread start
  * and cold caches, which a real program pays once). The safetensors section
  * times st_parse() per header entry instead, without a warm-up: a program
- * parses its weights file once.
+ * parses its weights file once. The training section times forward,
+ * backward and optimizer of each step separately, and writes its fastest
+ * row to --train-result FILE, where tools/bench_torch_train.py (PyTorch
+ * doing the same step, run by `make bench` beside this program) reads it.
  *
  * Sections run in the order of the `sections` table; naming sections on the
  * command line runs only those. A new section is one function and one row.
@@ -26,6 +30,8 @@
 #include <unistd.h>
 
 #include "gemm.h"
+#include "ops.h"
+#include "optim.h"
 #include "rng.h"
 #include "safetensors.h"
 #include "stages.h"
@@ -238,6 +244,177 @@ static void bench_vit(void) {
     vit_free(&vit);
 }
 
+/* ------------------------------------------------------ a training step */
+
+/*
+ * One training step of the small ViT the project trains on Fashion-MNIST:
+ * 28×28 images of 1 channel in 4×4 patches (49 patches + [cls] = 50 tokens),
+ * D 64, L 6, H 4, M 128, 10 classes, a batch of 128. A step is what
+ * tools/bench_torch_train.py times in PyTorch, in the same three parts:
+ *   forward    vit_forward() and cross_entropy() (the loss and d loss / d logits)
+ *   backward   vit_backward()
+ *   optimizer  vit_grads_zero(), clip_grad_norm(), adamw_step()
+ * on a model built here (it owns its weights, so AdamW may write them), with
+ * a warm-up + cosine learning rate, the same batch every step.
+ */
+static const VitConfig train_config = {.image_size = 28, .patch_size = 4, .channels = 1,
+                                       .dim = 64, .depth = 6, .heads = 4, .mlp_dim = 128,
+                                       .num_classes = 10, .ln_eps = 1e-6f};
+enum { TRAIN_BATCH = 128, TRAIN_WARMUP = 3, TRAIN_STEPS = 20 };
+
+/** Median seconds of each part of a step, and of the whole. */
+typedef struct {
+    double forward, backward, optimizer, step;
+} StepTimes;
+
+/** Everything one training run holds. */
+typedef struct {
+    Vit vit;
+    VitGrads grads;
+    AdamW opt;
+    Tensor input;
+    int targets[TRAIN_BATCH];
+    float *dlogits;
+    LrSchedule schedule;
+} TrainRun;
+
+static void train_fail(const char *what, const VitError *err) {
+    fprintf(stderr, "bench: train: %s: %s\n", what, err->msg);
+    exit(1);
+}
+
+static void train_setup(TrainRun *t) {
+    VitError err;
+    VitInit init = vit_init_timm(1);
+    memset(t, 0, sizeof *t);
+    if (vit_build_random(&t->vit, &train_config, &init, &err)) train_fail("build", &err);
+    if (vit_train_prepare(&t->vit, VIT_KEEP_DEFAULT, TRAIN_BATCH, &err)) train_fail("prepare", &err);
+    if (vit_grads_init(&t->grads, &t->vit, &err)) train_fail("gradients", &err);
+    AdamWConfig cfg = adamw_defaults();
+    cfg.weight_decay = 0.05;
+    if (adamw_init_vit(&t->opt, &t->vit, &t->grads.weights, &cfg, &err)) train_fail("AdamW", &err);
+    const VitConfig *c = &train_config;
+    t->input = tensor_new(4, TRAIN_BATCH, c->channels, c->image_size, c->image_size);
+    Rng rng;
+    rng_seed(&rng, 11);
+    rng_fill_uniform(&rng, t->input.data, t->input.numel, -1.0f, 1.0f);
+    for (int b = 0; b < TRAIN_BATCH; b++) t->targets[b] = b % c->num_classes;
+    t->dlogits = vit_malloc(sizeof(float) * TRAIN_BATCH * (size_t)c->num_classes);
+    t->schedule = (LrSchedule){.peak_lr = 1e-3, .min_lr = 0, .warmup_steps = 5,
+                               .total_steps = TRAIN_WARMUP + TRAIN_STEPS};
+}
+
+static void train_free(TrainRun *t) {
+    adamw_free(&t->opt);
+    vit_grads_free(&t->grads);
+    tensor_free(&t->input);
+    free(t->dlogits);
+    vit_free(&t->vit);
+}
+
+// One step, its three parts timed into times[0..2]; returns the loss.
+static float train_step(TrainRun *t, int step, double times[3]) {
+    VitError err;
+    const int Y = train_config.num_classes;
+    double t0 = vit_now();
+    if (vit_forward(&t->vit, &t->input, NULL, NULL, &err)) train_fail("forward", &err);
+    memset(t->dlogits, 0, sizeof(float) * TRAIN_BATCH * (size_t)Y);
+    float loss = cross_entropy(t->dlogits, t->vit.acts.logits, t->targets, TRAIN_BATCH, Y, 0.0f);
+    double t1 = vit_now();
+    if (vit_backward(&t->vit, &t->grads, t->dlogits, NULL, NULL, &err)) train_fail("backward", &err);
+    double t2 = vit_now();
+    clip_grad_norm(t->opt.params, t->opt.count, 1.0);
+    adamw_step(&t->opt, lr_at(&t->schedule, step));
+    vit_grads_zero(&t->grads); // for the next step, as PyTorch's zero_grad()
+    double t3 = vit_now();
+    times[0] = t1 - t0, times[1] = t2 - t1, times[2] = t3 - t2;
+    return loss;
+}
+
+// The medians of TRAIN_STEPS steps after TRAIN_WARMUP untimed ones; the loss falls meanwhile.
+static StepTimes train_time(float *first_loss, float *last_loss) {
+    TrainRun t;
+    train_setup(&t);
+    double parts[3][TRAIN_STEPS], whole[TRAIN_STEPS], times[3];
+    for (int s = 0; s < TRAIN_WARMUP + TRAIN_STEPS; s++) {
+        float loss = train_step(&t, s, times);
+        if (s == 0) *first_loss = loss;
+        *last_loss = loss;
+        if (!isfinite(loss)) {
+            fprintf(stderr, "bench: train: the loss is not finite at step %d\n", s);
+            exit(1);
+        }
+        if (s < TRAIN_WARMUP) continue;
+        for (int k = 0; k < 3; k++) parts[k][s - TRAIN_WARMUP] = times[k];
+        whole[s - TRAIN_WARMUP] = times[0] + times[1] + times[2];
+    }
+    train_free(&t);
+    return (StepTimes){median_of(parts[0], TRAIN_STEPS), median_of(parts[1], TRAIN_STEPS),
+                       median_of(parts[2], TRAIN_STEPS), median_of(whole, TRAIN_STEPS)};
+}
+
+static const char *train_result_path; // --train-result FILE, or NULL
+
+static void bench_train(void) {
+    const VitConfig *c = &train_config;
+    // forward ≈ vit_forward_flops; backward about twice that (dX and dW of every product)
+    const double flops = 3.0 * vit_forward_flops(c, TRAIN_BATCH);
+    printf("train: one training step (forward + cross-entropy, backward, clip + AdamW) of a ViT "
+           "with S %d, C %d, p %d, D %d, L %d, H %d, M %d, Y %d; batch %d; ~%.1f GFLOP a step "
+           "(3x the forward); median of %d steps after %d warm-up steps\n",
+           c->image_size, c->channels, c->patch_size, c->dim, c->depth, c->heads, c->mlp_dim,
+           c->num_classes, TRAIN_BATCH, flops / 1e9, TRAIN_STEPS, TRAIN_WARMUP);
+    printf("  %-8s %7s %9s %8s %8s %8s %8s %8s   %s\n", "backend", "threads", "images/s",
+           "step ms", "fwd ms", "bwd ms", "optim ms", "GFLOP/s", "fwd/bwd/opt %");
+    const GemmBackend saved = gemm_get_backend();
+    const int threads = vit_get_threads();
+    const GemmBackend backends[] = {GEMM_TILED, GEMM_BLAS};
+    StepTimes best = {0};
+    GemmBackend best_backend = saved;
+    int best_threads = threads;
+    float first = 0, last = 0;
+    for (int b = 0; b < 2; b++) {
+        if (backends[b] == GEMM_BLAS && !gemm_have_blas()) continue;
+        gemm_set_backend(backends[b]);
+        for (int t = threads; t >= 1; t = t > 1 ? 1 : 0) {
+            vit_set_threads(t);
+            StepTimes st = train_time(&first, &last);
+            printf("  %-8s %7d %9.0f %8.1f %8.1f %8.1f %8.1f %8.1f   %3.0f/%3.0f/%3.0f\n",
+                   gemm_backend_name(backends[b]), t, TRAIN_BATCH / st.step, 1e3 * st.step,
+                   1e3 * st.forward, 1e3 * st.backward, 1e3 * st.optimizer, flops / st.step / 1e9,
+                   100 * st.forward / st.step, 100 * st.backward / st.step,
+                   100 * st.optimizer / st.step);
+            fflush(stdout);
+            if (best.step == 0 || st.step < best.step)
+                best = st, best_backend = backends[b], best_threads = t;
+            if (t == 1) break;
+        }
+    }
+    vit_set_threads(threads);
+    gemm_set_backend(saved);
+    printf("  loss over the %d steps of the last run: %.4f -> %.4f (the same batch: it must fall)\n",
+           TRAIN_WARMUP + TRAIN_STEPS, (double)first, (double)last);
+    printf("  fastest: %s, %d thread%s, %.0f images/s\n", gemm_backend_name(best_backend),
+           best_threads, best_threads == 1 ? "" : "s", TRAIN_BATCH / best.step);
+    if (train_result_path) {
+        FILE *f = fopen(train_result_path, "w");
+        if (!f) {
+            fprintf(stderr, "bench: %s: cannot write\n", train_result_path);
+            exit(1);
+        }
+        fprintf(f, "images_per_s=%.3f\nstep_s=%.9f\nforward_s=%.9f\nbackward_s=%.9f\n"
+                   "optimizer_s=%.9f\nbackend=%s\nthreads=%d\nbatch=%d\n",
+                TRAIN_BATCH / best.step, best.step, best.forward, best.backward, best.optimizer,
+                gemm_backend_name(best_backend), best_threads, TRAIN_BATCH);
+        if (fclose(f) != 0) {
+            fprintf(stderr, "bench: %s: cannot write\n", train_result_path);
+            exit(1);
+        }
+        printf("  (fastest row written to %s for tools/bench_torch_train.py)\n", train_result_path);
+    }
+    printf("\n");
+}
+
 /* ------------------------------------------------- safetensors headers */
 
 /*
@@ -345,17 +522,22 @@ typedef struct {
 static const Section sections[] = {
     {"gemm", "matrix multiplication: naive / tiled / blas", bench_gemm},
     {"vit", "ViT-B/16 batch-1 forward pass: ms, GFLOP/s, peak memory", bench_vit},
+    {"train", "a training step of a small ViT, batch 128: images/s, forward/backward/optimizer",
+     bench_train},
     {"safetensors", "st_parse() of 10^4 … 10^6-entry and 56 MB headers: ms per entry",
      bench_safetensors},
 };
 enum { N_SECTIONS = sizeof sections / sizeof sections[0] };
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: bench [--threads N] [--kernel K] [SECTION...]\n"
-               "  Times the compute back ends (GFLOP/s tables) and the safetensors header parser.\n"
-               "  --threads N  use N threads (default: all cores)\n"
-               "  --kernel K   tiled micro-kernel: avx512, avx2 or portable (default: best)\n"
-               "  --help       this text\n"
+    fprintf(f, "usage: bench [--threads N] [--kernel K] [--train-result FILE] [SECTION...]\n"
+               "  Times the compute back ends (GFLOP/s tables), a training step and the\n"
+               "  safetensors header parser.\n"
+               "  --threads N           use N threads (default: all cores)\n"
+               "  --kernel K            tiled micro-kernel: avx512, avx2 or portable (default: best)\n"
+               "  --train-result FILE   write the training section's fastest row to FILE\n"
+               "                        (read by tools/bench_torch_train.py --c-result)\n"
+               "  --help                this text\n"
                "sections (default: all):\n");
     for (int s = 0; s < N_SECTIONS; s++)
         fprintf(f, "  %-12s %s\n", sections[s].name, sections[s].what);
@@ -407,6 +589,12 @@ int main(int argc, char **argv) {
                                 " (one this CPU can run)\n");
                 return VIT_ERR_USAGE;
             }
+        } else if (strcmp(argv[i], "--train-result") == 0) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "bench: --train-result needs a file name\n");
+                return VIT_ERR_USAGE;
+            }
+            train_result_path = argv[++i];
         } else if (argv[i][0] != '-' && find_section(argv[i])) {
             if (n_chosen < N_SECTIONS) chosen[n_chosen++] = find_section(argv[i]);
         } else {
