@@ -30,5 +30,7 @@ void chapter07_run(Chapter *ch);
 void chapter08_run(Chapter *ch);
 /** @brief Chapter 09 · ViT-Base/16: the whole model, stage by stage. */
 void chapter09_run(Chapter *ch);
+/** @brief Chapter 10 · Learning by gradient: the loss, backpropagation checked, one AdamW step. */
+void chapter10_run(Chapter *ch);
 
 #endif
