@@ -168,6 +168,13 @@ static void layernorm_backward_with(float *dx, float *dgamma, float *dbeta, cons
 
 /* ------------------------------------------------------------- the claims */
 
+// A property that zeros satisfy too proves nothing: the gradient must be there at all.
+static bool some_gradient(const float *g, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (fabsf(g[i]) > 1e-3f) return true;
+    return false;
+}
+
 // p (rows, cols) = softmax of random logits of std 2, in double.
 static void random_probs(float *p, int rows, int cols, uint64_t seed) {
     Rng rng;
@@ -191,6 +198,7 @@ static void test_softmax_backward_rows_sum_to_zero(void) {
     rng_seed(&rng, 102);
     rng_fill_normal(&rng, dp, R * C, 0.0f, 1.0f);
     softmax_backward(dx, dp, p, R, C);
+    CU_ASSERT_TRUE(some_gradient(dx, R * C));
     for (int r = 0; r < R; r++) {
         double s = 0;
         for (int j = 0; j < C; j++) s += dx[r * C + j];
@@ -227,6 +235,7 @@ static void test_layernorm_backward_ignores_shift_and_scale(void) {
     rng_fill_normal(&rng, gamma, D, 1.0f, 0.3f);
     rng_fill_normal(&rng, dout, R * D, 0.0f, 1.0f);
     layernorm_backward(dx, NULL, NULL, dout, x, gamma, R, D, 1e-6f);
+    CU_ASSERT_TRUE(some_gradient(dx, R * D));
     for (int r = 0; r < R; r++) {
         const float *xr = x + r * D, *d = dx + r * D;
         double mu = 0, var = 0, sum = 0, along = 0;
@@ -248,6 +257,8 @@ static void test_layernorm_backward_sums_gamma_and_beta_over_rows(void) {
     rng_fill_normal(&rng, gamma, D, 1.0f, 0.3f);
     rng_fill_normal(&rng, dout, R * D, 0.0f, 1.0f);
     layernorm_backward(NULL, dg, db, dout, x, gamma, R, D, 1e-6f);
+    CU_ASSERT_TRUE(some_gradient(dg, D));
+    CU_ASSERT_TRUE(some_gradient(db, D));
     for (int r = 0; r < R; r++)
         layernorm_backward(NULL, dg1, db1, dout + r * D, x + r * D, gamma, 1, D, 1e-6f);
     for (int j = 0; j < D; j++) {

@@ -1,0 +1,19 @@
+// hint: the average sum_j p_j*dp_j is missing
+/**
+ * @file softmax_backward.c
+ * @brief A wrong softmax_backward.c for exercise 10 (tests/wrong/): dx += p ⊙ dp, the average left out.
+ *
+ * `make test` checks that the grader fails it and prints the hint above.
+ */
+#include "ops.h"
+
+#include <stddef.h>
+
+void softmax_backward(float *dx, const float *dout, const float *p, int rows, int cols) {
+    // p, dout and dx are (rows, cols)
+    for (int r = 0; r < rows; r++) {
+        const float *pr = p + (size_t)r * cols, *gr = dout + (size_t)r * cols;
+        float *dr = dx + (size_t)r * cols;
+        for (int j = 0; j < cols; j++) dr[j] += pr[j] * gr[j]; // WRONG: no − Σ p·dp
+    }
+}
