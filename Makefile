@@ -30,7 +30,7 @@ ifeq ($(WERROR),1)
   WARN  += -Werror
 endif
 CPPFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Ilib $(shell pkg-config --cflags libcjson stb 2>/dev/null)
-LDLIBS_BASE   := $(shell pkg-config --libs libcjson stb 2>/dev/null || echo -lcjson -lstb) -lm
+LDLIBS_BASE   := $(shell pkg-config --libs libcjson stb zlib 2>/dev/null || echo -lcjson -lstb -lz) -lm
 
 # ---------------------------------------------------------------- detection
 # Each optional part is found by compiling a tiny program, and reported.

@@ -14,7 +14,7 @@ set -eu
 # build of OpenBLAS, which shares our OpenMP threads (the default pthreads build
 # fights them for the cores); the rest are the libraries and tools the README lists.
 PACKAGES="build-essential pkg-config libncurses-dev libcunit1-dev doxygen graphviz libstb-dev
-libcjson-dev libopenblas-dev libopenblas-openmp-dev libjs-mathjax tmux"
+libcjson-dev libopenblas-dev libopenblas-openmp-dev libjs-mathjax tmux zlib1g-dev dataset-fashion-mnist"
 
 if [ "${1:-}" = "--list" ]; then
     echo $PACKAGES
