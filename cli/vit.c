@@ -8,10 +8,11 @@
  *     vit classify --weights tiny.safetensors photo.jpg --top 5
  *     vit grad --weights tiny.safetensors photo.jpg --target 3 --out grads.safetensors
  *     vit step --weights tiny.safetensors photo.jpg --target 3 --steps 10
+ *     vit train --epochs 2 --limit 5000 --out quick.safetensors
  *
  * main() only finds the subcommand in a table and runs it; each subcommand
  * lives in its own file (vit_make_weights.c, vit_classify.c, vit_trace.c,
- * vit_info.c, vit_diff.c, vit_grad.c, vit_step.c) and is
+ * vit_info.c, vit_diff.c, vit_grad.c, vit_step.c, vit_train.c) and is
  * itself a recipe: parse the flags → build the model → run → write.
  * A new subcommand is one file and one row of `commands`.
  *
@@ -35,6 +36,7 @@ static const VitCommand commands[] = {
     {"diff", cmd_diff, "compare two traces stage by stage: the first stage that differs"},
     {"grad", cmd_grad, "run forward and backward on a batch: save the loss and every gradient"},
     {"step", cmd_step, "train on one batch for N AdamW steps, printing the loss of each"},
+    {"train", cmd_train, "train a ViT on Fashion-MNIST: epochs, validation, checkpoints, resume"},
     {"help", cmd_help, "show the help of a command: vit help trace"},
 };
 enum { COMMAND_COUNT = sizeof commands / sizeof commands[0] };

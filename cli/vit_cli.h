@@ -13,6 +13,7 @@
  *   vit_grad.c          `vit grad`, and the batch, targets and loss flags it shares
  *                       with `vit step`
  *   vit_step.c          `vit step`
+ *   vit_train.c         `vit train`
  *
  * A subcommand declares its flags as a table of CliOption rows, each pointing
  * at one of its own variables; cli_parse() fills the variables from argv and
@@ -51,6 +52,7 @@ VitStatus cmd_classify(const VitCommand *self, int argc, char **argv, VitError *
 VitStatus cmd_diff(const VitCommand *self, int argc, char **argv, VitError *err);
 VitStatus cmd_grad(const VitCommand *self, int argc, char **argv, VitError *err);
 VitStatus cmd_step(const VitCommand *self, int argc, char **argv, VitError *err);
+VitStatus cmd_train(const VitCommand *self, int argc, char **argv, VitError *err);
 
 /* ------------------------------------------------------------------ flags */
 

@@ -224,6 +224,13 @@ VitStatus vit_build_random(Vit *vit, const VitConfig *cfg, const VitInit *init, 
 int vit_params(const Vit *vit, VitParam *out);
 /** @brief Write the parameters with timm's names (and num_heads/layer_norm_eps metadata). */
 VitStatus vit_save(const Vit *vit, const char *path, VitError *err);
+/**
+ * @brief Queue the parameters with timm's names, and the num_heads,
+ *        layer_norm_eps and format metadata, on @p wr: vit_save() without the
+ *        write, for a file that carries more (a training checkpoint, train.h).
+ * @return VIT_ERR_INPUT for a model whose q, k and v are apart (not re-fused)
+ */
+VitStatus vit_writer_add(StWriter *wr, const Vit *vit, VitError *err);
 
 /**
  * @brief Run the model on a batch; every intermediate goes to @p trace.
