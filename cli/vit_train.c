@@ -63,9 +63,9 @@ static const char description[] =
     "`vit eval` and vitview.\n";
 
 static const char examples[] =
-    "  vit train --out vit-fashion.safetensors                     # the shipped model\n"
     "  vit train --epochs 2 --limit 5000 --out quick.safetensors   # a minute's try\n"
-    "  vit train --out m.safetensors --resume m.safetensors.ckpt   # after Ctrl-C\n";
+    "  vit train --out m.safetensors --resume m.safetensors.ckpt   # after Ctrl-C\n"
+    "  vit train --out data/models/vit-fashion.safetensors --threads 2   # the shipped model\n";
 
 /* ------------------------------------------------------------ signals */
 
@@ -139,7 +139,9 @@ static void format_eta(char *buf, size_t size, double seconds) {
 // One line: epoch, step, loss, accuracy, images/s, time left. On a terminal it
 // redraws itself ("\r"); otherwise a line at every tenth of an epoch.
 static void show_progress(const Trainer *t, const EpochStats *e, bool tty, double run_rate) {
-    const int spe = t->steps_per_epoch, i = e->steps;
+    // the step just taken is t->step − 1: epoch `epoch` (from 1), step `i` of it (from 1)
+    const int spe = t->steps_per_epoch;
+    const int epoch = (int)((t->step - 1) / spe) + 1, i = (int)((t->step - 1) % spe) + 1;
     if (!tty && i % (spe / 10 ? spe / 10 : 1) != 0 && i != spe) return;
     const double elapsed = vit_now() - e->started;
     const double rate = elapsed > 0 ? e->seen / elapsed : 0;
@@ -151,9 +153,8 @@ static void show_progress(const Trainer *t, const EpochStats *e, bool tty, doubl
     for (int k = 0; k < 20; k++) bar[k] = k < filled ? '#' : '.';
     bar[20] = 0;
     printf("%sepoch %d/%d [%s] step %d/%d  loss %.4f  acc %5.1f%%  %.0f img/s  ETA %s%s",
-           tty ? "\r" : "", trainer_epoch(t) + (i == spe ? 0 : 1) - (i == spe ? 0 : 0),
-           t->config.epochs, bar, i, spe, e->loss_sum / i, 100.0 * e->correct / e->seen, rate,
-           eta, tty ? "\033[K" : "\n");
+           tty ? "\r" : "", epoch, t->config.epochs, bar, i, spe, e->loss_sum / e->steps,
+           100.0 * e->correct / e->seen, rate, eta, tty ? "\033[K" : "\n");
     fflush(stdout);
 }
 
@@ -180,6 +181,14 @@ static VitStatus csv_write(const CsvLog *log, const char *path, VitError *err) {
     VitStatus s = outfile_open(&out, path, err);
     if (s != VIT_OK) return s;
     return outfile_commit(&out, fwrite(log->text, 1, log->len, out.f) == log->len, err);
+}
+
+// OUT.csv beside OUT, without its .safetensors: vit-fashion.safetensors → vit-fashion.csv.
+static void default_log(char *buf, size_t size, const char *out) {
+    const char *suffix = ".safetensors";
+    size_t n = strlen(out), k = strlen(suffix);
+    if (n > k && strcmp(out + n - k, suffix) == 0) n -= k;
+    snprintf(buf, size, "%.*s.csv", (int)n, out);
 }
 
 /* ------------------------------------------------------------ the run */
@@ -225,8 +234,11 @@ static void class_names_json(char *buf, size_t size, const Dataset *d) {
 }
 
 static VitStatus save_model(const Run *r, const TrainFlags *f, VitError *err) {
-    char names[512], epochs[16], seed[32], mean[32], stdev[32];
+    char names[512], epochs[16], seed[32], mean[32], stdev[32], threads[16], side[16], chans[16];
     class_names_json(names, sizeof names, &r->train);
+    snprintf(threads, sizeof threads, "%d", vit_get_threads());
+    snprintf(side, sizeof side, "%d", r->t.vit.config.image_size);
+    snprintf(chans, sizeof chans, "%d", r->t.vit.config.channels);
     snprintf(epochs, sizeof epochs, "%d", f->epochs);
     snprintf(seed, sizeof seed, "%d", f->seed);
     snprintf(mean, sizeof mean, "%.4f", (double)r->t.config.mean);
@@ -234,7 +246,8 @@ static VitStatus save_model(const Run *r, const TrainFlags *f, VitError *err) {
     const TrainMeta meta[] = {
         {"class_names", names},       {"preprocess", "fashion-mnist"},
         {"mean", mean},               {"std", stdev},
-        {"train.command", r->command}, {"train.seed", seed},
+        {"image_size", side},         {"channels", chans},
+        {"train.command", r->command}, {"train.seed", seed}, {"train.threads", threads},
         {"train.epochs", epochs},     {"train.val_accuracy", r->val_acc},
         {"train.test_accuracy", r->test_acc}, {"train.log", r->log.text},
         {"train.data", "Fashion-MNIST (Debian dataset-fashion-mnist): trained on the first "
@@ -361,7 +374,7 @@ VitStatus cmd_train(const VitCommand *self, int argc, char **argv, VitError *err
         {"--checkpoint", CLI_STRING, &f.checkpoint, "FILE",
          "the checkpoint written each epoch and on Ctrl-C (default: OUT.ckpt)", .required = false},
         {"--resume", CLI_STRING, &f.resume, "FILE", "continue the run of this checkpoint", .required = false},
-        {"--log", CLI_STRING, &f.log, "FILE", "the CSV of each epoch (default: OUT.csv)", .required = false},
+        {"--log", CLI_STRING, &f.log, "FILE", "the CSV of each epoch (default: OUT without .safetensors, plus .csv)", .required = false},
         {"--test", CLI_INT, &f.test, "0|1", "evaluate the test split at the end",
          .show_default = true, .lo = 0, .hi = 1},
         CLI_OPTION_THREADS(&f.threads),
@@ -376,7 +389,7 @@ VitStatus cmd_train(const VitCommand *self, int argc, char **argv, VitError *err
     cli_apply_threads(&spec, f.threads);
     char ckpt[1024], csv[1024];
     if (!f.checkpoint) snprintf(ckpt, sizeof ckpt, "%s.ckpt", f.out), f.checkpoint = ckpt;
-    if (!f.log) snprintf(csv, sizeof csv, "%s.csv", f.out), f.log = csv;
+    if (!f.log) default_log(csv, sizeof csv, f.out), f.log = csv;
     const CliInput reads[] = {{f.resume, "--resume"}};
     if ((s = cli_check_output(f.out, "--out", reads, 1, err)) != VIT_OK ||
         (s = cli_check_output(f.log, "--log", reads, 1, err)) != VIT_OK)
@@ -409,6 +422,10 @@ VitStatus cmd_train(const VitCommand *self, int argc, char **argv, VitError *err
         run_free(&r);
         return s;
     }
+    // 4. the epochs (Ctrl-C is caught from the heading on: it saves a checkpoint)
+    struct sigaction old[2];
+    stop_requested = 0;
+    catch_stops(old);
     printf("training a ViT (patch %d, D %d, depth %d, %d heads, MLP %d; %s parameters) on %d "
            "images, validating on %d: %d epochs of %d steps, batch %d, %d thread%s%s\n",
            model.patch_size, model.dim, model.depth, model.heads, model.mlp_dim,
@@ -416,10 +433,6 @@ VitStatus cmd_train(const VitCommand *self, int argc, char **argv, VitError *err
            r.val.count, f.epochs, r.t.steps_per_epoch, f.batch, vit_get_threads(),
            vit_get_threads() == 1 ? "" : "s", f.resume ? "; resumed" : "");
 
-    // 4. the epochs
-    struct sigaction old[2];
-    stop_requested = 0;
-    catch_stops(old);
     const double started = vit_now();
     s = train_loop(&r, &f, err);
     release_stops(old);
