@@ -46,8 +46,9 @@ static const char description[] =
     "28×28 grey, 10 classes). The last 5,000 training images are held out for\n"
     "validation; the model learns from the first 55,000 (or --limit of them).\n"
     "\n"
-    "Each step takes a batch in a shuffled order, crops it randomly after\n"
-    "padding by --crop-pad pixels and mirrors half of it (--flip), runs forward\n"
+    "Each step takes a batch in a shuffled order (augmented if asked: a random\n"
+    "crop after padding by --crop-pad pixels, half of it mirrored with --flip 1;\n"
+    "both off by default, as they cost accuracy in a run this short), runs forward\n"
     "and backward (cross-entropy with --label-smoothing), clips the gradient at\n"
     "--clip and takes an AdamW step (decoupled weight decay on the weights only).\n"
     "The learning rate rises linearly for --warmup epochs, then falls along a\n"
@@ -101,8 +102,10 @@ static VitStatus read_arch(VitConfig *m, const TrainFlags *f, const Dataset *d, 
                      .patch_size = f->patch ? f->patch : 4, .dim = f->dim ? f->dim : 64,
                      .depth = f->depth ? f->depth : 6, .heads = f->heads ? f->heads : 4,
                      .mlp_dim = f->mlp ? f->mlp : 128, .ln_eps = 1e-6f};
-    VitStatus s = vit_config_check(m, err);
-    return s == VIT_OK ? VIT_OK : vit_fail(err, VIT_ERR_USAGE, "%s", err->msg);
+    if (vit_config_check(m, err) == VIT_OK) return VIT_OK;
+    char why[sizeof err->msg];
+    snprintf(why, sizeof why, "%s", err->msg);
+    return vit_fail(err, VIT_ERR_USAGE, "%s", why); // a flag's fault: bad usage
 }
 
 static TrainConfig read_config(const TrainFlags *f) {
@@ -127,7 +130,8 @@ typedef struct {
     int64_t correct;  // images right this epoch (before each step's update)
     int64_t seen;     // images this epoch
     int steps;        // steps this epoch
-    double started;   // vit_now() at the epoch's first step
+    double started;   // vit_now() at the epoch's first step (earlier after a resume: its
+                      // time before the stop counts)
 } EpochStats;
 
 static void format_eta(char *buf, size_t size, double seconds) {
@@ -198,6 +202,7 @@ typedef struct {
     Dataset all, train, val, test;
     Trainer t;
     CsvLog log;
+    EpochStats epoch;     // the current epoch so far (a checkpoint keeps it)
     char command[2048];   // the command line, for the model's metadata
     char val_acc[32], test_acc[32];
 } Run;
@@ -218,11 +223,16 @@ static void join_command(char *buf, size_t size, int argc, char **argv) {
     }
 }
 
-// The checkpoint: the model, AdamW's state and the log so far.
+// The checkpoint: the model, AdamW's state, the log so far and the current
+// epoch's sums (so an epoch interrupted and resumed logs all of its steps).
 static VitStatus save_checkpoint(const Run *r, const char *path, VitError *err) {
+    char sums[160];
+    const EpochStats *e = &r->epoch;
+    snprintf(sums, sizeof sums, "%.17g %lld %lld %d %.3f", e->loss_sum, (long long)e->correct,
+             (long long)e->seen, e->steps, vit_now() - e->started);
     const TrainMeta meta[] = {{"train.log", r->log.text ? r->log.text : CSV_HEADER},
-                              {"train.command", r->command}};
-    return trainer_save(&r->t, path, true, meta, 2, err);
+                              {"train.command", r->command}, {"train.epoch_sums", sums}};
+    return trainer_save(&r->t, path, true, meta, 3, err);
 }
 
 // The class names as a JSON array, for the model's metadata.
@@ -256,25 +266,36 @@ static VitStatus save_model(const Run *r, const TrainFlags *f, VitError *err) {
     return trainer_save(&r->t, f->out, false, meta, sizeof meta / sizeof meta[0], err);
 }
 
-// Restore the log rows of a checkpoint, so the CSV continues where it stopped.
+// Restore the log rows and the epoch's sums of a checkpoint, so the CSV
+// continues where it stopped (trainer_resume() has checked the file).
 static VitStatus restore_log(Run *r, const char *path, VitError *err) {
     SafeTensors st;
     VitStatus s = st_open(&st, path, err);
     if (s != VIT_OK) return s;
-    const char *log = st_meta(&st, "train.log");
-    if (log) csv_append(&r->log, log);
-    else csv_append(&r->log, CSV_HEADER);
+    const char *log = st_meta(&st, "train.log"), *sums = st_meta(&st, "train.epoch_sums");
+    csv_append(&r->log, log ? log : CSV_HEADER);
+    EpochStats *e = &r->epoch;
+    long long correct, seen;
+    double seconds;
+    *e = (EpochStats){.started = vit_now()};
+    if (sums && sscanf(sums, "%lg %lld %lld %d %lg", &e->loss_sum, &correct, &seen, &e->steps,
+                       &seconds) == 5 && seen >= 0 && correct >= 0 && e->steps >= 0) {
+        e->correct = correct, e->seen = seen;
+        e->started -= seconds; // the epoch's seconds count its time before the stop too
+    } else {
+        *e = (EpochStats){.started = vit_now()};
+    }
     st_close(&st);
     return VIT_OK;
 }
 
 // The epoch's validation pass and log row; its checkpoint.
 static VitStatus end_epoch(Run *r, const TrainFlags *f, const EpochStats *e, VitError *err) {
+    const double seconds = vit_now() - e->started; // the training steps' time alone
     EvalResult val;
     VitStatus s = evaluate(&r->t.vit, &r->val, r->t.config.mean, r->t.config.std,
                            r->t.config.batch, &val, err);
     if (s != VIT_OK) return s;
-    const double seconds = vit_now() - e->started;
     char row[256];
     snprintf(row, sizeof row, "%d,%lld,%.6g,%.5f,%.5f,%.5f,%.5f,%.1f,%.1f\n", trainer_epoch(&r->t),
              (long long)r->t.step, lr_at(&r->t.schedule, (int)r->t.step - 1), e->loss_sum / e->steps,
@@ -296,18 +317,21 @@ static VitStatus train_loop(Run *r, const TrainFlags *f, VitError *err) {
     const bool tty = isatty(STDOUT_FILENO);
     const double run_started = vit_now();
     const int64_t first_step = t->step;
-    EpochStats e = {.started = vit_now()};
+    EpochStats *e = &r->epoch;
+    if (!f->resume) *e = (EpochStats){.started = vit_now()};
     VitStatus s = VIT_OK;
     while (t->step < trainer_total_steps(t) && s == VIT_OK) {
         TrainStep st;
         if ((s = trainer_step(t, &st, err)) != VIT_OK) break;
-        e.loss_sum += st.loss, e.correct += st.correct, e.seen += t->config.batch, e.steps++;
+        e->loss_sum += st.loss, e->correct += st.correct, e->seen += t->config.batch, e->steps++;
         const double run_time = vit_now() - run_started;
-        show_progress(t, &e, tty, run_time > 0 ? (t->step - first_step) * t->config.batch / run_time : 0);
+        show_progress(t, e, tty, run_time > 0 ? (t->step - first_step) * t->config.batch / run_time : 0);
         if (t->step % t->steps_per_epoch == 0) { // the epoch is complete
             if (tty) printf("\n");
-            s = end_epoch(r, f, &e, err);
-            e = (EpochStats){.started = vit_now()};
+            const EpochStats done = *e;
+            *e = (EpochStats){0}; // the epoch's checkpoint holds the next epoch, empty
+            s = end_epoch(r, f, &done, err);
+            e->started = vit_now();
         }
         if (stop_requested && s == VIT_OK) {
             char shown[1024];
@@ -390,6 +414,12 @@ VitStatus cmd_train(const VitCommand *self, int argc, char **argv, VitError *err
     char ckpt[1024], csv[1024];
     if (!f.checkpoint) snprintf(ckpt, sizeof ckpt, "%s.ckpt", f.out), f.checkpoint = ckpt;
     if (!f.log) default_log(csv, sizeof csv, f.out), f.log = csv;
+    // resuming from the checkpoint this run goes on writing is the usual case: it is
+    // read whole before the first write; the model and the log are not checkpoints
+    if (f.resume && (!strcmp(f.resume, f.out) || !strcmp(f.resume, f.log)))
+        return vit_fail(err, VIT_ERR_USAGE, "--resume %s names the file --%s writes: resume "
+                        "from the checkpoint (%s)", f.resume, strcmp(f.resume, f.out) ? "log" : "out",
+                        f.checkpoint);
     const CliInput reads[] = {{f.resume, "--resume"}};
     if ((s = cli_check_output(f.out, "--out", reads, 1, err)) != VIT_OK ||
         (s = cli_check_output(f.log, "--log", reads, 1, err)) != VIT_OK)
