@@ -9,10 +9,11 @@
  *     vit grad --weights tiny.safetensors photo.jpg --target 3 --out grads.safetensors
  *     vit step --weights tiny.safetensors photo.jpg --target 3 --steps 10
  *     vit train --epochs 2 --limit 5000 --out quick.safetensors
+ *     vit eval --weights quick.safetensors --split val
  *
  * main() only finds the subcommand in a table and runs it; each subcommand
  * lives in its own file (vit_make_weights.c, vit_classify.c, vit_trace.c,
- * vit_info.c, vit_diff.c, vit_grad.c, vit_step.c, vit_train.c) and is
+ * vit_info.c, vit_diff.c, vit_grad.c, vit_step.c, vit_train.c, vit_eval.c) and is
  * itself a recipe: parse the flags → build the model → run → write.
  * A new subcommand is one file and one row of `commands`.
  *
@@ -37,6 +38,7 @@ static const VitCommand commands[] = {
     {"grad", cmd_grad, "run forward and backward on a batch: save the loss and every gradient"},
     {"step", cmd_step, "train on one batch for N AdamW steps, printing the loss of each"},
     {"train", cmd_train, "train a ViT on Fashion-MNIST: epochs, validation, checkpoints, resume"},
+    {"eval", cmd_eval, "accuracy, per-class scores and confusion matrix on Fashion-MNIST"},
     {"help", cmd_help, "show the help of a command: vit help trace"},
 };
 enum { COMMAND_COUNT = sizeof commands / sizeof commands[0] };

@@ -3,9 +3,12 @@
  * @brief `vit classify`: what does the model see in these images?
  *
  * The recipe: parse the flags → vit_build() the model (at --img-size if asked)
- * → decode and preprocess every image into one batch → vit_forward() (with a
- * recorder when --trace asks for the intermediates) → softmax over each
- * image's logits → print the top K with their class names.
+ * → the preprocessing (the flags', else the model file's own metadata, else
+ * its convention's preset) and the class names (--labels, config.json, the
+ * file's "class_names") → decode and preprocess every image into one batch
+ * (grey for a model of one channel) → vit_forward() (with a recorder when
+ * --trace asks for the intermediates) → softmax over each image's logits →
+ * print the top K with their class names.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,20 +35,27 @@ static const char description[] =
     "and prints, per image, the COUNT most probable classes (--top) as\n"
     "`rank probability label`.\n"
     "\n"
-    "Each image is resized, centre-cropped and normalised as the preset says (the\n"
-    "one matching the weights' naming convention unless --preprocess names another):\n"
-    "  hf           resize to S×S (bilinear), mean = std = 0.5\n"
-    "  timm         shorter side to S/0.9 (bicubic), centre crop S, mean = std = 0.5\n"
-    "  torchvision  shorter side to 256 (bilinear), centre crop 224, ImageNet mean/std\n"
-    "An image that is already S×S is used as it is. Class names come from --labels,\n"
-    "else from the config.json beside Hugging Face weights, else, for 1000 classes,\n"
-    "from the ImageNet-1k list in data/labels/imagenet1k.txt.\n";
+    "Each image is resized, centre-cropped and normalised as the preset says: the\n"
+    "one --preprocess names, else the one the weights' own metadata names\n"
+    "(\"preprocess\"), else fashion-mnist for a model of one channel, else the one\n"
+    "matching the weights' naming convention:\n"
+    "  hf             resize to S×S (bilinear); mean = std = 0.5\n"
+    "  timm           shorter side to S/0.9 (bicubic), crop S; mean = std = 0.5\n"
+    "  torchvision    shorter side to 256 (bilinear), crop 224; ImageNet's mean, std\n"
+    "  fashion-mnist  grey; shorter side to S (bilinear), crop S; 0.2860, 0.3530\n"
+    "A model of one channel sees the image in grey, made as Pillow's convert(\"L\").\n"
+    "The mean and std in the weights' metadata (\"mean\", \"std\"), when there, replace\n"
+    "the preset's; --mean and --std replace both. An image that is already S×S is\n"
+    "used as it is. Class names come from --labels, else from the config.json beside\n"
+    "Hugging Face weights, else from the weights' metadata (\"class_names\"), else,\n"
+    "for 1000 classes, from the ImageNet-1k list in data/labels/imagenet1k.txt.\n";
 
 static const char examples[] =
     "  scripts/fetch-weights.sh            # google/vit-base-patch16-224 and a timm ViT-B/16\n"
     "  vit classify --weights data/models/google-vit-base-patch16-224/model.safetensors \\\n"
     "               cat.jpg --top 5\n"
-    "  vit classify --weights w.safetensors a.png b.png --trace trace.safetensors\n";
+    "  vit classify --weights w.safetensors a.png b.png --trace trace.safetensors\n"
+    "  vit classify --weights data/models/vit-fashion.safetensors shirt.png\n";
 
 /* ----------------------------------------------------------------- output */
 
@@ -103,8 +113,8 @@ static VitStatus classify(const ClassifyArgs *a, int n_images, VitError *err) {
                               err)) == VIT_OK &&
         (s = cli_apply_image_size(&vit, &a->image, err)) == VIT_OK &&
         (s = cli_preprocess(&pre, &a->image, &vit, err)) == VIT_OK &&
-        (s = labels_for_model(&labels, a->labels, vit.config_json, vit.config.num_classes,
-                              err)) == VIT_OK &&
+        (s = labels_for_weights(&labels, a->labels, vit.config_json, &vit.file,
+                                vit.config.num_classes, err)) == VIT_OK &&
         // 2. room for it all, then every image decoded and preprocessed into one batch
         (s = vit_check_batch(&vit.config, n_images, record, "a copy of every stage", err)) == VIT_OK)
         s = cli_load_images(&batch, a->images, n_images, &pre, err);

@@ -14,6 +14,7 @@
  *                       with `vit step`
  *   vit_step.c          `vit step`
  *   vit_train.c         `vit train`
+ *   vit_eval.c          `vit eval`
  *
  * A subcommand declares its flags as a table of CliOption rows, each pointing
  * at one of its own variables; cli_parse() fills the variables from argv and
@@ -53,6 +54,7 @@ VitStatus cmd_diff(const VitCommand *self, int argc, char **argv, VitError *err)
 VitStatus cmd_grad(const VitCommand *self, int argc, char **argv, VitError *err);
 VitStatus cmd_step(const VitCommand *self, int argc, char **argv, VitError *err);
 VitStatus cmd_train(const VitCommand *self, int argc, char **argv, VitError *err);
+VitStatus cmd_eval(const VitCommand *self, int argc, char **argv, VitError *err);
 
 /* ------------------------------------------------------------------ flags */
 
@@ -118,24 +120,28 @@ VitStatus cli_check_output(const char *out, const char *out_role, const CliInput
 /** Most images one command accepts (their batch is held in memory at once). */
 #define MAX_IMAGES 256
 
-/** The image flags of `vit classify` and `vit trace` (vit_images.c). */
+/** The image flags of `vit classify`, `vit trace`, `vit grad` and `vit step` (vit_images.c). */
 typedef struct {
-    const char *preset; /**< --preprocess; NULL: the preset of the weights' convention */
-    const char *mean;   /**< --mean "R,G,B" or one value, or NULL */
-    const char *std;    /**< --std "R,G,B" or one value, or NULL */
+    const char *preset; /**< --preprocess; NULL: the weights' "preprocess" metadata, else the
+                             preset of the weights' convention (fashion-mnist for 1 channel) */
+    const char *mean;   /**< --mean: one value, or one per channel ("R,G,B"), or NULL */
+    const char *std;    /**< --std: one value, or one per channel ("R,G,B"), or NULL */
     int img_size;       /**< --img-size; 0: the size the model was trained at */
 } ImageArgs;
 
 /** The CliOption rows of ImageArgs, for a command's option table. */
 #define CLI_IMAGE_OPTIONS(a)                                                                   \
     {"--preprocess", CLI_STRING, &(a)->preset, "PRESET",                                      \
-     "hf, timm or torchvision: how images are resized, cropped and normalised (default: "   \
-     "the one matching the weights' names)",                                                  \
+     "hf, timm, torchvision or fashion-mnist: how images are resized, cropped and "         \
+     "normalised (default: the one the weights' metadata names, else fashion-mnist for a "  \
+     "grey model, else the one matching the weights' names)",                                 \
      .required = false},                                                                      \
-    {"--mean", CLI_STRING, &(a)->mean, "R,G,B", "replace the preset's per-channel mean",      \
-     .required = false},                                                                      \
-    {"--std", CLI_STRING, &(a)->std, "R,G,B", "replace the preset's per-channel std",         \
-     .required = false},                                                                      \
+    {"--mean", CLI_STRING, &(a)->mean, "MEAN",                                                \
+     "replace the mean subtracted (the weights' or the preset's): one value, or one per "   \
+     "channel (R,G,B)", .required = false},                                                   \
+    {"--std", CLI_STRING, &(a)->std, "STD",                                                   \
+     "replace the std divided by (the weights' or the preset's): one value, or one per "    \
+     "channel", .required = false},                                                           \
     {"--img-size", CLI_INT, &(a)->img_size, "S",                                              \
      "run at S×S pixels, resampling the position embeddings (bicubic, as timm)", .lo = 1,    \
      .hi = 4096}

@@ -134,8 +134,9 @@ static VitStatus read_targets(TrainBatch *tb, const TrainArgs *a, const Vit *vit
  *
  * The batch is --input's tensor 'input' (B, C, S, S), whose shape is checked
  * from the header before a byte is read, or the IMAGE files, preprocessed as
- * `vit classify` does (3 channels). The memory check counts the input, the
- * forward's activations and what @p extra says the command keeps besides.
+ * `vit classify` does (grey for a model of 1 channel, RGB for 3). The memory
+ * check counts the input, the forward's activations and what @p extra says
+ * the command keeps besides.
  * @param[out] tb     the batch and targets; free with cli_train_batch_free()
  * @param[in] a       the parsed flags (cli_train_check_args() passed)
  * @param[in] vit     the model
@@ -156,10 +157,6 @@ VitStatus cli_train_batch(TrainBatch *tb, const TrainArgs *a, const Vit *vit,
         const StTensor *e = st_find(&st, "input");
         if ((s = check_input_shape(&st, e, a->input, vit, a->weights, err)) == VIT_OK)
             tb->batch = (int)e->shape[0];
-    } else if (c->channels != 3) {
-        s = vit_fail(err, VIT_ERR_INPUT, "the model in %s takes images of %d channel%s; IMAGE "
-                     "files are read as 3 (RGB): give the batch as --input FILE instead",
-                     a->weights, c->channels, c->channels == 1 ? "" : "s");
     } else {
         tb->batch = a->n_images;
     }

@@ -1,11 +1,14 @@
 /**
  * @file vit_images.c
  * @brief Images on the command line: the preprocessing flags shared by
- *        `vit classify` and `vit trace`, and turning image files into a batch.
+ *        `vit classify`, `vit trace`, `vit grad` and `vit step`, and turning
+ *        image files into a batch.
  *
- * The recipe for each image: decode (lib/image.h) → resize and crop as the
- * chosen preset says → normalise with its mean and std → one (3, S, S) slice
- * of the (B, 3, S, S) batch.
+ * The recipe for each image: decode (lib/image.h) → grey (Pillow's
+ * convert("L")) when the model takes 1 channel → resize and crop as the
+ * chosen preset says → normalise with the mean and std (the flags', else the
+ * weights' own metadata, else the preset's) → one (C, S, S) slice of the
+ * (B, C, S, S) batch.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,40 +17,13 @@
 #include "image.h"
 #include "vit_cli.h"
 
-// The preset that matches how the weights were trained, by their naming convention.
+// The preset that matches how the weights were trained, by their naming convention
+// (a grey model: the project's own Fashion-MNIST one), when their metadata names none.
 static const char *default_preset(const Vit *vit) {
+    if (vit->config.channels == 1) return "fashion-mnist";
     if (!strcmp(vit->source, "hf")) return "hf";
     if (!strcmp(vit->source, "torchvision")) return "torchvision";
     return "timm"; // timm names, and our own random weights (written with timm names)
-}
-
-// "0.5" or "0.485,0.456,0.406": one value for every channel, or one per channel.
-static VitStatus parse_triple(float out[3], const char *text, const char *flag, bool positive,
-                              VitError *err) {
-    float v[3];
-    int n = 0;
-    const char *p = text;
-    while (n < 3) {
-        char part[64];
-        size_t len = strcspn(p, ",");
-        if (len == 0 || len >= sizeof part) break;
-        memcpy(part, p, len);
-        part[len] = '\0';
-        VitStatus s = vit_parse_float(&v[n], part, flag, err);
-        if (s != VIT_OK) return s;
-        if (positive && !(v[n] > 0))
-            return vit_fail(err, VIT_ERR_USAGE, "%s: %g must be greater than 0", flag, (double)v[n]);
-        n++;
-        p += len;
-        if (*p != ',') break;
-        p++;
-    }
-    if (*p != '\0' || (n != 1 && n != 3))
-        return vit_fail(err, VIT_ERR_USAGE,
-                        "%s: expected one number or three separated by commas (R,G,B), got '%s'",
-                        flag, text);
-    for (int c = 0; c < 3; c++) out[c] = v[n == 1 ? 0 : c];
-    return VIT_OK;
 }
 
 /**
@@ -70,28 +46,41 @@ VitStatus cli_apply_image_size(Vit *vit, const ImageArgs *a, VitError *err) {
 
 /**
  * @brief The preprocessing the flags ask for, for this model.
- * @param[out] p    the preset, with --mean/--std applied
+ *
+ * The preset is --preprocess, else the one the weights' metadata names
+ * ("preprocess"), else the one of the weights' naming convention; it is
+ * fitted to the model's channels (grey for 1, RGB for 3); the weights'
+ * "mean" and "std" metadata replace the preset's, and --mean / --std replace
+ * those (one value, or one per channel).
+ * @param[out] p    the preprocessing
  * @param[in] a     the parsed image flags
- * @param[in] vit   the model (its input size, and its convention for the default preset)
+ * @param[in] vit   the model (its input size and channels, its file's
+ *                  metadata, its convention for the default preset)
  * @param[out] err  the message on failure
- * @return VIT_OK, or VIT_ERR_USAGE for an unknown preset or a malformed mean/std.
+ * @return VIT_OK; VIT_ERR_USAGE for an unknown preset or a malformed --mean/--std;
+ *         VIT_ERR_INPUT for malformed metadata (naming the file and key) or a
+ *         model of neither 1 nor 3 channels.
  */
 VitStatus cli_preprocess(Preprocess *p, const ImageArgs *a, const Vit *vit, VitError *err) {
-    const char *preset = a->preset ? a->preset : default_preset(vit);
-    VitStatus s = preprocess_preset(p, preset, vit->config.image_size, err);
-    if (s != VIT_OK) {
+    const VitConfig *c = &vit->config;
+    VitStatus s = preprocess_for_model(p, a->preset, default_preset(vit), &vit->file,
+                                       c->image_size, c->channels, err);
+    if (s == VIT_ERR_USAGE) { // the preset the flag named: say which flag
         char msg[sizeof err->msg];
         snprintf(msg, sizeof msg, "%s", err->msg);
         return vit_fail(err, s, "--preprocess: %s", msg);
     }
-    if (a->mean && (s = parse_triple(p->mean, a->mean, "--mean", false, err)) != VIT_OK) return s;
-    if (a->std && (s = parse_triple(p->std, a->std, "--std", true, err)) != VIT_OK) return s;
-    return VIT_OK;
+    if (s == VIT_OK && a->mean)
+        s = preprocess_parse_values(p->mean, p->channels, a->mean, "--mean", VIT_ERR_USAGE, false,
+                                    err);
+    if (s == VIT_OK && a->std)
+        s = preprocess_parse_values(p->std, p->channels, a->std, "--std", VIT_ERR_USAGE, true, err);
+    return s;
 }
 
 /**
  * @brief Decode and preprocess image files into one batch.
- * @param[out] batch  (n, 3, S, S), owned by the caller
+ * @param[out] batch  (n, C, S, S), C = p->channels, owned by the caller
  * @param[in] paths   the image files
  * @param[in] n       how many (1 … 256)
  * @param[in] p       the preprocessing (see cli_preprocess())
@@ -102,8 +91,8 @@ VitStatus cli_load_images(Tensor *batch, const char *const *paths, int n, const 
                           VitError *err) {
     if (n < 1 || n > MAX_IMAGES)
         return vit_fail(err, VIT_ERR_USAGE, "give between 1 and %d images, not %d", MAX_IMAGES, n);
-    const int S = p->crop;
-    *batch = tensor_new(4, n, 3, S, S);
+    const int S = p->crop, C = p->channels;
+    *batch = tensor_new(4, n, C, S, S);
     for (int i = 0; i < n; i++) {
         Image img;
         VitStatus s = image_load(&img, paths[i], err);
@@ -111,7 +100,7 @@ VitStatus cli_load_images(Tensor *batch, const char *const *paths, int n, const 
             tensor_free(batch);
             return s;
         }
-        image_preprocess(batch->data + (size_t)i * 3 * S * S, &img, p);
+        image_preprocess(batch->data + (size_t)i * C * S * S, &img, p);
         image_free(&img);
     }
     return VIT_OK;

@@ -14,7 +14,7 @@
 /** Everything the command line can say. Sizes left at 0 come from --arch. */
 typedef struct {
     const char *arch;  // "vit-base", …, or NULL
-    int dim, depth, heads, mlp_dim, image_size, patch_size, classes;
+    int dim, depth, heads, mlp_dim, image_size, patch_size, channels, classes;
     int seed;
     float std, bias_std, norm_std;
     const char *out;
@@ -34,6 +34,8 @@ static const char description[] =
     "Start from a named architecture with --arch and change any size on top of it,\n"
     "or give at least --dim, --depth and --heads: the other sizes then default to\n"
     "ViT-B/16's (224x224 images, 16x16 patches, 1000 classes), --mlp-dim to 4 x D.\n"
+    "Images have 3 channels (RGB); --channels 1 makes a model of grey images, as the\n"
+    "project's Fashion-MNIST one.\n"
     "A random model predicts nothing useful, but it is reproducible: the same sizes\n"
     "and seed give the same file, byte for byte, whatever the number of threads.\n"
     "\n"
@@ -45,12 +47,15 @@ static const char description[] =
 static const char examples[] =
     "  vit make-weights --arch vit-tiny --seed 1 --out tiny.safetensors\n"
     "  vit make-weights --dim 64 --depth 2 --heads 4 --img 32 --patch 8 \\\n"
-    "                   --classes 10 --seed 7 --out small.safetensors\n";
+    "                   --classes 10 --seed 7 --out small.safetensors\n"
+    "  vit make-weights --dim 64 --depth 2 --heads 4 --img 28 --patch 4 \\\n"
+    "                   --channels 1 --classes 10 --seed 1 --out grey.safetensors\n";
 
 // The flags as they will build the model, for messages about a bad combination.
 static void config_as_flags(char *buf, size_t size, const VitConfig *c) {
-    snprintf(buf, size, "--dim %d --depth %d --heads %d --mlp-dim %d --img %d --patch %d --classes %d",
-             c->dim, c->depth, c->heads, c->mlp_dim, c->image_size, c->patch_size, c->num_classes);
+    snprintf(buf, size, "--dim %d --depth %d --heads %d --mlp-dim %d --img %d --patch %d "
+             "--channels %d --classes %d", c->dim, c->depth, c->heads, c->mlp_dim, c->image_size,
+             c->patch_size, c->channels, c->num_classes);
 }
 
 // Sizes: the --arch preset (ViT-B/16 without one), then each size flag given on top.
@@ -72,6 +77,7 @@ static VitStatus config_from_flags(VitConfig *cfg, const MakeWeightsArgs *a, Vit
     if (a->mlp_dim) cfg->mlp_dim = a->mlp_dim;
     if (a->image_size) cfg->image_size = a->image_size;
     if (a->patch_size) cfg->patch_size = a->patch_size;
+    if (a->channels) cfg->channels = a->channels;
     if (a->classes) cfg->num_classes = a->classes;
     // a combination that cannot be built is bad input (1), not bad usage: each flag was fine
     char flags[256];
@@ -109,6 +115,8 @@ VitStatus cmd_make_weights(const VitCommand *self, int argc, char **argv, VitErr
         SIZE("--img", &a.image_size, "S", "image side in pixels (default 224)"),
         SIZE("--patch", &a.patch_size, "P", "patch side in pixels; S must be a multiple of P "
                                             "(default 16)"),
+        SIZE("--channels", &a.channels, "C", "colour channels of the input images: 3 RGB, 1 "
+                                              "grey (default 3)"),
         SIZE("--classes", &a.classes, "Y", "classifier outputs (default 1000)"),
         {"--seed", CLI_INT, &a.seed, "N", "seed of the random numbers (PCG32), 0 to 2147483647",
          .required = true, .lo = 0, .hi = 2147483647.0},
@@ -147,10 +155,10 @@ VitStatus cmd_make_weights(const VitCommand *self, int argc, char **argv, VitErr
     if (s != VIT_OK) return s;
     char params[VIT_NUM_BUF], bytes[VIT_NUM_BUF], out[1024];
     printf("%s: a random ViT, %s parameters (%s), seed %d, %.2f s\n"
-           "  S %d, p %d, D %d, L %d, H %d, M %d, Y %d\n",
+           "  S %d, p %d, C %d, D %d, L %d, H %d, M %d, Y %d\n",
            vit_escape(out, sizeof out, a.out), vit_thousands(params, vit_param_count(&cfg)),
            vit_bytes(bytes, 4.0 * (double)vit_param_count(&cfg)), a.seed, vit_now() - t0,
-           cfg.image_size, cfg.patch_size, cfg.dim, cfg.depth, cfg.heads, cfg.mlp_dim,
+           cfg.image_size, cfg.patch_size, cfg.channels, cfg.dim, cfg.depth, cfg.heads, cfg.mlp_dim,
            cfg.num_classes);
     return VIT_OK;
 }

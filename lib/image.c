@@ -1,6 +1,7 @@
 /**
  * @file image.c
- * @brief Decoding with stb_image, Pillow-exact resampling, crops and presets.
+ * @brief Decoding with stb_image, Pillow-exact grey conversion and resampling,
+ *        crops, presets and a model's own preprocessing metadata.
  */
 #include "image.h"
 #include "fileio.h"
@@ -25,13 +26,13 @@
  * size is then checked again: the decoder's word is final.
  */
 
-Image image_new(int width, int height) {
-    Image img = {width, height, vit_calloc((size_t)width * height * 3 + 1, 1)};
+Image image_new(int width, int height, int channels) {
+    Image img = {width, height, channels, vit_calloc((size_t)width * height * channels + 1, 1)};
     return img;
 }
 
 void image_free(Image *img) {
-    free(img->rgb);
+    free(img->pixels);
     memset(img, 0, sizeof *img);
 }
 
@@ -443,8 +444,8 @@ VitStatus image_load_memory(Image *img, const unsigned char *data, size_t size,
         stbi_image_free(rgb);
         return s;
     }
-    *img = image_new(w, h);
-    memcpy(img->rgb, rgb, (size_t)w * h * 3);
+    *img = image_new(w, h, 3);
+    memcpy(img->pixels, rgb, (size_t)w * h * 3);
     stbi_image_free(rgb);
     return VIT_OK;
 }
@@ -503,32 +504,35 @@ static unsigned char clip8(int v) {
     return (unsigned char)(v < 0 ? 0 : v > 255 ? 255 : v);
 }
 
-// One horizontal pass over rows [row0, row0 + out->height) of src.
+// One horizontal pass over rows [row0, row0 + out->height) of src; each
+// channel alike (Pillow's 8-bit passes for one band and for three are the same sums).
 static void resample_horizontal(Image *out, const Image *src, int row0, const Coeffs *c) {
+    const int C = src->channels;
     for (int y = 0; y < out->height; y++) {
-        const unsigned char *in = src->rgb + (size_t)(y + row0) * src->width * 3;
-        unsigned char *o = out->rgb + (size_t)y * out->width * 3;
+        const unsigned char *in = src->pixels + (size_t)(y + row0) * src->width * C;
+        unsigned char *o = out->pixels + (size_t)y * out->width * C;
         for (int x = 0; x < out->width; x++) {
             const int *k = c->k + (size_t)x * c->ksize;
             int xmin = c->bounds[2 * x], n = c->bounds[2 * x + 1];
-            int acc[3] = {1 << (PRECISION_BITS - 1), 1 << (PRECISION_BITS - 1),
-                          1 << (PRECISION_BITS - 1)};
-            for (int i = 0; i < n; i++)
-                for (int ch = 0; ch < 3; ch++) acc[ch] += in[(size_t)(xmin + i) * 3 + ch] * k[i];
-            for (int ch = 0; ch < 3; ch++) o[(size_t)x * 3 + ch] = clip8(acc[ch]);
+            for (int ch = 0; ch < C; ch++) {
+                int acc = 1 << (PRECISION_BITS - 1);
+                for (int i = 0; i < n; i++) acc += in[(size_t)(xmin + i) * C + ch] * k[i];
+                o[(size_t)x * C + ch] = clip8(acc);
+            }
         }
     }
 }
 
 // One vertical pass; bounds are relative to src's first row.
 static void resample_vertical(Image *out, const Image *src, const Coeffs *c, int row_shift) {
+    const size_t row = (size_t)src->width * src->channels; // bytes in a row, channels interleaved
     for (int y = 0; y < out->height; y++) {
         const int *k = c->k + (size_t)y * c->ksize;
         int ymin = c->bounds[2 * y] - row_shift, n = c->bounds[2 * y + 1];
-        unsigned char *o = out->rgb + (size_t)y * out->width * 3;
-        for (int x = 0; x < out->width * 3; x++) {
+        unsigned char *o = out->pixels + (size_t)y * row;
+        for (size_t x = 0; x < row; x++) {
             int acc = 1 << (PRECISION_BITS - 1);
-            for (int i = 0; i < n; i++) acc += src->rgb[(size_t)(ymin + i) * src->width * 3 + x] * k[i];
+            for (int i = 0; i < n; i++) acc += src->pixels[(size_t)(ymin + i) * row + x] * k[i];
             o[x] = clip8(acc);
         }
     }
@@ -552,7 +556,7 @@ static Image resize_window(const Image *src, long width, long height, int left, 
     Image rows;
     if (horizontal) {
         Coeffs chz = precompute(src->width, width, left, cw, filter);
-        rows = image_new(cw, last - first);
+        rows = image_new(cw, last - first, src->channels);
         resample_horizontal(&rows, src, first, &chz);
         free(chz.bounds), free(chz.k);
     } else {
@@ -560,7 +564,7 @@ static Image resize_window(const Image *src, long width, long height, int left, 
     }
     if (!vertical) return rows;
     // pass 2, vertical
-    Image out = image_new(cw, ch);
+    Image out = image_new(cw, ch, src->channels);
     resample_vertical(&out, &rows, &cv, first);
     image_free(&rows);
     free(cv.bounds), free(cv.k);
@@ -572,48 +576,190 @@ Image image_resize(const Image *src, int width, int height, ImageFilter filter) 
 }
 
 Image image_crop(const Image *src, int left, int top, int width, int height) {
-    Image out = image_new(width, height);
+    const int C = src->channels;
+    Image out = image_new(width, height, C);
     for (int y = 0; y < height; y++)
-        memcpy(out.rgb + (size_t)y * width * 3,
-               src->rgb + ((size_t)(top + y) * src->width + left) * 3, (size_t)width * 3);
+        memcpy(out.pixels + (size_t)y * width * C,
+               src->pixels + ((size_t)(top + y) * src->width + left) * C, (size_t)width * C);
+    return out;
+}
+
+/* ------------------------------------------------------------------- grey */
+/*
+ * Pillow's convert("L") (libImaging/Convert.c, rgb2l): ITU-R 601-2 luma,
+ * 299/1000 R + 587/1000 G + 114/1000 B, in 16-bit fixed point. The weights
+ * are those thousandths of 2^16 rounded (19595.264 → 19595, 38469.632 →
+ * 38470, 7471.104 → 7471); they sum to 65536 exactly, so (v, v, v) gives v
+ * back; adding 2^15 before the shift rounds to nearest.
+ */
+
+enum { LUMA_R = 19595, LUMA_G = 38470, LUMA_B = 7471 }; // × 2^-16
+
+Image image_to_grey(const Image *src) {
+    if (src->channels == 1) return image_crop(src, 0, 0, src->width, src->height);
+    Image out = image_new(src->width, src->height, 1);
+    const size_t n = (size_t)src->width * src->height;
+    for (size_t i = 0; i < n; i++) {
+        const unsigned char *p = src->pixels + i * 3;
+        out.pixels[i] = (unsigned char)((LUMA_R * p[0] + LUMA_G * p[1] + LUMA_B * p[2] + 32768) >> 16);
+    }
+    return out;
+}
+
+// A grey image as R = G = B, as Pillow's convert("RGB") of an "L" image.
+static Image grey_to_rgb(const Image *src) {
+    Image out = image_new(src->width, src->height, 3);
+    const size_t n = (size_t)src->width * src->height;
+    for (size_t i = 0; i < n; i++)
+        out.pixels[3 * i] = out.pixels[3 * i + 1] = out.pixels[3 * i + 2] = src->pixels[i];
     return out;
 }
 
 /* ---------------------------------------------------------------- presets */
 
+// The shorter side each preset resizes to, for a model of side S (0: straight to S×S).
+static int resize_straight(int S) { (void)S; return 0; }
+// timm: crop_pct 0.9, scale_size = floor(S / crop_pct), e.g. 224 → 248
+static int resize_timm(int S) { return (int)floor(S / 0.9); }
+// torchvision's ImageClassification: resize 256, crop 224; scaled for other S
+static int resize_torchvision(int S) { return (int)lround(S * 256.0 / 224.0); }
+// Fashion-MNIST's own: the shorter side to S, so a 28×28 picture is left as it is
+static int resize_to_side(int S) { return S; }
+
+/** One preset: how it resizes, filters, colours and normalises. */
+typedef struct {
+    const char *name;
+    int (*resize_short)(int S);
+    ImageFilter filter;
+    int channels;
+    float mean[IMAGE_MAX_CHANNELS], std[IMAGE_MAX_CHANNELS];
+} PresetRow;
+
+/** Every preset, the one table the names, the help and the messages come from. */
+static const PresetRow PRESETS[] = {
+    {"hf", resize_straight, FILTER_BILINEAR, 3, {0.5f, 0.5f, 0.5f}, {0.5f, 0.5f, 0.5f}},
+    {"timm", resize_timm, FILTER_BICUBIC, 3, {0.5f, 0.5f, 0.5f}, {0.5f, 0.5f, 0.5f}},
+    {"torchvision", resize_torchvision, FILTER_BILINEAR, 3, {0.485f, 0.456f, 0.406f},
+     {0.229f, 0.224f, 0.225f}},
+    // the published statistics of Fashion-MNIST's training pixels (dataset.h)
+    {"fashion-mnist", resize_to_side, FILTER_BILINEAR, 1, {0.2860f}, {0.3530f}},
+};
+enum { PRESET_COUNT = sizeof PRESETS / sizeof PRESETS[0] };
+
 VitStatus preprocess_preset(Preprocess *p, const char *name, int S, VitError *err) {
-    const float half[3] = {0.5f, 0.5f, 0.5f};
-    const float imagenet_mean[3] = {0.485f, 0.456f, 0.406f};
-    const float imagenet_std[3] = {0.229f, 0.224f, 0.225f};
     memset(p, 0, sizeof *p);
     p->crop = S;
-    if (strcmp(name, "hf") == 0) {
-        *p = (Preprocess){.name = "hf", .resize_short = 0, .crop = S, .filter = FILTER_BILINEAR};
-        memcpy(p->mean, half, sizeof half), memcpy(p->std, half, sizeof half);
-    } else if (strcmp(name, "timm") == 0) {
-        // timm: crop_pct 0.9, scale_size = floor(S / crop_pct), e.g. 224 → 248
-        *p = (Preprocess){.name = "timm", .resize_short = (int)floor(S / 0.9), .crop = S,
-                          .filter = FILTER_BICUBIC};
-        memcpy(p->mean, half, sizeof half), memcpy(p->std, half, sizeof half);
-    } else if (strcmp(name, "torchvision") == 0) {
-        // torchvision's ImageClassification: resize 256, crop 224; scaled for other S
-        *p = (Preprocess){.name = "torchvision", .resize_short = (int)lround(S * 256.0 / 224.0),
-                          .crop = S, .filter = FILTER_BILINEAR};
-        memcpy(p->mean, imagenet_mean, sizeof imagenet_mean);
-        memcpy(p->std, imagenet_std, sizeof imagenet_std);
-    } else {
-        return vit_fail(err, VIT_ERR_USAGE,
-                        "unknown preprocessing preset '%s' (known: hf, timm, torchvision)", name);
+    for (int i = 0; i < PRESET_COUNT; i++) {
+        const PresetRow *r = &PRESETS[i];
+        if (strcmp(name, r->name) != 0) continue;
+        *p = (Preprocess){.name = r->name, .resize_short = r->resize_short(S), .crop = S,
+                          .filter = r->filter, .channels = r->channels};
+        memcpy(p->mean, r->mean, sizeof p->mean);
+        memcpy(p->std, r->std, sizeof p->std);
+        return VIT_OK;
     }
+    char known[128] = "";
+    for (int i = 0; i < PRESET_COUNT; i++)
+        snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "",
+                 PRESETS[i].name);
+    char shown[64];
+    return vit_fail(err, VIT_ERR_USAGE, "unknown preprocessing preset '%s' (known: %s)",
+                    vit_escape(shown, sizeof shown, name), known);
+}
+
+// One value for a grey channel from three: their luma-weighted sum, as the
+// grey pixels are made (equal values stay exactly what they are).
+static float luma_of(const float v[3]) {
+    if (v[0] == v[1] && v[1] == v[2]) return v[0];
+    return (float)(0.299 * v[0] + 0.587 * v[1] + 0.114 * v[2]);
+}
+
+VitStatus preprocess_set_channels(Preprocess *p, int channels, VitError *err) {
+    if (channels != 1 && channels != 3)
+        return vit_fail(err, VIT_ERR_INPUT, "pictures have 1 channel (grey) or 3 (RGB); a model "
+                        "of %d channels cannot read them", channels);
+    if (p->channels == channels) return VIT_OK;
+    if (channels == 1) {
+        p->mean[0] = luma_of(p->mean), p->std[0] = luma_of(p->std);
+        p->mean[1] = p->mean[2] = p->std[1] = p->std[2] = 0;
+    } else {
+        p->mean[1] = p->mean[2] = p->mean[0];
+        p->std[1] = p->std[2] = p->std[0];
+    }
+    p->channels = channels;
     return VIT_OK;
 }
 
-void image_to_chw(float *out, const Image *img, const float mean[3], const float std[3]) {
-    // out is (3, H, W); pixels are (H, W, 3)
+VitStatus preprocess_parse_values(float *out, int channels, const char *text, const char *what,
+                                  VitStatus status, bool positive, VitError *err) {
+    float v[IMAGE_MAX_CHANNELS];
+    int n = 0;
+    bool ok = text != NULL;
+    for (const char *p = text; ok;) {
+        char *end;
+        errno = 0;
+        const double x = strtod(p, &end);
+        ok = end != p && errno == 0 && isfinite(x) && fabs(x) <= 3.4e38 && n < IMAGE_MAX_CHANNELS;
+        if (!ok) break;
+        if (positive && !(x > 0))
+            return vit_fail(err, status, "%s: %g must be greater than 0", what, x);
+        v[n++] = (float)x;
+        if (*end == '\0') break;
+        ok = *end == ',';
+        p = end + 1;
+    }
+    if (!ok || (n != 1 && n != channels)) {
+        char shown[128];
+        vit_escape(shown, sizeof shown, text ? text : "");
+        return channels == 1
+                   ? vit_fail(err, status, "%s: expected one number (the model has 1 channel), "
+                              "got '%s'", what, shown)
+                   : vit_fail(err, status, "%s: expected one number or %d separated by commas "
+                              "(%s), got '%s'", what, channels, channels == 3 ? "R,G,B" : "one "
+                              "per channel", shown);
+    }
+    for (int c = 0; c < channels; c++) out[c] = v[n == 1 ? 0 : c];
+    return VIT_OK;
+}
+
+VitStatus preprocess_for_model(Preprocess *p, const char *preset, const char *fallback,
+                               const SafeTensors *weights, int image_size, int channels,
+                               VitError *err) {
+    const char *label = weights && weights->label ? weights->label : "the weights";
+    const char *named = weights ? st_meta(weights, "preprocess") : NULL;
+    // 1. the preset: the one asked for, else the file's own, else the convention's
+    VitStatus s = preprocess_preset(p, preset ? preset : named ? named : fallback, image_size, err);
+    if (s != VIT_OK && !preset && named) {
+        char why[sizeof err->msg];
+        snprintf(why, sizeof why, "%s", err->msg);
+        return vit_fail(err, VIT_ERR_INPUT, "%s: __metadata__ \"preprocess\": %s", label, why);
+    }
+    // 2. grey or RGB, as the model reads
+    if (s == VIT_OK && (s = preprocess_set_channels(p, channels, err)) != VIT_OK) {
+        char why[sizeof err->msg];
+        snprintf(why, sizeof why, "%s", err->msg);
+        return vit_fail(err, s, "%s: %s", label, why);
+    }
+    // 3. the normalisation the model was trained with, when its file says
+    static const char *const keys[2] = {"mean", "std"};
+    float *const values[2] = {p->mean, p->std};
+    for (int k = 0; k < 2 && s == VIT_OK; k++) {
+        const char *text = weights ? st_meta(weights, keys[k]) : NULL;
+        if (!text) continue;
+        char what[1200];
+        snprintf(what, sizeof what, "%s: __metadata__ \"%s\"", label, keys[k]);
+        s = preprocess_parse_values(values[k], channels, text, what, VIT_ERR_INPUT, k == 1, err);
+    }
+    return s;
+}
+
+void image_to_chw(float *out, const Image *img, const float *mean, const float *std) {
+    // out is (C, H, W); pixels are (H, W, C)
+    const int C = img->channels;
     const size_t hw = (size_t)img->width * img->height;
-    for (int c = 0; c < 3; c++)
+    for (int c = 0; c < C; c++)
         for (size_t i = 0; i < hw; i++)
-            out[c * hw + i] = ((float)img->rgb[i * 3 + c] / 255.0f - mean[c]) / std[c];
+            out[c * hw + i] = ((float)img->pixels[i * C + c] / 255.0f - mean[c]) / std[c];
 }
 
 // torchvision's Resize(int): the shorter side becomes `side`, the longer keeps the ratio
@@ -625,19 +771,27 @@ static void short_side_size(int w, int h, int side, long *ow, long *oh) {
 
 void image_preprocess(float *out, const Image *img, const Preprocess *p) {
     const int S = p->crop;
+    // 1. the model's colours: grey as Pillow's convert("L"), or grey repeated as RGB
+    Image converted = {0};
+    if (img->channels != p->channels)
+        converted = p->channels == 1 ? image_to_grey(img) : grey_to_rgb(img);
+    const Image *src = converted.pixels ? &converted : img;
+    // 2. the model's size
     Image sized;
-    if (img->width == S && img->height == S) {
-        sized = image_crop(img, 0, 0, S, S); // already S×S: no resampling
+    if (src->width == S && src->height == S) {
+        sized = image_crop(src, 0, 0, S, S); // already S×S: no resampling
     } else if (p->resize_short == 0) {
-        sized = image_resize(img, S, S, p->filter);
+        sized = image_resize(src, S, S, p->filter);
     } else {
         long w, h;
-        short_side_size(img->width, img->height, p->resize_short, &w, &h);
+        short_side_size(src->width, src->height, p->resize_short, &w, &h);
         // torchvision's CenterCrop: offsets rounded half to even, as Python's round();
         // resize_short >= S for every preset, so the crop lies inside
         int left = (int)lrint((double)(w - S) / 2.0), top = (int)lrint((double)(h - S) / 2.0);
-        sized = resize_window(img, w, h, left, top, S, S, p->filter);
+        sized = resize_window(src, w, h, left, top, S, S, p->filter);
     }
+    image_free(&converted);
+    // 3. the model's numbers
     image_to_chw(out, &sized, p->mean, p->std);
     image_free(&sized);
 }

@@ -1,6 +1,7 @@
 /**
  * @file labels.c
- * @brief Loading class names from a text file or a Hugging Face config.json.
+ * @brief Loading class names from a text file, a Hugging Face config.json or
+ *        a weights file's metadata.
  */
 #include "labels.h"
 #include "fileio.h"
@@ -95,17 +96,59 @@ VitStatus labels_load_hf_config(Labels *l, const char *path, VitError *err) {
     return status;
 }
 
-VitStatus labels_for_model(Labels *l, const char *labels_file, const char *config_json,
-                           int classes, VitError *err) {
+VitStatus labels_load_metadata(Labels *l, const SafeTensors *weights, VitError *err) {
     memset(l, 0, sizeof *l);
-    const char *source = labels_file ? labels_file : config_json;
+    const char *text = weights ? st_meta(weights, "class_names") : NULL;
+    if (!text) return VIT_OK; // no names of its own: fine
+    const char *file = weights->label ? weights->label : "the weights";
+    cJSON *root = cJSON_ParseWithOpts(text, NULL, true);
+    const int n = cJSON_IsArray(root) ? cJSON_GetArraySize(root) : 0;
+    VitStatus s = VIT_OK;
+    if (!root)
+        s = vit_fail(err, VIT_ERR_INPUT, "%s: __metadata__ \"class_names\" is not valid JSON "
+                     "(expected an array of the class names, e.g. [\"cat\", \"dog\"])", file);
+    else if (!cJSON_IsArray(root))
+        s = vit_fail(err, VIT_ERR_INPUT, "%s: __metadata__ \"class_names\" is not a JSON array "
+                     "(expected the class names in class order, e.g. [\"cat\", \"dog\"])", file);
+    else if (n == 0 || n > LABELS_MAX)
+        s = vit_fail(err, VIT_ERR_INPUT, "%s: __metadata__ \"class_names\" holds %d names "
+                     "(expected between 1 and %d)", file, n, LABELS_MAX);
+    int i = 0;
+    for (const cJSON *item = root ? root->child : NULL; s == VIT_OK && item; item = item->next, i++)
+        if (!cJSON_IsString(item))
+            s = vit_fail(err, VIT_ERR_INPUT, "%s: __metadata__ \"class_names\": entry %d is %s, "
+                         "not a string (a name)", file, i,
+                         cJSON_IsNumber(item) ? "a number" : cJSON_IsNull(item) ? "null"
+                         : cJSON_IsBool(item) ? "a boolean" : cJSON_IsArray(item) ? "an array"
+                         : "an object");
+    if (s == VIT_OK) {
+        l->names = vit_calloc((size_t)n, sizeof(char *));
+        l->count = n;
+        i = 0;
+        for (const cJSON *item = root->child; item; item = item->next)
+            l->names[i++] = vit_strdup(item->valuestring);
+    }
+    cJSON_Delete(root);
+    return s;
+}
+
+VitStatus labels_for_weights(Labels *l, const char *labels_file, const char *config_json,
+                             const SafeTensors *weights, int classes, VitError *err) {
+    memset(l, 0, sizeof *l);
+    // the first source that has names: a file given, config.json's id2label, the metadata
+    const char *source = labels_file ? labels_file : config_json, *what = "has", *unit = "labels";
     VitStatus s = VIT_OK;
     if (labels_file) s = labels_load(l, labels_file, err);
-    else if (config_json) s = labels_load_hf_config(l, config_json, err);
+    else if (config_json) s = labels_load_hf_config(l, config_json, err), what = "id2label has";
+    if (s == VIT_OK && l->count == 0 && !labels_file && weights) {
+        s = labels_load_metadata(l, weights, err);
+        source = weights->label ? weights->label : "the weights";
+        what = "__metadata__ \"class_names\" has", unit = "names";
+    }
     if (s != VIT_OK) return s;
     if (l->count > 0 && l->count != classes) {
-        s = vit_fail(err, VIT_ERR_INPUT, "%s: %s %d labels but the model has %d classes", source,
-                     labels_file ? "has" : "id2label has", l->count, classes);
+        s = vit_fail(err, VIT_ERR_INPUT, "%s: %s %d %s but the model has %d classes", source,
+                     what, l->count, unit, classes);
         labels_free(l);
         return s;
     }
@@ -117,6 +160,11 @@ VitStatus labels_for_model(Labels *l, const char *labels_file, const char *confi
             VIT_OK && l->count != classes)
         labels_free(l);
     return VIT_OK;
+}
+
+VitStatus labels_for_model(Labels *l, const char *labels_file, const char *config_json,
+                           int classes, VitError *err) {
+    return labels_for_weights(l, labels_file, config_json, NULL, classes, err);
 }
 
 const char *labels_name(const Labels *l, int i) {

@@ -1,14 +1,19 @@
 /**
  * @file labels.h
- * @brief Class names for the logits: a text file, or a Hugging Face config.json.
+ * @brief Class names for the logits: a text file, a Hugging Face config.json,
+ *        or the weights file's own metadata.
  *
  * A 1000-class head without names of its own gets the ImageNet-1k names of
  * data/labels/imagenet1k.txt (one per line, in class order). A Hugging Face
- * checkpoint's config.json carries them as "id2label": {"0": "tench, …", …}.
+ * checkpoint's config.json carries them as "id2label": {"0": "tench, …", …};
+ * the project's own models carry them in their safetensors `__metadata__` as
+ * "class_names": a JSON array of the Y names in class order, e.g.
+ * ["T-shirt/top", "Trouser", …].
  */
 #ifndef VIT_LABELS_H
 #define VIT_LABELS_H
 
+#include "safetensors.h"
 #include "util.h"
 
 /** @defgroup labels Class labels
@@ -41,12 +46,26 @@ VitStatus labels_load(Labels *labels, const char *path, VitError *err);
  */
 VitStatus labels_load_hf_config(Labels *labels, const char *config_path, VitError *err);
 /**
+ * @brief Read "class_names" from a weights file's `__metadata__`: a JSON array of strings.
+ *
+ * A file without the key is fine: @p labels is then empty (count 0).
+ * @param[out] labels   the names, in class order
+ * @param[in] weights   the open weights file (NULL or zeroed: no names)
+ * @param[out] err      the message on failure
+ * @return VIT_ERR_INPUT, naming the file and the key, for a value that is not
+ *         valid JSON, not an array, empty, longer than LABELS_MAX, or holds
+ *         anything but strings (the message says which entry).
+ */
+VitStatus labels_load_metadata(Labels *labels, const SafeTensors *weights, VitError *err);
+/**
  * @brief The class names for a model with @p classes outputs, as every program finds them.
  *
  * In order: @p labels_file if given; else the "id2label" of @p config_json (a
- * Hugging Face config.json beside the weights) if it has one; else, for
- * 1000 classes, the ImageNet-1k list of data/labels/imagenet1k.txt if it is
- * there; else none (count 0: programs print "class N").
+ * Hugging Face config.json beside the weights) if it has one; else the
+ * "class_names" of the weights' metadata (labels_load_metadata()) if it has
+ * them; else, for 1000 classes, the ImageNet-1k list of
+ * data/labels/imagenet1k.txt if it is there; else none (count 0: programs
+ * print "class N").
  * @param[out] labels       the names; empty when there are none
  * @param[in] labels_file   a file of names given by the user, or NULL
  * @param[in] config_json   the model's config.json, or NULL
@@ -57,6 +76,14 @@ VitStatus labels_load_hf_config(Labels *labels, const char *config_path, VitErro
  */
 VitStatus labels_for_model(Labels *labels, const char *labels_file, const char *config_json,
                            int classes, VitError *err);
+/**
+ * @brief labels_for_model() that also reads the weights file's own "class_names".
+ * @param[in] weights  the open weights file (e.g. Vit::file), or NULL
+ * @return as labels_for_model(); VIT_ERR_INPUT naming the file and the key when
+ *         "class_names" is malformed or names another number of classes.
+ */
+VitStatus labels_for_weights(Labels *labels, const char *labels_file, const char *config_json,
+                             const SafeTensors *weights, int classes, VitError *err);
 /** @brief The name of class @p i, or NULL when out of range. */
 const char *labels_name(const Labels *labels, int i);
 /** @brief Free the names and zero the struct. */

@@ -1,9 +1,10 @@
 /**
  * @file test_classify.c
- * @brief `vit classify` and `vit trace IMAGE`, run for real, and every kind of
- *        bad input the issue lists: each must give one line naming the file and
- *        the problem, exit 1 (bad input) or 2 (bad usage), and leave no output
- *        file behind.
+ * @brief `vit classify` and `vit trace IMAGE`, run for real, on RGB and grey
+ *        models (a grey model's file naming its preset, normalisation and class
+ *        names), and every kind of bad input the issue lists: each must give one
+ *        line naming the file and the problem, exit 1 (bad input) or 2 (bad
+ *        usage), and leave no output file behind.
  */
 #include <CUnit/CUnit.h>
 #include <math.h>
@@ -15,6 +16,7 @@
 #include "check.h"
 #include "cli_run.h"
 #include "image.h"
+#include "labels.h"
 #include "ops.h"
 #include "safetensors.h"
 #include "vit.h"
@@ -220,6 +222,257 @@ static void test_classify_at_another_image_size(void) {
     scratch_remove(&dir);
 }
 
+/* ------------------------------------------------- grey models and their metadata */
+
+/** The grey model: 28×28 images of 1 channel in 7×7 patches, 10 classes (D 32, L 1, H 2). */
+static const VitConfig grey_config = {.image_size = 28, .patch_size = 7, .channels = 1, .dim = 32,
+                                      .depth = 1, .heads = 2, .mlp_dim = 64, .num_classes = 10,
+                                      .ln_eps = 1e-6f};
+
+/** The names the grey model's tests give its classes. */
+static const char *const GREY_NAMES[10] = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+                                           "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"};
+static const char GREY_NAMES_JSON[] =
+    "[\"T-shirt/top\", \"Trouser\", \"Pullover\", \"Dress\", \"Coat\", \"Sandal\", \"Shirt\", "
+    "\"Sneaker\", \"Bag\", \"Ankle boot\"]";
+
+// Writes the grey model (seed 5, weights std 0.2 so its predictions spread)
+// with the __metadata__ pairs given: key, value, ..., NULL.
+static void write_grey_model(const char *path, const char *const *meta) {
+    VitInit init = vit_init_timm(5);
+    init.std = 0.2f, init.bias_std = 0.05f;
+    Vit vit;
+    VitError err;
+    CU_ASSERT_EQUAL_FATAL(vit_build_random(&vit, &grey_config, &init, &err), VIT_OK);
+    StWriter w = {0};
+    CU_ASSERT_EQUAL_FATAL(vit_writer_add(&w, &vit, &err), VIT_OK);
+    for (int i = 0; meta && meta[i]; i += 2) st_writer_meta(&w, meta[i], meta[i + 1]);
+    CU_ASSERT_EQUAL_FATAL(st_writer_save(&w, path, &err), VIT_OK);
+    st_writer_free(&w);
+    vit_free(&vit);
+}
+#define GREY_MODEL(path, ...) write_grey_model((path), (const char *const[]){__VA_ARGS__, NULL})
+
+// softmax(forward(x)) of the model in `path` on the (1, C, S, S) input x.
+static void probabilities(float *probs, const char *path, const Tensor *x) {
+    Vit vit;
+    VitError err;
+    CU_ASSERT_EQUAL_FATAL(vit_build(&vit, path, &err), VIT_OK);
+    CU_ASSERT_EQUAL_FATAL(vit_forward(&vit, x, NULL, NULL, &err), VIT_OK);
+    softmax(probs, vit.acts.logits, 1, vit.config.num_classes);
+    vit_free(&vit);
+}
+
+// The picture as the grey model sees it: Pillow's grey, the fashion-mnist
+// resize and crop, normalised with the mean and std given (written out here,
+// not read from the file, so that the program's reading of it is what is tested).
+static Tensor grey_input(const char *img, float mean, float std) {
+    Image picture;
+    Preprocess pre;
+    VitError err;
+    CU_ASSERT_EQUAL_FATAL(image_load(&picture, img, &err), VIT_OK);
+    CU_ASSERT_EQUAL_FATAL(preprocess_preset(&pre, "fashion-mnist", 28, &err), VIT_OK);
+    pre.mean[0] = mean, pre.std[0] = std;
+    Tensor x = tensor_new(4, 1, 1, 28, 28);
+    image_preprocess(x.data, &picture, &pre);
+    image_free(&picture);
+    return x;
+}
+
+// The table `vit classify --top 10` printed: probs[class] for every row; the
+// names looked up in GREY_NAMES. Returns how many rows named a class.
+static int read_named_table(const char *out, float probs[10]) {
+    const char *table = strstr(out, "rank  probability  label\n");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(table);
+    int rows = 0;
+    for (const char *row = strchr(table, '\n') + 1; *row; row = strchr(row, '\n') + 1) {
+        int rank, at;
+        float p;
+        if (sscanf(row, " %d %f %n", &rank, &p, &at) != 2) break;
+        const char *name = row + at, *end = strchr(name, '\n');
+        for (int k = 0; k < 10; k++)
+            if ((size_t)(end - name) == strlen(GREY_NAMES[k]) &&
+                strncmp(name, GREY_NAMES[k], (size_t)(end - name)) == 0)
+                probs[k] = p, rows++;
+    }
+    return rows;
+}
+
+// A grey model whose file names its preset, normalisation and classes:
+// `vit classify` needs no --preprocess, prints the names, and its numbers are
+// those of the file's mean and std (not the preset's); --mean and --std win
+// over the file; `vit trace IMAGE` records the same grey input.
+static void test_classify_a_grey_model_by_its_metadata(void) {
+    ScratchDir dir;
+    if (!scratch_make(&dir)) CU_FAIL_FATAL("no scratch directory");
+    char w[PATH_SIZE], img[PATH_SIZE], t[PATH_SIZE];
+    scratch_file(&dir, "fashion.safetensors", w, sizeof w);
+    scratch_file(&dir, "t.safetensors", t, sizeof t);
+    test_image("img_wide.png", img);
+    GREY_MODEL(w, "class_names", GREY_NAMES_JSON, "preprocess", "fashion-mnist", "mean", "0.25",
+               "std", "0.4");
+    float want[10], preset[10], got[10] = {0};
+    Tensor x = grey_input(img, 0.25f, 0.4f), y = grey_input(img, 0.2860f, 0.3530f);
+    probabilities(want, w, &x);
+    probabilities(preset, w, &y);
+    float apart = 0; // the file's normalisation must make a difference, or this proves nothing
+    for (int k = 0; k < 10; k++) apart = fmaxf(apart, fabsf(want[k] - preset[k]));
+    CU_ASSERT(apart > 1e-3f);
+
+    CliResult r = VIT_RUN("classify", "--weights", w, img, "--top", "10");
+    CU_ASSERT_EQUAL_FATAL(r.status, 0);
+    CU_ASSERT_STRING_EQUAL(r.err, "");
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "(fashion-mnist preprocessing, 28×28)"));
+    CU_ASSERT_EQUAL(read_named_table(r.out, got), 10);
+    for (int k = 0; k < 10; k++) CU_ASSERT_DOUBLE_EQUAL(got[k], want[k], 6e-5);
+    cli_result_free(&r);
+
+    // the flags win over the file
+    r = VIT_RUN("classify", "--weights", w, img, "--top", "10", "--mean", "0.2860", "--std",
+                "0.3530");
+    CU_ASSERT_EQUAL_FATAL(r.status, 0);
+    CU_ASSERT_EQUAL(read_named_table(r.out, got), 10);
+    for (int k = 0; k < 10; k++) CU_ASSERT_DOUBLE_EQUAL(got[k], preset[k], 6e-5);
+    cli_result_free(&r);
+    // three values for a grey model: bad usage
+    EXPECT_FAILURE(VIT_RUN("classify", "--weights", w, img, "--mean", "0.1,0.2,0.3"), 2,
+                   "--mean: expected one number (the model has 1 channel), got '0.1,0.2,0.3'");
+
+    // vit trace IMAGE: the input stage is the grey picture, (1, 1, 28, 28)
+    r = VIT_RUN("trace", "--weights", w, img, "--out", t);
+    CU_ASSERT_EQUAL_FATAL(r.status, 0);
+    cli_result_free(&r);
+    SafeTensors st;
+    VitError err;
+    Tensor input;
+    CU_ASSERT_EQUAL_FATAL(st_open(&st, t, &err), VIT_OK);
+    CU_ASSERT_EQUAL_FATAL(st_read_tensor(&st, "input", &input, &err), VIT_OK);
+    assert_tensor_close(&input, &x, 0, 0, "the grey input vit trace recorded");
+    tensor_free(&input);
+    st_close(&st);
+    tensor_free(&x), tensor_free(&y);
+    scratch_remove(&dir);
+}
+
+// A grey model without metadata gets the fashion-mnist preset and prints "class N";
+// --preprocess picks another, converted to grey.
+static void test_grey_model_without_metadata(void) {
+    ScratchDir dir;
+    if (!scratch_make(&dir)) CU_FAIL_FATAL("no scratch directory");
+    char w[PATH_SIZE], img[PATH_SIZE];
+    scratch_file(&dir, "grey.safetensors", w, sizeof w);
+    test_image("img_tall.png", img);
+    CliResult r = VIT_RUN("make-weights", "--dim", "32", "--depth", "1", "--heads", "2", "--img",
+                          "28", "--patch", "7", "--channels", "1", "--classes", "10", "--std",
+                          "0.2", "--seed", "3", "--out", w);
+    CU_ASSERT_EQUAL_FATAL(r.status, 0);
+    cli_result_free(&r);
+    float want[10];
+    Tensor x = grey_input(img, 0.2860f, 0.3530f);
+    probabilities(want, w, &x);
+    r = VIT_RUN("classify", "--weights", w, img, "--top", "1");
+    CU_ASSERT_EQUAL_FATAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "(fashion-mnist preprocessing, 28×28)"));
+    int rank, cls;
+    float p;
+    const char *row = strstr(r.out, "label\n");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(row);
+    CU_ASSERT_EQUAL_FATAL(sscanf(row + 6, " %d %f class %d", &rank, &p, &cls), 3);
+    CU_ASSERT(cls >= 0 && cls < 10);
+    CU_ASSERT_DOUBLE_EQUAL(p, want[cls], 6e-5);
+    for (int k = 0; k < 10; k++) CU_ASSERT(want[k] <= p + 1e-4f);
+    cli_result_free(&r);
+    r = VIT_RUN("classify", "--weights", w, img, "--preprocess", "hf");
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "(hf preprocessing, 28×28)"));
+    cli_result_free(&r);
+    tensor_free(&x);
+    scratch_remove(&dir);
+}
+
+// Class names: a labels file, else config.json, else the weights' "class_names";
+// a malformed "class_names" is refused naming the file and the key.
+static void test_class_names_from_the_weights(void) {
+    ScratchDir dir;
+    if (!scratch_make(&dir)) CU_FAIL_FATAL("no scratch directory");
+    char w[PATH_SIZE], labels[PATH_SIZE], img[PATH_SIZE], msg[MSG_SIZE];
+    scratch_file(&dir, "named.safetensors", w, sizeof w);
+    scratch_file(&dir, "labels.txt", labels, sizeof labels);
+    test_image("img_wide.png", img);
+    GREY_MODEL(w, "class_names", GREY_NAMES_JSON);
+    // in the library: the metadata's names, in order
+    SafeTensors st;
+    Labels l;
+    VitError err;
+    CU_ASSERT_EQUAL_FATAL(st_open(&st, w, &err), VIT_OK);
+    CU_ASSERT_EQUAL(labels_load_metadata(&l, &st, &err), VIT_OK);
+    CU_ASSERT_EQUAL_FATAL(l.count, 10);
+    for (int k = 0; k < 10; k++) CU_ASSERT_STRING_EQUAL(labels_name(&l, k), GREY_NAMES[k]);
+    labels_free(&l);
+    CU_ASSERT_EQUAL(labels_for_weights(&l, NULL, NULL, &st, 10, &err), VIT_OK);
+    CU_ASSERT_STRING_EQUAL(labels_name(&l, 9), "Ankle boot");
+    labels_free(&l);
+    // a labels file wins over the metadata
+    const char *names = "zero\none\ntwo\nthree\nfour\nfive\nsix\nseven\neight\nnine\n";
+    write_bytes(labels, names, strlen(names));
+    CU_ASSERT_EQUAL(labels_for_weights(&l, labels, NULL, &st, 10, &err), VIT_OK);
+    CU_ASSERT_STRING_EQUAL(labels_name(&l, 9), "nine");
+    labels_free(&l);
+    // the metadata is the model's, so its count must be the model's
+    CU_ASSERT_EQUAL(labels_for_weights(&l, NULL, NULL, &st, 12, &err), VIT_ERR_INPUT);
+    snprintf(msg, sizeof msg, "%s: __metadata__ \"class_names\" has 10 names but the model has "
+             "12 classes", w);
+    CU_ASSERT_STRING_EQUAL(err.msg, msg);
+    st_close(&st);
+    // without metadata: none (a random model of 10 classes prints "class N")
+    SafeTensors none = {0};
+    CU_ASSERT_EQUAL(labels_for_weights(&l, NULL, NULL, &none, 10, &err), VIT_OK);
+    CU_ASSERT_EQUAL(l.count, 0);
+    CU_ASSERT_EQUAL(labels_load_metadata(&l, NULL, &err), VIT_OK);
+    CU_ASSERT_EQUAL(l.count, 0);
+
+    // vit classify prints the names, or the labels file's
+    CliResult r = VIT_RUN("classify", "--weights", w, img, "--top", "10");
+    CU_ASSERT_EQUAL_FATAL(r.status, 0);
+    float got[10];
+    CU_ASSERT_EQUAL(read_named_table(r.out, got), 10);
+    cli_result_free(&r);
+    r = VIT_RUN("classify", "--weights", w, img, "--top", "10", "--labels", labels);
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "  nine\n"));
+    CU_ASSERT_PTR_NULL(strstr(r.out, "Ankle boot"));
+    cli_result_free(&r);
+
+    // malformed: refused with one line naming the file and the key, exit 1
+    const struct {
+        const char *json, *needle;
+    } bad[] = {
+        {"[\"a\", \"b\"", "__metadata__ \"class_names\" is not valid JSON"},
+        {"[\"a\"] trailing", "__metadata__ \"class_names\" is not valid JSON"},
+        {"{\"0\": \"a\"}", "__metadata__ \"class_names\" is not a JSON array"},
+        {"[]", "__metadata__ \"class_names\" holds 0 names"},
+        {"[\"a\", \"b\", 3, \"d\", \"e\", \"f\", \"g\", \"h\", \"i\", \"j\"]",
+         "__metadata__ \"class_names\": entry 2 is a number, not a string"},
+        {"[\"a\", null, \"c\", \"d\", \"e\", \"f\", \"g\", \"h\", \"i\", \"j\"]",
+         "entry 1 is null, not a string"},
+        {"[\"a\", \"b\", \"c\"]", "__metadata__ \"class_names\" has 3 names but the model has 10 "
+                                  "classes"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        GREY_MODEL(w, "class_names", bad[i].json);
+        snprintf(msg, sizeof msg, "%s: ", w);
+        EXPECT_FAILURE(VIT_RUN("classify", "--weights", w, img), 1, msg, bad[i].needle);
+    }
+    // a malformed mean or an unknown preset in the file: refused by name too
+    GREY_MODEL(w, "mean", "0.2,0.3");
+    EXPECT_FAILURE(VIT_RUN("classify", "--weights", w, img), 1, "__metadata__ \"mean\": expected "
+                   "one number (the model has 1 channel), got '0.2,0.3'");
+    GREY_MODEL(w, "preprocess", "caffe");
+    EXPECT_FAILURE(VIT_RUN("classify", "--weights", w, img), 1, "__metadata__ \"preprocess\": "
+                   "unknown preprocessing preset 'caffe'");
+    scratch_remove(&dir);
+}
+
 /* --------------------------------------------------------------- bad input */
 
 // Broken weights files: every one named, exit 1, and `vit trace` writes nothing.
@@ -374,6 +627,9 @@ CU_TestInfo tests_classify[] = {
     {"classify: labels, several images, --trace", test_classify_labels_and_several_images},
     {"trace accepts an image", test_trace_accepts_an_image},
     {"classify at another image size", test_classify_at_another_image_size},
+    {"classify a grey model by its metadata", test_classify_a_grey_model_by_its_metadata},
+    {"a grey model without metadata", test_grey_model_without_metadata},
+    {"class names from the weights", test_class_names_from_the_weights},
     {"bad weights files", test_bad_weights_files},
     {"weights inconsistent with their config", test_inconsistent_weights},
     {"bad images", test_bad_images},

@@ -274,21 +274,25 @@ static void test_make_weights_sizes_and_presets(void) {
     scratch_file(&dir, "w.safetensors", w, sizeof w);
     snprintf(out_flag, sizeof out_flag, "--out=%s", w);
     struct {
-        const char *const args[16];
+        const char *const args[20];
         VitConfig want;
     } cases[] = {
         {{"make-weights", "--arch", "vit-tiny", "--depth", "1", "--img", "32", "--classes", "3",
           "--seed", "1", "--out", w, NULL},
-         {.image_size = 32, .patch_size = 16, .dim = 192, .depth = 1, .heads = 3, .mlp_dim = 768,
-          .num_classes = 3}},
+         {.image_size = 32, .patch_size = 16, .channels = 3, .dim = 192, .depth = 1, .heads = 3,
+          .mlp_dim = 768, .num_classes = 3}},
         {{"make-weights", "--dim", "32", "--depth", "1", "--heads", "2", "--img", "16", "--patch",
           "8", "--seed", "1", "--out", w, NULL}, // --mlp-dim follows --dim, classes default 1000
-         {.image_size = 16, .patch_size = 8, .dim = 32, .depth = 1, .heads = 2, .mlp_dim = 128,
-          .num_classes = 1000}},
+         {.image_size = 16, .patch_size = 8, .channels = 3, .dim = 32, .depth = 1, .heads = 2,
+          .mlp_dim = 128, .num_classes = 1000}},
         {{"make-weights", "--dim=32", "--depth=1", "--heads=2", "--img=16", "--patch=8",
           "--mlp-dim=40", "--classes=5", "--seed=1", out_flag, NULL}, // the --flag=value form
-         {.image_size = 16, .patch_size = 8, .dim = 32, .depth = 1, .heads = 2, .mlp_dim = 40,
-          .num_classes = 5}},
+         {.image_size = 16, .patch_size = 8, .channels = 3, .dim = 32, .depth = 1, .heads = 2,
+          .mlp_dim = 40, .num_classes = 5}},
+        {{"make-weights", "--dim", "32", "--depth", "1", "--heads", "2", "--img", "28", "--patch",
+          "4", "--channels", "1", "--classes", "10", "--seed", "1", "--out", w, NULL}, // grey
+         {.image_size = 28, .patch_size = 4, .channels = 1, .dim = 32, .depth = 1, .heads = 2,
+          .mlp_dim = 128, .num_classes = 10}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         CliResult r = cli_run(cases[i].args);
@@ -306,10 +310,55 @@ static void test_make_weights_sizes_and_presets(void) {
         CU_ASSERT_EQUAL(got->heads, want->heads);
         CU_ASSERT_EQUAL(got->mlp_dim, want->mlp_dim);
         CU_ASSERT_EQUAL(got->num_classes, want->num_classes);
-        CU_ASSERT_EQUAL(got->channels, 3);
+        CU_ASSERT_EQUAL(got->channels, want->channels);
         CU_ASSERT_EQUAL(got->ln_eps, 1e-6f);
         vit_free(&vit);
     }
+    scratch_remove(&dir);
+}
+
+// --channels 1: the patch projection reads one channel, (D, 1, p, p); the file
+// is the library's vit_save() of the same model, byte for byte; info and the
+// summary line say C 1; a channel count the model cannot have is refused.
+static void test_make_weights_grey(void) {
+    ScratchDir dir;
+    if (!scratch_make(&dir)) CU_FAIL_FATAL("no scratch directory");
+    char w[PATH_SIZE], lib[PATH_SIZE];
+    scratch_file(&dir, "grey.safetensors", w, sizeof w);
+    scratch_file(&dir, "lib.safetensors", lib, sizeof lib);
+    CliResult r = VIT_RUN("make-weights", "--dim", "64", "--depth", "2", "--heads", "4", "--img",
+                          "28", "--patch", "4", "--channels", "1", "--classes", "10", "--seed", "1",
+                          "--out", w);
+    CU_ASSERT_EQUAL_FATAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "  S 28, p 4, C 1, D 64, L 2, H 4, M 256, Y 10\n"));
+    cli_result_free(&r);
+    const VitConfig grey = {.image_size = 28, .patch_size = 4, .channels = 1, .dim = 64,
+                            .depth = 2, .heads = 4, .mlp_dim = 256, .num_classes = 10,
+                            .ln_eps = 1e-6f};
+    Vit vit;
+    VitError err;
+    VitInit init = vit_init_timm(1);
+    CU_ASSERT_EQUAL_FATAL(vit_build_random(&vit, &grey, &init, &err), VIT_OK);
+    CU_ASSERT_EQUAL_FATAL(vit_save(&vit, lib, &err), VIT_OK);
+    vit_free(&vit);
+    CU_ASSERT(same_bytes(w, lib));
+    SafeTensors st;
+    CU_ASSERT_EQUAL_FATAL(st_open(&st, w, &err), VIT_OK);
+    const StTensor *e = st_find(&st, "patch_embed.proj.weight");
+    CU_ASSERT_TRUE(e && e->ndim == 4 && e->shape[0] == 64 && e->shape[1] == 1 &&
+                   e->shape[2] == 4 && e->shape[3] == 4);
+    st_close(&st);
+    r = VIT_RUN("info", "--weights", w);
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_EQUAL(info_row(r.out, "channels", "C"), 1);
+    cli_result_free(&r);
+    r = VIT_RUN("make-weights", "--dim", "64", "--depth", "2", "--heads", "4", "--channels", "17",
+                "--seed", "1", "--out", w);
+    CU_ASSERT_EQUAL(r.status, 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "--channels 17"));
+    cli_result_free(&r);
+    EXPECT_FAILURE(VIT_RUN("make-weights", "--dim", "64", "--depth", "2", "--heads", "4",
+                           "--channels", "0", "--seed", "1", "--out", w), 2, "--channels");
     scratch_remove(&dir);
 }
 
@@ -490,7 +539,7 @@ static void test_configuration_that_cannot_be_built(void) {
                           "32", "--patch", "8", "--classes", "10", "--seed", "1", "--out", w);
     CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "not divisible"));
     expect_error_prefix(r, 1, "vit: cannot build a ViT with --dim 64 --depth 2 --heads 5 "
-                              "--mlp-dim 256 --img 32 --patch 8 --classes 10: ");
+                              "--mlp-dim 256 --img 32 --patch 8 --channels 3 --classes 10: ");
     r = VIT_RUN("make-weights", "--dim", "64", "--depth", "2", "--heads", "4", "--img", "30",
                 "--patch", "8", "--seed", "1", "--out", w);
     CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "not a multiple of patch size 8"));
@@ -541,6 +590,7 @@ CU_TestInfo tests_cli[] = {
     {"trace_holds_the_contract", test_trace_holds_the_contract},
     {"make_weights_is_deterministic", test_make_weights_is_deterministic},
     {"make_weights_sizes_and_presets", test_make_weights_sizes_and_presets},
+    {"make_weights_grey", test_make_weights_grey},
     {"info_reports_the_configuration", test_info_reports_the_configuration},
     {"info_shows_conversions_and_zeros", test_info_shows_conversions_and_zeros},
     {"missing_weights_file", test_missing_weights_file},

@@ -1,7 +1,9 @@
 /**
  * @file test_image.c
- * @brief Decoding, Pillow-exact resizing and the three preprocessing presets,
- *        against goldens computed by Pillow and torchvision (tools/gen_golden_image.py).
+ * @brief Decoding, Pillow-exact grey conversion and resizing, the preprocessing
+ *        presets and a model file's own preprocessing, against goldens computed
+ *        by Pillow and torchvision (tools/gen_golden_image.py, and values pinned
+ *        here with the Python that gave them).
  *
  * Tolerances: resized pixels are integers and must match Pillow exactly; the
  * normalised floats may differ from torchvision's by float32 rounding of
@@ -20,6 +22,7 @@
 
 #include "check.h"
 #include "image.h"
+#include "safetensors.h"
 
 static const char *const IMAGES[] = {"wide", "tall", "square32", "grey", "rgba", "strip"};
 enum { N_IMAGES = sizeof IMAGES / sizeof IMAGES[0] };
@@ -43,7 +46,7 @@ static Image load_test_image(const char *key) {
 // Pixels (H, W, 3) as floats, to compare with a golden.
 static Tensor pixels(const Image *img) {
     Tensor t = tensor_new(3, img->height, img->width, 3);
-    for (size_t i = 0; i < t.numel; i++) t.data[i] = img->rgb[i];
+    for (size_t i = 0; i < t.numel; i++) t.data[i] = img->pixels[i];
     return t;
 }
 
@@ -79,7 +82,7 @@ static void test_lossless_formats_agree(void) {
         CU_ASSERT_EQUAL(img.height, 12);
         if (i == 0) first = img;
         else {
-            CU_ASSERT_EQUAL(memcmp(img.rgb, first.rgb, 10 * 12 * 3), 0);
+            CU_ASSERT_EQUAL(memcmp(img.pixels, first.pixels, 10 * 12 * 3), 0);
             image_free(&img);
         }
     }
@@ -170,7 +173,7 @@ static void test_square_image_is_not_resampled(void) {
     Tensor got = tensor_new(3, 3, 32, 32);
     image_preprocess(got.data, &img, &p);
     // pixel (0,0) red channel: (v/255 - 0.5)/0.5 of the stored value, untouched
-    CU_ASSERT_DOUBLE_EQUAL(got.data[0], (img.rgb[0] / 255.0f - 0.5f) / 0.5f, 1e-7);
+    CU_ASSERT_DOUBLE_EQUAL(got.data[0], (img.pixels[0] / 255.0f - 0.5f) / 0.5f, 1e-7);
     tensor_free(&got);
     image_free(&img);
 }
@@ -190,6 +193,310 @@ static void test_presets_settings(void) {
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "unknown preprocessing preset 'caffe'"));
 }
 
+/* ------------------------------------------------------------------- grey */
+
+// One pixel through image_to_grey().
+static int grey_of(int r, int g, int b) {
+    Image rgb = image_new(1, 1, 3);
+    rgb.pixels[0] = (unsigned char)r, rgb.pixels[1] = (unsigned char)g, rgb.pixels[2] = (unsigned char)b;
+    Image grey = image_to_grey(&rgb);
+    CU_ASSERT_EQUAL(grey.channels, 1);
+    const int v = grey.pixels[0];
+    image_free(&rgb), image_free(&grey);
+    return v;
+}
+
+// Pillow's convert("L"): L = R·299/1000 + G·587/1000 + B·114/1000 rounded to
+// the nearest integer, as the formula gives it, for every one of the 2^24
+// colours; within 0.001 of a half (x.499 to x.501) Pillow's fixed-point
+// rounding may go either way, and there the values Pillow itself gives are
+// pinned (Pillow 9.4: Image.new("RGB", (1, 1), c).convert("L").getpixel((0, 0))).
+static void test_grey_is_pillows_convert_L(void) {
+    const struct {
+        int r, g, b, L;
+    } pillow[] = {
+        {255, 255, 255, 255}, {255, 0, 0, 76}, {0, 255, 0, 150}, {0, 0, 255, 29},
+        {128, 64, 32, 79},    {10, 200, 30, 124}, {1, 1, 1, 1},  {100, 150, 200, 141},
+        {37, 201, 99, 140},
+        // exactly x.5: 28.5 and 21.5 go down, as Pillow's 16-bit weights take them
+        {0, 0, 250, 28},      {0, 4, 168, 21},  {0, 8, 86, 14},  {0, 14, 213, 32},
+    };
+    for (size_t i = 0; i < sizeof pillow / sizeof pillow[0]; i++) {
+        const int got = grey_of(pillow[i].r, pillow[i].g, pillow[i].b);
+        if (got != pillow[i].L)
+            fprintf(stderr, "\n    grey of (%d, %d, %d) is %d, Pillow's is %d\n", pillow[i].r,
+                    pillow[i].g, pillow[i].b, got, pillow[i].L);
+        CU_ASSERT_EQUAL(got, pillow[i].L);
+    }
+    // every colour, one image of 4096 × 4096 pixels
+    Image all = image_new(4096, 4096, 3);
+    for (long i = 0; i < 4096L * 4096; i++)
+        all.pixels[3 * i] = (unsigned char)(i >> 16), all.pixels[3 * i + 1] = (unsigned char)(i >> 8),
+        all.pixels[3 * i + 2] = (unsigned char)i;
+    Image grey = image_to_grey(&all);
+    long wrong = 0, near_half = 0;
+    for (long i = 0; i < 4096L * 4096; i++) {
+        const long exact = 299L * (i >> 16) + 587L * ((i >> 8) & 255) + 114L * (i & 255); // ×1000
+        const long rem = exact % 1000, L = grey.pixels[i];
+        if (rem >= 499 && rem <= 501) { // a near-tie: either neighbour
+            near_half++;
+            wrong += L != exact / 1000 && L != exact / 1000 + 1;
+        } else {
+            wrong += L != (exact + 500) / 1000;
+        }
+    }
+    if (wrong) fprintf(stderr, "\n    %ld of 16777216 colours are not the formula's grey\n", wrong);
+    CU_ASSERT_EQUAL(wrong, 0);
+    CU_ASSERT(near_half > 0 && near_half < 60000); // the exceptions are few
+    image_free(&all), image_free(&grey);
+    // a grey image is copied as it is
+    Image g = image_new(3, 2, 1);
+    for (int i = 0; i < 6; i++) g.pixels[i] = (unsigned char)(40 * i);
+    Image copy = image_to_grey(&g);
+    CU_ASSERT_EQUAL(copy.channels, 1);
+    CU_ASSERT_EQUAL(memcmp(copy.pixels, g.pixels, 6), 0);
+    image_free(&g), image_free(&copy);
+}
+
+// The fashion-mnist preset against Pillow and torchvision: for each test image,
+// Image.open(f).convert("L"), then Resize(28) (bilinear, antialiased) and
+// CenterCrop(28), as uint8. Pinned: the sum of the 784 pixels, their sum
+// weighted by position (1 … 784, row-major: a pixel out of place changes it),
+// and pixels 0, 393 and 783 (torchvision 0.14, Pillow 9.4).
+static void test_preset_fashion_mnist_matches_pillow(void) {
+    const struct {
+        const char *image;
+        long sum, weighted;
+        int first, middle, last;
+    } want[] = {
+        {"wide", 97254, 42972199, 45, 111, 205},     {"tall", 98799, 41972770, 64, 106, 195},
+        {"square32", 96999, 43026806, 51, 92, 222},  {"grey", 99737, 39392857, 44, 62, 210},
+        {"rgba", 97016, 42936335, 43, 103, 208},     {"strip", 92502, 36224466, 89, 93, 160},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        Image img = load_test_image(want[i].image);
+        Preprocess p;
+        VitError err;
+        CU_ASSERT_EQUAL_FATAL(preprocess_preset(&p, "fashion-mnist", 28, &err), VIT_OK);
+        CU_ASSERT_EQUAL(p.channels, 1);
+        p.mean[0] = 0, p.std[0] = 1; // x = v/255: the pixels come back exactly
+        float x[28 * 28];
+        image_preprocess(x, &img, &p);
+        long sum = 0, weighted = 0;
+        int v[784];
+        for (int k = 0; k < 784; k++) {
+            v[k] = (int)lrintf(x[k] * 255.0f);
+            sum += v[k], weighted += (long)(k + 1) * v[k];
+        }
+        if (sum != want[i].sum || weighted != want[i].weighted)
+            fprintf(stderr, "\n    %s: sum %ld, weighted %ld; Pillow's %ld, %ld\n", want[i].image,
+                    sum, weighted, want[i].sum, want[i].weighted);
+        CU_ASSERT_EQUAL(sum, want[i].sum);
+        CU_ASSERT_EQUAL(weighted, want[i].weighted);
+        CU_ASSERT_EQUAL(v[0], want[i].first);
+        CU_ASSERT_EQUAL(v[393], want[i].middle);
+        CU_ASSERT_EQUAL(v[783], want[i].last);
+        // and normalised with the preset's own mean and std
+        CU_ASSERT_EQUAL(preprocess_preset(&p, "fashion-mnist", 28, &err), VIT_OK);
+        image_preprocess(x, &img, &p);
+        CU_ASSERT_DOUBLE_EQUAL(x[393], (want[i].middle / 255.0f - 0.2860f) / 0.3530f, 1e-6);
+        image_free(&img);
+    }
+}
+
+// Grey pixels resized alone are the RGB resampler's (pinned against Pillow
+// above) on the same grey repeated in R, G and B: one channel, every preset.
+static void test_grey_resizes_as_each_rgb_channel(void) {
+    static const char *const presets[] = {"hf", "timm", "torchvision", "fashion-mnist"};
+    Image wide = load_test_image("wide"), grey = image_to_grey(&wide), rgb = image_new(160, 120, 3);
+    for (int i = 0; i < 160 * 120; i++)
+        rgb.pixels[3 * i] = rgb.pixels[3 * i + 1] = rgb.pixels[3 * i + 2] = grey.pixels[i];
+    for (int k = 0; k < 4; k++) {
+        Preprocess p1, p3;
+        VitError err;
+        CU_ASSERT_EQUAL_FATAL(preprocess_preset(&p1, presets[k], 24, &err), VIT_OK);
+        p3 = p1;
+        CU_ASSERT_EQUAL(preprocess_set_channels(&p1, 1, &err), VIT_OK);
+        CU_ASSERT_EQUAL(preprocess_set_channels(&p3, 3, &err), VIT_OK);
+        p1.mean[0] = p3.mean[0] = p3.mean[1] = p3.mean[2] = 0.25f;
+        p1.std[0] = p3.std[0] = p3.std[1] = p3.std[2] = 0.5f;
+        float one[24 * 24], three[3 * 24 * 24];
+        image_preprocess(one, &grey, &p1);
+        image_preprocess(three, &rgb, &p3);
+        for (int c = 0; c < 3; c++)
+            CU_ASSERT_EQUAL(memcmp(one, three + c * 24 * 24, sizeof one), 0);
+        // an RGB picture for a grey model is converted first: the same numbers
+        image_preprocess(three, &wide, &p1);
+        CU_ASSERT_EQUAL(memcmp(one, three, sizeof one), 0);
+    }
+    image_free(&wide), image_free(&grey), image_free(&rgb);
+}
+
+// A grey picture for an RGB model: R = G = B, each normalised with its own mean and std.
+static void test_grey_image_for_an_rgb_model(void) {
+    Image g = image_new(2, 2, 1);
+    for (int i = 0; i < 4; i++) g.pixels[i] = (unsigned char)(60 * i + 10);
+    Preprocess p;
+    VitError err;
+    CU_ASSERT_EQUAL_FATAL(preprocess_preset(&p, "torchvision", 2, &err), VIT_OK);
+    float x[12];
+    image_preprocess(x, &g, &p);
+    for (int c = 0; c < 3; c++)
+        for (int i = 0; i < 4; i++)
+            CU_ASSERT_DOUBLE_EQUAL(x[c * 4 + i], ((60 * i + 10) / 255.0f - p.mean[c]) / p.std[c], 1e-6);
+    image_free(&g);
+}
+
+static void test_presets_fit_the_model_channels(void) {
+    Preprocess p;
+    VitError err;
+    CU_ASSERT_EQUAL(preprocess_preset(&p, "fashion-mnist", 28, &err), VIT_OK);
+    CU_ASSERT_STRING_EQUAL(p.name, "fashion-mnist");
+    CU_ASSERT_EQUAL(p.channels, 1);
+    CU_ASSERT_EQUAL(p.resize_short, 28);
+    CU_ASSERT_EQUAL(p.crop, 28);
+    CU_ASSERT_EQUAL(p.filter, FILTER_BILINEAR);
+    CU_ASSERT_DOUBLE_EQUAL(p.mean[0], 0.2860, 1e-7);
+    CU_ASSERT_DOUBLE_EQUAL(p.std[0], 0.3530, 1e-7);
+    // one value for three channels: the same everywhere
+    CU_ASSERT_EQUAL(preprocess_set_channels(&p, 3, &err), VIT_OK);
+    CU_ASSERT_EQUAL(p.channels, 3);
+    for (int c = 0; c < 3; c++)
+        CU_ASSERT(p.mean[c] == 0.2860f && p.std[c] == 0.3530f);
+    // three for one: the luma-weighted sum; hf's 0.5 stays exactly 0.5
+    CU_ASSERT_EQUAL(preprocess_preset(&p, "hf", 28, &err), VIT_OK);
+    CU_ASSERT_EQUAL(p.channels, 3);
+    CU_ASSERT_EQUAL(preprocess_set_channels(&p, 1, &err), VIT_OK);
+    CU_ASSERT(p.channels == 1 && p.mean[0] == 0.5f && p.std[0] == 0.5f);
+    CU_ASSERT_EQUAL(preprocess_preset(&p, "torchvision", 28, &err), VIT_OK);
+    CU_ASSERT_EQUAL(preprocess_set_channels(&p, 1, &err), VIT_OK);
+    CU_ASSERT_DOUBLE_EQUAL(p.mean[0], 0.299 * 0.485 + 0.587 * 0.456 + 0.114 * 0.406, 1e-6);
+    CU_ASSERT_DOUBLE_EQUAL(p.std[0], 0.299 * 0.229 + 0.587 * 0.224 + 0.114 * 0.225, 1e-6);
+    // pictures have no other number of channels
+    CU_ASSERT_EQUAL(preprocess_set_channels(&p, 4, &err), VIT_ERR_INPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "a model of 4 channels cannot read them"));
+    // the unknown-preset message lists every preset
+    CU_ASSERT_EQUAL(preprocess_preset(&p, "caffe", 28, &err), VIT_ERR_USAGE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "known: hf, timm, torchvision, fashion-mnist"));
+}
+
+static void test_parse_values(void) {
+    float v[3] = {0};
+    VitError err;
+    CU_ASSERT_EQUAL(preprocess_parse_values(v, 3, "0.5", "--mean", VIT_ERR_USAGE, false, &err), VIT_OK);
+    CU_ASSERT(v[0] == 0.5f && v[1] == 0.5f && v[2] == 0.5f);
+    CU_ASSERT_EQUAL(preprocess_parse_values(v, 3, "0.1,-0.2,3e-1", "--mean", VIT_ERR_USAGE, false,
+                                            &err), VIT_OK);
+    CU_ASSERT(v[0] == 0.1f && v[1] == -0.2f && v[2] == 0.3f);
+    CU_ASSERT_EQUAL(preprocess_parse_values(v, 1, "0.286", "m", VIT_ERR_INPUT, false, &err), VIT_OK);
+    CU_ASSERT(v[0] == 0.286f);
+    const struct {
+        int channels;
+        const char *text, *needle;
+        bool positive;
+    } bad[] = {
+        {3, "0.1,0.2", "expected one number or 3 separated by commas (R,G,B), got '0.1,0.2'", false},
+        {1, "0.1,0.2,0.3", "expected one number (the model has 1 channel), got '0.1,0.2,0.3'", false},
+        {3, "0.1,,0.3", "got '0.1,,0.3'", false},
+        {3, "0.1,0.2,0.3,0.4", "got '0.1,0.2,0.3,0.4'", false},
+        {1, "abc", "got 'abc'", false},
+        {1, "", "got ''", false},
+        {1, "0.5 ", "got '0.5 '", false},
+        {1, "nan", "got 'nan'", false},
+        {1, "1e39", "got '1e39'", false},
+        {3, "0.5,0,0.5", "0 must be greater than 0", true},
+        {1, "-1", "-1 must be greater than 0", true},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        for (int k = 0; k < 2; k++) { // the status asked for: usage for a flag, input for a file
+            const VitStatus status = k ? VIT_ERR_INPUT : VIT_ERR_USAGE;
+            CU_ASSERT_EQUAL(preprocess_parse_values(v, bad[i].channels, bad[i].text, "WHAT", status,
+                                                    bad[i].positive, &err), status);
+            const bool ok = strncmp(err.msg, "WHAT: ", 6) == 0 && strstr(err.msg, bad[i].needle);
+            if (!ok) fprintf(stderr, "\n    '%s': %s\n", bad[i].text, err.msg);
+            CU_ASSERT(ok);
+        }
+    }
+}
+
+// A weights file of no tensors whose __metadata__ is `meta` (JSON pairs), in memory.
+static void parse_meta(SafeTensors *st, unsigned char *buf, size_t size, const char *meta) {
+    char json[512];
+    int n = snprintf(json, sizeof json, "{\"__metadata__\":{%s}}", meta);
+    CU_ASSERT_FATAL(n > 0 && (size_t)n + 8 <= size);
+    for (int i = 0; i < 8; i++) buf[i] = (unsigned char)((uint64_t)n >> (8 * i));
+    memcpy(buf + 8, json, (size_t)n);
+    VitError err;
+    if (st_parse(st, buf, 8 + (size_t)n, "w.safetensors", &err) != VIT_OK) {
+        fprintf(stderr, "\n    %s\n", err.msg);
+        CU_FAIL_FATAL("the metadata file did not parse");
+    }
+}
+
+// A model file's own "preprocess", "mean" and "std" win over every default;
+// a preset asked for wins over the file's; malformed metadata is refused by name.
+static void test_preprocessing_from_the_model_file(void) {
+    unsigned char buf[600];
+    SafeTensors st;
+    Preprocess p;
+    VitError err;
+    // no file, or a file without a word on it: the fallback preset
+    CU_ASSERT_EQUAL(preprocess_for_model(&p, NULL, "timm", NULL, 32, 3, &err), VIT_OK);
+    CU_ASSERT(strcmp(p.name, "timm") == 0 && p.channels == 3 && p.mean[0] == 0.5f);
+    SafeTensors empty = {0}; // a model built in memory (vit_build_random) has a zeroed file
+    CU_ASSERT_EQUAL(preprocess_for_model(&p, NULL, "fashion-mnist", &empty, 28, 1, &err), VIT_OK);
+    CU_ASSERT(strcmp(p.name, "fashion-mnist") == 0 && p.mean[0] == 0.2860f);
+    // the file names its preset and normalisation
+    parse_meta(&st, buf, sizeof buf,
+               "\"preprocess\":\"fashion-mnist\",\"mean\":\"0.25\",\"std\":\"0.375\"");
+    CU_ASSERT_EQUAL(preprocess_for_model(&p, NULL, "timm", &st, 28, 1, &err), VIT_OK);
+    CU_ASSERT(strcmp(p.name, "fashion-mnist") == 0 && p.resize_short == 28 && p.channels == 1);
+    CU_ASSERT(p.mean[0] == 0.25f && p.std[0] == 0.375f);
+    // a preset asked for wins over the file's; the file's mean and std still win over the preset's
+    CU_ASSERT_EQUAL(preprocess_for_model(&p, "hf", "timm", &st, 28, 1, &err), VIT_OK);
+    CU_ASSERT(strcmp(p.name, "hf") == 0 && p.resize_short == 0);
+    CU_ASSERT(p.mean[0] == 0.25f && p.std[0] == 0.375f);
+    // on an RGB model the one value serves every channel
+    CU_ASSERT_EQUAL(preprocess_for_model(&p, NULL, "timm", &st, 28, 3, &err), VIT_OK);
+    CU_ASSERT(p.channels == 3 && p.mean[2] == 0.25f && p.std[1] == 0.375f);
+    st_close(&st);
+    // per-channel values
+    parse_meta(&st, buf, sizeof buf, "\"mean\":\"0.1,0.2,0.3\"");
+    CU_ASSERT_EQUAL(preprocess_for_model(&p, NULL, "hf", &st, 32, 3, &err), VIT_OK);
+    CU_ASSERT(p.mean[0] == 0.1f && p.mean[1] == 0.2f && p.mean[2] == 0.3f && p.std[0] == 0.5f);
+    st_close(&st);
+    // refusals name the file and the key
+    const struct {
+        const char *meta, *needle;
+        int channels;
+        VitStatus status;
+    } bad[] = {
+        {"\"preprocess\":\"caffe\"", "w.safetensors: __metadata__ \"preprocess\": unknown "
+                                     "preprocessing preset 'caffe'", 1, VIT_ERR_INPUT},
+        {"\"mean\":\"zero\"", "w.safetensors: __metadata__ \"mean\": expected one number", 1,
+         VIT_ERR_INPUT},
+        {"\"mean\":\"0.1,0.2,0.3\"", "w.safetensors: __metadata__ \"mean\": expected one number "
+                                     "(the model has 1 channel)", 1, VIT_ERR_INPUT},
+        {"\"std\":\"0\"", "w.safetensors: __metadata__ \"std\": 0 must be greater than 0", 1,
+         VIT_ERR_INPUT},
+        {"\"std\":\"0.3\"", "w.safetensors: pictures have 1 channel (grey) or 3 (RGB); a model of "
+                            "2 channels cannot read them", 2, VIT_ERR_INPUT},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        parse_meta(&st, buf, sizeof buf, bad[i].meta);
+        CU_ASSERT_EQUAL(preprocess_for_model(&p, NULL, "timm", &st, 28, bad[i].channels, &err),
+                        bad[i].status);
+        if (!strstr(err.msg, bad[i].needle)) fprintf(stderr, "\n    %s\n", err.msg);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, bad[i].needle));
+        st_close(&st);
+    }
+    // an unknown preset asked for is bad usage, not the file's fault
+    parse_meta(&st, buf, sizeof buf, "\"preprocess\":\"fashion-mnist\"");
+    CU_ASSERT_EQUAL(preprocess_for_model(&p, "caffe", "timm", &st, 28, 1, &err), VIT_ERR_USAGE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "unknown preprocessing preset 'caffe'"));
+    st_close(&st);
+}
+
 /* ------------------------------------------------------------ bad input */
 
 static void expect_load_error(const unsigned char *data, size_t size, const char *needle) {
@@ -199,7 +506,7 @@ static void expect_load_error(const unsigned char *data, size_t size, const char
     bool ok = strstr(err.msg, "x.png") && strstr(err.msg, needle);
     if (!ok) fprintf(stderr, "\n    message was: %s\n", err.msg);
     CU_ASSERT(ok);
-    CU_ASSERT_PTR_NULL(img.rgb);
+    CU_ASSERT_PTR_NULL(img.pixels);
 }
 
 static void test_refuses_bad_images(void) {
@@ -354,7 +661,7 @@ static const char *refusal(const unsigned char *data, size_t size) {
     memset(&err, 0, sizeof err);
     VitStatus s = image_load_memory(&img, data, size, "x.png", &err);
     CU_ASSERT_EQUAL(s, VIT_ERR_INPUT);
-    CU_ASSERT_PTR_NULL(img.rgb);
+    CU_ASSERT_PTR_NULL(img.pixels);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "x.png: "));
     if (s == VIT_OK) image_free(&img);
     return err.msg;
@@ -384,7 +691,7 @@ static void expect_pixels(const unsigned char *data, size_t size, const unsigned
     }
     CU_ASSERT_EQUAL(img.width, w);
     CU_ASSERT_EQUAL(img.height, h);
-    bool same = img.width == w && img.height == h && memcmp(img.rgb, rgb, (size_t)w * h * 3) == 0;
+    bool same = img.width == w && img.height == h && memcmp(img.pixels, rgb, (size_t)w * h * 3) == 0;
     if (!same) fprintf(stderr, "\n    %s: wrong pixels\n", what);
     CU_ASSERT(same);
     image_free(&img);
@@ -540,6 +847,13 @@ CU_TestInfo tests_image[] = {
     {"preset torchvision matches torchvision", test_preset_torchvision},
     {"square image is not resampled", test_square_image_is_not_resampled},
     {"preset settings", test_presets_settings},
+    {"grey is Pillow's convert(\"L\")", test_grey_is_pillows_convert_L},
+    {"preset fashion-mnist matches Pillow", test_preset_fashion_mnist_matches_pillow},
+    {"grey resizes as each RGB channel", test_grey_resizes_as_each_rgb_channel},
+    {"grey image for an RGB model", test_grey_image_for_an_rgb_model},
+    {"presets fit the model's channels", test_presets_fit_the_model_channels},
+    {"mean and std parse", test_parse_values},
+    {"preprocessing from the model file", test_preprocessing_from_the_model_file},
     {"refuses bad images", test_refuses_bad_images},
     {"refuses fuzzer-found files", test_refuses_fuzzer_found_files},
     {"top-down BMP decodes like bottom-up", test_top_down_bmp_decodes_like_bottom_up},

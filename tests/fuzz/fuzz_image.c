@@ -15,9 +15,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     Image img;
     VitError err;
     if (image_load_memory(&img, data, size, "fuzz.img", &err) != VIT_OK) return 0;
-    static const char *const presets[] = {"hf", "timm", "torchvision"};
-    float *out = malloc(sizeof(float) * 3 * 32 * 32);
-    for (int i = 0; i < 3; i++) {
+    static const char *const presets[] = {"hf", "timm", "torchvision", "fashion-mnist"};
+    float *out = malloc(sizeof(float) * 3 * 32 * 32); // 3 channels, or 1 (grey)
+    for (int i = 0; i < 4; i++) {
         Preprocess p;
         if (preprocess_preset(&p, presets[i], 32, &err) == VIT_OK) image_preprocess(out, &img, &p);
     }
