@@ -125,11 +125,11 @@ typedef struct {
     AdamW *opt;
     const TrainBatch *tb;
     float smoothing;
-} Trainer;
+} StepRun;
 
 // One step: zero, forward + loss + backward, clip, AdamW. Fills the loss and the norm
 // before clipping; a loss or norm that is not finite stops the run before the update.
-static VitStatus train_step(const Trainer *t, const StepArgs *sa, double lr, int step,
+static VitStatus train_step(const StepRun *t, const StepArgs *sa, double lr, int step,
                             float *loss, double *norm, VitError *err) {
     vit_grads_zero(t->grads);
     VitStatus s = vit_forward_backward(t->vit, t->grads, &t->tb->images, t->tb->targets,
@@ -253,7 +253,7 @@ VitStatus cmd_step(const VitCommand *self, int argc, char **argv, VitError *err)
 
     // 4. the steps, one line each (the heading once the first step went well: a
     //    run that cannot start says so in one line)
-    const Trainer t = {&vit, &grads, &opt, &tb, a.smoothing};
+    const StepRun t = {&vit, &grads, &opt, &tb, a.smoothing};
     double t0 = vit_now();
     for (int step = 0; step < sa.steps && s == VIT_OK; step++) {
         const double lr = lr_at(&sched, step);

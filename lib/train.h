@@ -53,7 +53,8 @@ typedef struct {
     float smoothing;     /**< label smoothing of the cross-entropy, in [0, 1) */
     Augment augment;     /**< random crop after padding, horizontal flip; {0, false}: none */
     uint64_t seed;       /**< of the weights' init, the shuffles and the augmentation */
-    float mean, std;     /**< the normalisation, (pixel/255 − mean)/std, of every image */
+    float mean;          /**< the normalisation (pixel/255 − mean)/std of every image: its mean */
+    float std;           /**< … and its standard deviation */
 } TrainConfig;
 
 /** @brief The settings of the shipped Fashion-MNIST model (the README's command). */

@@ -45,6 +45,13 @@ static TrainConfig small_run(void) {
     return c;
 }
 
+// The same with crop and flip: the runs that check every random draw is replayed.
+static TrainConfig augmented_run(void) {
+    TrainConfig c = small_run();
+    c.augment = (Augment){.pad = 2, .flip = true};
+    return c;
+}
+
 // The model's parameters, all of them, compared bit for bit.
 static bool same_weights(const Trainer *a, const Trainer *b) {
     VitParam pa[64], pb[64];
@@ -90,16 +97,16 @@ static void test_learns(void) {
     CU_ASSERT_EQUAL_FATAL(evaluate(&t.vit, &val, c.mean, c.std, 64, &after, &err), VIT_OK);
     // measured: the validation loss starts at 2.306 (ln 10 = 2.303: a model that
     // knows nothing), the last epoch's mean training loss (with label smoothing
-    // 0.1) is 1.58, and afterwards the validation loss is 1.35 and 48.1% of the
+    // 0.1) is 1.36, and afterwards the validation loss is 1.12 and 63.7% of the
     // 1,000 validation images are right, against 1.5% before. The floors leave
     // room for another thread count's rounding.
     printf("\n      before: val loss %.4f, acc %.3f; last epoch's train loss %.4f; after: val "
            "loss %.4f, acc %.3f ", before.loss, eval_accuracy(&before), last, after.loss,
            eval_accuracy(&after));
     CU_ASSERT(fabs(before.loss - log(10.0)) < 0.05);
-    CU_ASSERT(last < 1.7);
-    CU_ASSERT(after.loss < 1.5);
-    CU_ASSERT(eval_accuracy(&after) > 0.42);
+    CU_ASSERT(last < 1.5);
+    CU_ASSERT(after.loss < 1.25);
+    CU_ASSERT(eval_accuracy(&after) > 0.58);
     eval_free(&before);
     eval_free(&after);
     trainer_free(&t);
@@ -111,7 +118,7 @@ static void test_deterministic(void) {
     const Dataset *all = fashion();
     CU_ASSERT_PTR_NOT_NULL_FATAL(all);
     const Dataset train = dataset_slice(all, 0, 640);
-    TrainConfig c = small_run();
+    TrainConfig c = augmented_run();
     Trainer a, b, other;
     VitError err;
     CU_ASSERT_EQUAL_FATAL(trainer_init(&a, &tiny, &c, &train, &err), VIT_OK);
@@ -134,7 +141,7 @@ static void test_resume_is_exact(void) {
     const Dataset *all = fashion();
     CU_ASSERT_PTR_NOT_NULL_FATAL(all);
     const Dataset train = dataset_slice(all, 0, 640);
-    const TrainConfig c = small_run();
+    const TrainConfig c = augmented_run();
     char path[] = "/tmp/vit-train-ckpt-XXXXXX";
     int fd = mkstemp(path);
     CU_ASSERT_FATAL(fd >= 0);
