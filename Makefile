@@ -1,7 +1,8 @@
 # ViT from scratch in C.
 #
 #   make            build the library, chapters, tools, viewer and tests
-#   make run        install missing packages, build, run the main program
+#   make run        install missing packages, build, open vitview on the trained
+#                   Fashion-MNIST model and a test image (ARGS='...' for vitview's options)
 #   make test       install missing packages, build, run every test suite
 #   make sanitize   the same tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make docs       Doxygen book into docs/html (warnings are errors)
@@ -188,9 +189,13 @@ lib: $(LIB)
 
 # run, test, sanitize and bench install packages first, then re-enter make so
 # that the detection above sees what was just installed.
+# make run opens vitview with its defaults: data/models/vit-fashion.safetensors
+# (random weights, said so, when it is not there) on a shipped Fashion-MNIST test
+# image, data/images/fashion-mnist/; neither the dataset nor a network is read.
+# ARGS passes options on: make run ARGS='--weights W.safetensors cat.jpg'.
 run: deps
 	@$(MAKE) --no-print-directory all
-	@$(BUILD)/vitview
+	@$(BUILD)/vitview $(ARGS)
 
 # the chapter programs one after another, their explanations on stdout
 chapters-run: deps

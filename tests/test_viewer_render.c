@@ -1,8 +1,9 @@
 /**
  * @file test_viewer_render.c
  * @brief The viewer's pure pictures and choices: the image as pixels, the patch
- *        grid, the attention overlay, the generated picture, tensor slices and
- *        head reductions, top-K, number formatting.
+ *        grid (on light and dark pictures), whole-factor sizes, the attention
+ *        overlay, the generated picture, tensor slices and head reductions,
+ *        top-K, number formatting.
  */
 #include <CUnit/CUnit.h>
 #include <math.h>
@@ -47,20 +48,53 @@ static void test_patch_grid(void) {
     CU_ASSERT_EQUAL(image_patch_at(27, 0, 28, 28, 14), 13);
     CU_ASSERT_EQUAL(image_patch_at(2, 2, 28, 28, 14), 15);
     CU_ASSERT_EQUAL(image_patch_at(27, 27, 28, 28, 14), 195);
-    // big enough (≥ 4 px per patch): dark lines on the first pixel of each patch
-    Rgb px[16 * 16];
-    for (int i = 0; i < 16 * 16; i++) px[i] = (Rgb){200, 200, 200};
-    image_patch_grid(px, 16, 16, 4);
-    CU_ASSERT(px[4].r < 200);          // (x 4, y 0): a vertical line
-    CU_ASSERT(px[4 * 16 + 1].r < 200); // (x 1, y 4): a horizontal line
-    CU_ASSERT(rgb_eq(px[1 * 16 + 1], 200, 200, 200));
-    // too small for lines: alternate patches are a little darker
-    Rgb small[4 * 4];
-    for (int i = 0; i < 16; i++) small[i] = (Rgb){200, 200, 200};
-    image_patch_grid(small, 4, 4, 2);
-    CU_ASSERT(rgb_eq(small[0], 200, 200, 200)); // patch (0, 0)
-    CU_ASSERT(small[2].r < 200);                // patch (0, 1)
-    CU_ASSERT(rgb_eq(small[2 * 4 + 2], 200, 200, 200)); // patch (1, 1)
+    // big enough (≥ IMAGE_GRID_LINE_MIN = 6 px per patch): dark lines on the
+    // first pixel of each patch
+    enum { W = 6 * 4 };
+    Rgb px[W * W];
+    for (int i = 0; i < W * W; i++) px[i] = (Rgb){200, 200, 200};
+    image_patch_grid(px, W, W, 4);
+    CU_ASSERT(px[6].r < 200);         // (x 6, y 0): a vertical line
+    CU_ASSERT(px[6 * W + 1].r < 200); // (x 1, y 6): a horizontal line
+    CU_ASSERT(rgb_eq(px[1 * W + 1], 200, 200, 200));
+    // too small for lines (a 28×28 image of 7×7 patches drawn at 28 pixels):
+    // alternate patches are marked, every pixel is kept visible
+    Rgb small[28 * 28];
+    for (int i = 0; i < 28 * 28; i++) small[i] = (Rgb){200, 200, 200};
+    image_patch_grid(small, 28, 28, 7);
+    CU_ASSERT(rgb_eq(small[0], 200, 200, 200));       // patch (0, 0)
+    CU_ASSERT(small[4].r < 200 && small[4].r > 100);  // patch (0, 1), a little darker
+    CU_ASSERT(rgb_eq(small[4 * 28 + 4], 200, 200, 200)); // patch (1, 1)
+    CU_ASSERT(rgb_eq(small[3], 200, 200, 200));       // no line at the patch's edge
+}
+
+// Fashion-MNIST is a white garment on black: a grid that only darkens would
+// vanish on the background. Light pixels are darkened, dark ones lightened.
+static void test_patch_grid_on_black(void) {
+    const Rgb black = {0, 0, 0}, white = {255, 255, 255};
+    CU_ASSERT(rgb_luma(image_grid_mark(black, 0.2f)) > 0.05f);
+    CU_ASSERT(rgb_luma(image_grid_mark(white, 0.2f)) < rgb_luma(white));
+    CU_ASSERT(rgb_eq(image_grid_mark(black, 0.0f), 0, 0, 0));
+    Rgb px[28 * 28] = {{0, 0, 0}};
+    image_patch_grid(px, 28, 28, 7);
+    CU_ASSERT(rgb_eq(px[0], 0, 0, 0));                  // patch (0, 0) stays black
+    CU_ASSERT(px[4].r + px[4].g + px[4].b > 0);         // patch (0, 1) shows
+    CU_ASSERT(px[28 * 4].r + px[28 * 4].g + px[28 * 4].b > 0); // patch (1, 0) too
+    enum { W = 56 }; // 8 px patches: lines, visible on black
+    Rgb big[W * W] = {{0, 0, 0}};
+    image_patch_grid(big, W, W, 7);
+    CU_ASSERT(rgb_luma(big[8]) > 0.1f);   // (x 8, y 0): a vertical line
+    CU_ASSERT(rgb_eq(big[W + 1], 0, 0, 0)); // inside a patch: untouched
+}
+
+// A small image grows by a whole factor, so its pixels stay equal blocks.
+static void test_fit_side(void) {
+    CU_ASSERT_EQUAL(image_fit_side(40, 28), 28);  // 100×30 terminal, Fashion-MNIST
+    CU_ASSERT_EQUAL(image_fit_side(56, 28), 56);
+    CU_ASSERT_EQUAL(image_fit_side(83, 28), 56);
+    CU_ASSERT_EQUAL(image_fit_side(20, 28), 20);  // smaller than the image: as it is
+    CU_ASSERT_EQUAL(image_fit_side(40, 224), 40); // ViT-B's 224 in 40: shrunk as before
+    CU_ASSERT_EQUAL(image_fit_side(0, 28), 0);
 }
 
 static void test_overlay_follows_weights(void) {
@@ -194,6 +228,8 @@ CU_TestInfo tests_viewer_render[] = {
     {"image stretch and grey", test_image_stretch_and_grey},
     {"resample averages", test_resample_averages},
     {"patch grid", test_patch_grid},
+    {"patch grid on black", test_patch_grid_on_black},
+    {"fit side", test_fit_side},
     {"overlay follows weights", test_overlay_follows_weights},
     {"generated picture", test_synth_picture},
     {"view kinds and slices", test_view_kinds_and_slices},

@@ -6,7 +6,12 @@
 # quits with q, which must exit 0. Two runs on weights the script writes with
 # the `vit` beside vitview: one holding a NaN (the viewer must stop at the
 # first stage it reaches), one truncated by another process while vitview has
-# it mapped (a message and exit 1, not "Bus error").
+# it mapped (a message and exit 1, not "Bus error"). Then the default demo:
+# vitview with no arguments opens the trained Fashion-MNIST model
+# (data/models/vit-fashion.safetensors; while it is not there, a small one the
+# script trains with `vit train` in a data folder of its own, VIT_DATA_DIR) on
+# a grey 28×28 test image, at 100×30, 80×24 and 160×50, down to the class
+# names on the logits; and without the model it says so and uses random weights.
 #
 #   tests/viewer_tmux.sh build/vitview
 #
@@ -112,12 +117,14 @@ quit() {
 }
 
 # ------------------------------------------------------------ in colour
+ARGS="--arch vit-tiny" # random ViT-Ti/16 on the photo, whatever data/models holds
 start colour
 
 check "starts paused at the input" "paused at input 1/188" 15
 check "input shape with named axes" "shape +\(B=1, C=3, S=224, S=224\)"
 check "pipeline tree" "patch_embed"
 check "image drawn with half blocks" "▀{20}"
+check "the image view: RGB pixels, 14×14 patches" "224×224 pixels · 14×14 patches of 16 px"
 
 keys s
 check "step to patches" "paused at patches 2/188"
@@ -182,6 +189,7 @@ check "restart" "paused at input 1/188"
 quit "q exits 0"
 
 # ------------------------------------------- without colour (NO_COLOR set)
+ARGS="--arch vit-tiny"
 start mono NO_COLOR=1
 check "NO_COLOR starts" "paused at input 1/188" 15
 keys B
@@ -230,8 +238,107 @@ if [ -x "$VIT" ]; then
     ARGS=""
 fi
 
+# check_rows NAME PATTERN COUNT [SECONDS]: until exactly COUNT lines of the screen match
+check_rows() {
+    tries=$(( ${4:-5} * 10 ))
+    while :; do
+        screen_text >"$WORK/screen.txt"
+        n=$(grep -Ec -- "$2" "$WORK/screen.txt")
+        [ "$n" -eq "$3" ] && { PASSED=$((PASSED + 1)); return 0; }
+        tries=$((tries - 1))
+        [ "$tries" -gt 0 ] && [ ! -s "$WORK/exit" ] || break
+        sleep 0.1
+    done
+    FAILED=$((FAILED + 1))
+    LAST_FAILURE=$1
+    echo "viewer_tmux: FAILED: $1 ($n lines match '$2', not $3); the screen was:" >&2
+    sed 's/^/    | /' "$WORK/screen.txt" >&2
+}
+
+# ------------------------------------------- the default: the trained model
+# With no arguments vitview opens data/models/vit-fashion.safetensors on
+# data/images/fashion-mnist/0000-ankle-boot.png. Before that model exists, a
+# data folder of the script's own holds a small one trained here (two blocks,
+# 256 images: seconds), beside links to the real images and labels.
+DATA=$(cd "$(dirname "$0")/.." && pwd)/data
+DEMO=""
+DEMO_WHAT="not run: no model and no vit to train one"
+if [ -r "$DATA/models/vit-fashion.safetensors" ]; then
+    DEMO="VIT_DATA_DIR=$DATA"
+    DEMO_WHAT="data/models/vit-fashion.safetensors"
+elif [ -x "$VIT" ]; then
+    mkdir -p "$WORK/data/models"
+    ln -s "$DATA/images" "$WORK/data/images"
+    ln -s "$DATA/labels" "$WORK/data/labels"
+    if OMP_NUM_THREADS=1 "$VIT" train --epochs 1 --warmup 0 --limit 256 --depth 2 --test 0 \
+        --threads 1 --out "$WORK/data/models/vit-fashion.safetensors" >"$WORK/train.log" 2>&1; then
+        DEMO="VIT_DATA_DIR=$WORK/data"
+        DEMO_WHAT="a small model trained here (no data/models/vit-fashion.safetensors yet)"
+    else
+        FAILED=$((FAILED + 1))
+        LAST_FAILURE="vit train for the default model"
+        echo "viewer_tmux: FAILED: $VIT train could not make a model:" >&2
+        sed 's/^/    | /' "$WORK/train.log" >&2
+    fi
+fi
+CLASSES="(T-shirt/top|Trouser|Pullover|Dress|Coat|Sandal|Shirt|Sneaker|Bag|Ankle boot)"
+if [ -n "$DEMO" ]; then
+    ARGS=""
+    start fashion "$DEMO"
+    check "no arguments: the Fashion-MNIST model" "paused at input 1/[0-9]+" 15
+    check "its title names the model and the test image" \
+        "vit-fashion · 0000-ankle-boot\.png 28×28 \(fashion-mnist preprocessing\)"
+    check "one grey channel of 28×28" "shape +\(B=1, C=1, S=28, S=28\)"
+    check "the image view: grey pixels, 7×7 patches" "28×28 grey pixels · 7×7 patches of 4 px"
+    # at 100×30 the image is drawn 1:1, a pixel per half block: 28 columns × 14 rows
+    check_rows "a 28×28 image at 100x30" "│▀{28}( |\$)" 14
+    $TMUX_CMD resize-window -t "$SESSION" -x 80 -y 24
+    check "80x24 redraws" "stage 1/[0-9]+"
+    check_rows "a 28×28 image at 80x24" "│▀{28}( |\$)" 14
+    $TMUX_CMD resize-window -t "$SESSION" -x 160 -y 50
+    check "160x50 redraws" "stage 1/[0-9]+"
+    check_rows "the image twice as large at 160x50" "│▀{56}( |\$)" 28
+    $TMUX_CMD resize-window -t "$SESSION" -x 100 -y 30
+    keys s
+    check "grey patches" "\(B=1, P=49, C·p·p=16\)"
+    keys B
+    keys -l "blocks.0.attn.probs"
+    keys Enter
+    keys c
+    check "attention over 50 tokens" "\(B=1, H=4, N=50, N=50\)"
+    check "the query's attention over the image" "most to patch [0-9]+ \([0-6],[0-6]\)"
+    keys c
+    check "the Fashion model finishes" "finished at logits [0-9]+/[0-9]+" 10
+    check "ten classes" "top of 10 classes"
+    check "a class name from the weights' metadata" \
+        "│ +1 $CLASSES +-?[0-9]+\.[0-9]{3} +[01]\.[0-9]{4}"
+    check_rows "every class named" "│ +[0-9]+ $CLASSES +-?[0-9]" 10
+    quit "q exits 0 on the Fashion model"
+
+    start fashion-mono NO_COLOR=1 "$DEMO"
+    check "NO_COLOR on the Fashion model" "paused at input 1/[0-9]+" 15
+    check "the grey image in ASCII" "│[ .:=+*#%@-]{28}( |\$)"
+    quit "q exits 0 on the Fashion model without colour"
+fi
+
+# without the trained model: random weights, and a line saying so
+mkdir -p "$WORK/no-model"
+ARGS=""
+start no-model "VIT_DATA_DIR=$WORK/no-model"
+check "no trained model: random weights" "paused at input 1/188" 15
+check "the title row says so" "no trained model: random weights"
+quit "q exits 0 on random weights"
+if grep -q "no trained model .*random weights instead" "$WORK/stderr" 2>/dev/null; then
+    PASSED=$((PASSED + 1))
+else
+    FAILED=$((FAILED + 1))
+    LAST_FAILURE="no trained model: the line on stderr"
+    echo "viewer_tmux: FAILED: $LAST_FAILURE; stderr:" >&2
+    sed 's/^/    | /' "$WORK/stderr" >&2
+fi
+
 if [ "$FAILED" -eq 0 ]; then
-    echo "viewer_tmux: PASS ($PASSED checks, $VITVIEW at 100x30, 60x20, 40x10, NO_COLOR, NaN, cut weights)"
+    echo "viewer_tmux: PASS ($PASSED checks, $VITVIEW at 100x30, 60x20, 40x10, NO_COLOR, NaN, cut weights; the default Fashion-MNIST model, $DEMO_WHAT, at 100x30, 80x24, 160x50; no model)"
     exit 0
 fi
 echo "viewer_tmux: FAIL ($FAILED of $((PASSED + FAILED)) checks failed, last: $LAST_FAILURE)"

@@ -25,6 +25,7 @@ typedef struct {
     Labels labels;        /**< class names (ownership passes to the viewer) */
     bool mono;            /**< --mono: no colour even if the terminal has it */
     const char *timings;  /**< write latency measurements here at exit (NULL: don't) */
+    const char *message;  /**< a note for the title row at the start (NULL: none) */
 } AppOptions;
 
 /**

@@ -4,6 +4,10 @@
  *
  *     build/vitview [--weights W] [--threads N] [IMAGE]
  *
+ * With no arguments it opens the project's trained Fashion-MNIST model on one
+ * of its test images (defaults.h), or random weights when that model is not
+ * there, and says so.
+ *
  * Everything that can fail on user input (flags, weights, image, not a
  * terminal) is checked here, before curses takes the screen, so errors are
  * plain lines on stderr, worded as `vit classify` words them (the same library
@@ -11,6 +15,7 @@
  * 2 bad usage (unknown flag, bad number or preset, not a terminal).
  */
 #include "app.h"
+#include "defaults.h"
 #include "fileio.h"
 #include "history.h"
 #include "image.h"
@@ -24,39 +29,46 @@
 #include <unistd.h>
 
 typedef struct {
-    const char *weights; // NULL: random weights of `arch`
+    const char *weights; // NULL: the trained model if it is there, else random weights
     const char *arch;    // e.g. "vit-tiny"
     int seed;            // for random weights
+    bool random;         // --arch or --seed given: random weights even if the model is there
     int threads;         // 0: all cores
     int history_mb;      // budget for the recorded tensors
     bool mono;           // no colour
     bool generated;      // the generated picture instead of a photo
     const char *preset;  // preprocessing preset; NULL: the one matching the weights
-    const char *image;   // NULL: the bundled photo, or the generated picture
+    const char *image;   // NULL: the bundled picture for the model, or the generated one
 } Args;
-
-/** The photo shown when no IMAGE is given, under data/. */
-#define BUNDLED_IMAGE "images/chelsea.jpg"
 
 static void usage(FILE *f) {
     fputs("usage: vitview [--weights FILE] [--threads N] [IMAGE]\n"
           "\n"
-          "Step through a Vision Transformer's forward pass, stage by stage.\n"
+          "Step through a Vision Transformer's forward pass, stage by stage. With no\n"
+          "arguments (make run): the project's trained Fashion-MNIST model on a test\n"
+          "image it has never seen.\n"
           "\n"
           "  --weights FILE    a safetensors checkpoint (timm, Hugging Face or torchvision\n"
-          "                    names); default: random weights (see --arch, --seed)\n"
-          "  --arch A          architecture of the random weights: vit-tiny (default),\n"
+          "                    names); default: the project's trained Fashion-MNIST model\n"
+          "                    data/" VIEWER_SHIPPED_MODEL ", else random\n"
+          "                    weights (see --arch, --seed)\n"
+          "  --arch A          random weights of this architecture: vit-tiny (default),\n"
           "                    vit-small, vit-base\n"
-          "  --seed N          seed of the random weights (default 0)\n"
+          "  --seed N          random weights from this seed (default 0)\n"
           "  --threads N       threads for the forward pass (default: all cores)\n"
           "  --history-mb N    most memory for recorded tensors (default 256; a full\n"
           "                    ViT-B/16 pass needs 192)\n"
           "  --mono            no colours (also when NO_COLOR is set)\n"
-          "  --preprocess P    hf, timm or torchvision (default: the one matching the\n"
-          "                    weights' naming convention, timm for random weights)\n"
+          "  --preprocess P    hf, timm, torchvision or fashion-mnist (default: the one\n"
+          "                    the weights' metadata names, else fashion-mnist for a\n"
+          "                    model of one channel, else the one matching the weights'\n"
+          "                    naming convention, timm for random weights)\n"
           "  --generated       show the generated test picture (house, tree, sun)\n"
-          "  IMAGE             a PNG, JPEG, BMP or PPM picture (default: the bundled photo\n"
-          "                    data/" BUNDLED_IMAGE ", else the generated picture)\n"
+          "  IMAGE             a PNG, JPEG, BMP or PPM picture, in grey for a model of one\n"
+          "                    channel. Default: a Fashion-MNIST test image for a model of\n"
+          "                    one channel, data/" VIEWER_GREY_IMAGE ";\n"
+          "                    the photo data/" VIEWER_RGB_IMAGE " for an RGB one; else the\n"
+          "                    generated picture\n"
           "\n"
           "Keys: s step, n next block, f finish block, c continue, b breakpoint,\n"
           "r restart, ? all keys, q quit.\n"
@@ -65,16 +77,16 @@ static void usage(FILE *f) {
 }
 
 static VitStatus parse_args(Args *a, int argc, char **argv, VitError *err) {
-    *a = (Args){.arch = "vit-tiny", .history_mb = (int)(HISTORY_DEFAULT_BUDGET >> 20)};
+    *a = (Args){.history_mb = (int)(HISTORY_DEFAULT_BUDGET >> 20)};
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         const char *value = i + 1 < argc ? argv[i + 1] : NULL;
         VitStatus s = VIT_OK;
         bool takes_value = true;
         if (!strcmp(arg, "--weights")) a->weights = value;
-        else if (!strcmp(arg, "--arch")) a->arch = value;
+        else if (!strcmp(arg, "--arch")) a->arch = value, a->random = true;
         else if (!strcmp(arg, "--seed"))
-            s = vit_parse_int(&a->seed, value, 0, 1 << 30, "--seed", err);
+            s = vit_parse_int(&a->seed, value, 0, 1 << 30, "--seed", err), a->random = true;
         else if (!strcmp(arg, "--threads"))
             s = vit_parse_int(&a->threads, value, 0, 4096, "--threads", err);
         else if (!strcmp(arg, "--history-mb"))
@@ -109,19 +121,31 @@ static void model_name(char *buf, size_t size, const VitConfig *c) {
     snprintf(buf, size, "ViT D=%d L=%d H=%d /%d", c->dim, c->depth, c->heads, c->patch_size);
 }
 
-static VitStatus load_model(Vit *vit, const Args *a, char *desc, size_t size, VitError *err) {
-    char name[64];
-    if (a->weights) {
-        VitStatus s = vit_build(vit, a->weights, err);
+// The weights: --weights, else the trained model, else random weights (*source says which).
+static VitStatus load_model(Vit *vit, const Args *a, WeightsSource *source, char *desc,
+                            size_t size, VitError *err) {
+    char name[64], shipped[1024];
+    vit_data_path(shipped, sizeof shipped, VIEWER_SHIPPED_MODEL);
+    *source = viewer_weights_source(a->weights != NULL, a->random, access(shipped, R_OK) == 0);
+    if (*source == WEIGHTS_MISSING) { // said before the screen is taken, and on it
+        char safe[1024];
+        fprintf(stderr, "vitview: no trained model %s (build/vit train --out "
+                "data/" VIEWER_SHIPPED_MODEL " makes it): random weights instead\n",
+                vit_escape(safe, sizeof safe, shipped));
+    }
+    if (*source == WEIGHTS_GIVEN || *source == WEIGHTS_SHIPPED) {
+        const char *file = *source == WEIGHTS_GIVEN ? a->weights : shipped;
+        VitStatus s = vit_build(vit, file, err);
         if (s != VIT_OK) return s;
         model_name(name, sizeof name, &vit->config);
         char path[256]; // a file name may hold escape sequences: shown escaped
-        snprintf(desc, size, "%s %s (%s)", name, vit_escape(path, sizeof path, a->weights),
-                 vit->source);
+        if (*source == WEIGHTS_SHIPPED) snprintf(desc, size, "%s vit-fashion", name);
+        else snprintf(desc, size, "%s %s (%s)", name, vit_escape(path, sizeof path, a->weights),
+                      vit->source);
         return VIT_OK;
     }
     VitConfig cfg;
-    VitStatus s = vit_config_for_arch(&cfg, a->arch, err);
+    VitStatus s = vit_config_for_arch(&cfg, a->arch ? a->arch : "vit-tiny", err);
     if (s != VIT_OK) return s;
     const VitInit init = vit_init_timm((uint64_t)a->seed);
     s = vit_build_random(vit, &cfg, &init, err);
@@ -131,31 +155,26 @@ static VitStatus load_model(Vit *vit, const Args *a, char *desc, size_t size, Vi
     return VIT_OK;
 }
 
-// The preprocessing preset matching how the weights were trained (as `vit classify`).
-static const char *default_preset(const Vit *vit) {
-    if (!strcmp(vit->source, "hf")) return "hf";
-    if (!strcmp(vit->source, "torchvision")) return "torchvision";
-    return "timm"; // timm names, and random weights (saved with timm names)
-}
-
-// A picture file, decoded and preprocessed into (1, 3, S, S).
+// A picture file, decoded and preprocessed into (1, C, S, S) as `vit classify` does it:
+// --preprocess, else the preset the weights' metadata names, else the convention's;
+// grey for a model of one channel; the metadata's mean and std.
 static VitStatus load_photo(Tensor *input, const char *path, const Vit *vit, const char *preset,
                             char *desc, size_t size, VitError *err) {
+    const VitConfig *c = &vit->config;
     Preprocess pre;
-    VitStatus s = preprocess_preset(&pre, preset ? preset : default_preset(vit),
-                                    vit->config.image_size, err);
-    if (s != VIT_OK) { // name the flag, as `vit classify` does
+    VitStatus s = preprocess_for_model(&pre, preset, viewer_default_preset(vit->source,
+                                                                           c->channels),
+                                       &vit->file, c->image_size, c->channels, err);
+    if (s == VIT_ERR_USAGE) { // the preset the flag named: say which flag, as `vit classify`
         char msg[sizeof err->msg];
         snprintf(msg, sizeof msg, "%s", err->msg);
         return vit_fail(err, s, "--preprocess: %s", msg);
     }
-    if (vit->config.channels != 3)
-        return vit_fail(err, VIT_ERR_INPUT, "%s: pictures have 3 channels, the model takes %d",
-                        path, vit->config.channels);
+    if (s != VIT_OK) return s;
     Image img;
     if ((s = image_load(&img, path, err)) != VIT_OK) return s;
-    const int S = vit->config.image_size;
-    *input = tensor_new(4, 1, 3, S, S);
+    const int S = c->image_size;
+    *input = tensor_new(4, 1, pre.channels, S, S);
     image_preprocess(input->data, &img, &pre);
     const char *base = strrchr(path, '/');
     char name[96];
@@ -166,15 +185,15 @@ static VitStatus load_photo(Tensor *input, const char *path, const Vit *vit, con
     return VIT_OK;
 }
 
-// The model's input: IMAGE, else the bundled photo, else (or with --generated)
-// the generated picture, which needs no file at all.
+// The model's input: IMAGE, else the bundled picture that suits the model (a
+// Fashion-MNIST test image for one channel, the photo for three), else (or
+// with --generated) the generated picture, which needs no file at all.
 static VitStatus load_input(Tensor *input, const Args *a, const Vit *vit, char *desc,
                             size_t size, VitError *err) {
     char bundled[1024];
-    const char *path = a->image;
-    if (!path && !a->generated &&
-        access(vit_data_path(bundled, sizeof bundled, BUNDLED_IMAGE), R_OK) == 0 &&
-        vit->config.channels == 3)
+    const char *path = a->image, *fallback = viewer_default_image(vit->config.channels);
+    if (!path && !a->generated && fallback &&
+        access(vit_data_path(bundled, sizeof bundled, fallback), R_OK) == 0)
         path = bundled;
     if (path) return load_photo(input, path, vit, a->preset, desc, size, err);
     *input = synth_input(&vit->config);
@@ -183,10 +202,12 @@ static VitStatus load_input(Tensor *input, const Args *a, const Vit *vit, char *
     return VIT_OK;
 }
 
-// The class names, as `vit classify` finds them (labels_for_model()), escaped
+// The class names, as `vit classify` finds them (a config.json's id2label, the
+// weights' own "class_names", the ImageNet list for 1000 classes), escaped
 // once here for the screen: they come from a file.
 static VitStatus load_labels(Labels *labels, const Vit *vit, VitError *err) {
-    VitStatus s = labels_for_model(labels, NULL, vit->config_json, vit->config.num_classes, err);
+    VitStatus s = labels_for_weights(labels, NULL, vit->config_json, &vit->file,
+                                     vit->config.num_classes, err);
     for (int i = 0; s == VIT_OK && i < labels->count; i++) {
         char safe[256];
         vit_escape(safe, sizeof safe, labels->names[i]);
@@ -220,8 +241,9 @@ int main(int argc, char **argv) {
     Tensor input = {0};
     Labels labels = {0};
     char model[256], image[160], title[440];
+    WeightsSource source = WEIGHTS_GIVEN;
     file_guard_mapped("vitview", app_restore_terminal); // weights cut short under us: a message
-    s = load_model(&vit, &args, model, sizeof model, &err);
+    s = load_model(&vit, &args, &source, model, sizeof model, &err);
     // room for the pass and what the viewer keeps of it, before a byte is taken
     const size_t history = (size_t)args.history_mb << 20;
     if (s == VIT_OK) {
@@ -244,7 +266,9 @@ int main(int argc, char **argv) {
         snprintf(title, sizeof title, "%s · %s", model, image);
         AppOptions opt = {.vit = &vit, .input = &input, .title = title,
                           .history_bytes = history, .labels = labels,
-                          .mono = args.mono, .timings = getenv("VITVIEW_TIMINGS")};
+                          .mono = args.mono, .timings = getenv("VITVIEW_TIMINGS"),
+                          .message = source == WEIGHTS_MISSING
+                                         ? "no trained model: random weights" : NULL};
         labels = (Labels){0}; // app_run owns them now
         status = app_run(&opt);
     }

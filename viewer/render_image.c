@@ -51,10 +51,17 @@ int image_patch_at(int x, int y, int w, int h, int grid) {
     return row * grid + col;
 }
 
-static const Rgb black = {0, 0, 0};
+int image_fit_side(int avail, int S) {
+    return S > 0 && avail >= S ? avail / S * S : avail;
+}
+
+Rgb image_grid_mark(Rgb p, float w) {
+    static const Rgb dark_line = {0, 0, 0}, light_line = {120, 140, 200};
+    return rgb_mix(p, rgb_luma(p) >= 0.5f ? dark_line : light_line, w);
+}
 
 void image_patch_grid(Rgb *px, int w, int h, int grid) {
-    const bool lines = w >= 4 * grid && h >= 4 * grid;
+    const bool lines = w >= IMAGE_GRID_LINE_MIN * grid && h >= IMAGE_GRID_LINE_MIN * grid;
     for (int y = 0; y < h; y++)
         for (int x = 0; x < w; x++) {
             Rgb *p = &px[(size_t)y * w + x];
@@ -63,9 +70,9 @@ void image_patch_grid(Rgb *px, int w, int h, int grid) {
                 // a pixel whose left or upper neighbour is in another patch is on a line
                 bool edge = (x > 0 && image_patch_at(x - 1, y, w, h, grid) != patch) ||
                             (y > 0 && image_patch_at(x, y - 1, w, h, grid) != patch);
-                if (edge) *p = rgb_mix(*p, black, 0.45f);
+                if (edge) *p = image_grid_mark(*p, 0.45f);
             } else if ((patch / grid + patch % grid) % 2) {
-                *p = rgb_mix(*p, black, 0.10f);
+                *p = image_grid_mark(*p, 0.20f);
             }
         }
 }

@@ -40,11 +40,30 @@ void image_resample(Rgb *out, int ow, int oh, const Rgb *in, int iw, int ih);
 int image_patch_at(int x, int y, int w, int h, int grid);
 
 /**
- * @brief Mark the grid × grid patches on a w × h picture: dark lines between
- *        patches when each patch is at least 4 pixels wide and tall, otherwise
- *        a faint checkerboard (lines would cover half the picture).
+ * @brief The side to draw an S × S image at in @p avail pixels: the largest
+ *        whole multiple of S that fits, so every image pixel is the same k × k
+ *        block and patches fall on pixel boundaries (a 28 × 28 Fashion-MNIST
+ *        image in 40 pixels is drawn at 28); @p avail itself when S does not fit.
+ */
+int image_fit_side(int avail, int S);
+
+/**
+ * @brief Mark the grid × grid patches on a w × h picture: lines between
+ *        patches when each patch is at least IMAGE_GRID_LINE_MIN pixels wide
+ *        and tall, otherwise a checkerboard (a line would cover a quarter of a
+ *        smaller patch). A mark darkens a light pixel and lightens a dark one
+ *        (image_grid_mark()), so it shows on a black background too.
  */
 void image_patch_grid(Rgb *px, int w, int h, int grid);
+
+/** Patches at least this many pixels on a side get lines; smaller ones a checkerboard. */
+#define IMAGE_GRID_LINE_MIN 6
+
+/**
+ * @brief One pixel of the patch grid: @p p moved by @p w towards black when
+ *        it is light (luma ≥ 0.5), towards a slate blue when it is dark.
+ */
+Rgb image_grid_mark(Rgb p, float w);
 
 /**
  * @brief Lay one value per patch over the picture: each pixel becomes a blend

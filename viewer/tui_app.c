@@ -289,6 +289,7 @@ int app_run(AppOptions *opt) {
     app->state.labels = opt->labels; // the state owns them now
     opt->labels = (Labels){0};
     snprintf(app->state.title, sizeof app->state.title, "%s", opt->title);
+    if (opt->message) state_message(&app->state, "%s", opt->message);
     ui_start(&app->state, opt->mono);
     int status = 0;
     for (;;) {

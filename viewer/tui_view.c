@@ -167,13 +167,23 @@ static int square_side(const State *s, int rows, int cols, int *px_h) {
     return side;
 }
 
+// square_side() for the picture itself: a small image (28×28) grows by a whole
+// factor, so its pixels stay square blocks and patches fall on their edges.
+static int picture_side(const State *s, int rows, int cols, int *px_h) {
+    const int fit = square_side(s, rows, cols, px_h);
+    const int side = image_fit_side(fit, s->cfg->image_size);
+    if (side == fit || side % 2) return fit; // already exact, or odd: the plain square
+    *px_h = side / 2 * ui_pixel_rows(s);
+    return side;
+}
+
 static void image_view(const State *s, Rect r) {
     const int grid = state_grid(s);
-    int h, w = square_side(s, r.h - 1, r.w, &h);
+    int h, w = picture_side(s, r.h - 1, r.w, &h);
     ui_printf(r.y, r.x, r.w, ROLE_HEADING,
-              "the input image, %d×%d pixels (shown stretched to 0–255) · "
-              "%d×%d patches of %d px",
-              s->cfg->image_size, s->cfg->image_size, grid, grid, s->cfg->patch_size);
+              "%d×%d %spixels · %d×%d patches of %d px · shown stretched to 0–255",
+              s->cfg->image_size, s->cfg->image_size, s->cfg->channels == 1 ? "grey " : "",
+              grid, grid, s->cfg->patch_size);
     Rgb *px = w > 0 ? picture(s, w, h) : NULL;
     if (!px) return;
     image_patch_grid(px, w, h, grid);
@@ -193,7 +203,7 @@ static void image_view(const State *s, Rect r) {
 
 static void patches_view(const State *s, Rect r, Mat m) {
     const int grid = state_grid(s);
-    int h, w = square_side(s, r.h - 1, r.w / 3, &h);
+    int h, w = picture_side(s, r.h - 1, r.w / 3, &h);
     Rgb *px = w > 0 ? picture(s, w, h) : NULL;
     if (px) {
         image_patch_grid(px, w, h, grid);
