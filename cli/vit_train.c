@@ -76,14 +76,19 @@ static void on_stop(int sig) {
     stop_requested = 1;
 }
 
-// SIGINT and SIGTERM ask the loop to stop after the step it is in.
+// SIGINT and SIGTERM ask the loop to stop after the step it is in. A signal
+// the process was started ignoring (SIGINT in a shell's background job, as
+// after `nohup … &`) stays ignored, as the shell meant.
 static void catch_stops(struct sigaction old[2]) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_stop;
     sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old[0]);
-    sigaction(SIGTERM, &sa, &old[1]);
+    const int sigs[2] = {SIGINT, SIGTERM};
+    for (int i = 0; i < 2; i++) {
+        sigaction(sigs[i], NULL, &old[i]);
+        if (old[i].sa_handler != SIG_IGN) sigaction(sigs[i], &sa, NULL);
+    }
 }
 static void release_stops(const struct sigaction old[2]) {
     sigaction(SIGINT, &old[0], NULL);

@@ -145,9 +145,22 @@ bool cli_start(CliChild *c, const char *program, const char *const *args) {
     posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_adddup2(&actions, c->out_fd, 1);
     posix_spawn_file_actions_adddup2(&actions, c->err_fd, 2);
+    // the program starts with the default action for the signals tests send,
+    // whatever the runner inherited (a shell's background job ignores SIGINT)
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    sigset_t defaults, none;
+    sigemptyset(&defaults);
+    sigemptyset(&none);
+    const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) sigaddset(&defaults, sigs[i]);
+    posix_spawnattr_setsigdefault(&attr, &defaults);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
     int rc = c->out_fd < 0 || c->err_fd < 0
                  ? EIO
-                 : posix_spawn(&c->pid, program, &actions, NULL, argv, environ);
+                 : posix_spawn(&c->pid, program, &actions, &attr, argv, environ);
+    posix_spawnattr_destroy(&attr);
     posix_spawn_file_actions_destroy(&actions);
     free(argv);
     if (rc != 0) {

@@ -283,6 +283,9 @@ static void signal_mid_write(int sig) {
     pid_t pid = fork();
     CU_ASSERT_FATAL(pid >= 0);
     if (pid == 0) {
+        // the default action, as a shell's foreground program has it (a
+        // background job inherits SIGINT ignored, and then rightly survives)
+        signal(sig, SIG_DFL);
         OutFile o;
         VitError err;
         if (outfile_open(&o, file, &err) != VIT_OK) _exit(3);
@@ -301,12 +304,22 @@ static void signal_mid_write(int sig) {
 }
 
 static void test_signal_mid_write_removes_the_temporary(void) {
+    struct sigaction before, after;
+    sigaction(SIGINT, NULL, &before);
     const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
     for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) signal_mid_write(sigs[i]);
     // and when nothing is being written, the program's own handlers are back
-    struct sigaction sa;
-    sigaction(SIGINT, NULL, &sa);
-    CU_ASSERT_PTR_EQUAL(sa.sa_handler, SIG_DFL);
+    OutFile o;
+    VitError err;
+    ScratchDir dir;
+    CU_ASSERT_FATAL(scratch_make(&dir));
+    char file[PATH_SIZE];
+    scratch_file(&dir, "out.txt", file, sizeof file);
+    CU_ASSERT_EQUAL_FATAL(outfile_open(&o, file, &err), VIT_OK);
+    CU_ASSERT_EQUAL(outfile_commit(&o, true, &err), VIT_OK);
+    sigaction(SIGINT, NULL, &after);
+    CU_ASSERT_PTR_EQUAL(after.sa_handler, before.sa_handler);
+    scratch_remove(&dir);
 }
 
 // `ulimit -f`: a write past the limit is an error (EFBIG), not death by SIGXFSZ.
