@@ -32,5 +32,7 @@ void chapter08_run(Chapter *ch);
 void chapter09_run(Chapter *ch);
 /** @brief Chapter 10 · Learning by gradient: the loss, backpropagation checked, one AdamW step. */
 void chapter10_run(Chapter *ch);
+/** @brief Chapter 11 · Training a ViT: Fashion-MNIST, the loop, its curves, the trained model. */
+void chapter11_run(Chapter *ch);
 
 #endif

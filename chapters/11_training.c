@@ -1,0 +1,1159 @@
+/**
+ * @file 11_training.c
+ * @brief Chapter 11 · Training a ViT: Fashion-MNIST, the training loop, its
+ *        curves, and the model the project trained.
+ *
+ * Chapter 10 took one AdamW step on one image. Training is that step
+ * repeated, on shuffled batches of labelled images, with a learning rate from
+ * the schedule:
+ * \f[ \theta_{s+1} = \mathrm{AdamW}\big(\theta_s,\ \mathrm{clip}(\nabla_\theta
+ *     \tfrac{1}{B}\textstyle\sum_{b} \ell(f_{\theta_s}(x_b), t_b)),\ \eta(s)\big). \f]
+ * The chapter looks at the data (Fashion-MNIST: the counts, the validation
+ * split, the pixel statistics, one image drawn in the terminal); trains a
+ * tiny ViT for 192 steps and watches the loss fall, then trains it on 128
+ * images until it knows them by heart; reads the training log of the model
+ * the project ships and of the experiments beside it; evaluates that model
+ * on the first 1,000 test images (the confusion matrix, its mistakes); and
+ * asks why a ViT is so hungry for data.
+ *
+ * Every number of the data and of the runs is pinned by name and checked by
+ * tests/test_ch11_training.c against tools/gen_golden_ch11.py, which reads
+ * the same IDX files in Python and repeats every run in PyTorch (the same
+ * shuffles and batches, F.cross_entropy, clip_grad_norm_, torch.optim.AdamW);
+ * the logs' numbers are read there with Python's csv module and the shipped
+ * model is run there by tools/ref_vit.py. The timings are printed only.
+ *
+ * Run: `build/chapters/11_training`
+ */
+#include <ctype.h>
+#include <dirent.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "chapter.h"
+#include "chapters.h"
+#include "dataset.h"
+#include "fileio.h"
+#include "labels.h"
+#include "ops.h"
+#include "rng.h"
+#include "safetensors.h"
+#include "tensor.h"
+#include "train.h"
+#include "util.h"
+#include "vit.h"
+
+enum {
+    BATCH = 32,        // images per step, every run of the chapter
+    STEPS = 192,       // steps of every run: 6,144 images looked at
+    WARMUP = 64,       // of them, the warm-up's
+    VAL_IMAGES = 1000, // the runs are validated on the first 1,000 of the 5,000
+    FIT_IMAGES = 1000, // and measured on (at most) 1,000 of their own images
+    FIRST = 5,         // steps listed one by one
+    MAX_ROWS = 48,     // epochs a run may log
+    RUNS = 5,          // the runs of Sections 2 and 5
+    TEST_IMAGES = 1000, // the shipped model is tested on the first 1,000 test images
+    MISTAKES = 4,      // of its mistakes, drawn
+    LOG_COLUMNS = 9,   // epoch,step,lr,train_loss,train_acc,val_loss,val_acc,seconds,images_per_s
+    LOG_MAX_ROWS = 1000,
+    MAX_EXPERIMENTS = 16,
+};
+static const uint64_t SEED = 11;         // every run's weights, shuffles (and draws)
+static const uint64_t AUGMENT_SEED = 12; // Section 1's crop and flip
+static const int SHOWN = 0;              // the training image Section 1 draws
+// The chapter's runs: each learns from the first `images` of the 55,000 training
+// images for STEPS steps, and is validated every `every` epochs. Section 2 shows
+// SHORT and SMALL; Section 5 compares them all.
+static const struct {
+    int images;
+    bool augment; // with CROP_AND_FLIP
+    int every;
+} RUN[RUNS] = {{128, false, 8}, {512, false, 12}, {2048, false, 1}, {6144, false, 1},
+               {512, true, 12}};
+enum { SMALL = 0, SHORT = 2, AUGMENTED = 4, SIZES = 4 }; // RUN[0 … SIZES − 1]: more and more images
+static const double RUN_LR = 3e-3; // the peak learning rate of the runs
+// The augmentation of Section 1 and of the one augmented run: `vit train --crop-pad 2 --flip 1`.
+static const Augment CROP_AND_FLIP = {.pad = 2, .flip = true};
+
+// The tiny ViT of the runs: 28×28 grey images in 7×7 patches, so N = 16 + 1 tokens.
+static const VitConfig TINY = {.image_size = 28, .patch_size = 7, .channels = 1, .dim = 32,
+                               .depth = 2, .heads = 2, .mlp_dim = 64, .num_classes = 10,
+                               .ln_eps = 1e-6f};
+
+static const char MODEL_FILE[] = "models/vit-fashion.safetensors"; // under data/
+static const char LOG_FILE[] = "models/vit-fashion.csv";
+static const char EXPERIMENTS_DIR[] = "models/experiments";
+static const char LOG_HEADER[] =
+    "epoch,step,lr,train_loss,train_acc,val_loss,val_acc,seconds,images_per_s";
+enum { L_EPOCH, L_STEP, L_LR, L_TRAIN_LOSS, L_TRAIN_ACC, L_VAL_LOSS, L_VAL_ACC, L_SECONDS, L_RATE };
+
+// What the experiments under data/models/experiments/ changed, by file name
+// (their README.md says the same), and what each pair of them, one change
+// apart, measures.
+static const struct {
+    const char *name, *changed;
+} EXPERIMENT_NAMES[] = {
+    {"baseline", "nothing: the shipped recipe"},
+    {"augment", "crop and flip"},
+    {"augment-no-warmup", "crop and flip, no warm-up"},
+    {"no-augment", "no crop and flip"},
+    {"no-warmup", "no warm-up"},
+    {"no-decay", "no weight decay"},
+};
+static const struct {
+    const char *with, *without, *what; // the accuracy `with` minus `without` is what `what` did
+} EXPERIMENT_PAIRS[] = {
+    {"augment", "baseline", "crop and flip"},
+    {"baseline", "no-augment", "crop and flip"},
+    {"augment", "augment-no-warmup", "the warm-up (with crop and flip)"},
+    {"baseline", "no-warmup", "the warm-up"},
+    {"baseline", "no-decay", "weight decay"},
+};
+
+/* ------------------------------------------------------------ helpers */
+
+static void pin_row(Chapter *ch, const char *name, const float *values, int n) {
+    Tensor t = tensor_view((float *)values, 1, n);
+    ch_pin(ch, name, &t);
+}
+
+static void pin_rowf(Chapter *ch, const float *values, int n, const char *fmt, const char *what) {
+    char name[128];
+    snprintf(name, sizeof name, fmt, what);
+    pin_row(ch, name, values, n);
+}
+
+static void count_labels(int counts[10], const Dataset *d) {
+    memset(counts, 0, 10 * sizeof *counts);
+    for (int i = 0; i < d->count; i++) counts[d->labels[i]]++;
+}
+
+// n with thousands separators ("2,048"), from one of eight buffers used in turn, so
+// that one paragraph can quote several.
+static const char *th(int n) {
+    static char buf[8][VIT_NUM_BUF];
+    static int next;
+    next = (next + 1) % 8;
+    return vit_thousands(buf[next], n);
+}
+
+static int argmax(const float *z, int n) {
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (z[i] > z[best]) best = i;
+    return best;
+}
+
+/* -------------------------------------------------- images as characters */
+
+// Ten shades from black to white; a cell of the terminal is about twice as
+// tall as it is wide.
+static const char RAMP[] = " .:-=+*#%@";
+
+static char shade(float v) { // v in [0, 1]
+    int k = (int)(v * 10.0f);
+    return RAMP[k < 0 ? 0 : k > 9 ? 9 : k];
+}
+
+//! [draw]
+// One S×S image of values in [0, 1], two characters per pixel, one row per line.
+static void draw_image(Chapter *ch, const float *img, int S) {
+    char line[2 * 64 + 8];
+    for (int y = 0; y < S && S <= 64; y++) {
+        int at = 0;
+        line[at++] = ' ', line[at++] = ' ', line[at++] = ' ', line[at++] = ' ';
+        for (int x = 0; x < S; x++) line[at] = line[at + 1] = shade(img[y * S + x]), at += 2;
+        line[at] = '\0';
+        ch_line(ch, "%s", line);
+    }
+}
+//! [draw]
+
+// Up to four S×S images side by side, each at half height (one character per
+// pixel, the mean of two rows per line), with a caption of two lines above each.
+static void draw_row(Chapter *ch, const float *const *img, char (*caption)[2][40], int k, int S) {
+    enum { GAP = 4 };
+    char line[4 * (64 + GAP) + 8];
+    for (int c = 0; c < 2; c++) {
+        int at = 0;
+        for (int i = 0; i < k; i++)
+            at += snprintf(line + at, sizeof line - (size_t)at, "%*s%-*.*s", GAP, "", S, S,
+                           caption[i][c]);
+        ch_line(ch, "%s", line);
+    }
+    for (int y = 0; y + 1 < S && S <= 64; y += 2) {
+        int at = 0;
+        for (int i = 0; i < k; i++) {
+            for (int g = 0; g < GAP; g++) line[at++] = ' ';
+            for (int x = 0; x < S; x++)
+                line[at++] = shade(0.5f * (img[i][y * S + x] + img[i][(y + 1) * S + x]));
+        }
+        line[at] = '\0';
+        ch_line(ch, "%s", line);
+    }
+    ch_line(ch, "%s", "");
+}
+
+// Image i of d as values in [0, 1] (S·S floats).
+static void image_values(float *out, const Dataset *d, int i) {
+    const size_t n = (size_t)d->channels * d->size * d->size;
+    for (size_t k = 0; k < n; k++) out[k] = d->pixels[(size_t)i * n + k] / 255.0f;
+}
+
+/* ----------------------------------------------------------- the work */
+
+/// What one training run of the chapter logged.
+typedef struct {
+    char name[32];               // e.g. "run2048", "run512_augmented": its values' prefix
+    int images, epochs, every;   // training images, epochs, and an evaluation every `every`
+    bool augment;                // with crop and flip
+    int rows;                    // evaluations logged
+    float epoch[MAX_ROWS];       // the epoch (from 1) of row r
+    float train_loss[MAX_ROWS];  // mean loss of that epoch's steps, with label smoothing
+    float train_acc[MAX_ROWS];   // share of that epoch's batches' images it got right
+    float val_loss[MAX_ROWS];    // on the validation slice, at the epoch's end
+    float val_acc[MAX_ROWS];
+    float first_loss[FIRST], first_lr[FIRST], first_norm[FIRST]; // the first steps
+    float fit_loss, fit_acc;     // at the end, on (at most) 1,000 of its own training images
+    double seconds;              // the steps' time, printed only
+    bool ok;
+} RunLog;
+
+typedef struct {
+    Dataset all, test;    // the 60,000 training images and the 10,000 test images
+    Dataset train, val;   // the validation split of `all`: the first 55,000, the last 5,000
+    Dataset val_slice;    // the first VAL_IMAGES of `val`
+    RunLog runs[RUNS];    // one per RUN
+    bool have_model;      // Section 4 found the shipped model, and measured:
+    float pos_near[2], pos_far[2]; // its position embeddings' similarity, trained [0] and drawn [1]
+    int pos_far_from;     // the distance from which patches count as far
+} Work;
+
+/* ------------------------------------------------------ 1. the data */
+
+static void the_data(Chapter *ch, Work *w) {
+    ch_section(ch, "1. The data");
+    const Dataset *all = &w->all, *test = &w->test;
+    int train_count[10], test_count[10], val_count[10];
+    count_labels(train_count, all);
+    count_labels(test_count, test);
+    count_labels(val_count, &w->val);
+    float tc[10], sc[10], vc[10];
+    for (int y = 0; y < 10; y++) tc[y] = (float)train_count[y], sc[y] = (float)test_count[y],
+                                 vc[y] = (float)val_count[y];
+    pin_row(ch, "data.train_per_class", tc, 10);
+    pin_row(ch, "data.test_per_class", sc, 10);
+    pin_row(ch, "data.val_per_class", vc, 10);
+    char n_train[VIT_NUM_BUF], n_test[VIT_NUM_BUF], n_split[VIT_NUM_BUF], n_val[VIT_NUM_BUF];
+    vit_thousands(n_train, (int64_t)ch_value(ch, "data.train_images", (float)all->count));
+    vit_thousands(n_test, (int64_t)ch_value(ch, "data.test_images", (float)test->count));
+    bool balanced = true;
+    for (int y = 1; y < 10; y++)
+        balanced &= train_count[y] == train_count[0] && test_count[y] == test_count[0];
+    ch_say(ch, "Fashion-MNIST (H. Xiao, K. Rasul and R. Vollgraf, 2017) is photographs of "
+               "clothes, grey, %d×%d pixels, in %d classes: %s to train on and %s to test on. "
+               "Debian's dataset-fashion-mnist installs them as four gzipped IDX files, and "
+               "fashion_mnist_load() (lib/dataset.h) reads them through zlib into one block "
+               "of bytes per split, 0 for black and 255 for white, beside one label per "
+               "image. %s",
+           all->size, all->size, all->classes, n_train, n_test,
+           balanced ? "The classes are balanced, to the image, in both:"
+                    : "The images per class:");
+    ch_line(ch, "    class                train    test   validation");
+    for (int y = 0; y < 10; y++)
+        ch_line(ch, "    %d  %-14s %8d %7d %9d", y, FASHION_MNIST_CLASSES[y], train_count[y],
+                test_count[y], val_count[y]);
+    ch_line(ch, "%s", "");
+    vit_thousands(n_split, (int64_t)ch_value(ch, "data.split_train", (float)w->train.count));
+    vit_thousands(n_val, (int64_t)ch_value(ch, "data.split_val", (float)w->val.count));
+    int lo = val_count[0], hi = val_count[0];
+    for (int y = 1; y < 10; y++) lo = val_count[y] < lo ? val_count[y] : lo,
+                                 hi = val_count[y] > hi ? val_count[y] : hi;
+    ch_say(ch, "The last column is the validation split. dataset_split_validation() holds "
+               "the last %s of the %s training images out, as views into the same bytes: "
+               "the model learns from the first %s and is measured on the other %s after "
+               "every epoch. %s (%d to %d per class), because the split takes the file's "
+               "order as it is.", n_val, n_train, n_split, n_val,
+           lo == hi ? "They happen to be balanced" : "They are not balanced to the image", lo,
+           hi);
+    ch_say(ch, "Why a validation split, when there is a test set? Every choice made while "
+               "training, the learning rate, how many epochs, which of two runs is better, "
+               "is made by looking at an accuracy. Made on the test images, those choices "
+               "would fit the test set a little, one decision at a time, and its accuracy "
+               "would no longer say how the model does on images nobody has looked at. "
+               "So `vit train` chooses on the validation split, never trains on it, and "
+               "runs the test set once, at the end, for the record. This chapter does the "
+               "same: its runs are validated on the first %s validation images, and only "
+               "Section 4 touches the test set, with the model already trained.",
+           th(VAL_IMAGES));
+    double mean, std, split_mean, split_std;
+    dataset_stats(all, &mean, &std);
+    dataset_stats(&w->train, &split_mean, &split_std);
+    ch_say(ch, "The model's input is not the bytes but x = (pixel/255 − μ)/σ, so that its "
+               "pixels have mean 0 and standard deviation 1 when they arrive. "
+               "dataset_stats() computes μ and σ over every pixel of the %s training "
+               "images: μ = %.4f and σ = %.4f, the published figures. Most of each image is "
+               "black background, which pulls the mean far below the 0.5 of mid-grey. Over "
+               "the %s images the model trains on they are %.4f and %.4f: %s, and the model "
+               "uses the published %.4f and %.4f (train_defaults()).",
+           n_train, ch_value(ch, "data.mean", (float)mean), ch_value(ch, "data.std", (float)std),
+           n_split, ch_value(ch, "data.split_mean", (float)split_mean),
+           ch_value(ch, "data.split_std", (float)split_std),
+           fabs(split_mean - mean) < 5e-4 && fabs(split_std - std) < 5e-4
+               ? "the same to three digits" : "close",
+           (double)train_defaults().mean, (double)train_defaults().std);
+
+    const int S = all->size, label = all->labels[SHOWN];
+    float *img = vit_malloc(sizeof(float) * S * S), *moved = vit_malloc(sizeof(float) * S * S);
+    image_values(img, all, SHOWN);
+    float *bytes = vit_malloc(sizeof(float) * S * S);
+    for (int k = 0; k < S * S; k++) bytes[k] = all->pixels[(size_t)SHOWN * S * S + k];
+    Tensor tb = tensor_view(bytes, 2, S, S);
+    ch_pin(ch, "image.pixels", &tb);
+    ch_say(ch, "Training image %d, whose label is %d, %s, drawn with one of ten characters "
+               "per pixel from black to white (\"%s\"), two per pixel across, since a "
+               "character is about twice as tall as it is wide:", SHOWN,
+           (int)ch_value(ch, "image.label", (float)label), FASHION_MNIST_CLASSES[label], RAMP);
+    draw_image(ch, img, S);
+    ch_line(ch, "%s", "");
+    //! [augment]
+    const Augment aug = CROP_AND_FLIP; // vit train --crop-pad 2 --flip 1
+    Rng rng;
+    rng_seed(&rng, AUGMENT_SEED);
+    AugmentDraw draw = augment_draw(&aug, &rng); // what dataset_batch() would draw first
+    rng_seed(&rng, AUGMENT_SEED);
+    int index = SHOWN, ignored;
+    dataset_batch(moved, &ignored, all, &index, 1, 0.0f, 1.0f, &aug, &rng); // μ 0, σ 1: [0, 1]
+    //! [augment]
+    Tensor tm = tensor_view(moved, 2, S, S);
+    ch_pin(ch, "augment.pixels", &tm);
+    const float d[3] = {(float)draw.dy, (float)draw.dx, (float)draw.flip};
+    pin_row(ch, "augment.draw", d, 3);
+    ch_say(ch, "A model can also be shown each image a little changed every time it comes "
+               "up: augmentation. With `vit train --crop-pad %d --flip 1`, dataset_batch() "
+               "pads the image with %d black pixels on every side, crops a %d×%d window back "
+               "out at a random offset, and mirrors it left to right half the time. Here "
+               "augment_draw() put the window %d rows down and %d columns across, out of 0 "
+               "to %d, so the garment moved %+d pixels down and %+d right (a minus: up, "
+               "left), and %s. Beside the original, at half height:",
+           aug.pad, aug.pad, S, S, draw.dy, draw.dx, 2 * aug.pad, aug.pad - draw.dy,
+           aug.pad - draw.dx, draw.flip ? "it was mirrored" : "it was not mirrored");
+    const float *pair[2] = {img, moved};
+    char caption[2][2][40];
+    snprintf(caption[0][0], 40, "image %d", SHOWN);
+    snprintf(caption[0][1], 40, "as it is");
+    snprintf(caption[1][0], 40, "cropped and moved");
+    snprintf(caption[1][1], 40, draw.flip ? "and mirrored" : "not mirrored");
+    draw_row(ch, pair, caption, 2, S);
+    const Augment shipped = train_defaults().augment;
+    ch_say(ch, "A garment mirrored or moved by two pixels is still the same garment, so "
+               "the label stays; each epoch the model sees a slightly different picture of "
+               "every garment, and cannot learn the exact pixels by heart. The draws come "
+               "from a stream seeded by the run's seed and the step, so a run is the same "
+               "every time it is repeated (train.h). %s",
+           shipped.pad == 0 && !shipped.flip
+               ? "The shipped recipe (train_defaults()) leaves it off; Section 5 shows what "
+                 "it costs and what it gives."
+               : "The shipped recipe (train_defaults()) uses it; Section 5 shows what it "
+                 "costs and what it gives.");
+    free(img), free(moved), free(bytes);
+}
+
+/* ------------------------------------------------------- the runs */
+
+// Run RUN[i] into w->runs[i]: the first `images` training images, 192 steps.
+static bool train_run(Chapter *ch, Work *w, int i) {
+    RunLog *log = &w->runs[i];
+    const int images = RUN[i].images, every = RUN[i].every;
+    memset(log, 0, sizeof *log);
+    log->images = images, log->every = every, log->augment = RUN[i].augment;
+    snprintf(log->name, sizeof log->name, "run%d%s", images, log->augment ? "_augmented" : "");
+    const Dataset train = dataset_slice(&w->train, 0, images);
+    const int steps_per_epoch = images / BATCH;
+    //! [recipe]
+    TrainConfig c = train_defaults();       // the shipped model's settings, and then:
+    c.epochs = STEPS / steps_per_epoch;     // 192 steps, whatever the number of images
+    c.batch = BATCH, c.lr = RUN_LR, c.seed = SEED;
+    c.warmup_epochs = 0;                    // the warm-up is set in steps, below
+    c.augment = RUN[i].augment ? CROP_AND_FLIP : (Augment){.pad = 0, .flip = false};
+    Trainer t;
+    VitError err;
+    if (trainer_init(&t, &TINY, &c, &train, &err) != VIT_OK) {
+        ch_say(ch, "cannot start the run: %s", err.msg);
+        return false;
+    }
+    t.schedule.warmup_steps = WARMUP;       // 64 steps, even when an epoch is the whole run
+    //! [recipe]
+    log->epochs = c.epochs;
+    const double started = vit_now();
+    double eval_seconds = 0;
+    int taken = 0; // steps this run has taken
+    //! [loop]
+    for (int epoch = 1; epoch <= c.epochs; epoch++) {
+        double loss = 0;
+        int correct = 0;
+        for (int s = 0; s < t.steps_per_epoch; s++) {
+            TrainStep step;
+            if (trainer_step(&t, &step, &err) != VIT_OK) { // one batch: forward, backward, AdamW
+                ch_say(ch, "the run stopped at step %lld: %s", (long long)t.step + 1, err.msg);
+                trainer_free(&t);
+                return false;
+            }
+            loss += step.loss, correct += step.correct;
+            if (taken < FIRST) {
+                log->first_loss[taken] = step.loss, log->first_lr[taken] = (float)step.lr;
+                log->first_norm[taken] = (float)step.grad_norm;
+            }
+            taken++;
+        }
+        if (epoch % every != 0) continue;
+        const double at = vit_now();
+        EvalResult val;                                  // the validation images, unseen
+        if (evaluate(&t.vit, &w->val_slice, c.mean, c.std, BATCH, &val, &err) != VIT_OK) break;
+        eval_seconds += vit_now() - at;
+        const int r = log->rows++;
+        log->epoch[r] = (float)epoch;
+        log->train_loss[r] = (float)(loss / t.steps_per_epoch);
+        log->train_acc[r] = (float)correct / (float)(t.steps_per_epoch * c.batch);
+        log->val_loss[r] = (float)val.loss, log->val_acc[r] = (float)eval_accuracy(&val);
+        eval_free(&val);
+    }
+    //! [loop]
+    log->seconds = vit_now() - started - eval_seconds;
+    const Dataset own = dataset_slice(&train, 0, images < FIT_IMAGES ? images : FIT_IMAGES);
+    EvalResult fit;
+    log->ok = log->rows * every == c.epochs &&
+              evaluate(&t.vit, &own, c.mean, c.std, BATCH, &fit, &err) == VIT_OK;
+    if (log->ok) {
+        log->fit_loss = (float)fit.loss, log->fit_acc = (float)eval_accuracy(&fit);
+        eval_free(&fit);
+    } else {
+        ch_say(ch, "the run's evaluation failed: %s", err.msg);
+    }
+    trainer_free(&t);
+    return log->ok;
+}
+
+// Every number a run logged, by name: run2048.val_acc, ….
+static void pin_run(Chapter *ch, const RunLog *r) {
+    const char *prefix = r->name;
+    pin_rowf(ch, r->epoch, r->rows, "%s.epoch", prefix);
+    pin_rowf(ch, r->train_loss, r->rows, "%s.train_loss", prefix);
+    pin_rowf(ch, r->train_acc, r->rows, "%s.train_acc", prefix);
+    pin_rowf(ch, r->val_loss, r->rows, "%s.val_loss", prefix);
+    pin_rowf(ch, r->val_acc, r->rows, "%s.val_acc", prefix);
+    pin_rowf(ch, r->first_loss, FIRST, "%s.first_loss", prefix);
+    pin_rowf(ch, r->first_lr, FIRST, "%s.first_lr", prefix);
+    pin_rowf(ch, r->first_norm, FIRST, "%s.first_grad_norm", prefix);
+    ch_valuef(ch, r->fit_loss, "%s.fit_loss", prefix);
+    ch_valuef(ch, r->fit_acc, "%s.fit_acc", prefix);
+}
+
+static void epoch_table(Chapter *ch, const RunLog *r) {
+    ch_line(ch, "    epoch   train loss  train acc   val loss   val acc");
+    for (int i = 0; i < r->rows; i++)
+        ch_line(ch, "    %5d   %10.4f  %8.1f%%  %9.4f  %7.1f%%", (int)r->epoch[i], r->train_loss[i],
+                100 * r->train_acc[i], r->val_loss[i], 100 * r->val_acc[i]);
+    ch_line(ch, "%s", "");
+}
+
+/* ------------------------------------------------- 2. the loss falling */
+
+static void the_loss_falling(Chapter *ch, Work *w) {
+    ch_section(ch, "2. The loss falling");
+    RunLog *r = &w->runs[SHORT];
+    const TrainConfig d = train_defaults();
+    char params[VIT_NUM_BUF];
+    vit_thousands(params, vit_param_count(&TINY));
+    ch_say(ch, "The model the project ships took thousands of steps to train. To watch "
+               "training happen, this chapter trains a tiny ViT instead: %d×%d images in "
+               "%d×%d patches, so N = %d tokens, of width D = %d, %d blocks of %d heads, M = "
+               "%d, %s parameters in all. It learns from the first %s training images, in "
+               "batches of %d, for %d steps, and is validated on the first %s validation "
+               "images after every epoch. The recipe is `vit train`'s (train_defaults()), "
+               "with these changes:", TINY.image_size, TINY.image_size, TINY.patch_size,
+           TINY.patch_size, vit_num_tokens(&TINY), TINY.dim, TINY.depth, TINY.heads,
+           TINY.mlp_dim, params, th(RUN[SHORT].images), BATCH, STEPS, th(VAL_IMAGES));
+    ch_line(ch, "    batch %d (shipped: %d), peak learning rate %g (shipped: %g)", BATCH,
+            d.batch, RUN_LR, d.lr);
+    ch_line(ch, "    warm-up %d steps (shipped: %d epochs), then the cosine to %g", WARMUP,
+            d.warmup_epochs, d.min_lr);
+    if (d.augment.pad != 0 || d.augment.flip) ch_line(ch, "    no crop, no flip");
+    ch_line(ch, "    as shipped: AdamW's weight decay %g, clipping at %g, label smoothing %g, %s",
+            d.weight_decay, (double)d.clip, (double)d.smoothing,
+            d.augment.pad == 0 && !d.augment.flip ? "no crop or flip" : "crop and flip");
+    ch_line(ch, "%s", "");
+    if (!train_run(ch, w, SHORT)) return;
+    pin_run(ch, r);
+    ch_say(ch, "trainer_init() draws the weights from the seed (%d), sets up the gradients, "
+               "AdamW with timm's two groups, and the schedule over all %d steps. Each "
+               "trainer_step() (lib/train_step.c) is PyTorch's loop body: the next batch of "
+               "the epoch's shuffled order, the gradients zeroed, forward, loss and "
+               "backward, the gradient clipped to length %g, one AdamW step at this step's "
+               "learning rate, and the step counted. The first %d steps:",
+           (int)SEED, STEPS, (double)d.clip, FIRST);
+    ch_line(ch, "    step   learning rate     loss   |gradient|");
+    bool all_clipped = true;
+    for (int s = 0; s < FIRST; s++) {
+        ch_line(ch, "    %4d   %13.3e  %7.4f  %11.4f", s + 1, r->first_lr[s], r->first_loss[s],
+                r->first_norm[s]);
+        all_clipped &= r->first_norm[s] > d.clip;
+    }
+    ch_line(ch, "%s", "");
+    ch_say(ch, "The first loss, %.4f, is near the ln 10 = %.4f of a model that knows "
+               "nothing (Chapter 10). The first step's learning rate is %g: the warm-up "
+               "starts from 0, so that step moves AdamW's moments and no weight, and the "
+               "second batch meets the same model. %s Then, epoch by epoch:",
+           r->first_loss[0], log(10.0), r->first_lr[0],
+           all_clipped ? "Every one of these gradients is longer than the clipping length, "
+                         "and is scaled down to it: at the start the loss is steep."
+                       : "Gradients longer than the clipping length are scaled down to it.");
+    epoch_table(ch, r);
+    const int last = r->rows - 1;
+    ch_say(ch, "In %d steps (%.1f s of them, on one thread) the loss fell from %.4f at the "
+               "first step to a validation loss of %.4f, and %.1f%% of the %s validation "
+               "images are right, against the 10%% of guessing. The training columns are "
+               "what `vit train` logs too: the "
+               "mean over the epoch's steps, taken while the weights were still moving, with "
+               "label smoothing (%g) in the loss, which keeps it above 0.5 even for a model "
+               "that is always right. The validation loss is the plain cross-entropy at the "
+               "epoch's end. So the two losses are not directly comparable; each falls.",
+           STEPS, r->seconds, r->first_loss[0], r->val_loss[last], 100 * r->val_acc[last],
+           th(VAL_IMAGES), (double)d.smoothing);
+
+    RunLog *o = &w->runs[SMALL];
+    const int spe = RUN[SMALL].images / BATCH;
+    ch_say(ch, "Now the same %d steps on only the first %d images: %d steps an epoch, %d "
+               "epochs, every image seen %d times. The validation images are the same %s; "
+               "a row every %d epochs:", STEPS, RUN[SMALL].images, spe, STEPS / spe, STEPS / spe,
+           th(VAL_IMAGES), RUN[SMALL].every);
+    if (!train_run(ch, w, SMALL)) return;
+    pin_run(ch, o);
+    epoch_table(ch, o);
+    int best = 0;
+    bool falling = true;
+    for (int i = 1; i < o->rows; i++) {
+        if (o->val_loss[i] < o->val_loss[best]) best = i;
+        falling &= o->train_loss[i] < o->train_loss[i - 1];
+    }
+    const int end = o->rows - 1;
+    ch_say(ch, "Measured on its own %d images at the end, without smoothing, the model gets "
+               "%.1f%% of them right, with a loss of %.4f; of the images it never saw, "
+               "%.1f%%, with a loss of %.4f. That gap is overfitting: with so few images, the "
+               "cheapest way to lower the training loss is to learn these %d pictures, their "
+               "backgrounds and stray pixels, rather than what makes a shirt a shirt. The "
+               "validation loss was lowest at epoch %d (%.4f)%s, while the training loss "
+               "%s. Section 5 comes back to it.",
+           o->images, 100 * o->fit_acc, o->fit_loss, 100 * o->val_acc[end], o->val_loss[end],
+           o->images, (int)o->epoch[best], o->val_loss[best],
+           best == end ? ", at the end" : " and has risen since",
+           falling ? "fell at every row" : "went on down");
+}
+
+/* -------------------------------------------------- 3. the shipped model's curve */
+
+/// A training log of `vit train`: one row per epoch, LOG_COLUMNS numbers each.
+typedef struct {
+    int rows;
+    double (*v)[LOG_COLUMNS];
+} TrainLog;
+
+// Read a CSV log; false with the reason in why (already escaped) otherwise.
+static bool log_read(TrainLog *log, const char *path, const char *shown, char *why, size_t size) {
+    memset(log, 0, sizeof *log);
+    char *text, esc[256];
+    size_t bytes;
+    VitError err;
+    if (file_read_all(&text, &bytes, path, (size_t)LOG_MAX_ROWS * 256, "a CSV log", &err) != VIT_OK) {
+        snprintf(why, size, "%s", vit_escape(esc, sizeof esc, err.msg));
+        return false;
+    }
+    char *line = text, *next;
+    bool ok = true;
+    log->v = vit_calloc(LOG_MAX_ROWS, sizeof *log->v);
+    for (int n = 0; ok && line && *line; n++, line = next) {
+        next = strchr(line, '\n');
+        if (next) *next++ = '\0';
+        const size_t len = strlen(line);
+        if (len && line[len - 1] == '\r') line[len - 1] = '\0';
+        if (n == 0) {
+            if (strcmp(line, LOG_HEADER) != 0)
+                snprintf(why, size, "%s: its first line is not \"%s\"", shown, LOG_HEADER), ok = false;
+            continue;
+        }
+        if (!*line) continue;
+        if (log->rows == LOG_MAX_ROWS) {
+            snprintf(why, size, "%s: more than %d rows", shown, LOG_MAX_ROWS), ok = false;
+            break;
+        }
+        char *p = line;
+        for (int c = 0; ok && c < LOG_COLUMNS; c++) {
+            char *end;
+            log->v[log->rows][c] = strtod(p, &end);
+            const char want = c == LOG_COLUMNS - 1 ? '\0' : ',';
+            if (end == p || *end != want || !isfinite(log->v[log->rows][c]))
+                snprintf(why, size, "%s: row %d, column %d is not a number", shown, n, c + 1),
+                    ok = false;
+            p = end + 1;
+        }
+        log->rows++;
+    }
+    if (ok && log->rows == 0) snprintf(why, size, "%s: no rows", shown), ok = false;
+    free(text);
+    if (!ok) free(log->v), log->v = NULL, log->rows = 0;
+    return ok;
+}
+
+static void log_column(float *out, const TrainLog *log, int c) {
+    for (int r = 0; r < log->rows; r++) out[r] = (float)log->v[r][c];
+}
+
+static const char *experiment_changed(const char *name) {
+    for (size_t i = 0; i < sizeof EXPERIMENT_NAMES / sizeof EXPERIMENT_NAMES[0]; i++)
+        if (strcmp(EXPERIMENT_NAMES[i].name, name) == 0) return EXPERIMENT_NAMES[i].changed;
+    return "as its name says";
+}
+
+static int by_name(const void *a, const void *b) {
+    return strcmp((const char *)a, (const char *)b);
+}
+
+// The first `max` NAMEs, sorted, of the data/models/experiments/NAME.csv whose
+// NAME is plain (letters, digits, '-', '_'; up to 63 of them); how many.
+static int experiment_names(char (*names)[64], int max) {
+    enum { LOOKED_AT = 256 }; // files of the folder considered at most
+    char dir[1024], (*all)[64] = vit_malloc(sizeof *all * LOOKED_AT);
+    DIR *d = opendir(vit_data_path(dir, sizeof dir, EXPERIMENTS_DIR));
+    int n = 0;
+    for (struct dirent *e; d && (e = readdir(d)) && n < LOOKED_AT;) {
+        const size_t len = strlen(e->d_name);
+        if (len <= 4 || len - 4 >= 64 || strcmp(e->d_name + len - 4, ".csv") != 0) continue;
+        bool plain = true;
+        for (size_t i = 0; i < len - 4; i++)
+            plain &= isalnum((unsigned char)e->d_name[i]) || e->d_name[i] == '-' || e->d_name[i] == '_';
+        if (!plain) continue;
+        memcpy(all[n], e->d_name, len - 4);
+        all[n++][len - 4] = '\0';
+    }
+    if (d) closedir(d);
+    qsort(all, (size_t)n, sizeof all[0], by_name);
+    if (n > max) n = max;
+    memcpy(names, all, sizeof all[0] * (size_t)n);
+    free(all);
+    return n;
+}
+
+// The row of the best validation accuracy (the first of equals).
+static int best_row(const TrainLog *log) {
+    int best = 0;
+    for (int r = 1; r < log->rows; r++)
+        if (log->v[r][L_VAL_ACC] > log->v[best][L_VAL_ACC]) best = r;
+    return best;
+}
+
+static void the_shipped_curve(Chapter *ch) {
+    int shipped_epochs = 0; // rows of the shipped model's log, when it is read
+    ch_section(ch, "3. The shipped model's curve");
+    char path[1024], shown[256], why[512];
+    snprintf(shown, sizeof shown, "data/%s", LOG_FILE);
+    vit_data_path(path, sizeof path, LOG_FILE);
+    TrainLog log;
+    const bool present = access(path, F_OK) == 0;
+    ch_value(ch, "log.present", present ? 1.0f : 0.0f);
+    if (!present) {
+        ch_say(ch, "%s, the log `vit train` wrote while training the model the project "
+                   "ships, is not there yet, so this section has nothing to show: it is "
+                   "skipped. Once the model is trained and its log committed, this section "
+                   "reads it.", shown);
+    } else if (!log_read(&log, path, shown, why, sizeof why)) {
+        ch_value(ch, "log.rows", 0.0f);
+        ch_say(ch, "%s cannot be read (%s): this section is skipped.", shown, why);
+    } else {
+        const int R = shipped_epochs = log.rows;
+        float *col = vit_malloc(sizeof(float) * R);
+        static const struct { int c; const char *name; } COLS[] = {
+            {L_EPOCH, "epoch"}, {L_STEP, "step"}, {L_LR, "lr"}, {L_TRAIN_LOSS, "train_loss"},
+            {L_TRAIN_ACC, "train_acc"}, {L_VAL_LOSS, "val_loss"}, {L_VAL_ACC, "val_acc"},
+        };
+        ch_value(ch, "log.rows", (float)R);
+        for (size_t k = 0; k < sizeof COLS / sizeof COLS[0]; k++) {
+            log_column(col, &log, COLS[k].c);
+            pin_rowf(ch, col, R, "log.%s", COLS[k].name);
+        }
+        free(col);
+        double seconds = 0;
+        for (int r = 0; r < R; r++) seconds += log.v[r][L_SECONDS];
+        ch_value(ch, "log.seconds", (float)seconds);
+        ch_say(ch, "`vit train` wrote %s while it trained the model the project ships, one "
+                   "row per epoch: the learning rate of the epoch's last step, the training "
+                   "loss and accuracy averaged over the epoch's batches, and the "
+                   "loss and accuracy on the 5,000 validation images at its end:", shown);
+        ch_line(ch, "    epoch    step   learning rate  train loss  train acc  val loss  val acc");
+        for (int r = 0; r < R; r++)
+            ch_line(ch, "    %5.0f  %6.0f   %13.3e  %10.4f  %8.2f%%  %8.4f  %6.2f%%",
+                    log.v[r][L_EPOCH], log.v[r][L_STEP], log.v[r][L_LR], log.v[r][L_TRAIN_LOSS],
+                    100 * log.v[r][L_TRAIN_ACC], log.v[r][L_VAL_LOSS], 100 * log.v[r][L_VAL_ACC]);
+        ch_line(ch, "%s", "");
+        const int best = best_row(&log), last = R - 1;
+        int lowest = 0;
+        for (int r = 1; r < R; r++)
+            if (log.v[r][L_VAL_LOSS] < log.v[lowest][L_VAL_LOSS]) lowest = r;
+        const double gap = log.v[last][L_TRAIN_ACC] - log.v[last][L_VAL_ACC];
+        char loss_said[256] = "";
+        if (lowest < last)
+            snprintf(loss_said, sizeof loss_said, " The validation loss was lowest after "
+                     "epoch %.0f (%.4f) and ends at %.4f, while the training loss fell to the "
+                     "end: the model began to fit its own images better than new ones.",
+                     log.v[lowest][L_EPOCH], log.v[lowest][L_VAL_LOSS], log.v[last][L_VAL_LOSS]);
+        ch_say(ch, "%d epochs, %.0f steps, %.1f minutes of training and validation on the "
+                   "machine it ran on. The validation accuracy was highest after epoch %.0f, "
+                   "%.2f%%, and is %.2f%% at the end.%s The training accuracy ends at %.2f%%, "
+                   "%.2f points %s the validation accuracy; it is the mean over the last "
+                   "epoch's batches, taken while the weights still moved.",
+               R, log.v[last][L_STEP], seconds / 60, log.v[best][L_EPOCH],
+               100 * log.v[best][L_VAL_ACC], 100 * log.v[last][L_VAL_ACC], loss_said,
+               100 * log.v[last][L_TRAIN_ACC], 100 * fabs(gap), gap >= 0 ? "above" : "below");
+        free(log.v);
+    }
+
+    char names[MAX_EXPERIMENTS][64];
+    const int n = experiment_names(names, MAX_EXPERIMENTS);
+    ch_value(ch, "experiments.count", (float)n);
+    if (n == 0) {
+        ch_say(ch, "Beside the shipped model, data/%s/ is to hold the logs of shorter runs "
+                   "that each leave one part of the recipe out (baseline.csv, no-augment.csv, "
+                   "no-warmup.csv, no-decay.csv). None is there yet, so what warm-up, "
+                   "augmentation and weight decay change is not shown.", EXPERIMENTS_DIR);
+        return;
+    }
+    ch_say(ch, "Beside it, data/%s/ holds the logs of experiments: shorter runs of the same "
+               "model, each changing a part of the recipe (its README.md says how they were "
+               "run). Their last epoch:", EXPERIMENTS_DIR);
+    ch_line(ch, "    %-18s %6s  %8s  %s", "experiment", "epochs", "val acc", "what changed");
+    float base = NAN;
+    float final[MAX_EXPERIMENTS], fit[MAX_EXPERIMENTS]; // the last epoch's accuracies
+    int epochs_max = 0, epochs_min = 0;
+    for (int i = 0; i < n; i++) {
+        char file[160];
+        snprintf(file, sizeof file, "%s/%s.csv", EXPERIMENTS_DIR, names[i]);
+        snprintf(shown, sizeof shown, "data/%s", file);
+        final[i] = fit[i] = NAN;
+        if (!log_read(&log, vit_data_path(path, sizeof path, file), shown, why, sizeof why)) {
+            ch_valuef(ch, 0.0f, "experiment.%s.rows", names[i]);
+            ch_line(ch, "    %-18s cannot be read: %s", names[i], why);
+            continue;
+        }
+        const int last = log.rows - 1;
+        ch_valuef(ch, (float)log.rows, "experiment.%s.rows", names[i]);
+        final[i] = ch_valuef(ch, (float)log.v[last][L_VAL_ACC], "experiment.%s.val_acc", names[i]);
+        fit[i] = ch_valuef(ch, (float)log.v[last][L_TRAIN_ACC], "experiment.%s.train_acc",
+                           names[i]);
+        if (strcmp(names[i], "baseline") == 0) base = final[i];
+        epochs_max = log.rows > epochs_max ? log.rows : epochs_max;
+        epochs_min = i == 0 || log.rows < epochs_min ? log.rows : epochs_min;
+        ch_line(ch, "    %-18s %6d  %7.2f%%  %s", names[i], log.rows, 100 * log.v[last][L_VAL_ACC],
+                experiment_changed(names[i]));
+        free(log.v);
+    }
+    ch_line(ch, "%s", "");
+    // one standard error of an accuracy near p on 5,000 images: √(p(1 − p)/5000)
+    const float p = isnan(base) ? final[0] : base;
+    const double noise = sqrt(p * (1 - p) / 5000.0);
+    ch_say(ch, "What each change did, as the difference between the final validation "
+               "accuracies of two runs one change apart. An accuracy measured on 5,000 "
+               "images is itself uncertain, by √(p(1 − p)/5000) = %.2f points near %.1f%%, "
+               "so the difference of two by about √2 times that, and one below twice its "
+               "uncertainty says nothing either way:", 100 * noise, 100 * p);
+    int pairs = 0;
+    for (size_t k = 0; k < sizeof EXPERIMENT_PAIRS / sizeof EXPERIMENT_PAIRS[0]; k++) {
+        float a = NAN, b = NAN;
+        for (int i = 0; i < n; i++) {
+            if (strcmp(names[i], EXPERIMENT_PAIRS[k].with) == 0) a = final[i];
+            if (strcmp(names[i], EXPERIMENT_PAIRS[k].without) == 0) b = final[i];
+        }
+        if (isnan(a) || isnan(b)) continue;
+        const double diff = a - b, sigma = sqrt(a * (1 - a) / 5000.0 + b * (1 - b) / 5000.0);
+        ch_line(ch, "    %-32s %+6.2f points, %s", EXPERIMENT_PAIRS[k].what, 100 * diff,
+                fabs(diff) < 2 * sigma ? "within the noise"
+                : diff < 0             ? "it cost accuracy"
+                                       : "it gained accuracy");
+        ch_line(ch, "        (%s − %s)", EXPERIMENT_PAIRS[k].with, EXPERIMENT_PAIRS[k].without);
+        pairs++;
+    }
+    if (!pairs) ch_line(ch, "    (no two of these runs are one change apart)");
+    ch_line(ch, "%s", "");
+    char ran[96];
+    if (epochs_min == epochs_max) snprintf(ran, sizeof ran, "%d epochs each", epochs_min);
+    else snprintf(ran, sizeof ran, "%d to %d epochs", epochs_min, epochs_max);
+    char against[96] = "the shipped model's full run";
+    if (shipped_epochs > 0) snprintf(against, sizeof against, "the shipped model's %d",
+                                     shipped_epochs);
+    for (int i = 0; i < n; i++)
+        if (strcmp(names[i], "augment") == 0 && fit[i] < final[i])
+            ch_say(ch, "In the run with crop and flip, the training accuracy (%.2f%%) is still "
+                       "below the validation accuracy (%.2f%%) after its last epoch: the "
+                       "model has not begun to overfit, and overfitting is what augmentation "
+                       "is for.", 100 * fit[i], 100 * final[i]);
+    ch_say(ch, "Be careful with these: the experiments ran %s, against %s, with one seed "
+               "each. Augmentation and weight decay "
+               "are regularisers: they fight overfitting, which grows with training, so a "
+               "short run shows them at their least useful, and may even find them in the "
+               "way. Warm-up protects the first steps, whose damage a long run has time to "
+               "repair. What a short experiment can say is whether a part hurts or helps "
+               "early; the long run is the one that counts.", ran, against);
+}
+
+/* ------------------------------------------------------ 4. the trained model */
+
+// The model's normalisation from its metadata, else train_defaults()'.
+static void model_norm(const Vit *vit, float *mean, float *std) {
+    const TrainConfig d = train_defaults();
+    *mean = d.mean, *std = d.std;
+    const char *m = st_meta(&vit->file, "mean"), *s = st_meta(&vit->file, "std");
+    float a, b;
+    VitError err;
+    if (m && s && vit_parse_float(&a, m, "mean", &err) == VIT_OK &&
+        vit_parse_float(&b, s, "std", &err) == VIT_OK && b > 0)
+        *mean = a, *std = b;
+}
+
+// The mean cosine similarity of the position embeddings of patches next to each other
+// (Manhattan distance 1 on the G×G grid) and far apart (G/2 or more); pos is
+// (1 + G·G, D), row 0 [cls]'s.
+static void pos_similarity(float *near, float *far, const float *pos_embed, int G, int D) {
+    const float *pos = pos_embed + D;
+    double sum_near = 0, sum_far = 0;
+    int n_near = 0, n_far = 0;
+    for (int a = 0; a < G * G; a++)
+        for (int b = a + 1; b < G * G; b++) {
+            const int d = abs(a / G - b / G) + abs(a % G - b % G);
+            double ab = 0, aa = 0, bb = 0;
+            for (int j = 0; j < D; j++) {
+                const double x = pos[a * D + j], y = pos[b * D + j];
+                ab += x * y, aa += x * x, bb += y * y;
+            }
+            const double cosine = ab / sqrt(aa * bb);
+            if (d == 1) sum_near += cosine, n_near++;
+            else if (d >= G / 2) sum_far += cosine, n_far++;
+        }
+    *near = (float)(sum_near / (n_near ? n_near : 1));
+    *far = (float)(sum_far / (n_far ? n_far : 1));
+}
+
+static void the_trained_model(Chapter *ch, Work *w) {
+    ch_section(ch, "4. The trained model");
+    char path[1024], shown[128];
+    snprintf(shown, sizeof shown, "data/%s", MODEL_FILE);
+    vit_data_path(path, sizeof path, MODEL_FILE);
+    const bool present = access(path, F_OK) == 0;
+    ch_value(ch, "model.present", present ? 1.0f : 0.0f);
+    if (!present) {
+        ch_say(ch, "%s, the model `vit train` trained for the project on all 55,000 "
+                   "training images, is not there yet, so it cannot be tested here: this "
+                   "section is skipped. Once it is committed, this section loads it, runs it "
+                   "on the first %s test images, and shows its confusion matrix and its "
+                   "mistakes.", shown, th(TEST_IMAGES));
+        return;
+    }
+    Vit vit;
+    VitError err;
+    if (vit_build(&vit, path, &err) != VIT_OK) {
+        ch_say(ch, "%s cannot be loaded (%s): this section is skipped.", shown, err.msg);
+        return;
+    }
+    const VitConfig *c = &vit.config;
+    const Dataset slice = dataset_slice(&w->test, 0, TEST_IMAGES);
+    float mean, std;
+    model_norm(&vit, &mean, &std);
+    char params[VIT_NUM_BUF];
+    vit_thousands(params, (int64_t)ch_value(ch, "model.params", (float)vit_param_count(c)));
+    ch_say(ch, "%s is the model `vit train` trained for the project: %d×%d images in %d×%d "
+               "patches, N = %d tokens of width D = %d, %d blocks of %d heads, M = %d, %s "
+               "parameters. vit_build() maps it, and its metadata gives the normalisation "
+               "it was trained with (μ = %.4f, σ = %.4f). Now, for the first time, the "
+               "test images: evaluate() runs it on the first %s and counts.",
+           shown, c->image_size, c->image_size, c->patch_size, c->patch_size,
+           vit_num_tokens(c), c->dim, c->depth, c->heads, c->mlp_dim, params, (double)mean,
+           (double)std, th(TEST_IMAGES));
+    EvalResult r;
+    //! [evaluate]
+    if (evaluate(&vit, &slice, mean, std, 50, &r, &err) != VIT_OK) {
+        ch_say(ch, "the evaluation failed: %s", err.msg);
+        vit_free(&vit);
+        return;
+    }
+    //! [evaluate]
+    const int Y = r.classes;
+    float *conf = vit_malloc(sizeof(float) * Y * Y), per_class[10];
+    for (int i = 0; i < Y * Y; i++) conf[i] = (float)r.confusion[i];
+    Tensor tc = tensor_view(conf, 2, Y, Y);
+    ch_pin(ch, "test.confusion", &tc);
+    ch_say(ch, "%d of the %s are right, %.1f%%, with a mean loss of %.4f. The confusion "
+               "matrix counts every image once, in the row of its true class and the "
+               "column of the class the model chose; the diagonal is right:",
+           (int)ch_value(ch, "test.correct", (float)r.correct), th(r.count),
+           100 * ch_value(ch, "test.accuracy", (float)eval_accuracy(&r)),
+           ch_value(ch, "test.loss", (float)r.loss));
+    char head[160];
+    int at = snprintf(head, sizeof head, "    %-14s", "true \\ chosen");
+    for (int x = 0; x < Y && Y <= 10; x++) at += snprintf(head + at, sizeof head - (size_t)at, "%5d", x);
+    ch_line(ch, "%s   right", head);
+    int worst_true = 0, worst_pred = 1;
+    for (int y = 0; y < Y && Y <= 10; y++) {
+        char row[160];
+        int n = 0, k = snprintf(row, sizeof row, "    %d %-12s", y, FASHION_MNIST_CLASSES[y]);
+        for (int x = 0; x < Y; x++) {
+            k += snprintf(row + k, sizeof row - (size_t)k, "%5d", r.confusion[y * Y + x]);
+            n += r.confusion[y * Y + x];
+            if (x != y && r.confusion[y * Y + x] > r.confusion[worst_true * Y + worst_pred])
+                worst_true = y, worst_pred = x;
+        }
+        per_class[y] = n ? (float)r.confusion[y * Y + y] / (float)n : 0.0f;
+        ch_line(ch, "%s  %5.1f%%", row, 100 * per_class[y]);
+    }
+    ch_line(ch, "%s", "");
+    pin_row(ch, "test.per_class", per_class, Y);
+    const int easiest = argmax(per_class, Y);
+    int hardest = 0;
+    for (int y = 1; y < Y; y++)
+        if (per_class[y] < per_class[hardest]) hardest = y;
+    // the tops: T-shirt/top, pullover, coat and shirt, whose outlines are alike
+    const bool top[10] = {[0] = true, [2] = true, [4] = true, [6] = true};
+    ch_say(ch, "The easiest class is %s (%.1f%% right), the hardest %s (%.1f%%). The most "
+               "frequent mistake is a %s taken for a %s, %d times%s",
+           FASHION_MNIST_CLASSES[easiest], 100 * per_class[easiest],
+           FASHION_MNIST_CLASSES[hardest], 100 * per_class[hardest],
+           FASHION_MNIST_CLASSES[worst_true], FASHION_MNIST_CLASSES[worst_pred],
+           r.confusion[worst_true * Y + worst_pred],
+           Y == 10 && top[hardest] && top[worst_true] && top[worst_pred]
+               ? ": the hard classes are the tops (T-shirt, pullover, coat, shirt), whose "
+                 "outlines differ in details at 28×28, a collar or a button line."
+               : ".");
+
+    // The first MISTAKES mistakes, in the test set's order, with their probabilities.
+    enum { CHUNK = 50 };
+    const int S = c->image_size;
+    const size_t image = (size_t)c->channels * S * S;
+    float *batch = vit_malloc_aligned(sizeof(float) * CHUNK * image), probs[10];
+    float mi[MISTAKES], mt[MISTAKES], mp[MISTAKES], mprob[MISTAKES], mtrue_prob[MISTAKES];
+    int found = 0, labels[CHUNK], idx[CHUNK];
+    const int shape[4] = {CHUNK, c->channels, S, S};
+    const Tensor input = tensor_view_shape(batch, 4, shape);
+    for (int first = 0; first + CHUNK <= slice.count && found < MISTAKES; first += CHUNK) {
+        for (int b = 0; b < CHUNK; b++) idx[b] = first + b;
+        dataset_batch(batch, labels, &slice, idx, CHUNK, mean, std, NULL, NULL);
+        if (vit_forward(&vit, &input, NULL, NULL, &err) != VIT_OK) break;
+        const Tensor logits = vit_logits(&vit);
+        for (int b = 0; b < CHUNK && found < MISTAKES; b++) {
+            softmax(probs, logits.data + (size_t)b * Y, 1, Y);
+            const int chosen = argmax(probs, Y);
+            if (chosen == labels[b]) continue;
+            mi[found] = (float)(first + b), mt[found] = (float)labels[b], mp[found] = (float)chosen;
+            mprob[found] = probs[chosen], mtrue_prob[found] = probs[labels[b]];
+            found++;
+        }
+    }
+    free(batch);
+    pin_row(ch, "mistakes.index", mi, found);
+    pin_row(ch, "mistakes.true", mt, found);
+    pin_row(ch, "mistakes.chosen", mp, found);
+    pin_row(ch, "mistakes.p_chosen", mprob, found);
+    pin_row(ch, "mistakes.p_true", mtrue_prob, found);
+    ch_say(ch, "Its first %d mistakes among the test images, with the probability softmax "
+               "gives the class it chose and the true one:", found);
+    float *img = vit_malloc(sizeof(float) * image * MISTAKES);
+    const float *shown_img[MISTAKES];
+    char caption[MISTAKES][2][40];
+    for (int i = 0; i < found; i++) {
+        image_values(img + i * image, &slice, (int)mi[i]);
+        shown_img[i] = img + i * image;
+        snprintf(caption[i][0], 40, "test %d: %s", (int)mi[i], FASHION_MNIST_CLASSES[(int)mt[i]]);
+        snprintf(caption[i][1], 40, "as %s %.2f (%.2f)", FASHION_MNIST_CLASSES[(int)mp[i]],
+                 (double)mprob[i], (double)mtrue_prob[i]);
+    }
+    for (int i = 0; i < found; i += 2)
+        draw_row(ch, shown_img + i, caption + i, found - i < 2 ? 1 : 2, S);
+    ch_say(ch, "Above each: the test image's index and its true class, then the class the "
+               "model took it for with its probability, and in brackets the probability of "
+               "the true class.");
+    free(img);
+    free(conf);
+    eval_free(&r);
+
+    // What the position embeddings learned, beside a model drawn at random (Section 5).
+    Vit fresh;
+    const VitInit init = vit_init_timm(SEED);
+    if (vit_build_random(&fresh, c, &init, &err) == VIT_OK) {
+        const int G = S / c->patch_size;
+        pos_similarity(&w->pos_near[0], &w->pos_far[0], vit.weights.pos_embed, G, c->dim);
+        pos_similarity(&w->pos_near[1], &w->pos_far[1], fresh.weights.pos_embed, G, c->dim);
+        ch_valuef(ch, w->pos_near[0], "model.pos_cos_near");
+        ch_valuef(ch, w->pos_far[0], "model.pos_cos_far");
+        ch_valuef(ch, w->pos_near[1], "model.pos_cos_near_init");
+        ch_valuef(ch, w->pos_far[1], "model.pos_cos_far_init");
+        w->pos_far_from = G / 2, w->have_model = true;
+        vit_free(&fresh);
+    }
+    vit_free(&vit);
+}
+
+/* -------------------------------------------------------- 5. data hunger */
+
+static void data_hunger(Chapter *ch, Work *w) {
+    ch_section(ch, "5. Why a ViT is hungry for data");
+    ch_say(ch, "A convolutional network is built to see images. Its filters are small, so "
+               "each output looks at a neighbourhood of pixels (locality), and one filter "
+               "slides over every position, so a pattern learned in one corner is "
+               "recognised in every other (translation equivariance). Nothing has to be "
+               "learned for that: it is in the architecture. A ViT has neither. Its patch "
+               "embedding is one linear map applied to each %d×%d patch, and from there "
+               "attention lets every token read every other, near or far, with equal ease. "
+               "That a patch's neighbours matter more than the far corner, that a sleeve is "
+               "a sleeve wherever it is, the ViT must learn from examples: the position "
+               "embeddings start as noise and have to discover which patches are next to "
+               "each other, and the attention weights which tokens are worth reading.",
+           TINY.patch_size, TINY.patch_size);
+    if (w->have_model)
+        ch_say(ch, "The shipped model shows what that learning produced. In its position "
+                   "embeddings, the vectors of patches next to each other have a mean cosine "
+                   "similarity of %.2f, those of patches %d or more apart %.2f%s. Drawn at "
+                   "random, as training started, the two were %.2f and %.2f.", w->pos_near[0],
+               w->pos_far_from, w->pos_far[0],
+               w->pos_near[0] - w->pos_far[0] > 0.1f && w->pos_near[0] - w->pos_near[1] > 0.1f
+                   ? ": the grid has been learned, from images alone"
+                   : ": little of the grid is there",
+               w->pos_near[1], w->pos_far[1]);
+    ch_say(ch, "So a ViT needs many images, or augmentation that makes more images out of "
+               "each one. With this dataset: the same tiny ViT, the same recipe and the "
+               "same %d steps, on more and more training images (the two runs of Section 2 "
+               "among them), and once on %d images with `vit train`'s crop and flip:",
+           STEPS, RUN[AUGMENTED].images);
+    for (int i = 0; i < RUNS; i++) {
+        if (i == SMALL || i == SHORT) continue;
+        if (!train_run(ch, w, i)) return;
+        pin_run(ch, &w->runs[i]);
+    }
+    for (int i = 0; i < RUNS; i++)
+        if (!w->runs[i].ok) return;
+    ch_line(ch, "    images  augmented  epochs  own images  validation  gap (points)");
+    float gap[RUNS], val[RUNS];
+    for (int i = 0; i < RUNS; i++) {
+        const RunLog *r = &w->runs[i];
+        val[i] = r->val_acc[r->rows - 1];
+        gap[i] = ch_valuef(ch, 100 * (r->fit_acc - val[i]), "%s.gap", r->name);
+        ch_line(ch, "    %6d  %9s  %6d  %9.1f%%  %9.1f%%  %12.1f", r->images,
+                r->augment ? "yes" : "no", r->epochs, 100 * r->fit_acc, 100 * val[i], gap[i]);
+    }
+    ch_line(ch, "%s", "");
+    const RunLog *few = &w->runs[0], *most = &w->runs[SIZES - 1];
+    // falls: from each size to the next, but for a point of noise at the bottom
+    bool falls = true;
+    for (int i = 1; i < SIZES; i++) falls &= gap[i] < gap[i - 1] || fabsf(gap[i]) < 1;
+    ch_say(ch, "\"Own images\" is the accuracy on (at most %s of) the images the run trained "
+               "on, \"validation\" on the %s it never saw, and the gap is the difference. With "
+               "%d images the model learns them by heart: %.1f%% of its own, %.1f%% of new "
+               "ones, a gap of %.1f points. The gap %s: %.1f points with %s, %.1f with %s, "
+               "%.1f with %s, where every image is seen once and an image trained on is, when "
+               "it comes, as new as a validation one. That is the hunger: what a model learns "
+               "from few images is, to a large part, those images.",
+           th(FIT_IMAGES), th(VAL_IMAGES), few->images, 100 * few->fit_acc, 100 * val[0],
+           gap[0], falls ? "falls as the images grow" : "does not simply fall as the images grow",
+           gap[1], th(RUN[1].images), gap[2], th(RUN[2].images), gap[SIZES - 1],
+           th(most->images));
+    int best = 0;
+    for (int i = 1; i < SIZES; i++)
+        if (val[i] > val[best]) best = i;
+    int turned = 0;
+    for (int i = 1; i < few->rows; i++)
+        if (few->val_loss[i] < few->val_loss[turned]) turned = i;
+    if (best == SIZES - 1) {
+        ch_say(ch, "And the validation accuracy grows with the images: %.1f%%, %.1f%%, %.1f%% "
+                   "and %.1f%%.", 100 * val[0], 100 * val[1], 100 * val[2], 100 * val[3]);
+    } else {
+        ch_say(ch, "Yet the validation accuracy does not keep growing: %.1f%%, %.1f%%, %.1f%% "
+                   "and %.1f%% for the four sizes, highest with %s images. %d steps are too "
+                   "few for a large set to pay: the run on %s images got only %.1f%% of its "
+                   "own images right, far from having learned what they hold. The run on %d "
+                   "%s. So more steps could still lift the large runs, and no longer the small "
+                   "one: the shipped recipe looks at %d times as many images as these runs.",
+               100 * val[0], 100 * val[1], 100 * val[2], 100 * val[3], th(RUN[best].images),
+               STEPS, th(most->images), 100 * most->fit_acc, few->images,
+               turned < few->rows - 1 ? "had run out instead: its validation loss was lowest "
+                                        "before the end (Section 2)"
+                                      : "was still gaining, slowly",
+               (int)lround((double)train_defaults().epochs * (55000 / train_defaults().batch) *
+                           train_defaults().batch / (STEPS * BATCH)));
+    }
+    const int plain = 1;
+    const bool closes = gap[AUGMENTED] < gap[plain], costs = val[AUGMENTED] < val[plain];
+    ch_say(ch, "And augmentation? On the same %d images, crop and flip take the gap from "
+               "%.1f to %.1f points%s. %s %.1f%% of new images right, against %.1f%% "
+               "without.%s",
+           RUN[AUGMENTED].images, gap[plain], gap[AUGMENTED],
+           closes ? ": the model can no longer learn the exact pixels, since it never sees "
+                    "them twice alike" : "",
+           costs ? "But in so short a run they cost more than they give:" : "And they help at once:",
+           100 * val[AUGMENTED], 100 * val[plain],
+           costs ? " A moved and mirrored image is a harder lesson, learned more slowly. "
+                   "Augmentation pays when overfitting is what limits the model, and only a "
+                   "run long enough for that can show it; Section 3's experiments ask it of "
+                   "the shipped model's recipe." : "");
+}
+
+static void whats_next(Chapter *ch) {
+    ch_section(ch, "What's next");
+    ch_say(ch, "The model is trained; what did it learn? Chapter 12 opens it up: which "
+               "patches [cls] attends to, layer by layer (attention rollout), and what "
+               "changes when a patch of the image is changed.");
+}
+
+void chapter11_run(Chapter *ch) {
+    ch_title(ch, "11", "Training a ViT");
+    ch_say(ch, "Chapter 10 took one AdamW step on one image. Training is that step "
+               "repeated: a shuffled batch of labelled images, forward, loss, backward, "
+               "clip, AdamW at the schedule's learning rate, thousands of times, with an "
+               "eye on images the model never trains on. This chapter looks at the data, "
+               "trains a tiny ViT for a few seconds and watches it learn and then overfit, "
+               "reads the log of the model the project trained, tests that model, and asks "
+               "why a ViT needs so many images.");
+    // One thread: the tiny runs gain nothing from two, and with one every number of
+    // the runs is the same whatever the machine's core count (train.h).
+    const int threads = vit_get_threads();
+    vit_set_threads(1);
+    Work w = {0};
+    VitError err;
+    if (fashion_mnist_load(&w.all, NULL, "train", &err) != VIT_OK ||
+        fashion_mnist_load(&w.test, NULL, "test", &err) != VIT_OK) {
+        ch_say(ch, "Fashion-MNIST cannot be loaded (%s). Install Debian's "
+                   "dataset-fashion-mnist (scripts/deps.sh does) and run the chapter again.",
+               err.msg);
+        dataset_free(&w.all);
+        vit_set_threads(threads);
+        return;
+    }
+    dataset_split_validation(&w.train, &w.val, &w.all, FASHION_MNIST_VAL);
+    w.val_slice = dataset_slice(&w.val, 0, VAL_IMAGES);
+
+    the_data(ch, &w);
+    the_loss_falling(ch, &w);
+    the_shipped_curve(ch);
+    the_trained_model(ch, &w);
+    data_hunger(ch, &w);
+    whats_next(ch);
+
+    dataset_free(&w.all);
+    dataset_free(&w.test);
+    vit_set_threads(threads);
+}
+
+#ifndef CHAPTER_NO_MAIN
+int main(int argc, char **argv) {
+    return chapter_main(argc, argv, chapter11_run,
+                        "Chapter 11: Fashion-MNIST, a tiny ViT trained for a few seconds "
+                        "(the loss falling, overfitting), the shipped model's training log "
+                        "and experiments, its test accuracy and mistakes, and why a ViT "
+                        "needs much data.");
+}
+#endif

@@ -1,0 +1,485 @@
+#!/usr/bin/python3
+"""PyTorch goldens for chapter 11: tests/golden/ch11_training.safetensors (the data
+and the runs) and tests/golden/ch11_shipped.safetensors (data/models: the logs, the model).
+
+    tools/gen_golden_ch11.py          writes both
+    tools/gen_golden_ch11.py ch11_shipped   only the second, after data/models changed
+    tools/gen_golden_ch11.py --check  also runs every training run again in float32, and
+                                      prints how far it lands from the float64 one
+    tools/gen_golden_ch11.py --help   this text, then the options every golden script takes
+
+chapters/11_training.c pins every number of its data and its runs; this
+script computes each one again, independently, under the same name:
+
+  * the data: Debian's Fashion-MNIST IDX files, read here with gzip and numpy;
+    the counts per class, the validation split (the last 5,000 training images),
+    the pixel mean and standard deviation in float64, training image 0, and its
+    crop and flip (tools/vitrng.py reproduces lib/rng.c; the offsets are drawn
+    as lib/dataset.c draws them, Lemire's multiply-and-reject);
+  * the runs: the tiny ViT's initial weights are drawn here from the chapter's
+    seed by lib/init.c's rule (one PCG32 stream per tensor, a normal of std 0.02
+    cut at ±2 for every weight, zero biases, LayerNorms 1 and 0), each epoch's
+    order and each step's augmentation come from the streams train.c seeds (the
+    seed, the purpose, the epoch or step, mixed as splitmix64), and the steps are
+    PyTorch's own: tools/ref_vit.py in float64, F.cross_entropy with label
+    smoothing, loss.backward(), clip_grad_norm_, and torch.optim.AdamW with
+    timm's two parameter groups, its learning rate from PyTorch's schedulers
+    (gen_golden_optim.py's scheduler(): LambdaLR warm-up from 0, then
+    CosineAnnealingLR). The evaluations are the same model on the same images;
+  * the logs (data/models/vit-fashion.csv and data/models/experiments/*.csv), when
+    they are there, read with Python's csv module;
+  * the shipped model (data/models/vit-fashion.safetensors), when it is there,
+    run by tools/ref_vit.py in float64 on the first 1,000 test images.
+
+The logs and the model are data/'s (VIT_DATA_DIR, as the C code reads it,
+else the source tree's data/). ch11_shipped records what was there
+("log.present", "model.present", "experiments.count"); when data/models no
+longer holds the same files, the test says so and leaves those numbers
+unchecked until this script makes ch11_shipped again.
+
+Tolerances. A training run is a long chain of float arithmetic: the C code's
+float32 and this float64 reference drift apart a little at each step, and the
+drift grows as the run goes on. `--check` repeats every run in float32 here and
+prints how far PyTorch's own float32 run lands from its float64 one, the size
+of the difference float32 alone makes; the tolerances below are a few times
+that (RUN_TOL), below what a mistake in a step does to a run (points of
+accuracy); the probes of tests/test_ch11_training.c catch a wrong step
+exactly. The first steps' losses and gradient norms are pinned tightly
+(FIRST_TOL): there the two runs have not drifted yet.
+
+Run with /usr/bin/python3 (Debian's python3-torch). Tests never need Python.
+"""
+import csv
+import gzip
+import math
+import os
+import re
+import sys
+import warnings
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from golden_common import ROOT, golden, main  # noqa: E402
+from gen_golden_optim import scheduler  # noqa: E402
+from ref_vit import RefViT  # noqa: E402
+import stio  # noqa: E402
+from vitrng import Rng  # noqa: E402
+
+# The chapter's constants (chapters/11_training.c).
+FASHION_DIR = "/usr/share/datasets/fashion-mnist"
+VAL_SPLIT = 5000
+MEAN, STD = 0.2860, 0.3530           # train_defaults()
+SHOWN, AUGMENT_SEED, AUGMENT = 0, 12, dict(pad=2, flip=True)
+TINY = dict(img=28, patch=7, chans=1, dim=32, depth=2, heads=2, mlp_dim=64, classes=10, eps=1e-6)
+SEED = 11
+BATCH, STEPS, WARMUP, PEAK_LR, MIN_LR = 32, 192, 64, 3e-3, 1e-5
+WEIGHT_DECAY, CLIP, SMOOTHING = 0.05, 1.0, 0.1
+BETAS, ADAM_EPS = (0.9, 0.999), 1e-8
+VAL_IMAGES, FIT_IMAGES, FIRST = 1000, 1000, 5
+# (images, augmented, evaluated every … epochs), in the chapter's order of RUN
+RUNS = [(128, False, 8), (512, False, 12), (2048, False, 1), (6144, False, 1), (512, True, 12)]
+TEST_IMAGES, MISTAKES = 1000, 4
+LOG_COLUMNS = ["epoch", "step", "lr", "train_loss", "train_acc", "val_loss", "val_acc",
+               "seconds", "images_per_s"]
+LOG_PINNED = ["epoch", "step", "lr", "train_loss", "train_acc", "val_loss", "val_acc"]
+
+# Tolerances (atol, rtol); see the docstring. The first steps have not drifted:
+FIRST_TOL = (1e-4, 1e-4)      # the first five steps' losses and gradient norms
+MODEL_TOL = (1e-4, 1e-4)      # the shipped model on the test images: one forward pass
+# A run's losses (nats) and accuracies (fractions), by run. Measured with --check
+# (PyTorch float32 against float64) and against the C code: the runs on 128, 2,048
+# and 6,144 images stay within 2e-5 and the same accuracies; the two on 512 images
+# drift most, up to 9e-3 (float32 PyTorch) and 1.3e-2 (C) in a loss and 0.7 and
+# 1.6 points in an accuracy. The tolerances are a few times that, and far below
+# what a wrong step changes (points, and tenths of a nat).
+RUN_TOL = {"run128": (2e-3, 5e-3), "run512": (0.05, 0.03), "run2048": (2e-3, 5e-3),
+           "run6144": (2e-3, 5e-3), "run512_augmented": (0.05, 0.04)}
+
+MASK64 = (1 << 64) - 1
+
+
+def data_dir():
+    """data/ as lib/labels.c's vit_data_path() finds it."""
+    return os.environ.get("VIT_DATA_DIR") or os.path.join(ROOT, "data")
+
+
+# ------------------------------------------------------------------ the data
+
+def read_idx(path):
+    with gzip.open(path, "rb") as f:
+        raw = f.read()
+    magic = int.from_bytes(raw[:4], "big")
+    dims = [int.from_bytes(raw[4 + 4 * i:8 + 4 * i], "big") for i in range(magic & 0xFF)]
+    return np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * len(dims)).reshape(dims)
+
+
+def fashion(split):
+    """(images (n, 28, 28) uint8, labels (n) int) of "train" or "t10k"."""
+    images = read_idx(os.path.join(FASHION_DIR, f"{split}-images-idx3-ubyte.gz"))
+    labels = read_idx(os.path.join(FASHION_DIR, f"{split}-labels-idx1-ubyte.gz"))
+    return images, labels.astype(np.int64)
+
+
+def below(rng, n):
+    """lib/dataset.c's rng_below(): uniform in [0, n), Lemire's multiply-and-reject."""
+    m = rng.u32() * n
+    low = m & 0xFFFFFFFF
+    if low < n:
+        threshold = ((1 << 32) - n) % n
+        while low < threshold:
+            m = rng.u32() * n
+            low = m & 0xFFFFFFFF
+    return m >> 32
+
+
+def augment_draw(rng, pad, flip):
+    dy = dx = pad
+    if pad > 0:
+        dy, dx = below(rng, 2 * pad + 1), below(rng, 2 * pad + 1)
+    flipped = bool(rng.u32() >> 31) if flip else False
+    return dy, dx, flipped
+
+
+def lut(mean, std):
+    """Every byte's normalised value, in float32 as dataset_batch() computes it."""
+    v = np.arange(256, dtype=np.float32)
+    return (v / np.float32(255.0) - np.float32(mean)) / np.float32(std)
+
+
+def batch(images, indices, table, aug=None, rng=None):
+    """dataset_batch(): (B, 1, S, S) float32, each image padded, cropped, mirrored as drawn."""
+    S = images.shape[-1]
+    out = np.empty((len(indices), 1, S, S), dtype=np.float32)
+    for b, i in enumerate(indices):
+        img = table[images[i]]
+        if aug:
+            pad = aug["pad"]
+            dy, dx, flipped = augment_draw(rng, pad, aug["flip"])
+            padded = np.full((S + 2 * pad, S + 2 * pad), table[0], dtype=np.float32)
+            padded[pad:pad + S, pad:pad + S] = img
+            img = padded[dy:dy + S, dx:dx + S]
+            if flipped:  # out(y, x) = padded(y + dy, S − 1 − x + dx)
+                img = img[:, ::-1]
+        out[b, 0] = img
+    return out
+
+
+def pins_of_the_data(g, train_x, train_y, test_x, test_y):
+    per = lambda y: torch.tensor(np.bincount(y, minlength=10), dtype=torch.float32)  # noqa: E731
+    g["data.train_per_class"], g["data.test_per_class"] = per(train_y), per(test_y)
+    g["data.val_per_class"] = per(train_y[-VAL_SPLIT:])
+    g["data.train_images"] = torch.tensor(float(len(train_y)))
+    g["data.test_images"] = torch.tensor(float(len(test_y)))
+    g["data.split_train"] = torch.tensor(float(len(train_y) - VAL_SPLIT))
+    g["data.split_val"] = torch.tensor(float(VAL_SPLIT))
+    for prefix, x in (("data.", train_x), ("data.split_", train_x[:-VAL_SPLIT])):
+        p = x.astype(np.float64) / 255.0
+        g[prefix + "mean"], g[prefix + "std"] = torch.tensor(p.mean()), torch.tensor(p.std())
+    g["image.pixels"] = torch.tensor(train_x[SHOWN], dtype=torch.float32)
+    g["image.label"] = torch.tensor(float(train_y[SHOWN]))
+    draw = augment_draw(Rng(AUGMENT_SEED), AUGMENT["pad"], AUGMENT["flip"])
+    g["augment.draw"] = torch.tensor([float(v) for v in draw])
+    moved = batch(train_x, [SHOWN], lut(0.0, 1.0), AUGMENT, Rng(AUGMENT_SEED))
+    g["augment.pixels"] = torch.from_numpy(moved[0, 0].copy())
+
+
+# ------------------------------------------------------------------ the runs
+
+def init_weights(cfg, seed):
+    """lib/init.c's vit_build_random() with vit_init_timm(seed), as timm-named float32 tensors."""
+    D, M, Y, C, p = cfg["dim"], cfg["mlp_dim"], cfg["classes"], cfg["chans"], cfg["patch"]
+    N = (cfg["img"] // p) ** 2 + 1
+    shapes = [("patch_embed.proj.weight", (D, C, p, p), "w"), ("patch_embed.proj.bias", (D,), "b"),
+              ("cls_token", (1, 1, D), "w"), ("pos_embed", (1, N, D), "w")]
+    for i in range(cfg["depth"]):
+        b = f"blocks.{i}."
+        shapes += [(b + "norm1.weight", (D,), "1"), (b + "norm1.bias", (D,), "b"),
+                   (b + "attn.qkv.weight", (3 * D, D), "w"), (b + "attn.qkv.bias", (3 * D,), "b"),
+                   (b + "attn.proj.weight", (D, D), "w"), (b + "attn.proj.bias", (D,), "b"),
+                   (b + "norm2.weight", (D,), "1"), (b + "norm2.bias", (D,), "b"),
+                   (b + "mlp.fc1.weight", (M, D), "w"), (b + "mlp.fc1.bias", (M,), "b"),
+                   (b + "mlp.fc2.weight", (D, M), "w"), (b + "mlp.fc2.bias", (D,), "b")]
+    shapes += [("norm.weight", (D,), "1"), ("norm.bias", (D,), "b"),
+               ("head.weight", (Y, D), "w"), ("head.bias", (Y,), "b")]
+    out = {}
+    for index, (name, shape, kind) in enumerate(shapes):
+        n = int(np.prod(shape))
+        if kind == "w":
+            rng = Rng((seed * 1000003 + index) & MASK64)
+            v = rng.fill_trunc_normal(n, 0.0, 0.02, -2.0, 2.0)
+        else:
+            v = np.full(n, 1.0 if kind == "1" else 0.0, dtype=np.float32)
+        out[name] = torch.from_numpy(v.reshape(shape))
+    return out
+
+
+def ref_model(weights, cfg, dtype):
+    m = RefViT(cfg["img"], cfg["patch"], cfg["chans"], cfg["dim"], cfg["depth"], cfg["heads"],
+               cfg["mlp_dim"], cfg["classes"], eps=cfg["eps"])
+    state = {}
+    for k, v in weights.items():
+        k = k.replace("patch_embed.proj.", "patch_embed.").replace("mlp.", "")
+        state[k] = v
+    m.load_state_dict(state)
+    return m.to(dtype)
+
+
+def stream(seed, purpose, index):
+    """train.c's seed_stream(): splitmix64 of the seed, the purpose and the index."""
+    z = (seed * 0x9E3779B97F4A7C15 + purpose * 0xBF58476D1CE4E5B9 + index) & MASK64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
+    return Rng(z ^ (z >> 31))
+
+
+def shuffle(n, rng):
+    order = list(range(n))
+    for i in range(n - 1, 0, -1):
+        j = below(rng, i + 1)
+        order[i], order[j] = order[j], order[i]
+    return order
+
+
+def no_decay(name, p):
+    """timm's param_groups_weight_decay with VisionTransformer.no_weight_decay()."""
+    return p.ndim <= 1 or name.endswith(".bias") or name in ("cls_token", "pos_embed")
+
+
+def evaluate(model, images, labels, table, dtype):
+    """evaluate(): (mean loss, accuracy) over the images, un-augmented."""
+    x = torch.from_numpy(batch(images, range(len(labels)), table)).to(dtype)
+    with torch.no_grad():
+        z = model(x)
+    y = torch.from_numpy(labels)
+    return float(F.cross_entropy(z, y)), float((z.argmax(dim=1) == y).double().mean())
+
+
+def train_run(images, labels, val_x, val_y, n, augment, every, dtype):
+    """One of the chapter's runs, in PyTorch: its per-epoch log and its first steps."""
+    model = ref_model(init_weights(TINY, SEED), TINY, dtype)
+    x, y = images[:n], labels[:n]
+    named = list(model.named_parameters())
+    groups = [{"params": [p for k, p in named if not no_decay(k, p)], "weight_decay": WEIGHT_DECAY},
+              {"params": [p for k, p in named if no_decay(k, p)], "weight_decay": 0.0}]
+    opt = torch.optim.AdamW(groups, lr=PEAK_LR, betas=BETAS, eps=ADAM_EPS)
+    sched = scheduler(opt, PEAK_LR, MIN_LR, 0.0, WARMUP, STEPS)
+    table = lut(MEAN, STD)
+    spe = n // BATCH
+    epochs = STEPS // spe
+    log = {k: [] for k in ("epoch", "train_loss", "train_acc", "val_loss", "val_acc")}
+    first = {"first_loss": [], "first_lr": [], "first_grad_norm": []}
+    step = 0
+    with torch.enable_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # SequentialLR's own step(0) is "deprecated"
+        for epoch in range(epochs):
+            order = shuffle(n, stream(SEED, 1, epoch))
+            loss_sum, correct = 0.0, 0
+            for i in range(spe):
+                rows = order[i * BATCH:(i + 1) * BATCH]
+                xb = batch(x, rows, table, AUGMENT if augment else None, stream(SEED, 2, step))
+                xb, yb = torch.from_numpy(xb).to(dtype), torch.from_numpy(y[rows])
+                lr = opt.param_groups[0]["lr"]
+                opt.zero_grad(set_to_none=True)
+                z = model(xb)
+                loss = F.cross_entropy(z, yb, label_smoothing=SMOOTHING)
+                loss.backward()
+                norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), CLIP))
+                opt.step()
+                sched.step()
+                loss_sum += float(np.float32(float(loss)))  # the C code sums float losses
+                correct += int((z.detach().argmax(dim=1) == yb).sum())
+                if step < FIRST:
+                    first["first_loss"].append(float(loss))
+                    first["first_lr"].append(lr)
+                    first["first_grad_norm"].append(norm)
+                step += 1
+            if (epoch + 1) % every:
+                continue
+            vl, va = evaluate(model, val_x, val_y, table, dtype)
+            log["epoch"].append(epoch + 1)
+            log["train_loss"].append(loss_sum / spe)
+            log["train_acc"].append(correct / (spe * BATCH))
+            log["val_loss"].append(vl)
+            log["val_acc"].append(va)
+    fit_n = min(n, FIT_IMAGES)
+    fit_loss, fit_acc = evaluate(model, x[:fit_n], y[:fit_n], table, dtype)
+    return log, first, fit_loss, fit_acc
+
+
+def pins_of_the_runs(g, tol, train_x, train_y, check):
+    split_x, split_y = train_x[:-VAL_SPLIT], train_y[:-VAL_SPLIT]
+    val_x, val_y = train_x[-VAL_SPLIT:][:VAL_IMAGES], train_y[-VAL_SPLIT:][:VAL_IMAGES]
+    for n, augment, every in RUNS:
+        name = f"run{n}{'_augmented' if augment else ''}"
+        log, first, fit_loss, fit_acc = train_run(split_x, split_y, val_x, val_y, n, augment,
+                                                  every, torch.float64)
+        for k, v in log.items():
+            g[f"{name}.{k}"] = torch.tensor(v, dtype=torch.float32)
+        for k, v in first.items():
+            g[f"{name}.{k}"] = torch.tensor(v, dtype=torch.float32)
+            tol[f"{name}.{k}"] = FIRST_TOL
+        g[f"{name}.fit_loss"] = torch.tensor(fit_loss, dtype=torch.float32)
+        g[f"{name}.fit_acc"] = torch.tensor(fit_acc, dtype=torch.float32)
+        g[f"{name}.gap"] = torch.tensor(100 * (fit_acc - log["val_acc"][-1]), dtype=torch.float32)
+        loss_tol, acc_tol = RUN_TOL[name]
+        for k in ("train_loss", "val_loss", "fit_loss"):
+            tol[f"{name}.{k}"] = (loss_tol, 0.0)
+        for k in ("train_acc", "val_acc", "fit_acc"):
+            tol[f"{name}.{k}"] = (acc_tol, 0.0)
+        tol[f"{name}.gap"] = (200 * acc_tol, 0.0)  # points: two accuracies' tolerance
+        if check:
+            log32, first32, fl32, fa32 = train_run(split_x, split_y, val_x, val_y, n, augment,
+                                                   every, torch.float32)
+            loss_gap = max(abs(a - b) for k in ("train_loss", "val_loss")
+                           for a, b in zip(log[k], log32[k]))
+            acc_gap = max(abs(a - b) for k in ("train_acc", "val_acc")
+                          for a, b in zip(log[k], log32[k]))
+            first_gap = max(abs(a - b) / abs(b) for k in first for a, b in zip(first[k], first32[k])
+                            if b)
+            print(f"  {name}: float32 vs float64: losses {loss_gap:.2e}, accuracies "
+                  f"{acc_gap:.4f}, fit {abs(fl32 - fit_loss):.2e} / {abs(fa32 - fit_acc):.4f}, "
+                  f"first steps {first_gap:.1e} (relative)", flush=True)
+
+
+# --------------------------------------------------------- the logs and the model
+
+def read_log(path):
+    """The rows of a `vit train` CSV log as {column: [float]}, or None."""
+    try:
+        with open(path, newline="") as f:
+            rows = list(csv.reader(f))
+    except OSError:
+        return None
+    if not rows or rows[0] != LOG_COLUMNS:
+        return None
+    body = [r for r in rows[1:] if r]
+    try:
+        cols = {c: [float(r[i]) for r in body] for i, c in enumerate(LOG_COLUMNS)}
+    except (ValueError, IndexError):
+        return None
+    return cols if body else None
+
+
+def pins_of_the_logs(g):
+    path = os.path.join(data_dir(), "models", "vit-fashion.csv")
+    g["log.present"] = torch.tensor(1.0 if os.path.exists(path) else 0.0)
+    if os.path.exists(path):
+        log = read_log(path)
+        g["log.rows"] = torch.tensor(float(len(log["epoch"]) if log else 0))
+        if log:
+            for c in LOG_PINNED:
+                g[f"log.{c}"] = torch.tensor(log[c], dtype=torch.float32)
+            g["log.seconds"] = torch.tensor(sum(log["seconds"]), dtype=torch.float32)
+    folder = os.path.join(data_dir(), "models", "experiments")
+    names = []
+    if os.path.isdir(folder):
+        names = sorted(f[:-4] for f in os.listdir(folder)
+                       if f.endswith(".csv") and re.fullmatch(r"[A-Za-z0-9_-]{1,63}", f[:-4]))
+    names = names[:16]
+    g["experiments.count"] = torch.tensor(float(len(names)))
+    for name in names:
+        log = read_log(os.path.join(folder, name + ".csv"))
+        g[f"experiment.{name}.rows"] = torch.tensor(float(len(log["epoch"]) if log else 0))
+        if log:
+            g[f"experiment.{name}.val_acc"] = torch.tensor(log["val_acc"][-1])
+            g[f"experiment.{name}.train_acc"] = torch.tensor(log["train_acc"][-1])
+
+
+def pos_similarity(pos, grid):
+    """Mean cosine similarity of the position embeddings of patches next to each other
+    (Manhattan distance 1) and far apart (distance ≥ grid // 2); pos is (P, D)."""
+    p = pos.double()
+    unit = p / p.norm(dim=1, keepdim=True)
+    cos = unit @ unit.T
+    near, far = [], []
+    for a in range(grid * grid):
+        for b in range(a + 1, grid * grid):
+            d = abs(a // grid - b // grid) + abs(a % grid - b % grid)
+            if d == 1:
+                near.append(float(cos[a, b]))
+            elif d >= grid // 2:
+                far.append(float(cos[a, b]))
+    return sum(near) / len(near), sum(far) / len(far)
+
+
+def pins_of_the_model(g, tol, test_x, test_y):
+    path = os.path.join(data_dir(), "models", "vit-fashion.safetensors")
+    g["model.present"] = torch.tensor(1.0 if os.path.exists(path) else 0.0)
+    if not os.path.exists(path):
+        return
+    model = RefViT.from_safetensors(path).double()
+    weights, meta = stio.load(path)
+    mean, std = float(meta.get("mean", MEAN)), float(meta.get("std", STD))
+    g["model.params"] = torch.tensor(float(sum(t.numel() for t in weights.values())))
+    x = torch.from_numpy(batch(test_x, range(TEST_IMAGES), lut(mean, std))).double()
+    y = torch.from_numpy(test_y[:TEST_IMAGES])
+    with torch.no_grad():
+        z = model(x)
+    probs = torch.softmax(z, dim=1)
+    chosen = z.argmax(dim=1)
+    top2 = torch.topk(z, 2, dim=1).values
+    assert float((top2[:, 0] - top2[:, 1]).min()) > 1e-4, "a test image's two best classes tie"
+    conf = torch.zeros(10, 10)
+    for t, c in zip(y.tolist(), chosen.tolist()):
+        conf[t, c] += 1
+    g["test.confusion"] = conf
+    g["test.correct"] = torch.tensor(float((chosen == y).sum()))
+    g["test.accuracy"] = torch.tensor(float((chosen == y).double().mean()))
+    g["test.loss"] = torch.tensor(float(F.cross_entropy(z, y)))
+    tol["test.loss"] = MODEL_TOL
+    g["test.per_class"] = (conf.diag() / conf.sum(dim=1)).float()
+    wrong = [i for i in range(TEST_IMAGES) if int(chosen[i]) != int(y[i])][:MISTAKES]
+    g["mistakes.index"] = torch.tensor(wrong, dtype=torch.float32)
+    g["mistakes.true"] = torch.tensor([float(y[i]) for i in wrong])
+    g["mistakes.chosen"] = torch.tensor([float(chosen[i]) for i in wrong])
+    g["mistakes.p_chosen"] = torch.tensor([float(probs[i, chosen[i]]) for i in wrong])
+    g["mistakes.p_true"] = torch.tensor([float(probs[i, y[i]]) for i in wrong])
+    tol["mistakes.p_chosen"] = tol["mistakes.p_true"] = MODEL_TOL
+    # the position embeddings, trained and as lib/init.c draws them from the chapter's seed
+    # (pos_embed is tensor 3 of the forward order: its own stream)
+    n, dim = model.pos_embed.shape[1], model.pos_embed.shape[2]
+    grid = int(round(math.sqrt(n - 1)))
+    near, far = pos_similarity(weights["pos_embed"].reshape(n, dim)[1:], grid)
+    drawn = Rng((SEED * 1000003 + 3) & MASK64).fill_trunc_normal(n * dim, 0.0, 0.02, -2.0, 2.0)
+    near0, far0 = pos_similarity(torch.from_numpy(drawn).reshape(n, dim)[1:], grid)
+    g["model.pos_cos_near"], g["model.pos_cos_far"] = torch.tensor(near), torch.tensor(far)
+    g["model.pos_cos_near_init"], g["model.pos_cos_far_init"] = torch.tensor(near0), torch.tensor(far0)
+
+
+@golden
+def ch11_training():
+    """Chapter 11's data and runs: every number that depends on Fashion-MNIST alone."""
+    torch.set_num_threads(1)
+    train_x, train_y = fashion("train")
+    test_x, test_y = fashion("t10k")
+    g, tol = {}, {}
+    pins_of_the_data(g, train_x, train_y, test_x, test_y)
+    pins_of_the_runs(g, tol, train_x, train_y, CHECK)
+    g = {k: v.float().contiguous() for k, v in g.items()}
+    meta = {"data": FASHION_DIR, "runs": " ".join(f"{n}{'+aug' if a else ''}" for n, a, _ in RUNS),
+            "reference": "tools/ref_vit.py in float64, torch.optim.AdamW, PyTorch's schedulers"}
+    return g, tol, meta
+
+
+@golden
+def ch11_shipped():
+    """Chapter 11's numbers of data/models: the training logs and the shipped model."""
+    torch.set_num_threads(1)
+    test_x, test_y = fashion("t10k")
+    g, tol = {}, {}
+    pins_of_the_logs(g)
+    pins_of_the_model(g, tol, test_x, test_y)
+    g = {k: v.float().contiguous() for k, v in g.items()}
+    meta = {"data": "data/models (VIT_DATA_DIR when set)",
+            "reference": "Python's csv module; tools/ref_vit.py in float64"}
+    return g, tol, meta
+
+
+CHECK = "--check" in sys.argv
+if __name__ == "__main__":
+    if CHECK:
+        sys.argv.remove("--check")
+    sys.exit(main(__doc__))
