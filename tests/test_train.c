@@ -271,8 +271,9 @@ static void test_shipped_model(void) {
     vit_data_path(path, sizeof path, "models/vit-fashion.safetensors");
     Vit vit;
     VitError err;
-    if (vit_build(&vit, path, &err) != VIT_OK) fprintf(stderr, "\n    %s\n", err.msg);
-    CU_ASSERT_EQUAL_FATAL(vit_build(&vit, path, &err), VIT_OK);
+    const VitStatus built = vit_build(&vit, path, &err);
+    if (built != VIT_OK) fprintf(stderr, "\n    %s\n", err.msg);
+    CU_ASSERT_EQUAL_FATAL(built, VIT_OK);
     const VitConfig *c = &vit.config;
     CU_ASSERT_EQUAL(c->image_size, 28);
     CU_ASSERT_EQUAL(c->channels, 1);
