@@ -707,8 +707,8 @@ static void the_shipped_curve(Chapter *ch) {
                      "epoch %.0f (%.4f) and ends at %.4f, while the training loss fell to the "
                      "end: the model began to fit its own images better than new ones.",
                      log.v[lowest][L_EPOCH], log.v[lowest][L_VAL_LOSS], log.v[last][L_VAL_LOSS]);
-        ch_say(ch, "%d epochs, %.0f steps, %.1f minutes of training and validation on the "
-                   "machine it ran on. The validation accuracy was highest after epoch %.0f, "
+        ch_say(ch, "%d epochs, %.0f steps, %.1f minutes of training steps (the log's seconds, "
+                   "without the validation passes) on a machine busy with other work too. The validation accuracy was highest after epoch %.0f, "
                    "%.2f%%, and is %.2f%% at the end.%s The training accuracy ends at %.2f%%, "
                    "%.2f points %s the validation accuracy; it is the mean over the last "
                    "epoch's batches, taken while the weights still moved.",
