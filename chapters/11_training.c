@@ -139,13 +139,6 @@ static const char *th(int n) {
     return vit_thousands(buf[next], n);
 }
 
-static int argmax(const float *z, int n) {
-    int best = 0;
-    for (int i = 1; i < n; i++)
-        if (z[i] > z[best]) best = i;
-    return best;
-}
-
 /* -------------------------------------------------- images as characters */
 
 // Ten shades from black to white; a cell of the terminal is about twice as
@@ -915,7 +908,7 @@ static void the_trained_model(Chapter *ch, Work *w) {
     }
     ch_line(ch, "%s", "");
     pin_row(ch, "test.per_class", per_class, Y);
-    const int easiest = argmax(per_class, Y);
+    const int easiest = index_of_max(per_class, Y);
     int hardest = 0;
     for (int y = 1; y < Y; y++)
         if (per_class[y] < per_class[hardest]) hardest = y;
@@ -948,7 +941,7 @@ static void the_trained_model(Chapter *ch, Work *w) {
         const Tensor logits = vit_logits(&vit);
         for (int b = 0; b < CHUNK && found < MISTAKES; b++) {
             softmax(probs, logits.data + (size_t)b * Y, 1, Y);
-            const int chosen = argmax(probs, Y);
+            const int chosen = index_of_max(probs, Y);
             if (chosen == labels[b]) continue;
             mi[found] = (float)(first + b), mt[found] = (float)labels[b], mp[found] = (float)chosen;
             mprob[found] = probs[chosen], mtrue_prob[found] = probs[labels[b]];

@@ -116,15 +116,16 @@ int64_t trainer_total_steps(const Trainer *t) {
     return (int64_t)t->config.epochs * t->steps_per_epoch;
 }
 
+int index_of_max(const float *x, int n) {
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[best]) best = i;
+    return best;
+}
+
 int logits_correct(const float *logits, const int *labels, int B, int Y) {
     int correct = 0;
-    for (int b = 0; b < B; b++) {
-        const float *z = logits + (size_t)b * Y;
-        int best = 0;
-        for (int y = 1; y < Y; y++)
-            if (z[y] > z[best]) best = y;
-        correct += best == labels[b];
-    }
+    for (int b = 0; b < B; b++) correct += index_of_max(logits + (size_t)b * Y, Y) == labels[b];
     return correct;
 }
 
@@ -181,10 +182,7 @@ VitStatus evaluate(Vit *vit, const Dataset *data, float mean, float std, int bat
         const Tensor logits = vit_logits(vit);
         loss_sum += (double)cross_entropy(NULL, logits.data, labels, real, Y, 0.0f) * real;
         for (int b = 0; b < real; b++) {
-            const float *z = logits.data + (size_t)b * Y;
-            int best = 0;
-            for (int y = 1; y < Y; y++)
-                if (z[y] > z[best]) best = y;
+            const int best = index_of_max(logits.data + (size_t)b * Y, Y);
             out->confusion[labels[b] * Y + best]++;
             out->correct += best == labels[b];
         }

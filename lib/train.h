@@ -108,6 +108,9 @@ int64_t trainer_total_steps(const Trainer *t);
  */
 void trainer_next_batch(Trainer *t);
 
+/** @brief The first index of the largest of @p n values: a row of logits' predicted class. */
+int index_of_max(const float *x, int n);
+
 /** @brief How many of @p B rows of (B, Y) @p logits have their largest entry at their label. */
 int logits_correct(const float *logits, const int *labels, int B, int Y);
 
