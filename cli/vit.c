@@ -10,10 +10,12 @@
  *     vit step --weights tiny.safetensors photo.jpg --target 3 --steps 10
  *     vit train --epochs 2 --limit 5000 --out quick.safetensors
  *     vit eval --weights quick.safetensors --split val
+ *     vit attention --weights quick.safetensors shirt.png --out rollout.png
  *
  * main() only finds the subcommand in a table and runs it; each subcommand
  * lives in its own file (vit_make_weights.c, vit_classify.c, vit_trace.c,
- * vit_info.c, vit_diff.c, vit_grad.c, vit_step.c, vit_train.c, vit_eval.c) and is
+ * vit_info.c, vit_diff.c, vit_grad.c, vit_step.c, vit_train.c, vit_eval.c,
+ * vit_attention.c) and is
  * itself a recipe: parse the flags → build the model → run → write.
  * A new subcommand is one file and one row of `commands`.
  *
@@ -39,6 +41,7 @@ static const VitCommand commands[] = {
     {"step", cmd_step, "train on one batch for N AdamW steps, printing the loss of each"},
     {"train", cmd_train, "train a ViT on Fashion-MNIST: epochs, validation, checkpoints, resume"},
     {"eval", cmd_eval, "accuracy, per-class scores and confusion matrix on Fashion-MNIST"},
+    {"attention", cmd_attention, "where the model looks: attention rollout or a layer's map, as a PNG"},
     {"help", cmd_help, "show the help of a command: vit help trace"},
 };
 enum { COMMAND_COUNT = sizeof commands / sizeof commands[0] };

@@ -40,6 +40,7 @@ static VitStatus set_value(CliOption *o, const char *text, VitError *err) {
         return VIT_OK;
     case CLI_INT:
         return vit_parse_int(o->value, text, (int)o->lo, (int)o->hi, o->flag, err);
+    case CLI_FLAG: *(bool *)o->value = true; return VIT_OK;
     case CLI_FLOAT: {
         float v;
         VitStatus s = vit_parse_float(&v, text, o->flag, err);
@@ -95,6 +96,12 @@ VitStatus cli_parse(CliSpec *spec, int argc, char **argv, bool *help_shown, VitE
         const char *eq = strchr(arg, '=');
         CliOption *o = find_option(spec, arg, eq ? (size_t)(eq - arg) : strlen(arg));
         if (!o) return usage_error(spec, err, "unknown option", arg);
+        if (o->kind == CLI_FLAG) { // a switch: its presence is its value
+            if (eq) return vit_fail(err, VIT_ERR_USAGE, "%s takes no value", o->flag);
+            *(bool *)o->value = true;
+            o->given = true;
+            continue;
+        }
         const char *value = eq ? eq + 1 : (i + 1 < argc ? argv[i + 1] : NULL);
         if (!eq) {
             // "--weights --out x": the next word is a flag, not this flag's value
@@ -181,7 +188,9 @@ static void print_usage(FILE *f, const CliSpec *spec) {
         for (int i = 0; i < spec->option_count; i++) {
             const CliOption *o = &spec->options[i];
             if (o->required != required) continue;
-            snprintf(word, sizeof word, required ? "%s %s" : "[%s %s]", o->flag, o->metavar);
+            const char *space = o->metavar[0] ? " " : "";
+            snprintf(word, sizeof word, required ? "%s%s%s" : "[%s%s%s]", o->flag, space,
+                     o->metavar);
             usage_word(f, &col, indent, word);
         }
     if (spec->positional) usage_word(f, &col, indent, spec->positional);
@@ -209,7 +218,7 @@ static void print_wrapped(FILE *f, const char *text, int col, int indent, int wi
 
 static void print_option(FILE *f, const CliOption *o, int column) {
     char head[96], help[512];
-    snprintf(head, sizeof head, "  %s %s", o->flag, o->metavar);
+    snprintf(head, sizeof head, "  %s%s%s", o->flag, o->metavar[0] ? " " : "", o->metavar);
     size_t used = (size_t)snprintf(help, sizeof help, "%s", o->help);
     if (o->required && used < sizeof help) snprintf(help + used, sizeof help - used, " (required)");
     else if (o->show_default && o->kind == CLI_INT && used < sizeof help)

@@ -15,6 +15,7 @@
  *   vit_step.c          `vit step`
  *   vit_train.c         `vit train`
  *   vit_eval.c          `vit eval`
+ *   vit_attention.c     `vit attention`
  *
  * A subcommand declares its flags as a table of CliOption rows, each pointing
  * at one of its own variables; cli_parse() fills the variables from argv and
@@ -55,6 +56,7 @@ VitStatus cmd_grad(const VitCommand *self, int argc, char **argv, VitError *err)
 VitStatus cmd_step(const VitCommand *self, int argc, char **argv, VitError *err);
 VitStatus cmd_train(const VitCommand *self, int argc, char **argv, VitError *err);
 VitStatus cmd_eval(const VitCommand *self, int argc, char **argv, VitError *err);
+VitStatus cmd_attention(const VitCommand *self, int argc, char **argv, VitError *err);
 
 /* ------------------------------------------------------------------ flags */
 
@@ -63,6 +65,7 @@ typedef enum {
     CLI_STRING, /**< const char ** (borrowed from argv) */
     CLI_INT,    /**< int *, parsed with vit_parse_int within [lo, hi] */
     CLI_FLOAT,  /**< float *, parsed with vit_parse_float within [lo, hi] */
+    CLI_FLAG,   /**< bool *, set to true by the flag alone (it takes no value; metavar "") */
 } CliKind;
 
 /** One flag of a subcommand. */

@@ -1,0 +1,402 @@
+/**
+ * @file vit_attention.c
+ * @brief `vit attention`: where does the model look? A map over the image, as a PNG.
+ *
+ * The recipe: parse the flags → vit_build() the model → preprocess the image
+ * → run the pass the map needs, recording only the attention probabilities
+ * (and, for --grad, their gradients: rollout_record()) → compute the map (a
+ * rollout, or one layer's [cls] row) → lay it over the image the model saw,
+ * with a colour bar, and write the PNG (--out) and the numbers (--raw).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "labels.h"
+#include "ops.h"
+#include "picture.h"
+#include "rollout.h"
+#include "train.h" // index_of_max()
+#include "vit_cli.h"
+
+/** Everything the command line can say. */
+typedef struct {
+    const char *weights, *out, *raw, *fuse_name, *labels;
+    bool rollout, grid, grad;
+    int layer, head, cls, threads;
+    float discard, opacity;
+    ImageArgs image;
+    const char *images[1];
+} AttentionArgs;
+
+static const char description[] =
+    "Draws where the [cls] token looks in IMAGE: a map over the patch grid, laid\n"
+    "over the image as the model saw it (after preprocessing), with a colour bar\n"
+    "from 0 to the map's largest value and a tick at 1/N, the share each of the\n"
+    "N tokens would get if attention were uniform. It also prints the predicted\n"
+    "class and where the map's mass lies.\n"
+    "\n"
+    "The map is one of:\n"
+    "  --rollout (default)  attention rollout: each layer's heads fused (--fuse),\n"
+    "                       the lowest --discard of its entries set to 0, the\n"
+    "                       identity added for the residual connection, rows\n"
+    "                       normalised, multiplied through the layers; the map is\n"
+    "                       the [cls] row of the product over the patches\n"
+    "  --grad               the same, each layer's heads replaced by the mean over\n"
+    "                       heads of max(0, attention × its gradient) for the score\n"
+    "                       of --class (default: the predicted class)\n"
+    "  --layer L            layer L's own attention from [cls] to each patch, for\n"
+    "                       --head H, or the heads fused by --fuse\n"
+    "  --grid               every layer's and head's [cls] attention in one picture:\n"
+    "                       a row per layer, a column per head and one for their mean,\n"
+    "                       on one colour scale\n"
+    "Layers and heads count from 0. An attention map shows where information flows,\n"
+    "not what the prediction depends on: chapter 12 measures the difference.\n";
+
+static const char examples[] =
+    "  vit attention --weights data/models/vit-fashion.safetensors \\\n"
+    "                data/images/fashion-mnist/0000-ankle-boot.png --out rollout.png\n"
+    "  vit attention --weights W IMAGE --layer 5 --head 2 --out l5h2.png\n"
+    "  vit attention --weights W IMAGE --grad --class 9 --discard 0.9 --out grad.png\n"
+    "  vit attention --weights W IMAGE --grid --out heads.png --raw heads.safetensors\n";
+
+/* ------------------------------------------------------------ the maps */
+
+/** One map over the patch grid, and what it is. */
+typedef struct {
+    float *values;    // (rows, cols)
+    int rows, cols;
+    char title[128];  // e.g. "rollout, heads fused by mean, discard 0"
+} Map;
+
+// Layer l's [cls] row over the patches for image 0: head h, or the heads fused.
+static void layer_map(float *out, const Tensor *probs, int h, HeadFuse fuse) {
+    // probs is (1, H, N, N); out is (N − 1)
+    const int H = probs->shape[1], N = probs->shape[2];
+    for (int p = 1; p < N; p++) {
+        double sum = 0;
+        float lo = INFINITY, hi = -INFINITY;
+        for (int k = 0; k < H; k++) {
+            if (h >= 0 && k != h) continue;
+            const float v = probs->data[((size_t)k * N) * N + (size_t)p]; // row 0 = [cls]
+            sum += v, lo = fminf(lo, v), hi = fmaxf(hi, v);
+        }
+        out[p - 1] = h >= 0 ? (float)sum : fuse == FUSE_MAX ? hi : fuse == FUSE_MIN ? lo
+                                                             : (float)(sum / H);
+    }
+}
+
+static const Tensor *probs_of(const TraceRecorder *fwd, int l) {
+    char name[64];
+    snprintf(name, sizeof name, "blocks.%d.attn.probs", l);
+    return trace_find(fwd, name);
+}
+
+/* --------------------------------------------------------------- drawing */
+
+enum { MARGIN = 10, BAR_W = 12, BAR_GAP = 12, LABELS_W = 56 };
+
+static const Rgb ink = {0, 0, 0};
+
+// Picture pixels per image pixel: the image about `target` pixels wide.
+static int scale_for(int side, int target) { return side >= target ? 1 : (target + side - 1) / side; }
+
+static float max_of(const float *x, size_t n) {
+    float m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (x[i] > m) m = x[i];
+    return m;
+}
+
+// One map over the image, two lines of title above, a colour bar beside.
+static Image draw_single(const Image *img, const Map *m, const char *caption, float uniform,
+                         float opacity) {
+    const int scale = scale_for(img->width, 224), side = img->width * scale;
+    const int th = picture_text_height(1), top = MARGIN + 2 * th + 6;
+    const int width = MARGIN + side + BAR_GAP + BAR_W + LABELS_W + MARGIN;
+    int text_w = MARGIN + picture_text_width(m->title, 1) + MARGIN;
+    if (MARGIN + picture_text_width(caption, 1) + MARGIN > text_w)
+        text_w = MARGIN + picture_text_width(caption, 1) + MARGIN;
+    Image pic = picture_new(width > text_w ? width : text_w, top + side + MARGIN);
+    picture_text(&pic, MARGIN, MARGIN, 1, m->title, ink);
+    picture_text(&pic, MARGIN, MARGIN + th + 2, 1, caption, ink);
+    const float hi = max_of(m->values, (size_t)m->rows * m->cols);
+    const Overlay o = {MARGIN, top, scale, 0, hi > 0 ? hi : 1, opacity};
+    picture_overlay(&pic, &o, img, m->values, m->rows, m->cols);
+    picture_colour_bar(&pic, MARGIN + side + BAR_GAP, top, BAR_W, side, 0, o.hi, uniform, "1/N");
+    return pic;
+}
+
+// Every layer × head (and the heads' mean) as a grid of small maps, one colour scale.
+static Image draw_grid(const Image *img, const float *maps, int L, int H, int rows, int cols,
+                       const char *caption, float uniform, float opacity) {
+    // maps is (L, H + 1, rows, cols): column H holds the mean of the heads
+    const int scale = scale_for(img->width, 96), cell = img->width * scale, gap = 6;
+    const int th = picture_text_height(1), label_w = 56, top = MARGIN + 2 * th + 8 + th + 4;
+    const int grid_w = (H + 1) * (cell + gap), grid_h = L * (cell + gap);
+    Image pic = picture_new(MARGIN + label_w + grid_w + BAR_GAP + BAR_W + LABELS_W + MARGIN,
+                            top + grid_h + MARGIN);
+    picture_text(&pic, MARGIN, MARGIN, 1, "[cls] attention to each patch: layers x heads", ink);
+    picture_text(&pic, MARGIN, MARGIN + th + 2, 1, caption, ink);
+    const size_t per = (size_t)rows * cols;
+    const float hi = max_of(maps, (size_t)L * (H + 1) * per);
+    char label[32];
+    for (int h = 0; h <= H; h++) {
+        if (h < H) snprintf(label, sizeof label, "head %d", h);
+        else snprintf(label, sizeof label, "mean");
+        picture_text(&pic, MARGIN + label_w + h * (cell + gap), top - th - 2, 1, label, ink);
+    }
+    for (int l = 0; l < L; l++) {
+        snprintf(label, sizeof label, "layer %d", l);
+        const int y = top + l * (cell + gap);
+        picture_text(&pic, MARGIN, y + cell / 2 - th / 2, 1, label, ink);
+        for (int h = 0; h <= H; h++) {
+            const Overlay o = {MARGIN + label_w + h * (cell + gap), y, scale, 0, hi > 0 ? hi : 1,
+                               opacity};
+            picture_overlay(&pic, &o, img, maps + ((size_t)l * (H + 1) + h) * per, rows, cols);
+        }
+    }
+    picture_colour_bar(&pic, MARGIN + label_w + grid_w + BAR_GAP, top, BAR_W, grid_h - gap, 0,
+                       hi > 0 ? hi : 1, uniform, "1/N");
+    return pic;
+}
+
+/* --------------------------------------------------------------- writing */
+
+static VitStatus write_raw(const char *path, const AttentionArgs *a, const Tensor *map,
+                           const Tensor *joint, const char *title, int cls, VitError *err) {
+    StWriter w = {0};
+    st_writer_meta(&w, "format", "pt");
+    st_writer_meta(&w, "producer", "vit attention");
+    st_writer_meta(&w, "map", title);
+    st_writer_meta(&w, "image", a->images[0]);
+    char c[16];
+    snprintf(c, sizeof c, "%d", cls);
+    st_writer_meta(&w, "class", c);
+    st_writer_add(&w, a->grid ? "maps" : "map", map);
+    if (joint) st_writer_add(&w, "joint", joint);
+    VitStatus s = st_writer_save(&w, path, err);
+    st_writer_free(&w);
+    return s;
+}
+
+// What the map says in numbers: its total, its peak and where, against uniform.
+static void print_summary(const Map *m, float cls_self, float uniform) {
+    const size_t n = (size_t)m->rows * m->cols;
+    double total = 0;
+    size_t peak = 0;
+    for (size_t i = 0; i < n; i++) {
+        total += m->values[i];
+        if (m->values[i] > m->values[peak]) peak = i;
+    }
+    printf("  %s\n", m->title);
+    if (!isnan(cls_self))
+        printf("  [cls] row: %.4f on the %zu patches, %.4f on [cls] itself\n", total, n,
+               (double)cls_self);
+    else printf("  the %zu patches hold %.4f of [cls]'s attention\n", n, total);
+    printf("  largest: patch %zu (row %zu, column %zu) %.6f, %.1f× the uniform 1/N = %.6f\n",
+           peak + 1, peak / (size_t)m->cols, peak % (size_t)m->cols, (double)m->values[peak],
+           (double)(m->values[peak] / uniform), (double)uniform);
+}
+
+/* ---------------------------------------------------------------- command */
+
+static VitStatus check_args(const AttentionArgs *a, const CliSpec *spec, VitError *err) {
+    const bool layer = cli_given(spec, "--layer");
+    if (!a->out && !a->raw)
+        return vit_fail(err, VIT_ERR_USAGE, "'vit attention' needs --out FILE.png, --raw "
+                        "FILE.safetensors or both (see 'vit attention --help')");
+    if (layer + a->rollout + a->grid > 1)
+        return vit_fail(err, VIT_ERR_USAGE, "--rollout, --layer and --grid each draw another "
+                        "map: give one");
+    if (cli_given(spec, "--head") && !layer)
+        return vit_fail(err, VIT_ERR_USAGE, "--head picks one head of --layer L's attention "
+                        "(a rollout fuses the heads: --fuse)");
+    if (cli_given(spec, "--head") && cli_given(spec, "--fuse"))
+        return vit_fail(err, VIT_ERR_USAGE, "--head and --fuse both say what to do with the "
+                        "heads: give one");
+    if ((a->grad || cli_given(spec, "--discard")) && (layer || a->grid))
+        return vit_fail(err, VIT_ERR_USAGE, "--%s belongs to the rollout, not to %s",
+                        a->grad ? "grad" : "discard", layer ? "--layer" : "--grid");
+    if (cli_given(spec, "--class") && !a->grad)
+        return vit_fail(err, VIT_ERR_USAGE, "--class chooses the class of --grad's gradient: "
+                        "add --grad");
+    if (a->grad && cli_given(spec, "--fuse"))
+        return vit_fail(err, VIT_ERR_USAGE, "--grad fuses the heads by their gradient-weighted "
+                        "mean: --fuse does not apply");
+    return VIT_OK;
+}
+
+/** The pass, its maps, the picture and the numbers. */
+static VitStatus draw_attention(const AttentionArgs *a, const CliSpec *spec, VitError *err) {
+    Vit vit;
+    VitStatus s = vit_build(&vit, a->weights, err);
+    if (s != VIT_OK) return s;
+    const VitConfig *c = &vit.config;
+    HeadFuse fuse = FUSE_MEAN;
+    if (a->fuse_name && !head_fuse_parse(a->fuse_name, &fuse))
+        s = vit_fail(err, VIT_ERR_USAGE, "--fuse: '%s' is not mean, max or min", a->fuse_name);
+    if (s == VIT_OK && cli_given(spec, "--layer") && a->layer >= c->depth)
+        s = vit_fail(err, VIT_ERR_USAGE, "--layer %d: %s has layers 0 to %d", a->layer,
+                     a->weights, c->depth - 1);
+    if (s == VIT_OK && cli_given(spec, "--head") && a->head >= c->heads)
+        s = vit_fail(err, VIT_ERR_USAGE, "--head %d: %s has heads 0 to %d", a->head, a->weights,
+                     c->heads - 1);
+    if (s == VIT_OK && a->grad && cli_given(spec, "--class") && a->cls >= c->num_classes)
+        s = vit_fail(err, VIT_ERR_USAGE, "--class %d: %s has classes 0 to %d", a->cls,
+                     a->weights, c->num_classes - 1);
+    CliInput inputs[4] = {{a->weights, "--weights"}, {a->images[0], "IMAGE"},
+                          {a->labels, "--labels"}, {vit.config_json, "config.json"}};
+    if (s == VIT_OK) s = cli_check_output(a->out, "--out", inputs, 4, err);
+    if (s == VIT_OK) s = cli_check_output(a->raw, "--raw", inputs, 4, err);
+    Preprocess pre;
+    Labels labels = {0};
+    Tensor input = {0}, joint = {0}, raw = {0};
+    TraceRecorder fwd = {0}, bwd = {0};
+    Map m = {0};
+    Image seen = {0}, pic = {0};
+    float *grid = NULL;
+    if (s == VIT_OK && (s = cli_apply_image_size(&vit, &a->image, err)) == VIT_OK &&
+        (s = cli_preprocess(&pre, &a->image, &vit, err)) == VIT_OK &&
+        (s = labels_for_weights(&labels, a->labels, vit.config_json, &vit.file, c->num_classes,
+                                err)) == VIT_OK)
+        s = cli_load_images(&input, a->images, 1, &pre, err);
+    // 1. the pass: probabilities (and their gradients for --grad), nothing else kept
+    int cls = -1;
+    const int wanted = a->cls;
+    if (s == VIT_OK)
+        s = rollout_record(&vit, &input, a->grad && cli_given(spec, "--class") ? &wanted : NULL,
+                           &cls, &fwd, a->grad ? &bwd : NULL, err);
+    if (s == VIT_OK) s = vit_check_finite(&vit, &input, err);
+    const int side = c->image_size / c->patch_size, P = side * side, N = P + 1, L = c->depth;
+    const float uniform = 1.0f / (float)N;
+    float cls_self = NAN;
+    // 2. the map
+    if (s == VIT_OK && a->grid) {
+        const int H = c->heads;
+        grid = vit_malloc(sizeof(float) * (size_t)L * (H + 1) * P);
+        for (int l = 0; l < L; l++)
+            for (int h = 0; h <= H; h++)
+                layer_map(grid + ((size_t)l * (H + 1) + h) * P, probs_of(&fwd, l), h < H ? h : -1,
+                          FUSE_MEAN);
+        raw = tensor_view(grid, 4, L, H + 1, side, side);
+        snprintf(m.title, sizeof m.title, "[cls] attention, %d layers x %d heads and their mean",
+                 L, H);
+    } else if (s == VIT_OK && cli_given(spec, "--layer")) {
+        m.values = vit_malloc(sizeof(float) * (size_t)P);
+        const Tensor *p = probs_of(&fwd, a->layer);
+        layer_map(m.values, p, cli_given(spec, "--head") ? a->head : -1, fuse);
+        if (cli_given(spec, "--head")) {
+            cls_self = p->data[(size_t)a->head * N * N]; // head h's row 0, column 0
+            snprintf(m.title, sizeof m.title, "layer %d, head %d: [cls] attention", a->layer,
+                     a->head);
+        } else {
+            snprintf(m.title, sizeof m.title, "layer %d: [cls] attention, heads fused by %s",
+                     a->layer, head_fuse_name(fuse));
+        }
+    } else if (s == VIT_OK) {
+        const RolloutOptions o = {fuse, a->discard};
+        s = rollout_from_trace(&joint, &fwd, a->grad ? &bwd : NULL, L, 0, &o, err);
+        if (s == VIT_OK) {
+            m.values = vit_malloc(sizeof(float) * (size_t)P);
+            memcpy(m.values, joint.data + 1, sizeof(float) * (size_t)P); // row 0, columns 1..P
+            cls_self = joint.data[0];
+            if (a->grad)
+                snprintf(m.title, sizeof m.title, "gradient-weighted rollout for class %d, "
+                         "discard %g", cls, (double)a->discard);
+            else
+                snprintf(m.title, sizeof m.title, "rollout, heads fused by %s, discard %g",
+                         head_fuse_name(fuse), (double)a->discard);
+        }
+    }
+    m.rows = m.cols = side;
+    if (s == VIT_OK && !a->grid) raw = tensor_view(m.values, 2, side, side);
+    // 3. what the model predicted, and the picture
+    char caption[192] = "";
+    if (s == VIT_OK) {
+        const Tensor logits = vit_logits(&vit);
+        float *prob = vit_malloc(sizeof(float) * (size_t)c->num_classes);
+        softmax(prob, logits.data, 1, c->num_classes);
+        const int pred = index_of_max(prob, c->num_classes);
+        const char *name = labels_name(&labels, pred);
+        char safe[128], img_safe[512];
+        snprintf(caption, sizeof caption, "predicted: %s (%.1f%%)",
+                 name ? vit_escape(safe, sizeof safe, name) : "?", 100.0 * prob[pred]);
+        printf("%s: %s\n", vit_escape(img_safe, sizeof img_safe, a->images[0]), caption);
+        free(prob);
+        if (!a->grid) print_summary(&m, cls_self, uniform);
+        else printf("  %s\n", m.title);
+        seen = picture_from_input(input.data, c->channels, c->image_size, pre.mean, pre.std);
+        const float alpha = a->opacity;
+        pic = a->grid ? draw_grid(&seen, grid, L, c->heads, side, side, caption, uniform, alpha)
+                      : draw_single(&seen, &m, caption, uniform, alpha);
+    }
+    // 4. the files
+    if (s == VIT_OK && a->out && (s = picture_write_png(&pic, a->out, err)) == VIT_OK)
+        printf("  wrote %s (%d×%d)\n", a->out, pic.width, pic.height);
+    if (s == VIT_OK && a->raw &&
+        (s = write_raw(a->raw, a, &raw, joint.data ? &joint : NULL, m.title, cls, err)) == VIT_OK)
+        printf("  wrote %s\n", a->raw);
+    if (pic.pixels) image_free(&pic);
+    if (seen.pixels) image_free(&seen);
+    free(grid);
+    free(m.values);
+    tensor_free(&joint);
+    trace_recorder_free(&fwd);
+    trace_recorder_free(&bwd);
+    tensor_free(&input);
+    labels_free(&labels);
+    vit_free(&vit);
+    return s;
+}
+
+/**
+ * @brief `vit attention`: parse → build → one recorded pass → the map → PNG and numbers.
+ * @param[in] self        this command's row of the command table
+ * @param[in] argc, argv  its command line, argv[0] = "attention"
+ * @param[out] err        the message on failure
+ * @return the exit status: VIT_OK, VIT_ERR_INPUT or VIT_ERR_USAGE
+ */
+VitStatus cmd_attention(const VitCommand *self, int argc, char **argv, VitError *err) {
+    AttentionArgs a = {.opacity = 0.6f};
+    CliOption options[] = {
+        {"--weights", CLI_STRING, &a.weights, "FILE", "the model", .required = true},
+        {"--out", CLI_STRING, &a.out, "FILE", "write the picture here (PNG)", .required = false},
+        {"--raw", CLI_STRING, &a.raw, "FILE",
+         "write the map's numbers here (safetensors: 'map' (rows, cols), or 'maps' (L, H + 1, "
+         "rows, cols) for --grid, and the rollout's 'joint' (N, N))", .required = false},
+        {"--rollout", CLI_FLAG, &a.rollout, "", "attention rollout through every layer (the default)", .required = false},
+        {"--layer", CLI_INT, &a.layer, "L", "one layer's own [cls] attention", .lo = 0, .hi = 4096, .required = false},
+        {"--head", CLI_INT, &a.head, "H", "with --layer: one head, not their fusion", .lo = 0,
+         .hi = 4096, .required = false},
+        {"--fuse", CLI_STRING, &a.fuse_name, "mean|max|min",
+         "how a layer's heads become one map (default mean)", .required = false},
+        {"--discard", CLI_FLOAT, &a.discard, "R",
+         "rollout: set the lowest fraction R of each layer's fused entries to 0 ([cls] to itself "
+         "kept)", .show_default = true, .lo = 0, .hi = 0.999, .required = false},
+        {"--grad", CLI_FLAG, &a.grad, "",
+         "rollout of the attention weighted by its gradient for --class", .required = false},
+        {"--class", CLI_INT, &a.cls, "C", "with --grad: the class whose score is differentiated "
+         "(default: the predicted one)", .lo = 0, .hi = 1000000, .required = false},
+        {"--grid", CLI_FLAG, &a.grid, "", "every layer's and head's [cls] attention in one picture", .required = false},
+        {"--opacity", CLI_FLOAT, &a.opacity, "A",
+         "how much the map covers the image: 0 only the image, 1 only the map",
+         .show_default = true, .lo = 0, .hi = 1, .required = false},
+        {"--labels", CLI_STRING, &a.labels, "FILE", "class names, one per line, in class order", .required = false},
+        CLI_IMAGE_OPTIONS(&a.image),
+        CLI_OPTION_THREADS(&a.threads),
+    };
+    CliSpec spec = {.command = self, .description = description, .examples = examples,
+                    .options = options, .option_count = sizeof options / sizeof options[0],
+                    .positional = "IMAGE", .max_positional = 1, .positionals = a.images};
+    bool help;
+    VitStatus s = cli_parse(&spec, argc, argv, &help, err);
+    if (s != VIT_OK || help) return s;
+    if (spec.positional_count != 1)
+        return vit_fail(err, VIT_ERR_USAGE,
+                        "'vit attention' needs one IMAGE (see 'vit attention --help')");
+    if ((s = check_args(&a, &spec, err)) != VIT_OK) return s;
+    cli_apply_threads(&spec, a.threads);
+    return draw_attention(&a, &spec, err);
+}
