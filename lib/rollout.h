@@ -48,6 +48,7 @@
 
 #include <stdbool.h>
 
+#include "dataset.h"
 #include "trace.h"
 #include "util.h"
 #include "vit.h"
@@ -164,6 +165,68 @@ void rollout_record_probs(void *recorder, const char *name, const Tensor *t);
  */
 VitStatus rollout_record(Vit *vit, const Tensor *input, const int *classes, int *chosen,
                          TraceRecorder *forward, TraceRecorder *backward, VitError *err);
+
+/* ------------------------------------------------------------ measuring */
+
+/** The maps attention_measure() compares, each a value per patch for each image. */
+typedef enum {
+    MAP_ROLLOUT,      /**< rollout, heads fused by their mean, nothing discarded */
+    MAP_ROLLOUT_MAX,  /**< rollout, heads fused by max, the lowest 90 % discarded */
+    MAP_LAST_LAYER,   /**< the last layer's [cls] attention, heads averaged */
+    MAP_GRAD,         /**< gradient-weighted rollout for the predicted class */
+    MAP_COUNT
+} MapMethod;
+
+/** @brief "rollout (mean)", "rollout (max, discard 0.9)", "last layer", "gradient-weighted". */
+const char *map_method_name(MapMethod m);
+
+/** How many patches the deletion test masks: 1, 5 and 10. */
+#define MEASURE_KS 3
+/** The deletion test's k values, in patches. */
+extern const int measure_ks[MEASURE_KS];
+
+/** What attention_measure() found, averaged over the images. */
+typedef struct {
+    int images;                       /**< how many were measured */
+    int threshold;                    /**< a pixel above this (0–255) is the garment's */
+    double uniform_mass;              /**< the garment's share of the patches' area: what a
+                                           uniform map would put on it */
+    double mass[MAP_COUNT];           /**< each map's share on the garment */
+    double prob_full;                 /**< the predicted class's mean probability, nothing masked */
+    double prob_top[MAP_COUNT][MEASURE_KS]; /**< with each map's top k patches masked */
+    double prob_random[MEASURE_KS];   /**< with k random patches masked (seeded) */
+} AttentionMeasures;
+
+/**
+ * @brief The share of a map on the garment: Σ_p map_p·g_p / Σ_p map_p, with g_p
+ *        the fraction of patch p's pixels above @p threshold.
+ * @param[in] map     (P) values ≥ 0 over the patches, row-major
+ * @param[in] pixels  (S, S) grey bytes of the image
+ */
+double map_mass_on_object(const float *map, const unsigned char *pixels, int S, int patch,
+                          int threshold);
+
+/** @brief The patches in order of decreasing @p map value, ties by index: order is (P). */
+void map_rank(int *order, const float *map, int P);
+
+/**
+ * @brief Set the pixels of @p k patches of a (C, S, S) input to @p value (the
+ *        normalised black): the patches order[0 … k−1].
+ */
+void mask_patches(float *input, int C, int S, int patch, const int *order, int k, float value);
+
+/**
+ * @brief Measure the maps on the first @p count images of @p data (grey, as the
+ *        model's input): how much of each map lies on the garment, and the
+ *        deletion test, how far the predicted class's probability falls when
+ *        the k patches a map ranks highest are blacked out, against k random
+ *        patches (drawn from @p seed).
+ * @param[in] mean, std  the model's input normalisation
+ * @param[in] batch      images per forward pass
+ */
+VitStatus attention_measure(Vit *vit, const Dataset *data, int count, float mean, float std,
+                            int batch, int threshold, uint64_t seed, AttentionMeasures *out,
+                            VitError *err);
 
 /** @} */
 #endif

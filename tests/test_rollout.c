@@ -383,6 +383,27 @@ static void test_refusals(void) {
     CU_ASSERT_FALSE(head_fuse_parse("median", &f));
 }
 
+/* ------------------------------------------------------- measuring maps */
+
+static void test_measure_pieces(void) {
+    // a 4×4 image of 2×2 patches: the garment (200) fills patch 0 and half of patch 3
+    unsigned char px[16] = {200, 200, 0, 0, /**/ 200, 200, 0, 0, /**/ 0, 0, 200, 0, /**/ 0, 0, 200, 0};
+    const float map[4] = {0.5f, 0.1f, 0.1f, 0.3f};
+    // (0.5·1 + 0.1·0 + 0.1·0 + 0.3·0.5) / 1.0
+    CU_ASSERT_DOUBLE_EQUAL(map_mass_on_object(map, px, 4, 2, 32), 0.65, 1e-6); // float map
+    const float flat[4] = {1, 1, 1, 1}; // uniform: the garment's share of the area, 6/16
+    CU_ASSERT_DOUBLE_EQUAL(map_mass_on_object(flat, px, 4, 2, 32), 0.375, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(map_mass_on_object(flat, px, 4, 2, 200), 0, 1e-9); // strictly above
+    int order[4];
+    map_rank(order, map, 4); // 0.5, 0.3, then the tie 0.1 in index order
+    CU_ASSERT(order[0] == 0 && order[1] == 3 && order[2] == 1 && order[3] == 2);
+    float input[16];
+    for (int i = 0; i < 16; i++) input[i] = (float)i;
+    mask_patches(input, 1, 4, 2, order, 2, -1.0f); // patches 0 and 3 black
+    const float want[16] = {-1, -1, 2, 3, -1, -1, 6, 7, 8, 9, -1, -1, 12, 13, -1, -1};
+    for (int i = 0; i < 16; i++) CU_ASSERT_EQUAL(input[i], want[i]);
+}
+
 CU_TestInfo tests_rollout[] = {
     {"on a recorded trace, as PyTorch computes it", test_rollout_on_trace},
     {"vit-explain's mistakes are far from it", test_vit_explain_mistakes},
@@ -391,5 +412,6 @@ CU_TestInfo tests_rollout[] = {
     {"discarding: the lowest, (0, 0) spared, ties by position", test_discard_rules},
     {"fusions and one layer by hand", test_fusions_by_hand},
     {"what it refuses", test_refusals},
+    {"measuring: mass on the garment, ranking, masking", test_measure_pieces},
     CU_TEST_INFO_NULL,
 };
