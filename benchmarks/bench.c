@@ -255,7 +255,10 @@ static void bench_vit(void) {
  *   backward   vit_backward()
  *   optimizer  vit_grads_zero(), clip_grad_norm(), adamw_step()
  * on a model built here (it owns its weights, so AdamW may write them), with
- * a warm-up + cosine learning rate, the same batch every step.
+ * a warm-up + cosine learning rate, the same batch every step. With shards
+ * (vit_train_shards(), what `vit train` does), forward and backward are one
+ * call, vit_forward_backward(), each shard on its own thread, and are timed
+ * together.
  */
 static const VitConfig train_config = {.image_size = 28, .patch_size = 4, .channels = 1,
                                        .dim = 64, .depth = 6, .heads = 4, .mlp_dim = 128,
@@ -276,6 +279,7 @@ typedef struct {
     int targets[TRAIN_BATCH];
     float *dlogits;
     LrSchedule schedule;
+    int shards;   // 1: forward and backward on all threads; more: the batch split
 } TrainRun;
 
 static void train_fail(const char *what, const VitError *err) {
@@ -283,12 +287,13 @@ static void train_fail(const char *what, const VitError *err) {
     exit(1);
 }
 
-static void train_setup(TrainRun *t) {
+static void train_setup(TrainRun *t, int shards) {
     VitError err;
     VitInit init = vit_init_timm(1);
     memset(t, 0, sizeof *t);
+    t->shards = shards;
     if (vit_build_random(&t->vit, &train_config, &init, &err)) train_fail("build", &err);
-    if (vit_train_prepare(&t->vit, VIT_KEEP_DEFAULT, TRAIN_BATCH, &err)) train_fail("prepare", &err);
+    if (vit_train_shards(&t->vit, shards, TRAIN_BATCH, &err)) train_fail("prepare", &err);
     if (vit_grads_init(&t->grads, &t->vit, &err)) train_fail("gradients", &err);
     AdamWConfig cfg = adamw_defaults();
     cfg.weight_decay = 0.05;
@@ -312,29 +317,39 @@ static void train_free(TrainRun *t) {
     vit_free(&t->vit);
 }
 
-// One step, its three parts timed into times[0..2]; returns the loss.
+// One step, its three parts timed into times[0..2] (sharded: forward and
+// backward together in times[0], times[1] = 0); returns the loss.
 static float train_step(TrainRun *t, int step, double times[3]) {
     VitError err;
     const int Y = train_config.num_classes;
-    double t0 = vit_now();
-    if (vit_forward(&t->vit, &t->input, NULL, NULL, &err)) train_fail("forward", &err);
-    memset(t->dlogits, 0, sizeof(float) * TRAIN_BATCH * (size_t)Y);
-    float loss = cross_entropy(t->dlogits, t->vit.acts.logits, t->targets, TRAIN_BATCH, Y, 0.0f);
-    double t1 = vit_now();
-    if (vit_backward(&t->vit, &t->grads, t->dlogits, NULL, NULL, &err)) train_fail("backward", &err);
-    double t2 = vit_now();
+    double t0 = vit_now(), t1, t2;
+    float loss;
+    if (t->shards > 1) {
+        if (vit_forward_backward(&t->vit, &t->grads, &t->input, t->targets, 0.0f, &loss, NULL,
+                                 NULL, &err))
+            train_fail("forward and backward", &err);
+        t1 = t2 = vit_now();
+    } else {
+        if (vit_forward(&t->vit, &t->input, NULL, NULL, &err)) train_fail("forward", &err);
+        memset(t->dlogits, 0, sizeof(float) * TRAIN_BATCH * (size_t)Y);
+        loss = cross_entropy(t->dlogits, t->vit.acts.logits, t->targets, TRAIN_BATCH, Y, 0.0f);
+        t1 = vit_now();
+        if (vit_backward(&t->vit, &t->grads, t->dlogits, NULL, NULL, &err))
+            train_fail("backward", &err);
+        t2 = vit_now();
+    }
     clip_grad_norm(t->opt.params, t->opt.count, 1.0);
     adamw_step(&t->opt, lr_at(&t->schedule, step));
     vit_grads_zero(&t->grads); // for the next step, as PyTorch's zero_grad()
     double t3 = vit_now();
-    times[0] = t1 - t0, times[1] = t2 - t1, times[2] = t3 - t2;
+    times[0] = t1 - t0, times[1] = t2 - t1, times[2] = t3 - t2; // sharded: t1 = t2
     return loss;
 }
 
 // The medians of TRAIN_STEPS steps after TRAIN_WARMUP untimed ones; the loss falls meanwhile.
-static StepTimes train_time(float *first_loss, float *last_loss) {
+static StepTimes train_time(int shards, float *first_loss, float *last_loss) {
     TrainRun t;
-    train_setup(&t);
+    train_setup(&t, shards);
     double parts[3][TRAIN_STEPS], whole[TRAIN_STEPS], times[3];
     for (int s = 0; s < TRAIN_WARMUP + TRAIN_STEPS; s++) {
         float loss = train_step(&t, s, times);
@@ -364,38 +379,49 @@ static void bench_train(void) {
            "(3x the forward); median of %d steps after %d warm-up steps\n",
            c->image_size, c->channels, c->patch_size, c->dim, c->depth, c->heads, c->mlp_dim,
            c->num_classes, TRAIN_BATCH, flops / 1e9, TRAIN_STEPS, TRAIN_WARMUP);
-    printf("  %-8s %7s %9s %8s %8s %8s %8s %8s   %s\n", "backend", "threads", "images/s",
-           "step ms", "fwd ms", "bwd ms", "optim ms", "GFLOP/s", "fwd/bwd/opt %");
+    printf("  %-8s %7s %6s %9s %8s %8s %8s %8s %8s   %s\n", "backend", "threads", "shards",
+           "images/s", "step ms", "fwd ms", "bwd ms", "optim ms", "GFLOP/s", "fwd/bwd/opt %");
     const GemmBackend saved = gemm_get_backend();
     const int threads = vit_get_threads();
     const GemmBackend backends[] = {GEMM_TILED, GEMM_BLAS};
     StepTimes best = {0};
     GemmBackend best_backend = saved;
-    int best_threads = threads;
+    int best_threads = threads, best_shards = 1;
     float first = 0, last = 0;
+    // each backend on all threads, on one, and on all with the batch in one shard per thread
+    const int rows[3][2] = {{threads, 1}, {1, 1}, {threads, threads}};
     for (int b = 0; b < 2; b++) {
         if (backends[b] == GEMM_BLAS && !gemm_have_blas()) continue;
         gemm_set_backend(backends[b]);
-        for (int t = threads; t >= 1; t = t > 1 ? 1 : 0) {
+        for (int r = 0; r < 3; r++) {
+            const int t = rows[r][0], shards = rows[r][1];
+            if ((r == 1 && threads == 1) || (r == 2 && shards == 1)) continue; // a row again
             vit_set_threads(t);
-            StepTimes st = train_time(&first, &last);
-            printf("  %-8s %7d %9.0f %8.1f %8.1f %8.1f %8.1f %8.1f   %3.0f/%3.0f/%3.0f\n",
-                   gemm_backend_name(backends[b]), t, TRAIN_BATCH / st.step, 1e3 * st.step,
-                   1e3 * st.forward, 1e3 * st.backward, 1e3 * st.optimizer, flops / st.step / 1e9,
-                   100 * st.forward / st.step, 100 * st.backward / st.step,
-                   100 * st.optimizer / st.step);
+            StepTimes st = train_time(shards, &first, &last);
+            printf("  %-8s %7d %6d %9.0f %8.1f ", gemm_backend_name(backends[b]), t, shards,
+                   TRAIN_BATCH / st.step, 1e3 * st.step);
+            if (shards > 1) // forward and backward in one call: one figure for both
+                printf("%8.1f %8s %8.1f %8.1f   %3.0f+bwd/%3.0f\n", 1e3 * st.forward, "(in fwd)",
+                       1e3 * st.optimizer, flops / st.step / 1e9, 100 * st.forward / st.step,
+                       100 * st.optimizer / st.step);
+            else
+                printf("%8.1f %8.1f %8.1f %8.1f   %3.0f/%3.0f/%3.0f\n", 1e3 * st.forward,
+                       1e3 * st.backward, 1e3 * st.optimizer, flops / st.step / 1e9,
+                       100 * st.forward / st.step, 100 * st.backward / st.step,
+                       100 * st.optimizer / st.step);
             fflush(stdout);
             if (best.step == 0 || st.step < best.step)
-                best = st, best_backend = backends[b], best_threads = t;
-            if (t == 1) break;
+                best = st, best_backend = backends[b], best_threads = t, best_shards = shards;
         }
     }
     vit_set_threads(threads);
     gemm_set_backend(saved);
     printf("  loss over the %d steps of the last run: %.4f -> %.4f (the same batch: it must fall)\n",
            TRAIN_WARMUP + TRAIN_STEPS, (double)first, (double)last);
-    printf("  fastest: %s, %d thread%s, %.0f images/s\n", gemm_backend_name(best_backend),
-           best_threads, best_threads == 1 ? "" : "s", TRAIN_BATCH / best.step);
+    printf("  (with shards, forward and backward are one call: the fwd column holds both)\n");
+    printf("  fastest: %s, %d thread%s, %d shard%s, %.0f images/s\n",
+           gemm_backend_name(best_backend), best_threads, best_threads == 1 ? "" : "s",
+           best_shards, best_shards == 1 ? "" : "s", TRAIN_BATCH / best.step);
     if (train_result_path) {
         FILE *f = fopen(train_result_path, "w");
         if (!f) {
@@ -403,9 +429,9 @@ static void bench_train(void) {
             exit(1);
         }
         fprintf(f, "images_per_s=%.3f\nstep_s=%.9f\nforward_s=%.9f\nbackward_s=%.9f\n"
-                   "optimizer_s=%.9f\nbackend=%s\nthreads=%d\nbatch=%d\n",
+                   "optimizer_s=%.9f\nbackend=%s\nthreads=%d\nshards=%d\nbatch=%d\n",
                 TRAIN_BATCH / best.step, best.step, best.forward, best.backward, best.optimizer,
-                gemm_backend_name(best_backend), best_threads, TRAIN_BATCH);
+                gemm_backend_name(best_backend), best_threads, best_shards, TRAIN_BATCH);
         if (fclose(f) != 0) {
             fprintf(stderr, "bench: %s: cannot write\n", train_result_path);
             exit(1);

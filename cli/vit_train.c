@@ -31,7 +31,7 @@ typedef struct {
     const char *data;       // --data: "fashion-mnist" or the folder of its four files
     const char *arch;       // --arch: the named architecture
     int patch, dim, depth, heads, mlp; // overrides of the architecture; 0: the arch's
-    int epochs, batch, warmup, crop_pad, flip, seed, limit, threads;
+    int epochs, batch, warmup, crop_pad, flip, seed, limit, shards, threads;
     float lr, min_lr, weight_decay, clip, smoothing;
     const char *out;        // --out: the trained model
     const char *checkpoint; // --checkpoint: where each epoch's checkpoint goes
@@ -55,8 +55,13 @@ static const char description[] =
     "cosine to --min-lr. After each epoch: the validation accuracy, a row of the\n"
     "CSV --log, and a checkpoint (--checkpoint), each written to a temporary file\n"
     "and renamed. Ctrl-C saves a checkpoint at the current step; --resume with it\n"
-    "continues the run exactly, as if it had never stopped. The same flags, seed\n"
-    "and --threads give the same weights, bit for bit.\n"
+    "continues the run exactly, as if it had never stopped.\n"
+    "\n"
+    "Each batch is split into --shards parts, one per thread, each run forward and\n"
+    "backward on its own copy of the activations (the model's operations are too\n"
+    "small to share between threads); their gradients are added, weighted by their\n"
+    "share of the batch. The same flags and seed give the same weights bit for bit,\n"
+    "on any number of threads; another --shards gives other last bits.\n"
     "\n"
     "At the end the test split is evaluated once (--test 0: not at all) and the\n"
     "model is written to --out, with the command, the accuracies, the class\n"
@@ -117,7 +122,7 @@ static TrainConfig read_config(const TrainFlags *f) {
     TrainConfig c = train_defaults();
     c.epochs = f->epochs, c.batch = f->batch, c.lr = f->lr, c.min_lr = f->min_lr;
     c.warmup_epochs = f->warmup, c.weight_decay = f->weight_decay, c.clip = f->clip;
-    c.smoothing = f->smoothing, c.seed = (uint64_t)f->seed;
+    c.smoothing = f->smoothing, c.seed = (uint64_t)f->seed, c.shards = f->shards;
     c.augment = (Augment){.pad = f->crop_pad, .flip = f->flip != 0};
     return c;
 }
@@ -250,8 +255,10 @@ static void class_names_json(char *buf, size_t size, const Dataset *d) {
 
 static VitStatus save_model(const Run *r, const TrainFlags *f, VitError *err) {
     char names[512], epochs[16], seed[32], mean[32], stdev[32], threads[16], side[16], chans[16];
+    char shards[16];
     class_names_json(names, sizeof names, &r->train);
     snprintf(threads, sizeof threads, "%d", vit_get_threads());
+    snprintf(shards, sizeof shards, "%d", f->shards);
     snprintf(side, sizeof side, "%d", r->t.vit.config.image_size);
     snprintf(chans, sizeof chans, "%d", r->t.vit.config.channels);
     snprintf(epochs, sizeof epochs, "%d", f->epochs);
@@ -262,7 +269,8 @@ static VitStatus save_model(const Run *r, const TrainFlags *f, VitError *err) {
         {"class_names", names},       {"preprocess", "fashion-mnist"},
         {"mean", mean},               {"std", stdev},
         {"image_size", side},         {"channels", chans},
-        {"train.command", r->command}, {"train.seed", seed}, {"train.threads", threads},
+        {"train.command", r->command}, {"train.seed", seed}, {"train.shards", shards},
+        {"train.threads", threads},
         {"train.epochs", epochs},     {"train.val_accuracy", r->val_acc},
         {"train.test_accuracy", r->test_acc}, {"train.log", r->log.text},
         {"train.data", "Fashion-MNIST (Debian dataset-fashion-mnist): trained on the first "
@@ -365,7 +373,7 @@ VitStatus cmd_train(const VitCommand *self, int argc, char **argv, VitError *err
                     .batch = d.batch, .warmup = d.warmup_epochs, .crop_pad = d.augment.pad,
                     .flip = d.augment.flip, .seed = (int)d.seed, .lr = (float)d.lr,
                     .min_lr = (float)d.min_lr, .weight_decay = (float)d.weight_decay,
-                    .clip = d.clip, .smoothing = d.smoothing, .test = 1};
+                    .clip = d.clip, .smoothing = d.smoothing, .shards = d.shards, .test = 1};
     CliOption options[] = {
         {"--out", CLI_STRING, &f.out, "FILE", "write the trained model here", .required = true},
         {"--data", CLI_STRING, &f.data, "DIR", "fashion-mnist (Debian's files) or a folder "
@@ -400,6 +408,8 @@ VitStatus cmd_train(const VitCommand *self, int argc, char **argv, VitError *err
          .show_default = true, .lo = 0, .hi = 2147483647},
         {"--limit", CLI_INT, &f.limit, "N", "train on the first N of the 55,000 images only",
          .lo = 1, .hi = 55000},
+        {"--shards", CLI_INT, &f.shards, "N", "split each batch into N parts, one per thread",
+         .show_default = true, .lo = 1, .hi = 64},
         {"--checkpoint", CLI_STRING, &f.checkpoint, "FILE",
          "the checkpoint written each epoch and on Ctrl-C (default: OUT.ckpt)", .required = false},
         {"--resume", CLI_STRING, &f.resume, "FILE", "continue the run of this checkpoint", .required = false},
@@ -462,10 +472,12 @@ VitStatus cmd_train(const VitCommand *self, int argc, char **argv, VitError *err
     stop_requested = 0;
     catch_stops(old);
     printf("training a ViT (patch %d, D %d, depth %d, %d heads, MLP %d; %s parameters) on %d "
-           "images, validating on %d: %d epochs of %d steps, batch %d, %d thread%s%s\n",
+           "images, validating on %d: %d epochs of %d steps, batch %d in %d shard%s, %d "
+           "thread%s%s\n",
            model.patch_size, model.dim, model.depth, model.heads, model.mlp_dim,
            vit_thousands((char[VIT_NUM_BUF]){0}, vit_param_count(&model)), r.train.count,
-           r.val.count, f.epochs, r.t.steps_per_epoch, f.batch, vit_get_threads(),
+           r.val.count, f.epochs, r.t.steps_per_epoch, f.batch, f.shards,
+           f.shards == 1 ? "" : "s", vit_get_threads(),
            vit_get_threads() == 1 ? "" : "s", f.resume ? "; resumed" : "");
 
     const double started = vit_now();

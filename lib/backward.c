@@ -155,6 +155,8 @@ VitStatus vit_forward_backward(Vit *vit, VitGrads *grads, const Tensor *input, c
             if (targets[b] < 0 || targets[b] >= Y)
                 return vit_fail(err, VIT_ERR_INPUT, "the target of image %d is class %d; the "
                                 "model has %d classes, 0 to %d", b, targets[b], Y, Y - 1);
+    if (vit->shards && !trace && input->ndim == 4) // split over replicas (shards.c)
+        return vit_forward_backward_sharded(vit, grads, input, targets, smoothing, loss, err);
     if (vit->keep == VIT_KEEP_NONE) vit->keep = VIT_KEEP_DEFAULT;
     VitStatus s = vit_forward(vit, input, trace, user, err);
     if (s != VIT_OK) return s;

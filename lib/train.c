@@ -32,7 +32,7 @@ TrainConfig train_defaults(void) {
     return (TrainConfig){.epochs = 18, .batch = 128, .lr = 2e-3, .min_lr = 1e-5,
                          .warmup_epochs = 2, .weight_decay = 0.05, .clip = 1.0f,
                          .smoothing = 0.1f, .augment = {.pad = 0, .flip = false}, .seed = 1,
-                         .mean = 0.2860f, .std = 0.3530f};
+                         .shards = 2, .mean = 0.2860f, .std = 0.3530f};
 }
 
 // One stream per (seed, purpose, index): splitmix64 of the three, so nearby
@@ -54,6 +54,9 @@ static VitStatus check_config(const TrainConfig *c, VitError *err) {
     if (!(c->smoothing >= 0 && c->smoothing < 1))
         return vit_fail(err, VIT_ERR_USAGE, "label smoothing must lie in [0, 1), not %g",
                         (double)c->smoothing);
+    if (c->shards < 0 || c->shards > c->batch)
+        return vit_fail(err, VIT_ERR_USAGE, "the batch of %d cannot be split into %d shards "
+                        "(1 to %d)", c->batch, c->shards, c->batch);
     if (!(c->clip >= 0)) return vit_fail(err, VIT_ERR_USAGE, "clip must be 0 or more, not %g", (double)c->clip);
     if (!(c->std > 0) || !isfinite(c->mean))
         return vit_fail(err, VIT_ERR_USAGE, "the normalisation needs a finite mean and a std "
@@ -97,7 +100,8 @@ VitStatus trainer_init(Trainer *t, const VitConfig *model, const TrainConfig *cf
                                .total_steps = (int)trainer_total_steps(t)};
     if ((s = lr_schedule_check(&t->schedule, err)) != VIT_OK ||
         (s = vit_build_random(&t->vit, model, &init, err)) != VIT_OK ||
-        (s = vit_train_prepare(&t->vit, VIT_KEEP_DEFAULT, cfg->batch, err)) != VIT_OK ||
+        (s = vit_train_shards(&t->vit, cfg->shards > 1 ? cfg->shards : 1, cfg->batch, err)) !=
+            VIT_OK ||
         (s = vit_grads_init(&t->grads, &t->vit, err)) != VIT_OK ||
         (s = adamw_init_vit(&t->opt, &t->vit, &t->grads.weights, &adamw, err)) != VIT_OK) {
         trainer_free(t);
@@ -212,11 +216,12 @@ static void config_line(char *buf, size_t size, const Trainer *t) {
     const VitConfig *m = &t->vit.config;
     snprintf(buf, size, "img=%d channels=%d patch=%d dim=%d depth=%d heads=%d mlp=%d "
              "classes=%d epochs=%d batch=%d lr=%.9g min_lr=%.9g warmup=%d wd=%.9g clip=%.9g "
-             "smoothing=%.9g pad=%d flip=%d seed=%llu mean=%.9g std=%.9g images=%d",
+             "smoothing=%.9g pad=%d flip=%d seed=%llu shards=%d mean=%.9g std=%.9g images=%d",
              m->image_size, m->channels, m->patch_size, m->dim, m->depth, m->heads, m->mlp_dim,
              m->num_classes, c->epochs, c->batch, c->lr, c->min_lr, c->warmup_epochs,
              c->weight_decay, (double)c->clip, (double)c->smoothing, c->augment.pad,
-             (int)c->augment.flip, (unsigned long long)c->seed, (double)c->mean, (double)c->std,
+             (int)c->augment.flip, (unsigned long long)c->seed, c->shards > 1 ? c->shards : 1,
+             (double)c->mean, (double)c->std,
              t->data->count);
 }
 

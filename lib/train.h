@@ -53,6 +53,9 @@ typedef struct {
     float smoothing;     /**< label smoothing of the cross-entropy, in [0, 1) */
     Augment augment;     /**< random crop after padding, horizontal flip; {0, false}: none */
     uint64_t seed;       /**< of the weights' init, the shuffles and the augmentation */
+    int shards;          /**< each batch split over this many replicas, one per thread
+                              (vit_train_shards()); 1: unsplit. The weights depend on it,
+                              not on the thread count */
     float mean;          /**< the normalisation (pixel/255 − mean)/std of every image: its mean */
     float std;           /**< … and its standard deviation */
 } TrainConfig;

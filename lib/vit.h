@@ -120,6 +120,9 @@ typedef struct {
     const char *how;    /**< "mapped in place", "converted from BF16", "zeros (missing bias)", … */
 } VitMapEntry;
 
+/** Replicas a training batch is split over (shards.c, vit_train_shards()); opaque. */
+typedef struct VitShards VitShards;
+
 /** A ready-to-run model. Zero-initialise, then vit_build() or vit_build_random(). */
 typedef struct {
     VitConfig config;        /**< sizes */
@@ -138,6 +141,8 @@ typedef struct {
     int map_count;           /**< entries in map */
     VitKeep keep;            /**< what vit_forward() keeps for vit_backward(): VIT_KEEP_NONE
                                   (inference) unless vit_train_prepare() said otherwise */
+    VitShards *shards;       /**< vit_train_shards(): vit_forward_backward() splits each batch
+                                  over replicas, one per thread; NULL: it does not */
 } Vit;
 
 /**
@@ -354,6 +359,23 @@ void vit_grads_free(VitGrads *g);
  * @return VIT_ERR_INPUT when the activations do not fit (the message says how much they need)
  */
 VitStatus vit_train_prepare(Vit *vit, VitKeep keep, int B, VitError *err);
+
+/**
+ * @brief Prepare a model for data-parallel training: from now on
+ *        vit_forward_backward() splits each batch (of up to @p B) into @p n
+ *        shards of about B/n images, runs each on its own thread over a
+ *        replica that shares the model's weights, and adds the shards'
+ *        gradients, weighted by their share of the batch (shards.c).
+ *
+ * The point is speed on several cores for a small model, whose operations
+ * are too small to split between threads. The gradients are the batch's
+ * (within float rounding of the unsharded step's), and the same @p n gives
+ * the same bits on any number of threads. n = 1 is vit_train_prepare() with
+ * VIT_KEEP_DEFAULT. A traced vit_forward_backward() runs unsharded.
+ * @param[in] n  shards, 1 to B
+ * @return VIT_ERR_USAGE for n outside [1, B]; VIT_ERR_INPUT when memory is short
+ */
+VitStatus vit_train_shards(Vit *vit, int n, int B, VitError *err);
 
 /**
  * @brief Bytes of the activations for a batch of @p B when keeping @p keep:

@@ -34,4 +34,20 @@ float *vit_acts_stream(const VitActivations *a, int i);
  */
 VitBlockActs *vit_acts_block(VitActivations *a, int i);
 
+/** @brief Free the activations only (a replica's weights are another model's). */
+void vit_acts_free(Vit *vit);
+
+/* ------------------------------------------------- shards (shards.c) */
+
+/** @brief vit_forward_backward() of a model with shards (vit_train_shards()), no trace. */
+VitStatus vit_forward_backward_sharded(Vit *vit, VitGrads *grads, const Tensor *input,
+                                       const int *targets, float smoothing, float *loss,
+                                       VitError *err);
+/** @brief Free the shards and their replicas; the model is as before vit_train_shards(). */
+void vit_shards_free(Vit *vit);
+/** @brief The last sharded step's logits (B, Y) when they are newer than the model's own, else NULL. */
+const float *vit_shards_logits(const Vit *vit, int *B);
+/** @brief The model's own forward ran: its logits are the newer. */
+void vit_shards_stale(Vit *vit);
+
 #endif

@@ -262,6 +262,84 @@ static void test_refusals(void) {
     trainer_free(&a);
 }
 
+/* ------------------------------------------------------------ shards */
+
+// One batch's loss, logits and gradients of a fresh tiny model, split into n shards.
+static float shard_step(int n, const Tensor *x, const int *y, VitGrads *g, float *logits) {
+    Vit vit;
+    VitError err;
+    const VitInit init = vit_init_timm(3);
+    CU_ASSERT_EQUAL_FATAL(vit_build_random(&vit, &tiny, &init, &err), VIT_OK);
+    CU_ASSERT_EQUAL_FATAL(vit_train_shards(&vit, n, x->shape[0], &err), VIT_OK);
+    CU_ASSERT_EQUAL_FATAL(vit_grads_init(g, &vit, &err), VIT_OK);
+    float loss = NAN;
+    CU_ASSERT_EQUAL(vit_forward_backward(&vit, g, x, y, 0.1f, &loss, NULL, NULL, &err), VIT_OK);
+    const Tensor l = vit_logits(&vit);
+    CU_ASSERT_EQUAL(l.shape[0], x->shape[0]);
+    memcpy(logits, l.data, l.numel * sizeof(float));
+    vit_free(&vit);
+    return loss;
+}
+
+// max |a − b| / max |a| over every gradient
+static double relative_gap(const VitGrads *a, const VitGrads *b) {
+    double gap = 0, scale = 0;
+    for (size_t i = 0; i < a->floats; i++) {
+        gap = fmax(gap, fabs((double)a->memory[i] - b->memory[i]));
+        scale = fmax(scale, fabs((double)a->memory[i]));
+    }
+    return gap / scale;
+}
+
+static void test_shards(void) {
+    const Dataset *all = fashion();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(all);
+    enum { B = 12 };
+    const TrainConfig c = train_defaults();
+    int idx[B], y[B];
+    for (int i = 0; i < B; i++) idx[i] = i;
+    Tensor x = tensor_new(4, B, 1, 28, 28);
+    dataset_batch(x.data, y, all, idx, B, c.mean, c.std, NULL, NULL);
+    // one batch whole, in 2 and in 5 (unequal) shards: the batch's loss and
+    // gradients each time, to float rounding (sums in another order)
+    VitGrads whole, two, five;
+    float lw[B * 10], l2[B * 10], l5[B * 10];
+    const float loss = shard_step(1, &x, y, &whole, lw);
+    const float loss2 = shard_step(2, &x, y, &two, l2);
+    const float loss5 = shard_step(5, &x, y, &five, l5);
+    const double gap2 = relative_gap(&whole, &two), gap5 = relative_gap(&whole, &five);
+    printf("\n      loss %.6f / %.6f / %.6f, gradients within %.1e and %.1e of the whole batch's ",
+           (double)loss, (double)loss2, (double)loss5, gap2, gap5);
+    CU_ASSERT(fabsf(loss - loss2) < 1e-6f && fabsf(loss - loss5) < 1e-6f);
+    CU_ASSERT(gap2 < 1e-5 && gap5 < 1e-5);
+    float worst = 0;
+    for (int i = 0; i < B * 10; i++) worst = fmaxf(worst, fmaxf(fabsf(lw[i] - l2[i]), fabsf(lw[i] - l5[i])));
+    CU_ASSERT(worst < 1e-5f); // the logits, gathered in batch order
+    vit_grads_free(&whole), vit_grads_free(&two), vit_grads_free(&five);
+    tensor_free(&x);
+    // a run in 2 shards on 1 thread and on 2: the same weights, bit for bit
+    const int threads = vit_get_threads();
+    const Dataset train = dataset_slice(all, 0, 320);
+    TrainConfig r = augmented_run();
+    r.shards = 2;
+    Trainer a, b;
+    VitError err;
+    vit_set_threads(1);
+    CU_ASSERT_EQUAL_FATAL(trainer_init(&a, &tiny, &r, &train, &err), VIT_OK);
+    run_steps(&a, 12, NULL);
+    vit_set_threads(2);
+    CU_ASSERT_EQUAL_FATAL(trainer_init(&b, &tiny, &r, &train, &err), VIT_OK);
+    run_steps(&b, 12, NULL);
+    vit_set_threads(threads);
+    CU_ASSERT_TRUE(same_weights(&a, &b));
+    trainer_free(&a);
+    trainer_free(&b);
+    // more shards than images
+    r.shards = 33;
+    CU_ASSERT_EQUAL(trainer_init(&a, &tiny, &r, &train, &err), VIT_ERR_USAGE);
+    CU_ASSERT(strstr(err.msg, "33 shards") != NULL);
+}
+
 /* ------------------------------------------------------- the shipped model */
 
 // data/models/vit-fashion.safetensors, trained by `vit train` (README): what it
@@ -307,6 +385,7 @@ CU_TestInfo tests_train[] = {
     {"a resumed run is the whole run", test_resume_is_exact},
     {"evaluation counts every image once", test_evaluate_counts},
     {"what training refuses", test_refusals},
+    {"shards: the batch's gradients, on any thread count", test_shards},
     {"the shipped model", test_shipped_model},
     CU_TEST_INFO_NULL,
 };

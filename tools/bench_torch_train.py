@@ -180,6 +180,11 @@ HEADER = (f"  {'':<44} {'images/s':>9} {'step ms':>8} {'fwd ms':>8} {'bwd ms':>8
 
 
 def row(label, fwd, bwd, opt, step):
+    """One line of the table; bwd None: fwd holds forward and backward together."""
+    if bwd is None:
+        return (f"  {label:<44} {BATCH / step:9.0f} {1e3 * step:8.1f} {1e3 * fwd:8.1f} "
+                f"{'(in fwd)':>8} {1e3 * opt:8.1f}   {100 * fwd / step:3.0f}+bwd/"
+                f"{100 * opt / step:3.0f}")
     return (f"  {label:<44} {BATCH / step:9.0f} {1e3 * step:8.1f} {1e3 * fwd:8.1f} "
             f"{1e3 * bwd:8.1f} {1e3 * opt:8.1f}   {100 * fwd / step:3.0f}/{100 * bwd / step:3.0f}"
             f"/{100 * opt / step:3.0f}")
@@ -272,8 +277,10 @@ def main():
             sys.exit(f"bench_torch_train: {a.c_result}: no C result to compare with ({e})")
         print("\ntraining step, side by side (the same model, batch and optimizer; medians):")
         print(HEADER)
-        print(row(f"C, {c.get('threads', '?')} threads ({c.get('backend', '?')})",
-                  fwd, bwd, opt, step))
+        shards = int(c.get("shards", "1"))
+        label = f"C, {c.get('threads', '?')} threads ({c.get('backend', '?')}"
+        label += f", {shards} shards)" if shards > 1 else ")"
+        print(row(label, fwd, None if shards > 1 else bwd, opt, step))
         print(row(f"PyTorch, {settings[0].label()}", default["fwd"], default["bwd"],
                   default["opt"], default["step"]))
         print(row(f"PyTorch best: {best_s.label()}", best["fwd"], best["bwd"], best["opt"],
