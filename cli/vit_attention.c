@@ -33,9 +33,9 @@ typedef struct {
 static const char description[] =
     "Draws where the [cls] token looks in IMAGE: a map over the patch grid, laid\n"
     "over the image as the model saw it (after preprocessing), with a colour bar\n"
-    "from 0 to the map's largest value and a tick at 1/N, the share each of the\n"
-    "N tokens would get if attention were uniform. It also prints the predicted\n"
-    "class and where the map's mass lies.\n"
+    "from 0 to the map's largest value (or to 1/N, if that is larger) and a tick\n"
+    "at 1/N, the share each of the N tokens would get if attention were uniform.\n"
+    "It also prints the predicted class and where the map's mass lies.\n"
     "\n"
     "The map is one of:\n"
     "  --rollout (default)  attention rollout: each layer's heads fused (--fuse),\n"
@@ -121,8 +121,9 @@ static Image draw_single(const Image *img, const Map *m, const char *caption, fl
     Image pic = picture_new(width > text_w ? width : text_w, top + side + MARGIN);
     picture_text(&pic, MARGIN, MARGIN, 1, m->title, ink);
     picture_text(&pic, MARGIN, MARGIN + th + 2, 1, caption, ink);
-    const float hi = max_of(m->values, (size_t)m->rows * m->cols);
-    const Overlay o = {MARGIN, top, scale, 0, hi > 0 ? hi : 1, opacity};
+    // the scale reaches the uniform level at least, so a map below it looks dim
+    const float hi = fmaxf(max_of(m->values, (size_t)m->rows * m->cols), uniform);
+    const Overlay o = {MARGIN, top, scale, 0, hi, opacity};
     picture_overlay(&pic, &o, img, m->values, m->rows, m->cols);
     picture_colour_bar(&pic, MARGIN + side + BAR_GAP, top, BAR_W, side, 0, o.hi, uniform, "1/N");
     return pic;
@@ -140,7 +141,7 @@ static Image draw_grid(const Image *img, const float *maps, int L, int H, int ro
     picture_text(&pic, MARGIN, MARGIN, 1, "[cls] attention to each patch: layers x heads", ink);
     picture_text(&pic, MARGIN, MARGIN + th + 2, 1, caption, ink);
     const size_t per = (size_t)rows * cols;
-    const float hi = max_of(maps, (size_t)L * (H + 1) * per);
+    const float hi = fmaxf(max_of(maps, (size_t)L * (H + 1) * per), uniform);
     char label[32];
     for (int h = 0; h <= H; h++) {
         if (h < H) snprintf(label, sizeof label, "head %d", h);
@@ -152,13 +153,12 @@ static Image draw_grid(const Image *img, const float *maps, int L, int H, int ro
         const int y = top + l * (cell + gap);
         picture_text(&pic, MARGIN, y + cell / 2 - th / 2, 1, label, ink);
         for (int h = 0; h <= H; h++) {
-            const Overlay o = {MARGIN + label_w + h * (cell + gap), y, scale, 0, hi > 0 ? hi : 1,
-                               opacity};
+            const Overlay o = {MARGIN + label_w + h * (cell + gap), y, scale, 0, hi, opacity};
             picture_overlay(&pic, &o, img, maps + ((size_t)l * (H + 1) + h) * per, rows, cols);
         }
     }
     picture_colour_bar(&pic, MARGIN + label_w + grid_w + BAR_GAP, top, BAR_W, grid_h - gap, 0,
-                       hi > 0 ? hi : 1, uniform, "1/N");
+                       hi, uniform, "1/N");
     return pic;
 }
 
@@ -195,9 +195,9 @@ static void print_summary(const Map *m, float cls_self, float uniform) {
         printf("  [cls] row: %.4f on the %zu patches, %.4f on [cls] itself\n", total, n,
                (double)cls_self);
     else printf("  the %zu patches hold %.4f of [cls]'s attention\n", n, total);
-    printf("  largest: patch %zu (row %zu, column %zu) %.6f, %.1f× the uniform 1/N = %.6f\n",
-           peak + 1, peak / (size_t)m->cols, peak % (size_t)m->cols, (double)m->values[peak],
-           (double)(m->values[peak] / uniform), (double)uniform);
+    printf("  largest: token %zu, the patch at row %zu, column %zu: %.6f, %.2f× the uniform "
+           "1/N = %.6f\n", peak + 1, peak / (size_t)m->cols, peak % (size_t)m->cols,
+           (double)m->values[peak], (double)(m->values[peak] / uniform), (double)uniform);
 }
 
 /* ---------------------------------------------------------------- command */
