@@ -92,26 +92,6 @@ void attention_discard_lowest(float *a, int N, double ratio) {
 
 /* ------------------------------------------------- rolling out, layer by layer */
 
-void rollout_layer(double *joint, const float *fused, int N, double *scratch) {
-    // joint and fused are (N, N); scratch is (2, N, N): A = rownorm(fused + I), then A · joint
-    double *a = scratch, *product = scratch + (size_t)N * N;
-    for (int i = 0; i < N; i++) {
-        double *row = a + (size_t)i * N, sum = 0.0;
-        for (int j = 0; j < N; j++) {
-            row[j] = (double)fused[(size_t)i * N + j] + (i == j); // the residual: x + attn(x)
-            sum += row[j];
-        }
-        for (int j = 0; j < N; j++) row[j] /= sum; // sum ≥ 1: the identity's 1, entries ≥ 0
-    }
-    for (int i = 0; i < N; i++)
-        for (int j = 0; j < N; j++) {
-            double s = 0.0;
-            for (int m = 0; m < N; m++) s += a[(size_t)i * N + m] * joint[(size_t)m * N + j];
-            product[(size_t)i * N + j] = s;
-        }
-    memcpy(joint, product, (size_t)N * N * sizeof *joint);
-}
-
 VitStatus attention_rollout(float *joint, const float *const *probs, const float *const *grads,
                             int L, int H, int N, const RolloutOptions *opt, VitError *err) {
     // probs[l] and grads[l] are (H, N, N), joint is (N, N)
