@@ -34,5 +34,7 @@ void chapter09_run(Chapter *ch);
 void chapter10_run(Chapter *ch);
 /** @brief Chapter 11 · Training a ViT: Fashion-MNIST, the loop, its curves, the trained model. */
 void chapter11_run(Chapter *ch);
+/** @brief Chapter 12 · What did it learn? Attention maps, rollout, and testing them. */
+void chapter12_run(Chapter *ch);
 
 #endif

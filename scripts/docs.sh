@@ -4,10 +4,11 @@
 #   1. builds the chapter programs and runs each one, capturing what it prints
 #      into build/docs/output/NN_name.txt, so a chapter page can include its
 #      chapter's real output with \verbinclude NN_name.txt;
-#   2. runs doxygen on the folders that exist (lib, chapters, docs, cli, benchmarks,
+#   2. draws the pictures the pages show with `vit attention` (chapter 12's maps);
+#   3. runs doxygen on the folders that exist (lib, chapters, docs, cli, benchmarks,
 #      viewer), failing on any warning;
-#   3. copies Debian's MathJax next to the HTML, so formulas render offline;
-#   4. checks the result: no MathJax fetched from the network, no absolute
+#   4. copies Debian's MathJax next to the HTML, so formulas render offline;
+#   5. checks the result: no MathJax fetched from the network, no absolute
 #      path of this checkout in the pages.
 #
 # Environment: BUILD (default build) is where the chapters are built, as in
@@ -88,6 +89,30 @@ if ls chapters/[0-9][0-9]_*.c >/dev/null 2>&1; then
     done
 fi
 
+# ------------------------------------------------------------ pictures
+# What the pages show, drawn by the project from its own model and images:
+# `vit attention` maps over shipped test images, into build/docs/pictures
+# (the IMAGE_PATH appended below), for chapter 12's page.
+PICTURES=build/docs/pictures
+rm -rf "$PICTURES"
+mkdir -p "$PICTURES"
+model=data/models/vit-fashion.safetensors
+images=data/images/fashion-mnist
+if [ -f "$model" ]; then
+    echo "docs: drawing attention maps -> $PICTURES"
+    make --no-print-directory BUILD="$BUILD" "$BUILD/vit"
+    draw() { # out.png, then the flags
+        out=$1
+        shift
+        "$BUILD/vit" attention --weights "$model" "$@" --out "$PICTURES/$out" >/dev/null ||
+            fail "vit attention $* failed; its picture would be missing"
+    }
+    draw rollout-boot.png "$images/0000-ankle-boot.png"
+    draw rollout-shirt.png "$images/0004-shirt.png"
+    draw grad-boot.png "$images/0000-ankle-boot.png" --grad
+    draw grid-boot.png "$images/0000-ankle-boot.png" --grid
+fi
+
 # ------------------------------------------------------------ doxygen
 # Only folders that exist: doxygen warns (and so fails) on a missing input.
 input="lib"
@@ -101,8 +126,9 @@ echo "docs: doxygen -> $HTML"
 rm -rf "$HTML"
 rm -f "$LOG"
 status=0
-# The Doxyfile first, then our two lines, which override its INPUT and EXAMPLE_PATH.
-{ cat Doxyfile; echo "INPUT = $input"; echo "EXAMPLE_PATH = $examples"; } |
+# The Doxyfile first, then our lines, which override its INPUT, EXAMPLE_PATH and IMAGE_PATH.
+{ cat Doxyfile; echo "INPUT = $input"; echo "EXAMPLE_PATH = $examples";
+  echo "IMAGE_PATH = docs $PICTURES"; } |
     doxygen - >build/docs/doxygen.out 2>&1 || status=$?
 
 # WARN_AS_ERROR = FAIL_ON_WARNINGS makes doxygen exit non-zero; the log and the

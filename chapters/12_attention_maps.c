@@ -1,0 +1,476 @@
+/**
+ * @file 12_attention_maps.c
+ * @brief Chapter 12 · What did it learn? Where the trained model's [cls]
+ *        token looks, layer by layer and rolled out, and how far that tells
+ *        what the prediction rests on.
+ *
+ * The model of Chapter 11 reads 49 patches of a garment and names it. Its
+ * attention probabilities say, in every layer, how much [cls] reads from
+ * each patch; attention rollout follows the mixing through all the layers:
+ * \f[ A_l = \mathrm{rownorm}(\bar P_l + I), \qquad J = A_L \cdots A_1,
+ *     \qquad \mathrm{map}_p = J_{0,p}. \f]
+ * The chapter prints the model's predictions on ten test images, one
+ * image's [cls] attention in each layer as a 7×7 grid, its rollout, the head
+ * fusions and discarding that implementations offer (and a mistake a widely
+ * copied one makes), the gradient-weighted map of a class, and then measures
+ * the maps on 500 test images: how much of each lies on the garment, and
+ * what blacking out the patches it ranks highest does to the prediction,
+ * against patches chosen at random.
+ *
+ * Every number is pinned by name and checked by tests/test_ch12_attention_maps.c
+ * against tools/gen_golden_ch12.py, which runs the same model in PyTorch
+ * (tools/ref_vit.py, float64), takes the gradients from autograd and repeats
+ * every rollout and measurement there.
+ *
+ * Run: `build/chapters/12_attention_maps`
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chapter.h"
+#include "chapters.h"
+#include "dataset.h"
+#include "labels.h"
+#include "ops.h"
+#include "rollout.h"
+#include "train.h"
+#include "vit.h"
+
+enum {
+    SHOWN = 10,          // the test images of Section 1 (the shipped PNGs are these)
+    MEASURED = 500,      // Section 6 measures the maps on the first 500 test images
+    MEASURE_BATCH = 100, // in batches of 100
+    GARMENT = 32,        // a pixel above 32 of 255 is the garment's
+    MEASURE_SEED = 12,   // the random patches of the deletion test
+};
+// The test images data/images/fashion-mnist/ holds as PNGs, by index.
+static const int SHOWN_INDEX[SHOWN] = {0, 1, 2, 4, 6, 8, 9, 13, 18, 19};
+static const char MODEL_FILE[] = "models/vit-fashion.safetensors"; // under data/
+
+/** What every section works on. */
+typedef struct {
+    Vit vit;
+    Dataset test;
+    Labels labels;
+    float mean, std;
+    int side, P, N, L, H, Y; // the patch grid's side, patches, tokens, layers, heads, classes
+    Tensor input;            // (SHOWN, 1, S, S) the ten images, normalised
+    int pred[SHOWN];         // the model's class for each
+    TraceRecorder fwd, bwd;  // the ten images' probabilities, and their gradients for pred
+    float layer_peak_min;    // Section 2: the smallest of the layers' largest shares
+    float rollout_peak;      // Section 3: the rollout's largest share
+    int rollout_peak_at;     // and where
+} Work;
+
+/* ------------------------------------------------------------- printing */
+
+// A map over the patch grid as rows of numbers: percent of [cls]'s attention.
+static void print_grid(Chapter *ch, const float *map, int side, const char *caption) {
+    ch_line(ch, "    %s", caption);
+    char line[512];
+    for (int i = 0; i < side; i++) {
+        int at = snprintf(line, sizeof line, "    ");
+        for (int j = 0; j < side; j++)
+            at += snprintf(line + at, sizeof line - (size_t)at, " %5.1f", 100 * map[i * side + j]);
+        ch_line(ch, "%s", line);
+    }
+    ch_line(ch, "%s", "");
+}
+
+// The largest entry of a map, its row and column, and its multiple of uniform.
+static int peak_of(const float *map, int P) {
+    int best = 0;
+    for (int p = 1; p < P; p++)
+        if (map[p] > map[best]) best = p;
+    return best;
+}
+
+static void pin_row(Chapter *ch, const char *name, const float *v, int n) {
+    const Tensor t = tensor_view((float *)v, 1, n);
+    ch_pin(ch, name, &t);
+}
+
+// Image b's [cls] row of the rollout, (P): J(0, 1 … P).
+static bool rollout_row(Chapter *ch, float *map, float *self, const Work *w, int b,
+                        HeadFuse fuse, double discard, bool grad) {
+    Tensor joint;
+    VitError err;
+    const RolloutOptions o = {fuse, discard};
+    if (rollout_from_trace(&joint, &w->fwd, grad ? &w->bwd : NULL, w->L, b, &o, &err) != VIT_OK) {
+        ch_say(ch, "the rollout failed: %s", err.msg);
+        return false;
+    }
+    memcpy(map, joint.data + 1, sizeof(float) * (size_t)w->P);
+    if (self) *self = joint.data[0];
+    tensor_free(&joint);
+    return true;
+}
+
+/* ------------------------------------------------- 1. what the model says */
+
+static void the_predictions(Chapter *ch, Work *w) {
+    ch_section(ch, "1. Ten test images, and what the model says");
+    const Tensor logits = vit_logits(&w->vit);
+    float probs[SHOWN * 16];
+    for (int b = 0; b < SHOWN; b++) softmax(probs + b * w->Y, logits.data + b * w->Y, 1, w->Y);
+    pin_row(ch, "predict.probs", probs, SHOWN * w->Y);
+    ch_say(ch, "The model of Chapter 11 (data/%s) on the ten test images that "
+               "data/images/fashion-mnist/ holds as PNGs, each the garment's test index, its "
+               "true class, the class the model gives the highest probability, and that "
+               "probability:", MODEL_FILE);
+    int right = 0;
+    for (int b = 0; b < SHOWN; b++) {
+        const int i = SHOWN_INDEX[b], t = w->test.labels[i], p = w->pred[b];
+        right += p == t;
+        ch_line(ch, "    %4d  %-12s -> %-12s %5.1f%%%s", i, labels_name(&w->labels, t),
+                labels_name(&w->labels, p), 100 * probs[b * w->Y + p], p == t ? "" : "  (wrong)");
+    }
+    ch_line(ch, "%s", "");
+    ch_say(ch, "%d of the ten are right. The rest of the chapter asks where, in each "
+               "image, the model looked: the attention of its [cls] token, whose final "
+               "state alone the classifier reads.", (int)ch_value(ch, "predict.right", (float)right));
+}
+
+/* ------------------------------------------------- 2. layer by layer */
+
+static void layer_by_layer(Chapter *ch, Work *w) {
+    ch_section(ch, "2. Where [cls] looks, one layer at a time");
+    const int P = w->P, N = w->N, H = w->H;
+    float *cls = vit_malloc(sizeof(float) * (size_t)w->L * P), self[64];
+    for (int l = 0; l < w->L; l++) {
+        char name[64];
+        snprintf(name, sizeof name, "blocks.%d.attn.probs", l);
+        const Tensor *t = trace_find(&w->fwd, name); // (SHOWN, H, N, N); image 0's heads
+        double s = 0;
+        for (int p = 0; p <= P; p++) {
+            double sum = 0;
+            for (int h = 0; h < H; h++) sum += t->data[((size_t)h * N) * N + (size_t)p];
+            if (p == 0) s = sum / H;
+            else cls[l * P + p - 1] = (float)(sum / H);
+        }
+        self[l] = (float)s;
+    }
+    pin_row(ch, "layer.cls", cls, w->L * P);
+    pin_row(ch, "layer.self", self, w->L);
+    const int i = SHOWN_INDEX[0];
+    ch_say(ch, "Test image %d, of class %s. In each layer, the [cls] token's attention is a "
+               "probability over the N = %d tokens: itself and the %d patches. Averaged over "
+               "the %d heads, here is each layer's share for each patch, in percent, laid "
+               "out as the patches are on the %d×%d grid. If [cls] read every token "
+               "equally, each would get 1/N = %.1f%%.", i,
+           labels_name(&w->labels, w->test.labels[i]), N, P, H, w->side, w->side, 100.0 / N);
+    for (int l = 0; l < w->L; l++) {
+        char caption[160];
+        const int q = peak_of(cls + l * P, P);
+        snprintf(caption, sizeof caption, "layer %d: [cls] keeps %.1f%% for itself; the most, "
+                 "%.1f%% (%.1f× uniform), goes to the patch at row %d, column %d", l,
+                 100 * self[l], 100 * cls[l * P + q], cls[l * P + q] * N, q / w->side, q % w->side);
+        print_grid(ch, cls + l * P, w->side, caption);
+    }
+    int distinct = 0; // how many different patches the layers look at most
+    for (int l = 0; l < w->L; l++) {
+        bool seen = false;
+        for (int k = 0; k < l; k++) seen |= peak_of(cls + k * P, P) == peak_of(cls + l * P, P);
+        distinct += !seen;
+    }
+    w->layer_peak_min = 1;
+    for (int l = 0; l < w->L; l++)
+        w->layer_peak_min = fminf(w->layer_peak_min, cls[l * P + peak_of(cls + l * P, P)]);
+    ch_say(ch, "The %d layers look hardest at %d different patches. None of these grids "
+               "says what the model as a whole read: what layer %d's [cls] reads is no "
+               "longer the patches, but tokens that earlier layers have already mixed.",
+           w->L, distinct, w->L - 1);
+    free(cls);
+}
+
+/* ------------------------------------------------------------ 3. rollout */
+
+static void rolled_out(Chapter *ch, Work *w) {
+    ch_section(ch, "3. Rollout: the mixing followed through every layer");
+    const int P = w->P;
+    float *map = vit_malloc(sizeof(float) * (size_t)P), self;
+    if (!rollout_row(ch, map, &self, w, 0, FUSE_MEAN, 0, false)) {
+        free(map);
+        return;
+    }
+    float row[128];
+    row[0] = self;
+    memcpy(row + 1, map, sizeof(float) * (size_t)P);
+    pin_row(ch, "rollout.cls", row, P + 1);
+    ch_say(ch, "A block adds what attention brings to what each token already holds, "
+               "x + Attention(x), so a token's new state is part itself, part the tokens it "
+               "read. Rollout (Abnar and Zuidema, 2020) writes that as a matrix per layer, "
+               "the heads' mean plus the identity, each row divided by its sum, "
+               "A = rownorm(P̄ + I), and multiplies them, J = A_%d ··· A_0: row i of J says "
+               "what fraction of token i's final state came from each input token "
+               "(rollout_layer(), lib/rollout_layer.c).", w->L - 1);
+    const int q = peak_of(map, P);
+    double on_patches = 0;
+    for (int p = 0; p < P; p++) on_patches += map[p];
+    char caption[160];
+    snprintf(caption, sizeof caption, "rollout, [cls] row: %.1f%% on the patches, %.1f%% on "
+             "[cls] itself; the most, %.1f%%, at row %d, column %d", 100 * on_patches,
+             100 * self, 100 * map[q], q / w->side, q % w->side);
+    print_grid(ch, map, w->side, caption);
+    w->rollout_peak = map[q], w->rollout_peak_at = q;
+    if (map[q] < w->layer_peak_min)
+        ch_say(ch, "The rollout is flatter than any one layer: its largest share, %.1f%%, is "
+                   "below the smallest of the layers' largest (%.1f%%). Every layer's residual "
+                   "keeps part of each token where it was, and multiplying the layers spreads "
+                   "what each one concentrated. It is the map `vit attention` draws by default.",
+               100 * map[q], 100 * w->layer_peak_min);
+    else
+        ch_say(ch, "Its largest share, %.1f%%, is not below every layer's largest (the smallest "
+                   "of those is %.1f%%): here the layers concentrate on the same region and the "
+                   "product keeps it. It is the map `vit attention` draws by default.",
+               100 * map[q], 100 * w->layer_peak_min);
+    free(map);
+}
+
+/* ---------------------------------------------- 4. fusions and a mistake */
+
+// vit-explain's normalisation: a / a.sum(dim=-1) on a (1, N, N) tensor divides
+// column j by row j's sum. One layer of the rollout done that way.
+static void rollout_layer_wrong_axis(double *joint, const float *fused, int N, double *scratch) {
+    double *a = scratch, *product = scratch + (size_t)N * N, *sums = product + (size_t)N * N;
+    for (int i = 0; i < N; i++) {
+        sums[i] = 0;
+        for (int j = 0; j < N; j++) sums[i] += (double)fused[(size_t)i * N + j] + (i == j);
+    }
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < N; j++)
+            a[(size_t)i * N + j] = ((double)fused[(size_t)i * N + j] + (i == j)) / sums[j];
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < N; j++) {
+            double s = 0;
+            for (int m = 0; m < N; m++) s += a[(size_t)i * N + m] * joint[(size_t)m * N + j];
+            product[(size_t)i * N + j] = s;
+        }
+    memcpy(joint, product, (size_t)N * N * sizeof *joint);
+}
+
+static void fusions_and_a_mistake(Chapter *ch, Work *w) {
+    ch_section(ch, "4. Fusing heads, discarding weak links, and a mistake to avoid");
+    const int P = w->P, N = w->N;
+    float *map = vit_malloc(sizeof(float) * (size_t)P), self;
+    if (!rollout_row(ch, map, &self, w, 0, FUSE_MAX, 0.9, false)) {
+        free(map);
+        return;
+    }
+    pin_row(ch, "rollout.max_discard.cls", map, P);
+    const int q = peak_of(map, P);
+    ch_say(ch, "Implementations let one fuse the heads by their max or min instead of "
+               "their mean, and discard the weakest links: in each layer, the lowest 90%% "
+               "of the N² fused entries set to 0 ([cls] reading itself always kept). The "
+               "rows are normalised after, so they still sum to 1. The heads fused by max, "
+               "90%% discarded, %s: its largest share is %.1f%% against the plain rollout's "
+               "%.1f%%.", map[q] > w->rollout_peak ? "is sharper" : "is not sharper here",
+           100 * map[q], 100 * w->rollout_peak);
+    char caption[160];
+    snprintf(caption, sizeof caption, "rollout (max, discard 0.9): the most, %.1f%%, at row %d, "
+             "column %d", 100 * map[q], q / w->side, q % w->side);
+    print_grid(ch, map, w->side, caption);
+    // the same layers, normalised along the wrong axis
+    const size_t nn = (size_t)N * N;
+    double *joint = vit_malloc(sizeof(double) * nn), *scratch = vit_malloc(sizeof(double) * (2 * nn + N));
+    float *fused = vit_malloc(sizeof(float) * nn);
+    for (size_t e = 0; e < nn; e++) joint[e] = e % ((size_t)N + 1) == 0;
+    for (int l = 0; l < w->L; l++) {
+        char name[64];
+        snprintf(name, sizeof name, "blocks.%d.attn.probs", l);
+        attention_fuse_heads(fused, trace_find(&w->fwd, name)->data, w->H, N, FUSE_MAX);
+        attention_discard_lowest(fused, N, 0.9);
+        rollout_layer_wrong_axis(joint, fused, N, scratch);
+    }
+    float sums[256];
+    float lo = INFINITY, hi = -INFINITY;
+    for (int i = 0; i < N; i++) {
+        double s = 0;
+        for (int j = 0; j < N; j++) s += joint[(size_t)i * N + j];
+        sums[i] = (float)s;
+        lo = fminf(lo, sums[i]), hi = fmaxf(hi, sums[i]);
+    }
+    pin_row(ch, "mistake.row_sums", sums, N);
+    ch_say(ch, "A widely copied implementation (vit-explain) divides by a.sum(dim=-1) "
+               "without keepdim. On its (1, N, N) tensor the N sums broadcast along the "
+               "other axis: entry (i, j) is divided by row j's sum, not row i's. With the "
+               "heads' mean and nothing discarded every row already sums to 1 and the "
+               "mistake does nothing; with max or discarding it does. On these layers the "
+               "rows of its J sum to between %.3f and %.3f instead of 1: the map's numbers "
+               "are no longer fractions of anything. tests/test_rollout.c checks that ours "
+               "is not that.", lo, hi);
+    free(fused), free(scratch), free(joint), free(map);
+}
+
+/* ---------------------------------------------- 5. gradient-weighted */
+
+static void gradient_weighted(Chapter *ch, Work *w) {
+    ch_section(ch, "5. Attention that matters for a class: gradient-weighted");
+    const int P = w->P;
+    float *map = vit_malloc(sizeof(float) * (size_t)P), self;
+    if (!rollout_row(ch, map, &self, w, 0, FUSE_MEAN, 0, true)) {
+        free(map);
+        return;
+    }
+    pin_row(ch, "grad.pred.cls", map, P);
+    ch_value(ch, "grad.pred.self", self);
+    const int c = w->pred[0];
+    ch_say(ch, "Attention says where information flows, whatever the class. Weighting each "
+               "probability by its gradient, ∂y_c/∂P, says which of those flows move the "
+               "score y_c of one class: in each layer the heads become the mean of "
+               "max(0, P ⊙ ∂y_c/∂P), then the rollout goes on as before. The backward pass "
+               "of Chapter 10 gives the gradients (rollout_record()). For the class the "
+               "model chose, %s:", labels_name(&w->labels, c));
+    double on = 0;
+    for (int p = 0; p < P; p++) on += map[p];
+    char caption[160];
+    const int q = peak_of(map, P);
+    snprintf(caption, sizeof caption, "gradient-weighted rollout: %.1f%% on the patches, %.1f%% "
+             "on [cls]; the most, %.2f%%, at row %d, column %d", 100 * on, 100 * self,
+             100 * map[q], q / w->side, q % w->side);
+    print_grid(ch, map, w->side, caption);
+    ch_say(ch, "%s Its most weighted patch is %s the plain rollout's (row %d, column %d).",
+           self > 0.5f ? "Most of the weight stays on [cls] itself: the positive products are "
+                         "small beside the identity each layer adds for the residual."
+                       : "Most of the weight is on the patches.",
+           q == w->rollout_peak_at ? "the same as" : "not",
+           w->rollout_peak_at / w->side, w->rollout_peak_at % w->side);
+    free(map);
+}
+
+/* ---------------------------------------------- 6. measured */
+
+static void measured(Chapter *ch, Work *w) {
+    ch_section(ch, "6. Measured: on the garment, and what deleting patches does");
+    AttentionMeasures m;
+    VitError err;
+    if (attention_measure(&w->vit, &w->test, MEASURED, w->mean, w->std, MEASURE_BATCH, GARMENT,
+                          MEASURE_SEED, &m, &err) != VIT_OK) {
+        ch_say(ch, "the measurement failed: %s", err.msg);
+        return;
+    }
+    float mass[MAP_COUNT], top[MAP_COUNT * MEASURE_KS], random[MEASURE_KS];
+    for (int i = 0; i < MAP_COUNT; i++) {
+        mass[i] = (float)m.mass[i];
+        for (int k = 0; k < MEASURE_KS; k++) top[i * MEASURE_KS + k] = (float)m.prob_top[i][k];
+    }
+    for (int k = 0; k < MEASURE_KS; k++) random[k] = (float)m.prob_random[k];
+    pin_row(ch, "measure.mass", mass, MAP_COUNT);
+    pin_row(ch, "measure.prob_top", top, MAP_COUNT * MEASURE_KS);
+    pin_row(ch, "measure.prob_random", random, MEASURE_KS);
+    const float uniform = ch_value(ch, "measure.uniform", (float)m.uniform_mass);
+    const float full = ch_value(ch, "measure.prob_full", (float)m.prob_full);
+    ch_say(ch, "Two claims a map makes can be tested on many images. The first 500 test "
+               "images, four maps each (attention_measure()). On the garment: a pixel "
+               "above %d of 255 is the garment's; a map's share on the garment is the sum "
+               "over patches of its value times the fraction of the patch that is "
+               "garment, over its total. A uniform map would put %.3f there, the share of "
+               "the image the garment covers. Deletion: the patches a map ranks highest "
+               "are blacked out, the model runs again, and the probability of the class "
+               "it had chosen is averaged (%.3f with nothing blacked out), against as "
+               "many patches chosen at random.", GARMENT, uniform, full);
+    ch_line(ch, "    %-28s %8s %9s   %7s %7s %7s", "map", "garment", "x uniform", "k = 1", "k = 5",
+            "k = 10");
+    for (int i = 0; i < MAP_COUNT; i++)
+        ch_line(ch, "    %-28s %8.3f %8.2fx   %7.3f %7.3f %7.3f", map_method_name((MapMethod)i),
+                mass[i], mass[i] / uniform, top[i * MEASURE_KS], top[i * MEASURE_KS + 1],
+                top[i * MEASURE_KS + 2]);
+    ch_line(ch, "    %-28s %8s %9s   %7.3f %7.3f %7.3f", "k random patches", "", "", random[0],
+            random[1], random[2]);
+    ch_line(ch, "%s", "");
+    // the verdicts, from the numbers above
+    int best = 0, beats = 0;
+    for (int i = 0; i < MAP_COUNT; i++) {
+        if (top[i * MEASURE_KS + 2] < top[best * MEASURE_KS + 2]) best = i;
+        beats += top[i * MEASURE_KS + 2] < random[2];
+    }
+    int most_on = 0;
+    for (int i = 1; i < MAP_COUNT; i++)
+        if (mass[i] > mass[most_on]) most_on = i;
+    const float margin = random[2] - top[best * MEASURE_KS + 2];
+    ch_say(ch, "The map with the most on the garment is the %s, %.2f times what a uniform "
+               "map puts there. Blacking out 10 patches: %d of the 4 maps lower the "
+               "probability more than 10 random patches do (%.3f); the best, the %s, takes "
+               "it to %.3f, %.3f %s random.",
+           map_method_name((MapMethod)most_on), mass[most_on] / uniform, beats, random[2],
+           map_method_name((MapMethod)best), top[best * MEASURE_KS + 2], fabsf(margin),
+           margin >= 0 ? "below" : "above");
+    ch_say(ch, "%s An attention map shows where information flowed, not what the decision "
+               "rests on. The deletion test is how to check a map, rather than trusting how "
+               "plausible it looks.",
+           margin < 0.05f ? "So the maps that look like explanations hardly beat chance at "
+                            "finding the patches the prediction needs."
+                          : "So the best map does find patches the prediction needs, better "
+                            "than chance; the others show how much a map's choice matters.");
+}
+
+/* ------------------------------------------------------------ the chapter */
+
+static bool load(Chapter *ch, Work *w) {
+    char path[1024];
+    VitError err;
+    if (fashion_mnist_load(&w->test, NULL, "test", &err) != VIT_OK) {
+        ch_say(ch, "Fashion-MNIST cannot be loaded (%s). Install Debian's "
+                   "dataset-fashion-mnist (scripts/deps.sh does) and run the chapter again.",
+               err.msg);
+        return false;
+    }
+    if (vit_build(&w->vit, vit_data_path(path, sizeof path, MODEL_FILE), &err) != VIT_OK) {
+        ch_say(ch, "data/%s cannot be loaded (%s).", MODEL_FILE, err.msg);
+        return false;
+    }
+    const VitConfig *c = &w->vit.config;
+    w->side = c->image_size / c->patch_size, w->P = w->side * w->side, w->N = w->P + 1;
+    w->L = c->depth, w->H = c->heads, w->Y = c->num_classes;
+    const char *m = st_meta(&w->vit.file, "mean"), *s = st_meta(&w->vit.file, "std");
+    w->mean = m ? (float)atof(m) : 0.2860f, w->std = s ? (float)atof(s) : 0.3530f;
+    labels_for_weights(&w->labels, NULL, NULL, &w->vit.file, w->Y, &err);
+    int labels[SHOWN];
+    w->input = tensor_new(4, SHOWN, 1, c->image_size, c->image_size);
+    dataset_batch(w->input.data, labels, &w->test, SHOWN_INDEX, SHOWN, w->mean, w->std, NULL, NULL);
+    if (rollout_record(&w->vit, &w->input, NULL, w->pred, &w->fwd, &w->bwd, &err) != VIT_OK) {
+        ch_say(ch, "the pass failed: %s", err.msg);
+        return false;
+    }
+    return true;
+}
+
+void chapter12_run(Chapter *ch) {
+    ch_title(ch, "12", "What did it learn?");
+    ch_say(ch, "Chapter 11 trained a ViT on Fashion-MNIST. It names garments it has never "
+               "seen; this chapter asks where it looks to do so, with the tools people use "
+               "for that (attention maps, attention rollout, gradient-weighted attention), "
+               "and then tests those tools.");
+    const int threads = vit_get_threads();
+    vit_set_threads(1); // every number the same on any machine
+    Work w = {0};
+    if (load(ch, &w)) {
+        the_predictions(ch, &w);
+        layer_by_layer(ch, &w);
+        rolled_out(ch, &w);
+        fusions_and_a_mistake(ch, &w);
+        gradient_weighted(ch, &w);
+        measured(ch, &w);
+        ch_section(ch, "What's next");
+        ch_say(ch, "Every map here came from the N × N attention matrices, which grow "
+                   "with the square of the tokens. Chapter 13 makes that cost visible, and "
+                   "computes attention without ever holding the matrix.");
+    }
+    trace_recorder_free(&w.fwd);
+    trace_recorder_free(&w.bwd);
+    tensor_free(&w.input);
+    labels_free(&w.labels);
+    dataset_free(&w.test);
+    vit_free(&w.vit);
+    vit_set_threads(threads);
+}
+
+#ifndef CHAPTER_NO_MAIN
+int main(int argc, char **argv) {
+    return chapter_main(argc, argv, chapter12_run,
+                        "Chapter 12: where the trained model's [cls] token looks, layer by "
+                        "layer and rolled out; head fusions, discarding, a common mistake; "
+                        "gradient-weighted maps; and how far the maps hold up when tested.");
+}
+#endif

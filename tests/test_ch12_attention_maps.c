@@ -1,0 +1,194 @@
+/**
+ * @file test_ch12_attention_maps.c
+ * @brief Chapter 12 against PyTorch, and the probes of exercise 12's rollout_layer().
+ *
+ * `build/tests/run ch12_attention_maps` grades a student's rollout_layer()
+ * (exercise 12) too: the chapter and the probes call lib's version, or
+ * whatever replaced lib/rollout_layer.c at link time.
+ *
+ * The golden, ch12_attention_maps.safetensors, holds every number the
+ * chapter prints, each computed again by tools/gen_golden_ch12.py in PyTorch
+ * (the shipped model in float64, autograd's gradients, the rollouts and the
+ * measurements repeated there).
+ *
+ * The probes feed rollout_layer() PyTorch's recorded attention of the
+ * shipped model (tests/golden/rollout.safetensors: image 0's probabilities,
+ * tools/gen_golden_rollout.py) and compare its rollouts with PyTorch's.
+ * When they differ, each likely mistake (the residual's identity forgotten,
+ * no normalisation, rows divided by the sums of the other axis, as a widely
+ * copied implementation does, the normalisation before the identity is
+ * added, the new layer multiplied on the right) is computed here from the
+ * same layers, and the one that lands where the student's did is named with
+ * check_hint().
+ */
+#include <CUnit/CUnit.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../chapters/chapters.h"
+#include "check.h"
+#include "rollout.h"
+
+static void test_chapter_matches_pytorch(void) {
+    check_chapter_against_golden(chapter12_run, "ch12_attention_maps.safetensors");
+}
+
+/* ------------------------------------------------- the probes' mistakes */
+
+/** How a rollout layer may go wrong. */
+typedef enum {
+    RIGHT,               // J ← rownorm(F + I) · J
+    NO_IDENTITY,         // J ← rownorm(F) · J
+    NO_NORMALISATION,    // J ← (F + I) · J
+    WRONG_AXIS,          // entry (i, j) divided by row j's sum
+    NORMALISED_BEFORE_I, // J ← (rownorm(F) + I) · J
+    RIGHT_MULTIPLIED,    // J ← J · rownorm(F + I)
+    MISTAKES
+} Way;
+
+static const char *const hint_of[MISTAKES] = {
+    [NO_IDENTITY] = "the identity is missing: a block computes x + Attention(x), so each "
+                    "token also keeps itself; add 1 on the diagonal before normalising",
+    [NO_NORMALISATION] = "the rows are not normalised: after adding the identity each row "
+                         "sums to 2 (or more), so the product grows with every layer; divide "
+                         "each row by its own sum",
+    [WRONG_AXIS] = "each row is divided by the sum of the row with the column's index (the "
+                   "sums along the wrong axis, vit-explain's a / a.sum(dim=-1) without "
+                   "keepdim): divide row i by row i's sum",
+    [NORMALISED_BEFORE_I] = "the identity is added after normalising, so the rows sum to 2: "
+                            "add it first, then divide each row by its sum",
+    [RIGHT_MULTIPLIED] = "the new layer is multiplied on the right (J · A): it must come on "
+                         "the left, J' = A · J, since the new layer reads what the earlier "
+                         "ones made",
+};
+
+// One layer done `way`; joint and fused are (N, N).
+static void layer_done(double *joint, const float *fused, int N, Way way) {
+    const size_t nn = (size_t)N * N;
+    double *a = calloc(nn, sizeof *a), *out = calloc(nn, sizeof *out), *sums = calloc((size_t)N, sizeof *sums);
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < N; j++) {
+            const double eye = way == NO_IDENTITY || way == NORMALISED_BEFORE_I ? 0 : (i == j);
+            a[(size_t)i * N + j] = fused[(size_t)i * N + j] + eye;
+            sums[i] += a[(size_t)i * N + j];
+        }
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < N; j++) {
+            double *e = &a[(size_t)i * N + j];
+            if (way == WRONG_AXIS) *e /= sums[j];
+            else if (way != NO_NORMALISATION) *e /= sums[i];
+            if (way == NORMALISED_BEFORE_I) *e += i == j;
+        }
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < N; j++) {
+            double s = 0;
+            for (int m = 0; m < N; m++)
+                s += way == RIGHT_MULTIPLIED ? joint[(size_t)i * N + m] * a[(size_t)m * N + j]
+                                             : a[(size_t)i * N + m] * joint[(size_t)m * N + j];
+            out[(size_t)i * N + j] = s;
+        }
+    memcpy(joint, out, nn * sizeof *joint);
+    free(a), free(out), free(sums);
+}
+
+/** PyTorch's recorded probabilities of image 0, fused per layer, (L, N, N). */
+typedef struct {
+    int L, N;
+    float *fused;
+} Layers;
+
+static Layers recorded_layers(HeadFuse fuse, double discard) {
+    Tensor probs = golden_tensor("rollout.safetensors", "b0.probs"); // (L, H, N, N)
+    Layers r = {probs.shape[0], probs.shape[2], NULL};
+    const int H = probs.shape[1];
+    const size_t nn = (size_t)r.N * r.N;
+    r.fused = malloc(sizeof(float) * nn * (size_t)r.L);
+    for (int l = 0; l < r.L; l++) {
+        attention_fuse_heads(r.fused + l * nn, probs.data + (size_t)l * H * nn, H, r.N, fuse);
+        attention_discard_lowest(r.fused + l * nn, r.N, discard);
+    }
+    tensor_free(&probs);
+    return r;
+}
+
+// The rollout through every layer, by the student's rollout_layer() (way RIGHT) or by a mistake.
+static Tensor roll(const Layers *r, Way way, bool students) {
+    const size_t nn = (size_t)r->N * r->N;
+    double *joint = malloc(nn * sizeof *joint), *scratch = malloc(2 * nn * sizeof *scratch);
+    for (size_t e = 0; e < nn; e++) joint[e] = e % ((size_t)r->N + 1) == 0;
+    for (int l = 0; l < r->L; l++) {
+        if (students) {
+            for (size_t e = 0; e < 2 * nn; e++) scratch[e] = NAN; // nothing to be read from it
+            rollout_layer(joint, r->fused + l * nn, r->N, scratch);
+        } else layer_done(joint, r->fused + l * nn, r->N, way);
+    }
+    Tensor t = tensor_new(2, r->N, r->N);
+    for (size_t e = 0; e < nn; e++) t.data[e] = (float)joint[e];
+    free(joint), free(scratch);
+    return t;
+}
+
+// The student's rollout against PyTorch's golden NAME; on a miss, the mistake it matches.
+static void probe(HeadFuse fuse, double discard, const char *golden, const char *label) {
+    Layers r = recorded_layers(fuse, discard);
+    Tensor got = roll(&r, RIGHT, true), want = golden_tensor("rollout.safetensors", golden);
+    if (!assert_tensor_close(&got, &want, 1e-6f, 1e-5f, label)) {
+        bool finite = true;
+        for (size_t e = 0; e < got.numel; e++) finite &= isfinite(got.data[e]) != 0;
+        int named = 0;
+        for (int w = NO_IDENTITY; w < MISTAKES && finite; w++) {
+            // several mistakes can land on the same numbers (with the heads' mean, F's rows
+            // already sum to 1): each that matches is named
+            Tensor wrong = roll(&r, (Way)w, false);
+            if (tensor_near(&got, &wrong, 1e-6f, 1e-5f)) {
+                check_hint("%s%s", named ? "or: " : "", hint_of[w]);
+                named++;
+            }
+            tensor_free(&wrong);
+        }
+        if (!finite)
+            check_hint("the rollout has NaN or inf: after discarding, a row of F can be all 0, "
+                       "and only the identity keeps its sum above 0, so add it before dividing "
+                       "(or is scratch read before it is written?)");
+        else if (!named)
+            check_hint("rollout_layer(): A = rownorm(F + I), each row of F plus the identity "
+                       "divided by its own sum, then J' = A · J");
+    }
+    tensor_free(&got), tensor_free(&want);
+    free(r.fused);
+}
+
+static void test_probe_rollout_mean(void) {
+    probe(FUSE_MEAN, 0, "unit.rollout.mean", "rollout of the heads' mean, six layers (PyTorch's)");
+}
+
+static void test_probe_rollout_max_discarded(void) {
+    // with max fusion and discarding, the rows of F no longer sum to 1: the normalisation shows
+    probe(FUSE_MAX, 0.9, "unit.rollout.max.discard",
+          "rollout of the heads' max, the lowest 90% discarded (PyTorch's)");
+}
+
+static void test_probe_one_layer_by_hand(void) {
+    // F = [[0.3, 0.7], [0.6, 0.4]]: A = [[1.3, 0.7], [0.6, 1.4]] / 2; then A · A
+    const float fused[4] = {0.3f, 0.7f, 0.6f, 0.4f};
+    double joint[4] = {1, 0, 0, 1}, scratch[8];
+    rollout_layer(joint, fused, 2, scratch);
+    const double once[4] = {0.65, 0.35, 0.3, 0.7};
+    bool ok = true;
+    for (int e = 0; e < 4; e++) ok &= fabs(joint[e] - once[e]) < 1e-7;
+    CU_ASSERT(ok);
+    if (!ok)
+        check_hint("one layer from the identity should give A = rownorm(F + I) = "
+                   "[[0.65, 0.35], [0.3, 0.7]]; got [[%.4g, %.4g], [%.4g, %.4g]]",
+                   joint[0], joint[1], joint[2], joint[3]);
+}
+
+CU_TestInfo tests_ch12_attention_maps[] = {
+    {"chapter matches PyTorch golden", test_chapter_matches_pytorch},
+    {"probe: rollout_layer, one layer by hand", test_probe_one_layer_by_hand},
+    {"probe: rollout_layer through six layers, heads averaged", test_probe_rollout_mean},
+    {"probe: rollout_layer with max fusion and discarding", test_probe_rollout_max_discarded},
+    CU_TEST_INFO_NULL,
+};

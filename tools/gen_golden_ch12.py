@@ -1,0 +1,193 @@
+#!/usr/bin/python3
+"""PyTorch goldens for chapter 12: tests/golden/ch12_attention_maps.safetensors.
+
+    tools/gen_golden_ch12.py         writes it (after data/models changed, again)
+    tools/gen_golden_ch12.py --help  this text, then the options every golden script takes
+
+chapters/12_attention_maps.c pins every number it prints; this script
+computes each one again, independently, under the same name. The model is
+data/models/vit-fashion.safetensors (VIT_DATA_DIR, as the C code reads it,
+else the source tree's data/), run by tools/ref_vit.py in float64 on
+Fashion-MNIST's test images read here with gzip and numpy and normalised as
+dataset_batch() does (tools/gen_golden_ch11.py's helpers):
+
+  predict.*        the ten shown images' probabilities and how many are right
+  layer.*          image 0's [cls] attention per layer, the heads' mean
+  rollout.*        its rollout (heads' mean; heads' max with 90 % discarded)
+  mistake.*        the row sums of vit-explain's wrong-axis normalisation
+  grad.*           its gradient-weighted rollout for the predicted class (autograd)
+  measure.*        the four maps of lib/rollout_measure.c on the first 500 test
+                   images: their share on the garment (pixels above 32), the
+                   predicted class's probability with each map's top 1, 5, 10
+                   patches black, and with random ones (tools/vitrng.py's PCG32
+                   and lib/dataset.c's shuffle, seed 12, one shuffle per image)
+
+Discarding ranks a layer's fused entries, and the deletion test a map's
+patches: where two values differ by less than float32 rounding, the C code
+and this script may order them differently. The script checks that image 0's
+discarded entries keep a margin, and the deletion figures (means over 500
+images, which such a swap would move by about 1e-4) get a tolerance of 2e-4.
+"""
+import os
+import sys
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from golden_common import golden, main  # noqa: E402
+from gen_golden_ch11 import batch, below, data_dir, fashion, lut  # noqa: E402
+from gen_golden_rollout import attention_and_grads, fuse, grad_fuse, roll_out  # noqa: E402
+from ref_vit import RefViT  # noqa: E402
+import stio  # noqa: E402
+from vitrng import Rng  # noqa: E402
+
+SHOWN = [0, 1, 2, 4, 6, 8, 9, 13, 18, 19]
+MEASURED, BATCH, GARMENT, SEED = 500, 100, 32, 12
+KS = [1, 5, 10]
+DISCARD, MARGIN = 0.9, 1e-6
+
+
+def discard(f, ratio, check=False):
+    """floor(ratio*N*N) lowest entries to 0, ties by position, (0, 0) spared."""
+    flat = f.flatten().clone()
+    k = int(flat.numel() * ratio)
+    order = torch.argsort(flat, stable=True)
+    if check:
+        gap = (flat[order[k]] - flat[order[k - 1]]).item()
+        if gap < MARGIN:
+            raise SystemExit(f"gen_golden_ch12: image 0's discard at {ratio}: two entries only "
+                             f"{gap:.3g} apart, closer than float32 can tell")
+    low = order[:k]
+    flat[low[low != 0]] = 0
+    return flat.reshape(f.shape)
+
+
+def wrong_axis(fused_layers):
+    """vit-explain's a / a.sum(dim=-1) on (1, N, N): column j divided by row j's sum."""
+    return roll_out(fused_layers, colnorm_bug=True)
+
+
+def maps_of(probs, grads):
+    """The four maps of rollout_measure.c for one image, each (P)."""
+    L = len(probs)
+    mean = roll_out([fuse(p, "mean") for p in probs])[0, 1:]
+    mx = roll_out([discard(fuse(p, "max"), DISCARD) for p in probs])[0, 1:]
+    last = probs[L - 1].mean(0)[0, 1:]
+    grad = roll_out([grad_fuse(p, g) for p, g in zip(probs, grads)])[0, 1:]
+    return [mean, mx, last, grad]
+
+
+def garment_share(m, pixels, patch):
+    side = pixels.shape[0] // patch
+    frac = (pixels.reshape(side, patch, side, patch) > GARMENT).mean(axis=(1, 3)).reshape(-1)
+    frac = torch.from_numpy(frac.astype(np.float64))
+    return float((m * frac).sum() / m.sum())
+
+
+def rank(m):
+    """Patches by decreasing value, ties by index."""
+    return sorted(range(len(m)), key=lambda q: (-float(m[q]), q))
+
+
+def shuffle(n, rng):
+    order = list(range(n))
+    for i in range(n - 1, 0, -1):
+        j = below(rng, i + 1)
+        order[i], order[j] = order[j], order[i]
+    return order
+
+
+def masked(x, order, k, patch, black):
+    side = x.shape[-1] // patch
+    y = x.clone()
+    for q in order[:k]:
+        r, c = divmod(q, side)
+        y[0, r * patch:(r + 1) * patch, c * patch:(c + 1) * patch] = black
+    return y
+
+
+def probs_at(model, x, pred):
+    with torch.no_grad():
+        p = torch.softmax(model(x), dim=-1)
+    return p[torch.arange(len(pred)), pred]
+
+
+def measure(model, test_x, table, patch, g):
+    P = (test_x.shape[-1] // patch) ** 2
+    black = float(table[0])
+    rng = Rng(SEED)
+    mass, uniform, full = np.zeros(4), 0.0, 0.0
+    top, rand = np.zeros((4, len(KS))), np.zeros(len(KS))
+    for first in range(0, MEASURED, BATCH):
+        idx = list(range(first, first + BATCH))
+        x = torch.from_numpy(batch(test_x, idx, table)).double()
+        with torch.no_grad():
+            logits = model(x)
+        pred = logits.argmax(-1)
+        full += float(torch.softmax(logits, -1)[torch.arange(BATCH), pred].sum())
+        orders = [[None] * BATCH for _ in range(5)]
+        for b in range(BATCH):
+            probs, grads = attention_and_grads(model, x[b:b + 1], 0, int(pred[b]))
+            pixels = test_x[first + b]
+            uniform += garment_share(torch.ones(P, dtype=torch.float64), pixels, patch)
+            for m, mp in enumerate(maps_of(probs, grads)):
+                mass[m] += garment_share(mp, pixels, patch)
+                orders[m][b] = rank(mp)
+            orders[4][b] = shuffle(P, rng)
+        for m in range(5):
+            for ki, k in enumerate(KS):
+                xm = torch.stack([masked(x[b], orders[m][b], k, patch, black)
+                                  for b in range(BATCH)])
+                s = float(probs_at(model, xm, pred).sum())
+                if m < 4:
+                    top[m, ki] += s
+                else:
+                    rand[ki] += s
+    n = MEASURED
+    g["measure.mass"] = torch.tensor(mass / n)
+    g["measure.prob_top"] = torch.tensor(top.reshape(-1) / n)
+    g["measure.prob_random"] = torch.tensor(rand / n)
+    g["measure.uniform"] = torch.tensor(uniform / n)
+    g["measure.prob_full"] = torch.tensor(full / n)
+
+
+@golden
+def ch12_attention_maps():
+    torch.set_num_threads(1)
+    path = os.path.join(data_dir(), "models", "vit-fashion.safetensors")
+    model = RefViT.from_safetensors(path).double()
+    meta = stio.load(path)[1]
+    table = lut(float(meta.get("mean", 0.2860)), float(meta.get("std", 0.3530)))
+    test_x, test_y = fashion("t10k")
+    patch = model.patch_embed.kernel_size[0]
+    g = {}
+    x = torch.from_numpy(batch(test_x, SHOWN, table)).double()
+    with torch.no_grad():
+        logits = model(x)
+    probs = torch.softmax(logits, -1)
+    pred = logits.argmax(-1)
+    g["predict.probs"] = probs.reshape(-1)
+    g["predict.right"] = torch.tensor(float((pred == torch.from_numpy(test_y[SHOWN])).sum()))
+    # image 0: its layers, rollouts, the mistake, the gradient-weighted map
+    p0, g0 = attention_and_grads(model, x, 0, int(pred[0]))
+    g["layer.cls"] = torch.stack([p.mean(0)[0, 1:] for p in p0]).reshape(-1)
+    g["layer.self"] = torch.stack([p.mean(0)[0, 0] for p in p0])
+    g["rollout.cls"] = roll_out([fuse(p, "mean") for p in p0])[0]
+    kept = [discard(fuse(p, "max"), DISCARD, check=True) for p in p0]
+    g["rollout.max_discard.cls"] = roll_out(kept)[0, 1:]
+    g["mistake.row_sums"] = wrong_axis(kept).sum(-1)
+    jg = roll_out([grad_fuse(p, q) for p, q in zip(p0, g0)])
+    g["grad.pred.cls"] = jg[0, 1:]
+    g["grad.pred.self"] = jg[0, 0]
+    measure(model, test_x, table, patch, g)
+    g = {k: v.float().contiguous() for k, v in g.items()}
+    tol = {"measure.prob_top": (2e-4, 0), "measure.prob_random": (1e-5, 1e-4),
+           "measure.mass": (1e-5, 1e-4), "grad.pred.cls": (2e-5, 1e-4), "grad.pred.self": (2e-5, 1e-4)}
+    extra = {"model": "data/models/vit-fashion.safetensors", "shown": " ".join(map(str, SHOWN)),
+             "measured": str(MEASURED), "reference": "tools/ref_vit.py in float64, autograd"}
+    return g, tol, extra
+
+
+if __name__ == "__main__":
+    sys.exit(main(__doc__))
