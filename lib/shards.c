@@ -35,6 +35,7 @@
 #include <cblas.h>
 #endif
 
+#include "util.h"
 #include "vit.h"
 #include "vit_internal.h"
 
@@ -131,15 +132,16 @@ VitStatus vit_forward_backward_sharded(Vit *vit, VitGrads *grads, const Tensor *
     }
     VitStatus *status = vit_calloc((size_t)n, sizeof *status);
     VitError *errors = vit_calloc((size_t)n, sizeof *errors);
+    const int threads = vit_get_threads(); // before OpenBLAS's, which may set OpenMP's too
 #ifdef VIT_HAVE_BLAS
-    const int blas_threads = openblas_get_num_threads();
     openblas_set_num_threads(1); // each shard's products on its own thread
 #endif
 #ifdef _OPENMP
     const int levels = omp_get_max_active_levels();
     omp_set_max_active_levels(1); // the operations inside a shard: one thread
 #endif
-#pragma omp parallel for schedule(static, 1)
+    // OpenBLAS's OpenMP build sets OpenMP's thread count with its own: hence num_threads
+#pragma omp parallel for schedule(static, 1) num_threads(threads < n ? threads : n)
     for (int s = 0; s < n; s++) {
         int first, count;
         shard_range(B, n, s, &first, &count);
@@ -152,9 +154,7 @@ VitStatus vit_forward_backward_sharded(Vit *vit, VitGrads *grads, const Tensor *
 #ifdef _OPENMP
     omp_set_max_active_levels(levels);
 #endif
-#ifdef VIT_HAVE_BLAS
-    openblas_set_num_threads(blas_threads);
-#endif
+    vit_set_threads(threads); // OpenMP and OpenBLAS back to the run's thread count
     VitStatus failed = VIT_OK;
     for (int s = 0; s < n && failed == VIT_OK; s++)
         if ((failed = status[s]) != VIT_OK && err) *err = errors[s]; // the first shard's message

@@ -31,7 +31,7 @@
 TrainConfig train_defaults(void) {
     return (TrainConfig){.epochs = 18, .batch = 128, .lr = 2e-3, .min_lr = 1e-5,
                          .warmup_epochs = 2, .weight_decay = 0.05, .clip = 1.0f,
-                         .smoothing = 0.1f, .augment = {.pad = 0, .flip = false}, .seed = 1,
+                         .smoothing = 0.1f, .augment = {.pad = 0, .flip = true}, .seed = 1,
                          .shards = 2, .mean = 0.2860f, .std = 0.3530f};
 }
 
