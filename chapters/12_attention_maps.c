@@ -379,30 +379,39 @@ static void measured(Chapter *ch, Work *w) {
     ch_line(ch, "    %-28s %8s %9s   %7.3f %7.3f %7.3f", "k random patches", "", "", random[0],
             random[1], random[2]);
     ch_line(ch, "%s", "");
-    // the verdicts, from the numbers above
-    int best = 0, beats = 0;
+    // the verdicts, from the numbers above; a margin below 0.01 is called "no better"
+    float margin[MAP_COUNT];
+    int best = 0, beats = 0, slight = 0, most_on = 0;
     for (int i = 0; i < MAP_COUNT; i++) {
-        if (top[i * MEASURE_KS + 2] < top[best * MEASURE_KS + 2]) best = i;
-        beats += top[i * MEASURE_KS + 2] < random[2];
-    }
-    int most_on = 0;
-    for (int i = 1; i < MAP_COUNT; i++)
+        margin[i] = random[2] - top[i * MEASURE_KS + 2]; // > 0: below random, a better map
+        if (margin[i] > margin[best]) best = i;
+        beats += margin[i] > 0;
+        slight += margin[i] > 0 && margin[i] < 0.01f;
         if (mass[i] > mass[most_on]) most_on = i;
-    const float margin = random[2] - top[best * MEASURE_KS + 2];
+    }
     ch_say(ch, "The map with the most on the garment is the %s, %.2f times what a uniform "
                "map puts there. Blacking out 10 patches: %d of the 4 maps lower the "
-               "probability more than 10 random patches do (%.3f); the best, the %s, takes "
-               "it to %.3f, %.3f %s random.",
-           map_method_name((MapMethod)most_on), mass[most_on] / uniform, beats, random[2],
-           map_method_name((MapMethod)best), top[best * MEASURE_KS + 2], fabsf(margin),
-           margin >= 0 ? "below" : "above");
-    ch_say(ch, "%s An attention map shows where information flowed, not what the decision "
-               "rests on. The deletion test is how to check a map, rather than trusting how "
-               "plausible it looks.",
-           margin < 0.05f ? "So the maps that look like explanations hardly beat chance at "
-                            "finding the patches the prediction needs."
-                          : "So the best map does find patches the prediction needs, better "
-                            "than chance; the others show how much a map's choice matters.");
+               "probability more than 10 random patches do (%.3f), %d of them by less than "
+               "0.01; the best, the %s, takes it to %.3f, %.3f %s random.",
+           map_method_name((MapMethod)most_on), mass[most_on] / uniform, beats, random[2], slight,
+           map_method_name((MapMethod)best), top[best * MEASURE_KS + 2], fabsf(margin[best]),
+           margin[best] >= 0 ? "below" : "above");
+    char verdict[512];
+    int at = snprintf(verdict, sizeof verdict, "%s",
+                      margin[best] >= 0.05f
+                          ? "So one map does find patches the prediction needs, better than chance"
+                          : "So none of the maps finds the patches the prediction needs much "
+                            "better than chance");
+    if (best != MAP_ROLLOUT && fabsf(margin[MAP_ROLLOUT]) < 0.01f)
+        at += snprintf(verdict + at, sizeof verdict - (size_t)at, "; the rollout, the map most "
+                       "tools draw, does no better than random patches here");
+    if (margin[MAP_GRAD] < -0.01f)
+        at += snprintf(verdict + at, sizeof verdict - (size_t)at, "%s the gradient-weighted "
+                       "map does worse than random", fabsf(margin[MAP_ROLLOUT]) < 0.01f &&
+                       best != MAP_ROLLOUT ? ", and" : "; and");
+    ch_say(ch, "%s. An attention map shows where information flowed, not what the decision "
+               "rests on: which map to trust is a question for a test like this one, not for "
+               "how plausible a map looks.", verdict);
 }
 
 /* ------------------------------------------------------------ the chapter */
