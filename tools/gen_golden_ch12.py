@@ -16,7 +16,7 @@ dataset_batch() does (tools/gen_golden_ch11.py's helpers):
   rollout.*        its rollout (heads' mean; heads' max with 90 % discarded)
   mistake.*        the row sums of vit-explain's wrong-axis normalisation
   grad.*           its gradient-weighted rollout for the predicted class (autograd)
-  measure.*        the four maps of lib/rollout_measure.c on the first 500 test
+  measure.*        the four maps of lib/rollout_measure.c on the first 200 test
                    images: their share on the garment (pixels above 32), the
                    predicted class's probability with each map's top 1, 5, 10
                    patches black, and with random ones (tools/vitrng.py's PCG32
@@ -25,8 +25,9 @@ dataset_batch() does (tools/gen_golden_ch11.py's helpers):
 Discarding ranks a layer's fused entries, and the deletion test a map's
 patches: where two values differ by less than float32 rounding, the C code
 and this script may order them differently. The script checks that image 0's
-discarded entries keep a margin, and the deletion figures (means over 500
-images, which such a swap would move by about 1e-4) get a tolerance of 2e-4.
+discarded entries keep a margin, and the deletion figures (means over 200
+images, in which one such swap could move a mean by up to about 5e-4) get a
+tolerance of 1e-3; the C and PyTorch figures have agreed to 1e-7.
 """
 import os
 import sys
@@ -43,7 +44,7 @@ import stio  # noqa: E402
 from vitrng import Rng  # noqa: E402
 
 SHOWN = [0, 1, 2, 4, 6, 8, 9, 13, 18, 19]
-MEASURED, BATCH, GARMENT, SEED = 500, 100, 32, 12
+MEASURED, BATCH, GARMENT, SEED = 200, 100, 32, 12
 KS = [1, 5, 10]
 DISCARD, MARGIN = 0.9, 1e-6
 
@@ -182,7 +183,7 @@ def ch12_attention_maps():
     g["grad.pred.self"] = jg[0, 0]
     measure(model, test_x, table, patch, g)
     g = {k: v.float().contiguous() for k, v in g.items()}
-    tol = {"measure.prob_top": (2e-4, 0), "measure.prob_random": (1e-5, 1e-4),
+    tol = {"measure.prob_top": (1e-3, 0), "measure.prob_random": (1e-5, 1e-4),
            "measure.mass": (1e-5, 1e-4), "grad.pred.cls": (2e-5, 1e-4), "grad.pred.self": (2e-5, 1e-4)}
     extra = {"model": "data/models/vit-fashion.safetensors", "shown": " ".join(map(str, SHOWN)),
              "measured": str(MEASURED), "reference": "tools/ref_vit.py in float64, autograd"}
