@@ -35,7 +35,9 @@
 
 /** An RGB colour. */
 typedef struct {
-    unsigned char r, g, b;
+    unsigned char r; /**< red, 0 to 255 */
+    unsigned char g; /**< green */
+    unsigned char b; /**< blue */
 } Rgb;
 
 /** A white picture of @p width × @p height (image_free() it). */
@@ -60,9 +62,11 @@ int picture_text_height(int scale);
 
 /** Where and how a map is laid over its image. */
 typedef struct {
-    int x, y;        /**< the top-left corner in the picture */
+    int x;           /**< the left edge in the picture */
+    int y;           /**< the top edge */
     int scale;       /**< each image pixel becomes scale × scale picture pixels */
-    float lo, hi;    /**< the colour scale: lo is viridis(0), hi viridis(1) */
+    float lo;        /**< the colour scale's bottom: viridis(0) */
+    float hi;        /**< its top: viridis(1) */
     float opacity;   /**< α in [0, 1]: 0 shows only the image, 1 only the map */
 } Overlay;
 
