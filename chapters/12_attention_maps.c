@@ -65,6 +65,13 @@ typedef struct {
 
 /* ------------------------------------------------------------- printing */
 
+// Class c's name, from the model file's "class_names", else Fashion-MNIST's.
+static const char *class_name(const Work *w, int c) {
+    const char *name = labels_name(&w->labels, c);
+    return name ? name : c >= 0 && c < w->test.classes && w->test.class_names
+                             ? w->test.class_names[c] : "?";
+}
+
 // A map over the patch grid as rows of numbers: percent of [cls]'s attention.
 static void print_grid(Chapter *ch, const float *map, int side, const char *caption) {
     ch_line(ch, "    %s", caption);
@@ -123,13 +130,17 @@ static void the_predictions(Chapter *ch, Work *w) {
     for (int b = 0; b < SHOWN; b++) {
         const int i = SHOWN_INDEX[b], t = w->test.labels[i], p = w->pred[b];
         right += p == t;
-        ch_line(ch, "    %4d  %-12s -> %-12s %5.1f%%%s", i, labels_name(&w->labels, t),
-                labels_name(&w->labels, p), 100 * probs[b * w->Y + p], p == t ? "" : "  (wrong)");
+        ch_line(ch, "    %4d  %-12s -> %-12s %5.1f%%%s", i, class_name(w, t),
+                class_name(w, p), 100 * probs[b * w->Y + p], p == t ? "" : "  (wrong)");
     }
     ch_line(ch, "%s", "");
-    ch_say(ch, "%d of the ten are right. The rest of the chapter asks where, in each "
-               "image, the model looked: the attention of its [cls] token, whose final "
-               "state alone the classifier reads.", (int)ch_value(ch, "predict.right", (float)right));
+    right = (int)ch_value(ch, "predict.right", (float)right);
+    char said[32];
+    if (right == SHOWN) snprintf(said, sizeof said, "All ten are right.");
+    else snprintf(said, sizeof said, "%d of the ten are right.", right);
+    ch_say(ch, "%s The rest of the chapter asks where, in each image, the model looked: the "
+               "attention of its [cls] token, whose final state alone the classifier reads.",
+           said);
 }
 
 /* ------------------------------------------------- 2. layer by layer */
@@ -159,7 +170,7 @@ static void layer_by_layer(Chapter *ch, Work *w) {
                "the %d heads, here is each layer's share for each patch, in percent, laid "
                "out as the patches are on the %d×%d grid. If [cls] read every token "
                "equally, each would get 1/N = %.1f%%.", i,
-           labels_name(&w->labels, w->test.labels[i]), N, P, H, w->side, w->side, 100.0 / N);
+           class_name(w, w->test.labels[i]), N, P, H, w->side, w->side, 100.0 / N);
     for (int l = 0; l < w->L; l++) {
         char caption[160];
         const int q = peak_of(cls + l * P, P);
@@ -321,7 +332,7 @@ static void gradient_weighted(Chapter *ch, Work *w) {
                "score y_c of one class: in each layer the heads become the mean of "
                "max(0, P ⊙ ∂y_c/∂P), then the rollout goes on as before. The backward pass "
                "of Chapter 10 gives the gradients (rollout_record()). For the class the "
-               "model chose, %s:", labels_name(&w->labels, c));
+               "model chose, %s:", class_name(w, c));
     double on = 0;
     for (int p = 0; p < P; p++) on += map[p];
     char caption[160];

@@ -371,7 +371,9 @@ VitStatus vit_train_prepare(Vit *vit, VitKeep keep, int B, VitError *err);
  * are too small to split between threads. The gradients are the batch's
  * (within float rounding of the unsharded step's), and the same @p n gives
  * the same bits on any number of threads. n = 1 is vit_train_prepare() with
- * VIT_KEEP_DEFAULT. A traced vit_forward_backward() runs unsharded.
+ * VIT_KEEP_DEFAULT. A traced vit_forward_backward() runs unsharded. The
+ * replicas hold the model's weight pointers: make the shards again after
+ * vit_resize_positions(), which moves the position table.
  * @param[in] n  shards, 1 to B
  * @return VIT_ERR_USAGE for n outside [1, B]; VIT_ERR_INPUT when memory is short
  */
