@@ -50,19 +50,8 @@ static void expect_golden(const char *name, const Tensor *actual) {
     tensor_free(&expected);
 }
 
-static int golden_int(const char *key) {
-    SafeTensors st;
-    VitError err;
-    int v = -1;
-    if (st_open(&st, golden_path(GOLDEN), &err) == VIT_OK) {
-        const char *s = st_meta(&st, key);
-        if (s) v = atoi(s);
-        st_close(&st);
-    }
-    return v;
-}
-
-static double golden_double(const char *key) {
+// The golden's metadata entry KEY as a number; NaN when it is not there.
+static double golden_number(const char *key) {
     SafeTensors st;
     VitError err;
     double v = NAN;
@@ -72,6 +61,11 @@ static double golden_double(const char *key) {
         st_close(&st);
     }
     return v;
+}
+
+static int golden_int(const char *key) {
+    const double v = golden_number(key);
+    return isnan(v) ? -1 : (int)v;
 }
 
 /* --------------------------------------------------- on a recorded trace */
@@ -114,7 +108,7 @@ static Tensor roll(const Recorded *r, HeadFuse fuse, double discard, const float
 
 static void test_rollout_on_trace(void) {
     Recorded r = recorded_open();
-    const double discard = golden_double("discard");
+    const double discard = golden_number("discard");
     CU_ASSERT_DOUBLE_EQUAL(discard, 0.9, 1e-12);
     char name[64];
     for (int f = FUSE_MEAN; f <= FUSE_MIN; f++) {
@@ -146,7 +140,7 @@ static void test_vit_explain_mistakes(void) {
     Recorded r = recorded_open();
     // Rows divided along the wrong axis: after max fusion and discarding, its
     // rows no longer sum to 1 and its map is far from the right one.
-    Tensor ours = roll(&r, FUSE_MAX, golden_double("discard"), NULL);
+    Tensor ours = roll(&r, FUSE_MAX, golden_number("discard"), NULL);
     Tensor bug = golden_tensor(GOLDEN, "unit.bug.colnorm.max.discard");
     const float d1 = max_diff(&ours, &bug);
     printf("\n      wrong-axis normalisation: max |diff| %.4f; ", (double)d1);

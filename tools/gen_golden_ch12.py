@@ -37,7 +37,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from golden_common import golden, main  # noqa: E402
-from gen_golden_ch11 import batch, below, data_dir, fashion, lut  # noqa: E402
+from gen_golden_ch11 import batch, data_dir, fashion, lut, shuffle  # noqa: E402
 from gen_golden_rollout import attention_and_grads, fuse, grad_fuse, roll_out  # noqa: E402
 from ref_vit import RefViT  # noqa: E402
 import stio  # noqa: E402
@@ -89,14 +89,6 @@ def garment_share(m, pixels, patch):
 def rank(m):
     """Patches by decreasing value, ties by index."""
     return sorted(range(len(m)), key=lambda q: (-float(m[q]), q))
-
-
-def shuffle(n, rng):
-    order = list(range(n))
-    for i in range(n - 1, 0, -1):
-        j = below(rng, i + 1)
-        order[i], order[j] = order[j], order[i]
-    return order
 
 
 def masked(x, order, k, patch, black):
