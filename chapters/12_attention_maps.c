@@ -148,19 +148,14 @@ static void the_predictions(Chapter *ch, Work *w) {
 static void layer_by_layer(Chapter *ch, Work *w) {
     ch_section(ch, "2. Where [cls] looks, one layer at a time");
     const int P = w->P, N = w->N, H = w->H;
-    float *cls = vit_malloc(sizeof(float) * (size_t)w->L * P), self[64];
+    float *cls = vit_malloc(sizeof(float) * (size_t)w->L * P), self[64], row[256];
     for (int l = 0; l < w->L; l++) {
         char name[64];
         snprintf(name, sizeof name, "blocks.%d.attn.probs", l);
-        const Tensor *t = trace_find(&w->fwd, name); // (SHOWN, H, N, N); image 0's heads
-        double s = 0;
-        for (int p = 0; p <= P; p++) {
-            double sum = 0;
-            for (int h = 0; h < H; h++) sum += t->data[((size_t)h * N) * N + (size_t)p];
-            if (p == 0) s = sum / H;
-            else cls[l * P + p - 1] = (float)(sum / H);
-        }
-        self[l] = (float)s;
+        const Tensor *t = trace_find(&w->fwd, name); // (SHOWN, H, N, N); image 0's heads first
+        attention_cls_row(row, t->data, H, N, -1, FUSE_MEAN); // (N): [cls], then the patches
+        self[l] = row[0];
+        memcpy(cls + l * P, row + 1, sizeof(float) * (size_t)P);
     }
     pin_row(ch, "layer.cls", cls, w->L * P);
     pin_row(ch, "layer.self", self, w->L);

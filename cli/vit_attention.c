@@ -70,21 +70,14 @@ typedef struct {
     char title[128];  // e.g. "rollout, heads fused by mean, discard 0"
 } Map;
 
-// Layer l's [cls] row over the patches for image 0: head h, or the heads fused.
+// Layer l's [cls] row over the patches for image 0: head h, or the heads fused (h < 0).
 static void layer_map(float *out, const Tensor *probs, int h, HeadFuse fuse) {
     // probs is (1, H, N, N); out is (N − 1)
     const int H = probs->shape[1], N = probs->shape[2];
-    for (int p = 1; p < N; p++) {
-        double sum = 0;
-        float lo = INFINITY, hi = -INFINITY;
-        for (int k = 0; k < H; k++) {
-            if (h >= 0 && k != h) continue;
-            const float v = probs->data[((size_t)k * N) * N + (size_t)p]; // row 0 = [cls]
-            sum += v, lo = fminf(lo, v), hi = fmaxf(hi, v);
-        }
-        out[p - 1] = h >= 0 ? (float)sum : fuse == FUSE_MAX ? hi : fuse == FUSE_MIN ? lo
-                                                             : (float)(sum / H);
-    }
+    float *row = vit_malloc(sizeof(float) * (size_t)N);
+    attention_cls_row(row, probs->data, H, N, h, fuse);
+    memcpy(out, row + 1, sizeof(float) * (size_t)(N - 1));
+    free(row);
 }
 
 static const Tensor *probs_of(const TraceRecorder *fwd, int l) {

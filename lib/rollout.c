@@ -31,20 +31,30 @@ bool head_fuse_parse(const char *name, HeadFuse *fuse) {
 
 /* ------------------------------------------------------------ fusing heads */
 
+// The H heads' values at one entry fused: p[h·plane] for h = 0 … H − 1.
+static float fuse_entry(const float *p, size_t plane, int H, HeadFuse fuse) {
+    double sum = 0.0;
+    float lo = p[0], hi = p[0];
+    for (int h = 0; h < H; h++) {
+        const float v = p[(size_t)h * plane];
+        sum += v;
+        lo = fminf(lo, v);
+        hi = fmaxf(hi, v);
+    }
+    return fuse == FUSE_MAX ? hi : fuse == FUSE_MIN ? lo : (float)(sum / H);
+}
+
 void attention_fuse_heads(float *out, const float *probs, int H, int N, HeadFuse fuse) {
     // probs is (H, N, N), out is (N, N): one value per (query, key) from the H heads'
     const size_t nn = (size_t)N * N;
-    for (size_t e = 0; e < nn; e++) {
-        double sum = 0.0;
-        float lo = probs[e], hi = probs[e];
-        for (int h = 0; h < H; h++) {
-            const float p = probs[(size_t)h * nn + e];
-            sum += p;
-            lo = fminf(lo, p);
-            hi = fmaxf(hi, p);
-        }
-        out[e] = fuse == FUSE_MAX ? hi : fuse == FUSE_MIN ? lo : (float)(sum / H);
-    }
+    for (size_t e = 0; e < nn; e++) out[e] = fuse_entry(probs + e, nn, H, fuse);
+}
+
+void attention_cls_row(float *out, const float *probs, int H, int N, int head, HeadFuse fuse) {
+    // probs is (H, N, N), out is (N): row 0 of head `head`, or of the heads fused (head < 0)
+    const size_t nn = (size_t)N * N;
+    for (int j = 0; j < N; j++)
+        out[j] = head >= 0 ? probs[(size_t)head * nn + (size_t)j] : fuse_entry(probs + j, nn, H, fuse);
 }
 
 void attention_grad_fuse(float *out, const float *probs, const float *grad, int H, int N) {

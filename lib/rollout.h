@@ -88,6 +88,14 @@ bool head_fuse_parse(const char *name, HeadFuse *fuse);
 void attention_fuse_heads(float *out, const float *probs, int H, int N, HeadFuse fuse);
 
 /**
+ * @brief One layer's [cls] row: what [cls] reads from each token, for one head or the heads fused.
+ * @param[out] out    (N) token 0 ([cls] itself), then the N − 1 patches
+ * @param[in]  probs  (H, N, N) one image's attention probabilities in one layer
+ * @param[in]  head   the head, 0 to H − 1; −1: the heads fused by @p fuse
+ */
+void attention_cls_row(float *out, const float *probs, int H, int N, int head, HeadFuse fuse);
+
+/**
  * @brief Gradient-weighted attention of one layer: out = mean over h of max(0, probs ⊙ grad).
  * @param[out] out    (N, N)
  * @param[in]  probs  (H, N, N) the layer's attention probabilities

@@ -102,11 +102,10 @@ static VitStatus method_map(float *map, MapMethod m, const TraceRecorder *fwd,
         snprintf(name, sizeof name, "blocks.%d.attn.probs", L - 1);
         const Tensor *t = trace_find(fwd, name); // (B, H, N, N)
         const int H = t->shape[1], N = t->shape[2];
-        for (int q = 1; q < N; q++) {
-            double sum = 0;
-            for (int h = 0; h < H; h++) sum += t->data[(((size_t)b * H + h) * N) * N + (size_t)q];
-            map[q - 1] = (float)(sum / H);
-        }
+        float *row = vit_malloc(sizeof(float) * (size_t)N);
+        attention_cls_row(row, t->data + (size_t)b * H * N * N, H, N, -1, FUSE_MEAN);
+        memcpy(map, row + 1, sizeof(float) * (size_t)(N - 1)); // the patches, not [cls]
+        free(row);
         return VIT_OK;
     }
     const RolloutOptions o = {m == MAP_ROLLOUT_MAX ? FUSE_MAX : FUSE_MEAN,

@@ -228,13 +228,16 @@ static void test_whole_pass(void) {
         CU_ASSERT_FATAL(p0 != NULL);
         const int H = p0->shape[1], N = p0->shape[2];
         Tensor cls = tensor_new(3, L, H, N - 1);
+        float *row = malloc(sizeof(float) * (size_t)N);
         for (int l = 0; l < L; l++) {
             snprintf(name, sizeof name, "blocks.%d.attn.probs", l);
             const Tensor *t = trace_find(&fwd, name);
-            for (int h = 0; h < H; h++)
-                memcpy(cls.data + ((size_t)l * H + h) * (N - 1),
-                       t->data + (((size_t)b * H + h) * N) * N + 1, sizeof(float) * (N - 1));
+            for (int h = 0; h < H; h++) {
+                attention_cls_row(row, t->data + (size_t)b * H * N * N, H, N, h, FUSE_MEAN);
+                memcpy(cls.data + ((size_t)l * H + h) * (N - 1), row + 1, sizeof(float) * (N - 1));
+            }
         }
+        free(row);
         snprintf(name, sizeof name, "b%d.cls_attention", b);
         expect_golden(name, &cls);
         tensor_free(&cls);
@@ -326,6 +329,12 @@ static void test_fusions_by_hand(void) {
     attention_fuse_heads(out, probs, 2, 2, FUSE_MIN);
     CU_ASSERT_EQUAL(out[1], 0.6f);
     CU_ASSERT_EQUAL(out[2], 0.1f);
+    // the [cls] row (row 0): head 1's, and the heads' max
+    float row[2];
+    attention_cls_row(row, probs, 2, 2, 1, FUSE_MEAN);
+    CU_ASSERT(row[0] == 0.4f && row[1] == 0.6f);
+    attention_cls_row(row, probs, 2, 2, -1, FUSE_MAX);
+    CU_ASSERT(row[0] == 0.4f && row[1] == 0.8f);
     // mean over heads of max(0, p·g): (0.2 + 0)/2, (0 + 0.6)/2, (1.2 + 0.4)/2, (0.2 + 0)/2
     attention_grad_fuse(out, probs, grads, 2, 2);
     CU_ASSERT_DOUBLE_EQUAL(out[0], 0.1, 1e-7);
