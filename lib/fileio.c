@@ -130,12 +130,18 @@ static void say(const char *s) {
     }
 }
 
+// Set by the first thread that reports: threads reading the same truncated map
+// fault together, and their messages would interleave.
+static atomic_flag reporting = ATOMIC_FLAG_INIT;
+
 static void on_sigbus(int sig, siginfo_t *info, void *context) {
     (void)context;
     const char *addr = info ? (const char *)info->si_addr : NULL;
     for (int i = 0; i < MAX_MAPPED; i++) {
         const char *begin = atomic_load(&mapped[i].begin);
         if (!begin || addr < begin || addr >= begin + mapped[i].size) continue;
+        if (atomic_flag_test_and_set(&reporting))
+            for (;;) pause(); // another thread is saying it, then ends the process
         if (guard_before_exit) guard_before_exit();
         say(guard_program), say(": "), say(mapped[i].label);
         say(": the file was truncated or replaced while it was in use (it is read through a "
