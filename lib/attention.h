@@ -215,7 +215,12 @@ void heads_merge(float *out, const float *x, int B, int N, int H, int Dh);
  */
 void heads_merge_backward(float *dx, const float *dout, int B, int N, int H, int Dh);
 
-/** Weights of one multi-head self-attention layer; borrowed pointers. */
+/**
+ * @brief Weights of one multi-head self-attention layer; borrowed pointers.
+ *
+ * Besides the weights, one switch that is not a parameter: `head_off`
+ * turns heads off for a "what if" pass (vit_set_head_off()).
+ */
 typedef struct {
     const float *q_w;    /**< (D, D) query projection, rows 0…D-1 of timm's fused qkv.weight */
     const float *k_w;    /**< (D, D) key projection, rows D…2D-1 */
@@ -225,6 +230,10 @@ typedef struct {
     const float *v_b;    /**< (D) or NULL */
     const float *proj_w; /**< (D, D) output projection */
     const float *proj_b; /**< (D) or NULL */
+    const bool *head_off; /**< (H) true: that head is switched off, its probabilities
+                               multiplied by 0 after the softmax (Hugging Face's
+                               `head_mask` of 0), so its context is 0 and it adds
+                               nothing through proj; false: untouched. NULL: all on */
 } AttentionWeights;
 
 /** Working memory for mha_forward(); see mha_scratch_floats(). */
@@ -249,7 +258,9 @@ void mha_scratch_carve(MhaScratch *s, float *mem, int B, int N, int D, int H);
  * @brief Multi-head self-attention (timm `Attention.forward`).
  *
  * Emits, with the tracer's prefix: q, k, v (B,H,N,Dh); scores, scaled, probs
- * (B,H,N,N); context (B,N,D); proj (B,N,D).
+ * (B,H,N,N); context (B,N,D); proj (B,N,D). A head that w->head_off switches
+ * off shows probs of 0 (its rows sum to 0, not 1) and a context band of 0;
+ * the other heads are computed exactly as with every head on.
  * @param[out] out  (B, N, D), the output projection
  * @param[in]  x    (B, N, D)
  * @param[in]  opt  scale and masks: an (N, N) mask, a (B, N) key-padding mask;

@@ -7,12 +7,24 @@
 #include "ops.h"
 
 #include <stddef.h>
+#include <string.h>
 
 // One projection (x·Wᵀ + b), then its width split into heads: (B,N,D) → (B,H,N,Dh).
 static void project_heads(float *out, float *flat, const float *x, const float *w,
                           const float *b, int B, int N, int D, int H) {
     linear(flat, x, w, b, B * N, D, D);
     heads_split(out, flat, B, N, H, D / H);
+}
+
+// The heads head_off switches off look nowhere: their probabilities, (N, N) for
+// every sequence, become 0 (Hugging Face's `attention_probs * head_mask`, a 0/1 mask).
+static void switch_heads_off(float *probs, const bool *head_off, int B, int H, int N) {
+    // probs is (B, H, N, N), head_off (H) or NULL (every head on)
+    if (!head_off) return;
+    const size_t nn = (size_t)N * N;
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            if (head_off[h]) memset(probs + ((size_t)b * H + h) * nn, 0, nn * sizeof *probs);
 }
 
 void mha_forward(float *out, const float *x, const AttentionWeights *w,
@@ -40,6 +52,8 @@ void mha_forward(float *out, const float *x, const AttentionWeights *w,
 #pragma omp parallel for schedule(static) if (G > 1)
     for (int g = 0; g < G; g++) // the rows of each head, one thread per head
         softmax(s->probs + (size_t)g * N * N, s->scaled + (size_t)g * N * N, N, N);
+    // attn = attn * head_mask (Hugging Face's ViTSelfAttention): heads switched off give 0
+    switch_heads_off(s->probs, w->head_off, B, H, N);
     trace_emit(tr, "probs", s->probs, 4, B, H, N, N);
 
     // x = (attn @ v).transpose(1, 2).reshape(B, N, D)

@@ -15,6 +15,13 @@
  * so the forward's scores, scaled, heads and flat are never read again.
  * Every gradient buffer in g is zeroed before its backward adds to it.
  *
+ * A head switched off (AttentionWeights::head_off) needs no code of its own
+ * here: the forward stored its P as 0 (P = m·softmax(S') with m = 0), and the
+ * backward reads only that stored P, so dV = Pᵀ·dO is 0 and dS' = P ⊙ (dP −
+ * Σ P·dP) is 0, hence dS, dQ, dK and its rows of dW_q, dW_k, dW_v are 0:
+ * autograd's gradient for a 0/1 gate exactly (it multiplies d(softmax) by m).
+ * dP itself, the gradient of the gated probabilities, is dO·Vᵀ as for any head.
+ *
  * Deliberately omitted: dropout (attn_drop, proj_drop), the fused ("flash")
  * backward that recomputes P block by block instead of reading it.
  */
@@ -62,7 +69,8 @@ void mha_backward(float *dx, const AttentionWeights *dw, const float *dout, cons
     attention_context_backward(g->probs, g->v, g->heads, s->probs, s->v, G, N, Dh);
     trace_emit(tr, "probs", g->probs, 4, B, H, N, N);
 
-    // attn = attn.softmax(dim=-1): dS' = P ⊙ (dP − Σ P·dP), row by row
+    // attn = attn.softmax(dim=-1): dS' = P ⊙ (dP − Σ P·dP), row by row; P is the
+    // stored one, 0 for a head switched off, so such a head passes nothing back
     zero(g->scaled, bhnn);
 #pragma omp parallel for schedule(static) if (G > 1)
     for (int h = 0; h < G; h++) { // the rows of each head, one thread per head

@@ -267,6 +267,7 @@ void vit_free(Vit *vit) {
     free(vit->map);
     free(vit->pos_resized);
     free(vit->config_json);
+    free(vit->heads_off);
     st_close(&vit->file);
     memset(vit, 0, sizeof *vit);
 }

@@ -21,9 +21,10 @@
  * Where things are: the forward pass in forward.c; activations and position
  * resizing in vit.c; loading in weights.c; random initialisation in init.c;
  * saving in save.c; the sizes in config.c; the parameter table in params.c;
- * one block in block.c. The backward pass (@ref backward): vit_backward() in
- * backward.c, a block's in block_backward.c, attention's in mha_backward.c,
- * the gradient buffers in grads.c; the optimizer is optim.h's.
+ * one block in block.c; the switches that turn heads off in head_off.c. The
+ * backward pass (@ref backward): vit_backward() in backward.c, a block's in
+ * block_backward.c, attention's in mha_backward.c, the gradient buffers in
+ * grads.c; the optimizer is optim.h's.
  *
  * Deliberately omitted: dropout and drop-path (identity at inference, and
  * left out of training too), distillation tokens, register tokens, global
@@ -143,6 +144,9 @@ typedef struct {
                                   (inference) unless vit_train_prepare() said otherwise */
     VitShards *shards;       /**< vit_train_shards(): vit_forward_backward() splits each batch
                                   over replicas, one per thread; NULL: it does not */
+    bool *heads_off;         /**< (L, H) vit_set_head_off(): true where a head is switched
+                                  off; row l is block l's AttentionWeights::head_off (owned,
+                                  allocated at the first switch), or NULL: every head on */
 } Vit;
 
 /**
@@ -279,6 +283,39 @@ double vit_activation_bytes(const VitConfig *cfg, int B);
  */
 VitStatus vit_check_batch(const VitConfig *cfg, int B, double extra_bytes, const char *extra_what,
                           VitError *err);
+
+/**
+ * @brief "What if this head were not there?": switch head @p head of layer
+ *        @p layer off (or on again) for the passes that follow (head_off.c).
+ *
+ * A head that is off keeps its scores and its softmax, and then has its
+ * probabilities multiplied by 0, as Hugging Face's `head_mask` does with a 0
+ * (Michel et al. 2019, "Are Sixteen Heads Really Better than One?"):
+ * \f[ P_{lh} = m_{lh}\,\mathrm{softmax}(S'_{lh}), \qquad m_{lh} \in \{0, 1\} \f]
+ * so its context is 0 and it adds nothing through the output projection. The
+ * trace shows it: that head's `attn.probs` are 0 (its rows sum to 0, not 1)
+ * and its Dh-wide band of `attn.context` is 0. Heads that are on are computed
+ * bit for bit as in a model with every head on. vit_backward() gives the
+ * gradient of the switched model (autograd's for the 0/1 mask): nothing flows
+ * through a head that is off, so its rows of the q, k and v weights get 0.
+ *
+ * The switches live in the model (Vit::heads_off) and in its block table, so
+ * they hold across vit_resize_positions(), and for the replicas of
+ * vit_train_shards(), which share that table, whether they were made before
+ * or after the switch. Training with a head off trains the rest without it
+ * (its own weights get no gradient, though AdamW's weight decay still shrinks
+ * them). The switches are not parameters: vit_save() does not write them.
+ * @param[in] layer  the block, 0 … L−1
+ * @param[in] head   the head, 0 … H−1, or −1 for every head of the layer
+ * @param[in] off    true: switch it off; false: on again
+ * @return VIT_ERR_USAGE for a layer or head outside the model (the message
+ *         says which there are), with nothing changed
+ */
+VitStatus vit_set_head_off(Vit *vit, int layer, int head, bool off, VitError *err);
+/** @brief Switch every head of every layer on again: the model computes as before any switch. */
+void vit_heads_all_on(Vit *vit);
+/** @brief How many heads are switched off, over all layers: 0 when none is. */
+int vit_heads_off_count(const Vit *vit);
 
 /** @} */
 

@@ -48,6 +48,7 @@ static void small_block(SmallBlock *s, uint64_t seed) {
     rng_seed(&rng, seed);
     rng_fill_normal(&rng, s->params, sizeof s->params / sizeof *s->params, 0.0f, 0.3f);
     float *p = s->params;
+    s->w = (VitBlockWeights){0}; // every pointer NULL (no bias, no head switched off) until set
     // LayerNorm scales around 1
     for (int i = 0; i < D; i++) p[i] += 1.0f;
     s->w.norm1_w = p, p += D;
