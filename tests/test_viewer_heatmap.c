@@ -95,6 +95,9 @@ static void test_scale_edge_cases(void) {
     const float same[3] = {2, 2, 2};
     s = heat_scale(same, 3);
     CU_ASSERT_DOUBLE_EQUAL(heat_position(&s, 2), 0.5, 1e-6); // a constant map: mid ramp
+    const float zeros[3] = {0, 0, 0}; // ... but all 0 (a head switched off): the bottom
+    const HeatScale z = heat_scale(zeros, 3);
+    CU_ASSERT_DOUBLE_EQUAL(heat_position(&z, 0), 0.0, 1e-6);
     s = (HeatScale){0, 1, RAMP_SEQUENTIAL};
     CU_ASSERT_EQUAL(heat_position(&s, -5), 0); // clamped
     CU_ASSERT_EQUAL(heat_position(&s, 5), 1);

@@ -84,6 +84,61 @@ static void test_nodes_follow_the_trace(void) {
     trace_recorder_free(&r.rec);
 }
 
+// The tiny model's backward pass, recorded: grad.logits … grad.input.
+static Replay record_tiny_backward(void) {
+    const VitConfig cfg = {.image_size = 32, .patch_size = 16, .channels = 3, .dim = 8,
+                           .depth = 2, .heads = 2, .mlp_dim = 16, .num_classes = 5,
+                           .ln_eps = 1e-6f};
+    const VitInit init = vit_init_timm(1);
+    Vit vit;
+    VitGrads grads;
+    VitError err;
+    Replay r = {0};
+    CU_ASSERT_EQUAL_FATAL(vit_build_random(&vit, &cfg, &init, &err), VIT_OK);
+    CU_ASSERT_EQUAL_FATAL(vit_train_prepare(&vit, VIT_KEEP_INPUTS, 1, &err), VIT_OK);
+    Tensor input = tensor_new(4, 1, 3, 32, 32);
+    CU_ASSERT_EQUAL(vit_forward(&vit, &input, NULL, NULL, &err), VIT_OK);
+    CU_ASSERT_EQUAL_FATAL(vit_grads_init(&grads, &vit, &err), VIT_OK);
+    const float dlogits[5] = {0, 0, 1, 0, 0};
+    CU_ASSERT_EQUAL(vit_backward(&vit, &grads, dlogits, trace_record, &r.rec, &err), VIT_OK);
+    vit_grads_free(&grads);
+    tensor_free(&input);
+    vit_free(&vit);
+    return r;
+}
+
+// The backward's nodes are the gradients vit_backward() emits, in its order,
+// and n / f walk its blocks from the last to the first.
+static void test_backward_nodes_and_blocks(void) {
+    Replay r = record_tiny_backward();
+    Stepper f, s;
+    stepper_init(&f, 2);
+    stepper_init_backward(&s, &f);
+    CU_ASSERT_EQUAL(s.count, f.count - 1); // every stage but the viewer's own "patches"
+    CU_ASSERT_EQUAL_FATAL(r.rec.count, s.count);
+    for (int i = 0; i < s.count; i++) CU_ASSERT_STRING_EQUAL(s.nodes[i].name, r.rec.entries[i].name);
+    CU_ASSERT_STRING_EQUAL(s.nodes[0].name, "grad.logits");
+    CU_ASSERT_STRING_EQUAL(s.nodes[s.count - 1].name, "grad.input");
+    CU_ASSERT_EQUAL(s.nodes[stepper_find(&s, "grad.blocks.1.out")].block, 1);
+    CU_ASSERT_EQUAL(run_until_stop(&s, &r), 0); // paused at grad.logits
+    CU_ASSERT_STRING_EQUAL(stop_name(&s, &r, RUN_NEXT_BLOCK), "grad.blocks.1.norm1");
+    CU_ASSERT_STRING_EQUAL(stop_name(&s, &r, RUN_STEP), "grad.blocks.0.out");
+    CU_ASSERT_STRING_EQUAL(stop_name(&s, &r, RUN_FINISH_BLOCK), "grad.blocks.0.norm1");
+    CU_ASSERT_STRING_EQUAL(stop_name(&s, &r, RUN_NEXT_BLOCK), "grad.input"); // none left: the end
+    CU_ASSERT_TRUE(stepper_finished(&s));
+    // breakpoints by name: a gradient's, and every block's gradient of a stage
+    char msg[160];
+    CU_ASSERT_EQUAL(stepper_toggle_by_name(&s, "grad.blocks.0.attn.probs", msg, sizeof msg), 1);
+    CU_ASSERT_TRUE(s.breakpoints[stepper_find(&s, "grad.blocks.0.attn.probs")]);
+    CU_ASSERT_EQUAL(stepper_toggle_by_name(&s, "grad.attn.q", msg, sizeof msg), 2);
+    CU_ASSERT_STRING_EQUAL(msg, "breakpoints set on grad.blocks.*.attn.q (2 blocks)");
+    CU_ASSERT_EQUAL(stepper_toggle_by_name(&s, "grad.nothing", msg, sizeof msg), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "'grad.nothing'"));
+    stepper_free(&s);
+    stepper_free(&f);
+    trace_recorder_free(&r.rec);
+}
+
 static void test_step_next_finish(void) {
     Replay r = record_tiny_trace();
     Stepper s;
@@ -303,6 +358,7 @@ static void test_history_size_of_vit_base(void) {
 CU_TestInfo tests_viewer_stepper[] = {
     {"nodes follow the trace", test_nodes_follow_the_trace},
     {"step, next block, finish block", test_step_next_finish},
+    {"backward: its nodes, blocks last to first", test_backward_nodes_and_blocks},
     {"next block from inside a block", test_next_block_from_inside_a_block},
     {"breakpoints stop every run", test_breakpoints_stop_every_run},
     {"pause and restart", test_pause_and_restart},

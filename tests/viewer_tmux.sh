@@ -307,17 +307,108 @@ if [ -n "$DEMO" ]; then
     keys c
     check "attention over 50 tokens" "\(B=1, H=4, N=50, N=50\)"
     check "the query's attention over the image" "most to patch [0-9]+ \([0-6],[0-6]\)"
-    keys c
+    # what did it learn: every head at once, and the rollout
+    keys a
+    check "every head's [cls] row, one scale" "every head · query cls < > · one scale, 0 to"
+    check "each head labelled with its peak" "h3 max [0-9.e-]+"
+    keys a
+    check "the rollout through this block" "rollout through blocks 0–0 · heads' mean"
+    check "what the rollout is" "A_l = rownorm\(mean of heads \+ I\)"
+    keys m m a
+    check "back to the map" "max over heads \(\[ \] m\) · queries ↓ keys →"
+    keys m
+    # what-if: head 0 off, then its whole block; the pass reruns to the logits
+    keys x
+    check "a head off: the outcome, first" \
+        "what-if: $CLASSES [01]\.[0-9]{4} → [01]\.[0-9]{4}.* head 0 of blocks\.0 off" 10
+    check "the rerun went to the logits, the view stayed" \
+        "finished at logits [0-9]+/[0-9]+ · viewing blocks\.0\.attn\.probs"
+    check "the first change is the head's probabilities" \
+        "what-if  max \|Δ\| [0-9.e-]+ here · first change blocks\.0\.attn\.probs"
+    check "changed stages are marked" "Δ +attn\.context"
+    check "the head is marked off" "head 0 of 4 \(off\)"
+    keys X
+    check "the whole block off: every probability 0" "min 0  max 0  mean 0  std 0  NaN 0" 10
+    keys u
+    check "undo" "what-ifs undone: the unmodified pass" 10
+    check_rows "undo: nothing marked" "Δ" 0
+    # the query onto the boot: arrows in the view move it over the 7×7 grid
+    keys Tab Down Down Down Down Down Right Right Right Right Right Right Tab
+    check "a patch as the query" "query patch 40 \(5,5\)"
+    keys z
+    check "a masked patch changes the input first" "what-if  .*here · first change input" 10
+    check "the masked patch is named" "patch 40 masked"
+    keys u
+    check "undo the mask" "what-ifs undone" 10
+    # other pictures: the shipped ones in order, and a test image by number
+    keys '}'
+    check "the next shipped picture, which of how many" "picture 2 of 10: 0001-pullover\.png" 10
+    check "its title" "vit-fashion · 0001-pullove"
+    check "the same stage on the new picture" "viewing blocks\.0\.attn\.probs"
+    keys '{' '{'
+    check "back past the first: the last" "picture 10 of 10: 0019-t-shirt-top\.png" 10
+    if [ -r /usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz ]; then
+        keys T
+        check "the test image prompt" "Fashion-MNIST test image \(0-9999\): _"
+        keys -l "123"
+        keys Enter
+        check "a test image by number, with its label" "test image 123: Ankle boot" 10
+        keys T
+        keys -l "10000"
+        keys Enter
+        check "a test image out of range" "test image 10000: Fashion-MNIST's test images are 0 to 9999"
+    fi
+    keys G
     check "the Fashion model finishes" "finished at logits [0-9]+/[0-9]+" 10
     check "ten classes" "top of 10 classes"
     check "a class name from the weights' metadata" \
         "│ +1 $CLASSES +-?[0-9]+\.[0-9]{3} +[01]\.[0-9]{4}"
     check_rows "every class named" "│ +[0-9]+ $CLASSES +-?[0-9]" 10
+    # the backward pass, stage by stage, from the predicted class's logit to the pixels
+    keys d
+    check "the backward starts at the logits' gradient" "backward: paused at grad\.logits 1/[0-9]+" 10
+    check "of the predicted class's logit" "∂ logit [0-9] \($CLASSES\) / ∂ logits"
+    keys s
+    check "one step back" "backward: paused at grad\.pre_logits 2/"
+    keys n
+    check "the next block back is the last one" "backward: paused at grad\.blocks\.[0-9]+\.norm1"
+    keys c
+    check "the backward reaches the pixels" "backward: finished at grad\.input" 10
+    check "the saliency map" "saliency: \|∂ logit\($CLASSES\) / ∂ pixel\|"
+    check "its busiest patch" "most: patch [0-9]+ \([0-6],[0-6]\), [0-9.]+% of the total"
+    keys d
+    check "d: the forward again" "the forward pass again \(d: the backward\)"
+    # a class of one's choice, stopped at a gradient's breakpoint set from the forward
+    keys B
+    keys -l "grad.blocks.0.attn.probs"
+    keys Enter
+    check "a breakpoint on a gradient" "breakpoint set on grad\.blocks\.0\.attn\.probs"
+    keys D
+    check "the class prompt" "backward of the logit of class \(0-9\): _"
+    keys -l "7"
+    keys Enter
+    check "the backward of class 7" "∂ logit 7 \(Sneaker\) / ∂ logits" 10
+    keys c
+    check "stops at the gradient's breakpoint" "backward: paused at grad\.blocks\.0\.attn\.probs" 10
+    keys a
+    check "the gradient-weighted rollout" "gradient-weighted rollout, blocks 0–[0-9]+ · query"
+    keys d
+    check "back to the forward" "the forward pass again" 10
     quit "q exits 0 on the Fashion model"
 
     start fashion-mono NO_COLOR=1 "$DEMO"
     check "NO_COLOR on the Fashion model" "paused at input 1/[0-9]+" 15
     check "the grey image in ASCII" "│[ .:=+*#%@-]{28}( |\$)"
+    keys B
+    keys -l "blocks.0.attn.probs"
+    keys Enter
+    keys c
+    check "NO_COLOR: at the attention" "paused at blocks.0.attn.probs" 10
+    keys a
+    check "NO_COLOR: every head in ASCII" "every head · query cls"
+    check "NO_COLOR: heads drawn as characters" "│[ .:=+*#%@-]{12}" 
+    keys x
+    check "NO_COLOR: changed stages marked" "Δ +attn\.context" 10
     quit "q exits 0 on the Fashion model without colour"
 fi
 

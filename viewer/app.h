@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "labels.h"
+#include "pictures.h"
 #include "vit.h"
 
 /** @defgroup viewer_app Viewer main loop
@@ -19,8 +20,10 @@
 /** What main() hands the viewer. */
 typedef struct {
     Vit *vit;             /**< a built model */
-    const Tensor *input;  /**< (1, C, S, S) normalised pixels */
-    const char *title;    /**< model and picture, for the title row */
+    const Tensor *input;  /**< (1, C, S, S) normalised pixels (copied) */
+    const char *model;    /**< the model, for the title row */
+    const char *picture;  /**< the picture, for the title row */
+    Pictures *pictures;   /**< the pictures the keys { } T switch to (borrowed) */
     size_t history_bytes; /**< budget for the recorded tensors */
     Labels labels;        /**< class names (ownership passes to the viewer) */
     bool mono;            /**< --mono: no colour even if the terminal has it */

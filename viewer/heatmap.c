@@ -60,7 +60,9 @@ HeatScale heat_scale(const float *v, size_t n) {
 
 float heat_position(const HeatScale *s, float v) {
     if (isnan(v)) return NAN;
-    if (!(s->hi > s->lo)) return 0.5f; // a constant map: the middle of the ramp
+    // a constant map: the middle of the ramp, unless it is all 0 (a head switched
+    // off looks nowhere): then the bottom, not a colour that reads as "uniform"
+    if (!(s->hi > s->lo)) return s->lo == 0 ? 0.0f : 0.5f;
     float t = (v - s->lo) / (s->hi - s->lo);
     return t < 0 ? 0 : t > 1 ? 1 : t;
 }

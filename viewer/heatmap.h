@@ -57,7 +57,8 @@ void heatmap_pool(float *out, int out_rows, int out_cols, const float *m, int ro
  */
 HeatScale heat_scale(const float *v, size_t n);
 
-/** @brief Where @p v falls on the ramp, in [0, 1]; NaN stays NaN (drawn blank). */
+/** @brief Where @p v falls on the ramp, in [0, 1]; NaN stays NaN (drawn blank); a
+ *         constant map sits mid-ramp, one of zeros at the bottom. */
 float heat_position(const HeatScale *s, float v);
 
 /** @} */

@@ -20,6 +20,7 @@
 #include "history.h"
 #include "image.h"
 #include "labels.h"
+#include "pictures.h"
 #include "synth.h"
 #include "vit.h"
 
@@ -71,7 +72,8 @@ static void usage(FILE *f) {
           "                    generated picture\n"
           "\n"
           "Keys: s step, n next block, f finish block, c continue, b breakpoint,\n"
-          "r restart, ? all keys, q quit.\n"
+          "r restart, } { next/previous picture, T a test image, a attention views,\n"
+          "x X switch heads off, z mask a patch, u undo, ? all keys, q quit.\n"
           "Exit status: 0 ok, 1 bad input, 2 bad usage or not a terminal.\n",
           f);
 }
@@ -155,47 +157,20 @@ static VitStatus load_model(Vit *vit, const Args *a, WeightsSource *source, char
     return VIT_OK;
 }
 
-// A picture file, decoded and preprocessed into (1, C, S, S) as `vit classify` does it:
-// --preprocess, else the preset the weights' metadata names, else the convention's;
-// grey for a model of one channel; the metadata's mean and std.
-static VitStatus load_photo(Tensor *input, const char *path, const Vit *vit, const char *preset,
-                            char *desc, size_t size, VitError *err) {
-    const VitConfig *c = &vit->config;
-    Preprocess pre;
-    VitStatus s = preprocess_for_model(&pre, preset, viewer_default_preset(vit->source,
-                                                                           c->channels),
-                                       &vit->file, c->image_size, c->channels, err);
-    if (s == VIT_ERR_USAGE) { // the preset the flag named: say which flag, as `vit classify`
-        char msg[sizeof err->msg];
-        snprintf(msg, sizeof msg, "%s", err->msg);
-        return vit_fail(err, s, "--preprocess: %s", msg);
-    }
-    if (s != VIT_OK) return s;
-    Image img;
-    if ((s = image_load(&img, path, err)) != VIT_OK) return s;
-    const int S = c->image_size;
-    *input = tensor_new(4, 1, pre.channels, S, S);
-    image_preprocess(input->data, &img, &pre);
-    const char *base = strrchr(path, '/');
-    char name[96];
-    snprintf(desc, size, "%s %d×%d (%s preprocessing)",
-             vit_escape(name, sizeof name, base ? base + 1 : path), img.width, img.height,
-             pre.name);
-    image_free(&img);
-    return VIT_OK;
-}
-
 // The model's input: IMAGE, else the bundled picture that suits the model (a
 // Fashion-MNIST test image for one channel, the photo for three), else (or
-// with --generated) the generated picture, which needs no file at all.
-static VitStatus load_input(Tensor *input, const Args *a, const Vit *vit, char *desc,
-                            size_t size, VitError *err) {
+// with --generated) the generated picture, which needs no file at all. Decoded
+// and preprocessed as `vit classify` does it (pictures.c).
+static VitStatus load_input(Tensor *input, Pictures *pictures, const Args *a, const Vit *vit,
+                            char *desc, size_t size, VitError *err) {
+    VitStatus s = pictures_init(pictures, vit, a->preset, err);
+    if (s != VIT_OK) return s;
     char bundled[1024];
     const char *path = a->image, *fallback = viewer_default_image(vit->config.channels);
     if (!path && !a->generated && fallback &&
         access(vit_data_path(bundled, sizeof bundled, fallback), R_OK) == 0)
         path = bundled;
-    if (path) return load_photo(input, path, vit, a->preset, desc, size, err);
+    if (path) return pictures_load_file(pictures, path, input, desc, size, err);
     *input = synth_input(&vit->config);
     snprintf(desc, size, "generated picture %d×%d", vit->config.image_size,
              vit->config.image_size);
@@ -240,7 +215,8 @@ int main(int argc, char **argv) {
     Vit vit = {0};
     Tensor input = {0};
     Labels labels = {0};
-    char model[256], image[160], title[440];
+    Pictures pictures = {0};
+    char model[256], image[160];
     WeightsSource source = WEIGHTS_GIVEN;
     file_guard_mapped("vitview", app_restore_terminal); // weights cut short under us: a message
     s = load_model(&vit, &args, &source, model, sizeof model, &err);
@@ -251,7 +227,7 @@ int main(int argc, char **argv) {
         s = vit_check_batch(&vit.config, 1, kept < (double)history ? kept : (double)history,
                             "the viewer's copies of its stages", &err);
     }
-    if (s == VIT_OK) s = load_input(&input, &args, &vit, image, sizeof image, &err);
+    if (s == VIT_OK) s = load_input(&input, &pictures, &args, &vit, image, sizeof image, &err);
     if (s == VIT_OK) s = load_labels(&labels, &vit, &err);
     bool hint = true;
     if (s == VIT_OK && !(isatty(STDIN_FILENO) && isatty(STDOUT_FILENO))) {
@@ -263,8 +239,8 @@ int main(int argc, char **argv) {
     if (s != VIT_OK) {
         fail(s, &err, hint);
     } else {
-        snprintf(title, sizeof title, "%s · %s", model, image);
-        AppOptions opt = {.vit = &vit, .input = &input, .title = title,
+        AppOptions opt = {.vit = &vit, .input = &input, .model = model, .picture = image,
+                          .pictures = &pictures,
                           .history_bytes = history, .labels = labels,
                           .mono = args.mono, .timings = getenv("VITVIEW_TIMINGS"),
                           .message = source == WEIGHTS_MISSING
@@ -273,6 +249,7 @@ int main(int argc, char **argv) {
         status = app_run(&opt);
     }
     labels_free(&labels);
+    pictures_free(&pictures);
     tensor_free(&input);
     vit_free(&vit);
     return status;

@@ -7,19 +7,35 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "util.h"
 
 void state_init(State *s, const VitConfig *cfg, size_t budget) {
     memset(s, 0, sizeof *s);
     s->cfg = cfg;
     stepper_init(&s->stepper, cfg->depth);
     history_init(&s->history, s->stepper.count, budget, stepper_find(&s->stepper, "input"));
+    history_init(&s->baseline, s->stepper.count, budget, stepper_find(&s->stepper, "input"));
+    stepper_init_backward(&s->other_stepper, &s->stepper);
+    history_init(&s->other_history, s->other_stepper.count, budget, -1);
+    s->heads_off = vit_calloc((size_t)cfg->depth * (size_t)cfg->heads, sizeof *s->heads_off);
+    s->masked = vit_calloc((size_t)vit_num_patches(cfg), sizeof *s->masked);
+    s->moved = vit_malloc((size_t)s->stepper.count * sizeof *s->moved);
+    for (int i = 0; i < s->stepper.count; i++) s->moved[i] = NAN;
     s->focus = FOCUS_TREE;
     s->colour = COLOUR_MONO;
 }
 
 void state_free(State *s) {
     history_free(&s->history);
+    history_free(&s->baseline);
+    history_free(&s->other_history);
+    stepper_free(&s->other_stepper);
+    free(s->heads_off);
+    free(s->masked);
+    free(s->moved);
     stepper_free(&s->stepper);
     labels_free(&s->labels);
 }
@@ -95,6 +111,147 @@ void state_clamp(State *s) {
     s->scroll_row = clampi(s->scroll_row, 0, numbers_rows(m) - 1);
     s->scroll_col = clampi(s->scroll_col, 0, m.rows == 1 ? 0 : m.cols - 1);
     s->rank_offset = clampi(s->rank_offset, 0, s->cfg->num_classes - 1);
+}
+
+void state_show(State *s, bool backward) {
+    if (s->backward == backward) return;
+    const Stepper st = s->stepper;
+    const History h = s->history;
+    s->stepper = s->other_stepper, s->other_stepper = st;
+    s->history = s->other_history, s->other_history = h;
+    s->backward = backward;
+    state_clamp(s);
+}
+
+const History *state_forward_history(const State *s) {
+    return s->backward ? &s->other_history : &s->history;
+}
+
+const Stepper *state_forward_stepper(const State *s) {
+    return s->backward ? &s->other_stepper : &s->stepper;
+}
+
+const HistEntry *state_gradient_of(const State *s, const char *forward_name) {
+    const Stepper *st = s->backward ? &s->stepper : &s->other_stepper;
+    const History *h = s->backward ? &s->history : &s->other_history;
+    char name[64];
+    snprintf(name, sizeof name, VIT_GRAD_PREFIX "%s", forward_name);
+    return history_get(h, stepper_find(st, name));
+}
+
+float state_moved(const State *s, int node) { return s->backward ? NAN : s->moved[node]; }
+
+bool state_whatif(const State *s) {
+    const int LH = s->cfg->depth * s->cfg->heads, P = vit_num_patches(s->cfg);
+    for (int i = 0; i < LH; i++)
+        if (s->heads_off[i]) return true;
+    for (int p = 0; p < P; p++)
+        if (s->masked[p]) return true;
+    return false;
+}
+
+int state_first_moved(const State *s) {
+    const Stepper *st = state_forward_stepper(s);
+    for (int i = 0; i < st->count; i++)
+        if (s->moved[i] > 0) return i;
+    return -1;
+}
+
+// Append "item" to buf, comma-separated; after `most` items only count the rest.
+static void list_add(char *buf, size_t size, int *items, int most, int *more, const char *item) {
+    if (*items >= most) {
+        (*more)++;
+        return;
+    }
+    size_t len = strlen(buf);
+    snprintf(buf + len, size - len, "%s%s", *items ? ", " : "", item);
+    (*items)++;
+}
+
+void state_whatif_text(const State *s, char *buf, size_t size) {
+    const int L = s->cfg->depth, H = s->cfg->heads, P = vit_num_patches(s->cfg);
+    int items = 0, more = 0;
+    char item[64];
+    buf[0] = '\0';
+    for (int l = 0; l < L; l++) {
+        int off = 0;
+        for (int h = 0; h < H; h++) off += s->heads_off[l * H + h];
+        if (off == H) {
+            snprintf(item, sizeof item, "blocks.%d's attention off", l);
+            list_add(buf, size, &items, 3, &more, item);
+        } else
+            for (int h = 0; h < H; h++)
+                if (s->heads_off[l * H + h]) {
+                    snprintf(item, sizeof item, "head %d of blocks.%d off", h, l);
+                    list_add(buf, size, &items, 3, &more, item);
+                }
+    }
+    for (int p = 0; p < P; p++)
+        if (s->masked[p]) {
+            snprintf(item, sizeof item, "patch %d masked", p);
+            list_add(buf, size, &items, 3, &more, item);
+        }
+    if (more) {
+        size_t len = strlen(buf);
+        snprintf(buf + len, size - len, " and %d more", more);
+    }
+}
+
+void logits_probs(double *p, const Tensor *logits) {
+    const int Y = logits->shape[logits->ndim - 1];
+    const float *z = logits->data;
+    double zmax = -INFINITY, sum = 0;
+    for (int k = 0; k < Y; k++) zmax = fmax(zmax, z[k]);
+    for (int k = 0; k < Y; k++) sum += p[k] = exp(z[k] - zmax);
+    for (int k = 0; k < Y; k++) p[k] /= sum;
+}
+
+static int index_of_largest(const double *v, int n) {
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (v[i] > v[best]) best = i;
+    return best;
+}
+
+// "Ankle boot 0.9954 → 0.9721", and the new prediction if it changed.
+static void logits_change(const State *s, char *buf, size_t size) {
+    const int node = stepper_find(state_forward_stepper(s), "logits");
+    const HistEntry *now = history_get(state_forward_history(s), node),
+                    *was = history_get(&s->baseline, node);
+    buf[0] = '\0';
+    if (!now || !was || !now->kept || !was->kept) return;
+    const int Y = s->cfg->num_classes;
+    double *p = vit_malloc(2 * (size_t)Y * sizeof *p), *q = p + Y;
+    logits_probs(p, &was->t);
+    logits_probs(q, &now->t);
+    const int top = index_of_largest(p, Y), now_top = index_of_largest(q, Y);
+    char a[64], b[64];
+    const char *name = labels_name(&s->labels, top), *now_name = labels_name(&s->labels, now_top);
+    if (!name || !name[0]) snprintf(a, sizeof a, "class %d", top), name = a;
+    if (!now_name || !now_name[0]) snprintf(b, sizeof b, "class %d", now_top), now_name = b;
+    int n = snprintf(buf, size, "%s %.4f → %.4f", name, p[top], q[top]);
+    if (now_top != top && n > 0 && (size_t)n < size)
+        snprintf(buf + n, size - (size_t)n, " · now %s (%.4f)", now_name, q[now_top]);
+    free(p);
+}
+
+void state_whatif_summary(const State *s, char *buf, size_t size) {
+    char what[160], logits[160];
+    state_whatif_text(s, what, sizeof what);
+    logits_change(s, logits, sizeof logits);
+    const int first = state_first_moved(s);
+    // the outcome first: the title row may cut the end
+    if (first < 0) snprintf(buf, size, "what-if: %s%snothing changed · %s · u undoes", logits,
+                            logits[0] ? " · " : "", what);
+    else snprintf(buf, size, "what-if: %s%s%s · first change: %s · u undoes", logits,
+                  logits[0] ? " · " : "", what, state_forward_stepper(s)->nodes[first].name);
+}
+
+void state_whatif_clear(State *s) {
+    memset(s->heads_off, 0, (size_t)s->cfg->depth * s->cfg->heads * sizeof *s->heads_off);
+    memset(s->masked, 0, (size_t)vit_num_patches(s->cfg) * sizeof *s->masked);
+    history_clear(&s->baseline);
+    for (int i = 0; i < state_forward_stepper(s)->count; i++) s->moved[i] = NAN;
 }
 
 int state_grid(const State *s) { return s->cfg->image_size / s->cfg->patch_size; }

@@ -49,6 +49,33 @@ typedef enum {
     FOCUS_VIEW, /**< arrows scroll numbers, move the query token or the ranking */
 } Focus;
 
+/** What the attention view shows of the chosen query (key a). */
+typedef enum {
+    ATTN_MAP,     /**< the N × N map, and the query's row over the image */
+    ATTN_HEADS,   /**< every head's row for the query over the image, on one scale */
+    ATTN_ROLLOUT, /**< the rollout through this block: the query's row over the image */
+} AttnView;
+
+/** What a key asks the main loop to do before the next pass (ACT_REQUEST). */
+typedef enum {
+    REQ_NONE,       /**< nothing */
+    REQ_PICTURE,    /**< the shipped picture request_arg places on (+1 or -1) */
+    REQ_TEST_IMAGE, /**< Fashion-MNIST's test image number request_arg */
+    REQ_HEAD,       /**< switch head request_head of block request_block off, or back on;
+                         request_head -1: the block's whole attention */
+    REQ_PATCH,      /**< mask patch request_arg of the input, or unmask it */
+    REQ_UNDO,       /**< undo every what-if: the unmodified pass again */
+    REQ_BACKWARD,   /**< step through the gradients of class request_arg (-1: the predicted) */
+    REQ_FORWARD,    /**< leave the backward pass: the forward's stages again */
+} Request;
+
+/** What the status row is reading. */
+typedef enum {
+    PROMPT_BREAKPOINT, /**< a stage name, for a breakpoint */
+    PROMPT_TEST_IMAGE, /**< a test image's number */
+    PROMPT_CLASS,      /**< a class, for the backward pass */
+} PromptKind;
+
 /** A 2-D slice of a tensor that a view draws. */
 typedef struct {
     const float *data; /**< rows × cols, row-major (borrowed) */
@@ -59,9 +86,13 @@ typedef struct {
 /** The viewer's state. */
 typedef struct {
     const VitConfig *cfg; /**< the model's sizes */
-    char title[160];      /**< the model and the picture, for the title row */
-    Stepper stepper;      /**< progress, breakpoints, selection, tree */
-    History history;      /**< computed tensors */
+    char title[440];      /**< the model and the picture, for the title row */
+    Stepper stepper;      /**< the pass shown: progress, breakpoints, selection, tree */
+    History history;      /**< the pass shown: its computed tensors */
+    bool backward;        /**< the pass shown is the backward one (gradients) */
+    Stepper other_stepper; /**< the pass not shown, kept as it was (swapped by state_show()) */
+    History other_history; /**< its tensors */
+    int backward_class;   /**< the class whose logit the backward differentiates */
     Labels labels;        /**< class names, possibly none (owned) */
     /* view options, kept across stages so a choice survives a step */
     int plane;            /**< head (or channel) of 4-d tensors */
@@ -72,10 +103,21 @@ typedef struct {
     int scroll_col;       /**< first column of the numeric grid */
     int rank_offset;      /**< first rank shown in the logits view */
     Focus focus;          /**< where the arrows go */
+    AttnView attn_view;   /**< map, every head, or rollout (attention stages) */
+    /* what-if experiments: what the next pass changes, against the unmodified one */
+    bool *heads_off;      /**< (L, H) heads switched off */
+    bool *masked;         /**< (P) patches of the input painted black */
+    History baseline;     /**< the unmodified pass, recorded at the first what-if */
+    float *moved;         /**< (nodes) max |this pass − baseline| per stage; NAN: not compared */
+    Request request;      /**< what the main loop does before the next pass */
+    int request_arg;      /**< its number: a step, a test image, a patch */
+    int request_block;    /**< REQ_HEAD: the block */
+    int request_head;     /**< REQ_HEAD: the head, or -1 for all */
     /* screen */
     bool help;            /**< the key list is open */
     int help_scroll;      /**< first line of the key list shown */
-    bool prompting;       /**< the status row is reading a breakpoint name */
+    bool prompting;       /**< the status row is reading a line */
+    PromptKind prompt_kind; /**< what the line is for */
     char prompt[64];      /**< what has been typed */
     char message[200];    /**< feedback for the last action, shown in the title row */
     bool running;         /**< the forward pass is running (any key pauses) */
@@ -120,6 +162,38 @@ Mat attention_map(const Tensor *t, int plane, HeadMode mode, float *scratch);
 
 /** @brief Lines of the numeric grid for @p m: its rows, or a vector NUMBERS_PER_LINE a line. */
 int numbers_rows(Mat m);
+/**
+ * @brief Show the backward pass's stages (true) or the forward's (false): the
+ *        pass shown and the other swap places, each kept as it was.
+ */
+void state_show(State *s, bool backward);
+/** @brief The forward pass's history, whichever pass is shown. */
+const History *state_forward_history(const State *s);
+/** @brief The forward pass's stepper, whichever pass is shown. */
+const Stepper *state_forward_stepper(const State *s);
+/** @brief The backward pass's entry for a forward stage's node (its gradient), or NULL. */
+const HistEntry *state_gradient_of(const State *s, const char *forward_name);
+/** @brief How far node @p node moved in the what-if (max |Δ|); NAN: not compared, or
+ *         the backward pass is shown. */
+float state_moved(const State *s, int node);
+
+/** @brief Is any what-if in force (a head off, a patch masked)? */
+bool state_whatif(const State *s);
+/** @brief The first stage, in pass order, that differs from the unmodified pass; -1: none. */
+int state_first_moved(const State *s);
+/** @brief The what-ifs in words: "head 2 of blocks.3 off, patch 12 masked". */
+void state_whatif_text(const State *s, char *buf, size_t size);
+/**
+ * @brief What a what-if did, for the title row, the outcome first: "what-if:
+ *        Ankle boot 0.9954 → 0.9721 · head 2 of blocks.3 off · first change:
+ *        blocks.3.attn.probs · u undoes".
+ */
+void state_whatif_summary(const State *s, char *buf, size_t size);
+/** @brief Softmax probabilities of a (1, Y) logits entry, in double: @p p is (Y). */
+void logits_probs(double *p, const Tensor *logits);
+/** @brief Forget the what-ifs and the unmodified pass recorded for them. */
+void state_whatif_clear(State *s);
+
 /** @brief Keep plane, query and scroll positions inside the selected tensor. */
 void state_clamp(State *s);
 /** @brief Patches per side of the image, S/p (14 for ViT-B/16). */

@@ -22,6 +22,14 @@ static void add_node(Stepper *s, const VitStage *stage, int block) {
     else snprintf(n->name, sizeof n->name, "%s", stage->name);
 }
 
+// Breakpoints, blocks folded, nothing computed: the parts both passes' nodes share.
+static void stepper_alloc_rest(Stepper *s) {
+    s->breakpoints = vit_calloc((size_t)s->count, sizeof(bool));
+    s->open = vit_calloc((size_t)(s->depth > 0 ? s->depth : 1), sizeof(bool));
+    s->auto_open = -1;
+    stepper_restart(s);
+}
+
 void stepper_init(Stepper *s, int depth) {
     memset(s, 0, sizeof *s);
     const int stages = vit_stage_count();
@@ -41,10 +49,22 @@ void stepper_init(Stepper *s, int depth) {
             for (int k = i; k < end; k++) add_node(s, vit_stage_at(k), b);
         i = end - 1;
     }
-    s->breakpoints = vit_calloc((size_t)s->count, sizeof(bool));
-    s->open = vit_calloc((size_t)(depth > 0 ? depth : 1), sizeof(bool));
-    s->auto_open = -1;
-    stepper_restart(s);
+    stepper_alloc_rest(s);
+}
+
+void stepper_init_backward(Stepper *s, const Stepper *forward) {
+    memset(s, 0, sizeof *s);
+    s->depth = forward->depth;
+    s->nodes = vit_calloc((size_t)forward->count, sizeof *s->nodes);
+    for (int i = forward->count - 1; i >= 0; i--) { // the gradients flow from the logits back
+        const PipeNode *f = &forward->nodes[i];
+        if (f->stage == &stepper_patches_stage) continue; // the viewer's own: no gradient
+        PipeNode *n = &s->nodes[s->count++];
+        n->stage = f->stage;
+        n->block = f->block;
+        snprintf(n->name, sizeof n->name, VIT_GRAD_PREFIX "%.50s", f->name);
+    }
+    stepper_alloc_rest(s);
 }
 
 void stepper_free(Stepper *s) {
@@ -74,14 +94,15 @@ int stepper_block_last(const Stepper *s, int b) {
 
 bool stepper_finished(const Stepper *s) { return s->done >= s->count; }
 
-// `n`: the out of the block after the one the last computed node is in
-// (block 0 when the blocks have not started; the end once they are over).
+// `n`: the last stage of the block after the one the last computed node is in
+// (the first block when the blocks have not started; the end once they are
+// over). Blocks are found in node order, so the backward's run L-1 … 0.
 static int next_block_target(const Stepper *s, int cur) {
-    int next;
-    if (cur < stepper_block_first(s, 0)) next = 0;
-    else if (cur > stepper_block_last(s, s->depth - 1)) return s->count - 1;
-    else next = s->nodes[cur].block + 1;
-    return next < s->depth ? stepper_block_last(s, next) : s->count - 1;
+    const int b = cur >= 0 ? s->nodes[cur].block : -1;
+    for (int i = cur + 1; i < s->count; i++)
+        if (s->nodes[i].block >= 0 && s->nodes[i].block != b)
+            return stepper_block_last(s, s->nodes[i].block);
+    return s->count - 1;
 }
 
 const char *stepper_command(Stepper *s, RunCommand cmd) {
@@ -140,7 +161,10 @@ int stepper_toggle_by_name(Stepper *s, const char *name, char *msg, size_t msg_s
         snprintf(msg, msg_size, "breakpoint %s %s", on ? "set on" : "cleared from", name);
         return 1;
     }
-    // a block stage without its block: every block
+    // a block stage without its block: every block ("grad.attn.probs": every block's gradient)
+    const char *asked = name;
+    const bool grad = strncmp(name, VIT_GRAD_PREFIX, strlen(VIT_GRAD_PREFIX)) == 0;
+    if (grad) name += strlen(VIT_GRAD_PREFIX);
     int matches = 0, set = 0;
     for (int i = 0; i < s->count; i++)
         if (s->nodes[i].block >= 0 && strcmp(s->nodes[i].stage->name, name) == 0) {
@@ -148,16 +172,16 @@ int stepper_toggle_by_name(Stepper *s, const char *name, char *msg, size_t msg_s
             set += s->breakpoints[i];
         }
     if (matches == 0) {
-        snprintf(msg, msg_size, "no stage is called '%s' (e.g. blocks.0.attn.probs, attn.probs)",
-                 name);
+        snprintf(msg, msg_size, "no stage is called '%s' (e.g. blocks.0.attn.probs, attn.probs, "
+                 "grad.attn.probs)", asked);
         return 0;
     }
     const bool on = set < matches; // all set: clear them; otherwise set them all
     for (int i = 0; i < s->count; i++)
         if (s->nodes[i].block >= 0 && strcmp(s->nodes[i].stage->name, name) == 0)
             s->breakpoints[i] = on;
-    snprintf(msg, msg_size, "breakpoints %s blocks.*.%s (%d blocks)",
-             on ? "set on" : "cleared from", name, matches);
+    snprintf(msg, msg_size, "breakpoints %s %sblocks.*.%s (%d blocks)",
+             on ? "set on" : "cleared from", grad ? VIT_GRAD_PREFIX : "", name, matches);
     return matches;
 }
 

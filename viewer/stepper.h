@@ -32,7 +32,7 @@
 
 /** One stage of this model's forward pass, as the viewer lists it. */
 typedef struct {
-    char name[48];         /**< full name, e.g. "blocks.3.attn.probs" */
+    char name[56];         /**< full name, e.g. "blocks.3.attn.probs", "grad.blocks.3.attn.probs" */
     const VitStage *stage; /**< its row in the stage table (formula, axes, …) */
     int block;             /**< encoder block index, or -1 outside the blocks */
 } PipeNode;
@@ -54,7 +54,7 @@ typedef struct {
 
 /** Progress, breakpoints and the tree's state. */
 typedef struct {
-    PipeNode *nodes;   /**< count stages in forward order */
+    PipeNode *nodes;   /**< count stages in the order the pass computes them */
     int count;         /**< number of nodes, 8 + 15·L */
     int depth;         /**< L blocks */
     int done;          /**< stages computed so far; the last computed is done − 1 */
@@ -71,6 +71,12 @@ extern const VitStage stepper_patches_stage;
 
 /** @brief Build the node list for @p depth blocks; stops after the first node ("input"). */
 void stepper_init(Stepper *s, int depth);
+/**
+ * @brief The backward pass's nodes: @p forward's in reverse order, each named
+ *        `grad.` + the stage ("grad.logits" first, "grad.input" last), without
+ *        the viewer's own "patches"; stops after the first node.
+ */
+void stepper_init_backward(Stepper *s, const Stepper *forward);
 /** @brief Free the node list and flags. */
 void stepper_free(Stepper *s);
 

@@ -52,6 +52,7 @@ typedef enum {
     ACT_RUN,            /**< resume the forward pass (a target is set) */
     ACT_RESTART,        /**< abandon this pass and start again */
     ACT_QUIT,           /**< abandon this pass and exit */
+    ACT_REQUEST,        /**< abandon this pass, do State::request, run the new pass */
 } UiAction;
 
 /** One binding: the keys, how the help names them, what they do. */
@@ -121,7 +122,7 @@ UiAction view_key(State *s, int key);
 void help_draw(const State *s);
 /** @brief Keys while the help is open (any closes it). */
 UiAction help_key(State *s, int key);
-/** @brief Keys while typing a breakpoint name. */
+/** @brief Keys while typing a breakpoint name or a test image's number. */
 UiAction prompt_key(State *s, int key);
 /** @brief Keys that drive the forward pass and the screen (s n f c r b B ? q Tab). */
 UiAction app_key(State *s, int key);

@@ -15,6 +15,7 @@
 #include "tui.h"
 
 #include <locale.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,8 +38,14 @@ typedef struct {
 typedef struct {
     State state;
     Vit *vit;
-    const Tensor *input;
-    UiAction abandon;      // ACT_RESTART or ACT_QUIT: let the rest of the pass run out
+    Pictures *pictures;    // what { } T switch to
+    Tensor original;       // the picture's input, as loaded (owned)
+    Tensor input;          // what the pass sees: the original with the masked patches (owned)
+    char model[256];       // the model, for the title row
+    UiAction abandon;      // ACT_RESTART, ACT_REQUEST or ACT_QUIT: let the pass run out
+    bool rerun;            // this pass runs to stepper.target without stopping on the way
+    int keep_selected;     // ... and then shows this node again (-1: the stop itself)
+    bool keep_header;      // ... as its block's line
     double resumed_at;     // when the forward pass last resumed, to time each stage
     double last_progress;  // when the screen was last redrawn during a run
     bool saw_non_finite;   // this pass has stopped at its first NaN or infinity
@@ -103,10 +110,55 @@ static UiAction cmd_run(State *s, int key) {
 }
 
 static UiAction cmd_restart(State *s, int key) { return ACT_RESTART; }
+
+static UiAction cmd_picture(State *s, int key) {
+    s->request = REQ_PICTURE;
+    s->request_arg = key == '}' ? 1 : -1;
+    return ACT_REQUEST;
+}
+
+static UiAction cmd_test_image(State *s, int key) {
+    s->prompting = true;
+    s->prompt_kind = PROMPT_TEST_IMAGE;
+    s->prompt[0] = '\0';
+    return ACT_NONE;
+}
+
+static UiAction cmd_undo(State *s, int key) {
+    if (!state_whatif(s)) {
+        state_message(s, "no what-if to undo (x, X switch heads off; z masks a patch)");
+        return ACT_NONE;
+    }
+    s->request = REQ_UNDO;
+    return ACT_REQUEST;
+}
+// d: the backward pass for the predicted class, or back to the forward pass;
+// D: for a class typed in.
+static UiAction cmd_backward(State *s, int key) {
+    if (s->backward) {
+        s->request = REQ_FORWARD;
+        return ACT_REQUEST;
+    }
+    if (!stepper_finished(&s->stepper)) {
+        state_message(s, "the backward pass starts from the logits: c runs the forward to them");
+        return ACT_NONE;
+    }
+    if (key == 'D') {
+        s->prompting = true;
+        s->prompt_kind = PROMPT_CLASS;
+        s->prompt[0] = '\0';
+        return ACT_NONE;
+    }
+    s->request = REQ_BACKWARD;
+    s->request_arg = -1;
+    return ACT_REQUEST;
+}
+
 static UiAction cmd_quit(State *s, int key) { return ACT_QUIT; }
 
 static UiAction cmd_prompt(State *s, int key) {
     s->prompting = true;
+    s->prompt_kind = PROMPT_BREAKPOINT;
     s->prompt[0] = '\0';
     return ACT_NONE;
 }
@@ -142,6 +194,13 @@ static const KeyBinding bindings[] = {
     {{'c'}, "c", "continue to the next breakpoint, or to the logits", cmd_run},
     {{'r'}, "r", "restart the forward pass (breakpoints stay)", cmd_restart},
     {{'B'}, "B", "breakpoint by name: blocks.5.attn.probs, or attn.probs for all", cmd_prompt},
+    {{'}', '{'}, "} {", "next / previous shipped picture (the same stage, a new pass)", cmd_picture},
+    {{'T'}, "T", "a Fashion-MNIST test image by number (0-9999; needs the dataset)",
+     cmd_test_image},
+    {{'u'}, "u", "undo every what-if: back to the unmodified pass", cmd_undo},
+    {{'d'}, "d", "backward: step through the gradients of the predicted class (again: forward)",
+     cmd_backward},
+    {{'D'}, "D", "backward for a class you choose (its number)", cmd_backward},
     {{'\t', KEY_BTAB}, "Tab", "arrows move in the tree ↔ in the view", cmd_focus},
     {{'?'}, "?", "this help", cmd_help},
     {{27}, "Esc", "back to the tree, clear the message", cmd_escape},
@@ -176,6 +235,7 @@ static UiAction handle_key(State *s, int key) {
 // The UI, until a key resumes the pass (ACT_RUN), restarts it or quits.
 static UiAction ui_loop(App *app) {
     State *s = &app->state;
+    s->running = false; // whatever ran before has stopped: the status row says so
     for (;;) {
         app_draw(app);
         const int key = getch();
@@ -211,42 +271,79 @@ static bool poll_while_running(App *app) {
     return false;
 }
 
+// The largest |a − b| of two recordings of one stage; NAN when either is gone.
+static float max_change(const HistEntry *a, const HistEntry *b) {
+    if (!a || !b || !a->kept || !b->kept || a->t.numel != b->t.numel) return NAN;
+    float worst = 0;
+    for (size_t i = 0; i < a->t.numel; i++) {
+        const float d = fabsf(a->t.data[i] - b->t.data[i]);
+        if (d > worst || d != d) worst = d; // a NaN on either side counts as changed
+    }
+    return worst;
+}
+
+// After a rerun: back to the stage the learner was looking at, and what changed.
+static void rerun_done(App *app) {
+    State *s = &app->state;
+    Stepper *st = &s->stepper;
+    app->rerun = false;
+    if (app->keep_selected >= 0) {
+        st->selected = app->keep_selected;
+        st->sel_header = app->keep_header;
+        const int b = st->nodes[st->selected].block;
+        if (b >= 0 && !st->sel_header) st->open[b] = true;
+    }
+    if (state_whatif(s)) state_whatif_summary(s, s->message, sizeof s->message);
+}
+
 // Node `node` is computed: record it, and stop here if the stepper or a key says so.
 static void stage_computed(App *app, int node, const Tensor *t, double seconds) {
     State *s = &app->state;
     history_record(&s->history, node, t, seconds);
+    if (!s->backward) // a what-if is compared on the forward pass
+        s->moved[node] = state_whatif(s) ? max_change(history_get(&s->history, node),
+                                                      history_get(&s->baseline, node))
+                                         : NAN;
     bool stop = stepper_computed(&s->stepper, node);
-    if (stop && s->stepper.breakpoints[node])
+    if (app->rerun) stop = node >= s->stepper.target; // a rerun passes the breakpoints
+    else if (stop && s->stepper.breakpoints[node])
         state_message(s, "breakpoint at %s", s->stepper.nodes[node].name);
     // the first NaN or infinity of a pass is a breakpoint of its own: all after it inherit them
     const TensorStats *st = &history_get(&s->history, node)->stats;
     if (!app->saw_non_finite && st->n_nan + st->n_inf > 0) {
         app->saw_non_finite = stop = true;
+        app->rerun = false;
         state_message(s, "stopped at the first NaN or infinity: %s (%zu NaN, %zu Inf)",
                       s->stepper.nodes[node].name, st->n_nan, st->n_inf);
     }
-    if (!stop) stop = poll_while_running(app);
+    if (!stop && !app->rerun) stop = poll_while_running(app); // a rerun is not interrupted
     if (!stop) return;
     s->running = false;
     stepper_stopped_at(&s->stepper, node);
+    if (app->rerun) rerun_done(app);
+    app->rerun = false;
     state_clamp(s);
     const UiAction a = ui_loop(app);
-    if (a == ACT_QUIT || a == ACT_RESTART) app->abandon = a;
+    if (a == ACT_QUIT || a == ACT_RESTART || a == ACT_REQUEST) app->abandon = a;
     s->running = true;
     if (a == ACT_QUIT) ui_stop(); // the terminal back at once; the pass runs out unseen
-    if (a == ACT_RESTART) {       // the rest of this pass takes a moment on a big model
-        state_message(s, "restarting…");
+    if (a == ACT_RESTART || a == ACT_REQUEST) { // the rest of this pass takes a moment
+        state_message(s, a == ACT_RESTART ? "restarting…" : "running the new pass…");
         screen_draw(s);
     }
 }
 
-// "patches" is not traced by vit_forward(): cut them from the input here.
-static void patches_computed(App *app, int node, const Tensor *input) {
-    const VitConfig *c = app->state.cfg;
-    const double start = vit_now();
+// "patches" is not traced by vit_forward(): the viewer cuts them from the input.
+static Tensor cut_patches(const VitConfig *c, const Tensor *input) {
     const int B = input->shape[0], p = c->patch_size;
     Tensor patches = tensor_new(3, B, vit_num_patches(c), c->channels * p * p);
     patch_unfold(patches.data, input->data, B, c->channels, c->image_size, p);
+    return patches;
+}
+
+static void patches_computed(App *app, int node, const Tensor *input) {
+    const double start = vit_now();
+    Tensor patches = cut_patches(app->state.cfg, input);
     stage_computed(app, node, &patches, vit_now() - start);
     tensor_free(&patches);
 }
@@ -264,11 +361,189 @@ static void on_trace(void *user, const char *name, const Tensor *t) {
     app->resumed_at = vit_now(); // UI time is not the next stage's compute time
 }
 
+// The TraceFn of the unmodified pass a what-if is compared with: record, never stop.
+static void on_baseline(void *user, const char *name, const Tensor *t) {
+    State *s = user;
+    const int node = stepper_find(&s->stepper, name);
+    if (node < 0) return;
+    history_record(&s->baseline, node, t, 0);
+    if (strcmp(name, "input") == 0) {
+        Tensor patches = cut_patches(s->cfg, t);
+        history_record(&s->baseline, node + 1, &patches, 0);
+        tensor_free(&patches);
+    }
+}
+
 static void restart(App *app) {
     State *s = &app->state;
     history_clear(&s->history);
     stepper_restart(&s->stepper);
     state_message(s, "restarted: a fresh forward pass, the same breakpoints");
+}
+
+// The next pass runs to node `target` without stopping, then shows what was selected.
+static void rerun_to(App *app, int target) {
+    State *s = &app->state;
+    app->keep_selected = s->stepper.selected;
+    app->keep_header = s->stepper.sel_header;
+    history_clear(&s->history);
+    stepper_restart(&s->stepper);
+    s->stepper.target = target < 0 ? 0 : target;
+    app->rerun = true;
+}
+
+// The pass's input: the picture, with the masked patches painted black.
+static void make_input(App *app) {
+    const State *s = &app->state;
+    memcpy(app->input.data, app->original.data, app->original.numel * sizeof(float));
+    for (int p = 0; p < vit_num_patches(s->cfg); p++)
+        if (s->masked[p]) pictures_mask_patch(app->pictures, &app->input, s->cfg->patch_size, p);
+}
+
+static void set_title(App *app, const char *picture) {
+    snprintf(app->state.title, sizeof app->state.title, "%s · %s", app->model, picture);
+}
+
+// Back to the unmodified model and picture.
+static void whatif_undo(App *app) {
+    state_whatif_clear(&app->state);
+    vit_heads_all_on(app->vit);
+    make_input(app);
+}
+
+// { } T: another picture; what-ifs are undone (they were measured on the old one).
+static void new_picture(App *app, Request r, int arg) {
+    State *s = &app->state;
+    Tensor input = {0};
+    char desc[160];
+    VitError err;
+    VitStatus st = !app->pictures ? vit_fail(&err, VIT_ERR_INPUT, "no pictures to switch to")
+                   : r == REQ_PICTURE ? pictures_step(app->pictures, arg, &input, desc,
+                                                      sizeof desc, &err)
+                                      : pictures_load_test(app->pictures, arg, &input, desc,
+                                                           sizeof desc, &err);
+    if (st != VIT_OK) {
+        state_message(s, "%s", err.msg);
+        return;
+    }
+    const bool had_whatif = state_whatif(s);
+    tensor_free(&app->original);
+    app->original = input;
+    whatif_undo(app);
+    set_title(app, desc);
+    const Pictures *p = app->pictures;
+    const char *undone = had_whatif ? " · what-ifs undone" : "";
+    if (p->current >= 0) {
+        const char *base = strrchr(p->paths[p->current], '/');
+        char name[96]; // a file name may hold escape sequences: shown escaped
+        vit_escape(name, sizeof name, base ? base + 1 : p->paths[p->current]);
+        state_message(s, "picture %d of %d: %s (} {)%s", p->current + 1, p->count, name, undone);
+    } else {
+        const int label = p->test.labels[p->test_index];
+        state_message(s, "test image %d: %s (T for another)%s", p->test_index,
+                      p->test.class_names ? p->test.class_names[label] : "?", undone);
+    }
+}
+
+// x X z: change the model or the input; the first change records the unmodified pass.
+static VitStatus whatif_apply(App *app, Request r, VitError *err) {
+    State *s = &app->state;
+    const VitConfig *c = s->cfg;
+    if (!state_whatif(s)) { // the pass to compare with, before anything changes
+        history_clear(&s->baseline);
+        VitStatus st = vit_forward(app->vit, &app->input, on_baseline, s, err);
+        if (st != VIT_OK) return st;
+    }
+    if (r == REQ_HEAD) {
+        bool *row = s->heads_off + (size_t)s->request_block * c->heads;
+        bool off = s->request_head >= 0 ? !row[s->request_head] : false;
+        if (s->request_head < 0) // the whole block: off unless it is off already
+            for (int h = 0; h < c->heads; h++) off |= !row[h];
+        for (int h = 0; h < c->heads; h++)
+            if (s->request_head < 0 || h == s->request_head) {
+                row[h] = off;
+                VitStatus st = vit_set_head_off(app->vit, s->request_block, h, off, err);
+                if (st != VIT_OK) return st;
+            }
+    } else if (r == REQ_PATCH) {
+        s->masked[s->request_arg] = !s->masked[s->request_arg];
+        make_input(app);
+    }
+    if (!state_whatif(s)) whatif_undo(app); // toggled back: nothing left to compare
+    return VIT_OK;
+}
+
+// Between passes: do what the key asked, and say where the next pass stops.
+static void do_request(App *app) {
+    State *s = &app->state;
+    const Request r = s->request;
+    s->request = REQ_NONE;
+    const int frontier = s->stepper.done - 1, end = s->stepper.count - 1;
+    if (r == REQ_PICTURE || r == REQ_TEST_IMAGE) {
+        new_picture(app, r, s->request_arg);
+        rerun_to(app, frontier); // the same stage, on the new picture
+        return;
+    }
+    if (r == REQ_UNDO) {
+        whatif_undo(app);
+        state_message(s, "what-ifs undone: the unmodified pass");
+    } else {
+        VitError err;
+        if (whatif_apply(app, r, &err) != VIT_OK) state_message(s, "%s", err.msg);
+    }
+    rerun_to(app, state_whatif(s) ? end : frontier); // a what-if shows its logits
+}
+
+// The class the forward pass predicts: the largest logit.
+static int predicted_class(const State *s) {
+    const HistEntry *e = history_get(state_forward_history(s),
+                                     stepper_find(state_forward_stepper(s), "logits"));
+    if (!e || !e->kept) return 0;
+    int best = 0;
+    for (int k = 1; k < e->t.shape[1]; k++)
+        if (e->t.data[k] > e->t.data[best]) best = k;
+    return best;
+}
+
+// d: run the backward pass of logit `cls` (-1: the predicted class) under the
+// UI, stage by stage like the forward, then browse it until a key leaves it.
+// The model keeps its blocks' inputs for it (VIT_KEEP_INPUTS), only meanwhile.
+static VitStatus backward_pass(App *app, int cls, VitError *err) {
+    State *s = &app->state;
+    Vit *vit = app->vit;
+    const int Y = s->cfg->num_classes;
+    if (cls < 0) cls = predicted_class(s);
+    if (cls >= Y) return vit_fail(err, VIT_ERR_USAGE, "class %d: the model has classes 0 to %d",
+                                  cls, Y - 1);
+    VitGrads grads = {0};
+    float *dlogits = vit_calloc((size_t)Y, sizeof *dlogits);
+    dlogits[cls] = 1.0f; // d logit_c / d logits: the gradients are of the class's logit
+    VitStatus st = vit_train_prepare(vit, VIT_KEEP_INPUTS, 1, err);
+    if (st == VIT_OK) st = vit_forward(vit, &app->input, NULL, NULL, err); // the same pass, kept
+    if (st == VIT_OK) st = vit_grads_init(&grads, vit, err);
+    if (st == VIT_OK) {
+        state_show(s, true);
+        s->backward_class = cls;
+        history_clear(&s->history);
+        stepper_restart(&s->stepper);
+        s->attn_view = ATTN_MAP;
+        const char *name = labels_name(&s->labels, cls);
+        state_message(s, "backward: the gradients of logit %d (%s), from the logits back", cls,
+                      name && name[0] ? name : "no name");
+        app->abandon = ACT_NONE;
+        app->resumed_at = vit_now();
+        st = vit_backward(vit, &grads, dlogits, on_trace, app, err);
+        while (st == VIT_OK && app->abandon == ACT_NONE) { // finished: browse the gradients
+            UiAction a = ui_loop(app);
+            if (a == ACT_QUIT || a == ACT_RESTART || a == ACT_REQUEST) app->abandon = a;
+        }
+        state_show(s, false);
+    }
+    vit_grads_free(&grads);
+    free(dlogits);
+    VitError ignored;
+    vit_train_prepare(vit, VIT_KEEP_NONE, 1, &ignored); // back to inference
+    return st;
 }
 
 void app_restore_terminal(void) { ui_stop(); }
@@ -284,37 +559,67 @@ int app_run(AppOptions *opt) {
     }
     App *app = vit_calloc(1, sizeof *app);
     app->vit = opt->vit;
-    app->input = opt->input;
+    app->pictures = opt->pictures;
+    app->original = tensor_clone(opt->input);
+    app->input = tensor_clone(opt->input);
+    app->keep_selected = -1;
+    snprintf(app->model, sizeof app->model, "%s", opt->model);
     state_init(&app->state, &opt->vit->config, opt->history_bytes);
-    app->state.labels = opt->labels; // the state owns them now
+    State *s = &app->state;
+    s->labels = opt->labels; // the state owns them now
     opt->labels = (Labels){0};
-    snprintf(app->state.title, sizeof app->state.title, "%s", opt->title);
-    if (opt->message) state_message(&app->state, "%s", opt->message);
-    ui_start(&app->state, opt->mono);
+    set_title(app, opt->picture);
+    if (opt->message) state_message(s, "%s", opt->message);
+    ui_start(s, opt->mono);
     int status = 0;
+    bool run_forward = true; // false: the forward pass is done; browse it again
     for (;;) {
         app->abandon = ACT_NONE;
         app->saw_non_finite = false;
         app->resumed_at = vit_now();
         VitError err;
-        VitStatus st = vit_forward(app->vit, app->input, on_trace, app, &err);
-        if (st != VIT_OK) {
-            ui_stop();
-            vit_print_error("vitview", &err);
-            status = st;
-            break;
+        if (run_forward) {
+            VitStatus st = vit_forward(app->vit, &app->input, on_trace, app, &err);
+            if (st != VIT_OK) {
+                ui_stop();
+                vit_print_error("vitview", &err);
+                status = st;
+                break;
+            }
+            if (app->rerun && app->abandon == ACT_NONE) { // a rerun whose target was never reached
+                stepper_stopped_at(&s->stepper, s->stepper.done - 1);
+                rerun_done(app);
+            }
         }
+        run_forward = true;
         while (app->abandon == ACT_NONE) { // finished: browse until restart or quit
             UiAction a = ui_loop(app);
-            if (a == ACT_QUIT || a == ACT_RESTART) app->abandon = a;
+            if (a == ACT_QUIT || a == ACT_RESTART || a == ACT_REQUEST) app->abandon = a;
+        }
+        // the backward pass, from a finished forward; it ends with the key that leaves it
+        while (app->abandon == ACT_REQUEST && s->request == REQ_BACKWARD) {
+            s->request = REQ_NONE;
+            if (backward_pass(app, s->request_arg, &err) != VIT_OK) {
+                state_message(s, "%s", err.msg);
+                app->abandon = ACT_NONE;
+            }
         }
         if (app->abandon == ACT_QUIT) break;
-        restart(app);
+        if (app->abandon == ACT_REQUEST && s->request == REQ_FORWARD) {
+            s->request = REQ_NONE;
+            state_message(s, "the forward pass again (d: the backward)");
+            run_forward = false;
+        } else if (app->abandon == ACT_REQUEST) do_request(app);
+        else if (app->abandon == ACT_RESTART) restart(app);
+        else run_forward = false; // the backward could not start: browse the forward again
     }
     ui_stop();
     delscreen(screen);
     if (opt->timings) timings_write(app, opt->timings);
-    state_free(&app->state);
+    vit_heads_all_on(app->vit);
+    tensor_free(&app->original);
+    tensor_free(&app->input);
+    state_free(s);
     free(app);
     return status;
 }

@@ -47,6 +47,11 @@ static void stats_line(const State *s, int y, Rect r, const HistEntry *e) {
 static void cost_line(const State *s, int y, Rect r, const PipeNode *n, const HistEntry *e) {
     char flops[32], took[32];
     double f = vit_stage_flops(s->cfg, 1, n->name);
+    if (s->backward) { // the stage table counts the forward's arithmetic only
+        if (e) ui_printf(y, r.x, r.w, ROLE_NORMAL, "cost   computed in %s (the backward of this "
+                         "stage)", fmt_seconds(took, sizeof took, e->seconds));
+        return;
+    }
     if (f > 0) {
         fmt_si(flops, sizeof flops, f);
         strcat(flops, "FLOP");
@@ -56,6 +61,18 @@ static void cost_line(const State *s, int y, Rect r, const PipeNode *n, const Hi
     if (e) ui_printf(y, r.x, r.w, ROLE_NORMAL, "cost   %s · computed in %s", flops,
                      fmt_seconds(took, sizeof took, e->seconds));
     else ui_printf(y, r.x, r.w, ROLE_PENDING, "cost   %s", flops);
+}
+
+// While a what-if is in force: how far this stage moved from the unmodified pass.
+static void whatif_line(const State *s, int y, Rect r, int node) {
+    const float d = s->moved[node];
+    const int first = state_first_moved(s);
+    char where[96] = "";
+    if (first >= 0) snprintf(where, sizeof where, " · first change %s", s->stepper.nodes[first].name);
+    if (d > 0) ui_printf(y, r.x, r.w, ROLE_ERROR, "what-if  max |Δ| %.4g here%s", (double)d, where);
+    else if (d == 0) ui_printf(y, r.x, r.w, ROLE_NORMAL, "what-if  unchanged here%s", where);
+    else ui_printf(y, r.x, r.w, ROLE_PENDING, "what-if  not compared here (not computed, or "
+                   "dropped)%s", where);
 }
 
 void info_draw(const State *s) {
@@ -68,15 +85,31 @@ void info_draw(const State *s) {
     char pos[32];
     int pos_w = snprintf(pos, sizeof pos, "stage %d/%d", st->selected + 1, st->count);
     int x = r.x + ui_text(y, r.x, r.w - pos_w - 1, ROLE_HEADING, n->name);
-    if (st->sel_header) ui_text(y, x, r.x + r.w - pos_w - 1 - x, ROLE_DIM, " (the block's output)");
+    if (st->sel_header)
+        ui_text(y, x, r.x + r.w - pos_w - 1 - x, ROLE_DIM,
+                s->backward ? " (the block's last gradient)" : " (the block's output)");
     ui_text(y, r.x + r.w - pos_w, pos_w, ROLE_DIM, pos);
     y++;
-    // formula — what it is
-    x = r.x + ui_text(y, r.x, r.w, ROLE_FORMULA, n->stage->formula);
-    ui_printf(y, x, r.x + r.w - x, ROLE_DIM, "  — %s", n->stage->what);
+    // formula — what it is; for a gradient, of which logit, and of what
+    if (s->backward) {
+        const char *cls = labels_name(&s->labels, s->backward_class);
+        char what[96];
+        snprintf(what, sizeof what, "∂ logit %d%s%s%s / ∂ %s", s->backward_class,
+                 cls && cls[0] ? " (" : "", cls && cls[0] ? cls : "", cls && cls[0] ? ")" : "",
+                 n->name + strlen(VIT_GRAD_PREFIX));
+        x = r.x + ui_text(y, r.x, r.w, ROLE_FORMULA, what);
+        ui_printf(y, x, r.x + r.w - x, ROLE_DIM, "  — of %s", n->stage->formula);
+    } else {
+        x = r.x + ui_text(y, r.x, r.w, ROLE_FORMULA, n->stage->formula);
+        ui_printf(y, x, r.x + r.w - x, ROLE_DIM, "  — %s", n->stage->what);
+    }
     y++;
-    if (r.h >= 6) ui_printf(y++, r.x, r.w, ROLE_DIM, "torch  %s", n->stage->torch);
+    if (r.h >= 6 && s->backward)
+        ui_printf(y++, r.x, r.w, ROLE_DIM, "torch  logits[0, %d].backward(); the stage's .grad "
+                  "(retain_grad())", s->backward_class);
+    else if (r.h >= 6) ui_printf(y++, r.x, r.w, ROLE_DIM, "torch  %s", n->stage->torch);
     shape_line(s, y++, r, n, e);
     stats_line(s, y++, r, e);
-    cost_line(s, y++, r, n, e);
+    if (state_whatif(s) && !s->backward) whatif_line(s, y++, r, st->selected);
+    else cost_line(s, y++, r, n, e);
 }

@@ -14,17 +14,26 @@ static bool block_has_breakpoint(const Stepper *st, int b) {
     return false;
 }
 
-// One line: [breakpoint][frontier] name, e.g. "●▶   attn.probs" or " ▸ blocks.3  7/15".
+// Did any stage of block b change in the what-if (against the unmodified pass)?
+static bool block_moved(const State *s, int b) {
+    const Stepper *st = &s->stepper;
+    for (int i = stepper_block_first(st, b); i <= stepper_block_last(st, b); i++)
+        if (state_moved(s, i) > 0) return true;
+    return false;
+}
+
+// One line: [breakpoint][frontier][changed] name, e.g. "●▶   attn.probs" or " ▸ blocks.3  7/15".
 static void row_draw(const State *s, int y, Rect r, const TreeRow *row, bool selected) {
     const Stepper *st = &s->stepper;
     const int frontier = st->done - 1;
-    bool mark_bp, mark_here, computed;
+    bool mark_bp, mark_here, computed, mark_moved;
     char label[64];
     if (row->header) {
         const int first = stepper_block_first(st, row->block), last = row->node;
         const bool open = st->open[row->block];
         mark_bp = !open && block_has_breakpoint(st, row->block);
         mark_here = !open && frontier >= first && frontier <= last;
+        mark_moved = !open && block_moved(s, row->block);
         computed = frontier >= first;
         int inside = frontier < first  ? 0
                      : frontier > last ? last - first + 1
@@ -40,6 +49,7 @@ static void row_draw(const State *s, int y, Rect r, const TreeRow *row, bool sel
         const PipeNode *n = &st->nodes[row->node];
         mark_bp = st->breakpoints[row->node];
         mark_here = row->node == frontier;
+        mark_moved = state_moved(s, row->node) > 0;
         computed = row->node <= frontier;
         snprintf(label, sizeof label, "%s%s", n->block >= 0 ? "    " : "", n->stage->name);
     }
@@ -50,6 +60,7 @@ static void row_draw(const State *s, int y, Rect r, const TreeRow *row, bool sel
     }
     if (mark_bp) ui_text(y, r.x, 1, selected ? role : ROLE_BREAKPOINT, ui_glyph(s, "●", "*"));
     if (mark_here) ui_text(y, r.x + 1, 1, selected ? role : ROLE_FRONTIER, ui_glyph(s, "▶", ">"));
+    if (mark_moved) ui_text(y, r.x + 2, 1, selected ? role : ROLE_ERROR, ui_glyph(s, "Δ", "~"));
     ui_text(y, r.x + 3, r.w - 3, role, label);
 }
 

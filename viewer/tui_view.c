@@ -13,6 +13,7 @@
 #include "heatmap.h"
 #include "ops.h"
 #include "render_image.h"
+#include "rollout.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -134,7 +135,8 @@ static void numbers_view(const State *s, Rect r, Mat m) {
 
 // The input picture (w × h pixels) from the recorded "input" tensor; NULL if gone.
 static Rgb *picture(const State *s, int w, int h) {
-    const HistEntry *in = history_get(&s->history, s->history.pinned);
+    const History *fwd = state_forward_history(s); // the backward has the gradients
+    const HistEntry *in = history_get(fwd, fwd->pinned);
     if (!in || !in->kept) return NULL;
     const int S = in->t.shape[2], C = in->t.shape[1];
     Rgb *full = malloc((size_t)S * S * sizeof *full), *px = malloc((size_t)w * h * sizeof *px);
@@ -227,6 +229,41 @@ static HeatScale query_row(const State *s, Mat a, float *patch_t) {
     return sc;
 }
 
+// Values per patch (patch_t, on [0, 1]) laid over the picture, side × px_h
+// pixels at (y, x); patch `mark` (or -1) drawn white, or as Q without colour.
+static void patches_over_image(const State *s, int y, int x, int side, int px_h,
+                               const float *patch_t, RampKind kind, int mark) {
+    const int grid = state_grid(s);
+    Rgb *px = s->colour == COLOUR_MONO ? NULL : picture(s, side, px_h);
+    if (px) {
+        image_overlay(px, side, px_h, patch_t, grid, kind);
+        if (mark >= 0)
+            for (int py = 0; py < px_h; py++)
+                for (int pxx = 0; pxx < side; pxx++)
+                    if (image_patch_at(pxx, py, side, px_h, grid) == mark)
+                        px[(size_t)py * side + pxx] =
+                            rgb_mix(px[(size_t)py * side + pxx], (Rgb){255, 255, 255}, 0.7f);
+        picture_draw(s, y, x, px, side, px_h);
+        free(px);
+        return;
+    }
+    // monochrome (or no picture): the values alone, one character per pixel
+    for (int py = 0; py < px_h; py++)
+        for (int pxx = 0; pxx < side; pxx++) {
+            int p = image_patch_at(pxx, py, side, px_h, grid);
+            mvaddch(y + py, x + pxx, p == mark ? 'Q' : (chtype)ramp_ascii(patch_t[p]));
+        }
+}
+
+// The largest of the query's row over the patches (keys 1 … N-1), and its patch.
+static float row_max(const float *row, int N, int *best) {
+    int b = 1;
+    for (int k = 2; k < N; k++)
+        if (row[k] > row[b]) b = k;
+    if (best) *best = b - 1;
+    return row[b];
+}
+
 // The query's attention over the image: patch colours blended with the picture.
 static void overlay_draw(const State *s, Rect r, Mat a, int side, int px_h) {
     const int grid = state_grid(s), P = grid * grid;
@@ -234,49 +271,187 @@ static void overlay_draw(const State *s, Rect r, Mat a, int side, int px_h) {
     float *patch_t = malloc((size_t)P * sizeof *patch_t);
     if (!patch_t) return;
     HeatScale sc = query_row(s, a, patch_t);
-    Rgb *px = s->colour == COLOUR_MONO ? NULL : picture(s, side, px_h);
-    if (px) {
-        image_overlay(px, side, px_h, patch_t, grid, sc.kind);
-        if (s->query > 0) // the query's own patch in white
-            for (int y = 0; y < px_h; y++)
-                for (int x = 0; x < side; x++)
-                    if (image_patch_at(x, y, side, px_h, grid) == s->query - 1)
-                        px[(size_t)y * side + x] =
-                            rgb_mix(px[(size_t)y * side + x], (Rgb){255, 255, 255}, 0.7f);
-        picture_draw(s, r.y, r.x, px, side, px_h);
-        free(px);
-    } else { // monochrome: the attention alone, one character per pixel
-        for (int y = 0; y < px_h; y++)
-            for (int x = 0; x < side; x++) {
-                int p = image_patch_at(x, y, side, px_h, grid);
-                mvaddch(r.y + y, r.x + x, p == s->query - 1 ? 'Q' : (chtype)ramp_ascii(patch_t[p]));
-            }
-    }
+    patches_over_image(s, r.y, r.x, side, px_h, patch_t, sc.kind, s->query - 1);
     const float *row = a.data + (size_t)s->query * a.cols;
-    int best = 1;
-    for (int k = 2; k < a.cols; k++)
-        if (row[k] > row[best]) best = k;
+    int best;
+    const float top = row_max(row, a.cols, &best);
     // under the picture: the numbers behind the colours
     const int y = r.y + px_h / ui_pixel_rows(s), bottom = r.y + r.h - 1;
     if (y <= bottom) ui_printf(y, r.x, r.w, ROLE_DIM, "to cls %.3g", (double)row[0]);
     if (y + 1 <= bottom)
-        ui_printf(y + 1, r.x, r.w, ROLE_DIM, "most to patch %d (%d,%d): %.3g", best - 1,
-                  (best - 1) / grid, (best - 1) % grid, (double)row[best]);
+        ui_printf(y + 1, r.x, r.w, ROLE_DIM, "most to patch %d (%d,%d): %.3g", best,
+                  best / grid, best % grid, (double)top);
     free(patch_t);
+}
+
+// "cls" or "patch 12 (1,5)": the query token in words.
+static void query_name(const State *s, char *buf, size_t size) {
+    const int grid = state_grid(s), patch = s->query - 1;
+    if (s->query == 0) snprintf(buf, size, "cls");
+    else snprintf(buf, size, "patch %d (%d,%d)", patch, patch / grid, patch % grid);
+}
+
+// One row over the image on an absolute scale: patch_t = row[1 + p] / hi.
+static void row_positions(float *patch_t, const float *row, int P, float hi) {
+    for (int p = 0; p < P; p++) patch_t[p] = hi > 0 ? fminf(1.0f, fmaxf(0.0f, row[1 + p] / hi)) : 0;
+}
+
+// The largest tile side (columns, even) that puts H tiles of side × side/2
+// cells, each with a label row, into w × h cells; *cols tiles to a row.
+static int tile_side(int H, int w, int h, int *cols) {
+    int best = 0;
+    *cols = H;
+    for (int c = 1; c <= H; c++) {
+        const int rows = (H + c - 1) / c;
+        int side = mini((w - (c - 1)) / c, (h / rows - 1) * 2);
+        side -= side % 2;
+        if (side > best) best = side, *cols = c;
+    }
+    return best;
+}
+
+// Every head's row for the query, over the image, on one scale from 0 to the largest.
+static void heads_view(const State *s, Rect r, const Tensor *t) {
+    const int H = t->shape[1], N = t->shape[2], P = N - 1, grid = state_grid(s);
+    const size_t nn = (size_t)N * N;
+    if (P != grid * grid) return;
+    float hi = 0;
+    for (int h = 0; h < H; h++)
+        hi = fmaxf(hi, row_max(t->data + h * nn + (size_t)s->query * N, N, NULL));
+    char query[64];
+    query_name(s, query, sizeof query);
+    ui_printf(r.y, r.x, r.w, ROLE_HEADING, "every head · query %s < > · one scale, 0 to %.3g "
+              "(uniform 1/%d = %.3g) · a: rollout", query, (double)hi, P, 1.0 / P);
+    int cols;
+    const int side = tile_side(H, r.w, r.h - 2, &cols);
+    if (side < 4) {
+        ui_text(r.y + 1, r.x, r.w, ROLE_ERROR, "too small for every head: enlarge the terminal");
+        return;
+    }
+    float *patch_t = malloc((size_t)P * sizeof *patch_t);
+    if (!patch_t) return;
+    const int px_h = side / 2 * ui_pixel_rows(s), tile_h = side / 2 + 1;
+    for (int h = 0; h < H; h++) {
+        const float *row = t->data + h * nn + (size_t)s->query * N;
+        const int y = r.y + 1 + h / cols * tile_h, x = r.x + h % cols * (side + 1);
+        row_positions(patch_t, row, P, hi);
+        patches_over_image(s, y, x, side, px_h, patch_t, RAMP_SEQUENTIAL, s->query - 1);
+        int best;
+        const float top = row_max(row, N, &best);
+        ui_printf(y + side / 2, x, side, h == s->plane ? ROLE_KEY : ROLE_DIM,
+                  "h%d%s max %.2g", h, s->heads_off[state_node(s)->block * H + h] ? " off" : "",
+                  (double)top);
+    }
+    free(patch_t);
+    const HeatScale sc = {0, hi, RAMP_SEQUENTIAL};
+    legend_draw(s, r.y + r.h - 1, r.x, r.w, &sc, true);
+}
+
+// The recorded (H, N, N) tensor of `name` in history h of stepper st, or NULL
+// (with *why saying what is missing).
+static const float *recorded(const Stepper *st, const History *h, const char *name,
+                             const char **why) {
+    const HistEntry *e = history_get(h, stepper_find(st, name));
+    if (e && e->kept) return e->t.data;
+    *why = e ? "dropped for the history budget" : "not computed yet (s steps)";
+    return NULL;
+}
+
+// Rollout through blocks 0 … `block` (heads fused by mean, or max with m):
+// the query's row of the product over the image, beside what it means. In
+// the backward pass, the gradient-weighted rollout of the blocks whose
+// gradients are known, `block` … L-1.
+static void rollout_view(const State *s, Rect r, int block) {
+    const int H = s->cfg->heads, N = vit_num_tokens(s->cfg), P = N - 1, grid = state_grid(s);
+    const int L = s->cfg->depth, first = s->backward ? block : 0, last = s->backward ? L - 1 : block;
+    const int layers = last - first + 1;
+    const float **probs = calloc((size_t)layers, sizeof *probs);
+    const float **grads = calloc((size_t)layers, sizeof *grads);
+    float *joint = malloc((size_t)N * N * sizeof *joint), *patch_t = malloc((size_t)P * sizeof *patch_t);
+    if (!probs || !grads || !joint || !patch_t) goto done;
+    for (int l = first; l <= last; l++) {
+        char name[64];
+        const char *why = "";
+        snprintf(name, sizeof name, "blocks.%d.attn.probs", l);
+        probs[l - first] = recorded(state_forward_stepper(s), state_forward_history(s), name, &why);
+        if (probs[l - first] && s->backward) {
+            snprintf(name, sizeof name, VIT_GRAD_PREFIX "blocks.%d.attn.probs", l);
+            grads[l - first] = recorded(&s->stepper, &s->history, name, &why);
+        }
+        if (!probs[l - first] || (s->backward && !grads[l - first])) {
+            ui_printf(r.y + 1, r.x, r.w, ROLE_ERROR, "the rollout needs %s: %s", name, why);
+            goto done;
+        }
+    }
+    const HeadFuse fuse = s->heads == HEADS_MAX ? FUSE_MAX : FUSE_MEAN;
+    const RolloutOptions opt = {fuse, 0};
+    VitError err;
+    if (attention_rollout(joint, (const float *const *)probs,
+                          s->backward ? (const float *const *)grads : NULL, layers, H, N, &opt,
+                          &err) != VIT_OK) {
+        ui_text(r.y + 1, r.x, r.w, ROLE_ERROR, err.msg);
+        goto done;
+    }
+    char query[64];
+    query_name(s, query, sizeof query);
+    const float *row = joint + (size_t)s->query * N;
+    int best;
+    const float hi = row_max(row, N, &best);
+    if (s->backward)
+        ui_printf(r.y, r.x, r.w, ROLE_HEADING, "gradient-weighted rollout, blocks %d–%d · query %s "
+                  "< > · 0 to %.3g · a: the map", first, last, query, (double)hi);
+    else
+        ui_printf(r.y, r.x, r.w, ROLE_HEADING, "rollout through blocks 0–%d · heads' %s (m) · "
+                  "query %s < > · 0 to %.3g · a: the map", block, head_fuse_name(fuse), query,
+                  (double)hi);
+    int px_h, side = picture_side(s, r.h - 2, r.w / 2, &px_h);
+    row_positions(patch_t, row, P, hi);
+    patches_over_image(s, r.y + 1, r.x, side, px_h, patch_t, RAMP_SEQUENTIAL, s->query - 1);
+    const HeatScale sc = {0, hi, RAMP_SEQUENTIAL};
+    legend_draw(s, r.y + r.h - 1, r.x, side + 2, &sc, true);
+    double on_patches = 0;
+    for (int p = 0; p < P; p++) on_patches += row[1 + p];
+    const int tx = r.x + side + 2, tw = r.x + r.w - tx;
+    if (tw < 24) goto done;
+    char l1[96], l2[96], l3[96], l4[96];
+    if (s->backward) snprintf(l1, sizeof l1, "A_l = rownorm(mean_h max(0, P ⊙ ∂P) + I)");
+    else snprintf(l1, sizeof l1, "A_l = rownorm(%s of heads + I)", head_fuse_name(fuse));
+    snprintf(l2, sizeof l2, "J = A_%d ··· A_%d: how much of token", last, first);
+    snprintf(l3, sizeof l3, "%s's row comes from each input", query);
+    snprintf(l4, sizeof l4, "most from patch %d (%d,%d): %.3g", best, best / grid, best % grid,
+             (double)hi);
+    const char *lines[] = {l1, "the residual stream counted as I,", l2, l3,
+                           "token through the blocks.", "", l4, NULL, NULL, NULL};
+    char l5[96], l6[96];
+    snprintf(l5, sizeof l5, "from cls itself %.3g, patches %.3g", (double)row[0], on_patches);
+    snprintf(l6, sizeof l6, "uniform would be %.3g a patch", on_patches / P);
+    lines[7] = l5, lines[8] = l6;
+    for (int i = 0; lines[i] && i < r.h - 1; i++)
+        ui_text(r.y + 1 + i, tx, tw, i == 6 ? ROLE_NORMAL : ROLE_DIM, lines[i]);
+done:
+    free(probs), free(grads), free(joint), free(patch_t);
 }
 
 static void attention_view(const State *s, Rect r, const Tensor *t) {
     const int N = t->shape[2], H = t->shape[1];
+    if (s->attn_view == ATTN_HEADS && !s->backward) {
+        heads_view(s, r, t);
+        return;
+    }
+    if (s->attn_view == ATTN_ROLLOUT) {
+        rollout_view(s, r, state_node(s)->block);
+        return;
+    }
     float *scratch = s->heads == HEADS_ONE ? NULL : malloc((size_t)N * N * sizeof *scratch);
     Mat a = attention_map(t, s->plane, scratch ? s->heads : HEADS_ONE, scratch);
     char head[48], query[64];
-    if (s->heads == HEADS_ONE) snprintf(head, sizeof head, "head %d of %d", s->plane, H);
+    if (s->heads == HEADS_ONE) snprintf(head, sizeof head, "head %d of %d%s", s->plane, H,
+                                        s->heads_off[state_node(s)->block * H + s->plane]
+                                            ? " (off)" : "");
     else snprintf(head, sizeof head, "%s", head_mode_names[s->heads]);
-    const int grid = state_grid(s), patch = s->query - 1;
-    if (s->query == 0) snprintf(query, sizeof query, "cls");
-    else snprintf(query, sizeof query, "patch %d (%d,%d)", patch, patch / grid, patch % grid);
-    ui_printf(r.y, r.x, r.w, ROLE_HEADING, "%s ([ ] m) · queries ↓ keys → · query %s < >",
-              head, query);
+    query_name(s, query, sizeof query);
+    ui_printf(r.y, r.x, r.w, ROLE_HEADING, "%s ([ ] m) · queries ↓ keys → · query %s < > · "
+              "a: every head", head, query);
     // two squares side by side: the N × N map and the query's row over the image
     int px_h, side = square_side(s, r.h - 2, (r.w - 6) / 2, &px_h);
     Rect map = {r.y + 1, r.x + 4, side / 2, side};
@@ -305,34 +480,46 @@ static void bar_draw(const State *s, int y, int x, int w, double frac) {
     if (s->utf8 && units % 8 && full < w) ui_text(y, x + full, 1, ROLE_BAR, eighths[units % 8]);
 }
 
+// The unmodified pass's logits while a what-if is in force, else NULL.
+static const Tensor *baseline_logits(const State *s) {
+    if (!state_whatif(s)) return NULL;
+    const HistEntry *e = history_get(&s->baseline, stepper_find(&s->stepper, "logits"));
+    return e && e->kept ? &e->t : NULL;
+}
+
 static void logits_view(const State *s, Rect r, const Tensor *t) {
     const int K = t->shape[t->ndim - 1];
     const float *z = t->data;
+    const Tensor *was = baseline_logits(s);
     // softmax in double: the probabilities a learner compares with PyTorch's
-    double zmax = -INFINITY, sum = 0;
-    for (int k = 0; k < K; k++) zmax = fmax(zmax, z[k]);
-    for (int k = 0; k < K; k++) sum += exp(z[k] - zmax);
+    double *p = malloc(2 * (size_t)K * sizeof *p), *p_was = p ? p + K : NULL;
     const int show = mini(r.h - 1, K - s->rank_offset);
     int *idx = malloc((size_t)(s->rank_offset + maxi(show, 1)) * sizeof *idx);
-    if (!idx) return;
+    if (!idx || !p) {
+        free(idx), free(p);
+        return;
+    }
+    logits_probs(p, t);
+    if (was) logits_probs(p_was, was);
     const int got = top_k(idx, s->rank_offset + maxi(show, 1), z, K);
-    ui_printf(r.y, r.x, r.w, ROLE_HEADING, "top of %d classes · logit · softmax probability · "
-              "Tab ↑ ↓ scroll", K);
-    const double top_p = got ? exp(z[idx[0]] - zmax) / sum : 1;
-    const int label_w = mini(28, maxi(10, r.w - 44));
+    ui_printf(r.y, r.x, r.w, ROLE_HEADING, "top of %d classes · logit · softmax probability%s · "
+              "Tab ↑ ↓ scroll", K, was ? " · (the unmodified pass's)" : "");
+    const double top_p = got ? p[idx[0]] : 1;
+    const int label_w = mini(28, maxi(10, r.w - (was ? 53 : 44)));
     for (int i = 0; i < show && s->rank_offset + i < got; i++) {
         const int k = idx[s->rank_offset + i], y = r.y + 1 + i;
-        const double p = exp(z[k] - zmax) / sum;
         char buf[64];
         const char *label = labels_name(&s->labels, k); // NULL without names
         if (!label || !label[0]) snprintf(buf, sizeof buf, "class %d", k), label = buf;
         ui_printf(y, r.x, 5, ROLE_DIM, "%4d", s->rank_offset + i + 1);
         ui_text(y, r.x + 5, label_w, ROLE_NORMAL, label);
         int x = r.x + 6 + label_w;
-        x += ui_printf(y, x, r.x + r.w - x, ROLE_NORMAL, "%8.3f  %6.4f ", (double)z[k], p);
-        bar_draw(s, y, x, r.x + r.w - x, p / top_p);
+        x += ui_printf(y, x, r.x + r.w - x, ROLE_NORMAL, "%8.3f  %6.4f ", (double)z[k], p[k]);
+        if (was) x += ui_printf(y, x, r.x + r.w - x, ROLE_DIM, "(%6.4f) ", p_was[k]);
+        bar_draw(s, y, x, r.x + r.w - x, p[k] / top_p);
     }
     free(idx);
+    free(p);
 }
 
 /* ---------------------------------------------------------------- views */
@@ -351,17 +538,57 @@ static int vector_wrap(int n, int w, int px) {
 }
 
 // The D features of the cls row, wrapped into lines (NaN-padded) and drawn as a heatmap.
-static void vector_view(const State *s, Rect r, Mat m) {
+static void vector_view(const State *s, Rect r, Mat m, bool classes) {
     const int wrap = vector_wrap(m.cols, r.w - 4, (r.h - 1) * ui_pixel_rows(s));
     const int rows = (m.cols + wrap - 1) / wrap;
     float *g = malloc((size_t)wrap * rows * sizeof *g);
     if (!g) return;
     for (int i = 0; i < wrap * rows; i++) g[i] = i < m.cols ? m.data[i] : NAN;
     char extra[64], per_line[32];
-    snprintf(extra, sizeof extra, "cls token, %d features: ", m.cols);
+    snprintf(extra, sizeof extra, classes ? "%d classes: " : "cls token, %d features: ", m.cols);
     snprintf(per_line, sizeof per_line, "lines of %d", wrap);
-    matrix_view(s, r, (Mat){g, rows, wrap}, per_line, "features", extra);
+    matrix_view(s, r, (Mat){g, rows, wrap}, per_line, classes ? "classes" : "features", extra);
     free(g);
+}
+
+// grad.input: |∂ logit / ∂ pixel|, the largest over channels, as a heatmap
+// beside each patch's share of it laid over the picture: a saliency map.
+static void saliency_view(const State *s, Rect r, const Tensor *g) {
+    const int C = g->shape[1], S = g->shape[2], grid = state_grid(s), P = grid * grid;
+    const int p = s->cfg->patch_size;
+    float *mag = malloc((size_t)S * S * sizeof *mag), *patch_t = calloc((size_t)P, sizeof *patch_t);
+    if (!mag || !patch_t) goto done;
+    double total = 0;
+    for (int i = 0; i < S * S; i++) {
+        float m = 0;
+        for (int c = 0; c < C; c++) m = fmaxf(m, fabsf(g->data[(size_t)c * S * S + i]));
+        mag[i] = m;
+        patch_t[i / S / p * grid + i % S / p] += m;
+        total += m;
+    }
+    int best = 0;
+    for (int q = 1; q < P; q++)
+        if (patch_t[q] > patch_t[best]) best = q;
+    const float top = patch_t[best];
+    for (int q = 0; q < P; q++) patch_t[q] = top > 0 ? patch_t[q] / top : 0;
+    const char *name = labels_name(&s->labels, s->backward_class);
+    ui_printf(r.y, r.x, r.w, ROLE_HEADING, "saliency: |∂ logit(%s) / ∂ pixel|, largest over "
+              "channels · each patch's sum over the image", name && name[0] ? name : "?");
+    int px_h, side = picture_side(s, r.h - 2, (r.w - 2) / 2, &px_h);
+    int cw, ch;
+    const HeatScale sc = heat_draw(s, (Rect){r.y + 1, r.x, px_h / ui_pixel_rows(s), side},
+                                   (Mat){mag, S, S}, &cw, &ch);
+    legend_draw(s, r.y + r.h - 1, r.x, side + 2, &sc, true);
+    const int ox = r.x + side + 2;
+    if (ox + side <= r.x + r.w) patches_over_image(s, r.y + 1, ox, side, px_h, patch_t,
+                                                   RAMP_SEQUENTIAL, -1);
+    const int ty = r.y + 1 + px_h / ui_pixel_rows(s);
+    if (ty < r.y + r.h - 1 && total > 0)
+        ui_printf(ty, r.x, r.w, ROLE_DIM, "most: patch %d (%d,%d), %.1f%% of the total "
+                  "(uniform %.1f%%)", best, best / grid, best % grid, 100.0 * top / total,
+                  100.0 / P);
+done:
+    free(mag), free(patch_t);
 }
 
 static void pending_draw(const State *s, Rect r) {
@@ -401,11 +628,16 @@ void view_draw(const State *s) {
         return;
     }
     char head[48] = "";
-    switch (view_kind_for(n->stage)) {
-    case VIEW_IMAGE: image_view(s, r); break;
+    ViewKind kind = view_kind_for(n->stage);
+    if (s->backward && kind == VIEW_LOGITS) kind = VIEW_VECTOR; // a gradient, not scores
+    switch (kind) {
+    case VIEW_IMAGE:
+        if (s->backward) saliency_view(s, r, &e->t);
+        else image_view(s, r);
+        break;
     case VIEW_PATCHES: patches_view(s, r, m); break;
     case VIEW_ATTENTION: attention_view(s, r, &e->t); break;
-    case VIEW_VECTOR: vector_view(s, r, m); break;
+    case VIEW_VECTOR: vector_view(s, r, m, strcmp(n->stage->name, "logits") == 0); break;
     case VIEW_LOGITS: logits_view(s, r, &e->t); break;
     case VIEW_MATRIX:
         if (e->t.ndim == 4)
@@ -449,6 +681,54 @@ static UiAction cmd_query(State *s, int key) {
     return ACT_NONE;
 }
 
+static const char *const attn_view_names[] = {
+    "the map, and the query's row over the image", "every head's row for the query",
+    "the rollout through this block"};
+
+static UiAction cmd_attn_view(State *s, int key) {
+    if (view_kind_for(state_node(s)->stage) != VIEW_ATTENTION) {
+        state_message(s, "a switches the views of an attention stage (attn.scores, scaled, probs)");
+        return ACT_NONE;
+    }
+    s->attn_view = (AttnView)((s->attn_view + 1) % 3);
+    if (s->backward && s->attn_view == ATTN_HEADS) s->attn_view = ATTN_ROLLOUT; // signed: no
+    state_message(s, "attention: %s", s->backward && s->attn_view == ATTN_ROLLOUT
+                                           ? "the gradient-weighted rollout from the last block"
+                                           : attn_view_names[s->attn_view]);
+    return ACT_NONE;
+}
+
+// x: the shown head of this block off or on again; X: the block's whole attention.
+static UiAction cmd_head_off(State *s, int key) {
+    const PipeNode *n = state_node(s);
+    if (n->block < 0) {
+        state_message(s, "x and X switch attention heads off: select a stage inside a block");
+        return ACT_NONE;
+    }
+    const bool one = key == 'x' && s->heads == HEADS_ONE;
+    if (one && !strchr(n->stage->axes, 'H')) { // no head is shown here
+        state_message(s, "x switches off the head shown: select a stage with heads (attn.q … "
+                      "attn.probs); X switches off this block's whole attention");
+        return ACT_NONE;
+    }
+    s->request = REQ_HEAD;
+    s->request_block = n->block;
+    s->request_head = one ? s->plane : -1;
+    return ACT_REQUEST;
+}
+
+// z: mask the query's patch (paint it black in the input), or unmask it.
+static UiAction cmd_mask(State *s, int key) {
+    if (view_kind_for(state_node(s)->stage) != VIEW_ATTENTION || s->query == 0) {
+        state_message(s, "z masks the query's patch: on an attention stage, choose a patch "
+                      "with < > (or Tab and the arrows)");
+        return ACT_NONE;
+    }
+    s->request = REQ_PATCH;
+    s->request_arg = s->query - 1;
+    return ACT_REQUEST;
+}
+
 // Arrows with the view focused: scroll the numbers, move the query over the
 // patch grid, or scroll the ranking.
 static UiAction cmd_arrow(State *s, int key) {
@@ -478,6 +758,11 @@ static const KeyBinding bindings[] = {
     {{'5', '6', '7', '8', '9'}, "", "", cmd_plane},
     {{'m'}, "m", "attention: one head → mean → max over heads", cmd_heads},
     {{'<', '>'}, "< >", "previous / next query token (cls, patch 0, …)", cmd_query},
+    {{'a'}, "a", "attention: the map → every head → rollout through this block", cmd_attn_view},
+    {{'x'}, "x", "what-if: switch the head shown off (on again); with m, the whole block",
+     cmd_head_off},
+    {{'X'}, "X", "what-if: switch this block's whole attention off (on again)", cmd_head_off},
+    {{'z'}, "z", "what-if: mask the query's patch in the input (unmask)", cmd_mask},
     {{KEY_UP, KEY_DOWN, KEY_LEFT, KEY_RIGHT}, "arrows",
      "(view focused) scroll numbers, move the query, scroll the ranking", cmd_arrow},
     {{KEY_NPAGE, KEY_PPAGE, KEY_HOME}, "PgUp PgDn Home",
