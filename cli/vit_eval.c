@@ -65,7 +65,7 @@ static const char description[] =
     "are the weights' own (\"class_names\"), else Fashion-MNIST's.\n"
     "\n"
     "--attention also measures four attention maps of each image (the rollout with\n"
-    "heads averaged; the rollout with heads fused by max and the lowest 90%%\n"
+    "heads averaged; the rollout with heads fused by max and the lowest 90%\n"
     "discarded; the last layer's [cls] attention; the gradient-weighted rollout for\n"
     "the predicted class): how much of each lies on the garment (pixels above 32 of\n"
     "255) against the garment's share of the image, which a uniform map would put\n"
