@@ -494,15 +494,18 @@ static void do_request(App *app) {
     rerun_to(app, state_whatif(s) ? end : frontier); // a what-if shows its logits
 }
 
-// The class the forward pass predicts: the largest logit.
-static int predicted_class(const State *s) {
-    const HistEntry *e = history_get(state_forward_history(s),
-                                     stepper_find(state_forward_stepper(s), "logits"));
-    if (!e || !e->kept) return 0;
-    int best = 0;
-    for (int k = 1; k < e->t.shape[1]; k++)
-        if (e->t.data[k] > e->t.data[best]) best = k;
-    return best;
+// The backward pass's stages on the screen, none computed yet, and which logit.
+static void show_backward(State *s, int cls) {
+    state_show(s, true);
+    s->backward_class = cls;
+    history_clear(&s->history);
+    stepper_restart(&s->stepper);
+    s->attn_view = ATTN_MAP;
+    const char *name = labels_name(&s->labels, cls);
+    char whatif[160] = "";
+    if (state_whatif(s)) state_whatif_text(s, whatif, sizeof whatif);
+    state_message(s, "backward: the gradients of logit %d (%s), from the logits back%s%s", cls,
+                  name && name[0] ? name : "no name", whatif[0] ? ", with " : "", whatif);
 }
 
 // d: run the backward pass of logit `cls` (-1: the predicted class) under the
@@ -512,24 +515,22 @@ static VitStatus backward_pass(App *app, int cls, VitError *err) {
     State *s = &app->state;
     Vit *vit = app->vit;
     const int Y = s->cfg->num_classes;
-    if (cls < 0) cls = predicted_class(s);
     if (cls >= Y) return vit_fail(err, VIT_ERR_USAGE, "class %d: the model has classes 0 to %d",
                                   cls, Y - 1);
     VitGrads grads = {0};
     float *dlogits = vit_calloc((size_t)Y, sizeof *dlogits);
-    dlogits[cls] = 1.0f; // d logit_c / d logits: the gradients are of the class's logit
     VitStatus st = vit_train_prepare(vit, VIT_KEEP_INPUTS, 1, err);
     if (st == VIT_OK) st = vit_forward(vit, &app->input, NULL, NULL, err); // the same pass, kept
     if (st == VIT_OK) st = vit_grads_init(&grads, vit, err);
     if (st == VIT_OK) {
-        state_show(s, true);
-        s->backward_class = cls;
-        history_clear(&s->history);
-        stepper_restart(&s->stepper);
-        s->attn_view = ATTN_MAP;
-        const char *name = labels_name(&s->labels, cls);
-        state_message(s, "backward: the gradients of logit %d (%s), from the logits back", cls,
-                      name && name[0] ? name : "no name");
+        if (cls < 0) { // the predicted class: the largest logit
+            const Tensor z = vit_logits(vit);
+            cls = 0;
+            for (int k = 1; k < Y; k++)
+                if (z.data[k] > z.data[cls]) cls = k;
+        }
+        dlogits[cls] = 1.0f; // d logit_c / d logits: the gradients are of the class's logit
+        show_backward(s, cls);
         app->abandon = ACT_NONE;
         app->resumed_at = vit_now();
         st = vit_backward(vit, &grads, dlogits, on_trace, app, err);
@@ -544,6 +545,64 @@ static VitStatus backward_pass(App *app, int cls, VitError *err) {
     VitError ignored;
     vit_train_prepare(vit, VIT_KEEP_NONE, 1, &ignored); // back to inference
     return st;
+}
+
+// What the key that ended a pass asked: the backward pass (d), then whatever
+// ended that; a new picture, a what-if, a restart. false: quit.
+static bool between_passes(App *app, bool *run_forward) {
+    State *s = &app->state;
+    while (app->abandon == ACT_REQUEST && s->request == REQ_BACKWARD) {
+        s->request = REQ_NONE;
+        VitError err;
+        if (backward_pass(app, s->request_arg, &err) != VIT_OK) {
+            state_message(s, "%s", err.msg);
+            app->abandon = ACT_NONE;
+        }
+    }
+    *run_forward = true;
+    if (app->abandon == ACT_QUIT) return false;
+    if (app->abandon == ACT_REQUEST && s->request == REQ_FORWARD) {
+        s->request = REQ_NONE;
+        state_message(s, "the forward pass again (d: the backward)");
+        *run_forward = false; // it is done: browse it again
+    } else if (app->abandon == ACT_REQUEST) do_request(app);
+    else if (app->abandon == ACT_RESTART) restart(app);
+    else *run_forward = false; // the backward could not start: browse the forward again
+    return true;
+}
+
+// The passes, one after the other, until q: the forward under the UI (or,
+// after the backward, the finished one browsed again), the backward when d
+// asks for it, then what the key that ended them asked. Returns the exit status.
+static int run_passes(App *app) {
+    State *s = &app->state;
+    int status = 0;
+    bool run_forward = true; // false: the forward pass is done; browse it again
+    for (;;) {
+        app->abandon = ACT_NONE;
+        app->saw_non_finite = false;
+        app->resumed_at = vit_now();
+        VitError err;
+        if (run_forward) {
+            VitStatus st = vit_forward(app->vit, &app->input, on_trace, app, &err);
+            if (st != VIT_OK) {
+                ui_stop();
+                vit_print_error("vitview", &err);
+                status = st;
+                break;
+            }
+            if (app->rerun && app->abandon == ACT_NONE) { // a rerun whose target was never reached
+                stepper_stopped_at(&s->stepper, s->stepper.done - 1);
+                rerun_done(app);
+            }
+        }
+        while (app->abandon == ACT_NONE) { // finished: browse until restart or quit
+            UiAction a = ui_loop(app);
+            if (a == ACT_QUIT || a == ACT_RESTART || a == ACT_REQUEST) app->abandon = a;
+        }
+        if (!between_passes(app, &run_forward)) break;
+    }
+    return status;
 }
 
 void app_restore_terminal(void) { ui_stop(); }
@@ -571,48 +630,7 @@ int app_run(AppOptions *opt) {
     set_title(app, opt->picture);
     if (opt->message) state_message(s, "%s", opt->message);
     ui_start(s, opt->mono);
-    int status = 0;
-    bool run_forward = true; // false: the forward pass is done; browse it again
-    for (;;) {
-        app->abandon = ACT_NONE;
-        app->saw_non_finite = false;
-        app->resumed_at = vit_now();
-        VitError err;
-        if (run_forward) {
-            VitStatus st = vit_forward(app->vit, &app->input, on_trace, app, &err);
-            if (st != VIT_OK) {
-                ui_stop();
-                vit_print_error("vitview", &err);
-                status = st;
-                break;
-            }
-            if (app->rerun && app->abandon == ACT_NONE) { // a rerun whose target was never reached
-                stepper_stopped_at(&s->stepper, s->stepper.done - 1);
-                rerun_done(app);
-            }
-        }
-        run_forward = true;
-        while (app->abandon == ACT_NONE) { // finished: browse until restart or quit
-            UiAction a = ui_loop(app);
-            if (a == ACT_QUIT || a == ACT_RESTART || a == ACT_REQUEST) app->abandon = a;
-        }
-        // the backward pass, from a finished forward; it ends with the key that leaves it
-        while (app->abandon == ACT_REQUEST && s->request == REQ_BACKWARD) {
-            s->request = REQ_NONE;
-            if (backward_pass(app, s->request_arg, &err) != VIT_OK) {
-                state_message(s, "%s", err.msg);
-                app->abandon = ACT_NONE;
-            }
-        }
-        if (app->abandon == ACT_QUIT) break;
-        if (app->abandon == ACT_REQUEST && s->request == REQ_FORWARD) {
-            s->request = REQ_NONE;
-            state_message(s, "the forward pass again (d: the backward)");
-            run_forward = false;
-        } else if (app->abandon == ACT_REQUEST) do_request(app);
-        else if (app->abandon == ACT_RESTART) restart(app);
-        else run_forward = false; // the backward could not start: browse the forward again
-    }
+    const int status = run_passes(app);
     ui_stop();
     delscreen(screen);
     if (opt->timings) timings_write(app, opt->timings);

@@ -357,18 +357,11 @@ static const float *recorded(const Stepper *st, const History *h, const char *na
     return NULL;
 }
 
-// Rollout through blocks 0 … `block` (heads fused by mean, or max with m):
-// the query's row of the product over the image, beside what it means. In
-// the backward pass, the gradient-weighted rollout of the blocks whose
-// gradients are known, `block` … L-1.
-static void rollout_view(const State *s, Rect r, int block) {
-    const int H = s->cfg->heads, N = vit_num_tokens(s->cfg), P = N - 1, grid = state_grid(s);
-    const int L = s->cfg->depth, first = s->backward ? block : 0, last = s->backward ? L - 1 : block;
-    const int layers = last - first + 1;
-    const float **probs = calloc((size_t)layers, sizeof *probs);
-    const float **grads = calloc((size_t)layers, sizeof *grads);
-    float *joint = malloc((size_t)N * N * sizeof *joint), *patch_t = malloc((size_t)P * sizeof *patch_t);
-    if (!probs || !grads || !joint || !patch_t) goto done;
+// The layers a rollout multiplies, first … last, from the histories: the
+// forward's probabilities and, in the backward pass, their gradients. Says
+// on row y what is missing and returns false when a layer is not there.
+static bool rollout_layers(const State *s, int first, int last, const float **probs,
+                           const float **grads, int y, Rect r) {
     for (int l = first; l <= last; l++) {
         char name[64];
         const char *why = "";
@@ -379,10 +372,51 @@ static void rollout_view(const State *s, Rect r, int block) {
             grads[l - first] = recorded(&s->stepper, &s->history, name, &why);
         }
         if (!probs[l - first] || (s->backward && !grads[l - first])) {
-            ui_printf(r.y + 1, r.x, r.w, ROLE_ERROR, "the rollout needs %s: %s", name, why);
-            goto done;
+            ui_printf(y, r.x, r.w, ROLE_ERROR, "the rollout needs %s: %s", name, why);
+            return false;
         }
     }
+    return true;
+}
+
+// Beside the picture: what the rollout's row is, and its numbers.
+static void rollout_notes(const State *s, Rect r, const float *row, int first, int last,
+                          HeadFuse fuse) {
+    const int N = vit_num_tokens(s->cfg), P = N - 1, grid = state_grid(s);
+    int best;
+    const float hi = row_max(row, N, &best);
+    double on_patches = 0;
+    for (int p = 0; p < P; p++) on_patches += row[1 + p];
+    char query[64], l1[96], l2[96], l3[96], l4[96], l5[96], l6[96];
+    query_name(s, query, sizeof query);
+    if (s->backward) snprintf(l1, sizeof l1, "A_l = rownorm(mean_h max(0, P ⊙ ∂P) + I)");
+    else snprintf(l1, sizeof l1, "A_l = rownorm(%s of heads + I)", head_fuse_name(fuse));
+    snprintf(l2, sizeof l2, "J = A_%d ··· A_%d: how much of token", last, first);
+    snprintf(l3, sizeof l3, "%s's row comes from each input", query);
+    snprintf(l4, sizeof l4, "most from patch %d (%d,%d): %.3g", best, best / grid, best % grid,
+             (double)hi);
+    snprintf(l5, sizeof l5, "from cls itself %.3g, patches %.3g", (double)row[0], on_patches);
+    snprintf(l6, sizeof l6, "uniform would be %.3g a patch", on_patches / P);
+    const char *lines[] = {l1, "the residual stream counted as I,", l2, l3,
+                           "token through the blocks.", "", l4, l5, l6};
+    for (int i = 0; i < (int)(sizeof lines / sizeof lines[0]) && i < r.h; i++)
+        ui_text(r.y + i, r.x, r.w, i == 6 ? ROLE_NORMAL : ROLE_DIM, lines[i]);
+}
+
+// Rollout through blocks 0 … `block` (heads fused by mean, or max with m):
+// the query's row of the product over the image, beside what it means. In
+// the backward pass, the gradient-weighted rollout of the blocks whose
+// gradients are known, `block` … L-1.
+static void rollout_view(const State *s, Rect r, int block) {
+    const int H = s->cfg->heads, N = vit_num_tokens(s->cfg), P = N - 1;
+    const int L = s->cfg->depth, first = s->backward ? block : 0, last = s->backward ? L - 1 : block;
+    const int layers = last - first + 1;
+    const float **probs = calloc((size_t)layers, sizeof *probs);
+    const float **grads = calloc((size_t)layers, sizeof *grads);
+    float *joint = malloc((size_t)N * N * sizeof *joint), *patch_t = malloc((size_t)P * sizeof *patch_t);
+    if (!probs || !grads || !joint || !patch_t ||
+        !rollout_layers(s, first, last, probs, grads, r.y + 1, r))
+        goto done;
     const HeadFuse fuse = s->heads == HEADS_MAX ? FUSE_MAX : FUSE_MEAN;
     const RolloutOptions opt = {fuse, 0};
     VitError err;
@@ -395,8 +429,7 @@ static void rollout_view(const State *s, Rect r, int block) {
     char query[64];
     query_name(s, query, sizeof query);
     const float *row = joint + (size_t)s->query * N;
-    int best;
-    const float hi = row_max(row, N, &best);
+    const float hi = row_max(row, N, NULL);
     if (s->backward)
         ui_printf(r.y, r.x, r.w, ROLE_HEADING, "gradient-weighted rollout, blocks %d–%d · query %s "
                   "< > · 0 to %.3g · a: the map", first, last, query, (double)hi);
@@ -409,25 +442,8 @@ static void rollout_view(const State *s, Rect r, int block) {
     patches_over_image(s, r.y + 1, r.x, side, px_h, patch_t, RAMP_SEQUENTIAL, s->query - 1);
     const HeatScale sc = {0, hi, RAMP_SEQUENTIAL};
     legend_draw(s, r.y + r.h - 1, r.x, side + 2, &sc, true);
-    double on_patches = 0;
-    for (int p = 0; p < P; p++) on_patches += row[1 + p];
-    const int tx = r.x + side + 2, tw = r.x + r.w - tx;
-    if (tw < 24) goto done;
-    char l1[96], l2[96], l3[96], l4[96];
-    if (s->backward) snprintf(l1, sizeof l1, "A_l = rownorm(mean_h max(0, P ⊙ ∂P) + I)");
-    else snprintf(l1, sizeof l1, "A_l = rownorm(%s of heads + I)", head_fuse_name(fuse));
-    snprintf(l2, sizeof l2, "J = A_%d ··· A_%d: how much of token", last, first);
-    snprintf(l3, sizeof l3, "%s's row comes from each input", query);
-    snprintf(l4, sizeof l4, "most from patch %d (%d,%d): %.3g", best, best / grid, best % grid,
-             (double)hi);
-    const char *lines[] = {l1, "the residual stream counted as I,", l2, l3,
-                           "token through the blocks.", "", l4, NULL, NULL, NULL};
-    char l5[96], l6[96];
-    snprintf(l5, sizeof l5, "from cls itself %.3g, patches %.3g", (double)row[0], on_patches);
-    snprintf(l6, sizeof l6, "uniform would be %.3g a patch", on_patches / P);
-    lines[7] = l5, lines[8] = l6;
-    for (int i = 0; lines[i] && i < r.h - 1; i++)
-        ui_text(r.y + 1 + i, tx, tw, i == 6 ? ROLE_NORMAL : ROLE_DIM, lines[i]);
+    const Rect notes = {r.y + 1, r.x + side + 2, r.h - 2, r.w - side - 2};
+    if (notes.w >= 24) rollout_notes(s, notes, row, first, last, fuse);
 done:
     free(probs), free(grads), free(joint), free(patch_t);
 }
