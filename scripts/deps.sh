@@ -12,8 +12,10 @@ set -eu
 
 # build-essential: the compiler and make; libopenblas-openmp-dev: the OpenMP
 # build of OpenBLAS, which shares our OpenMP threads (the default pthreads build
-# fights them for the cores); the rest are the libraries and tools the README lists.
-PACKAGES="build-essential pkg-config libncurses-dev libcunit1-dev doxygen graphviz libstb-dev
+# fights them for the cores); ncurses-term: the descriptions of more terminal
+# types, xterm-direct's (true colour) among them; the rest are the libraries and
+# tools the README lists.
+PACKAGES="build-essential pkg-config libncurses-dev ncurses-term libcunit1-dev doxygen graphviz libstb-dev
 libcjson-dev libopenblas-dev libopenblas-openmp-dev libjs-mathjax tmux zlib1g-dev dataset-fashion-mnist"
 
 if [ "${1:-}" = "--list" ]; then

@@ -5,6 +5,7 @@
  */
 #include <CUnit/CUnit.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../viewer/colour.h"
@@ -136,6 +137,31 @@ static void test_ascii_ramp_and_levels(void) {
     CU_ASSERT_EQUAL(ramp_level(-3, 32), 0);
 }
 
+// An xterm-256 palette entry as RGB (the cube 16–231, the greys 232–255).
+static Rgb xterm256_rgb(int x) {
+    static const int level[6] = {0, 95, 135, 175, 215, 255};
+    if (x >= 232) return (Rgb){(uint8_t)(8 + 10 * (x - 232)), (uint8_t)(8 + 10 * (x - 232)),
+                               (uint8_t)(8 + 10 * (x - 232))};
+    x -= 16;
+    return (Rgb){(uint8_t)level[x / 36], (uint8_t)level[x / 6 % 6], (uint8_t)level[x % 6]};
+}
+
+// In 256 colours the diverging ramp stays blue below the middle and red above
+// it: no step is matched to a magenta or a crimson, a hue its legend lacks.
+static void test_256_colours_keep_the_ramp_s_hues(void) {
+    for (int i = 0; i < 32; i++) {
+        const float t = (float)i / 31.0f;
+        const Rgb c = ramp_rgb(RAMP_DIVERGING, t), m = xterm256_rgb(rgb_to_xterm256(c));
+        const bool grey = m.r == m.g && m.g == m.b;
+        if (c.b > c.r + 20) CU_ASSERT(grey || m.b >= m.r);             // the blue half
+        if (c.r > c.b + 20) CU_ASSERT(grey || (m.r > m.b && m.g <= m.r)); // the red half
+        if (c.r > c.b + 20) CU_ASSERT(m.b <= m.g + 40); // red, not magenta: blue no more than green
+        const Rgb v = ramp_rgb(RAMP_SEQUENTIAL, t), w = xterm256_rgb(rgb_to_xterm256(v));
+        CU_ASSERT(abs((int)w.r - v.r) <= 60 && abs((int)w.g - v.g) <= 60 &&
+                  abs((int)w.b - v.b) <= 60);
+    }
+}
+
 static void test_terminal_colours(void) {
     CU_ASSERT_EQUAL(rgb_to_xterm256((Rgb){0, 0, 0}), 16);
     CU_ASSERT_EQUAL(rgb_to_xterm256((Rgb){255, 255, 255}), 231);
@@ -170,6 +196,7 @@ CU_TestInfo tests_viewer_heatmap[] = {
     {"scale edge cases", test_scale_edge_cases},
     {"colour ramps", test_ramps},
     {"ASCII ramp and levels", test_ascii_ramp_and_levels},
+    {"256 colours keep the ramp's hues", test_256_colours_keep_the_ramp_s_hues},
     {"terminal colours", test_terminal_colours},
     {"ASCII spellings", test_ascii_spellings},
     CU_TEST_INFO_NULL,

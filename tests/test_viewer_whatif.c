@@ -134,6 +134,26 @@ static void test_masked_patch_is_black_and_alone(void) {
     tensor_free(&in);
 }
 
+// One numbering: token 0 is cls, token t the patch t − 1 at (row, column).
+static void test_tokens_are_named_and_moved_on_the_grid(void) {
+    char buf[32];
+    token_label(buf, sizeof buf, 0, 7);
+    CU_ASSERT_STRING_EQUAL(buf, "cls");
+    token_label(buf, sizeof buf, 41, 7);
+    CU_ASSERT_STRING_EQUAL(buf, "token 41 (5,5)");
+    token_label(buf, sizeof buf, 196, 14);
+    CU_ASSERT_STRING_EQUAL(buf, "token 196 (13,13)");
+    CU_ASSERT_EQUAL(token_step(0, 1, 0, 14), 1);    // from cls, Down enters at token 1
+    CU_ASSERT_EQUAL(token_step(0, 0, 1, 14), 1);    // ... and so does Right
+    CU_ASSERT_EQUAL(token_step(0, 0, 0, 14), 0);
+    CU_ASSERT_EQUAL(token_step(1, 1, 0, 14), 15);   // Down: one row, 14 tokens on
+    CU_ASSERT_EQUAL(token_step(14, 0, 1, 14), 14);  // Right at the row's end stays
+    CU_ASSERT_EQUAL(token_step(15, 0, -1, 14), 15); // Left at the row's start stays
+    CU_ASSERT_EQUAL(token_step(5, -1, 0, 14), 5);   // Up from row 0 stays (no jump to cls)
+    CU_ASSERT_EQUAL(token_step(196, 1, 0, 14), 196); // Down from the last row stays
+    CU_ASSERT_EQUAL(token_step(30, -1, 0, 14), 16);
+}
+
 static void test_whatif_text_names_what_is_off(void) {
     State s;
     state_init(&s, &grey_cfg, 1 << 20);
@@ -148,10 +168,10 @@ static void test_whatif_text_names_what_is_off(void) {
     s.heads_off[0] = s.heads_off[1] = true; // every head of blocks.0: its attention
     s.masked[12] = true;
     state_whatif_text(&s, buf, sizeof buf);
-    CU_ASSERT_STRING_EQUAL(buf, "blocks.0's attention off, head 0 of blocks.1 off, patch 12 masked");
+    CU_ASSERT_STRING_EQUAL(buf, "blocks.0's attention off, head 0 of blocks.1 off, token 13 (1,5) masked");
     s.masked[13] = s.masked[40] = true;
     state_whatif_text(&s, buf, sizeof buf);
-    CU_ASSERT_STRING_EQUAL(buf, "blocks.0's attention off, head 0 of blocks.1 off, patch 12 masked"
+    CU_ASSERT_STRING_EQUAL(buf, "blocks.0's attention off, head 0 of blocks.1 off, token 13 (1,5) masked"
                                 " and 2 more");
     state_whatif_clear(&s);
     CU_ASSERT_FALSE(state_whatif(&s));
@@ -238,6 +258,7 @@ CU_TestInfo tests_viewer_whatif[] = {
     {"no dataset: the message says how to get it",
      test_pictures_without_the_dataset_say_how_to_get_it},
     {"a masked patch is black, and alone", test_masked_patch_is_black_and_alone},
+    {"tokens named and moved on the grid", test_tokens_are_named_and_moved_on_the_grid},
     {"what-if text names what is off", test_whatif_text_names_what_is_off},
     {"what-if summary gives the outcome first", test_whatif_summary_gives_the_outcome_first},
     {"forward and backward swap places", test_forward_and_backward_swap_places},

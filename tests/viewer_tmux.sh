@@ -125,6 +125,10 @@ check "input shape with named axes" "shape +\(B=1, C=3, S=224, S=224\)"
 check "pipeline tree" "patch_embed"
 check "image drawn with half blocks" "▀{20}"
 check "the image view: RGB pixels, 14×14 patches" "224×224 pixels · 14×14 patches of 16 px"
+keys ']'
+check "[ ] on the input names the channel" "channel 1 of 3 \(G\)"
+keys '['
+check "the status bar says Tab moves the focus" "Tab focus"
 
 keys s
 check "step to patches" "paused at patches 2/188"
@@ -146,10 +150,16 @@ keys ']'
 check "next head" "head 1 of 3"
 keys m
 check "mean over heads" "mean over heads"
+# End with the view focused moves the query to the last token, not the tree to logits
+keys Tab End
+check "End in the view: the last token" "query token 196 \(13,13\)"
+check "... and the tree stays" "paused at blocks.0.attn.probs 12/188 *[^·]*$"
+keys Home Tab
 
 # the numeric grid
 keys v
-check "numbers view" "values · rows 0–"
+check "numbers view, of the mode shown (bug: it showed head 0)" "values · mean over heads · rows 0–"
+check "the numbers label the cls key column" "^.*│ +cls +1 +2 +3"
 keys v
 
 # history: move back and forth through computed stages
@@ -162,6 +172,11 @@ keys c
 check "finished" "finished at logits 188/188" 10
 check "top-K chart" "top of 1000 classes"
 check "top-K labels" "^.*│ +1 [A-Za-z].* -?[0-9]+\.[0-9]{3} +0\.[0-9]{4}"
+keys m
+check "m where there are no heads says so" "m combines the heads of an attention map"
+keys g
+check "the input after the pass: the patches are there" "j or \. shows the patches\."
+keys G
 
 # resize: smaller, back, and below the minimum
 $TMUX_CMD resize-window -t "$SESSION" -x 60 -y 20
@@ -178,12 +193,16 @@ check "and recovers" "top of 1000 classes"
 # help lists every key
 keys '?'
 check "help" "Running the forward pass"
+keys NPage NPage NPage NPage NPage
+check "the help's labels are whole" "PgUp PgDn Home End +\(view focused\)"
+check "the help explains the tree's marks" "The tree's marks: ▶ how far the pass has run"
 keys Escape
 check "help closes" "top of 1000 classes"
 
 # restart runs a fresh pass
 keys r
 check "restart" "paused at input 1/188"
+check_rows "restart closes the blocks browsing opened" "▾ blocks" 0
 
 # q quits cleanly with status 0
 quit "q exits 0"
@@ -306,7 +325,7 @@ if [ -n "$DEMO" ]; then
     keys Enter
     keys c
     check "attention over 50 tokens" "\(B=1, H=4, N=50, N=50\)"
-    check "the query's attention over the image" "most to patch [0-9]+ \([0-6],[0-6]\)"
+    check "the query's attention over the image" "most to token [0-9]+ \([0-6],[0-6]\)"
     # what did it learn: every head at once, and the rollout
     keys a
     check "every head's [cls] row, one scale" "every head · query cls < > · one scale, 0 to"
@@ -332,12 +351,13 @@ if [ -n "$DEMO" ]; then
     keys u
     check "undo" "what-ifs undone: the unmodified pass" 10
     check_rows "undo: nothing marked" "Δ" 0
-    # the query onto the boot: arrows in the view move it over the 7×7 grid
-    keys Tab Down Down Down Down Down Right Right Right Right Right Right Tab
-    check "a patch as the query" "query patch 40 \(5,5\)"
+    # the query onto the boot: arrows in the view move it over the 7×7 grid (from
+    # cls, the first move enters the grid at token 1, row 0, column 0)
+    keys Tab Down Down Down Down Down Down Right Right Right Right Right Right Right Tab
+    check "a patch as the query, the arrows stopping at the grid's edge" "query token 42 \(5,6\)"
     keys z
     check "a masked patch changes the input first" "what-if  .*here · first change input" 10
-    check "the masked patch is named" "patch 40 masked"
+    check "the masked patch is named" "token 42 \(5,6\) masked"
     keys u
     check "undo the mask" "what-ifs undone" 10
     # other pictures: the shipped ones in order, and a test image by number
@@ -375,7 +395,7 @@ if [ -n "$DEMO" ]; then
     keys c
     check "the backward reaches the pixels" "backward: finished at grad\.input" 10
     check "the saliency map" "saliency: \|∂ logit\($CLASSES\) / ∂ pixel\|"
-    check "its busiest patch" "most: patch [0-9]+ \([0-6],[0-6]\), [0-9.]+% of the total"
+    check "its busiest patch" "most: token [0-9]+ \([0-6],[0-6]\), [0-9.]+% of the total"
     keys d
     check "d: the forward again" "the forward pass again \(d: the backward\)"
     # a class of one's choice, stopped at a gradient's breakpoint set from the forward
@@ -395,6 +415,15 @@ if [ -n "$DEMO" ]; then
     keys d
     check "back to the forward" "the forward pass again" 10
     quit "q exits 0 on the Fashion model"
+
+    if infocmp xterm-direct >/dev/null 2>&1; then # Debian's ncurses-term describes it
+        # tmux does not switch to the VT100 line set xterm-direct asks for: ncurses
+        # draws the lines in Unicode instead (NCURSES_NO_UTF8_ACS), as in a real xterm
+        start fashion-direct TERM=xterm-direct NCURSES_NO_UTF8_ACS=1 "$DEMO"
+        check "true colour (TERM=xterm-direct) starts" "paused at input 1/[0-9]+" 15
+        check_rows "true colour: the 28×28 image" "│▀{28}( |\$)" 14
+        quit "q exits 0 in true colour"
+    fi
 
     start fashion-mono NO_COLOR=1 "$DEMO"
     check "NO_COLOR on the Fashion model" "paused at input 1/[0-9]+" 15

@@ -53,22 +53,39 @@ static int dist2(Rgb a, Rgb b) { return sq(a.r - b.r) + sq(a.g - b.g) + sq(a.b -
 // The six intensities of each axis of xterm's colour cube.
 static const int cube_level[6] = {0, 95, 135, 175, 215, 255};
 
-static int nearest_cube_level(int v) {
-    int best = 0;
-    for (int i = 1; i < 6; i++)
-        if (sq(v - cube_level[i]) < sq(v - cube_level[best])) best = i;
-    return best;
+// How far apart two colours look, for picking a palette entry: the distance,
+// plus twice the change in each colour's departure from its own grey (its hue
+// and chroma), so that a dark red is not matched to a crimson that happens to
+// be nearer in plain RGB distance.
+static int palette_distance(Rgb a, Rgb b) {
+    const int ma = (a.r + a.g + a.b) / 3, mb = (b.r + b.g + b.b) / 3;
+    const int hue = sq((a.r - ma) - (b.r - mb)) + sq((a.g - ma) - (b.g - mb)) +
+                    sq((a.b - ma) - (b.b - mb));
+    return dist2(a, b) + 2 * hue;
+}
+
+// The two cube levels around v (the same one twice at the ends).
+static void cube_levels_around(int v, int out[2]) {
+    int i = 0;
+    while (i < 5 && cube_level[i + 1] <= v) i++;
+    out[0] = i, out[1] = i < 5 ? i + 1 : 5;
 }
 
 int rgb_to_xterm256(Rgb c) {
-    int r = nearest_cube_level(c.r), g = nearest_cube_level(c.g), b = nearest_cube_level(c.b);
-    Rgb cube = {(uint8_t)cube_level[r], (uint8_t)cube_level[g], (uint8_t)cube_level[b]};
-    // grey ramp 232–255 is 8, 18, …, 238: pick the step nearest the mean
+    // the best of the eight cube colours around c, and the nearest grey
+    int rs[2], gs[2], bs[2], best = -1, best_d = 1 << 30;
+    cube_levels_around(c.r, rs), cube_levels_around(c.g, gs), cube_levels_around(c.b, bs);
+    for (int i = 0; i < 8; i++) {
+        const int r = rs[i >> 2], g = gs[(i >> 1) & 1], b = bs[i & 1];
+        const Rgb cube = {(uint8_t)cube_level[r], (uint8_t)cube_level[g], (uint8_t)cube_level[b]};
+        const int d = palette_distance(c, cube);
+        if (d < best_d) best_d = d, best = 16 + 36 * r + 6 * g + b;
+    }
+    // grey ramp 232–255 is 8, 18, …, 238: the step nearest the mean
     int mean = (c.r + c.g + c.b) / 3;
     int step = mean < 8 ? 0 : mean > 238 ? 23 : (mean - 8 + 5) / 10;
     uint8_t v = (uint8_t)(8 + 10 * step);
-    Rgb grey = {v, v, v};
-    return dist2(c, grey) < dist2(c, cube) ? 232 + step : 16 + 36 * r + 6 * g + b;
+    return palette_distance(c, (Rgb){v, v, v}) < best_d ? 232 + step : best;
 }
 
 int rgb_to_basic8(Rgb c) {

@@ -72,7 +72,7 @@ void image_patch_grid(Rgb *px, int w, int h, int grid) {
                             (y > 0 && image_patch_at(x, y - 1, w, h, grid) != patch);
                 if (edge) *p = image_grid_mark(*p, 0.45f);
             } else if ((patch / grid + patch % grid) % 2) {
-                *p = image_grid_mark(*p, 0.20f);
+                *p = image_grid_mark(*p, 0.35f); // strong enough to show on a photo
             }
         }
 }

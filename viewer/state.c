@@ -96,6 +96,29 @@ Mat attention_map(const Tensor *t, int plane, HeadMode mode, float *scratch) {
     return (Mat){scratch, t->shape[2], t->shape[3]};
 }
 
+// Does the selected stage show an attention map, whose heads m combines?
+static bool shows_attention(const State *s) {
+    return view_kind_for(state_node(s)->stage) == VIEW_ATTENTION;
+}
+
+Mat state_shown_matrix(const State *s, const Tensor *t, float *scratch) {
+    if (shows_attention(s) && s->heads != HEADS_ONE) return attention_map(t, 0, s->heads, scratch);
+    return tensor_slice(t, s->plane);
+}
+
+void state_plane_name(const State *s, const Tensor *t, char *buf, size_t size) {
+    static const char *const rgb[] = {"R", "G", "B"};
+    buf[0] = '\0';
+    if (t->ndim != 4) return;
+    const int planes = t->shape[1];
+    if (!strcmp(state_node(s)->stage->name, "input"))
+        snprintf(buf, size, "channel %d of %d (%s)", s->plane, planes,
+                 planes == 3 ? rgb[s->plane % 3] : "grey");
+    else if (shows_attention(s) && s->heads != HEADS_ONE)
+        snprintf(buf, size, "%s over heads", s->heads == HEADS_MEAN ? "mean" : "max");
+    else snprintf(buf, size, "head %d of %d", s->plane, planes);
+}
+
 int numbers_rows(Mat m) {
     return m.rows == 1 ? (m.cols + NUMBERS_PER_LINE - 1) / NUMBERS_PER_LINE : m.rows;
 }
@@ -141,6 +164,19 @@ const HistEntry *state_gradient_of(const State *s, const char *forward_name) {
 
 float state_moved(const State *s, int node) { return s->backward ? NAN : s->moved[node]; }
 
+void token_label(char *buf, size_t size, int token, int grid) {
+    if (token == 0) snprintf(buf, size, "cls");
+    else snprintf(buf, size, "token %d (%d,%d)", token, (token - 1) / grid, (token - 1) % grid);
+}
+
+int token_step(int token, int dr, int dc, int grid) {
+    if (token == 0) return dr || dc ? 1 : 0; // cls sits outside the grid: enter it
+    int row = (token - 1) / grid + dr, col = (token - 1) % grid + dc;
+    row = row < 0 ? 0 : row >= grid ? grid - 1 : row;
+    col = col < 0 ? 0 : col >= grid ? grid - 1 : col;
+    return 1 + row * grid + col;
+}
+
 bool state_whatif(const State *s) {
     const int LH = s->cfg->depth * s->cfg->heads, P = vit_num_patches(s->cfg);
     for (int i = 0; i < LH; i++)
@@ -171,7 +207,7 @@ static void list_add(char *buf, size_t size, int *items, int most, int *more, co
 void state_whatif_text(const State *s, char *buf, size_t size) {
     const int L = s->cfg->depth, H = s->cfg->heads, P = vit_num_patches(s->cfg);
     int items = 0, more = 0;
-    char item[64];
+    char item[96];
     buf[0] = '\0';
     for (int l = 0; l < L; l++) {
         int off = 0;
@@ -188,7 +224,9 @@ void state_whatif_text(const State *s, char *buf, size_t size) {
     }
     for (int p = 0; p < P; p++)
         if (s->masked[p]) {
-            snprintf(item, sizeof item, "patch %d masked", p);
+            char token[48];
+            token_label(token, sizeof token, p + 1, state_grid(s));
+            snprintf(item, sizeof item, "%s masked", token);
             list_add(buf, size, &items, 3, &more, item);
         }
     if (more) {

@@ -157,6 +157,18 @@ Mat tensor_slice(const Tensor *t, int plane);
  * @param[out] scratch  N·N floats, used for HEADS_MEAN and HEADS_MAX
  */
 Mat attention_map(const Tensor *t, int plane, HeadMode mode, float *scratch);
+/**
+ * @brief The matrix the view shows of @p t: attention_map() on an attention
+ *        stage (the head, or the heads' mean or max), else tensor_slice() of
+ *        the selected plane. The picture and the numbers show the same one.
+ * @param[out] scratch  N·N floats, used for the mean and the max
+ */
+Mat state_shown_matrix(const State *s, const Tensor *t, float *scratch);
+/**
+ * @brief What of @p t that matrix is, for headings: "head 2 of 4", "mean over
+ *        heads", "channel 1 of 3 (G)", or "" for a tensor without planes.
+ */
+void state_plane_name(const State *s, const Tensor *t, char *buf, size_t size);
 /** Values per line when the numeric grid shows a vector. */
 #define NUMBERS_PER_LINE 8
 
@@ -176,6 +188,18 @@ const HistEntry *state_gradient_of(const State *s, const char *forward_name);
 /** @brief How far node @p node moved in the what-if (max |Δ|); NAN: not compared, or
  *         the backward pass is shown. */
 float state_moved(const State *s, int node);
+
+/**
+ * @brief A token in words, one numbering everywhere: "cls" for token 0, else
+ *        "token t (r,c)" with the patch's row and column in the grid (patch t − 1).
+ */
+void token_label(char *buf, size_t size, int token, int grid);
+/**
+ * @brief Move a query (or key) token across the patch grid: @p dr rows and
+ *        @p dc columns, stopping at the edges; from cls, any move enters the
+ *        grid at its first patch (token 1). Returns the new token.
+ */
+int token_step(int token, int dr, int dc, int grid);
 
 /** @brief Is any what-if in force (a head off, a patch masked)? */
 bool state_whatif(const State *s);

@@ -198,7 +198,7 @@ static const KeyBinding bindings[] = {
     {{'T'}, "T", "a Fashion-MNIST test image by number (0-9999; needs the dataset)",
      cmd_test_image},
     {{'u'}, "u", "undo every what-if: back to the unmodified pass", cmd_undo},
-    {{'d'}, "d", "backward: step through the gradients of the predicted class (again: forward)",
+    {{'d'}, "d", "backward pass of the predicted class's logit; again: the forward",
      cmd_backward},
     {{'D'}, "D", "backward for a class you choose (its number)", cmd_backward},
     {{'\t', KEY_BTAB}, "Tab", "arrows move in the tree ↔ in the view", cmd_focus},
@@ -378,6 +378,8 @@ static void restart(App *app) {
     State *s = &app->state;
     history_clear(&s->history);
     stepper_restart(&s->stepper);
+    for (int b = 0; b < s->stepper.depth; b++) s->stepper.open[b] = false; // a fresh tree too
+    s->stepper.auto_open = -1;
     state_message(s, "restarted: a fresh forward pass, the same breakpoints");
 }
 

@@ -91,7 +91,7 @@ void status_draw(const State *s) {
     }
     static const char *const hints[][2] = {
         {"s", "step"}, {"n", "block"}, {"f", "finish"}, {"c", "cont"}, {"b", "break"},
-        {"r", "restart"}, {"Tab", "view"}, {"?", "help"}, {"q", "quit"},
+        {"r", "restart"}, {"Tab", "focus"}, {"?", "help"}, {"q", "quit"},
     };
     enum { HINTS = sizeof hints / sizeof hints[0] };
     if (s->running) {
@@ -122,6 +122,13 @@ void status_draw(const State *s) {
 
 /* --------------------------------------------------------------- help */
 
+// Columns a UTF-8 string takes (every character one column: arrows, Δ, ·).
+static int utf8_columns(const char *text) {
+    int n = 0;
+    for (const unsigned char *c = (const unsigned char *)text; *c; c++) n += (*c & 0xC0) != 0x80;
+    return n;
+}
+
 const KeyTable *const all_key_tables[] = {&app_keys, &tree_keys, &view_keys, NULL};
 
 // One line of the help: a heading, a binding (key label and what it does) or a note.
@@ -136,6 +143,9 @@ enum { HELP_MAX_LINES = 96 };
 // Every line of the help, generated from the key tables; returns how many.
 static int help_collect(HelpLine *lines) {
     static const char *const notes[] = {
+        "The tree's marks: ▶ how far the pass has run · ● a breakpoint · Δ moved in a",
+        "what-if · › the selection while the view has the keys · dim: not computed yet.",
+        "While a pass runs (n f c, or after r), any key pauses it at the next stage.",
         "Colours: signed values blue < 0 (white) < red; one-signed values dark → yellow.",
         "NO_COLOR or --mono: an ASCII ramp \" .:-=+*#%@\", light to dense.",
     };
@@ -153,10 +163,10 @@ static int help_collect(HelpLine *lines) {
     return n;
 }
 
-// The help's frame: centred, at most 84 columns, the height of the screen.
+// The help's frame: centred, at most 110 columns, the height of the screen.
 static Rect help_frame(const State *s) {
     const Layout *l = &s->layout;
-    const int w = l->cols - 4 < 84 ? l->cols - 4 : 84;
+    const int w = l->cols - 4 < 110 ? l->cols - 4 : 110;
     return (Rect){1, (l->cols - w) / 2, l->rows - 2, w};
 }
 
@@ -181,11 +191,15 @@ void help_draw(const State *s) {
     const Rect in = {frame.y + 1, frame.x + 2, frame.h - 2, frame.w - 4};
     HelpLine lines[HELP_MAX_LINES + 8];
     const int n = help_collect(lines), first = help_first(s, n);
+    int label_w = 0; // the widest key label, in columns (UTF-8 arrows count one)
+    for (int i = 0; i < n; i++)
+        if (lines[i].role == ROLE_KEY && utf8_columns(lines[i].label) > label_w)
+            label_w = utf8_columns(lines[i].label);
     for (int i = 0; i < in.h && first + i < n; i++) {
         const HelpLine *h = &lines[first + i];
         if (h->role == ROLE_KEY) {
-            ui_text(in.y + i, in.x + 1, 13, ROLE_KEY, h->label);
-            ui_text(in.y + i, in.x + 14, in.w - 14, ROLE_NORMAL, h->text);
+            ui_text(in.y + i, in.x + 1, label_w, ROLE_KEY, h->label);
+            ui_text(in.y + i, in.x + 2 + label_w, in.w - 2 - label_w, ROLE_NORMAL, h->text);
         } else {
             ui_text(in.y + i, in.x, in.w, h->role, h->text);
         }

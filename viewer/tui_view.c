@@ -9,6 +9,7 @@
  * heatmap.c and render_image.c; this file only places cells.
  */
 #include "tui.h"
+#include "tui_draw.h"
 #include "format.h"
 #include "heatmap.h"
 #include "ops.h"
@@ -19,14 +20,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int mini(int a, int b) { return a < b ? a : b; }
-static int maxi(int a, int b) { return a > b ? a : b; }
 
 /* ------------------------------------------------------------- heatmaps */
 
 // "lo ▀▀▀▀▀▀▀▀ hi": the colour scale, 8 cells wide, right-aligned in the w
 // columns from x (left-aligned when `left`). Returns columns used.
-static int legend_draw(const State *s, int y, int x, int w, const HeatScale *sc, bool left) {
+int legend_draw(const State *s, int y, int x, int w, const HeatScale *sc, bool left) {
     char lo[24], hi[24];
     snprintf(lo, sizeof lo, "%.3g ", (double)sc->lo);
     snprintf(hi, sizeof hi, " %.3g", (double)sc->hi);
@@ -45,7 +44,7 @@ static int legend_draw(const State *s, int y, int x, int w, const HeatScale *sc,
 // Draw matrix m pooled into the cells of `area` (a small matrix grows by a
 // whole factor instead); returns the colour scale, and the cells drawn
 // through *cells_w × *cells_h.
-static HeatScale heat_draw(const State *s, Rect area, Mat m, int *cells_w, int *cells_h) {
+HeatScale heat_draw(const State *s, Rect area, Mat m, int *cells_w, int *cells_h) {
     const int pr = ui_pixel_rows(s);
     int w = mini(area.w, m.cols), px = mini(area.h * pr, m.rows); // shrink to fit
     if (m.cols > 0 && m.rows > 0 && m.cols <= area.w && m.rows <= area.h * pr) {
@@ -58,7 +57,9 @@ static HeatScale heat_draw(const State *s, Rect area, Mat m, int *cells_w, int *
     float *g = malloc((size_t)w * px * sizeof *g);
     if (!g) return sc;
     heatmap_pool(g, px, w, m.data, m.rows, m.cols, POOL_MEAN);
-    sc = heat_scale(g, (size_t)w * px);
+    // the legend gives the data's range, whatever the pooling (it does not change with the
+    // terminal's size); averaged cells then sit inside it
+    sc = heat_scale(m.data, (size_t)m.rows * m.cols);
     const int rows = (px + pr - 1) / pr;
     for (int cy = 0; cy < rows; cy++)
         for (int cx = 0; cx < w; cx++) {
@@ -74,7 +75,7 @@ static HeatScale heat_draw(const State *s, Rect area, Mat m, int *cells_w, int *
 }
 
 // Row labels "cls" / "1" … at the top and bottom of a heatmap of token rows.
-static void token_axis(const State *s, Rect r, int cells_h, int rows, bool tokens) {
+void token_axis(const State *s, Rect r, int cells_h, int rows, bool tokens) {
     if (cells_h <= 0) return;
     ui_text(r.y, r.x, r.w, ROLE_DIM, tokens ? "cls" : "0");
     if (cells_h > 1) ui_printf(r.y + cells_h - 1, r.x, r.w, ROLE_DIM, "%d", rows - 1);
@@ -105,17 +106,22 @@ static void number_text(char *buf, size_t size, float v) {
 
 // The values of m (a vector wrapped NUMBERS_PER_LINE to a line), scrolled to
 // (scroll_row, scroll_col).
-static void numbers_view(const State *s, Rect r, Mat m) {
+static void numbers_view(const State *s, Rect r, Mat m, const Tensor *t) {
     const bool wrap = m.rows == 1;
     const int cols = wrap ? NUMBERS_PER_LINE : m.cols, rows = numbers_rows(m);
     const bool tokens = !wrap && m.rows == vit_num_tokens(s->cfg);
     const int fit_c = maxi(1, (r.w - 6) / 9), fit_r = maxi(1, r.h - 2);
     const int r0 = s->scroll_row, c0 = s->scroll_col; // kept in range by state_clamp()
-    ui_printf(r.y, r.x, r.w, ROLE_HEADING, "values · rows %d–%d of %d · columns %d–%d of %d · "
-              "Tab then arrows scroll · v heatmap", r0, mini(rows, r0 + fit_r) - 1, rows, c0,
-              mini(cols, c0 + fit_c) - 1, cols);
-    for (int j = 0; j < fit_c && c0 + j < cols; j++)
-        ui_printf(r.y + 1, r.x + 6 + 9 * j, 9, ROLE_DIM, "%8d", wrap ? j : c0 + j);
+    char plane[48];
+    state_plane_name(s, t, plane, sizeof plane);
+    ui_printf(r.y, r.x, r.w, ROLE_HEADING, "values%s%s · rows %d–%d of %d · columns %d–%d of %d · "
+              "Tab then arrows scroll · v heatmap", plane[0] ? " · " : "", plane, r0,
+              mini(rows, r0 + fit_r) - 1, rows, c0, mini(cols, c0 + fit_c) - 1, cols);
+    const bool token_cols = !wrap && m.cols == vit_num_tokens(s->cfg); // keys: cls first
+    for (int j = 0; j < fit_c && c0 + j < cols; j++) {
+        if (token_cols && c0 + j == 0) ui_text(r.y + 1, r.x + 6 + 9 * j, 9, ROLE_DIM, "     cls");
+        else ui_printf(r.y + 1, r.x + 6 + 9 * j, 9, ROLE_DIM, "%8d", wrap ? j : c0 + j);
+    }
     for (int i = 0; i < fit_r && r0 + i < rows; i++) {
         const int row = r0 + i, y = r.y + 2 + i;
         if (tokens && row == 0) ui_text(y, r.x, 5, ROLE_DIM, "  cls");
@@ -134,7 +140,7 @@ static void numbers_view(const State *s, Rect r, Mat m) {
 /* --------------------------------------------------------------- images */
 
 // The input picture (w × h pixels) from the recorded "input" tensor; NULL if gone.
-static Rgb *picture(const State *s, int w, int h) {
+Rgb *picture(const State *s, int w, int h) {
     const History *fwd = state_forward_history(s); // the backward has the gradients
     const HistEntry *in = history_get(fwd, fwd->pinned);
     if (!in || !in->kept) return NULL;
@@ -151,7 +157,7 @@ static Rgb *picture(const State *s, int w, int h) {
 }
 
 // Draw a w × h pixel picture at (y, x), two pixel rows per cell when colour allows.
-static void picture_draw(const State *s, int y, int x, const Rgb *px, int w, int h) {
+void picture_draw(const State *s, int y, int x, const Rgb *px, int w, int h) {
     const int pr = ui_pixel_rows(s);
     for (int cy = 0; cy * pr < h; cy++)
         for (int cx = 0; cx < w; cx++) {
@@ -162,7 +168,7 @@ static void picture_draw(const State *s, int y, int x, const Rgb *px, int w, int
 }
 
 // A square picture side (in columns) fitting a rows × cols area; its pixel height.
-static int square_side(const State *s, int rows, int cols, int *px_h) {
+int square_side(const State *s, int rows, int cols, int *px_h) {
     int side = mini(cols, rows * 2);
     side -= side % 2;
     *px_h = side / 2 * ui_pixel_rows(s); // cells are ~2:1, so side/2 rows look square
@@ -171,7 +177,7 @@ static int square_side(const State *s, int rows, int cols, int *px_h) {
 
 // square_side() for the picture itself: a small image (28×28) grows by a whole
 // factor, so its pixels stay square blocks and patches fall on their edges.
-static int picture_side(const State *s, int rows, int cols, int *px_h) {
+int picture_side(const State *s, int rows, int cols, int *px_h) {
     const int fit = square_side(s, rows, cols, px_h);
     const int side = image_fit_side(fit, s->cfg->image_size);
     if (side == fit || side % 2) return fit; // already exact, or odd: the plain square
@@ -179,59 +185,9 @@ static int picture_side(const State *s, int rows, int cols, int *px_h) {
     return side;
 }
 
-static void image_view(const State *s, Rect r) {
-    const int grid = state_grid(s);
-    int h, w = picture_side(s, r.h - 1, r.w, &h);
-    ui_printf(r.y, r.x, r.w, ROLE_HEADING,
-              "%d×%d %spixels · %d×%d patches of %d px · shown stretched to 0–255",
-              s->cfg->image_size, s->cfg->image_size, s->cfg->channels == 1 ? "grey " : "",
-              grid, grid, s->cfg->patch_size);
-    Rgb *px = w > 0 ? picture(s, w, h) : NULL;
-    if (!px) return;
-    image_patch_grid(px, w, h, grid);
-    picture_draw(s, r.y + 1, r.x, px, w, h);
-    free(px);
-    const int tx = r.x + w + 2, tw = r.x + r.w - tx;
-    if (tw < 20) return;
-    const char *notes[] = {"Each patch becomes one token:", "", "", "plus the [cls] token,",
-                           "which will carry the answer.", "", "s steps to the patches."};
-    char a[64], b[64];
-    snprintf(a, sizeof a, "%d×%d = %d patches", grid, grid, grid * grid);
-    snprintf(b, sizeof b, "of %d×%d×%d numbers,", s->cfg->channels, s->cfg->patch_size,
-             s->cfg->patch_size);
-    notes[1] = a, notes[2] = b;
-    for (int i = 0; i < 7 && i + 2 < r.h; i++) ui_text(r.y + 2 + i, tx, tw, ROLE_NORMAL, notes[i]);
-}
-
-static void patches_view(const State *s, Rect r, Mat m) {
-    const int grid = state_grid(s);
-    int h, w = picture_side(s, r.h - 1, r.w / 3, &h);
-    Rgb *px = w > 0 ? picture(s, w, h) : NULL;
-    if (px) {
-        image_patch_grid(px, w, h, grid);
-        picture_draw(s, r.y + 1, r.x, px, w, h);
-        free(px);
-    }
-    Rect right = {r.y, r.x + w + 1, r.h, r.w - w - 1};
-    if (right.w > 10) matrix_view(s, right, m, "patches", "C·p·p pixels", "");
-}
-
-/* ------------------------------------------------------------ attention */
-
-static const char *const head_mode_names[] = {"head", "mean over heads", "max over heads"};
-
-// The query's attention to the P patches (its row without the cls key), on [0, 1].
-static HeatScale query_row(const State *s, Mat a, float *patch_t) {
-    const float *row = a.data + (size_t)s->query * a.cols;
-    const int P = a.cols - 1;
-    HeatScale sc = heat_scale(row + 1, (size_t)P);
-    for (int p = 0; p < P; p++) patch_t[p] = heat_position(&sc, row[1 + p]);
-    return sc;
-}
-
 // Values per patch (patch_t, on [0, 1]) laid over the picture, side × px_h
 // pixels at (y, x); patch `mark` (or -1) drawn white, or as Q without colour.
-static void patches_over_image(const State *s, int y, int x, int side, int px_h,
+void patches_over_image(const State *s, int y, int x, int side, int px_h,
                                const float *patch_t, RampKind kind, int mark) {
     const int grid = state_grid(s);
     Rgb *px = s->colour == COLOUR_MONO ? NULL : picture(s, side, px_h);
@@ -255,233 +211,43 @@ static void patches_over_image(const State *s, int y, int x, int side, int px_h,
         }
 }
 
-// The largest of the query's row over the patches (keys 1 … N-1), and its patch.
-static float row_max(const float *row, int N, int *best) {
-    int b = 1;
-    for (int k = 2; k < N; k++)
-        if (row[k] > row[b]) b = k;
-    if (best) *best = b - 1;
-    return row[b];
+static void image_view(const State *s, Rect r) {
+    const int grid = state_grid(s);
+    int h, w = picture_side(s, r.h - 1, r.w, &h);
+    ui_printf(r.y, r.x, r.w, ROLE_HEADING,
+              "%d×%d %spixels · %d×%d patches of %d px · shown stretched to 0–255",
+              s->cfg->image_size, s->cfg->image_size, s->cfg->channels == 1 ? "grey " : "",
+              grid, grid, s->cfg->patch_size);
+    Rgb *px = w > 0 ? picture(s, w, h) : NULL;
+    if (!px) return;
+    image_patch_grid(px, w, h, grid);
+    picture_draw(s, r.y + 1, r.x, px, w, h);
+    free(px);
+    const int tx = r.x + w + 2, tw = r.x + r.w - tx;
+    if (tw < 20) return;
+    const bool cut = s->stepper.done > 1; // the patches are computed already
+    const char *notes[] = {"Each patch becomes one token:", "", "", "plus the [cls] token,",
+                           "which will carry the answer.", "",
+                           cut ? "j or . shows the patches." : "s steps to the patches."};
+    char a[64], b[64];
+    snprintf(a, sizeof a, "%d×%d = %d patches", grid, grid, grid * grid);
+    snprintf(b, sizeof b, "of %d×%d×%d numbers,", s->cfg->channels, s->cfg->patch_size,
+             s->cfg->patch_size);
+    notes[1] = a, notes[2] = b;
+    for (int i = 0; i < 7 && i + 2 < r.h; i++) ui_text(r.y + 2 + i, tx, tw, ROLE_NORMAL, notes[i]);
 }
 
-// The query's attention over the image: patch colours blended with the picture.
-static void overlay_draw(const State *s, Rect r, Mat a, int side, int px_h) {
-    const int grid = state_grid(s), P = grid * grid;
-    if (a.cols != P + 1) return; // not a token × token map (never for this model)
-    float *patch_t = malloc((size_t)P * sizeof *patch_t);
-    if (!patch_t) return;
-    HeatScale sc = query_row(s, a, patch_t);
-    patches_over_image(s, r.y, r.x, side, px_h, patch_t, sc.kind, s->query - 1);
-    const float *row = a.data + (size_t)s->query * a.cols;
-    int best;
-    const float top = row_max(row, a.cols, &best);
-    // under the picture: the numbers behind the colours
-    const int y = r.y + px_h / ui_pixel_rows(s), bottom = r.y + r.h - 1;
-    if (y <= bottom) ui_printf(y, r.x, r.w, ROLE_DIM, "to cls %.3g", (double)row[0]);
-    if (y + 1 <= bottom)
-        ui_printf(y + 1, r.x, r.w, ROLE_DIM, "most to patch %d (%d,%d): %.3g", best,
-                  best / grid, best % grid, (double)top);
-    free(patch_t);
-}
-
-// "cls" or "patch 12 (1,5)": the query token in words.
-static void query_name(const State *s, char *buf, size_t size) {
-    const int grid = state_grid(s), patch = s->query - 1;
-    if (s->query == 0) snprintf(buf, size, "cls");
-    else snprintf(buf, size, "patch %d (%d,%d)", patch, patch / grid, patch % grid);
-}
-
-// One row over the image on an absolute scale: patch_t = row[1 + p] / hi.
-static void row_positions(float *patch_t, const float *row, int P, float hi) {
-    for (int p = 0; p < P; p++) patch_t[p] = hi > 0 ? fminf(1.0f, fmaxf(0.0f, row[1 + p] / hi)) : 0;
-}
-
-// The largest tile side (columns, even) that puts H tiles of side × side/2
-// cells, each with a label row, into w × h cells; *cols tiles to a row.
-static int tile_side(int H, int w, int h, int *cols) {
-    int best = 0;
-    *cols = H;
-    for (int c = 1; c <= H; c++) {
-        const int rows = (H + c - 1) / c;
-        int side = mini((w - (c - 1)) / c, (h / rows - 1) * 2);
-        side -= side % 2;
-        if (side > best) best = side, *cols = c;
+static void patches_view(const State *s, Rect r, Mat m) {
+    const int grid = state_grid(s);
+    int h, w = picture_side(s, r.h - 1, r.w / 3, &h);
+    Rgb *px = w > 0 ? picture(s, w, h) : NULL;
+    if (px) {
+        image_patch_grid(px, w, h, grid);
+        picture_draw(s, r.y + 1, r.x, px, w, h);
+        free(px);
     }
-    return best;
-}
-
-// Every head's row for the query, over the image, on one scale from 0 to the largest.
-static void heads_view(const State *s, Rect r, const Tensor *t) {
-    const int H = t->shape[1], N = t->shape[2], P = N - 1, grid = state_grid(s);
-    const size_t nn = (size_t)N * N;
-    if (P != grid * grid) return;
-    float hi = 0;
-    for (int h = 0; h < H; h++)
-        hi = fmaxf(hi, row_max(t->data + h * nn + (size_t)s->query * N, N, NULL));
-    char query[64];
-    query_name(s, query, sizeof query);
-    ui_printf(r.y, r.x, r.w, ROLE_HEADING, "every head · query %s < > · one scale, 0 to %.3g "
-              "(uniform 1/%d = %.3g) · a: rollout", query, (double)hi, P, 1.0 / P);
-    int cols;
-    const int side = tile_side(H, r.w, r.h - 2, &cols);
-    if (side < 4) {
-        ui_text(r.y + 1, r.x, r.w, ROLE_ERROR, "too small for every head: enlarge the terminal");
-        return;
-    }
-    float *patch_t = malloc((size_t)P * sizeof *patch_t);
-    if (!patch_t) return;
-    const int px_h = side / 2 * ui_pixel_rows(s), tile_h = side / 2 + 1;
-    for (int h = 0; h < H; h++) {
-        const float *row = t->data + h * nn + (size_t)s->query * N;
-        const int y = r.y + 1 + h / cols * tile_h, x = r.x + h % cols * (side + 1);
-        row_positions(patch_t, row, P, hi);
-        patches_over_image(s, y, x, side, px_h, patch_t, RAMP_SEQUENTIAL, s->query - 1);
-        int best;
-        const float top = row_max(row, N, &best);
-        ui_printf(y + side / 2, x, side, h == s->plane ? ROLE_KEY : ROLE_DIM,
-                  "h%d%s max %.2g", h, s->heads_off[state_node(s)->block * H + h] ? " off" : "",
-                  (double)top);
-    }
-    free(patch_t);
-    const HeatScale sc = {0, hi, RAMP_SEQUENTIAL};
-    legend_draw(s, r.y + r.h - 1, r.x, r.w, &sc, true);
-}
-
-// The recorded (H, N, N) tensor of `name` in history h of stepper st, or NULL
-// (with *why saying what is missing).
-static const float *recorded(const Stepper *st, const History *h, const char *name,
-                             const char **why) {
-    const HistEntry *e = history_get(h, stepper_find(st, name));
-    if (e && e->kept) return e->t.data;
-    *why = e ? "dropped for the history budget" : "not computed yet (s steps)";
-    return NULL;
-}
-
-// The layers a rollout multiplies, first … last, from the histories: the
-// forward's probabilities and, in the backward pass, their gradients. Says
-// on row y what is missing and returns false when a layer is not there.
-static bool rollout_layers(const State *s, int first, int last, const float **probs,
-                           const float **grads, int y, Rect r) {
-    for (int l = first; l <= last; l++) {
-        char name[64];
-        const char *why = "";
-        snprintf(name, sizeof name, "blocks.%d.attn.probs", l);
-        probs[l - first] = recorded(state_forward_stepper(s), state_forward_history(s), name, &why);
-        if (probs[l - first] && s->backward) {
-            snprintf(name, sizeof name, VIT_GRAD_PREFIX "blocks.%d.attn.probs", l);
-            grads[l - first] = recorded(&s->stepper, &s->history, name, &why);
-        }
-        if (!probs[l - first] || (s->backward && !grads[l - first])) {
-            ui_printf(y, r.x, r.w, ROLE_ERROR, "the rollout needs %s: %s", name, why);
-            return false;
-        }
-    }
-    return true;
-}
-
-// Beside the picture: what the rollout's row is, and its numbers.
-static void rollout_notes(const State *s, Rect r, const float *row, int first, int last,
-                          HeadFuse fuse) {
-    const int N = vit_num_tokens(s->cfg), P = N - 1, grid = state_grid(s);
-    int best;
-    const float hi = row_max(row, N, &best);
-    double on_patches = 0;
-    for (int p = 0; p < P; p++) on_patches += row[1 + p];
-    char query[64], l1[96], l2[96], l3[96], l4[96], l5[96], l6[96];
-    query_name(s, query, sizeof query);
-    if (s->backward) snprintf(l1, sizeof l1, "A_l = rownorm(mean_h max(0, P ⊙ ∂P) + I)");
-    else snprintf(l1, sizeof l1, "A_l = rownorm(%s of heads + I)", head_fuse_name(fuse));
-    snprintf(l2, sizeof l2, "J = A_%d ··· A_%d: how much of token", last, first);
-    snprintf(l3, sizeof l3, "%s's row comes from each input", query);
-    snprintf(l4, sizeof l4, "most from patch %d (%d,%d): %.3g", best, best / grid, best % grid,
-             (double)hi);
-    snprintf(l5, sizeof l5, "from cls itself %.3g, patches %.3g", (double)row[0], on_patches);
-    snprintf(l6, sizeof l6, "uniform would be %.3g a patch", on_patches / P);
-    const char *lines[] = {l1, "the residual stream counted as I,", l2, l3,
-                           "token through the blocks.", "", l4, l5, l6};
-    for (int i = 0; i < (int)(sizeof lines / sizeof lines[0]) && i < r.h; i++)
-        ui_text(r.y + i, r.x, r.w, i == 6 ? ROLE_NORMAL : ROLE_DIM, lines[i]);
-}
-
-// Rollout through blocks 0 … `block` (heads fused by mean, or max with m):
-// the query's row of the product over the image, beside what it means. In
-// the backward pass, the gradient-weighted rollout of the blocks whose
-// gradients are known, `block` … L-1.
-static void rollout_view(const State *s, Rect r, int block) {
-    const int H = s->cfg->heads, N = vit_num_tokens(s->cfg), P = N - 1;
-    const int L = s->cfg->depth, first = s->backward ? block : 0, last = s->backward ? L - 1 : block;
-    const int layers = last - first + 1;
-    const float **probs = calloc((size_t)layers, sizeof *probs);
-    const float **grads = calloc((size_t)layers, sizeof *grads);
-    float *joint = malloc((size_t)N * N * sizeof *joint), *patch_t = malloc((size_t)P * sizeof *patch_t);
-    if (!probs || !grads || !joint || !patch_t ||
-        !rollout_layers(s, first, last, probs, grads, r.y + 1, r))
-        goto done;
-    const HeadFuse fuse = s->heads == HEADS_MAX ? FUSE_MAX : FUSE_MEAN;
-    const RolloutOptions opt = {fuse, 0};
-    VitError err;
-    if (attention_rollout(joint, (const float *const *)probs,
-                          s->backward ? (const float *const *)grads : NULL, layers, H, N, &opt,
-                          &err) != VIT_OK) {
-        ui_text(r.y + 1, r.x, r.w, ROLE_ERROR, err.msg);
-        goto done;
-    }
-    char query[64];
-    query_name(s, query, sizeof query);
-    const float *row = joint + (size_t)s->query * N;
-    const float hi = row_max(row, N, NULL);
-    if (s->backward)
-        ui_printf(r.y, r.x, r.w, ROLE_HEADING, "gradient-weighted rollout, blocks %d–%d · query %s "
-                  "< > · 0 to %.3g · a: the map", first, last, query, (double)hi);
-    else
-        ui_printf(r.y, r.x, r.w, ROLE_HEADING, "rollout through blocks 0–%d · heads' %s (m) · "
-                  "query %s < > · 0 to %.3g · a: the map", block, head_fuse_name(fuse), query,
-                  (double)hi);
-    int px_h, side = picture_side(s, r.h - 2, r.w / 2, &px_h);
-    row_positions(patch_t, row, P, hi);
-    patches_over_image(s, r.y + 1, r.x, side, px_h, patch_t, RAMP_SEQUENTIAL, s->query - 1);
-    const HeatScale sc = {0, hi, RAMP_SEQUENTIAL};
-    legend_draw(s, r.y + r.h - 1, r.x, side + 2, &sc, true);
-    const Rect notes = {r.y + 1, r.x + side + 2, r.h - 2, r.w - side - 2};
-    if (notes.w >= 24) rollout_notes(s, notes, row, first, last, fuse);
-done:
-    free(probs), free(grads), free(joint), free(patch_t);
-}
-
-static void attention_view(const State *s, Rect r, const Tensor *t) {
-    const int N = t->shape[2], H = t->shape[1];
-    if (s->attn_view == ATTN_HEADS && !s->backward) {
-        heads_view(s, r, t);
-        return;
-    }
-    if (s->attn_view == ATTN_ROLLOUT) {
-        rollout_view(s, r, state_node(s)->block);
-        return;
-    }
-    float *scratch = s->heads == HEADS_ONE ? NULL : malloc((size_t)N * N * sizeof *scratch);
-    Mat a = attention_map(t, s->plane, scratch ? s->heads : HEADS_ONE, scratch);
-    char head[48], query[64];
-    if (s->heads == HEADS_ONE) snprintf(head, sizeof head, "head %d of %d%s", s->plane, H,
-                                        s->heads_off[state_node(s)->block * H + s->plane]
-                                            ? " (off)" : "");
-    else snprintf(head, sizeof head, "%s", head_mode_names[s->heads]);
-    query_name(s, query, sizeof query);
-    ui_printf(r.y, r.x, r.w, ROLE_HEADING, "%s ([ ] m) · queries ↓ keys → · query %s < > · "
-              "a: every head", head, query);
-    // two squares side by side: the N × N map and the query's row over the image
-    int px_h, side = square_side(s, r.h - 2, (r.w - 6) / 2, &px_h);
-    Rect map = {r.y + 1, r.x + 4, side / 2, side};
-    int cw, ch;
-    HeatScale sc = heat_draw(s, map, a, &cw, &ch);
-    token_axis(s, (Rect){map.y, r.x, map.h, 3}, ch, N, true);
-    if (ch > 0) { // mark the query's row
-        int qy = map.y + (int)((long long)s->query * ch / N);
-        ui_text(qy, r.x + 3, 1, ROLE_KEY, ui_glyph(s, "▸", ">"));
-    }
-    legend_draw(s, r.y + r.h - 1, r.x, r.w / 2, &sc, true);
-    Rect over = {r.y + 1, map.x + side + 2, r.h - 1, r.x + r.w - (map.x + side + 2)};
-    if (over.w >= side && side >= 8) overlay_draw(s, over, a, side, px_h);
-    free(scratch);
+    Rect right = {r.y, r.x + w + 1, r.h, r.w - w - 1};
+    if (right.w > 10) matrix_view(s, right, m, "patches", "C·p·p pixels", "");
 }
 
 /* ---------------------------------------------------------------- logits */
@@ -600,8 +366,8 @@ static void saliency_view(const State *s, Rect r, const Tensor *g) {
                                                    RAMP_SEQUENTIAL, -1);
     const int ty = r.y + 1 + px_h / ui_pixel_rows(s);
     if (ty < r.y + r.h - 1 && total > 0)
-        ui_printf(ty, r.x, r.w, ROLE_DIM, "most: patch %d (%d,%d), %.1f%% of the total "
-                  "(uniform %.1f%%)", best, best / grid, best % grid, 100.0 * top / total,
+        ui_printf(ty, r.x, r.w, ROLE_DIM, "most: token %d (%d,%d), %.1f%% of the total "
+                  "(uniform %.1f%%)", best + 1, best / grid, best % grid, 100.0 * top / total,
                   100.0 / P);
 done:
     free(mag), free(patch_t);
@@ -639,11 +405,14 @@ void view_draw(const State *s) {
         return;
     }
     const Mat m = tensor_slice(&e->t, s->plane);
-    if (s->numbers) {
-        numbers_view(s, r, m);
+    if (s->numbers) { // the matrix the picture shows: the head, or the heads' mean or max
+        const size_t nn = e->t.ndim == 4 ? (size_t)e->t.shape[2] * e->t.shape[3] : 1;
+        float *scratch = malloc(nn * sizeof *scratch);
+        if (scratch) numbers_view(s, r, state_shown_matrix(s, &e->t, scratch), &e->t);
+        free(scratch);
         return;
     }
-    char head[48] = "";
+    char head[64] = "";
     ViewKind kind = view_kind_for(n->stage);
     if (s->backward && kind == VIEW_LOGITS) kind = VIEW_VECTOR; // a gradient, not scores
     switch (kind) {
@@ -657,7 +426,9 @@ void view_draw(const State *s) {
     case VIEW_LOGITS: logits_view(s, r, &e->t); break;
     case VIEW_MATRIX:
         if (e->t.ndim == 4)
-            snprintf(head, sizeof head, "head %d of %d ([ ]) · ", s->plane, e->t.shape[1]);
+            snprintf(head, sizeof head, "head %d of %d ([ ]%s) · ", s->plane, e->t.shape[1],
+                     s->heads == HEADS_MEAN  ? "; the maps: mean"
+                     : s->heads == HEADS_MAX ? "; the maps: max" : "");
         matrix_view(s, r, m, "tokens", strstr(n->stage->axes, "Dh") ? "Dh"
                     : strstr(n->stage->axes, "M") ? "M features" : "D features", head);
         break;
@@ -672,20 +443,46 @@ static UiAction cmd_numbers(State *s, int key) {
     return ACT_NONE;
 }
 
+// [ ] and the digits: the head of q, k, v and the attention maps, or the
+// input's channel. Two digits in a row make a head number (1 1: head 11).
 static UiAction cmd_plane(State *s, int key) {
+    static int last_digit = -1; // the digit before, while digits follow each other
     const HistEntry *e = state_entry(s);
     const int planes = e ? tensor_planes(&e->t) : 1;
+    const bool is_digit = key >= '0' && key <= '9';
+    if (planes <= 1) {
+        if (!strcmp(state_node(s)->stage->name, "input"))
+            state_message(s, "the input has one channel (grey): nothing for [ ] and 0-9 to choose");
+        else
+            state_message(s, "%s has no heads: [ ] and 0-9 choose a head of attn.q, k, v, scores, "
+                          "scaled, probs, or a channel of an RGB input", state_node(s)->name);
+        last_digit = -1;
+        return ACT_NONE;
+    }
     if (key == '[') s->plane = (s->plane + planes - 1) % planes;
     else if (key == ']') s->plane = (s->plane + 1) % planes;
+    else if (last_digit >= 0 && last_digit * 10 + (key - '0') < planes)
+        s->plane = last_digit * 10 + (key - '0');
     else if (key - '0' < planes) s->plane = key - '0';
-    else
-        state_message(s, "this tensor has %d head%s (0–%d)", planes, planes > 1 ? "s" : "",
-                      planes - 1);
+    else {
+        state_message(s, "this tensor has %d planes (0–%d)", planes, planes - 1);
+        last_digit = -1;
+        return ACT_NONE;
+    }
+    last_digit = is_digit ? key - '0' : -1;
     s->heads = HEADS_ONE;
+    char name[48];
+    state_plane_name(s, &e->t, name, sizeof name);
+    state_message(s, "%s", name);
     return ACT_NONE;
 }
 
 static UiAction cmd_heads(State *s, int key) {
+    if (view_kind_for(state_node(s)->stage) != VIEW_ATTENTION) {
+        state_message(s, "m combines the heads of an attention map (attn.scores, scaled, probs); "
+                      "%s shows one head at a time", state_node(s)->name);
+        return ACT_NONE;
+    }
     s->heads = (HeadMode)((s->heads + 1) % 3);
     state_message(s, "attention: %s", head_mode_names[s->heads]);
     return ACT_NONE;
@@ -757,12 +554,14 @@ static UiAction cmd_arrow(State *s, int key) {
     if (key == KEY_NPAGE || key == KEY_PPAGE) dr = key == KEY_NPAGE ? page : -page;
     int dc = key == KEY_RIGHT ? 1 : key == KEY_LEFT ? -1 : 0;
     if (key == KEY_HOME) s->scroll_row = s->scroll_col = s->rank_offset = s->query = 0;
+    else if (key == KEY_END) { // the last row, token or rank (state_clamp() keeps it in range)
+        s->scroll_row = s->rank_offset = 1 << 20;
+        if (kind == VIEW_ATTENTION) s->query = vit_num_tokens(s->cfg) - 1;
+    }
     else if (s->numbers) s->scroll_row += dr, s->scroll_col += dc;
-    else if (kind == VIEW_ATTENTION) {
-        const int grid = state_grid(s), N = vit_num_tokens(s->cfg);
-        int q = s->query + dc + dr * grid;
-        s->query = q < 0 ? 0 : q >= N ? N - 1 : q;
-    } else if (kind == VIEW_LOGITS) s->rank_offset += dr;
+    else if (kind == VIEW_ATTENTION)
+        s->query = token_step(s->query, dr < 0 ? -1 : dr > 0 ? 1 : 0, dc, state_grid(s));
+    else if (kind == VIEW_LOGITS) s->rank_offset += dr;
     state_clamp(s);
     return ACT_NONE;
 }
@@ -770,10 +569,11 @@ static UiAction cmd_arrow(State *s, int key) {
 static const KeyBinding bindings[] = {
     {{'v'}, "v", "heatmap ↔ numbers", cmd_numbers},
     {{'[', ']'}, "[ ]", "previous / next head (or image channel)", cmd_plane},
-    {{'0', '1', '2', '3', '4'}, "0-9", "head 0 … 9", cmd_plane},
+    {{'0', '1', '2', '3', '4'}, "0-9", "head 0 … 9; two digits in a row: head 10 and up",
+     cmd_plane},
     {{'5', '6', '7', '8', '9'}, "", "", cmd_plane},
     {{'m'}, "m", "attention: one head → mean → max over heads", cmd_heads},
-    {{'<', '>'}, "< >", "previous / next query token (cls, patch 0, …)", cmd_query},
+    {{'<', '>'}, "< >", "previous / next query token (cls, token 1, …)", cmd_query},
     {{'a'}, "a", "attention: the map → every head → rollout through this block", cmd_attn_view},
     {{'x'}, "x", "what-if: switch the head shown off (on again); with m, the whole block",
      cmd_head_off},
@@ -781,8 +581,8 @@ static const KeyBinding bindings[] = {
     {{'z'}, "z", "what-if: mask the query's patch in the input (unmask)", cmd_mask},
     {{KEY_UP, KEY_DOWN, KEY_LEFT, KEY_RIGHT}, "arrows",
      "(view focused) scroll numbers, move the query, scroll the ranking", cmd_arrow},
-    {{KEY_NPAGE, KEY_PPAGE, KEY_HOME}, "PgUp PgDn Home",
-     "(view focused) page; Home: back to the start", cmd_arrow},
+    {{KEY_NPAGE, KEY_PPAGE, KEY_HOME, KEY_END}, "PgUp PgDn Home End",
+     "(view focused) page; Home, End: the first, the last", cmd_arrow},
 };
 
 const KeyTable view_keys = {"The view (right)", bindings, sizeof bindings / sizeof bindings[0]};

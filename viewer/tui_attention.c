@@ -1,0 +1,258 @@
+/**
+ * @file tui_attention.c
+ * @brief The views of an attention stage: the N × N map with the query's row
+ *        over the image, every head at once, the rollout (gradient-weighted in
+ *        the backward pass), the live softmax with a temperature, and every
+ *        layer and head for one query.
+ */
+#include "tui.h"
+#include "tui_draw.h"
+#include "format.h"
+#include "heatmap.h"
+#include "render_image.h"
+#include "rollout.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+
+const char *const head_mode_names[] = {"head", "mean over heads", "max over heads"};
+
+// The query's attention to the P patches (its row without the cls key), on [0, 1].
+static HeatScale query_row(const State *s, Mat a, float *patch_t) {
+    const float *row = a.data + (size_t)s->query * a.cols;
+    const int P = a.cols - 1;
+    HeatScale sc = heat_scale(row + 1, (size_t)P);
+    for (int p = 0; p < P; p++) patch_t[p] = heat_position(&sc, row[1 + p]);
+    return sc;
+}
+
+// The largest of the query's row over the patches (keys 1 … N-1), and its patch.
+static float row_max(const float *row, int N, int *best) {
+    int b = 1;
+    for (int k = 2; k < N; k++)
+        if (row[k] > row[b]) b = k;
+    if (best) *best = b - 1;
+    return row[b];
+}
+
+// The query's attention over the image: patch colours blended with the picture.
+static void overlay_draw(const State *s, Rect r, Mat a, int side, int px_h) {
+    const int grid = state_grid(s), P = grid * grid;
+    if (a.cols != P + 1) return; // not a token × token map (never for this model)
+    float *patch_t = malloc((size_t)P * sizeof *patch_t);
+    if (!patch_t) return;
+    HeatScale sc = query_row(s, a, patch_t);
+    patches_over_image(s, r.y, r.x, side, px_h, patch_t, sc.kind, s->query - 1);
+    const float *row = a.data + (size_t)s->query * a.cols;
+    int best;
+    const float top = row_max(row, a.cols, &best);
+    // under the picture: the numbers behind the colours, short enough for 80 columns
+    const int y = r.y + px_h / ui_pixel_rows(s), bottom = r.y + r.h - 1;
+    if (y <= bottom) ui_printf(y, r.x, r.w, ROLE_DIM, "to cls %.3g", (double)row[0]);
+    if (y + 1 <= bottom)
+        ui_printf(y + 1, r.x, r.w, ROLE_DIM, "most to token %d (%d,%d)", best + 1, best / grid,
+                  best % grid);
+    if (y + 2 <= bottom) ui_printf(y + 2, r.x, r.w, ROLE_DIM, "  = %.4g", (double)top);
+    free(patch_t);
+}
+
+// "cls" or "token 13 (1,5)": the query token in words.
+static void query_name(const State *s, char *buf, size_t size) {
+    token_label(buf, size, s->query, state_grid(s));
+}
+
+// One row over the image on an absolute scale: patch_t = row[1 + p] / hi.
+static void row_positions(float *patch_t, const float *row, int P, float hi) {
+    for (int p = 0; p < P; p++) patch_t[p] = hi > 0 ? fminf(1.0f, fmaxf(0.0f, row[1 + p] / hi)) : 0;
+}
+
+// The largest tile side (columns, even) that puts H tiles of side × side/2
+// cells, each with a label row, into w × h cells; *cols tiles to a row.
+static int tile_side(int H, int w, int h, int *cols) {
+    int best = 0;
+    *cols = H;
+    for (int c = 1; c <= H; c++) {
+        const int rows = (H + c - 1) / c;
+        int side = mini((w - (c - 1)) / c, (h / rows - 1) * 2);
+        side -= side % 2;
+        if (side > best) best = side, *cols = c;
+    }
+    return best;
+}
+
+// Every head's row for the query, over the image, on one scale from 0 to the largest.
+static void heads_view(const State *s, Rect r, const Tensor *t) {
+    const int H = t->shape[1], N = t->shape[2], P = N - 1, grid = state_grid(s);
+    const size_t nn = (size_t)N * N;
+    if (P != grid * grid) return;
+    float hi = 0;
+    for (int h = 0; h < H; h++)
+        hi = fmaxf(hi, row_max(t->data + h * nn + (size_t)s->query * N, N, NULL));
+    char query[64];
+    query_name(s, query, sizeof query);
+    ui_printf(r.y, r.x, r.w, ROLE_HEADING, "every head · query %s < > · one scale, 0 to %.3g "
+              "(uniform 1/%d = %.3g) · a: rollout", query, (double)hi, P, 1.0 / P);
+    int cols;
+    const int side = tile_side(H, r.w, r.h - 2, &cols);
+    if (side < 4) {
+        ui_text(r.y + 1, r.x, r.w, ROLE_ERROR, "too small for every head: enlarge the terminal");
+        return;
+    }
+    float *patch_t = malloc((size_t)P * sizeof *patch_t);
+    if (!patch_t) return;
+    const int px_h = side / 2 * ui_pixel_rows(s), tile_h = side / 2 + 1;
+    for (int h = 0; h < H; h++) {
+        const float *row = t->data + h * nn + (size_t)s->query * N;
+        const int y = r.y + 1 + h / cols * tile_h, x = r.x + h % cols * (side + 1);
+        row_positions(patch_t, row, P, hi);
+        patches_over_image(s, y, x, side, px_h, patch_t, RAMP_SEQUENTIAL, s->query - 1);
+        int best;
+        const float top = row_max(row, N, &best);
+        ui_printf(y + side / 2, x, side, h == s->plane ? ROLE_KEY : ROLE_DIM,
+                  "h%d%s max %.2g", h, s->heads_off[state_node(s)->block * H + h] ? " off" : "",
+                  (double)top);
+    }
+    free(patch_t);
+    const HeatScale sc = {0, hi, RAMP_SEQUENTIAL};
+    legend_draw(s, r.y + r.h - 1, r.x, r.w, &sc, true);
+}
+
+// The recorded (H, N, N) tensor of `name` in history h of stepper st, or NULL
+// (with *why saying what is missing).
+static const float *recorded(const Stepper *st, const History *h, const char *name,
+                             const char **why) {
+    const HistEntry *e = history_get(h, stepper_find(st, name));
+    if (e && e->kept) return e->t.data;
+    *why = e ? "dropped for the history budget" : "not computed yet (s steps)";
+    return NULL;
+}
+
+// The layers a rollout multiplies, first … last, from the histories: the
+// forward's probabilities and, in the backward pass, their gradients. Says
+// on row y what is missing and returns false when a layer is not there.
+static bool rollout_layers(const State *s, int first, int last, const float **probs,
+                           const float **grads, int y, Rect r) {
+    for (int l = first; l <= last; l++) {
+        char name[64];
+        const char *why = "";
+        snprintf(name, sizeof name, "blocks.%d.attn.probs", l);
+        probs[l - first] = recorded(state_forward_stepper(s), state_forward_history(s), name, &why);
+        if (probs[l - first] && s->backward) {
+            snprintf(name, sizeof name, VIT_GRAD_PREFIX "blocks.%d.attn.probs", l);
+            grads[l - first] = recorded(&s->stepper, &s->history, name, &why);
+        }
+        if (!probs[l - first] || (s->backward && !grads[l - first])) {
+            ui_printf(y, r.x, r.w, ROLE_ERROR, "the rollout needs %s: %s", name, why);
+            return false;
+        }
+    }
+    return true;
+}
+
+// Beside the picture: what the rollout's row is, and its numbers.
+static void rollout_notes(const State *s, Rect r, const float *row, int first, int last,
+                          HeadFuse fuse) {
+    const int N = vit_num_tokens(s->cfg), P = N - 1, grid = state_grid(s);
+    int best;
+    const float hi = row_max(row, N, &best);
+    double on_patches = 0;
+    for (int p = 0; p < P; p++) on_patches += row[1 + p];
+    char query[64], l1[96], l2[96], l3[96], l4[96], l5[96], l6[96];
+    query_name(s, query, sizeof query);
+    if (s->backward) snprintf(l1, sizeof l1, "A_l = rownorm(mean_h max(0, P ⊙ ∂P) + I)");
+    else snprintf(l1, sizeof l1, "A_l = rownorm(%s of heads + I)", head_fuse_name(fuse));
+    snprintf(l2, sizeof l2, "J = A_%d ··· A_%d: how much of token", last, first);
+    snprintf(l3, sizeof l3, "%s's row comes from each input", query);
+    snprintf(l4, sizeof l4, "most from token %d (%d,%d): %.3g", best + 1, best / grid,
+             best % grid, (double)hi);
+    snprintf(l5, sizeof l5, "from cls itself %.3g, patches %.3g", (double)row[0], on_patches);
+    snprintf(l6, sizeof l6, "uniform would be %.3g a patch", on_patches / P);
+    const char *lines[] = {l1, "the residual stream counted as I,", l2, l3,
+                           "token through the blocks.", "", l4, l5, l6};
+    for (int i = 0; i < (int)(sizeof lines / sizeof lines[0]) && i < r.h; i++)
+        ui_text(r.y + i, r.x, r.w, i == 6 ? ROLE_NORMAL : ROLE_DIM, lines[i]);
+}
+
+// Rollout through blocks 0 … `block` (heads fused by mean, or max with m):
+// the query's row of the product over the image, beside what it means. In
+// the backward pass, the gradient-weighted rollout of the blocks whose
+// gradients are known, `block` … L-1.
+static void rollout_view(const State *s, Rect r, int block) {
+    const int H = s->cfg->heads, N = vit_num_tokens(s->cfg), P = N - 1;
+    const int L = s->cfg->depth, first = s->backward ? block : 0, last = s->backward ? L - 1 : block;
+    const int layers = last - first + 1;
+    const float **probs = calloc((size_t)layers, sizeof *probs);
+    const float **grads = calloc((size_t)layers, sizeof *grads);
+    float *joint = malloc((size_t)N * N * sizeof *joint), *patch_t = malloc((size_t)P * sizeof *patch_t);
+    if (!probs || !grads || !joint || !patch_t ||
+        !rollout_layers(s, first, last, probs, grads, r.y + 1, r))
+        goto done;
+    const HeadFuse fuse = s->heads == HEADS_MAX ? FUSE_MAX : FUSE_MEAN;
+    const RolloutOptions opt = {fuse, 0};
+    VitError err;
+    if (attention_rollout(joint, (const float *const *)probs,
+                          s->backward ? (const float *const *)grads : NULL, layers, H, N, &opt,
+                          &err) != VIT_OK) {
+        ui_text(r.y + 1, r.x, r.w, ROLE_ERROR, err.msg);
+        goto done;
+    }
+    char query[64];
+    query_name(s, query, sizeof query);
+    const float *row = joint + (size_t)s->query * N;
+    const float hi = row_max(row, N, NULL);
+    if (s->backward)
+        ui_printf(r.y, r.x, r.w, ROLE_HEADING, "gradient-weighted rollout, blocks %d–%d · query %s "
+                  "< > · 0 to %.3g · a: the map", first, last, query, (double)hi);
+    else
+        ui_printf(r.y, r.x, r.w, ROLE_HEADING, "rollout through blocks 0–%d · heads' %s (m) · "
+                  "query %s < > · 0 to %.3g · a: the map", block, head_fuse_name(fuse), query,
+                  (double)hi);
+    int px_h, side = picture_side(s, r.h - 2, r.w / 2, &px_h);
+    row_positions(patch_t, row, P, hi);
+    patches_over_image(s, r.y + 1, r.x, side, px_h, patch_t, RAMP_SEQUENTIAL, s->query - 1);
+    const HeatScale sc = {0, hi, RAMP_SEQUENTIAL};
+    legend_draw(s, r.y + r.h - 1, r.x, side + 2, &sc, true);
+    const Rect notes = {r.y + 1, r.x + side + 2, r.h - 2, r.w - side - 2};
+    if (notes.w >= 24) rollout_notes(s, notes, row, first, last, fuse);
+done:
+    free(probs), free(grads), free(joint), free(patch_t);
+}
+
+void attention_view(const State *s, Rect r, const Tensor *t) {
+    const int N = t->shape[2], H = t->shape[1];
+    if (s->attn_view == ATTN_HEADS && !s->backward) {
+        heads_view(s, r, t);
+        return;
+    }
+    if (s->attn_view == ATTN_ROLLOUT) {
+        rollout_view(s, r, state_node(s)->block);
+        return;
+    }
+    float *scratch = s->heads == HEADS_ONE ? NULL : malloc((size_t)N * N * sizeof *scratch);
+    Mat a = attention_map(t, s->plane, scratch ? s->heads : HEADS_ONE, scratch);
+    char head[48], query[64];
+    if (s->heads == HEADS_ONE) snprintf(head, sizeof head, "head %d of %d%s", s->plane, H,
+                                        s->heads_off[state_node(s)->block * H + s->plane]
+                                            ? " (off)" : "");
+    else snprintf(head, sizeof head, "%s", head_mode_names[s->heads]);
+    query_name(s, query, sizeof query);
+    ui_printf(r.y, r.x, r.w, ROLE_HEADING, "%s ([ ] m) · queries ↓ keys → · query %s < > · "
+              "a: every head", head, query);
+    // two squares side by side: the N × N map and the query's row over the image
+    int px_h, side = square_side(s, r.h - 4, (r.w - 6) / 2, &px_h); // 3 lines under it
+    Rect map = {r.y + 1, r.x + 4, side / 2, side};
+    int cw, ch;
+    HeatScale sc = heat_draw(s, map, a, &cw, &ch);
+    token_axis(s, (Rect){map.y, r.x, map.h, 3}, ch, N, true);
+    if (ch > 0) { // mark the query's row
+        int qy = map.y + (int)((long long)s->query * ch / N);
+        ui_text(qy, r.x + 3, 1, ROLE_KEY, ui_glyph(s, "▸", ">"));
+    }
+    legend_draw(s, r.y + r.h - 1, r.x, r.w / 2, &sc, true);
+    Rect over = {r.y + 1, map.x + side + 2, r.h - 1, r.x + r.w - (map.x + side + 2)};
+    if (over.w >= side && side >= 8) overlay_draw(s, over, a, side, px_h);
+    free(scratch);
+}
+

@@ -1,0 +1,56 @@
+/**
+ * @file tui_draw.h
+ * @brief Drawing pieces the views share (tui_view.c, tui_attention.c): the
+ *        colour legend, heatmaps, the picture and values laid over it.
+ */
+#ifndef VIEWER_TUI_DRAW_H
+#define VIEWER_TUI_DRAW_H
+
+#include "heatmap.h"
+#include "tui.h"
+
+/** @addtogroup viewer_tui
+ *  @{
+ */
+
+/** @brief The smaller of two ints. */
+static inline int mini(int a, int b) { return a < b ? a : b; }
+/** @brief The larger of two ints. */
+static inline int maxi(int a, int b) { return a > b ? a : b; }
+
+/**
+ * @brief "lo ▀▀▀▀▀▀▀▀ hi": the colour scale, right-aligned in the @p w columns
+ *        from @p x (left-aligned when @p left). @return columns used (0: no room)
+ */
+int legend_draw(const State *s, int y, int x, int w, const HeatScale *sc, bool left);
+/**
+ * @brief Matrix @p m as a heatmap in @p area: pooled by cell means when larger,
+ *        grown by a whole factor when smaller. The scale is the data's range,
+ *        not the pooled cells'. @p cells_w × @p cells_h receive the cells drawn.
+ */
+HeatScale heat_draw(const State *s, Rect area, Mat m, int *cells_w, int *cells_h);
+/** @brief Row labels ("cls" or "0", and the last row) beside a heatmap of @p rows rows. */
+void token_axis(const State *s, Rect r, int cells_h, int rows, bool tokens);
+/** @brief The input picture resampled to @p w × @p h pixels (malloc'd), or NULL. */
+Rgb *picture(const State *s, int w, int h);
+/** @brief Draw a @p w × @p h pixel picture at (y, x), two pixel rows per cell in colour. */
+void picture_draw(const State *s, int y, int x, const Rgb *px, int w, int h);
+/** @brief A square's side in columns fitting @p rows × @p cols cells; its pixel height. */
+int square_side(const State *s, int rows, int cols, int *px_h);
+/** @brief square_side() for the picture: a small image grows by a whole factor. */
+int picture_side(const State *s, int rows, int cols, int *px_h);
+/**
+ * @brief One value per patch (@p patch_t on [0, 1]) laid over the picture,
+ *        side × px_h pixels at (y, x); patch @p mark (or -1) drawn white, or Q
+ *        without colour.
+ */
+void patches_over_image(const State *s, int y, int x, int side, int px_h, const float *patch_t,
+                        RampKind kind, int mark);
+
+/** The names of the head modes, by HeadMode: "head", "mean over heads", "max over heads". */
+extern const char *const head_mode_names[];
+/** @brief The attention views of an (B, H, N, N) tensor, as State::attn_view asks. */
+void attention_view(const State *s, Rect r, const Tensor *t);
+
+/** @} */
+#endif
