@@ -333,9 +333,25 @@ if [ -n "$DEMO" ]; then
     keys a
     check "the rollout through this block" "rollout through blocks 0–0 · heads' mean"
     check "what the rollout is" "A_l = rownorm\(mean of heads \+ I\)"
-    keys m m a
+    # the softmax, live: the query's row through scores, scaled, probs, and at a temperature
+    keys a
+    check "the softmax view" "softmax of query cls, head 0 \(\[ \] < >\) · T = 1"
+    check "at T = 1 it is the recorded row" "at T = 1 the live row is the recorded probs, bit for bit"
+    keys + +
+    check "a higher temperature" "T = 2 \(\+ −\)"
+    check "what T does" "T → 0: all on the largest score · T → ∞: uniform"
+    check "its entropy" "entropy [0-9.]+ nats · e\^H = [0-9.]+ of 50 keys"
+    check "where it peaks" "max [0-9.]+ on token [0-9]+ \([0-6],[0-6]\)"
+    keys - -
+    check "back to T = 1" "at T = 1 the live row is the recorded probs"
+    keys a
+    check "every layer and head for the query, only the layers computed so far" \
+        "every layer × head · 1 of 6 layers computed · query cls < >"
+    keys a m m
     check "back to the map" "max over heads \(\[ \] m\) · queries ↓ keys →"
     keys m
+    keys L L
+    check "the key cursor reads out one cell" "q cls → k token 2 \(0,1\) · head 0 of 4 = [0-9.e-]+"
     # what-if: head 0 off, then its whole block; the pass reruns to the logits
     keys x
     check "a head off: the outcome, first" \
@@ -414,6 +430,52 @@ if [ -n "$DEMO" ]; then
     check "the gradient-weighted rollout" "gradient-weighted rollout, blocks 0–[0-9]+ · query"
     keys d
     check "back to the forward" "the forward pass again" 10
+    # debugger basics: go to a stage by name, compare two stages, the cell cursor,
+    # Tab completion, the breakpoints listed, export, a watch
+    keys /
+    keys -l "embed"
+    keys Enter
+    check "/ goes to a stage" "viewing embed"
+    keys =
+    check "= makes it the reference" "minus embed"
+    keys /
+    keys -l "blocks.0.resid"
+    keys Tab
+    check "Tab completes a unique name" "go to stage \(Tab completes\): blocks\.0\.resid1_"
+    keys Enter
+    check "a stage minus the reference" "blocks\.0\.resid1 − embed \(= off\)"
+    keys Tab Down Down Right
+    check "the cell cursor's readout" "token 2 \(0,1\) · column 1 = -?[0-9.e-]+ · arrows move it"
+    keys Tab
+    keys /
+    keys -l "blocks.0.attn.sc"
+    keys Tab
+    check "Tab lists what a prefix could be" "blocks\.0\.attn\.scaled  blocks\.0\.attn\.scores"
+    keys Escape
+    keys i
+    check "i lists the breakpoints" "2 breakpoints: blocks\.0\.attn\.probs, grad\.blocks\.0\.attn\.probs"
+    keys e
+    keys -l "$WORK/resid1.npy"
+    keys Enter
+    check "e exports the tensor shown" "wrote .*resid1\.npy \(blocks\.0\.resid1"
+    if [ "$(wc -c <"$WORK/resid1.npy" 2>/dev/null)" = "12928" ]; then # 128-byte header + 50×64 floats
+        PASSED=$((PASSED + 1))
+    else
+        FAILED=$((FAILED + 1)); LAST_FAILURE="the exported .npy has the wrong size"
+        echo "viewer_tmux: FAILED: $LAST_FAILURE" >&2
+    fi
+    keys B
+    keys -l "-"
+    keys Enter
+    check "B - clears every breakpoint" "2 breakpoints cleared"
+    keys W
+    keys -l "2"
+    keys Enter
+    check "a watch" "the pass stops at a stage whose \|value\| exceeds 2"
+    keys r
+    check "restart with the watch" "paused at input 1/" 10
+    keys c
+    check "the watch stops the pass" "stopped: [a-z_.0-9]+ has \|value\| up to [0-9.]+, past the watch 2" 10
     quit "q exits 0 on the Fashion model"
 
     if infocmp xterm-direct >/dev/null 2>&1; then # Debian's ncurses-term describes it

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops.h"
 #include "util.h"
 
 void state_init(State *s, const VitConfig *cfg, size_t budget) {
@@ -26,6 +27,7 @@ void state_init(State *s, const VitConfig *cfg, size_t budget) {
     for (int i = 0; i < s->stepper.count; i++) s->moved[i] = NAN;
     s->focus = FOCUS_TREE;
     s->colour = COLOUR_MONO;
+    s->temperature = 1.0f;
 }
 
 void state_free(State *s) {
@@ -134,6 +136,9 @@ void state_clamp(State *s) {
     s->scroll_row = clampi(s->scroll_row, 0, numbers_rows(m) - 1);
     s->scroll_col = clampi(s->scroll_col, 0, m.rows == 1 ? 0 : m.cols - 1);
     s->rank_offset = clampi(s->rank_offset, 0, s->cfg->num_classes - 1);
+    s->cursor_row = clampi(s->cursor_row, 0, m.rows - 1);
+    s->cursor_col = clampi(s->cursor_col, 0, m.cols - 1);
+    s->key = clampi(s->key, 0, vit_num_tokens(s->cfg) - 1);
 }
 
 void state_show(State *s, bool backward) {
@@ -163,6 +168,49 @@ const HistEntry *state_gradient_of(const State *s, const char *forward_name) {
 }
 
 float state_moved(const State *s, int node) { return s->backward ? NAN : s->moved[node]; }
+
+bool state_compare(const State *s, const HistEntry *e, float *out) {
+    if (!s->compare[0] || !e || !e->kept) return false;
+    const HistEntry *ref = history_get(&s->history, stepper_find(&s->stepper, s->compare));
+    if (!ref || !ref->kept || ref == e || ref->t.ndim != e->t.ndim) return false;
+    for (int d = 0; d < e->t.ndim; d++)
+        if (ref->t.shape[d] != e->t.shape[d]) return false;
+    for (size_t i = 0; i < e->t.numel; i++) out[i] = e->t.data[i] - ref->t.data[i];
+    return true;
+}
+
+void state_cursor_text(const State *s, Mat m, char *buf, size_t size) {
+    const int grid = state_grid(s), N = vit_num_tokens(s->cfg);
+    char row[48], col[48], plane[48] = "";
+    if (view_kind_for(state_node(s)->stage) == VIEW_ATTENTION) {
+        const HistEntry *e = state_entry(s);
+        if (e) state_plane_name(s, &e->t, plane, sizeof plane);
+        token_label(row, sizeof row, s->query, grid);
+        token_label(col, sizeof col, s->key, grid);
+        const float v = s->query < m.rows && s->key < m.cols ? m.data[(size_t)s->query * m.cols + s->key]
+                                                             : NAN;
+        snprintf(buf, size, "q %s → k %s · %s = %.9g", row, col, plane, (double)v);
+        return;
+    }
+    const int r = s->cursor_row < m.rows ? s->cursor_row : m.rows - 1;
+    const int c = s->cursor_col < m.cols ? s->cursor_col : m.cols - 1;
+    if (m.rows == N) token_label(row, sizeof row, r, grid);
+    else snprintf(row, sizeof row, "row %d", r);
+    snprintf(col, sizeof col, "column %d", c);
+    snprintf(buf, size, "%s · %s = %.9g", row, col, (double)m.data[(size_t)r * m.cols + c]);
+}
+
+void softmax_at_temperature(float *out, const float *scaled, int N, float T) {
+    for (int k = 0; k < N; k++) out[k] = scaled[k] / T; // exact at T = 1
+    softmax(out, out, 1, N);
+}
+
+double entropy_nats(const float *p, int N) {
+    double h = 0;
+    for (int k = 0; k < N; k++)
+        if (p[k] > 0) h -= p[k] * log(p[k]);
+    return h;
+}
 
 void token_label(char *buf, size_t size, int token, int grid) {
     if (token == 0) snprintf(buf, size, "cls");

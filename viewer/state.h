@@ -54,6 +54,9 @@ typedef enum {
     ATTN_MAP,     /**< the N × N map, and the query's row over the image */
     ATTN_HEADS,   /**< every head's row for the query over the image, on one scale */
     ATTN_ROLLOUT, /**< the rollout through this block: the query's row over the image */
+    ATTN_SOFTMAX, /**< the query's row through scores → scaled → probs, and at a temperature */
+    ATTN_LAYERS,  /**< every layer × every head, the query's row each (bertviz's model view) */
+    ATTN_VIEWS    /**< how many there are */
 } AttnView;
 
 /** What a key asks the main loop to do before the next pass (ACT_REQUEST). */
@@ -74,6 +77,9 @@ typedef enum {
     PROMPT_BREAKPOINT, /**< a stage name, for a breakpoint */
     PROMPT_TEST_IMAGE, /**< a test image's number */
     PROMPT_CLASS,      /**< a class, for the backward pass */
+    PROMPT_GOTO,       /**< a stage to show (/) */
+    PROMPT_EXPORT,     /**< a file to write the shown tensor to (e) */
+    PROMPT_WATCH,      /**< a threshold: stop where a stage's |value| exceeds it (W) */
 } PromptKind;
 
 /** A 2-D slice of a tensor that a view draws. */
@@ -103,7 +109,13 @@ typedef struct {
     int scroll_col;       /**< first column of the numeric grid */
     int rank_offset;      /**< first rank shown in the logits view */
     Focus focus;          /**< where the arrows go */
-    AttnView attn_view;   /**< map, every head, or rollout (attention stages) */
+    AttnView attn_view;   /**< map, every head, rollout, softmax or layers (attention stages) */
+    float temperature;    /**< ATTN_SOFTMAX: the live row is softmax(scaled / temperature) */
+    int cursor_row;       /**< the cell cursor of a matrix view: its row (a token) */
+    int cursor_col;       /**< ... and its column (a feature) */
+    int key;              /**< the attention map's cursor column: a key token (H J K L) */
+    char compare[56];     /**< the stage differences are taken from (=), or "" */
+    float watch;          /**< stop at a stage whose largest |value| exceeds this; 0: off */
     /* what-if experiments: what the next pass changes, against the unmodified one */
     bool *heads_off;      /**< (L, H) heads switched off */
     bool *masked;         /**< (P) patches of the input painted black */
@@ -118,7 +130,7 @@ typedef struct {
     int help_scroll;      /**< first line of the key list shown */
     bool prompting;       /**< the status row is reading a line */
     PromptKind prompt_kind; /**< what the line is for */
-    char prompt[64];      /**< what has been typed */
+    char prompt[256];     /**< what has been typed */
     char message[200];    /**< feedback for the last action, shown in the title row */
     bool running;         /**< the forward pass is running (any key pauses) */
     ColourMode colour;    /**< what the terminal can show */
@@ -200,6 +212,32 @@ void token_label(char *buf, size_t size, int token, int grid);
  *        grid at its first patch (token 1). Returns the new token.
  */
 int token_step(int token, int dr, int dc, int grid);
+
+/**
+ * @brief The softmax of one row at a temperature: out = softmax(scaled / T),
+ *        by lib's softmax(), so that at T = 1 it is the recorded probabilities
+ *        bit for bit. T → 0 puts everything on the largest score, T → ∞ spreads
+ *        it evenly.
+ * @param[out] out  (N)
+ */
+void softmax_at_temperature(float *out, const float *scaled, int N, float T);
+/** @brief The entropy of a distribution, in nats: −Σ p ln p (0 ln 0 = 0). */
+double entropy_nats(const float *p, int N);
+
+/**
+ * @brief With a reference stage chosen (=): the selected stage's matrix minus
+ *        the reference's, into @p out, when both are recorded in the pass shown
+ *        with the same shape. "resid1 − embed" is the attention's output.
+ * @param[out] out  as many floats as the selected tensor holds
+ * @return false when there is nothing to compare (no reference, another shape, not kept)
+ */
+bool state_compare(const State *s, const HistEntry *e, float *out);
+/**
+ * @brief The cell under the cursor in words, at full precision:
+ *        "token 13 (1,5) · feature 33 = 0.1234567", or for an attention map
+ *        "q token 9 (1,2) → k token 41 (5,5) · head 0 = 0.005759123".
+ */
+void state_cursor_text(const State *s, Mat m, char *buf, size_t size);
 
 /** @brief Is any what-if in force (a head off, a patch masked)? */
 bool state_whatif(const State *s);

@@ -122,7 +122,9 @@ UiAction view_key(State *s, int key);
 void help_draw(const State *s);
 /** @brief Keys while the help is open (any closes it). */
 UiAction help_key(State *s, int key);
-/** @brief Keys while typing a breakpoint name or a test image's number. */
+/** @brief The status row while a line is typed: what is asked, and the line so far. */
+void prompt_draw(const State *s, Rect r);
+/** @brief Keys while typing a line: a breakpoint, a stage, a number, a file, a threshold. */
 UiAction prompt_key(State *s, int key);
 /** @brief Keys that drive the forward pass and the screen (s n f c r b B ? q Tab). */
 UiAction app_key(State *s, int key);

@@ -156,10 +156,30 @@ static UiAction cmd_backward(State *s, int key) {
 
 static UiAction cmd_quit(State *s, int key) { return ACT_QUIT; }
 
+// B / e W: a line to type in the status row (tui_prompt.c).
 static UiAction cmd_prompt(State *s, int key) {
     s->prompting = true;
-    s->prompt_kind = PROMPT_BREAKPOINT;
+    s->prompt_kind = key == '/' ? PROMPT_GOTO : key == 'e' ? PROMPT_EXPORT
+                   : key == 'W' ? PROMPT_WATCH : PROMPT_BREAKPOINT;
     s->prompt[0] = '\0';
+    return ACT_NONE;
+}
+
+// i: the breakpoints of both passes, listed in the title row (as gdb's info breakpoints).
+static UiAction cmd_breakpoints(State *s, int key) {
+    const Stepper *both[2] = {&s->stepper, &s->other_stepper};
+    char list[sizeof s->message] = "";
+    int n = 0;
+    for (int p = 0; p < 2; p++)
+        for (int i = 0; i < both[p]->count; i++)
+            if (both[p]->breakpoints[i]) {
+                size_t len = strlen(list);
+                snprintf(list + len, sizeof list - len, "%s%s", n++ ? ", " : "",
+                         both[p]->nodes[i].name);
+            }
+    if (n) state_message(s, "%d breakpoint%s: %s (B name again clears one, B - all)", n,
+                         n == 1 ? "" : "s", list);
+    else state_message(s, "no breakpoints (b on a stage, or B and its name)");
     return ACT_NONE;
 }
 
@@ -194,6 +214,10 @@ static const KeyBinding bindings[] = {
     {{'c'}, "c", "continue to the next breakpoint, or to the logits", cmd_run},
     {{'r'}, "r", "restart the forward pass (breakpoints stay)", cmd_restart},
     {{'B'}, "B", "breakpoint by name: blocks.5.attn.probs, or attn.probs for all", cmd_prompt},
+    {{'i'}, "i", "the breakpoints, listed", cmd_breakpoints},
+    {{'/'}, "/", "go to a stage by name (Tab completes)", cmd_prompt},
+    {{'W'}, "W", "watch: stop where a stage's |value| exceeds a threshold", cmd_prompt},
+    {{'e'}, "e", "export the tensor shown to .npy (or .safetensors) for a notebook", cmd_prompt},
     {{'}', '{'}, "} {", "next / previous shipped picture (the same stage, a new pass)", cmd_picture},
     {{'T'}, "T", "a Fashion-MNIST test image by number (0-9999; needs the dataset)",
      cmd_test_image},
@@ -315,6 +339,13 @@ static void stage_computed(App *app, int node, const Tensor *t, double seconds) 
         app->rerun = false;
         state_message(s, "stopped at the first NaN or infinity: %s (%zu NaN, %zu Inf)",
                       s->stepper.nodes[node].name, st->n_nan, st->n_inf);
+    }
+    const float biggest = fmaxf(fabsf(st->min), fabsf(st->max));
+    if (!stop && s->watch > 0 && biggest > s->watch) { // W: a value past the threshold
+        stop = true;
+        app->rerun = false;
+        state_message(s, "stopped: %s has |value| up to %.4g, past the watch %g (W 0: off)",
+                      s->stepper.nodes[node].name, (double)biggest, (double)s->watch);
     }
     if (!stop && !app->rerun) stop = poll_while_running(app); // a rerun is not interrupted
     if (!stop) return;

@@ -220,6 +220,123 @@ done:
     free(probs), free(grads), free(joint), free(patch_t);
 }
 
+// A stage of this block recorded in the forward history, or NULL.
+static const HistEntry *block_stage(const State *s, int block, const char *stage) {
+    char name[64];
+    snprintf(name, sizeof name, "blocks.%d.%s", block, stage);
+    const HistEntry *e = history_get(state_forward_history(s), stepper_find(state_forward_stepper(s), name));
+    return e && e->kept ? e : NULL;
+}
+
+// One row of N values drawn over the patch grid (the cls value said in words),
+// in a tile at (y, x) of w columns; the caption above it.
+static void row_tile(const State *s, int y, int x, int w, int h, const float *row, int N,
+                     const HeatScale *sc, const char *caption) {
+    const int grid = state_grid(s);
+    ui_text(y, x, w, ROLE_HEADING, caption);
+    int cw, ch;
+    heat_draw_on(s, (Rect){y + 1, x, h - 2, w}, (Mat){row + 1, grid, grid}, sc, &cw, &ch);
+    ui_printf(y + 1 + ch, x, w, ROLE_DIM, "cls %.4g", (double)row[0]);
+    (void)N;
+}
+
+// The query's row through scores → scaled → probs, and the softmax again at a
+// temperature T (+ −): chapter 03's lesson, live. At T = 1 the live row is the
+// recorded one, bit for bit, and the view checks it.
+static void softmax_view(const State *s, Rect r, int block) {
+    const HistEntry *sc_e = block_stage(s, block, "attn.scores"),
+                    *sd_e = block_stage(s, block, "attn.scaled"),
+                    *pr_e = block_stage(s, block, "attn.probs");
+    if (!sc_e || !sd_e || !pr_e) {
+        ui_printf(r.y + 1, r.x, r.w, ROLE_ERROR, "the softmax view needs blocks.%d's attn.scores, "
+                  "scaled and probs: not computed yet (s steps) or dropped", block);
+        return;
+    }
+    const int N = pr_e->t.shape[2], head = s->plane;
+    const size_t at = ((size_t)head * N + s->query) * N;
+    const float *scores = sc_e->t.data + at, *scaled = sd_e->t.data + at, *probs = pr_e->t.data + at;
+    float *live = malloc((size_t)N * sizeof *live);
+    if (!live) return;
+    softmax_at_temperature(live, scaled, N, s->temperature);
+    char query[64];
+    query_name(s, query, sizeof query);
+    ui_printf(r.y, r.x, r.w, ROLE_HEADING, "softmax of query %s, head %d ([ ] < >) · T = %.3g "
+              "(+ −) · a: every layer", query, head, (double)s->temperature);
+    // the two probability rows share one scale, so the temperature's effect shows
+    float hi = 0;
+    for (int k = 1; k < N; k++) hi = fmaxf(hi, fmaxf(probs[k], live[k]));
+    const HeatScale p_scale = {0, hi, RAMP_SEQUENTIAL};
+    const int tile_w = mini((r.w - 3) / 4, 2 * (r.h - 8)), tile_h = r.h - 6;
+    char cap[4][48];
+    snprintf(cap[0], sizeof cap[0], "scores Q·Kᵀ");
+    snprintf(cap[1], sizeof cap[1], "scaled ÷√Dh");
+    snprintf(cap[2], sizeof cap[2], "probs");
+    snprintf(cap[3], sizeof cap[3], "softmax(·/%.3g)", (double)s->temperature);
+    const float *rows[4] = {scores, scaled, probs, live};
+    for (int i = 0; i < 4; i++)
+        row_tile(s, r.y + 1, r.x + i * (tile_w + 1), tile_w, tile_h, rows[i], N,
+                 i >= 2 ? &p_scale : NULL, cap[i]);
+    int best = 0;
+    for (int k = 1; k < N; k++)
+        if (live[k] > live[best]) best = k;
+    const double h = entropy_nats(live, N);
+    char who[48];
+    token_label(who, sizeof who, best, state_grid(s));
+    const int y = r.y + r.h - 4;
+    const bool same = s->temperature == 1.0f && !memcmp(live, probs, (size_t)N * sizeof *live);
+    ui_printf(y, r.x, r.w, ROLE_NORMAL, "max %.4g on %s", (double)live[best], who);
+    ui_printf(y + 1, r.x, r.w, ROLE_NORMAL, "entropy %.3f nats · e^H = %.1f of %d keys", h, exp(h),
+              N);
+    ui_text(y + 2, r.x, r.w, same ? ROLE_NORMAL : ROLE_DIM,
+            same ? "at T = 1 the live row is the recorded probs, bit for bit"
+                 : "T → 0: all on the largest score · T → ∞: uniform");
+    legend_draw(s, r.y + r.h - 1, r.x, r.w, &p_scale, true);
+    free(live);
+}
+
+// Every layer (rows) × every head (columns): the query's row over the patch
+// grid in each, on one scale, from the forward history (bertviz's model view).
+static void layers_view(const State *s, Rect r) {
+    const int L = s->cfg->depth, H = s->cfg->heads, N = vit_num_tokens(s->cfg), grid = state_grid(s);
+    const float **rows = calloc((size_t)L * H, sizeof *rows);
+    if (!rows) return;
+    float hi = 0;
+    int known = 0;
+    for (int l = 0; l < L; l++) {
+        const HistEntry *e = block_stage(s, l, "attn.probs");
+        for (int h = 0; e && h < H; h++) {
+            const float *row = e->t.data + ((size_t)h * N + s->query) * N;
+            rows[l * H + h] = row;
+            for (int k = 1; k < N; k++) hi = fmaxf(hi, row[k]);
+        }
+        known += e != NULL;
+    }
+    char query[64];
+    query_name(s, query, sizeof query);
+    ui_printf(r.y, r.x, r.w, ROLE_HEADING, "every layer × head · %d of %d layers computed · "
+              "query %s < > · 0 to %.3g · a: the map", known, L, query, (double)hi);
+    const int lab = 4, tile_w = maxi(1, (r.w - lab) / H - 1), tile_h = maxi(1, (r.h - 3) / L);
+    const HeatScale sc = {0, hi, RAMP_SEQUENTIAL};
+    int per = 1;
+    for (int h = 0; h < H; h++)
+        ui_printf(r.y + 1, r.x + lab + h * (tile_w + 1), tile_w, ROLE_DIM, "h%d", h);
+    for (int l = 0; l < L; l++) {
+        const int y = r.y + 2 + l * tile_h;
+        ui_printf(y, r.x, lab, ROLE_DIM, "b%d", l);
+        for (int h = 0; h < H; h++) {
+            if (!rows[l * H + h]) continue;
+            int cw, ch;
+            heat_draw_on(s, (Rect){y, r.x + lab + h * (tile_w + 1), tile_h - (tile_h > 2), tile_w},
+                         (Mat){rows[l * H + h] + 1, grid, grid}, &sc, &cw, &ch);
+            if (cw) per = (grid + cw - 1) / cw;
+        }
+    }
+    const int lw = legend_draw(s, r.y + r.h - 1, r.x, r.w, &sc, true);
+    ui_printf(r.y + r.h - 1, r.x + lw + 2, r.w - lw - 2, ROLE_DIM, "cell ≈ mean of %d×%d patches",
+              per, per);
+    free(rows);
+}
+
 void attention_view(const State *s, Rect r, const Tensor *t) {
     const int N = t->shape[2], H = t->shape[1];
     if (s->attn_view == ATTN_HEADS && !s->backward) {
@@ -228,6 +345,14 @@ void attention_view(const State *s, Rect r, const Tensor *t) {
     }
     if (s->attn_view == ATTN_ROLLOUT) {
         rollout_view(s, r, state_node(s)->block);
+        return;
+    }
+    if (s->attn_view == ATTN_SOFTMAX && !s->backward) {
+        softmax_view(s, r, state_node(s)->block);
+        return;
+    }
+    if (s->attn_view == ATTN_LAYERS && !s->backward) {
+        layers_view(s, r);
         return;
     }
     float *scratch = s->heads == HEADS_ONE ? NULL : malloc((size_t)N * N * sizeof *scratch);
@@ -250,7 +375,14 @@ void attention_view(const State *s, Rect r, const Tensor *t) {
         int qy = map.y + (int)((long long)s->query * ch / N);
         ui_text(qy, r.x + 3, 1, ROLE_KEY, ui_glyph(s, "▸", ">"));
     }
-    legend_draw(s, r.y + r.h - 1, r.x, r.w / 2, &sc, true);
+    const int lw = legend_draw(s, r.y + r.h - 1, r.x, r.w / 2, &sc, true);
+    if (cw > 0) { // the key cursor's column (H J K L), and the cell it reads out
+        ui_text(map.y + ch, map.x + (int)((long long)s->key * cw / N), 1, ROLE_KEY,
+                ui_glyph(s, "▴", "^")); // under the map: the key's column
+        char text[160];
+        state_cursor_text(s, a, text, sizeof text);
+        ui_text(r.y + r.h - 1, r.x + lw + 2, r.w - lw - 2, ROLE_KEY, text);
+    }
     Rect over = {r.y + 1, map.x + side + 2, r.h - 1, r.x + r.w - (map.x + side + 2)};
     if (over.w >= side && side >= 8) overlay_draw(s, over, a, side, px_h);
     free(scratch);

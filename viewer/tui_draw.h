@@ -29,6 +29,9 @@ int legend_draw(const State *s, int y, int x, int w, const HeatScale *sc, bool l
  *        not the pooled cells'. @p cells_w × @p cells_h receive the cells drawn.
  */
 HeatScale heat_draw(const State *s, Rect area, Mat m, int *cells_w, int *cells_h);
+/** @brief heat_draw() on a scale of the caller's (NULL: the data's range). */
+HeatScale heat_draw_on(const State *s, Rect area, Mat m, const HeatScale *scale, int *cells_w,
+                       int *cells_h);
 /** @brief Row labels ("cls" or "0", and the last row) beside a heatmap of @p rows rows. */
 void token_axis(const State *s, Rect r, int cells_h, int rows, bool tokens);
 /** @brief The input picture resampled to @p w × @p h pixels (malloc'd), or NULL. */

@@ -69,17 +69,6 @@ static void where_text(const State *s, char *buf, size_t size) {
         snprintf(buf + n, size - (size_t)n, " · viewing %s", st->nodes[st->selected].name);
 }
 
-static void prompt_draw(const State *s, Rect r) {
-    char class_ask[64];
-    snprintf(class_ask, sizeof class_ask, " backward of the logit of class (0-%d): ",
-             s->cfg->num_classes - 1);
-    const char *ask = s->prompt_kind == PROMPT_TEST_IMAGE ? " Fashion-MNIST test image (0-9999): "
-                      : s->prompt_kind == PROMPT_CLASS    ? class_ask
-                      : " breakpoint at (e.g. blocks.5.attn.probs, or attn.probs for all): ";
-    int x = r.x + ui_text(r.y, r.x, r.w, ROLE_STATUS, ask);
-    x += ui_text(r.y, x, r.x + r.w - x, ROLE_STATUS, s->prompt);
-    ui_text(r.y, x, r.x + r.w - x, ROLE_KEY, "_");
-}
 
 void status_draw(const State *s) {
     const Rect r = s->layout.status;
@@ -221,46 +210,5 @@ UiAction help_key(State *s, int key) {
     default: s->help = false; // any other key closes it
     }
     s->help_scroll = help_first(s, n);
-    return ACT_NONE;
-}
-
-/* ------------------------------------------------------------- prompt */
-
-// Enter on a number (a test image, a class): ask the main loop for it.
-static UiAction number_entered(State *s) {
-    char *end;
-    const long n = strtol(s->prompt, &end, 10);
-    const bool test = s->prompt_kind == PROMPT_TEST_IMAGE;
-    const long most = test ? 1 << 30 : s->cfg->num_classes - 1;
-    if (!s->prompt[0] || *end || n < 0 || n > most) {
-        if (test) state_message(s, "'%s' is not a test image number (0-9999)", s->prompt);
-        else state_message(s, "'%s' is not a class (0-%ld)", s->prompt, most);
-        return ACT_NONE;
-    }
-    s->request = test ? REQ_TEST_IMAGE : REQ_BACKWARD;
-    s->request_arg = (int)n;
-    return ACT_REQUEST;
-}
-
-UiAction prompt_key(State *s, int key) {
-    size_t len = strlen(s->prompt);
-    const bool breakpoint = s->prompt_kind == PROMPT_BREAKPOINT;
-    if (key == 27) { // Esc
-        s->prompting = false;
-        state_message(s, breakpoint ? "no breakpoint set"
-                         : s->prompt_kind == PROMPT_CLASS ? "no backward pass" : "the same picture");
-    } else if (key == '\n' || key == '\r' || key == KEY_ENTER) {
-        s->prompting = false;
-        if (!breakpoint) return number_entered(s);
-        // "grad.…" is the backward pass's, the rest the forward's, whichever is shown
-        const bool grad = strncmp(s->prompt, VIT_GRAD_PREFIX, strlen(VIT_GRAD_PREFIX)) == 0;
-        Stepper *pass = grad == s->backward ? &s->stepper : &s->other_stepper;
-        if (len) stepper_toggle_by_name(pass, s->prompt, s->message, sizeof s->message);
-    } else if (key == KEY_BACKSPACE || key == 127 || key == 8) {
-        if (len) s->prompt[len - 1] = '\0';
-    } else if (key >= 32 && key < 127 && len + 1 < sizeof s->prompt) {
-        s->prompt[len] = (char)key;
-        s->prompt[len + 1] = '\0';
-    }
     return ACT_NONE;
 }

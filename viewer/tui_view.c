@@ -45,6 +45,11 @@ int legend_draw(const State *s, int y, int x, int w, const HeatScale *sc, bool l
 // whole factor instead); returns the colour scale, and the cells drawn
 // through *cells_w × *cells_h.
 HeatScale heat_draw(const State *s, Rect area, Mat m, int *cells_w, int *cells_h) {
+    return heat_draw_on(s, area, m, NULL, cells_w, cells_h);
+}
+
+HeatScale heat_draw_on(const State *s, Rect area, Mat m, const HeatScale *scale, int *cells_w,
+                       int *cells_h) {
     const int pr = ui_pixel_rows(s);
     int w = mini(area.w, m.cols), px = mini(area.h * pr, m.rows); // shrink to fit
     if (m.cols > 0 && m.rows > 0 && m.cols <= area.w && m.rows <= area.h * pr) {
@@ -59,7 +64,7 @@ HeatScale heat_draw(const State *s, Rect area, Mat m, int *cells_w, int *cells_h
     heatmap_pool(g, px, w, m.data, m.rows, m.cols, POOL_MEAN);
     // the legend gives the data's range, whatever the pooling (it does not change with the
     // terminal's size); averaged cells then sit inside it
-    sc = heat_scale(m.data, (size_t)m.rows * m.cols);
+    sc = scale ? *scale : heat_scale(m.data, (size_t)m.rows * m.cols);
     const int rows = (px + pr - 1) / pr;
     for (int cy = 0; cy < rows; cy++)
         for (int cx = 0; cx < w; cx++) {
@@ -82,13 +87,27 @@ void token_axis(const State *s, Rect r, int cells_h, int rows, bool tokens) {
 }
 
 // A matrix as a heatmap with a caption: "rows ↓ × cols → · cell = mean of a×b · scale".
+// The cell cursor on a heatmap of m drawn as cw × ch cells at (y, x), and
+// its readout on row `readout_y` (only while the view has the arrows).
+static void cursor_draw(const State *s, int y, int x, int cw, int ch, Mat m, int readout_y,
+                        Rect r) {
+    if (s->focus != FOCUS_VIEW || cw <= 0 || ch <= 0) return;
+    const int cx = x + (int)((long long)s->cursor_col * cw / m.cols);
+    const int cy = y + (int)((long long)s->cursor_row * ch / m.rows);
+    ui_text(cy, cx, 1, ROLE_KEY, "+");
+    char text[160];
+    state_cursor_text(s, m, text, sizeof text);
+    ui_printf(readout_y, r.x, r.w, ROLE_KEY, "%s · arrows move it", text);
+}
+
 static void matrix_view(const State *s, Rect r, Mat m, const char *rows_name,
                         const char *cols_name, const char *extra) {
     const bool tokens = m.rows == vit_num_tokens(s->cfg);
-    Rect body = {r.y + 1, r.x + 4, r.h - 1, r.w - 4};
+    Rect body = {r.y + 1, r.x + 4, r.h - 2, r.w - 4}; // the last row: the cursor's readout
     int cw, ch;
     HeatScale sc = heat_draw(s, body, m, &cw, &ch);
     token_axis(s, (Rect){body.y, r.x, body.h, 3}, ch, m.rows, tokens);
+    cursor_draw(s, body.y, body.x, cw, ch, m, r.y + r.h - 1, r);
     const int pr = ui_pixel_rows(s);
     const int lw = legend_draw(s, r.y, r.x, r.w, &sc, false);
     int per_r = ch ? (m.rows + ch * pr - 1) / (ch * pr) : 1,
@@ -373,6 +392,22 @@ done:
     free(mag), free(patch_t);
 }
 
+// With a reference stage (=): this stage minus it, as the matrix view draws.
+static bool compare_view(const State *s, Rect r, const PipeNode *n, const HistEntry *e) {
+    if (!s->compare[0] || e->t.ndim != 3) return false;
+    float *d = malloc(e->t.numel * sizeof *d);
+    if (!d || !state_compare(s, e, d)) {
+        free(d);
+        return false;
+    }
+    char extra[160];
+    snprintf(extra, sizeof extra, "%s − %s (= off) · ", n->name, s->compare);
+    matrix_view(s, r, (Mat){d, e->t.shape[1], e->t.shape[2]}, "tokens",
+                strstr(n->stage->axes, "M") ? "M features" : "D features", extra);
+    free(d);
+    return true;
+}
+
 static void pending_draw(const State *s, Rect r) {
     const Stepper *st = &s->stepper;
     ui_text(r.y + 1, r.x + 2, r.w - 2, ROLE_PENDING, "not computed yet.");
@@ -425,6 +460,7 @@ void view_draw(const State *s) {
     case VIEW_VECTOR: vector_view(s, r, m, strcmp(n->stage->name, "logits") == 0); break;
     case VIEW_LOGITS: logits_view(s, r, &e->t); break;
     case VIEW_MATRIX:
+        if (compare_view(s, r, n, e)) break;
         if (e->t.ndim == 4)
             snprintf(head, sizeof head, "head %d of %d ([ ]%s) · ", s->plane, e->t.shape[1],
                      s->heads == HEADS_MEAN  ? "; the maps: mean"
@@ -494,17 +530,19 @@ static UiAction cmd_query(State *s, int key) {
     return ACT_NONE;
 }
 
-static const char *const attn_view_names[] = {
+static const char *const attn_view_names[ATTN_VIEWS] = {
     "the map, and the query's row over the image", "every head's row for the query",
-    "the rollout through this block"};
+    "the rollout through this block", "the query's softmax, and at a temperature (+ −)",
+    "every layer and head for the query"};
 
 static UiAction cmd_attn_view(State *s, int key) {
     if (view_kind_for(state_node(s)->stage) != VIEW_ATTENTION) {
         state_message(s, "a switches the views of an attention stage (attn.scores, scaled, probs)");
         return ACT_NONE;
     }
-    s->attn_view = (AttnView)((s->attn_view + 1) % 3);
-    if (s->backward && s->attn_view == ATTN_HEADS) s->attn_view = ATTN_ROLLOUT; // signed: no
+    // the backward has the map and the gradient-weighted rollout (gradients are signed)
+    s->attn_view = s->backward ? (s->attn_view == ATTN_MAP ? ATTN_ROLLOUT : ATTN_MAP)
+                               : (AttnView)((s->attn_view + 1) % ATTN_VIEWS);
     state_message(s, "attention: %s", s->backward && s->attn_view == ATTN_ROLLOUT
                                            ? "the gradient-weighted rollout from the last block"
                                            : attn_view_names[s->attn_view]);
@@ -512,6 +550,41 @@ static UiAction cmd_attn_view(State *s, int key) {
 }
 
 // x: the shown head of this block off or on again; X: the block's whole attention.
+// =: this stage becomes the reference others are compared with (again: off).
+static UiAction cmd_compare(State *s, int key) {
+    const PipeNode *n = state_node(s);
+    if (s->compare[0] && !strcmp(s->compare, n->name)) {
+        s->compare[0] = '\0';
+        state_message(s, "no comparison");
+        return ACT_NONE;
+    }
+    snprintf(s->compare, sizeof s->compare, "%s", n->name);
+    state_message(s, "stages of its shape now show themselves minus %s (= here again: off)",
+                  n->name);
+    return ACT_NONE;
+}
+
+// H J K L: the attention map's key cursor across the patch grid.
+static UiAction cmd_key(State *s, int key) {
+    if (view_kind_for(state_node(s)->stage) != VIEW_ATTENTION) return ACT_UNHANDLED;
+    const int dr = key == 'J' ? 1 : key == 'K' ? -1 : 0, dc = key == 'L' ? 1 : key == 'H' ? -1 : 0;
+    s->key = token_step(s->key, dr, dc, state_grid(s));
+    return ACT_NONE;
+}
+
+// + −: the softmax view's temperature, by √2 a press (0.05 to 20).
+static UiAction cmd_temperature(State *s, int key) {
+    if (s->attn_view != ATTN_SOFTMAX || view_kind_for(state_node(s)->stage) != VIEW_ATTENTION) {
+        state_message(s, "+ and − set the temperature of the softmax view: a on an attention stage "
+                      "until it shows");
+        return ACT_NONE;
+    }
+    const float t = key == '+' ? s->temperature * 1.41421356f : s->temperature / 1.41421356f;
+    s->temperature = fabsf(t - 1.0f) < 1e-3f ? 1.0f : fminf(20.0f, fmaxf(0.05f, t));
+    state_message(s, "temperature %.3g", (double)s->temperature);
+    return ACT_NONE;
+}
+
 static UiAction cmd_head_off(State *s, int key) {
     const PipeNode *n = state_node(s);
     if (n->block < 0) {
@@ -562,6 +635,7 @@ static UiAction cmd_arrow(State *s, int key) {
     else if (kind == VIEW_ATTENTION)
         s->query = token_step(s->query, dr < 0 ? -1 : dr > 0 ? 1 : 0, dc, state_grid(s));
     else if (kind == VIEW_LOGITS) s->rank_offset += dr;
+    else s->cursor_row += dr, s->cursor_col += dc; // a matrix: the cell cursor
     state_clamp(s);
     return ACT_NONE;
 }
@@ -574,13 +648,16 @@ static const KeyBinding bindings[] = {
     {{'5', '6', '7', '8', '9'}, "", "", cmd_plane},
     {{'m'}, "m", "attention: one head → mean → max over heads", cmd_heads},
     {{'<', '>'}, "< >", "previous / next query token (cls, token 1, …)", cmd_query},
-    {{'a'}, "a", "attention: the map → every head → rollout through this block", cmd_attn_view},
+    {{'a'}, "a", "attention: map → every head → rollout → softmax → every layer", cmd_attn_view},
+    {{'+', '-'}, "+ −", "the softmax view's temperature up / down (×√2)", cmd_temperature},
+    {{'H', 'J', 'K', 'L'}, "H J K L", "the attention map's key cursor across the grid", cmd_key},
+    {{'='}, "=", "compare: stages of this shape show themselves minus this one", cmd_compare},
     {{'x'}, "x", "what-if: switch the head shown off (on again); with m, the whole block",
      cmd_head_off},
     {{'X'}, "X", "what-if: switch this block's whole attention off (on again)", cmd_head_off},
     {{'z'}, "z", "what-if: mask the query's patch in the input (unmask)", cmd_mask},
     {{KEY_UP, KEY_DOWN, KEY_LEFT, KEY_RIGHT}, "arrows",
-     "(view focused) scroll numbers, move the query, scroll the ranking", cmd_arrow},
+     "(view focused) move the cell cursor or the query, scroll numbers or ranking", cmd_arrow},
     {{KEY_NPAGE, KEY_PPAGE, KEY_HOME, KEY_END}, "PgUp PgDn Home End",
      "(view focused) page; Home, End: the first, the last", cmd_arrow},
 };
