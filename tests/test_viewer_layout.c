@@ -65,11 +65,25 @@ static void test_overlap(void) {
     CU_ASSERT_FALSE(rect_overlap((Rect){0, 0, 2, 2}, (Rect){0, 2, 2, 2})); // touching only
 }
 
+// t hides the tree: the facts and the view start at column 0 and take every column.
+static void test_without_the_tree(void) {
+    const Layout with = layout_compute(100, 30), wide = layout_compute_wide(100, 30);
+    CU_ASSERT_EQUAL(wide.tree.w, 0);
+    CU_ASSERT_EQUAL(wide.view.x, 0);
+    CU_ASSERT_EQUAL(wide.view.w, 100);
+    CU_ASSERT_EQUAL(wide.info.w, 100);
+    CU_ASSERT(wide.view.w > with.view.w);
+    CU_ASSERT_EQUAL(wide.view.h, with.view.h);
+    CU_ASSERT_FALSE(rect_overlap(wide.info, wide.view));
+    CU_ASSERT_TRUE(layout_compute_wide(40, 10).too_small);
+}
+
 CU_TestInfo tests_viewer_layout[] = {
     {"80x24", test_80x24},
     {"grows with the window", test_grows_with_the_window},
     {"every size from the minimum", test_every_size_from_minimum},
     {"too small", test_too_small},
     {"rectangles overlap", test_overlap},
+    {"without the tree", test_without_the_tree},
     CU_TEST_INFO_NULL,
 };

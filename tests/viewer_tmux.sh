@@ -352,6 +352,21 @@ if [ -n "$DEMO" ]; then
     keys m
     keys L L
     check "the key cursor reads out one cell" "q cls → k token 2 \(0,1\) · head 0 of 4 = [0-9.e-]+"
+    $TMUX_CMD resize-window -t "$SESSION" -x 160 -y 40 # the captions whole
+    check "the map says how its cells are averaged" "cell ≈ mean of 1×1 · scale its range \(A\)"
+    keys A
+    check "A: 0 to the largest value" "scale 0 to its max \(A\)"
+    keys A
+    check "A: 0 to 1, uniform ticked" "scale 0 to 1 \(A\)"
+    check "the uniform level said under the legend" "0 .{8} 1  1/N 0\.02"
+    keys A o
+    $TMUX_CMD resize-window -t "$SESSION" -x 100 -y 30
+    check "o: how much the overlay covers the image" "overlay: 90% colour, 10% image"
+    keys o o o
+    keys t
+    check "t hides the tree" "the tree is hidden \(t shows it\)"
+    check_rows "no tree: the view starts at column 0" "^ *norm1 " 0
+    keys t
     # what-if: head 0 off, then its whole block; the pass reruns to the logits
     keys x
     check "a head off: the outcome, first" \
@@ -397,6 +412,9 @@ if [ -n "$DEMO" ]; then
     keys G
     check "the Fashion model finishes" "finished at logits [0-9]+/[0-9]+" 10
     check "ten classes" "top of 10 classes"
+    $TMUX_CMD resize-window -t "$SESSION" -x 160 -y 40 # the captions whole
+    check "the bars are probabilities, uniform marked" "bar: 0 to 1, │ = 1/10"
+    $TMUX_CMD resize-window -t "$SESSION" -x 100 -y 30
     check "a class name from the weights' metadata" \
         "│ +1 $CLASSES +-?[0-9]+\.[0-9]{3} +[01]\.[0-9]{4}"
     check_rows "every class named" "│ +[0-9]+ $CLASSES +-?[0-9]" 10
@@ -444,8 +462,22 @@ if [ -n "$DEMO" ]; then
     check "Tab completes a unique name" "go to stage \(Tab completes\): blocks\.0\.resid1_"
     keys Enter
     check "a stage minus the reference" "blocks\.0\.resid1 − embed \(= off\)"
+    $TMUX_CMD resize-window -t "$SESSION" -x 160 -y 40 # the captions whole
+    keys '#'
+    check "# holds the colour scale" "every matrix now on blocks\.0\.resid1's scale"
+    check "and the caption says so" "scale held \(#\)"
+    keys '#'
+    $TMUX_CMD resize-window -t "$SESSION" -x 100 -y 30
+    keys /
+    keys -l "blocks.0.attn.context"
+    keys Enter
+    check "the heads' bands of attn.context are labelled" "│h0 +│h1 +│h2 +│h3"
+    keys /
+    keys -l "blocks.0.resid1"
+    keys Enter
     keys Tab Down Down Right
     check "the cell cursor's readout" "token 2 \(0,1\) · column 1 = -?[0-9.e-]+ · arrows move it"
+    check "the token's patch lit on a thumbnail" "its patch"
     keys Tab
     keys /
     keys -l "blocks.0.attn.sc"

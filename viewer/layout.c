@@ -28,6 +28,17 @@ Layout layout_compute(int cols, int rows) {
     return l;
 }
 
+Layout layout_compute_wide(int cols, int rows) {
+    Layout l = layout_compute(cols, rows);
+    if (l.too_small) return l;
+    const int right_w = cols; // the tree's columns and its separator go to the right panes
+    l.tree = (Rect){l.tree.y, 0, l.tree.h, 0};
+    l.sep_x = -1;
+    l.info = (Rect){l.info.y, 0, l.info.h, right_w};
+    l.view = (Rect){l.view.y, 0, l.view.h, right_w};
+    return l;
+}
+
 bool rect_overlap(Rect a, Rect b) {
     if (a.w <= 0 || a.h <= 0 || b.w <= 0 || b.h <= 0) return false;
     return a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h;

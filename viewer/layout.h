@@ -54,6 +54,8 @@ typedef struct {
 
 /** @brief The layout for a @p cols × @p rows terminal. */
 Layout layout_compute(int cols, int rows);
+/** @brief layout_compute() without the tree: the facts and the view take the whole width. */
+Layout layout_compute_wide(int cols, int rows);
 
 /** @brief true when rectangles @p a and @p b share at least one cell. */
 bool rect_overlap(Rect a, Rect b);

@@ -28,6 +28,7 @@ void state_init(State *s, const VitConfig *cfg, size_t budget) {
     s->focus = FOCUS_TREE;
     s->colour = COLOUR_MONO;
     s->temperature = 1.0f;
+    s->opacity = 0.7f;
 }
 
 void state_free(State *s) {
@@ -42,7 +43,9 @@ void state_free(State *s) {
     labels_free(&s->labels);
 }
 
-void state_resize(State *s, int cols, int rows) { s->layout = layout_compute(cols, rows); }
+void state_resize(State *s, int cols, int rows) {
+    s->layout = s->hide_tree ? layout_compute_wide(cols, rows) : layout_compute(cols, rows);
+}
 
 void state_message(State *s, const char *fmt, ...) {
     va_list ap;

@@ -43,6 +43,14 @@ typedef enum {
     HEADS_MAX,  /**< the largest over heads */
 } HeadMode;
 
+/** How an attention map's colours are scaled (key A). */
+typedef enum {
+    SCALE_RANGE, /**< the data's own range, lowest to highest */
+    SCALE_ZERO,  /**< 0 to the largest value */
+    SCALE_UNIT,  /**< 0 to 1, the whole range a probability can take */
+    SCALE_MODES  /**< how many there are */
+} ScaleMode;
+
 /** Which pane the arrow keys move in. */
 typedef enum {
     FOCUS_TREE, /**< arrows select stages */
@@ -111,6 +119,12 @@ typedef struct {
     Focus focus;          /**< where the arrows go */
     AttnView attn_view;   /**< map, every head, rollout, softmax or layers (attention stages) */
     float temperature;    /**< ATTN_SOFTMAX: the live row is softmax(scaled / temperature) */
+    ScaleMode scale;      /**< how attention maps and their rows over the image are scaled */
+    float opacity;        /**< how much an overlay's colour covers the image (o), 0.3 to 0.9 */
+    bool locked;          /**< a matrix view's colour scale is held (#): stages compared fairly */
+    float locked_lo;      /**< ... its lowest value */
+    float locked_hi;      /**< ... its highest */
+    bool hide_tree;       /**< the tree is hidden, the view takes its room (t) */
     int cursor_row;       /**< the cell cursor of a matrix view: its row (a token) */
     int cursor_col;       /**< ... and its column (a feature) */
     int key;              /**< the attention map's cursor column: a key token (H J K L) */

@@ -202,6 +202,14 @@ static UiAction cmd_escape(State *s, int key) {
     return ACT_NONE;
 }
 
+// t: the tree hidden or shown; the view takes its room.
+static UiAction cmd_tree(State *s, int key) {
+    s->hide_tree = !s->hide_tree;
+    state_resize(s, s->layout.cols, s->layout.rows);
+    state_message(s, s->hide_tree ? "the tree is hidden (t shows it)" : "the tree is back");
+    return ACT_NONE;
+}
+
 static UiAction cmd_redraw(State *s, int key) {
     clearok(curscr, TRUE); // Ctrl-L: repaint everything, as in every curses program
     return ACT_NONE;
@@ -228,6 +236,7 @@ static const KeyBinding bindings[] = {
     {{'\t', KEY_BTAB}, "Tab", "arrows move in the tree ↔ in the view", cmd_focus},
     {{'?'}, "?", "this help", cmd_help},
     {{27}, "Esc", "back to the tree, clear the message", cmd_escape},
+    {{'t'}, "t", "hide / show the tree: the view gets the room", cmd_tree},
     {{12}, "Ctrl-L", "repaint the screen", cmd_redraw},
     {{'q'}, "q", "quit", cmd_quit},
 };

@@ -19,11 +19,20 @@
 
 const char *const head_mode_names[] = {"head", "mean over heads", "max over heads"};
 
+static const char *const scale_names[SCALE_MODES] = {"its range", "0 to its max", "0 to 1"};
+
+HeatScale map_scale(const State *s, const float *v, size_t n) {
+    HeatScale sc = heat_scale(v, n); // its range (diverging when signed)
+    if (s->scale == SCALE_ZERO && sc.kind == RAMP_SEQUENTIAL) sc.lo = 0;
+    if (s->scale == SCALE_UNIT && sc.kind == RAMP_SEQUENTIAL) sc.lo = 0, sc.hi = 1;
+    return sc;
+}
+
 // The query's attention to the P patches (its row without the cls key), on [0, 1].
 static HeatScale query_row(const State *s, Mat a, float *patch_t) {
     const float *row = a.data + (size_t)s->query * a.cols;
     const int P = a.cols - 1;
-    HeatScale sc = heat_scale(row + 1, (size_t)P);
+    HeatScale sc = map_scale(s, row + 1, (size_t)P);
     for (int p = 0; p < P; p++) patch_t[p] = heat_position(&sc, row[1 + p]);
     return sc;
 }
@@ -55,6 +64,9 @@ static void overlay_draw(const State *s, Rect r, Mat a, int side, int px_h) {
         ui_printf(y + 1, r.x, r.w, ROLE_DIM, "most to token %d (%d,%d)", best + 1, best / grid,
                   best % grid);
     if (y + 2 <= bottom) ui_printf(y + 2, r.x, r.w, ROLE_DIM, "  = %.4g", (double)top);
+    const bool probs = !strcmp(state_node(s)->stage->name, "attn.probs");
+    if (y + 3 <= bottom) // the overlay's own scale, uniform attention (1/N) ticked
+        legend_draw_mark(s, y + 3, r.x, r.w, &sc, true, probs ? 1.0f / (float)a.cols : NAN);
     free(patch_t);
 }
 
@@ -363,25 +375,28 @@ void attention_view(const State *s, Rect r, const Tensor *t) {
                                             ? " (off)" : "");
     else snprintf(head, sizeof head, "%s", head_mode_names[s->heads]);
     query_name(s, query, sizeof query);
-    ui_printf(r.y, r.x, r.w, ROLE_HEADING, "%s ([ ] m) · queries ↓ keys → · query %s < > · "
-              "a: every head", head, query);
     // two squares side by side: the N × N map and the query's row over the image
-    int px_h, side = square_side(s, r.h - 4, (r.w - 6) / 2, &px_h); // 3 lines under it
+    int px_h, side = square_side(s, r.h - 6, (r.w - 6) / 2, &px_h); // 4 lines and the legend
     Rect map = {r.y + 1, r.x + 4, side / 2, side};
     int cw, ch;
-    HeatScale sc = heat_draw(s, map, a, &cw, &ch);
+    const HeatScale msc = map_scale(s, a.data, (size_t)N * N);
+    HeatScale sc = heat_draw_on(s, map, a, &msc, &cw, &ch);
+    const int per = cw > 0 ? (N + cw - 1) / cw : 1;
+    ui_printf(r.y, r.x, r.w, ROLE_HEADING, "%s ([ ] m) · queries ↓ keys → · query %s < > · "
+              "cell ≈ mean of %d×%d · scale %s (A)", head, query, per, per, scale_names[s->scale]);
     token_axis(s, (Rect){map.y, r.x, map.h, 3}, ch, N, true);
     if (ch > 0) { // mark the query's row
         int qy = map.y + (int)((long long)s->query * ch / N);
         ui_text(qy, r.x + 3, 1, ROLE_KEY, ui_glyph(s, "▸", ">"));
     }
-    const int lw = legend_draw(s, r.y + r.h - 1, r.x, r.w / 2, &sc, true);
+    const bool probs = !strcmp(state_node(s)->stage->name, "attn.probs");
+    legend_draw_mark(s, r.y + r.h - 2, r.x, r.w / 2, &sc, true, probs ? 1.0f / (float)N : NAN);
     if (cw > 0) { // the key cursor's column (H J K L), and the cell it reads out
         ui_text(map.y + ch, map.x + (int)((long long)s->key * cw / N), 1, ROLE_KEY,
                 ui_glyph(s, "▴", "^")); // under the map: the key's column
         char text[160];
         state_cursor_text(s, a, text, sizeof text);
-        ui_text(r.y + r.h - 1, r.x + lw + 2, r.w - lw - 2, ROLE_KEY, text);
+        ui_printf(r.y + r.h - 1, r.x, r.w, ROLE_KEY, "%s · H J K L move the key", text);
     }
     Rect over = {r.y + 1, map.x + side + 2, r.h - 1, r.x + r.w - (map.x + side + 2)};
     if (over.w >= side && side >= 8) overlay_draw(s, over, a, side, px_h);

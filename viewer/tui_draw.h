@@ -23,6 +23,14 @@ static inline int maxi(int a, int b) { return a > b ? a : b; }
  *        from @p x (left-aligned when @p left). @return columns used (0: no room)
  */
 int legend_draw(const State *s, int y, int x, int w, const HeatScale *sc, bool left);
+/** @brief legend_draw() with the value @p mark (NAN: none) ticked on its bar. */
+int legend_draw_mark(const State *s, int y, int x, int w, const HeatScale *sc, bool left,
+                     float mark);
+/**
+ * @brief The colour scale of an attention map or row, as State::scale asks:
+ *        the data's range, 0 to its largest value, or 0 to 1.
+ */
+HeatScale map_scale(const State *s, const float *v, size_t n);
 /**
  * @brief Matrix @p m as a heatmap in @p area: pooled by cell means when larger,
  *        grown by a whole factor when smaller. The scale is the data's range,

@@ -33,9 +33,12 @@ void screen_draw(const State *s) {
         return;
     }
     title_draw(s);
-    tree_draw(s);
     attrset(ui_role(ROLE_DIM));
-    mvvline(l->tree.y, l->sep_x, ACS_VLINE, l->tree.h);
+    if (l->tree.w > 0) { // hidden with t: the view takes its room
+        tree_draw(s);
+        attrset(ui_role(ROLE_DIM));
+        mvvline(l->tree.y, l->sep_x, ACS_VLINE, l->tree.h);
+    }
     mvhline(l->sep_y, l->info.x, ACS_HLINE, l->info.w);
     attrset(A_NORMAL);
     info_draw(s);

@@ -26,6 +26,11 @@
 // "lo ▀▀▀▀▀▀▀▀ hi": the colour scale, 8 cells wide, right-aligned in the w
 // columns from x (left-aligned when `left`). Returns columns used.
 int legend_draw(const State *s, int y, int x, int w, const HeatScale *sc, bool left) {
+    return legend_draw_mark(s, y, x, w, sc, left, NAN);
+}
+
+int legend_draw_mark(const State *s, int y, int x, int w, const HeatScale *sc, bool left,
+                     float mark) {
     char lo[24], hi[24];
     snprintf(lo, sizeof lo, "%.3g ", (double)sc->lo);
     snprintf(hi, sizeof hi, " %.3g", (double)sc->hi);
@@ -38,6 +43,17 @@ int legend_draw(const State *s, int y, int x, int w, const HeatScale *sc, bool l
         ui_heat(s, y, cx + i, sc->kind, t, t);
     }
     ui_text(y, cx + 8, w - (cx + 8 - x), ROLE_DIM, hi);
+    if (isnan(mark)) return need;
+    // e.g. uniform attention, 1/N: ticked on the bar in colour, and said after it
+    const float t = sc->hi > sc->lo ? (mark - sc->lo) / (sc->hi - sc->lo) : -1;
+    if (s->colour != COLOUR_MONO && t >= 0 && t <= 1)
+        ui_text(y, cx + (int)lroundf(t * 7), 1, ROLE_KEY, ui_glyph(s, "│", "|"));
+    char said[32];
+    snprintf(said, sizeof said, "  1/N %.3g", (double)mark);
+    if (need + (int)strlen(said) <= w) {
+        ui_text(y, cx + 8 + (int)strlen(hi), w, ROLE_DIM, said);
+        return need + (int)strlen(said);
+    }
     return need;
 }
 
@@ -87,6 +103,31 @@ void token_axis(const State *s, Rect r, int cells_h, int rows, bool tokens) {
 }
 
 // A matrix as a heatmap with a caption: "rows ↓ × cols → · cell = mean of a×b · scale".
+// Under a heatmap of `cols` columns drawn `cw` cells wide: the bands the
+// columns fall into (the R, G, B of a patch; the heads of attn.context), else
+// ticks at the first and last column.
+static void column_axis(const State *s, int y, int x, int cw, int cols, Rect r) {
+    if (cw <= 0 || y >= r.y + r.h - 1) return;
+    const PipeNode *n = state_node(s);
+    const VitConfig *c = s->cfg;
+    const bool rgb = !strcmp(n->stage->name, "patches") && c->channels == 3;
+    const bool heads = !strcmp(n->stage->name, "attn.context") && cols == c->dim;
+    static const char *const rgb_names[] = {"R", "G", "B"};
+    const int bands = rgb ? 3 : heads ? c->heads : 0;
+    for (int b = 0; b < bands; b++) {
+        char label[16];
+        if (rgb) snprintf(label, sizeof label, "%s", rgb_names[b]);
+        else snprintf(label, sizeof label, "h%d", b);
+        const int bx = x + b * cw / bands;
+        ui_printf(y, bx, maxi(1, x + (b + 1) * cw / bands - bx), ROLE_DIM, "│%s", label);
+    }
+    if (bands) return;
+    char last[16];
+    const int len = snprintf(last, sizeof last, "%d", cols - 1);
+    ui_text(y, x, 2, ROLE_DIM, "0");
+    if (cw > len + 2) ui_text(y, x + cw - len, len, ROLE_DIM, last);
+}
+
 // The cell cursor on a heatmap of m drawn as cw × ch cells at (y, x), and
 // its readout on row `readout_y` (only while the view has the arrows).
 static void cursor_draw(const State *s, int y, int x, int cw, int ch, Mat m, int readout_y,
@@ -100,20 +141,49 @@ static void cursor_draw(const State *s, int y, int x, int cw, int ch, Mat m, int
     ui_printf(readout_y, r.x, r.w, ROLE_KEY, "%s · arrows move it", text);
 }
 
+// The picture with patch `patch` lit (or none, -1): which patch a token row is.
+static void thumbnail_draw(const State *s, int y, int x, int side, int px_h, int patch) {
+    Rgb *px = picture(s, side, px_h);
+    if (!px) return;
+    const int grid = state_grid(s);
+    image_patch_grid(px, side, px_h, grid);
+    for (int py = 0; py < px_h; py++)
+        for (int pxx = 0; pxx < side; pxx++)
+            if (image_patch_at(pxx, py, side, px_h, grid) == patch)
+                px[(size_t)py * side + pxx] =
+                    rgb_mix(px[(size_t)py * side + pxx], (Rgb){255, 200, 0}, 0.6f);
+    picture_draw(s, y, x, px, side, px_h);
+    free(px);
+}
+
 static void matrix_view(const State *s, Rect r, Mat m, const char *rows_name,
                         const char *cols_name, const char *extra) {
     const bool tokens = m.rows == vit_num_tokens(s->cfg);
-    Rect body = {r.y + 1, r.x + 4, r.h - 2, r.w - 4}; // the last row: the cursor's readout
+    const Rect full = r; // the readout takes the whole width
+    // with the cursor on a token row, a thumbnail on the right lights its patch
+    int thumb_h = 0, thumb = tokens && s->focus == FOCUS_VIEW && r.w >= 48
+                                 ? picture_side(s, mini(8, r.h - 3), 16, &thumb_h) : 0;
+    if (thumb) {
+        thumbnail_draw(s, r.y + 2, r.x + r.w - thumb, thumb, thumb_h, s->cursor_row - 1);
+        ui_text(r.y + 2 + thumb_h / ui_pixel_rows(s), r.x + r.w - thumb, thumb, ROLE_DIM,
+                s->cursor_row ? "its patch" : "cls: none");
+        r.w -= thumb + 1;
+    }
+    Rect body = {r.y + 1, r.x + 4, r.h - 3, r.w - 4}; // then the column axis, the readout
     int cw, ch;
-    HeatScale sc = heat_draw(s, body, m, &cw, &ch);
+    const HeatScale held = {s->locked_lo, s->locked_hi,
+                            s->locked_lo < 0 && s->locked_hi > 0 ? RAMP_DIVERGING : RAMP_SEQUENTIAL};
+    HeatScale sc = heat_draw_on(s, body, m, s->locked ? &held : NULL, &cw, &ch);
     token_axis(s, (Rect){body.y, r.x, body.h, 3}, ch, m.rows, tokens);
-    cursor_draw(s, body.y, body.x, cw, ch, m, r.y + r.h - 1, r);
+    cursor_draw(s, body.y, body.x, cw, ch, m, r.y + r.h - 1, full);
+    column_axis(s, body.y + ch, body.x, cw, m.cols, r);
     const int pr = ui_pixel_rows(s);
     const int lw = legend_draw(s, r.y, r.x, r.w, &sc, false);
     int per_r = ch ? (m.rows + ch * pr - 1) / (ch * pr) : 1,
         per_c = cw ? (m.cols + cw - 1) / cw : 1;
-    ui_printf(r.y, r.x, r.w - lw - 1, ROLE_HEADING, "%s%s ↓ × %s → · cell ≈ mean of %d×%d",
-              extra, rows_name, cols_name, per_r < 1 ? 1 : per_r, per_c < 1 ? 1 : per_c);
+    ui_printf(r.y, r.x, r.w - lw - 1, ROLE_HEADING, "%s%s ↓ × %s → · cell ≈ mean of %d×%d%s",
+              extra, rows_name, cols_name, per_r < 1 ? 1 : per_r, per_c < 1 ? 1 : per_c,
+              s->locked ? " · scale held (#)" : "");
 }
 
 /* -------------------------------------------------------------- numbers */
@@ -211,7 +281,7 @@ void patches_over_image(const State *s, int y, int x, int side, int px_h,
     const int grid = state_grid(s);
     Rgb *px = s->colour == COLOUR_MONO ? NULL : picture(s, side, px_h);
     if (px) {
-        image_overlay(px, side, px_h, patch_t, grid, kind);
+        image_overlay(px, side, px_h, patch_t, grid, kind, s->opacity);
         if (mark >= 0)
             for (int py = 0; py < px_h; py++)
                 for (int pxx = 0; pxx < side; pxx++)
@@ -304,8 +374,7 @@ static void logits_view(const State *s, Rect r, const Tensor *t) {
     if (was) logits_probs(p_was, was);
     const int got = top_k(idx, s->rank_offset + maxi(show, 1), z, K);
     ui_printf(r.y, r.x, r.w, ROLE_HEADING, "top of %d classes · logit · softmax probability%s · "
-              "Tab ↑ ↓ scroll", K, was ? " · (the unmodified pass's)" : "");
-    const double top_p = got ? p[idx[0]] : 1;
+              "bar: 0 to 1, │ = 1/%d · Tab ↑ ↓", K, was ? " · (the unmodified pass's)" : "", K);
     const int label_w = mini(28, maxi(10, r.w - (was ? 53 : 44)));
     for (int i = 0; i < show && s->rank_offset + i < got; i++) {
         const int k = idx[s->rank_offset + i], y = r.y + 1 + i;
@@ -317,7 +386,13 @@ static void logits_view(const State *s, Rect r, const Tensor *t) {
         int x = r.x + 6 + label_w;
         x += ui_printf(y, x, r.x + r.w - x, ROLE_NORMAL, "%8.3f  %6.4f ", (double)z[k], p[k]);
         if (was) x += ui_printf(y, x, r.x + r.w - x, ROLE_DIM, "(%6.4f) ", p_was[k]);
-        bar_draw(s, y, x, r.x + r.w - x, p[k] / top_p);
+        // the bar is the probability itself, 0 to 1, with uniform (1/K) marked: an
+        // uncertain model shows short bars, not a full one for its first class
+        const int bar_w = r.x + r.w - x;
+        bar_draw(s, y, x, bar_w, p[k]);
+        const int tick = x + (int)lround((double)bar_w / K);
+        if (bar_w > 4 && tick > x + (int)lround(p[k] * bar_w))
+            ui_text(y, tick, 1, ROLE_DIM, ui_glyph(s, "│", "|"));
     }
     free(idx);
     free(p);
@@ -564,6 +639,39 @@ static UiAction cmd_compare(State *s, int key) {
     return ACT_NONE;
 }
 
+// A: how attention maps are scaled; o: how much an overlay covers the image.
+static UiAction cmd_scale(State *s, int key) {
+    static const char *const names[SCALE_MODES] = {"each map's own range", "0 to its largest value",
+                                                   "0 to 1"};
+    s->scale = (ScaleMode)((s->scale + 1) % SCALE_MODES);
+    state_message(s, "attention colours: %s", names[s->scale]);
+    return ACT_NONE;
+}
+
+static UiAction cmd_opacity(State *s, int key) {
+    s->opacity = s->opacity >= 0.85f ? 0.3f : s->opacity + 0.2f;
+    state_message(s, "overlay: %.0f%% colour, %.0f%% image", 100.0 * s->opacity,
+                  100.0 * (1 - s->opacity));
+    return ACT_NONE;
+}
+
+// #: hold the matrix views' colour scale at this stage's range (again: let go),
+// so the residual stream can be compared honestly from stage to stage.
+static UiAction cmd_lock(State *s, int key) {
+    const HistEntry *e = state_entry(s);
+    if (s->locked || !e) {
+        s->locked = false;
+        state_message(s, "each matrix on its own scale again");
+        return ACT_NONE;
+    }
+    float lo = e->stats.min, hi = e->stats.max;
+    if (lo < 0 && hi > 0) lo = -fmaxf(-lo, hi), hi = -lo; // signed: symmetric, as heat_scale()
+    s->locked = true, s->locked_lo = lo, s->locked_hi = hi;
+    state_message(s, "every matrix now on %s's scale, %.3g to %.3g (# lets go)", state_node(s)->name,
+                  (double)lo, (double)hi);
+    return ACT_NONE;
+}
+
 // H J K L: the attention map's key cursor across the patch grid.
 static UiAction cmd_key(State *s, int key) {
     if (view_kind_for(state_node(s)->stage) != VIEW_ATTENTION) return ACT_UNHANDLED;
@@ -652,6 +760,9 @@ static const KeyBinding bindings[] = {
     {{'+', '-'}, "+ −", "the softmax view's temperature up / down (×√2)", cmd_temperature},
     {{'H', 'J', 'K', 'L'}, "H J K L", "the attention map's key cursor across the grid", cmd_key},
     {{'='}, "=", "compare: stages of this shape show themselves minus this one", cmd_compare},
+    {{'A'}, "A", "attention colours: own range → 0 to max → 0 to 1 (│ marks 1/N)", cmd_scale},
+    {{'o'}, "o", "overlays: more colour or more image", cmd_opacity},
+    {{'#'}, "#", "hold the matrices' colour scale at this stage's (again: let go)", cmd_lock},
     {{'x'}, "x", "what-if: switch the head shown off (on again); with m, the whole block",
      cmd_head_off},
     {{'X'}, "X", "what-if: switch this block's whole attention off (on again)", cmd_head_off},
