@@ -146,14 +146,45 @@ static void test_the_cursor_reads_out_one_cell(void) {
     e = state_entry(&s);
     s.query = 9, s.key = 41, s.plane = 0;
     state_cursor_text(&s, tensor_slice(&e->t, 0), text, sizeof text);
-    snprintf(want, sizeof want, "q token 9 (1,1) → k token 41 (5,5) · head 0 of 2 = %.9g",
+    snprintf(want, sizeof want, "q token 9 (1,1) → k token 41 (5,5) = %.9g",
              (double)e->t.data[9 * 50 + 41]);
     CU_ASSERT_STRING_EQUAL(text, want);
     state_free(&s);
     vit_free(&vit);
 }
 
+static void test_stats_and_windows_of_a_matrix(void) {
+    float v[12];
+    for (int i = 0; i < 12; i++) v[i] = (float)i; // 3 × 4: 0 … 11
+    const Mat m = {v, 3, 4};
+    MatStats st = mat_stats(m);
+    CU_ASSERT_EQUAL(st.min, 0.0f);
+    CU_ASSERT_EQUAL(st.max, 11.0f);
+    CU_ASSERT_DOUBLE_EQUAL(st.mean, 5.5, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(st.std, sqrt(143.0 / 12.0), 1e-9); // (n² − 1)/12 for 0 … n−1
+    v[5] = NAN; // not finite: left out
+    st = mat_stats(m);
+    CU_ASSERT_DOUBLE_EQUAL(st.mean, (66.0 - 5.0) / 11.0, 1e-9);
+    v[5] = 5;
+    float buf[12];
+    int r0, c0;
+    Mat w = mat_window(m, 2, 3, 2, 2, buf, &r0, &c0); // the bottom-right corner
+    CU_ASSERT_EQUAL(r0, 1);
+    CU_ASSERT_EQUAL(c0, 2);
+    CU_ASSERT_EQUAL(w.rows, 2);
+    CU_ASSERT_EQUAL(w.cols, 2);
+    CU_ASSERT_EQUAL(buf[0], 6.0f);
+    CU_ASSERT_EQUAL(buf[3], 11.0f);
+    w = mat_window(m, 1, 1, 10, 10, buf, &r0, &c0); // larger than the matrix: all of it
+    CU_ASSERT_EQUAL(r0 + c0, 0);
+    CU_ASSERT_EQUAL(w.rows * w.cols, 12);
+    CU_ASSERT_EQUAL(memcmp(buf, v, sizeof v), 0);
+    w = mat_window(m, 0, 2, 1, 2, buf, &r0, &c0); // centred on column 2
+    CU_ASSERT_EQUAL(c0, 1);
+}
+
 CU_TestInfo tests_viewer_views[] = {
+    {"stats and windows of a matrix", test_stats_and_windows_of_a_matrix},
     {"the matrix shown, and its name", test_the_matrix_shown_and_its_name},
     {"a stage minus its reference", test_a_stage_minus_its_reference},
     {"softmax at a temperature", test_softmax_at_a_temperature},

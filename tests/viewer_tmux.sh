@@ -89,6 +89,24 @@ check() {
 
 keys() { $TMUX_CMD send-keys -t "$SESSION" "$@"; }
 
+# check_rows NAME PATTERN COUNT [SECONDS]: until exactly COUNT lines of the screen match
+check_rows() {
+    tries=$(( ${4:-5} * 10 ))
+    while :; do
+        screen_text >"$WORK/screen.txt"
+        n=$(grep -Ec -- "$2" "$WORK/screen.txt")
+        [ "$n" -eq "$3" ] && { PASSED=$((PASSED + 1)); return 0; }
+        tries=$((tries - 1))
+        [ "$tries" -gt 0 ] && [ ! -s "$WORK/exit" ] || break
+        sleep 0.1
+    done
+    FAILED=$((FAILED + 1))
+    LAST_FAILURE=$1
+    echo "viewer_tmux: FAILED: $1 ($n lines match '$2', not $3); the screen was:" >&2
+    sed 's/^/    | /' "$WORK/screen.txt" >&2
+}
+
+
 # start NAME [ENV...]: a new session running vitview at 100×30 with extra environment
 # settings; vitview runs inside sh so that its exit status lands in a file
 start() {
@@ -148,6 +166,10 @@ check "heatmap cells" "▀{30}"
 check "breakpoint mark in the tree" "●.* attn.probs"
 keys ']'
 check "next head" "head 1 of 3"
+check "the head's own statistics" "shown: mean 0\.00[0-9]+ std [0-9.e-]+"
+keys Z
+check "Z: the map at full resolution around the cursor" "zoom \(Z\): queries 0–[0-9]+, keys 0–[0-9]+"
+keys Z
 keys m
 check "mean over heads" "mean over heads"
 # End with the view focused moves the query to the last token, not the tree to logits
@@ -163,7 +185,9 @@ check "the numbers label the cls key column" "^.*│ +cls +1 +2 +3"
 keys v
 
 # history: move back and forth through computed stages
-keys k
+keys k k k k k k
+check "a matrix's shown statistics" "shown: min -?[0-9.e-]+ max -?[0-9.e-]+ mean"
+keys j j j j j
 check "select a computed stage" "viewing blocks.0.attn.scaled"
 keys j
 
@@ -257,23 +281,6 @@ if [ -x "$VIT" ]; then
     ARGS=""
 fi
 
-# check_rows NAME PATTERN COUNT [SECONDS]: until exactly COUNT lines of the screen match
-check_rows() {
-    tries=$(( ${4:-5} * 10 ))
-    while :; do
-        screen_text >"$WORK/screen.txt"
-        n=$(grep -Ec -- "$2" "$WORK/screen.txt")
-        [ "$n" -eq "$3" ] && { PASSED=$((PASSED + 1)); return 0; }
-        tries=$((tries - 1))
-        [ "$tries" -gt 0 ] && [ ! -s "$WORK/exit" ] || break
-        sleep 0.1
-    done
-    FAILED=$((FAILED + 1))
-    LAST_FAILURE=$1
-    echo "viewer_tmux: FAILED: $1 ($n lines match '$2', not $3); the screen was:" >&2
-    sed 's/^/    | /' "$WORK/screen.txt" >&2
-}
-
 # ------------------------------------------- the default: the trained model
 # With no arguments vitview opens data/models/vit-fashion.safetensors on
 # data/images/fashion-mnist/0000-ankle-boot.png. Before that model exists, a
@@ -351,7 +358,7 @@ if [ -n "$DEMO" ]; then
     check "back to the map" "max over heads \(\[ \] m\) · queries ↓ keys →"
     keys m
     keys L L
-    check "the key cursor reads out one cell" "q cls → k token 2 \(0,1\) · head 0 of 4 = [0-9.e-]+"
+    check "the key cursor reads out one cell" "q cls → k token 2 \(0,1\) = [0-9.e-]+"
     $TMUX_CMD resize-window -t "$SESSION" -x 160 -y 40 # the captions whole
     check "the map says how its cells are averaged" "cell ≈ mean of 1×1 · scale its range \(A\)"
     keys A

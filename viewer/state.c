@@ -184,15 +184,13 @@ bool state_compare(const State *s, const HistEntry *e, float *out) {
 
 void state_cursor_text(const State *s, Mat m, char *buf, size_t size) {
     const int grid = state_grid(s), N = vit_num_tokens(s->cfg);
-    char row[48], col[48], plane[48] = "";
+    char row[48], col[48];
     if (view_kind_for(state_node(s)->stage) == VIEW_ATTENTION) {
-        const HistEntry *e = state_entry(s);
-        if (e) state_plane_name(s, &e->t, plane, sizeof plane);
         token_label(row, sizeof row, s->query, grid);
         token_label(col, sizeof col, s->key, grid);
         const float v = s->query < m.rows && s->key < m.cols ? m.data[(size_t)s->query * m.cols + s->key]
                                                              : NAN;
-        snprintf(buf, size, "q %s → k %s · %s = %.9g", row, col, plane, (double)v);
+        snprintf(buf, size, "q %s → k %s = %.9g", row, col, (double)v); // the caption names the head
         return;
     }
     const int r = s->cursor_row < m.rows ? s->cursor_row : m.rows - 1;
@@ -201,6 +199,39 @@ void state_cursor_text(const State *s, Mat m, char *buf, size_t size) {
     else snprintf(row, sizeof row, "row %d", r);
     snprintf(col, sizeof col, "column %d", c);
     snprintf(buf, size, "%s · %s = %.9g", row, col, (double)m.data[(size_t)r * m.cols + c]);
+}
+
+MatStats mat_stats(Mat m) {
+    MatStats st = {0};
+    double sum = 0, sq = 0;
+    size_t n = 0;
+    st.min = INFINITY, st.max = -INFINITY;
+    for (size_t i = 0; i < (size_t)m.rows * m.cols; i++) {
+        const float v = m.data[i];
+        if (!isfinite(v)) continue;
+        st.min = fminf(st.min, v), st.max = fmaxf(st.max, v);
+        sum += v, sq += (double)v * v, n++;
+    }
+    if (!n) return (MatStats){0};
+    st.mean = sum / (double)n;
+    st.std = sqrt(fmax(0, sq / (double)n - st.mean * st.mean));
+    return st;
+}
+
+// The first index of a window of `size` out of `total` that keeps `at` central.
+static int window_start(int at, int size, int total) {
+    if (size >= total) return 0;
+    int start = at - size / 2;
+    return start < 0 ? 0 : start + size > total ? total - size : start;
+}
+
+Mat mat_window(Mat m, int row, int col, int rows, int cols, float *buf, int *r0, int *c0) {
+    rows = rows < m.rows ? rows : m.rows, cols = cols < m.cols ? cols : m.cols;
+    *r0 = window_start(row, rows, m.rows), *c0 = window_start(col, cols, m.cols);
+    for (int i = 0; i < rows; i++)
+        memcpy(buf + (size_t)i * cols, m.data + (size_t)(*r0 + i) * m.cols + *c0,
+               (size_t)cols * sizeof *buf);
+    return (Mat){buf, rows, cols};
 }
 
 void softmax_at_temperature(float *out, const float *scaled, int N, float T) {

@@ -125,6 +125,7 @@ typedef struct {
     float locked_lo;      /**< ... its lowest value */
     float locked_hi;      /**< ... its highest */
     bool hide_tree;       /**< the tree is hidden, the view takes its room (t) */
+    bool zoom;            /**< maps drawn at full resolution around the cursor (Z) */
     int cursor_row;       /**< the cell cursor of a matrix view: its row (a token) */
     int cursor_col;       /**< ... and its column (a feature) */
     int key;              /**< the attention map's cursor column: a key token (H J K L) */
@@ -249,9 +250,28 @@ bool state_compare(const State *s, const HistEntry *e, float *out);
 /**
  * @brief The cell under the cursor in words, at full precision:
  *        "token 13 (1,5) · feature 33 = 0.1234567", or for an attention map
- *        "q token 9 (1,2) → k token 41 (5,5) · head 0 = 0.005759123".
+ *        "q token 9 (1,2) → k token 41 (5,5) = 0.005759123" (the view's caption
+ *        names the head).
  */
 void state_cursor_text(const State *s, Mat m, char *buf, size_t size);
+
+/** The statistics of the matrix a view shows (one head, one channel, or a fusion). */
+typedef struct {
+    float min;   /**< the smallest finite value */
+    float max;   /**< the largest finite value */
+    double mean; /**< over the finite values */
+    double std;  /**< population standard deviation over the finite values */
+} MatStats;
+
+/** @brief min, max, mean and std of @p m's finite values (all 0 when there are none). */
+MatStats mat_stats(Mat m);
+/**
+ * @brief A window of @p m, at most @p rows × @p cols, placed so that cell
+ *        (@p row, @p col) is inside it and as central as the edges allow, copied
+ *        into @p buf: the zoom's full-resolution view around a cursor.
+ * @param[out] r0, c0  the window's first row and column in @p m
+ */
+Mat mat_window(Mat m, int row, int col, int rows, int cols, float *buf, int *r0, int *c0);
 
 /** @brief Is any what-if in force (a head off, a patch masked)? */
 bool state_whatif(const State *s);

@@ -380,24 +380,41 @@ void attention_view(const State *s, Rect r, const Tensor *t) {
     Rect map = {r.y + 1, r.x + 4, side / 2, side};
     int cw, ch;
     const HeatScale msc = map_scale(s, a.data, (size_t)N * N);
-    HeatScale sc = heat_draw_on(s, map, a, &msc, &cw, &ch);
-    const int per = cw > 0 ? (N + cw - 1) / cw : 1;
-    ui_printf(r.y, r.x, r.w, ROLE_HEADING, "%s ([ ] m) · queries ↓ keys → · query %s < > · "
-              "cell ≈ mean of %d×%d · scale %s (A)", head, query, per, per, scale_names[s->scale]);
-    token_axis(s, (Rect){map.y, r.x, map.h, 3}, ch, N, true);
-    if (ch > 0) { // mark the query's row
-        int qy = map.y + (int)((long long)s->query * ch / N);
+    // Z: the part of the map around the cursor (query, key), one value a cell
+    int r0 = 0, c0 = 0;
+    float *win = s->zoom ? malloc((size_t)side * side * sizeof *win) : NULL;
+    const Mat shown = win ? mat_window(a, s->query, s->key, map.h * ui_pixel_rows(s), map.w, win,
+                                       &r0, &c0)
+                          : a;
+    HeatScale sc = heat_draw_on(s, map, shown, &msc, &cw, &ch);
+    const int per = cw > 0 ? (shown.cols + cw - 1) / cw : 1;
+    char pooling[64];
+    if (win) snprintf(pooling, sizeof pooling, "zoom (Z): queries %d–%d, keys %d–%d", r0,
+                      r0 + shown.rows - 1, c0, c0 + shown.cols - 1);
+    else snprintf(pooling, sizeof pooling, "cell ≈ mean of %d×%d", per, per);
+    if (win) ui_printf(r.y, r.x, r.w, ROLE_HEADING, "%s · %s · query %s < > · scale %s (A)",
+                       pooling, head, query, scale_names[s->scale]);
+    else ui_printf(r.y, r.x, r.w, ROLE_HEADING, "%s ([ ] m) · queries ↓ keys → · query %s < > · "
+                   "%s · scale %s (A)", head, query, pooling, scale_names[s->scale]);
+    token_axis(s, (Rect){map.y, r.x, map.h, 3}, ch, N, !win);
+    if (ch > 0 && s->query >= r0 && s->query < r0 + shown.rows) { // mark the query's row
+        int qy = map.y + (int)((long long)(s->query - r0) * ch / shown.rows);
         ui_text(qy, r.x + 3, 1, ROLE_KEY, ui_glyph(s, "▸", ">"));
     }
     const bool probs = !strcmp(state_node(s)->stage->name, "attn.probs");
-    legend_draw_mark(s, r.y + r.h - 2, r.x, r.w / 2, &sc, true, probs ? 1.0f / (float)N : NAN);
-    if (cw > 0) { // the key cursor's column (H J K L), and the cell it reads out
-        ui_text(map.y + ch, map.x + (int)((long long)s->key * cw / N), 1, ROLE_KEY,
-                ui_glyph(s, "▴", "^")); // under the map: the key's column
-        char text[160];
-        state_cursor_text(s, a, text, sizeof text);
-        ui_printf(r.y + r.h - 1, r.x, r.w, ROLE_KEY, "%s · H J K L move the key", text);
+    const int lw = legend_draw_mark(s, r.y + r.h - 2, r.x, r.w / 2, &sc, true,
+                                    probs ? 1.0f / (float)N : NAN);
+    (void)lw;
+    if (cw > 0 && s->key >= c0 && s->key < c0 + shown.cols) { // the key cursor's column
+        ui_text(map.y + ch, map.x + (int)((long long)(s->key - c0) * cw / shown.cols), 1, ROLE_KEY,
+                ui_glyph(s, "▴", "^")); // under the map
     }
+    char text[160]; // the cell under the cursor, at full precision
+    state_cursor_text(s, a, text, sizeof text);
+    const MatStats st = mat_stats(a); // of the head (or fusion) shown, not the whole tensor
+    ui_printf(r.y + r.h - 1, r.x, r.w, ROLE_KEY, "%s · shown: mean %.3g std %.3g", text, st.mean,
+              st.std);
+    free(win);
     Rect over = {r.y + 1, map.x + side + 2, r.h - 1, r.x + r.w - (map.x + side + 2)};
     if (over.w >= side && side >= 8) overlay_draw(s, over, a, side, px_h);
     free(scratch);

@@ -173,10 +173,31 @@ static void matrix_view(const State *s, Rect r, Mat m, const char *rows_name,
     int cw, ch;
     const HeatScale held = {s->locked_lo, s->locked_hi,
                             s->locked_lo < 0 && s->locked_hi > 0 ? RAMP_DIVERGING : RAMP_SEQUENTIAL};
-    HeatScale sc = heat_draw_on(s, body, m, s->locked ? &held : NULL, &cw, &ch);
+    const MatStats st = mat_stats(m);
+    // Z: the part around the cursor, one value a cell, on the whole matrix's scale
+    int r0 = 0, c0 = 0;
+    const HeatScale whole = heat_scale(m.data, (size_t)m.rows * m.cols);
+    float *win = s->zoom ? malloc((size_t)body.w * body.h * 2 * sizeof *win) : NULL;
+    const Mat full_m = m;
+    if (win) m = mat_window(m, s->cursor_row, s->cursor_col, body.h * ui_pixel_rows(s), body.w, win,
+                            &r0, &c0);
+    HeatScale sc = heat_draw_on(s, body, m, s->locked ? &held : win ? &whole : NULL, &cw, &ch);
     token_axis(s, (Rect){body.y, r.x, body.h, 3}, ch, m.rows, tokens);
-    cursor_draw(s, body.y, body.x, cw, ch, m, r.y + r.h - 1, full);
+    if (s->focus == FOCUS_VIEW && !win) cursor_draw(s, body.y, body.x, cw, ch, m, r.y + r.h - 1, full);
+    else if (s->focus == FOCUS_VIEW) { // zoomed: the cursor's cell inside the window
+        char text[160];
+        state_cursor_text(s, full_m, text, sizeof text);
+        if (cw > 0 && ch > 0)
+            ui_text(body.y + (int)((long long)(s->cursor_row - r0) * ch / m.rows),
+                    body.x + (int)((long long)(s->cursor_col - c0) * cw / m.cols), 1, ROLE_KEY, "+");
+        ui_printf(r.y + r.h - 1, full.x, full.w, ROLE_KEY, "%s · zoomed at rows %d–, columns %d–",
+                  text, r0, c0);
+    } else // the statistics of what is shown (one head, one channel), not the whole tensor
+        ui_printf(r.y + r.h - 1, full.x, full.w, ROLE_DIM, "shown: min %.4g max %.4g mean %.3g "
+                  "std %.3g · Tab, then arrows: a cell cursor", (double)st.min, (double)st.max,
+                  st.mean, st.std);
     column_axis(s, body.y + ch, body.x, cw, m.cols, r);
+    free(win);
     const int pr = ui_pixel_rows(s);
     const int lw = legend_draw(s, r.y, r.x, r.w, &sc, false);
     int per_r = ch ? (m.rows + ch * pr - 1) / (ch * pr) : 1,
@@ -672,6 +693,14 @@ static UiAction cmd_lock(State *s, int key) {
     return ACT_NONE;
 }
 
+// Z: maps drawn at full resolution around the cursor, or whole again.
+static UiAction cmd_zoom(State *s, int key) {
+    s->zoom = !s->zoom;
+    state_message(s, s->zoom ? "zoom: one value a cell around the cursor (Z again: the whole map)"
+                             : "the whole map");
+    return ACT_NONE;
+}
+
 // H J K L: the attention map's key cursor across the patch grid.
 static UiAction cmd_key(State *s, int key) {
     if (view_kind_for(state_node(s)->stage) != VIEW_ATTENTION) return ACT_UNHANDLED;
@@ -763,6 +792,7 @@ static const KeyBinding bindings[] = {
     {{'A'}, "A", "attention colours: own range → 0 to max → 0 to 1 (│ marks 1/N)", cmd_scale},
     {{'o'}, "o", "overlays: more colour or more image", cmd_opacity},
     {{'#'}, "#", "hold the matrices' colour scale at this stage's (again: let go)", cmd_lock},
+    {{'Z'}, "Z", "zoom: the map at full resolution around the cursor (again: whole)", cmd_zoom},
     {{'x'}, "x", "what-if: switch the head shown off (on again); with m, the whole block",
      cmd_head_off},
     {{'X'}, "X", "what-if: switch this block's whole attention off (on again)", cmd_head_off},
