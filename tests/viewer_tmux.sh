@@ -345,7 +345,7 @@ if [ -n "$DEMO" ]; then
     check "the softmax view" "softmax of query cls, head 0 \(\[ \] < >\) · T = 1"
     check "at T = 1 it is the recorded row" "at T = 1 the live row is the recorded probs, bit for bit"
     keys + +
-    check "a higher temperature" "T = 2 \(\+ −\)"
+    check "a higher temperature" "T = 2 \(\+ -\)"
     check "what T does" "T → 0: all on the largest score · T → ∞: uniform"
     check "its entropy" "entropy [0-9.]+ nats · e\^H = [0-9.]+ of 50 keys"
     check "where it peaks" "max [0-9.]+ on token [0-9]+ \([0-6],[0-6]\)"

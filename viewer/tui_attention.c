@@ -253,7 +253,7 @@ static void row_tile(const State *s, int y, int x, int w, int h, const float *ro
 }
 
 // The query's row through scores → scaled → probs, and the softmax again at a
-// temperature T (+ −): chapter 03's lesson, live. At T = 1 the live row is the
+// temperature T (+ -): chapter 03's lesson, live. At T = 1 the live row is the
 // recorded one, bit for bit, and the view checks it.
 static void softmax_view(const State *s, Rect r, int block) {
     const HistEntry *sc_e = block_stage(s, block, "attn.scores"),
@@ -273,7 +273,7 @@ static void softmax_view(const State *s, Rect r, int block) {
     char query[64];
     query_name(s, query, sizeof query);
     ui_printf(r.y, r.x, r.w, ROLE_HEADING, "softmax of query %s, head %d ([ ] < >) · T = %.3g "
-              "(+ −) · a: every layer", query, head, (double)s->temperature);
+              "(+ -) · a: every layer", query, head, (double)s->temperature);
     // the two probability rows share one scale, so the temperature's effect shows
     float hi = 0;
     for (int k = 1; k < N; k++) hi = fmaxf(hi, fmaxf(probs[k], live[k]));

@@ -135,7 +135,7 @@ static void cursor_draw(const State *s, int y, int x, int cw, int ch, Mat m, int
     if (s->focus != FOCUS_VIEW || cw <= 0 || ch <= 0) return;
     const int cx = x + (int)((long long)s->cursor_col * cw / m.cols);
     const int cy = y + (int)((long long)s->cursor_row * ch / m.rows);
-    ui_text(cy, cx, 1, ROLE_KEY, "+");
+    ui_text(cy, cx, 1, ROLE_KEY, s->colour == COLOUR_MONO ? "X" : "+");
     char text[160];
     state_cursor_text(s, m, text, sizeof text);
     ui_printf(readout_y, r.x, r.w, ROLE_KEY, "%s · arrows move it", text);
@@ -189,7 +189,7 @@ static void matrix_view(const State *s, Rect r, Mat m, const char *rows_name,
         state_cursor_text(s, full_m, text, sizeof text);
         if (cw > 0 && ch > 0)
             ui_text(body.y + (int)((long long)(s->cursor_row - r0) * ch / m.rows),
-                    body.x + (int)((long long)(s->cursor_col - c0) * cw / m.cols), 1, ROLE_KEY, "+");
+                    body.x + (int)((long long)(s->cursor_col - c0) * cw / m.cols), 1, ROLE_KEY, s->colour == COLOUR_MONO ? "X" : "+");
         ui_printf(r.y + r.h - 1, full.x, full.w, ROLE_KEY, "%s · zoomed at rows %d–, columns %d–",
                   text, r0, c0);
     } else // the statistics of what is shown (one head, one channel), not the whole tensor
@@ -628,7 +628,7 @@ static UiAction cmd_query(State *s, int key) {
 
 static const char *const attn_view_names[ATTN_VIEWS] = {
     "the map, and the query's row over the image", "every head's row for the query",
-    "the rollout through this block", "the query's softmax, and at a temperature (+ −)",
+    "the rollout through this block", "the query's softmax, and at a temperature (+ -)",
     "every layer and head for the query"};
 
 static UiAction cmd_attn_view(State *s, int key) {
@@ -786,7 +786,7 @@ static const KeyBinding bindings[] = {
     {{'m'}, "m", "attention: one head → mean → max over heads", cmd_heads},
     {{'<', '>'}, "< >", "previous / next query token (cls, token 1, …)", cmd_query},
     {{'a'}, "a", "attention: map → every head → rollout → softmax → every layer", cmd_attn_view},
-    {{'+', '-'}, "+ −", "the softmax view's temperature up / down (×√2)", cmd_temperature},
+    {{'+', '-'}, "+ -", "the softmax view's temperature up / down (×√2)", cmd_temperature},
     {{'H', 'J', 'K', 'L'}, "H J K L", "the attention map's key cursor across the grid", cmd_key},
     {{'='}, "=", "compare: stages of this shape show themselves minus this one", cmd_compare},
     {{'A'}, "A", "attention colours: own range → 0 to max → 0 to 1 (│ marks 1/N)", cmd_scale},
