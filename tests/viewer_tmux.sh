@@ -172,6 +172,9 @@ check "Z: the map at full resolution around the cursor" "zoom \(Z\): queries 0�
 keys Z
 keys m
 check "mean over heads" "mean over heads"
+keys k k k k k
+check "q shows one head, and says the maps are averaged" "head 1 of 3 \(\[ \]; the maps: mean\)"
+keys j j j j j
 # End with the view focused moves the query to the last token, not the tree to logits
 keys Tab End
 check "End in the view: the last token" "query token 196 \(13,13\)"
@@ -198,6 +201,8 @@ check "top-K chart" "top of 1000 classes"
 check "top-K labels" "^.*│ +1 [A-Za-z].* -?[0-9]+\.[0-9]{3} +0\.[0-9]{4}"
 keys m
 check "m where there are no heads says so" "m combines the heads of an attention map"
+keys 3
+check "a digit where there are no heads says so" "logits has no heads: \[ \] and 0-9 choose a head"
 keys g
 check "the input after the pass: the patches are there" "j or \. shows the patches\."
 keys G
@@ -220,6 +225,7 @@ check "help" "Running the forward pass"
 keys NPage NPage NPage NPage NPage
 check "the help's labels are whole" "PgUp PgDn Home End +\(view focused\)"
 check "the help explains the tree's marks" "The tree's marks: ▶ how far the pass has run"
+check "the help says any key pauses a run" "While a pass runs \(n f c, or after r\), any key pauses it"
 keys Escape
 check "help closes" "top of 1000 classes"
 
@@ -333,6 +339,10 @@ if [ -n "$DEMO" ]; then
     keys c
     check "attention over 50 tokens" "\(B=1, H=4, N=50, N=50\)"
     check "the query's attention over the image" "most to token [0-9]+ \([0-6],[0-6]\)"
+    $TMUX_CMD resize-window -t "$SESSION" -x 80 -y 24
+    check "80x24: the query's numbers are whole" "most to token [0-9]+ \([0-6],[0-6]\) *$"
+    check "80x24: and its value" "│ +.* = 0\.[0-9]+ *$"
+    $TMUX_CMD resize-window -t "$SESSION" -x 100 -y 30
     # what did it learn: every head at once, and the rollout
     keys a
     check "every head's [cls] row, one scale" "every head · query cls < > · one scale, 0 to"
