@@ -142,6 +142,13 @@ static void test_the_cursor_reads_out_one_cell(void) {
     state_cursor_text(&s, tensor_slice(&e->t, 0), text, sizeof text);
     snprintf(want, sizeof want, "token 13 (1,5) · column 5 = %.9g", (double)e->t.data[13 * 8 + 5]);
     CU_ASSERT_STRING_EQUAL(text, want);
+    select_stage(&s, "blocks.1.attn.k"); // a head's matrix: the readout names the head
+    e = state_entry(&s);
+    s.plane = 1, s.cursor_row = 0, s.cursor_col = 3;
+    const Mat k = tensor_slice(&e->t, 1);
+    state_cursor_text(&s, k, text, sizeof text);
+    snprintf(want, sizeof want, "head 1 of 2 · cls · column 3 = %.9g", (double)k.data[3]);
+    CU_ASSERT_STRING_EQUAL(text, want);
     select_stage(&s, "blocks.0.attn.probs");
     e = state_entry(&s);
     s.query = 9, s.key = 41, s.plane = 0;

@@ -198,7 +198,11 @@ void state_cursor_text(const State *s, Mat m, char *buf, size_t size) {
     if (m.rows == N) token_label(row, sizeof row, r, grid);
     else snprintf(row, sizeof row, "row %d", r);
     snprintf(col, sizeof col, "column %d", c);
-    snprintf(buf, size, "%s · %s = %.9g", row, col, (double)m.data[(size_t)r * m.cols + c]);
+    char plane[48] = ""; // q, k, v: which head; the input: which channel
+    const HistEntry *e = state_entry(s);
+    if (e && e->t.ndim == 4) state_plane_name(s, &e->t, plane, sizeof plane);
+    snprintf(buf, size, "%s%s%s · %s = %.9g", plane, plane[0] ? " · " : "", row, col,
+             (double)m.data[(size_t)r * m.cols + c]);
 }
 
 MatStats mat_stats(Mat m) {
