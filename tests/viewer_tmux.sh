@@ -495,6 +495,10 @@ if [ -n "$DEMO" ]; then
     keys Tab Down Down Right
     check "the cell cursor's readout" "token 2 \(0,1\) · column 1 = -?[0-9.e-]+ · arrows move it"
     check "the token's patch lit on a thumbnail" "its patch"
+    keys Z
+    check "Z zooms a matrix around the cursor" "zoom \(Z\) from row [0-9]+, column [0-9]+"
+    check "the cursor still reads out" "token 2 \(0,1\) · column 1 = "
+    keys Z
     keys Tab
     keys /
     keys -l "blocks.0.attn.sc"

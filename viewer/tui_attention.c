@@ -242,14 +242,13 @@ static const HistEntry *block_stage(const State *s, int block, const char *stage
 
 // One row of N values drawn over the patch grid (the cls value said in words),
 // in a tile at (y, x) of w columns; the caption above it.
-static void row_tile(const State *s, int y, int x, int w, int h, const float *row, int N,
+static void row_tile(const State *s, int y, int x, int w, int h, const float *row,
                      const HeatScale *sc, const char *caption) {
     const int grid = state_grid(s);
     ui_text(y, x, w, ROLE_HEADING, caption);
     int cw, ch;
     heat_draw_on(s, (Rect){y + 1, x, h - 2, w}, (Mat){row + 1, grid, grid}, sc, &cw, &ch);
     ui_printf(y + 1 + ch, x, w, ROLE_DIM, "cls %.4g", (double)row[0]);
-    (void)N;
 }
 
 // The query's row through scores → scaled → probs, and the softmax again at a
@@ -286,7 +285,7 @@ static void softmax_view(const State *s, Rect r, int block) {
     snprintf(cap[3], sizeof cap[3], "softmax(·/%.3g)", (double)s->temperature);
     const float *rows[4] = {scores, scaled, probs, live};
     for (int i = 0; i < 4; i++)
-        row_tile(s, r.y + 1, r.x + i * (tile_w + 1), tile_w, tile_h, rows[i], N,
+        row_tile(s, r.y + 1, r.x + i * (tile_w + 1), tile_w, tile_h, rows[i],
                  i >= 2 ? &p_scale : NULL, cap[i]);
     int best = 0;
     for (int k = 1; k < N; k++)
@@ -349,74 +348,66 @@ static void layers_view(const State *s, Rect r) {
     free(rows);
 }
 
-void attention_view(const State *s, Rect r, const Tensor *t) {
-    const int N = t->shape[2], H = t->shape[1];
-    if (s->attn_view == ATTN_HEADS && !s->backward) {
-        heads_view(s, r, t);
-        return;
-    }
-    if (s->attn_view == ATTN_ROLLOUT) {
-        rollout_view(s, r, state_node(s)->block);
-        return;
-    }
-    if (s->attn_view == ATTN_SOFTMAX && !s->backward) {
-        softmax_view(s, r, state_node(s)->block);
-        return;
-    }
-    if (s->attn_view == ATTN_LAYERS && !s->backward) {
-        layers_view(s, r);
-        return;
-    }
-    float *scratch = s->heads == HEADS_ONE ? NULL : malloc((size_t)N * N * sizeof *scratch);
-    Mat a = attention_map(t, s->plane, scratch ? s->heads : HEADS_ONE, scratch);
+// The caption of the map: the head, the query, the pooling or the zoom, the scale.
+static void map_caption(const State *s, Rect r, int H, int per, const int *zoom, Mat shown) {
     char head[48], query[64];
     if (s->heads == HEADS_ONE) snprintf(head, sizeof head, "head %d of %d%s", s->plane, H,
                                         s->heads_off[state_node(s)->block * H + s->plane]
                                             ? " (off)" : "");
     else snprintf(head, sizeof head, "%s", head_mode_names[s->heads]);
     query_name(s, query, sizeof query);
-    // two squares side by side: the N × N map and the query's row over the image
+    if (zoom) ui_printf(r.y, r.x, r.w, ROLE_HEADING, "zoom (Z): queries %d–%d, keys %d–%d · %s · "
+                        "query %s < > · scale %s (A)", zoom[0], zoom[0] + shown.rows - 1, zoom[1],
+                        zoom[1] + shown.cols - 1, head, query, scale_names[s->scale]);
+    else ui_printf(r.y, r.x, r.w, ROLE_HEADING, "%s ([ ] m) · queries ↓ keys → · query %s < > · "
+                   "cell ≈ mean of %d×%d · scale %s (A)", head, query, per, per,
+                   scale_names[s->scale]);
+}
+
+// The N × N map of the head (or fusion) shown and the query's row over the
+// image, side by side; the query and key marked; the cell under the cursor read out.
+static void map_view(const State *s, Rect r, const Tensor *t) {
+    const int N = t->shape[2], H = t->shape[1];
+    float *scratch = s->heads == HEADS_ONE ? NULL : malloc((size_t)N * N * sizeof *scratch);
+    const Mat a = attention_map(t, s->plane, scratch ? s->heads : HEADS_ONE, scratch);
     int px_h, side = square_side(s, r.h - 6, (r.w - 6) / 2, &px_h); // 4 lines and the legend
-    Rect map = {r.y + 1, r.x + 4, side / 2, side};
-    int cw, ch;
+    const Rect map = {r.y + 1, r.x + 4, side / 2, side};
     const HeatScale msc = map_scale(s, a.data, (size_t)N * N);
     // Z: the part of the map around the cursor (query, key), one value a cell
-    int r0 = 0, c0 = 0;
+    int zoom[2] = {0, 0}, cw, ch;
     float *win = s->zoom ? malloc((size_t)side * side * sizeof *win) : NULL;
     const Mat shown = win ? mat_window(a, s->query, s->key, map.h * ui_pixel_rows(s), map.w, win,
-                                       &r0, &c0)
+                                       &zoom[0], &zoom[1])
                           : a;
-    HeatScale sc = heat_draw_on(s, map, shown, &msc, &cw, &ch);
-    const int per = cw > 0 ? (shown.cols + cw - 1) / cw : 1;
-    char pooling[64];
-    if (win) snprintf(pooling, sizeof pooling, "zoom (Z): queries %d–%d, keys %d–%d", r0,
-                      r0 + shown.rows - 1, c0, c0 + shown.cols - 1);
-    else snprintf(pooling, sizeof pooling, "cell ≈ mean of %d×%d", per, per);
-    if (win) ui_printf(r.y, r.x, r.w, ROLE_HEADING, "%s · %s · query %s < > · scale %s (A)",
-                       pooling, head, query, scale_names[s->scale]);
-    else ui_printf(r.y, r.x, r.w, ROLE_HEADING, "%s ([ ] m) · queries ↓ keys → · query %s < > · "
-                   "%s · scale %s (A)", head, query, pooling, scale_names[s->scale]);
+    const HeatScale sc = heat_draw_on(s, map, shown, &msc, &cw, &ch);
+    map_caption(s, r, H, cw > 0 ? (shown.cols + cw - 1) / cw : 1, win ? zoom : NULL, shown);
     token_axis(s, (Rect){map.y, r.x, map.h, 3}, ch, N, !win);
-    if (ch > 0 && s->query >= r0 && s->query < r0 + shown.rows) { // mark the query's row
-        int qy = map.y + (int)((long long)(s->query - r0) * ch / shown.rows);
-        ui_text(qy, r.x + 3, 1, ROLE_KEY, ui_glyph(s, "▸", ">"));
-    }
+    const int q = s->query - zoom[0], k = s->key - zoom[1]; // inside the map shown
+    if (ch > 0 && q >= 0 && q < shown.rows)
+        ui_text(map.y + (int)((long long)q * ch / shown.rows), r.x + 3, 1, ROLE_KEY,
+                ui_glyph(s, "▸", ">"));
+    if (cw > 0 && k >= 0 && k < shown.cols) // under the map: the key's column
+        ui_text(map.y + ch, map.x + (int)((long long)k * cw / shown.cols), 1, ROLE_KEY,
+                ui_glyph(s, "▴", "^"));
     const bool probs = !strcmp(state_node(s)->stage->name, "attn.probs");
-    const int lw = legend_draw_mark(s, r.y + r.h - 2, r.x, r.w / 2, &sc, true,
-                                    probs ? 1.0f / (float)N : NAN);
-    (void)lw;
-    if (cw > 0 && s->key >= c0 && s->key < c0 + shown.cols) { // the key cursor's column
-        ui_text(map.y + ch, map.x + (int)((long long)(s->key - c0) * cw / shown.cols), 1, ROLE_KEY,
-                ui_glyph(s, "▴", "^")); // under the map
-    }
+    legend_draw_mark(s, r.y + r.h - 2, r.x, r.w / 2, &sc, true, probs ? 1.0f / (float)N : NAN);
     char text[160]; // the cell under the cursor, at full precision
     state_cursor_text(s, a, text, sizeof text);
     const MatStats st = mat_stats(a); // of the head (or fusion) shown, not the whole tensor
     ui_printf(r.y + r.h - 1, r.x, r.w, ROLE_KEY, "%s · shown: mean %.3g std %.3g", text, st.mean,
               st.std);
-    free(win);
-    Rect over = {r.y + 1, map.x + side + 2, r.h - 1, r.x + r.w - (map.x + side + 2)};
+    const Rect over = {r.y + 1, map.x + side + 2, r.h - 1, r.x + r.w - (map.x + side + 2)};
     if (over.w >= side && side >= 8) overlay_draw(s, over, a, side, px_h);
+    free(win);
     free(scratch);
+}
+
+void attention_view(const State *s, Rect r, const Tensor *t) {
+    const bool forward = !s->backward; // the backward has the map and the rollout
+    if (s->attn_view == ATTN_HEADS && forward) heads_view(s, r, t);
+    else if (s->attn_view == ATTN_ROLLOUT) rollout_view(s, r, state_node(s)->block);
+    else if (s->attn_view == ATTN_SOFTMAX && forward) softmax_view(s, r, state_node(s)->block);
+    else if (s->attn_view == ATTN_LAYERS && forward) layers_view(s, r);
+    else map_view(s, r, t);
 }
 

@@ -128,14 +128,23 @@ static void column_axis(const State *s, int y, int x, int cw, int cols, Rect r) 
     if (cw > len + 2) ui_text(y, x + cw - len, len, ROLE_DIM, last);
 }
 
-// The cell cursor on a heatmap of m drawn as cw × ch cells at (y, x), and
-// its readout on row `readout_y` (only while the view has the arrows).
-static void cursor_draw(const State *s, int y, int x, int cw, int ch, Mat m, int readout_y,
-                        Rect r) {
-    if (s->focus != FOCUS_VIEW || cw <= 0 || ch <= 0) return;
-    const int cx = x + (int)((long long)s->cursor_col * cw / m.cols);
-    const int cy = y + (int)((long long)s->cursor_row * ch / m.rows);
-    ui_text(cy, cx, 1, ROLE_KEY, s->colour == COLOUR_MONO ? "X" : "+");
+// The cell cursor on a heatmap of `shown` (a window of `m` from row r0,
+// column c0, or m itself) drawn as cw × ch cells at (y, x), and its readout
+// from m on row `readout_y`; without the cursor, what is shown in numbers.
+static void cursor_draw(const State *s, int y, int x, int cw, int ch, Mat m, Mat shown, int r0,
+                        int c0, int readout_y, Rect r) {
+    if (s->focus != FOCUS_VIEW) { // the statistics of what is shown (one head, one channel)
+        const MatStats st = mat_stats(m);
+        ui_printf(readout_y, r.x, r.w, ROLE_DIM, "shown: min %.4g max %.4g mean %.3g std %.3g · "
+                  "Tab, then arrows: a cell cursor", (double)st.min, (double)st.max, st.mean,
+                  st.std);
+        return;
+    }
+    const int row = s->cursor_row - r0, col = s->cursor_col - c0;
+    if (cw > 0 && ch > 0 && row >= 0 && row < shown.rows && col >= 0 && col < shown.cols)
+        ui_text(y + (int)((long long)row * ch / shown.rows),
+                x + (int)((long long)col * cw / shown.cols), 1, ROLE_KEY,
+                s->colour == COLOUR_MONO ? "X" : "+"); // the ramp has "+"
     char text[160];
     state_cursor_text(s, m, text, sizeof text);
     ui_printf(readout_y, r.x, r.w, ROLE_KEY, "%s · arrows move it", text);
@@ -169,42 +178,33 @@ static void matrix_view(const State *s, Rect r, Mat m, const char *rows_name,
                 s->cursor_row ? "its patch" : "cls: none");
         r.w -= thumb + 1;
     }
-    Rect body = {r.y + 1, r.x + 4, r.h - 3, r.w - 4}; // then the column axis, the readout
-    int cw, ch;
+    const Rect body = {r.y + 1, r.x + 4, r.h - 3, r.w - 4}; // then the column axis, the readout
     const HeatScale held = {s->locked_lo, s->locked_hi,
                             s->locked_lo < 0 && s->locked_hi > 0 ? RAMP_DIVERGING : RAMP_SEQUENTIAL};
-    const MatStats st = mat_stats(m);
-    // Z: the part around the cursor, one value a cell, on the whole matrix's scale
-    int r0 = 0, c0 = 0;
     const HeatScale whole = heat_scale(m.data, (size_t)m.rows * m.cols);
+    // Z: the part around the cursor, one value a cell, on the whole matrix's scale
+    int r0 = 0, c0 = 0, cw, ch;
     float *win = s->zoom ? malloc((size_t)body.w * body.h * 2 * sizeof *win) : NULL;
-    const Mat full_m = m;
-    if (win) m = mat_window(m, s->cursor_row, s->cursor_col, body.h * ui_pixel_rows(s), body.w, win,
-                            &r0, &c0);
-    HeatScale sc = heat_draw_on(s, body, m, s->locked ? &held : win ? &whole : NULL, &cw, &ch);
-    token_axis(s, (Rect){body.y, r.x, body.h, 3}, ch, m.rows, tokens);
-    if (s->focus == FOCUS_VIEW && !win) cursor_draw(s, body.y, body.x, cw, ch, m, r.y + r.h - 1, full);
-    else if (s->focus == FOCUS_VIEW) { // zoomed: the cursor's cell inside the window
-        char text[160];
-        state_cursor_text(s, full_m, text, sizeof text);
-        if (cw > 0 && ch > 0)
-            ui_text(body.y + (int)((long long)(s->cursor_row - r0) * ch / m.rows),
-                    body.x + (int)((long long)(s->cursor_col - c0) * cw / m.cols), 1, ROLE_KEY, s->colour == COLOUR_MONO ? "X" : "+");
-        ui_printf(r.y + r.h - 1, full.x, full.w, ROLE_KEY, "%s · zoomed at rows %d–, columns %d–",
-                  text, r0, c0);
-    } else // the statistics of what is shown (one head, one channel), not the whole tensor
-        ui_printf(r.y + r.h - 1, full.x, full.w, ROLE_DIM, "shown: min %.4g max %.4g mean %.3g "
-                  "std %.3g · Tab, then arrows: a cell cursor", (double)st.min, (double)st.max,
-                  st.mean, st.std);
-    column_axis(s, body.y + ch, body.x, cw, m.cols, r);
+    const Mat shown = win ? mat_window(m, s->cursor_row, s->cursor_col, body.h * ui_pixel_rows(s),
+                                       body.w, win, &r0, &c0)
+                          : m;
+    const HeatScale sc = heat_draw_on(s, body, shown, s->locked ? &held : win ? &whole : NULL,
+                                      &cw, &ch);
+    token_axis(s, (Rect){body.y, r.x, body.h, 3}, ch, shown.rows, tokens && !win);
+    cursor_draw(s, body.y, body.x, cw, ch, m, shown, r0, c0, r.y + r.h - 1, full);
+    column_axis(s, body.y + ch, body.x, cw, shown.cols, r);
+    const int pr = ui_pixel_rows(s), lw = legend_draw(s, r.y, r.x, r.w, &sc, false);
+    const int per_r = ch ? (shown.rows + ch * pr - 1) / (ch * pr) : 1,
+              per_c = cw ? (shown.cols + cw - 1) / cw : 1;
+    char pooling[64];
+    if (win) snprintf(pooling, sizeof pooling, "zoom (Z) from row %d, column %d", r0, c0);
+    else snprintf(pooling, sizeof pooling, "cell ≈ mean of %d×%d", maxi(per_r, 1), maxi(per_c, 1));
+    if (win) // the zoom first: the caption may be cut
+        ui_printf(r.y, r.x, r.w - lw - 1, ROLE_HEADING, "%s · %s%s ↓ × %s →%s", pooling, extra,
+                  rows_name, cols_name, s->locked ? " · scale held (#)" : "");
+    else ui_printf(r.y, r.x, r.w - lw - 1, ROLE_HEADING, "%s%s ↓ × %s → · %s%s", extra, rows_name,
+                   cols_name, pooling, s->locked ? " · scale held (#)" : "");
     free(win);
-    const int pr = ui_pixel_rows(s);
-    const int lw = legend_draw(s, r.y, r.x, r.w, &sc, false);
-    int per_r = ch ? (m.rows + ch * pr - 1) / (ch * pr) : 1,
-        per_c = cw ? (m.cols + cw - 1) / cw : 1;
-    ui_printf(r.y, r.x, r.w - lw - 1, ROLE_HEADING, "%s%s ↓ × %s → · cell ≈ mean of %d×%d%s",
-              extra, rows_name, cols_name, per_r < 1 ? 1 : per_r, per_c < 1 ? 1 : per_c,
-              s->locked ? " · scale held (#)" : "");
 }
 
 /* -------------------------------------------------------------- numbers */
