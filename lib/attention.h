@@ -120,6 +120,24 @@ void attention_scale_mask_backward(float *dscores, const float *dscaled,
 void attention_context(float *out, const float *probs, const float *v, int G, int N, int Dh);
 
 /**
+ * @brief Attention without the N × N matrix: out = softmax(s·QKᵀ + masks)·V for
+ *        every head, the softmax computed online over blocks of @p key_block
+ *        keys (running maximum, running sum, rescaled partial outputs).
+ *
+ * Exact: it equals attention_scores(), attention_scale_mask(), softmax() and
+ * attention_context() in a row to float rounding (tested to 1e-5 of the
+ * largest output), fully hidden rows giving 0 and NaN or +inf scores NaN as
+ * softmax() does, but keeps only one block of scores per head instead of the
+ * (N, N) matrices; attention_online.c says how.
+ * @param[out] out        (B, H, N, Dh), the heads' context before they are merged
+ * @param[in]  q, k, v    (B, H, N, Dh)
+ * @param[in]  opt        the scale and masks, as attention_scale_mask(); NULL: 1/√Dh, none
+ * @param[in]  key_block  keys per block, ≥ 1 (N or more: the whole row at once)
+ */
+void attention_online(float *out, const float *q, const float *k, const float *v,
+                      const AttentionOptions *opt, int B, int H, int N, int Dh, int key_block);
+
+/**
  * @brief Backward of attention_context():
  *        \f$ dP \mathrel{+}= dO\,V^\top,\ dV \mathrel{+}= P^\top dO \f$ per head.
  * @param[in,out] dprobs  (G, N, N), added to; or NULL

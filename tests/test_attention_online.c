@@ -1,0 +1,102 @@
+/**
+ * @file test_attention_online.c
+ * @brief attention_online() against the path the trace shows (scores, scaled
+ *        and masked, softmax, times V), on odd shapes, key blocks of every size
+ *        and the masks: equal to 1e-5 of the largest output, with no N × N matrix.
+ *
+ * The reference path is itself pinned against PyTorch (suites attention,
+ * ch04_attention, ch05_multi_head); this suite holds the online form to it.
+ */
+#include <CUnit/CUnit.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attention.h"
+#include "ops.h"
+#include "rng.h"
+
+// The traced path: S = QKᵀ, S' = s·S + masks, P = softmax(S'), out = P·V.
+static void reference(float *out, const float *q, const float *k, const float *v,
+                      const AttentionOptions *opt, int B, int H, int N, int Dh) {
+    const int G = B * H;
+    float *scores = malloc(sizeof(float) * (size_t)G * N * N);
+    attention_scores(scores, q, k, G, N, Dh);
+    attention_scale_mask(scores, scores, opt, B, H, N, Dh);
+    softmax(scores, scores, G * N, N);
+    attention_context(out, scores, v, G, N, Dh);
+    free(scores);
+}
+
+// Largest |online − reference| over the largest |reference|, for one case.
+static double relative_gap(int B, int H, int N, int Dh, int key_block, const AttentionOptions *opt,
+                           uint64_t seed) {
+    const size_t n = (size_t)B * H * N * Dh;
+    float *q = malloc(n * sizeof *q), *k = malloc(n * sizeof *k), *v = malloc(n * sizeof *v);
+    float *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
+    Rng rng;
+    rng_seed(&rng, seed);
+    rng_fill_normal(&rng, q, n, 0, 1.5f); // big enough for peaked rows
+    rng_fill_normal(&rng, k, n, 0, 1.5f);
+    rng_fill_normal(&rng, v, n, 0, 1.0f);
+    attention_online(a, q, k, v, opt, B, H, N, Dh, key_block);
+    reference(b, q, k, v, opt, B, H, N, Dh);
+    double worst = 0, scale = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (isnan(a[i]) != isnan(b[i])) worst = INFINITY;
+        else if (!isnan(a[i])) worst = fmax(worst, fabs((double)a[i] - b[i]));
+        if (!isnan(b[i])) scale = fmax(scale, fabs(b[i]));
+    }
+    free(q), free(k), free(v), free(a), free(b);
+    return scale > 0 ? worst / scale : worst;
+}
+
+static void test_equal_to_the_traced_path_on_odd_shapes(void) {
+    const int Ns[] = {1, 2, 7, 50, 197}, Dhs[] = {1, 3, 64};
+    for (size_t a = 0; a < sizeof Ns / sizeof *Ns; a++)
+        for (size_t d = 0; d < sizeof Dhs / sizeof *Dhs; d++) {
+            const int N = Ns[a], Dh = Dhs[d];
+            const int blocks[] = {1, 5, 16, N, N + 3};
+            for (size_t kb = 0; kb < sizeof blocks / sizeof *blocks; kb++)
+                CU_ASSERT(relative_gap(2, 3, N, Dh, blocks[kb], NULL, 7 + a * 10 + d) < 1e-5);
+        }
+}
+
+static void test_scale_and_masks(void) {
+    enum { B = 2, H = 2, N = 9 };
+    float causal[N * N], pad[B * N];
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < N; j++) causal[i * N + j] = j <= i ? 0.0f : -INFINITY;
+    for (int b = 0; b < B; b++)
+        for (int j = 0; j < N; j++) pad[b * N + j] = b == 1 && j >= 6 ? -INFINITY : 0.0f;
+    const AttentionOptions scaled = {.scale = 0.3f};
+    const AttentionOptions masked = {.scale = 0.3f, .mask = causal, .key_padding_mask = pad};
+    CU_ASSERT(relative_gap(B, H, N, 4, 4, &scaled, 3) < 1e-5);
+    CU_ASSERT(relative_gap(B, H, N, 4, 4, &masked, 4) < 1e-5);
+    CU_ASSERT(relative_gap(B, H, N, 4, 1, &masked, 5) < 1e-5); // a block may be all hidden
+}
+
+// Every key hidden: 0, as softmax() gives; a NaN score: NaN, as softmax() gives.
+static void test_hidden_rows_and_nan(void) {
+    enum { N = 4, Dh = 2 };
+    float q[N * Dh], k[N * Dh], v[N * Dh], out[N * Dh];
+    for (int i = 0; i < N * Dh; i++) q[i] = k[i] = v[i] = 0.5f + (float)i;
+    const float none[N] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    const AttentionOptions hidden = {.key_padding_mask = none};
+    attention_online(out, q, k, v, &hidden, 1, 1, N, Dh, 2);
+    for (int i = 0; i < N * Dh; i++) CU_ASSERT_EQUAL(out[i], 0.0f);
+    q[0] = NAN; // query 0's scores are all NaN
+    attention_online(out, q, k, v, NULL, 1, 1, N, Dh, 2);
+    CU_ASSERT(isnan(out[0]) && isnan(out[1]));
+    CU_ASSERT(!isnan(out[2]) && !isnan(out[Dh * (N - 1)])); // the other queries are fine
+    // one key only: all its weight, the value itself
+    attention_online(out, q + Dh, k, v, NULL, 1, 1, 1, Dh, 1);
+    CU_ASSERT_DOUBLE_EQUAL(out[0], v[0], 1e-7);
+}
+
+CU_TestInfo tests_attention_online[] = {
+    {"equal to the traced path on odd shapes", test_equal_to_the_traced_path_on_odd_shapes},
+    {"scale and masks", test_scale_and_masks},
+    {"hidden rows and NaN", test_hidden_rows_and_nan},
+    CU_TEST_INFO_NULL,
+};
