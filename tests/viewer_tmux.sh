@@ -265,6 +265,16 @@ if [ -x "$VIT" ]; then
     keys c
     check "stops at the first NaN" "stopped at the first NaN or infinity: tokens \(1 NaN, 0 Inf\)" 10
     check "its statistics count it" "NaN 1  Inf 0"
+    # an export never replaces the weights the pass reads (a scratch copy here)
+    cp "$WORK/nan.safetensors" "$WORK/nan.before"
+    keys e
+    keys -l "$WORK/nan.safetensors"
+    keys Enter
+    check "e refuses to overwrite the weights" "nan\.safetensors: the export is the same"
+    if cmp -s "$WORK/nan.safetensors" "$WORK/nan.before"; then PASSED=$((PASSED + 1)); else
+        FAILED=$((FAILED + 1)); LAST_FAILURE="the weights changed under an export"
+        echo "viewer_tmux: FAILED: $LAST_FAILURE" >&2
+    fi
     quit "q exits 0 after a NaN"
 
     ARGS="--weights $WORK/cut.safetensors"

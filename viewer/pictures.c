@@ -100,6 +100,7 @@ VitStatus pictures_load_file(Pictures *p, const char *path, Tensor *input, char 
     image_free(&img);
     p->current = -1;
     p->test_index = -1;
+    snprintf(p->shown, sizeof p->shown, "%s", path);
     for (int i = 0; i < p->count; i++)
         if (strcmp(p->paths[i], path) == 0) p->current = i;
     return VIT_OK;
@@ -137,6 +138,7 @@ VitStatus pictures_load_test(Pictures *p, int index, Tensor *input, char *desc, 
              d->class_names ? d->class_names[label] : "?");
     p->current = -1;
     p->test_index = index;
+    p->shown[0] = '\0';
     return VIT_OK;
 }
 

@@ -33,6 +33,8 @@ typedef struct {
                               image, the generated picture) */
     int test_index;      /**< the test image shown, or -1 */
     const char *test_dir;/**< the dataset's folder (NULL: FASHION_MNIST_DIR) */
+    char shown[1024];    /**< the file the input came from, "" for a test image (an input an
+                              export must not overwrite) */
     Dataset test;        /**< Fashion-MNIST's test split, read on first use */
 } Pictures;
 

@@ -131,6 +131,9 @@ typedef struct {
     int key;              /**< the attention map's cursor column: a key token (H J K L) */
     char compare[56];     /**< the stage differences are taken from (=), or "" */
     float watch;          /**< stop at a stage whose largest |value| exceeds this; 0: off */
+    const char *weights_path; /**< the model's file, or NULL (random weights): not to be
+                                   overwritten by an export (borrowed) */
+    const char *picture_path; /**< the picture's file, or "" (borrowed, as weights_path) */
     /* what-if experiments: what the next pass changes, against the unmodified one */
     bool *heads_off;      /**< (L, H) heads switched off */
     bool *masked;         /**< (P) patches of the input painted black */

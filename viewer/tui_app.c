@@ -670,6 +670,8 @@ int app_run(AppOptions *opt) {
     s->labels = opt->labels; // the state owns them now
     opt->labels = (Labels){0};
     set_title(app, opt->picture);
+    s->weights_path = opt->vit->file.label; // NULL for random weights
+    s->picture_path = opt->pictures ? opt->pictures->shown : NULL;
     if (opt->message) state_message(s, "%s", opt->message);
     ui_start(s, opt->mono);
     const int status = run_passes(app);

@@ -7,6 +7,7 @@
 #include "tui.h"
 #include "complete.h"
 #include "export.h"
+#include "fileio.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,9 +104,17 @@ static void export_entered(State *s) {
         state_message(s, "%s: nothing to export (not computed yet, or dropped)", n->name);
         return;
     }
+    VitError err;
+    const char *inputs[2][2] = {{s->weights_path, "the weights"}, {s->picture_path, "the picture"}};
+    for (int i = 0; i < 2; i++) // never over the files the pass reads
+        if (inputs[i][0] && inputs[i][0][0] &&
+            file_check_not_input(path, "the export", inputs[i][0], inputs[i][1], &err) != VIT_OK) {
+            char safe[200];
+            state_message(s, "%s", vit_escape(safe, sizeof safe, err.msg));
+            return;
+        }
     const size_t len = strlen(path), ext = strlen(".safetensors");
     const bool st = len > ext && !strcmp(path + len - ext, ".safetensors");
-    VitError err;
     VitStatus status = st ? export_safetensors(&e->t, n->name, path, &err)
                           : export_npy(&e->t, path, &err);
     char safe[200];
