@@ -53,6 +53,27 @@ const char *cli_viewer_program(void) {
     return sibling_program(path, sizeof path, "vitview");
 }
 
+bool mentions(const VitError *err, const char *a, const char *b) {
+    bool ok = strstr(err->msg, a) && (!b || strstr(err->msg, b));
+    if (!ok) fprintf(stderr, "\n    message '%s' does not mention '%s'%s%s\n", err->msg, a,
+                     b ? " and " : "", b ? b : "");
+    return ok;
+}
+
+void write_text(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+bool has_text(const char *path, const char *text) {
+    char *got = read_whole_file(path, NULL);
+    bool same = got && strcmp(got, text) == 0;
+    free(got);
+    return same;
+}
+
 char *read_whole_file(const char *path, size_t *size) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;

@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "util.h" // VitError
+
 /** What one run of the program did. */
 typedef struct {
     int status;  /**< exit status; 128 + N when killed by signal N; -1 when it could not run */
@@ -75,6 +77,12 @@ void scratch_remove(ScratchDir *d);
 
 /** @brief The whole contents of a file (owned, NUL-terminated) or NULL; @p size gets its length. */
 char *read_whole_file(const char *path, size_t *size);
+/** @brief true when @p err's message holds @p a (and @p b, unless NULL); says what it holds if not. */
+bool mentions(const VitError *err, const char *a, const char *b);
+/** @brief Write @p text to @p path (CU-asserts that the file opened). */
+void write_text(const char *path, const char *text);
+/** @brief true when the file exists and holds exactly @p text. */
+bool has_text(const char *path, const char *text);
 /** @brief true when both files exist and hold the same bytes. */
 bool same_bytes(const char *a, const char *b);
 /** @brief Copy a file's bytes to @p to (CU-asserts that it worked). */

@@ -26,19 +26,6 @@
 
 enum { PATH_SIZE = 512 };
 
-static void write_text(const char *path, const char *text) {
-    FILE *f = fopen(path, "w");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-    fputs(text, f);
-    fclose(f);
-}
-
-static bool has_text(const char *path, const char *text) {
-    char *got = read_whole_file(path, NULL);
-    bool same = got && strcmp(got, text) == 0;
-    free(got);
-    return same;
-}
 
 // Writes `text` to `path` through an OutFile; the status of the whole write.
 static VitStatus write_out(const char *path, const char *text, VitError *err) {
@@ -49,12 +36,6 @@ static VitStatus write_out(const char *path, const char *text, VitError *err) {
     return outfile_commit(&o, ok, err);
 }
 
-static bool mentions(const VitError *err, const char *a, const char *b) {
-    bool ok = strstr(err->msg, a) && (!b || strstr(err->msg, b));
-    if (!ok) fprintf(stderr, "\n    message '%s' does not mention '%s'%s%s\n", err->msg, a,
-                     b ? " and " : "", b ? b : "");
-    return ok;
-}
 
 /* ---------------------------------------------------------------- reading */
 

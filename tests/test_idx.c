@@ -81,13 +81,6 @@ static void test_pixels(unsigned char *p) {
     p[0] = 0, p[IMG_BYTES - 1] = 255;
 }
 
-static bool mentions(const VitError *err, const char *a, const char *b) {
-    bool ok = strstr(err->msg, a) && (!b || strstr(err->msg, b));
-    if (!ok)
-        fprintf(stderr, "\n    message '%s' does not mention '%s'%s%s\n", err->msg, a,
-                b ? " and " : "", b ? b : "");
-    return ok;
-}
 
 // Refused: VIT_ERR_INPUT, the output all zero, the message naming the file and what is wrong.
 static void expect_bad_images(const char *path, const char *problem) {

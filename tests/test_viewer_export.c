@@ -22,26 +22,7 @@
 
 enum { PATH_SIZE = 512 };
 
-static void write_text(const char *path, const char *text) {
-    FILE *f = fopen(path, "w");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-    fputs(text, f);
-    fclose(f);
-}
 
-static bool has_text(const char *path, const char *text) {
-    char *got = read_whole_file(path, NULL);
-    bool same = got && strcmp(got, text) == 0;
-    free(got);
-    return same;
-}
-
-static bool mentions(const VitError *err, const char *a, const char *b) {
-    bool ok = strstr(err->msg, a) && (!b || strstr(err->msg, b));
-    if (!ok) fprintf(stderr, "\n    message '%s' does not mention '%s'%s%s\n", err->msg, a,
-                     b ? " and " : "", b ? b : "");
-    return ok;
-}
 
 // Exports @p t to DIR/NAME.npy and compares it with tests/golden/NAME.npy byte for byte.
 static void expect_as_numpy(const ScratchDir *dir, const Tensor *t, const char *name) {

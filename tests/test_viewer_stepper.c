@@ -19,15 +19,17 @@ typedef struct {
     bool patches_due;
 } Replay;
 
+// A tiny model: 2 blocks of 2 heads, width 8, on 32×32 RGB pictures of 4 patches.
+static const VitConfig tiny = {.image_size = 32, .patch_size = 16, .channels = 3, .dim = 8,
+                               .depth = 2, .heads = 2, .mlp_dim = 16, .num_classes = 5,
+                               .ln_eps = 1e-6f};
+
 static Replay record_tiny_trace(void) {
-    const VitConfig cfg = {.image_size = 32, .patch_size = 16, .channels = 3, .dim = 8,
-                           .depth = 2, .heads = 2, .mlp_dim = 16, .num_classes = 5,
-                           .ln_eps = 1e-6f};
     const VitInit init = vit_init_timm(1);
     Vit vit;
     VitError err;
     Replay r = {0};
-    CU_ASSERT_EQUAL_FATAL(vit_build_random(&vit, &cfg, &init, &err), VIT_OK);
+    CU_ASSERT_EQUAL_FATAL(vit_build_random(&vit, &tiny, &init, &err), VIT_OK);
     Tensor input = tensor_new(4, 1, 3, 32, 32);
     CU_ASSERT_EQUAL(vit_forward(&vit, &input, trace_record, &r.rec, &err), VIT_OK);
     tensor_free(&input);
@@ -86,15 +88,12 @@ static void test_nodes_follow_the_trace(void) {
 
 // The tiny model's backward pass, recorded: grad.logits … grad.input.
 static Replay record_tiny_backward(void) {
-    const VitConfig cfg = {.image_size = 32, .patch_size = 16, .channels = 3, .dim = 8,
-                           .depth = 2, .heads = 2, .mlp_dim = 16, .num_classes = 5,
-                           .ln_eps = 1e-6f};
     const VitInit init = vit_init_timm(1);
     Vit vit;
     VitGrads grads;
     VitError err;
     Replay r = {0};
-    CU_ASSERT_EQUAL_FATAL(vit_build_random(&vit, &cfg, &init, &err), VIT_OK);
+    CU_ASSERT_EQUAL_FATAL(vit_build_random(&vit, &tiny, &init, &err), VIT_OK);
     CU_ASSERT_EQUAL_FATAL(vit_train_prepare(&vit, VIT_KEEP_INPUTS, 1, &err), VIT_OK);
     Tensor input = tensor_new(4, 1, 3, 32, 32);
     CU_ASSERT_EQUAL(vit_forward(&vit, &input, NULL, NULL, &err), VIT_OK);

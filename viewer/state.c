@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "ops.h"
+#include "train.h" // index_of_max()
 #include "util.h"
 
 void state_init(State *s, const VitConfig *cfg, size_t budget) {
@@ -330,13 +331,6 @@ void logits_probs(double *p, const Tensor *logits) {
     for (int k = 0; k < Y; k++) p[k] /= sum;
 }
 
-static int index_of_largest(const double *v, int n) {
-    int best = 0;
-    for (int i = 1; i < n; i++)
-        if (v[i] > v[best]) best = i;
-    return best;
-}
-
 // "Ankle boot 0.9954 → 0.9721", and the new prediction if it changed.
 static void logits_change(const State *s, char *buf, size_t size) {
     const int node = stepper_find(state_forward_stepper(s), "logits");
@@ -348,7 +342,8 @@ static void logits_change(const State *s, char *buf, size_t size) {
     double *p = vit_malloc(2 * (size_t)Y * sizeof *p), *q = p + Y;
     logits_probs(p, &was->t);
     logits_probs(q, &now->t);
-    const int top = index_of_largest(p, Y), now_top = index_of_largest(q, Y);
+    // the largest probability is the largest logit's
+    const int top = index_of_max(was->t.data, Y), now_top = index_of_max(now->t.data, Y);
     char a[64], b[64];
     const char *name = labels_name(&s->labels, top), *now_name = labels_name(&s->labels, now_top);
     if (!name || !name[0]) snprintf(a, sizeof a, "class %d", top), name = a;

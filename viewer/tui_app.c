@@ -12,6 +12,7 @@
 #include "app.h"
 #include "format.h"
 #include "patch.h"
+#include "train.h" // index_of_max()
 #include "tui.h"
 
 #include <locale.h>
@@ -565,12 +566,7 @@ static VitStatus backward_pass(App *app, int cls, VitError *err) {
     if (st == VIT_OK) st = vit_forward(vit, &app->input, NULL, NULL, err); // the same pass, kept
     if (st == VIT_OK) st = vit_grads_init(&grads, vit, err);
     if (st == VIT_OK) {
-        if (cls < 0) { // the predicted class: the largest logit
-            const Tensor z = vit_logits(vit);
-            cls = 0;
-            for (int k = 1; k < Y; k++)
-                if (z.data[k] > z.data[cls]) cls = k;
-        }
+        if (cls < 0) cls = index_of_max(vit_logits(vit).data, Y); // the predicted class
         dlogits[cls] = 1.0f; // d logit_c / d logits: the gradients are of the class's logit
         show_backward(s, cls);
         app->abandon = ACT_NONE;

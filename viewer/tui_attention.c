@@ -131,14 +131,21 @@ static void heads_view(const State *s, Rect r, const Tensor *t) {
     legend_draw(s, r.y + r.h - 1, r.x, r.w, &sc, true);
 }
 
-// The recorded (H, N, N) tensor of `name` in history h of stepper st, or NULL
-// (with *why saying what is missing).
-static const float *recorded(const Stepper *st, const History *h, const char *name,
-                             const char **why) {
+// The kept entry of `name` in history h of stepper st, or NULL (with *why
+// saying what is missing).
+static const HistEntry *kept_entry(const Stepper *st, const History *h, const char *name,
+                                   const char **why) {
     const HistEntry *e = history_get(h, stepper_find(st, name));
-    if (e && e->kept) return e->t.data;
+    if (e && e->kept) return e;
     *why = e ? "dropped for the history budget" : "not computed yet (s steps)";
     return NULL;
+}
+
+// Its values, or NULL.
+static const float *recorded(const Stepper *st, const History *h, const char *name,
+                             const char **why) {
+    const HistEntry *e = kept_entry(st, h, name, why);
+    return e ? e->t.data : NULL;
 }
 
 // The layers a rollout multiplies, first … last, from the histories: the
@@ -232,12 +239,12 @@ done:
     free(probs), free(grads), free(joint), free(patch_t);
 }
 
-// A stage of this block recorded in the forward history, or NULL.
+// A stage of this block recorded (and kept) in the forward history, or NULL.
 static const HistEntry *block_stage(const State *s, int block, const char *stage) {
     char name[64];
     snprintf(name, sizeof name, "blocks.%d.%s", block, stage);
-    const HistEntry *e = history_get(state_forward_history(s), stepper_find(state_forward_stepper(s), name));
-    return e && e->kept ? e : NULL;
+    const char *why;
+    return kept_entry(state_forward_stepper(s), state_forward_history(s), name, &why);
 }
 
 // One row of N values drawn over the patch grid (the cls value said in words),
