@@ -38,6 +38,8 @@
 #ifndef VIT_ATTENTION_H
 #define VIT_ATTENTION_H
 
+#include <math.h>
+
 #include "trace.h"
 #include "util.h"
 
@@ -118,6 +120,33 @@ void attention_scale_mask_backward(float *dscores, const float *dscaled,
  * @param[in]  v      (G, N, Dh)
  */
 void attention_context(float *out, const float *probs, const float *v, int G, int N, int Dh);
+
+/** Where the online softmax of one row stands: its running maximum and sum. */
+typedef struct {
+    float max; /**< the largest score seen so far; -INFINITY before any; NaN once broken */
+    float sum; /**< \f$\sum_j e^{s_j - \text{max}}\f$ over the scores seen so far */
+} OnlineSoftmax;
+
+/** The state before a row's first block. */
+#define ONLINE_SOFTMAX_START ((OnlineSoftmax){.max = -INFINITY, .sum = 0.0f})
+
+/**
+ * @brief Take in one block of a row's scores: the online softmax's step.
+ *
+ * \f[ m' = \max(m, \max_j s_j),\quad c = e^{m - m'},\quad
+ *     l' = c\,l + \sum_j e^{s_j - m'} \f]
+ * On return @p s holds the block's weights \f$e^{s_j - m'}\f$ and @p st is
+ * (m', l'). The caller multiplies the output it has accumulated so far by the
+ * returned c, then adds \f$\sum_j e^{s_j - m'} v_j\f$; after the last block,
+ * out = acc / l is softmax(s)·V. As softmax() does: hidden scores (-inf) weigh
+ * 0, a row hidden so far keeps max = -inf, sum = 0 and returns c = 1, and a
+ * NaN or +inf score makes the state, the weights and every c after it NaN.
+ * @param[in,out] st  the row's state (ONLINE_SOFTMAX_START before its first block)
+ * @param[in,out] s   (n) the block's scaled, masked scores; out: their weights
+ * @param[in]     n   scores in the block
+ * @return c, the factor for the output accumulated before this block
+ */
+float online_softmax_block(OnlineSoftmax *st, float *s, int n);
 
 /**
  * @brief Attention without the N × N matrix: out = softmax(s·QKᵀ + masks)·V for

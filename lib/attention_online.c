@@ -20,82 +20,96 @@
  * softmax() then the product with V. Memory per query: one block of scores and
  * Dh accumulators, instead of a whole row of the N × N matrix for every query.
  *
+ * The step itself is online_softmax_block() (online_softmax.c). Here a block
+ * of queries meets a block of keys at a time, so both products are matrix
+ * products: S = Q_b·K_bᵀ (rows × keys) and acc += W·V_b, where W holds the
+ * block's weights; a thread keeps one S, one acc and one state per query row.
+ *
  * Deliberately omitted: the backward (it would recompute the blocks from the
- * row's m and l, as FlashAttention's does); the model's forward still takes the
- * path that keeps the probabilities, which the trace and the backward read.
+ * row's m and l, as FlashAttention's does), so training and a trace that asks
+ * for the probabilities take the path that keeps them.
  */
 #include "attention.h"
 
 #include <math.h>
-#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
-// Query row i of sequence b, one head: its scores against keys j0 … j1−1,
-// scaled and masked as attention_scale_mask() does.
-static void block_scores(float *s, const float *qi, const float *k, int j0, int j1, int Dh,
-                         float scale, const float *mask_row, const float *pad_row) {
-    for (int j = j0; j < j1; j++) {
-        const float *kj = k + (size_t)j * Dh;
-        float dot = 0;
-        for (int d = 0; d < Dh; d++) dot += qi[d] * kj[d];
-        float v = scale * dot;
-        if (mask_row) v += mask_row[j];
-        if (pad_row) v += pad_row[j];
-        s[j - j0] = v;
+#include "gemm.h"
+
+enum { QUERY_BLOCK = 64 }; // query rows a thread takes at once
+
+/** One thread's working room: a block of scores, outputs and row states. */
+typedef struct {
+    float *s;         // (QUERY_BLOCK, key_block) scores, then weights
+    float *acc;       // (QUERY_BLOCK, Dh) running Σ weight·v
+    OnlineSoftmax *st; // (QUERY_BLOCK)
+} OnlineScratch;
+
+// Scale and mask a block of scores as attention_scale_mask() does: s is
+// (rows, cols), for queries i0 … and keys j0 … of a sequence whose (N, N)
+// mask row i starts at mask + i·N and whose key-padding row is pad.
+static void scale_mask_block(float *s, int rows, int cols, float scale, const float *mask,
+                             const float *pad, int i0, int j0, int N) {
+    for (int r = 0; r < rows; r++) {
+        float *sr = s + (size_t)r * cols;
+        const float *mr = mask ? mask + (size_t)(i0 + r) * N + j0 : NULL;
+        for (int c = 0; c < cols; c++) {
+            float x = scale * sr[c];
+            if (mr) x += mr[c];
+            if (pad) x += pad[j0 + c];
+            sr[c] = x;
+        }
     }
 }
 
-// One query row through every block of keys: out (Dh) = softmax(scores) · V.
-static void online_row(float *out, const float *qi, const float *k, const float *v, int N, int Dh,
-                       float scale, const float *mask_row, const float *pad_row, int key_block,
-                       float *s, double *acc) {
-    double m = -INFINITY, l = 0;
-    bool broken = false; // a NaN or +inf score: the row is meaningless, as softmax() says
-    memset(acc, 0, (size_t)Dh * sizeof *acc);
-    for (int j0 = 0; j0 < N; j0 += key_block) {
-        const int j1 = j0 + key_block < N ? j0 + key_block : N;
-        block_scores(s, qi, k, j0, j1, Dh, scale, mask_row, pad_row);
-        double block_max = -INFINITY;
-        for (int j = 0; j < j1 - j0; j++) {
-            if (isnan(s[j]) || s[j] == INFINITY) broken = true;
-            else if (s[j] > block_max) block_max = s[j];
+// out (rows, Dh) for queries q (rows, Dh) of one head against all N keys.
+static void online_query_block(float *out, const float *q, const float *k, const float *v,
+                               int rows, int N, int Dh, int Kb, float scale, const float *mask,
+                               const float *pad, int i0, OnlineScratch *w) {
+    memset(w->acc, 0, (size_t)rows * Dh * sizeof *w->acc);
+    for (int r = 0; r < rows; r++) w->st[r] = ONLINE_SOFTMAX_START;
+    for (int j0 = 0; j0 < N; j0 += Kb) {
+        const int cols = j0 + Kb < N ? Kb : N - j0;
+        matmul_bt(w->s, q, k + (size_t)j0 * Dh, rows, Dh, cols); // S = Q_b·K_bᵀ
+        scale_mask_block(w->s, rows, cols, scale, mask, pad, i0, j0, N);
+        for (int r = 0; r < rows; r++) {
+            const float c = online_softmax_block(&w->st[r], w->s + (size_t)r * cols, cols);
+            if (c != 1.0f)
+                for (int d = 0; d < Dh; d++) w->acc[(size_t)r * Dh + d] *= c;
         }
-        if (broken || block_max == -INFINITY) continue; // all hidden so far: nothing to add
-        const double m_new = block_max > m ? block_max : m;
-        const double c = exp(m - m_new); // exp(−inf) = 0 for the first block
-        l *= c;
-        for (int d = 0; d < Dh; d++) acc[d] *= c;
-        for (int j = j0; j < j1; j++) {
-            const double p = exp((double)s[j - j0] - m_new); // ≤ 1: cannot overflow
-            l += p;
-            const float *vj = v + (size_t)j * Dh;
-            for (int d = 0; d < Dh; d++) acc[d] += p * vj[d];
-        }
-        m = m_new;
+        matmul_acc(w->acc, w->s, v + (size_t)j0 * Dh, rows, cols, Dh); // acc += W·V_b
     }
-    for (int d = 0; d < Dh; d++)
-        out[d] = broken ? NAN : l > 0 ? (float)(acc[d] / l) : 0.0f; // fully hidden: 0, as softmax()
+    for (int r = 0; r < rows; r++) { // out = acc / l; a hidden row 0, a broken one NaN
+        const float l = w->st[r].sum;
+        for (int d = 0; d < Dh; d++)
+            out[(size_t)r * Dh + d] = isnan(l) ? NAN : l > 0 ? w->acc[(size_t)r * Dh + d] / l : 0.0f;
+    }
 }
 
 void attention_online(float *out, const float *q, const float *k, const float *v,
                       const AttentionOptions *opt, int B, int H, int N, int Dh, int key_block) {
     // q, k, v, out are (B, H, N, Dh); key_block ≥ 1 keys at a time (N or more: one block)
+    if (B < 1 || H < 1 || N < 1 || Dh < 1) return;
     const float scale = attention_scale(opt, Dh);
-    const int G = B * H, Kb = key_block < 1 ? 1 : key_block < N ? key_block : N;
-#pragma omp parallel for schedule(static) if (G > 1)
-    for (int g = 0; g < G; g++) { // the heads are independent: one thread each
-        const int b = g / H;
-        const size_t at = (size_t)g * N * Dh;
-        float *s = malloc((size_t)Kb * sizeof *s);
-        double *acc = malloc((size_t)Dh * sizeof *acc);
-        if (!s || !acc) abort(); // a few kB; vit_malloc()'s policy without its message
-        for (int i = 0; i < N; i++)
-            online_row(out + at + (size_t)i * Dh, q + at + (size_t)i * Dh, k + at, v + at, N, Dh,
-                       scale, opt && opt->mask ? opt->mask + (size_t)i * N : NULL,
-                       opt && opt->key_padding_mask ? opt->key_padding_mask + (size_t)b * N : NULL,
-                       Kb, s, acc);
-        free(s);
-        free(acc);
+    const int Kb = key_block < 1 ? 1 : key_block < N ? key_block : N;
+    const int query_blocks = (N + QUERY_BLOCK - 1) / QUERY_BLOCK, tasks = B * H * query_blocks;
+    const float *mask = opt ? opt->mask : NULL, *pad = opt ? opt->key_padding_mask : NULL;
+#pragma omp parallel if (tasks > 1)
+    {
+        OnlineScratch w = {vit_malloc((size_t)QUERY_BLOCK * Kb * sizeof *w.s),
+                           vit_malloc((size_t)QUERY_BLOCK * Dh * sizeof *w.acc),
+                           vit_malloc(QUERY_BLOCK * sizeof *w.st)};
+#pragma omp for schedule(static)
+        for (int t = 0; t < tasks; t++) { // (head, block of queries): independent of each other
+            const int g = t / query_blocks, b = g / H, i0 = (t % query_blocks) * QUERY_BLOCK;
+            const int rows = i0 + QUERY_BLOCK < N ? QUERY_BLOCK : N - i0;
+            const size_t head = (size_t)g * N * Dh, at = head + (size_t)i0 * Dh;
+            online_query_block(out + at, q + at, k + head, v + head, rows, N, Dh, Kb, scale, mask,
+                               pad ? pad + (size_t)b * N : NULL, i0, &w);
+        }
+        free(w.s);
+        free(w.acc);
+        free(w.st);
     }
 }
