@@ -6,7 +6,8 @@
 #   make test       install missing packages, build, run every test suite
 #   make sanitize   the same tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make docs       Doxygen book into docs/html (warnings are errors)
-#   make bench      GEMM, forward-pass, training-step and safetensors-parsing benchmarks;
+#   make bench      GEMM (and OpenBLAS's kernels), ViT-B/16 forward, training-step and
+#                   safetensors-parsing benchmarks, the speed targets; the forward and
 #                   the training step beside PyTorch's when /usr/bin/python3 has torch
 #   make fuzz       libFuzzer on the safetensors and image parsers (clang)
 #   make goldens    regenerate tests/golden with PyTorch (tools/gen_golden*.py; dev-time only)
@@ -305,18 +306,24 @@ fuzz:
 docs: deps
 	@./scripts/docs.sh
 
-# The C benchmarks, then PyTorch doing the same training step (tools/bench_torch_train.py,
-# dev-time Python) beside the C figures, when Debian's Python has torch; else said so.
+# The C benchmarks, then PyTorch doing the same work beside the C figures, when
+# Debian's Python has torch (dev-time Python; else said so): torchvision's
+# vit_b_16 at its best thread setting (tools/bench_torch_vit.py) and the same
+# training step (tools/bench_torch_train.py).
 BENCH_TRAIN := $(BUILD)/bench-train.txt
+BENCH_VIT   := $(BUILD)/bench-vit.txt
 bench: deps
 	@$(MAKE) --no-print-directory all
-	@rm -f $(BENCH_TRAIN)
-	@$(BENCH_BIN) --train-result $(BENCH_TRAIN)
-	@if $(PYTHON) -c 'import torch' 2>/dev/null; then \
+	@rm -f $(BENCH_TRAIN) $(BENCH_VIT)
+	@$(BENCH_BIN) --train-result $(BENCH_TRAIN) --vit-result $(BENCH_VIT)
+	@if $(PYTHON) -c 'import torch, torchvision' 2>/dev/null; then \
+	    echo "PyTorch: ViT-B/16, torchvision's vit_b_16, in $(PYTHON)"; \
+	    PYTHONDONTWRITEBYTECODE=1 $(PYTHON) tools/bench_torch_vit.py --c-result $(BENCH_VIT); \
+	    echo; \
 	    echo "PyTorch: the training step of the train section, in $(PYTHON) with torch"; \
 	    PYTHONDONTWRITEBYTECODE=1 $(PYTHON) tools/bench_torch_train.py --c-result $(BENCH_TRAIN); \
 	else \
-	    echo "PyTorch: skipped, $(PYTHON) has no torch (apt-get install python3-torch to compare)"; \
+	    echo "PyTorch: skipped, $(PYTHON) has no torch and torchvision (apt-get install python3-torch python3-torchvision to compare)"; \
 	fi
 
 # ------------------------------------------------------------------ goldens

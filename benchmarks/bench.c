@@ -4,7 +4,8 @@
  *        whole ViT-B/16 forward pass, a training step of a small ViT, and
  *        reading a huge safetensors header?
  *
- * Usage: `build/bench [--threads N] [--kernel K] [--train-result FILE] [SECTION...]`
+ * Usage: `build/bench [--threads N] [--kernel K] [--train-result FILE] [--vit-result FILE]
+ *        [SECTION...]`
  *
  * Prints, for each section, a table. A product (M,K)·(K,N) costs
  * \f$2MKN\f$ floating-point operations (one multiply and one add per term), so
@@ -16,6 +17,11 @@
  * backward and optimizer of each step separately, and writes its fastest
  * row to --train-result FILE, where tools/bench_torch_train.py (PyTorch
  * doing the same step, run by `make bench` beside this program) reads it.
+ * The blas-kernels section runs OpenBLAS with each kernel set this CPU can
+ * run, the vit section the ViT-B/16 forward at batch 1 and 8 and `vit
+ * classify`'s peak memory, and the targets section compares them with the
+ * speed targets, writing --vit-result FILE for tools/bench_torch_vit.py
+ * (torchvision's vit_b_16 at its best thread setting, beside ours).
  *
  * Sections run in the order of the `sections` table; naming sections on the
  * command line runs only those. A new section is one function and one row.
@@ -27,6 +33,8 @@
 #include <string.h>
 
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "gemm.h"
@@ -78,6 +86,20 @@ static double median_seconds(Workload w, bool warm_up, int min_runs, double budg
     return median_of(times, n);
 }
 
+/* ------------------------------------------------------------- figures */
+
+/** What the sections measured, for the targets section and --vit-result. */
+typedef struct {
+    double tiled[3], blas[3];   // GFLOP/s on qkv, fc2 and the large square product (0: not run)
+    double blas_core_best[3];   // the best over OpenBLAS's kernels this CPU runs (blas-kernels)
+    char best_core[32];         // the kernel that was best on qkv
+    double batch1_ms, batch1_gflops, batch8_images_per_s; // ViT-B/16, the default backend
+    double classify_rss_mb, weights_mb;
+} Figures;
+enum { QKV, FC2, SQUARE };
+static Figures fig;
+static const char *vit_result_path; // --vit-result FILE, or NULL
+
 /* ---------------------------------------------------------------- GEMM */
 
 /** One product to time: out (M,N) = a (M,K) · b, b being (K,N) or (N,K). */
@@ -114,8 +136,9 @@ static double max_abs_diff(const float *x, const float *y, size_t n) {
     return worst;
 }
 
-// Times naive, tiled and (when built in) blas on one product and prints a row.
-static void bench_gemm_case(const char *label, int M, int K, int N, bool b_transposed) {
+// Times naive, tiled and (when built in) blas on one product and prints a row;
+// the GFLOP/s go to fig under index `row`.
+static void bench_gemm_case(const char *label, int M, int K, int N, bool b_transposed, int row) {
     size_t a_n = (size_t)M * K, b_n = (size_t)K * N, out_n = (size_t)M * N;
     float *a = vit_malloc(a_n * sizeof(float)), *b = vit_malloc(b_n * sizeof(float));
     float *out = vit_malloc(out_n * sizeof(float)), *ref = vit_malloc(out_n * sizeof(float));
@@ -135,6 +158,8 @@ static void bench_gemm_case(const char *label, int M, int K, int N, bool b_trans
         diff_blas = max_abs_diff(out, ref, out_n);
     }
 
+    fig.tiled[row] = tiled;
+    fig.blas[row] = gemm_have_blas() ? blas : 0;
     char shape[48];
     snprintf(shape, sizeof shape, "%dx%dx%d", M, K, N);
     printf("  %-21s %-10s %-15s %8.1f %8.1f", label, b_transposed ? "matmul_bt" : "matmul",
@@ -156,11 +181,147 @@ static void bench_gemm(void) {
            "naive", "tiled", "blas", "tiled/naive", "blas/tiled",
            "max|diff| vs naive: tiled / blas");
     GemmBackend saved = gemm_get_backend();
-    // x (197,768) · W (2304,768)ᵀ: the fused q,k,v projection of one ViT-B/16 image
-    bench_gemm_case("ViT-B qkv projection", 197, 768, 2304, true);
-    bench_gemm_case("square", 1024, 1024, 1024, false);
+    // x (197,768) · W (2304,768)ᵀ: the fused q,k,v projection of one ViT-B/16 image;
+    // h (197,3072) · W (768,3072)ᵀ: its MLP's second layer, the longest sum
+    bench_gemm_case("ViT-B qkv projection", 197, 768, 2304, true, QKV);
+    bench_gemm_case("ViT-B mlp.fc2", 197, 3072, 768, true, FC2);
+    bench_gemm_case("square", 1024, 1024, 1024, false, SQUARE);
     gemm_set_backend(saved);
     printf("\n");
+}
+
+/* ---------------------------------------------------- OpenBLAS's kernels */
+
+/*
+ * OpenBLAS picks one set of kernels for the CPU when it loads (its "core",
+ * openblas_get_corename()); OPENBLAS_CORETYPE names another. A library that
+ * does not know a new CPU falls back to an old core: Debian 12's 0.3.21 runs
+ * "Prescott" (SSE3) on recent Intel Xeons. This section times every core this
+ * CPU can run, each in a child process (`bench --blas-probe`, the variable set),
+ * so the comparison with our kernel is against OpenBLAS at its best.
+ */
+typedef struct {
+    const char *name;    // OPENBLAS_CORETYPE
+    const char *needs[6]; // the CPU features its kernels use (__builtin_cpu_supports names)
+} BlasCore;
+
+static const BlasCore blas_cores[] = {
+    {"Prescott", {"sse3"}},
+    {"Haswell", {"avx2", "fma"}},
+    {"Zen", {"avx2", "fma"}},
+    {"SkylakeX", {"avx512f", "avx512bw", "avx512dq", "avx512vl"}},
+    {"Cooperlake", {"avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512bf16"}},
+};
+
+static bool cpu_runs(const BlasCore *c) {
+#if defined(__x86_64__) && (defined(__clang__) || __GNUC__ >= 12)
+    for (int i = 0; i < 6 && c->needs[i]; i++) {
+        const char *f = c->needs[i];
+        // __builtin_cpu_supports() wants a string literal: one test per name
+        bool has = !strcmp(f, "sse3")         ? __builtin_cpu_supports("sse3")
+                   : !strcmp(f, "avx2")       ? __builtin_cpu_supports("avx2")
+                   : !strcmp(f, "fma")        ? __builtin_cpu_supports("fma")
+                   : !strcmp(f, "avx512f")    ? __builtin_cpu_supports("avx512f")
+                   : !strcmp(f, "avx512bw")   ? __builtin_cpu_supports("avx512bw")
+                   : !strcmp(f, "avx512dq")   ? __builtin_cpu_supports("avx512dq")
+                   : !strcmp(f, "avx512vl")   ? __builtin_cpu_supports("avx512vl")
+                   : !strcmp(f, "avx512bf16") ? __builtin_cpu_supports("avx512bf16")
+                                              : false;
+        if (!has) return false;
+    }
+    return true;
+#else
+    (void)c;
+    return false;
+#endif
+}
+
+// GFLOP/s of one backend on a product of random numbers (no naive reference).
+static double gflops_of(GemmBackend backend, int M, int K, int N, bool b_transposed) {
+    float *a = vit_malloc((size_t)M * K * sizeof(float)), *b = vit_malloc((size_t)K * N * sizeof(float));
+    float *out = vit_malloc((size_t)M * N * sizeof(float));
+    Rng rng;
+    rng_seed(&rng, 42);
+    rng_fill_uniform(&rng, a, (size_t)M * K, -1.0f, 1.0f);
+    rng_fill_uniform(&rng, b, (size_t)K * N, -1.0f, 1.0f);
+    GemmCase c = {"", M, K, N, b_transposed, a, b, out, backend};
+    const double g = gemm_gflops(&c, backend);
+    free(a);
+    free(b);
+    free(out);
+    return g;
+}
+
+// `bench --blas-probe`: one line for the parent, OpenBLAS's GFLOP/s on the three products.
+static void blas_probe(void) {
+    printf("core=%s qkv=%.2f fc2=%.2f square=%.2f\n", gemm_blas_core(),
+           gflops_of(GEMM_BLAS, 197, 768, 2304, true), gflops_of(GEMM_BLAS, 197, 3072, 768, true),
+           gflops_of(GEMM_BLAS, 1024, 1024, 1024, false));
+}
+
+// Runs `bench --threads T --blas-probe` with OPENBLAS_CORETYPE=core; false if it failed.
+static bool probe_core(const char *core, char *line, size_t size) {
+    int fd[2];
+    if (pipe(fd) != 0) return false;
+    fflush(stdout);
+    const pid_t pid = fork();
+    if (pid < 0) {
+        close(fd[0]);
+        close(fd[1]);
+        return false;
+    }
+    if (pid == 0) {
+        char threads[16];
+        snprintf(threads, sizeof threads, "%d", vit_get_threads());
+        setenv("OPENBLAS_CORETYPE", core, 1);
+        dup2(fd[1], STDOUT_FILENO);
+        close(fd[0]);
+        close(fd[1]);
+        execl("/proc/self/exe", "bench", "--threads", threads, "--blas-probe", (char *)NULL);
+        _exit(127);
+    }
+    close(fd[1]);
+    FILE *f = fdopen(fd[0], "r");
+    bool ok = f && fgets(line, (int)size, f) != NULL;
+    if (f) fclose(f);
+    else close(fd[0]);
+    int status;
+    waitpid(pid, &status, 0);
+    return ok && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+static void bench_blas_kernels(void) {
+    if (!gemm_have_blas()) {
+        printf("blas-kernels: this build has no OpenBLAS; section skipped\n\n");
+        return;
+    }
+    printf("OpenBLAS's kernels (OPENBLAS_CORETYPE), each in a process of its own; GFLOP/s,"
+           " median of 5+ runs\n");
+    printf("  %-12s %-11s %10s %10s %10s\n", "core", "", "qkv", "fc2", "square");
+    const char *installed = gemm_blas_core();
+    for (size_t i = 0; i < sizeof blas_cores / sizeof blas_cores[0]; i++) {
+        const BlasCore *c = &blas_cores[i];
+        if (!cpu_runs(c)) {
+            printf("  %-12s (this CPU lacks its instructions)\n", c->name);
+            continue;
+        }
+        char line[256], got[32];
+        double g[3];
+        if (!probe_core(c->name, line, sizeof line) ||
+            sscanf(line, "core=%31s qkv=%lf fc2=%lf square=%lf", got, &g[0], &g[1], &g[2]) != 4) {
+            printf("  %-12s (the probe failed)\n", c->name);
+            continue;
+        }
+        printf("  %-12s %-11s %10.1f %10.1f %10.1f\n", got,
+               !strcmp(got, installed) ? "(its pick)" : "", g[0], g[1], g[2]);
+        for (int r = 0; r < 3; r++)
+            if (g[r] > fig.blas_core_best[r]) {
+                fig.blas_core_best[r] = g[r];
+                if (r == QKV) snprintf(fig.best_core, sizeof fig.best_core, "%s", got);
+            }
+    }
+    printf("  OpenBLAS picks %s on this CPU by itself; the best here on qkv: %s\n\n", installed,
+           fig.best_core);
 }
 
 /* ------------------------------------------------------- ViT-B/16 forward */
@@ -203,6 +364,33 @@ static bool vit_base_weights(char *path, size_t size) {
     return ok;
 }
 
+// Peak RSS in MB of `vit classify` (the program beside this one) on one photo with
+// these weights, from wait4()'s rusage; 0 when it cannot be run here.
+static double classify_peak_rss_mb(const char *weights) {
+    char vit_exe[600], exe[512];
+    const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    const char *photo = "data/images/chelsea.jpg";
+    if (n <= 0 || access(photo, R_OK) != 0) return 0;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash) *slash = '\0';
+    snprintf(vit_exe, sizeof vit_exe, "%s/vit", exe);
+    if (access(vit_exe, X_OK) != 0) return 0;
+    fflush(stdout);
+    const pid_t pid = fork();
+    if (pid < 0) return 0;
+    if (pid == 0) {
+        if (!freopen("/dev/null", "w", stdout)) _exit(127);
+        execl(vit_exe, "vit", "classify", "--weights", weights, "--top", "1", photo, (char *)NULL);
+        _exit(127);
+    }
+    int status;
+    struct rusage ru;
+    if (wait4(pid, &status, 0, &ru) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        return 0;
+    return ru.ru_maxrss / 1024.0;
+}
+
 static void bench_vit(void) {
     char path[600];
     Vit vit;
@@ -236,12 +424,74 @@ static void bench_vit(void) {
     }
     vit_set_threads(threads);
     gemm_set_backend(saved);
+    // the default backend, as vit classify runs it: batch 1 again for the record, then batch 8
+    fig.batch1_ms = 1e3 * median_seconds((Workload){run_forward, &fc}, true, 5, 3.0);
+    fig.batch1_gflops = flops / (fig.batch1_ms / 1e3) / 1e9;
+    Tensor batch8 = tensor_new(4, 8, 3, 224, 224);
+    rng_fill_uniform(&rng, batch8.data, batch8.numel, -1.0f, 1.0f);
+    ForwardCase fc8 = {&vit, &batch8};
+    const double sec8 = median_seconds((Workload){run_forward, &fc8}, true, 3, 0);
+    fig.batch8_images_per_s = 8 / sec8;
+    printf("  default (%s), %d threads: batch 1 %.1f ms (%.1f GFLOP/s); batch 8 %.0f ms, "
+           "%.2f images/s\n", gemm_backend_name(saved), threads, fig.batch1_ms, fig.batch1_gflops,
+           1e3 * sec8, fig.batch8_images_per_s);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    printf("  peak RSS of this process: %.0f MB (mapped weights pages included)\n\n",
+    printf("  peak RSS of this process: %.0f MB (mapped weights pages included)\n",
            ru.ru_maxrss / 1024.0);
+    struct stat st;
+    fig.weights_mb = stat(path, &st) == 0 ? st.st_size / 1048576.0 : 0;
+    fig.classify_rss_mb = classify_peak_rss_mb(path);
+    if (fig.classify_rss_mb > 0)
+        printf("  peak RSS of vit classify on one photo: %.0f MB, weights file %.0f MB\n\n",
+               fig.classify_rss_mb, fig.weights_mb);
+    else printf("  vit classify: not run (no build/vit or data/images/chelsea.jpg here)\n\n");
+    tensor_free(&batch8);
     tensor_free(&input);
     vit_free(&vit);
+}
+
+/* -------------------------------------------------------------- targets */
+
+// A ratio against its target, with the verdict.
+static void target_row(const char *what, double ours, double reference, double target,
+                       const char *unit) {
+    if (ours <= 0 || reference <= 0) {
+        printf("  %-46s not measured (run every section)\n", what);
+        return;
+    }
+    const double ratio = ours / reference;
+    printf("  %-46s %8.1f / %8.1f %-8s = %5.2f  target >= %.2f  %s\n", what, ours, reference, unit,
+           ratio, target, ratio >= target ? "met" : "MISSED");
+}
+
+static void bench_targets(void) {
+    printf("targets (PyTorch's side: tools/bench_torch_vit.py, which make bench runs next)\n");
+    double best_square = fmax(fmax(fig.tiled[SQUARE], fig.blas[SQUARE]), fig.blas_core_best[SQUARE]);
+    double best_blas_qkv = fmax(fig.blas[QKV], fig.blas_core_best[QKV]);
+    double best_blas_fc2 = fmax(fig.blas[FC2], fig.blas_core_best[FC2]);
+    target_row("own GEMM / best OpenBLAS, 197x768x2304", fig.tiled[QKV], best_blas_qkv, 0.90, "GFLOP/s");
+    target_row("own GEMM / best OpenBLAS, 197x3072x768", fig.tiled[FC2], best_blas_fc2, 0.90, "GFLOP/s");
+    target_row("ViT-B/16 forward / best sgemm (1024^3)", fig.batch1_gflops, best_square, 0.70, "GFLOP/s");
+    if (fig.classify_rss_mb > 0) {
+        const double limit = fig.weights_mb + 64;
+        printf("  %-46s %8.0f MB, limit %.0f MB (weights + 64)  %s\n", "vit classify peak RSS",
+               fig.classify_rss_mb, limit, fig.classify_rss_mb <= limit ? "met" : "MISSED");
+    }
+    if (vit_result_path) {
+        FILE *f = fopen(vit_result_path, "w");
+        if (!f || fprintf(f, "batch1_ms=%.3f\nbatch8_images_per_s=%.4f\nbatch1_gflops=%.2f\n"
+                             "best_sgemm_gflops=%.2f\nbest_core=%s\ngemm=%s\nthreads=%d\n",
+                          fig.batch1_ms, fig.batch8_images_per_s, fig.batch1_gflops, best_square,
+                          fig.best_core[0] ? fig.best_core : gemm_blas_core(),
+                          gemm_backend_name(gemm_get_backend()), vit_get_threads()) < 0 ||
+            fclose(f) != 0) {
+            fprintf(stderr, "bench: %s: cannot write\n", vit_result_path);
+            exit(1);
+        }
+        printf("  (ViT-B/16 figures written to %s for tools/bench_torch_vit.py)\n", vit_result_path);
+    }
+    printf("\n");
 }
 
 /* ------------------------------------------------------ a training step */
@@ -547,7 +797,11 @@ typedef struct {
 
 static const Section sections[] = {
     {"gemm", "matrix multiplication: naive / tiled / blas", bench_gemm},
-    {"vit", "ViT-B/16 batch-1 forward pass: ms, GFLOP/s, peak memory", bench_vit},
+    {"blas-kernels", "OpenBLAS with each kernel this CPU runs (OPENBLAS_CORETYPE)",
+     bench_blas_kernels},
+    {"vit", "ViT-B/16 forward pass, batch 1 and 8: ms, GFLOP/s, peak memory", bench_vit},
+    {"targets", "the speed targets: our GEMM against OpenBLAS's best, the forward against the peak",
+     bench_targets},
     {"train", "a training step of a small ViT, batch 128: images/s, forward/backward/optimizer",
      bench_train},
     {"safetensors", "st_parse() of 10^4 … 10^6-entry and 56 MB headers: ms per entry",
@@ -556,17 +810,21 @@ static const Section sections[] = {
 enum { N_SECTIONS = sizeof sections / sizeof sections[0] };
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: bench [--threads N] [--kernel K] [--train-result FILE] [SECTION...]\n"
-               "  Times the compute back ends (GFLOP/s tables), a training step and the\n"
-               "  safetensors header parser.\n"
+    fprintf(f, "usage: bench [--threads N] [--kernel K] [--train-result FILE] [--vit-result FILE]\n"
+               "             [SECTION...]\n"
+               "  Times the compute back ends (GFLOP/s tables), OpenBLAS's kernels, the ViT-B/16\n"
+               "  forward against the speed targets, a training step and the safetensors\n"
+               "  header parser.\n"
                "  --threads N           use N threads (default: all cores)\n"
                "  --kernel K            tiled micro-kernel: avx512, avx2 or portable (default: best)\n"
                "  --train-result FILE   write the training section's fastest row to FILE\n"
                "                        (read by tools/bench_torch_train.py --c-result)\n"
+               "  --vit-result FILE     write the ViT-B/16 figures of the targets section to FILE\n"
+               "                        (read by tools/bench_torch_vit.py --c-result)\n"
                "  --help                this text\n"
                "sections (default: all):\n");
     for (int s = 0; s < N_SECTIONS; s++)
-        fprintf(f, "  %-12s %s\n", sections[s].name, sections[s].what);
+        fprintf(f, "  %-13s %s\n", sections[s].name, sections[s].what);
 }
 
 static const Section *find_section(const char *name) {
@@ -576,8 +834,11 @@ static const Section *find_section(const char *name) {
 }
 
 static void print_header(void) {
+    char gemm[512];
+    gemm_choice_describe(gemm, sizeof gemm);
     printf("bench: %s; tiled micro-kernel: %s; threads: %d\n", vit_build_info(),
            gemm_tiled_kernel(), vit_get_threads());
+    printf("default matrix product: %s\n", gemm);
     // other programs running at the same time take cores from the timed code
     double load[1];
     if (getloadavg(load, 1) == 1) printf("load average before: %.2f\n", load[0]);
@@ -621,6 +882,15 @@ int main(int argc, char **argv) {
                 return VIT_ERR_USAGE;
             }
             train_result_path = argv[++i];
+        } else if (strcmp(argv[i], "--vit-result") == 0) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "bench: --vit-result needs a file name\n");
+                return VIT_ERR_USAGE;
+            }
+            vit_result_path = argv[++i];
+        } else if (strcmp(argv[i], "--blas-probe") == 0) { // the blas-kernels section's child
+            blas_probe();
+            return 0;
         } else if (argv[i][0] != '-' && find_section(argv[i])) {
             if (n_chosen < N_SECTIONS) chosen[n_chosen++] = find_section(argv[i]);
         } else {

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "gemm.h"
 #include "vit.h"
 #include "vit_cli.h"
 
@@ -21,7 +22,10 @@ static const char description[] =
     "  - for every parameter, its canonical (timm) name, its name in the file, and\n"
     "    how it was mapped: used in place from the file (float32), converted to\n"
     "    float32 (from F16, BF16 or F64), or zeros for a bias the file lacks;\n"
-    "  - tensors of the file that no parameter uses.\n"
+    "  - tensors of the file that no parameter uses;\n"
+    "  - how this machine runs it: the threads, and which matrix product is the\n"
+    "    default (the project's own kernel or OpenBLAS, whichever was measured\n"
+    "    faster here; VIT_GEMM=tiled|blas forces one).\n"
     "Run it first when a checkpoint does not load or its results look wrong.\n";
 
 static const char examples[] =
@@ -75,6 +79,20 @@ static void print_config(const Vit *vit) {
             printf("  %-15s %-3s %-11s %s\n", rows[i].what, rows[i].symbol, value, rows[i].note);
         else printf("  %-15s %-3s %s\n", rows[i].what, rows[i].symbol, value);
     }
+}
+
+// How this machine will run it: threads, and which matrix product (gemm_choice()).
+static void print_compute(void) {
+    char gemm[512];
+    gemm_choice_describe(gemm, sizeof gemm);
+    printf("compute: %d threads; matrix products: %s\n", vit_get_threads(), gemm);
+    const char *cache = gemm_choice()->cache;
+    if (cache[0]) {
+        char safe[1024];
+        printf("  (the choice is kept in %s; VIT_GEMM=tiled|blas forces one)\n",
+               vit_escape(safe, sizeof safe, cache));
+    }
+    printf("\n");
 }
 
 // Tensor names come from the file: they are escaped before they reach the terminal.
@@ -155,6 +173,7 @@ VitStatus cmd_info(const VitCommand *self, int argc, char **argv, VitError *err)
            vit.file.count, vit_bytes(size, (double)vit.file.size));
     print_config(&vit);
     printf("\n");
+    print_compute();
     print_map(&vit);
     print_unused(&vit);
     vit_free(&vit);

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "fileio.h"
+#include "gemm.h"
 #include "train.h"
 #include "vit_cli.h"
 
@@ -271,7 +272,7 @@ static VitStatus save_model(const Run *r, const TrainFlags *f, VitError *err) {
         {"mean", mean},               {"std", stdev},
         {"image_size", side},         {"channels", chans},
         {"train.command", r->command}, {"train.seed", seed}, {"train.shards", shards},
-        {"train.threads", threads},
+        {"train.threads", threads},   {"train.gemm", gemm_backend_name(gemm_get_backend())},
         {"train.epochs", epochs},     {"train.val_accuracy", r->val_acc},
         {"train.test_accuracy", r->test_acc}, {"train.log", r->log.text},
         {"train.data", "Fashion-MNIST (Debian dataset-fashion-mnist): trained on the first "
@@ -480,6 +481,9 @@ VitStatus cmd_train(const VitCommand *self, int argc, char **argv, VitError *err
            r.val.count, f.epochs, r.t.steps_per_epoch, f.batch, f.shards,
            f.shards == 1 ? "" : "s", vit_get_threads(),
            vit_get_threads() == 1 ? "" : "s", f.resume ? "; resumed" : "");
+    char gemm[512];
+    gemm_choice_describe(gemm, sizeof gemm);
+    printf("matrix products: %s\n", gemm);
 
     const double started = vit_now();
     s = train_loop(&r, &f, err);

@@ -526,19 +526,27 @@ void matmul_bt_blas(float *out, const float *a, const float *b, int M, int K, in
 
 /* -------------------------------------------------------------- dispatch */
 
-static GemmBackend current_backend =
-#ifdef VIT_HAVE_BLAS
-    GEMM_BLAS;
-#else
-    GEMM_TILED;
-#endif
+// The backend in use: -1 until the first product asks, when gemm_choice()
+// (gemm_choice.c) decides, or until gemm_set_backend() says. Atomic because
+// the first products may come from several threads at once.
+static int current_backend = -1;
 
 void gemm_set_backend(GemmBackend backend) {
     if (backend == GEMM_BLAS && !gemm_have_blas()) backend = GEMM_TILED;
-    current_backend = backend;
+    __atomic_store_n(&current_backend, (int)backend, __ATOMIC_RELAXED);
 }
 
-GemmBackend gemm_get_backend(void) { return current_backend; }
+GemmBackend gemm_get_backend(void) {
+    int now = __atomic_load_n(&current_backend, __ATOMIC_RELAXED);
+    if (now < 0) {
+        now = (int)gemm_choice()->backend;
+        int unset = -1; // keep a backend the program set meanwhile
+        if (!__atomic_compare_exchange_n(&current_backend, &unset, now, false, __ATOMIC_RELAXED,
+                                         __ATOMIC_RELAXED))
+            now = unset;
+    }
+    return (GemmBackend)now;
+}
 
 const char *gemm_backend_name(GemmBackend backend) {
     switch (backend) {
@@ -550,7 +558,7 @@ const char *gemm_backend_name(GemmBackend backend) {
 }
 
 void matmul(float *out, const float *a, const float *b, int M, int K, int N) {
-    switch (current_backend) {
+    switch (gemm_get_backend()) {
     case GEMM_NAIVE: matmul_naive(out, a, b, M, K, N); break;
     case GEMM_TILED: matmul_tiled(out, a, b, M, K, N); break;
     case GEMM_BLAS: matmul_blas(out, a, b, M, K, N); break;
@@ -558,7 +566,7 @@ void matmul(float *out, const float *a, const float *b, int M, int K, int N) {
 }
 
 void matmul_bt(float *out, const float *a, const float *b, int M, int K, int N) {
-    switch (current_backend) {
+    switch (gemm_get_backend()) {
     case GEMM_NAIVE: matmul_bt_naive(out, a, b, M, K, N); break;
     case GEMM_TILED: matmul_bt_tiled(out, a, b, M, K, N); break;
     case GEMM_BLAS: matmul_bt_blas(out, a, b, M, K, N); break;
@@ -610,7 +618,7 @@ void matmul_at_acc_naive(float *out, const float *a, const float *b, int M, int 
 static void gemm_acc(float *out, const float *a, const float *b, bool at, bool bt, int M, int K,
                      int N) {
     if (M <= 0 || N <= 0 || K <= 0) return; // an empty sum adds nothing
-    switch (current_backend) {
+    switch (gemm_get_backend()) {
     case GEMM_NAIVE:
         if (at) matmul_at_acc_naive(out, a, b, M, K, N);
         else if (bt) matmul_bt_acc_naive(out, a, b, M, K, N);

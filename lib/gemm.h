@@ -18,7 +18,9 @@
  *          (SIMD chosen at run time: AVX-512, AVX2+FMA or portable SSE2/NEON)
  *          and OpenMP across rectangles of out;
  *   blas   cblas_sgemm from OpenBLAS, when the build found it.
- * matmul() and matmul_bt() use the fastest backend available unless told otherwise.
+ * matmul() and matmul_bt() use the faster of tiled and blas on this machine,
+ * measured on the first product and remembered (gemm_choice()), unless
+ * gemm_set_backend() or the VIT_GEMM variable says otherwise.
  *
  * Threads: every product may be called from several threads at once; called
  * inside an OpenMP parallel region, the tiled kernel runs on the calling
@@ -29,6 +31,7 @@
 #define VIT_GEMM_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 /** @defgroup gemm Matrix multiplication
  *  @brief \f[ \text{out}_{ij} = \sum_{k} a_{ik}\, b_{kj} \f]
@@ -76,6 +79,33 @@ bool gemm_have_blas(void);
 void matmul_blas(float *out, const float *a, const float *b, int M, int K, int N);
 /** @brief out (M,N) = a (M,K) · b (N,K)ᵀ via cblas_sgemm; tiled when built without BLAS. */
 void matmul_bt_blas(float *out, const float *a, const float *b, int M, int K, int N);
+
+/** Which backend matmul() uses by default, and why. */
+typedef struct {
+    GemmBackend backend;  /**< the default backend */
+    const char *how;      /**< why: "measured now", "cached: measured before on this machine",
+                               "set by VIT_GEMM" or "the only fast backend in this build (no OpenBLAS)" */
+    double tiled_gflops;  /**< the measurement on 197×768×2304 (0 when nothing was timed) */
+    double blas_gflops;   /**< the same for OpenBLAS */
+    char blas_core[32];   /**< the kernel OpenBLAS picked for this CPU ("Haswell"), "" without it */
+    char cache[4096];     /**< the file that remembers the choice, "" when none */
+} GemmChoice;
+
+/**
+ * @brief The default backend, chosen once per process (thread-safe): VIT_GEMM
+ *        when set, else the answer remembered for this machine, else measured.
+ *
+ * Measuring times tiled and blas on ViT-B/16's QKV projection (about 0.1 s)
+ * and keeps blas only when it is at least 2 % faster; the answer goes to
+ * $XDG_CACHE_HOME/vit-from-scratch/gemm-choice (else ~/.cache/…), or to
+ * VIT_GEMM_CACHE (off: nowhere), keyed by the CPU, OpenBLAS's build and
+ * kernel, the tiled micro-kernel and the thread count. gemm_choice.c says why.
+ */
+const GemmChoice *gemm_choice(void);
+/** @brief One line for where timings are printed: "blas (measured now; tiled (avx2) 149, blas 168 GFLOP/s …)". */
+void gemm_choice_describe(char *buf, size_t size);
+/** @brief The kernel OpenBLAS runs on this CPU (openblas_get_corename()), "" without BLAS. */
+const char *gemm_blas_core(void);
 
 /** @brief Choose the backend; asking for BLAS in a build without it selects tiled. */
 void gemm_set_backend(GemmBackend backend);

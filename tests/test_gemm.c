@@ -398,8 +398,13 @@ static void test_backend_switch(void) {
     CU_ASSERT_STRING_EQUAL(gemm_backend_name(GEMM_NAIVE), "naive");
     CU_ASSERT_STRING_EQUAL(gemm_backend_name(GEMM_TILED), "tiled");
     CU_ASSERT_STRING_EQUAL(gemm_backend_name(GEMM_BLAS), "blas");
-    // the default is the fastest available
-    CU_ASSERT_EQUAL(saved, gemm_have_blas() ? GEMM_BLAS : GEMM_TILED);
+    // the default is what gemm_choice() chose: tiled or blas (naive only when
+    // VIT_GEMM asks), and tiled in a build without BLAS
+    const GemmChoice *choice = gemm_choice();
+    CU_ASSERT_EQUAL(saved, choice->backend);
+    const char *forced = getenv("VIT_GEMM");
+    if (!forced || strcmp(forced, "naive")) CU_ASSERT_NOT_EQUAL(choice->backend, GEMM_NAIVE);
+    if (!gemm_have_blas()) CU_ASSERT_EQUAL(choice->backend, GEMM_TILED);
     gemm_set_backend(GEMM_NAIVE);
     CU_ASSERT_EQUAL(gemm_get_backend(), GEMM_NAIVE);
     gemm_set_backend(GEMM_TILED);

@@ -1,0 +1,240 @@
+/**
+ * @file gemm_choice.c
+ * @brief Which backend matmul() uses when nobody says: measured once on this
+ *        machine, remembered in a small file (gemm.h, gemm_choice()).
+ *
+ * A BLAS library is only as fast as the kernel it picks for the CPU it finds.
+ * Debian's OpenBLAS 0.3.21 picks well on the CPUs it knows and falls back to
+ * its SSE3 kernels ("Prescott") on newer ones it does not, four times slower
+ * than it could be. Rather than trust either, the first product times both
+ * backends on ViT-B/16's QKV projection, (197, 768)·(2304, 768)ᵀ, and keeps
+ * the faster; OpenBLAS must win by 2 % to be chosen, so a tie keeps the
+ * project's own kernel. This is FFTW's "wisdom" in miniature: the answer is
+ * written to $XDG_CACHE_HOME/vit-from-scratch/gemm-choice (else
+ * ~/.cache/…), keyed by the CPU, OpenBLAS's build and kernel, the tiled
+ * micro-kernel and the thread count, so later runs skip the ~0.1 s of timing
+ * and, above all, make the same choice: the two backends round differently,
+ * and a choice that flipped between runs would change results in the last bits.
+ *
+ * Settings: VIT_GEMM=naive|tiled|blas forces a backend (no timing);
+ * VIT_GEMM_CACHE=FILE keeps the answer in FILE instead, and VIT_GEMM_CACHE=off
+ * measures every time without writing anything. A cache that cannot be read
+ * or written only costs the timing; it is never an error.
+ */
+#include "gemm.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fileio.h"
+#include "util.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#ifdef VIT_HAVE_BLAS
+#include <cblas.h>
+#endif
+
+enum { TIMED_ROUNDS = 8 }; // after one warm-up, the best of 8 for each backend
+static const double BLAS_MARGIN = 1.02; // OpenBLAS must be this much faster to be chosen
+static const int SHAPE_M = 197, SHAPE_K = 768, SHAPE_N = 2304; // ViT-B/16's qkv projection
+
+static GemmChoice choice;
+static pthread_once_t choice_once = PTHREAD_ONCE_INIT;
+
+const char *gemm_blas_core(void) {
+#ifdef VIT_HAVE_BLAS
+    return openblas_get_corename();
+#else
+    return "";
+#endif
+}
+
+/* ---------------------------------------------------------------- timing */
+
+static double seconds_of(GemmBackend backend, float *out, const float *a, const float *b) {
+    const double t0 = vit_now();
+    if (backend == GEMM_BLAS) matmul_bt_blas(out, a, b, SHAPE_M, SHAPE_K, SHAPE_N);
+    else matmul_bt_tiled(out, a, b, SHAPE_M, SHAPE_K, SHAPE_N);
+    return vit_now() - t0;
+}
+
+// Best GFLOP/s of each backend, the two timed in turn so that a noisy moment
+// (another process, the clock ramping up) falls on both.
+static void measure(double *tiled_gflops, double *blas_gflops) {
+    const size_t a_len = (size_t)SHAPE_M * SHAPE_K, b_len = (size_t)SHAPE_N * SHAPE_K;
+    float *a = vit_malloc(a_len * sizeof *a), *b = vit_malloc(b_len * sizeof *b);
+    float *out = vit_malloc((size_t)SHAPE_M * SHAPE_N * sizeof *out);
+    for (size_t i = 0; i < a_len; i++) a[i] = (float)(i % 7) * 0.25f - 0.75f;
+    for (size_t i = 0; i < b_len; i++) b[i] = (float)(i % 5) * 0.25f - 0.5f;
+    double best[2] = {1e30, 1e30};
+    for (int round = 0; round <= TIMED_ROUNDS; round++)
+        for (int which = 0; which < 2; which++) {
+            const double s = seconds_of(which ? GEMM_BLAS : GEMM_TILED, out, a, b);
+            if (round > 0 && s < best[which]) best[which] = s; // round 0 warms up
+        }
+    const double flop = 2.0 * SHAPE_M * SHAPE_K * SHAPE_N;
+    *tiled_gflops = flop / best[0] / 1e9;
+    *blas_gflops = flop / best[1] / 1e9;
+    free(a);
+    free(b);
+    free(out);
+}
+
+/* ----------------------------------------------------------------- cache */
+
+// What the answer depends on, one "name=value" line each: a cache written
+// with any other CPU, library, kernel or thread count is measured again.
+static void cache_key(char *key, size_t size) {
+    char cpu[160] = "unknown";
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (f) {
+        char line[512];
+        while (fgets(line, sizeof line, f))
+            if (!strncmp(line, "model name", 10) && strchr(line, ':')) {
+                snprintf(cpu, sizeof cpu, "%s", strchr(line, ':') + 2);
+                cpu[strcspn(cpu, "\n")] = '\0';
+                break;
+            }
+        fclose(f);
+    }
+#ifdef VIT_HAVE_BLAS
+    const char *blas = openblas_get_config();
+#else
+    const char *blas = "none";
+#endif
+    snprintf(key, size, "cpu=%s\nblas=%s\nkernel=%s\nthreads=%d\n", cpu, blas, gemm_tiled_kernel(),
+             vit_get_threads());
+}
+
+// The cache file's path into choice.cache, or "" when there is none.
+static void cache_path(void) {
+    const char *set = getenv("VIT_GEMM_CACHE"), *xdg = getenv("XDG_CACHE_HOME"),
+               *home = getenv("HOME");
+    choice.cache[0] = '\0';
+    if (set && !strcmp(set, "off")) return;
+    if (set && *set) snprintf(choice.cache, sizeof choice.cache, "%s", set);
+    else if (xdg && *xdg == '/')
+        snprintf(choice.cache, sizeof choice.cache, "%s/vit-from-scratch/gemm-choice", xdg);
+    else if (home && *home == '/')
+        snprintf(choice.cache, sizeof choice.cache, "%s/.cache/vit-from-scratch/gemm-choice", home);
+}
+
+static bool parse_backend(const char *s, GemmBackend *out) {
+    static const GemmBackend all[] = {GEMM_NAIVE, GEMM_TILED, GEMM_BLAS};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        if (!strcmp(s, gemm_backend_name(all[i]))) {
+            *out = all[i];
+            return true;
+        }
+    return false;
+}
+
+// The cached answer, when the file exists and was written for this key.
+static bool cache_read(const char *key) {
+    FILE *f = choice.cache[0] ? fopen(choice.cache, "r") : NULL;
+    if (!f) return false;
+    char text[2048];
+    const size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    const char *body = strchr(text, '\n'); // after the comment line
+    if (!body || strncmp(body + 1, key, strlen(key))) return false;
+    char name[16];
+    const char *rest = body + 1 + strlen(key);
+    if (sscanf(rest, "choice=%15s\ntiled_gflops=%lf\nblas_gflops=%lf", name, &choice.tiled_gflops,
+               &choice.blas_gflops) != 3 ||
+        !parse_backend(name, &choice.backend) || choice.backend == GEMM_NAIVE)
+        return false;
+    return true;
+}
+
+static void make_parent_dirs(const char *path) {
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    for (char *p = dir + 1; *p; p++)
+        if (*p == '/') {
+            *p = '\0';
+            if (mkdir(dir, 0755) != 0 && errno != EEXIST) return;
+            *p = '/';
+        }
+}
+
+static void cache_write(const char *key) {
+    if (!choice.cache[0]) return;
+    make_parent_dirs(choice.cache);
+    OutFile o;
+    VitError err;
+    if (outfile_open(&o, choice.cache, &err) != VIT_OK) return; // no cache: only the timing is lost
+    fprintf(o.f, "# vit-from-scratch: the faster matrix product on this machine (delete it to measure again)\n");
+    fprintf(o.f, "%schoice=%s\ntiled_gflops=%.1f\nblas_gflops=%.1f\n", key,
+            gemm_backend_name(choice.backend), choice.tiled_gflops, choice.blas_gflops);
+    outfile_commit(&o, !ferror(o.f), &err);
+}
+
+/* ---------------------------------------------------------------- choice */
+
+static void choose(void) {
+    const char *forced = getenv("VIT_GEMM");
+    snprintf(choice.blas_core, sizeof choice.blas_core, "%s", gemm_blas_core());
+    if (forced && *forced && strcmp(forced, "auto")) {
+        if (!parse_backend(forced, &choice.backend)) {
+            fprintf(stderr, "warning: VIT_GEMM=%.20s is not naive, tiled, blas or auto; "
+                            "measuring instead\n", forced);
+        } else {
+            if (choice.backend == GEMM_BLAS && !gemm_have_blas()) choice.backend = GEMM_TILED;
+            choice.how = "set by VIT_GEMM";
+            return;
+        }
+    }
+    if (!gemm_have_blas()) {
+        choice.backend = GEMM_TILED;
+        choice.how = "the only fast backend in this build (no OpenBLAS)";
+        return;
+    }
+    char key[1024];
+    cache_key(key, sizeof key);
+    cache_path();
+    if (cache_read(key)) {
+        choice.how = "cached: measured before on this machine";
+        return;
+    }
+#ifdef _OPENMP
+    const bool in_parallel = omp_in_parallel(); // timings of one thread: not worth keeping
+#else
+    const bool in_parallel = false;
+#endif
+    measure(&choice.tiled_gflops, &choice.blas_gflops);
+    choice.backend = choice.blas_gflops > BLAS_MARGIN * choice.tiled_gflops ? GEMM_BLAS : GEMM_TILED;
+    choice.how = "measured now";
+    if (!in_parallel) cache_write(key);
+}
+
+static void choose_once(void) { choose(); }
+
+const GemmChoice *gemm_choice(void) {
+    pthread_once(&choice_once, choose_once);
+    return &choice;
+}
+
+void gemm_choice_describe(char *buf, size_t size) {
+    const GemmChoice *c = gemm_choice();
+    const GemmBackend now = gemm_get_backend();
+    char blas[64] = "", measured[192] = "";
+    if (gemm_have_blas()) snprintf(blas, sizeof blas, "OpenBLAS's kernel: %.31s", c->blas_core);
+    if (c->tiled_gflops > 0)
+        snprintf(measured, sizeof measured, "; tiled (%s) %.0f, blas %.0f GFLOP/s on 197x768x2304",
+                 gemm_tiled_kernel(), c->tiled_gflops, c->blas_gflops);
+    if (now != c->backend) // bench and the tests switch backends themselves
+        snprintf(buf, size, "%s (set by the program%s%s)", gemm_backend_name(now),
+                 blas[0] ? "; " : "", blas);
+    else
+        snprintf(buf, size, "%s (%s%s%s%s)", gemm_backend_name(now), c->how, measured,
+                 blas[0] ? "; " : "", blas);
+}
