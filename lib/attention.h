@@ -294,7 +294,14 @@ typedef struct {
     float *probs;   /**< (B, H, N, N) */
     float *heads;   /**< (B, H, N, Dh) per-head context */
     float *context; /**< (B, N, D) heads merged */
+    bool keep_matrices; /**< true (mha_scratch_carve()'s default): scores, scaled and probs
+                             are computed and kept, as the trace and the backward read
+                             them; false: an untraced pass runs attention_online() and
+                             never writes them (a model's inference buffers, vit.c) */
 } MhaScratch;
+
+/** Keys per block when mha_forward() runs attention_online(). */
+#define MHA_KEY_BLOCK 128
 
 /** @brief Floats mha_scratch_carve() needs for these sizes. */
 size_t mha_scratch_floats(int B, int N, int D, int H);
@@ -308,6 +315,11 @@ void mha_scratch_carve(MhaScratch *s, float *mem, int B, int N, int D, int H);
  * (B,H,N,N); context (B,N,D); proj (B,N,D). A head that w->head_off switches
  * off shows probs of 0 (its rows sum to 0, not 1) and a context band of 0;
  * the other heads are computed exactly as with every head on.
+ *
+ * When nobody listens (@p tr NULL or without a function) and s->keep_matrices
+ * is false, the softmax and the product with V are attention_online()'s, over
+ * blocks of MHA_KEY_BLOCK keys: equal to float rounding, and the (N, N)
+ * buffers are never written (so their pages are never touched).
  * @param[out] out  (B, N, D), the output projection
  * @param[in]  x    (B, N, D)
  * @param[in]  opt  scale and masks: an (N, N) mask, a (B, N) key-padding mask;

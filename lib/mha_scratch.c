@@ -22,4 +22,5 @@ void mha_scratch_carve(MhaScratch *s, float *mem, int B, int N, int D, int H) {
     s->scores = mem, mem += bhnn;
     s->scaled = mem, mem += bhnn;
     s->probs = mem;
+    s->keep_matrices = true;
 }

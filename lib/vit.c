@@ -216,6 +216,9 @@ VitStatus vit_acts_ensure(Vit *vit, int B, VitError *err) {
     a->x[0] = m, m += sizes[ACT_X0];
     a->x[1] = m, m += sizes[ACT_X1];
     vit_block_acts_carve(&a->block, m, c, B), m += sizes[ACT_BLOCK];
+    // a forward pass only (no backward will read them): an untraced pass never writes
+    // the (N, N) matrices, so their pages are never touched (mha_forward())
+    a->block.mha.keep_matrices = keep != VIT_KEEP_NONE;
     a->norm = m, m += sizes[ACT_NORM];
     a->pre_logits = m, m += sizes[ACT_PRE_LOGITS];
     a->logits = m, m += sizes[ACT_LOGITS];

@@ -452,6 +452,9 @@ static void test_overflowing_scores_match_pytorch(void) {
 
 /* ----------------------------------------------------- listening or not */
 
+// Untraced, a forward pass takes attention_online(): the same logits to float
+// rounding (the sums in another order), and the (N, N) buffers, which it has no
+// use for, are left exactly as they were (here: NaN, which would show anywhere).
 static void test_forward_without_trace_gives_same_logits(void) {
     Vit vit;
     if (!build(&vit, &small_config, &small_init)) return;
@@ -459,11 +462,28 @@ static void test_forward_without_trace_gives_same_logits(void) {
     TraceRecorder r = {0};
     VitError err;
     CU_ASSERT_EQUAL_FATAL(vit_forward(&vit, &x, record_all, &r, &err), VIT_OK);
+    const MhaScratch *m = &vit.acts.block.mha;
+    CU_ASSERT_FALSE(m->keep_matrices); // a model not prepared for training
+    const int N = vit_num_tokens(&small_config);
+    const size_t bhnn = (size_t)2 * small_config.heads * N * N;
+    for (size_t i = 0; i < bhnn; i++) m->scores[i] = m->scaled[i] = m->probs[i] = NAN;
     CU_ASSERT_EQUAL_FATAL(vit_forward(&vit, &x, NULL, NULL, &err), VIT_OK);
     Tensor quiet = vit_logits(&vit);
     const Tensor *traced = trace_find(&r, "logits");
     CU_ASSERT_PTR_NOT_NULL_FATAL(traced);
-    assert_tensor_close(&quiet, traced, 0.0f, 0.0f, "logits without a trace");
+    assert_tensor_close(&quiet, traced, 1e-5f, 1e-5f, "logits without a trace");
+    size_t written = 0;
+    for (size_t i = 0; i < bhnn; i++)
+        written += !isnan(m->scores[i]) || !isnan(m->scaled[i]) || !isnan(m->probs[i]);
+    CU_ASSERT_EQUAL(written, 0);
+    // traced again: the matrices are back, and the logits are the first trace's, bit for bit
+    TraceRecorder again = {0};
+    CU_ASSERT_EQUAL_FATAL(vit_forward(&vit, &x, record_all, &again, &err), VIT_OK);
+    const Tensor *second = trace_find(&again, "logits");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(second);
+    assert_tensor_close(second, traced, 0.0f, 0.0f, "logits traced twice");
+    CU_ASSERT_FALSE(isnan(m->probs[0]));
+    trace_recorder_free(&again);
     trace_recorder_free(&r);
     tensor_free(&x);
     vit_free(&vit);
@@ -704,7 +724,7 @@ CU_TestInfo tests_vit[] = {
     {"batch items do not mix", test_batch_items_do_not_mix},
     {"pre_logits is each image's [cls] row, logits its head", test_pre_logits_is_the_cls_row},
     {"scores that overflow exp(): every stage equals PyTorch", test_overflowing_scores_match_pytorch},
-    {"no listener, same logits", test_forward_without_trace_gives_same_logits},
+    {"no listener: online attention, same logits", test_forward_without_trace_gives_same_logits},
     {"wrong input shape is refused", test_forward_refuses_wrong_input},
     {"ViT-B/16: every stage's statistics equal PyTorch", test_vit_base_matches_pytorch},
     CU_TEST_INFO_NULL,
