@@ -94,9 +94,69 @@ static void test_hidden_rows_and_nan(void) {
     CU_ASSERT_DOUBLE_EQUAL(out[0], v[0], 1e-7);
 }
 
+/* --------------------------------------------- the model's two roads */
+
+// mha_forward() with the matrices kept (the trace's and the backward's road)
+// and without (the online road an untraced forward takes): the same output to
+// float rounding, on shapes that cut queries and keys into partial blocks
+// (N 130: three blocks of 64 queries, two of MHA_KEY_BLOCK keys), with a head
+// switched off and both masks; the online road writes no (N, N) buffer.
+static double roads_gap(int B, int N, int H, int Dh, const bool *head_off,
+                        const AttentionOptions *opt, uint64_t seed) {
+    const int D = H * Dh;
+    const size_t dd = (size_t)D * D, bnd = (size_t)B * N * D, bhnn = (size_t)B * H * N * N;
+    float *w = malloc(4 * (dd + D) * sizeof *w), *x = malloc(bnd * sizeof *x);
+    float *out[2] = {malloc(bnd * sizeof(float)), malloc(bnd * sizeof(float))};
+    Rng rng;
+    rng_seed(&rng, seed);
+    rng_fill_normal(&rng, w, 4 * (dd + D), 0, 0.4f);
+    rng_fill_normal(&rng, x, bnd, 0, 1.0f);
+    const AttentionWeights aw = {.q_w = w, .k_w = w + dd, .v_w = w + 2 * dd, .proj_w = w + 3 * dd,
+                                 .q_b = w + 4 * dd, .k_b = w + 4 * dd + D, .v_b = w + 4 * dd + 2 * D,
+                                 .proj_b = w + 4 * dd + 3 * D, .head_off = head_off};
+    const size_t floats = mha_scratch_floats(B, N, D, H);
+    float *mem = malloc(floats * sizeof *mem);
+    MhaScratch s;
+    mha_scratch_carve(&s, mem, B, N, D, H);
+    mha_forward(out[0], x, &aw, opt, &s, B, N, D, H, NULL); // keep_matrices: the default
+    for (size_t i = 0; i < bhnn; i++) s.scores[i] = s.scaled[i] = s.probs[i] = NAN;
+    s.keep_matrices = false;
+    mha_forward(out[1], x, &aw, opt, &s, B, N, D, H, NULL);
+    double worst = 0, scale = 0;
+    for (size_t i = 0; i < bnd; i++) {
+        worst = fmax(worst, fabs((double)out[0][i] - out[1][i]));
+        scale = fmax(scale, fabs(out[0][i]));
+    }
+    size_t written = 0;
+    for (size_t i = 0; i < bhnn; i++)
+        written += !isnan(s.scores[i]) || !isnan(s.scaled[i]) || !isnan(s.probs[i]);
+    if (written) worst = INFINITY;
+    free(w), free(x), free(out[0]), free(out[1]), free(mem);
+    return scale > 0 ? worst / scale : worst;
+}
+
+static void test_the_models_two_roads_agree(void) {
+    const int shapes[][4] = {{1, 1, 1, 1}, {2, 7, 3, 5}, {1, 50, 4, 16}, {2, 130, 2, 8}};
+    for (size_t c = 0; c < sizeof shapes / sizeof *shapes; c++) {
+        const int B = shapes[c][0], N = shapes[c][1], H = shapes[c][2], Dh = shapes[c][3];
+        CU_ASSERT(roads_gap(B, N, H, Dh, NULL, NULL, 30 + c) < 1e-5);
+        bool off[4] = {false, true, false, false}; // head 1 off (when there is one)
+        CU_ASSERT(roads_gap(B, N, H, Dh, H > 1 ? off : NULL, NULL, 40 + c) < 1e-5);
+    }
+    enum { B = 2, N = 9 };
+    float causal[N * N], pad[B * N];
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < N; j++) causal[i * N + j] = j <= i ? 0.0f : -INFINITY;
+    for (int b = 0; b < B; b++)
+        for (int j = 0; j < N; j++) pad[b * N + j] = b == 1 && j >= 6 ? -INFINITY : 0.0f;
+    const AttentionOptions masked = {.scale = 0.3f, .mask = causal, .key_padding_mask = pad};
+    CU_ASSERT(roads_gap(B, N, 2, 4, NULL, &masked, 50) < 1e-5);
+}
+
 CU_TestInfo tests_attention_online[] = {
     {"equal to the traced path on odd shapes", test_equal_to_the_traced_path_on_odd_shapes},
     {"scale and masks", test_scale_and_masks},
     {"hidden rows and NaN", test_hidden_rows_and_nan},
+    {"mha_forward: the online road equals the kept matrices'", test_the_models_two_roads_agree},
     CU_TEST_INFO_NULL,
 };
