@@ -36,5 +36,9 @@ void chapter10_run(Chapter *ch);
 void chapter11_run(Chapter *ch);
 /** @brief Chapter 12 · What did it learn? Attention maps, rollout, and testing them. */
 void chapter12_run(Chapter *ch);
+/** @brief Chapter 13 · Attention at scale: O(N²), chunked and online softmax, sparse and linear attention. */
+void chapter13_run(Chapter *ch);
+/** @brief Chapter 14 · Making it fast: from the textbook loops to the machine's peak. */
+void chapter14_run(Chapter *ch);
 
 #endif

@@ -167,6 +167,66 @@ void attention_online(float *out, const float *q, const float *k, const float *v
                       const AttentionOptions *opt, int B, int H, int N, int Dh, int key_block);
 
 /**
+ * @brief The window of local attention as an additive mask: which keys each
+ *        query of a patch grid may see.
+ *
+ * The N = prefix + rows·cols tokens are @p prefix leading tokens ([cls]) and
+ * then a rows × cols grid of patches, row by row. A prefix token sees every
+ * key and every query sees the prefix; patch (y, x) sees patch (y', x') when
+ * \f$ |y - y'| \le r \f$ and \f$ |x - x'| \le r \f$, a (2r+1) × (2r+1)
+ * window cut off at the grid's edges. rows = 1 gives a band in token order.
+ * @param[out] mask    (N, N): 0 where query i may see key j, -inf where not
+ * @param[in]  prefix  leading tokens that see and are seen by all, ≥ 0
+ * @param[in]  rows, cols  the patch grid, each ≥ 1
+ * @param[in]  radius  r ≥ 0; r ≥ max(rows, cols) − 1 hides nothing
+ */
+void attention_mask_window(float *mask, int prefix, int rows, int cols, int radius);
+
+/**
+ * @brief Local-window (sparse) attention: each query attends only to the keys
+ *        of its window (attention_mask_window()), and only those are computed.
+ *
+ * \f[ \mathrm{out}_i = \sum_{j \in W(i)} \mathrm{softmax}_{j \in W(i)}\big(s\,q_i\cdot k_j
+ *     + \mathrm{mask}_{ij} + \mathrm{pad}_{bj}\big)\, v_j \f]
+ * Equal (to float rounding) to exact attention with the window mask added,
+ * but costs N·|W|·Dh instead of N²·Dh, |W| ≤ prefix + (2r+1)², and keeps one
+ * window of scores per query instead of an N × N matrix. An approximation of
+ * full attention: a model trained with full attention reads keys outside the
+ * window too. Hidden rows give 0 and NaN or +inf scores NaN, as softmax() does.
+ * @param[out] out     (B, H, N, Dh), N = prefix + rows·cols
+ * @param[in]  q, k, v (B, H, N, Dh)
+ * @param[in]  opt     scale and masks as attention_scale_mask() (an (N, N) mask is
+ *                     added inside the window); NULL: 1/√Dh, none
+ * @param[in]  prefix, rows, cols, radius  the window, as attention_mask_window()
+ */
+void attention_local(float *out, const float *q, const float *k, const float *v,
+                     const AttentionOptions *opt, int B, int H, int prefix, int rows, int cols,
+                     int Dh, int radius);
+
+/**
+ * @brief Linear attention (Katharopoulos et al., 2020) with the feature map
+ *        \f$ \phi(x) = \mathrm{elu}(x) + 1 \f$: no softmax, no N × N matrix.
+ *
+ * \f[ \mathrm{out}_i = \frac{\phi(q_i)^\top \sum_j \phi(k_j)\, v_j^\top}
+ *                          {\phi(q_i)^\top \sum_j \phi(k_j)}, \qquad
+ *     \phi(x) = \begin{cases} x + 1 & x > 0 \\ e^{x} & x \le 0 \end{cases} \f]
+ * elementwise, i.e. \f$ \phi(Q)\,(\phi(K)^\top V) \f$ normalised by
+ * \f$ \phi(Q)\,(\phi(K)^\top \mathbf 1) \f$. The sums over keys are computed
+ * once per head, a (Dh, Dh) matrix and a (Dh) vector, so the cost is N·Dh²
+ * and the memory Dh² + Dh per head, whatever N. It is another function than
+ * softmax attention, not an approximation that converges to it: the weights
+ * \f$ \phi(q_i)\cdot\phi(k_j) \f$ replace \f$ e^{q_i\cdot k_j/\sqrt{D_h}} \f$.
+ * No scale is applied. Sums in double. A query whose keys are all left out
+ * gets 0; a NaN in q or k makes the outputs it reaches NaN.
+ * @param[out] out  (B, H, N, Dh)
+ * @param[in]  q, k, v (B, H, N, Dh)
+ * @param[in]  key_padding_mask  (B, N): a key whose entry is -inf is left out of
+ *                               its sequence (any other value keeps it), or NULL
+ */
+void attention_linear(float *out, const float *q, const float *k, const float *v,
+                      const float *key_padding_mask, int B, int H, int N, int Dh);
+
+/**
  * @brief Backward of attention_context():
  *        \f$ dP \mathrel{+}= dO\,V^\top,\ dV \mathrel{+}= P^\top dO \f$ per head.
  * @param[in,out] dprobs  (G, N, N), added to; or NULL

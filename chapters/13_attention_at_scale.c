@@ -1,0 +1,751 @@
+/**
+ * @file 13_attention_at_scale.c
+ * @brief Chapter 13 · Attention at scale: what the N × N matrix costs as
+ *        images grow, two ways to compute exact attention without it, and two
+ *        approximations that are cheaper still, and what they do to a model.
+ *
+ * A ViT-B/16 reads a 224-pixel image as N = 197 tokens; at 1024 pixels it is
+ * 4097, and every head of every layer scores all N² pairs:
+ * \f[ \mathrm{Attention}(Q,K,V) = \mathrm{softmax}\!\left(QK^\top/\sqrt{D_h}\right)V. \f]
+ * The chapter measures that matrix's memory and time, then computes the same
+ * output a chunk of queries at a time and with the online softmax
+ * (online_softmax_block(), attention_online()), which never hold it, and
+ * then two approximations: local-window attention (attention_local()) and
+ * linear attention with φ(x) = elu(x) + 1 (attention_linear()), their errors,
+ * their times, and what each does to the trained model of Chapter 11.
+ *
+ * Every number is pinned by name and checked by
+ * tests/test_ch13_attention_at_scale.c against tools/gen_golden_ch13.py,
+ * which recomputes each in PyTorch (float64); the times are printed, not
+ * pinned: they are this machine's.
+ *
+ * Run: `build/chapters/13_attention_at_scale`
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attention.h"
+#include "chapter.h"
+#include "chapters.h"
+#include "dataset.h"
+#include "gemm.h"
+#include "labels.h"
+#include "ops.h"
+#include "resample.h"
+#include "rng.h"
+#include "vit.h"
+
+enum {
+    SIZES = 5,         // the image sizes of Section 1
+    PATCH = 16,        // ViT-B/16's patch side
+    WIDTH = 768,       // its D
+    HEADS = 12,        // its H
+    DH = 64,           // its Dh = D/H
+    DEPTH = 12,        // its layers
+    TRAINED_GRID = 14, // the position table is trained for 224 px: 14 × 14 patches
+    QUERY_CHUNK = 64,  // Section 3: query rows per chunk
+    KEY_BLOCK = 128,   // Section 4: keys per block of attention_online()
+    RADIUS = 3,        // Section 5: a 7 × 7 window of patches
+    QKV_SEED = 13,     // one head's q, k, v, drawn once for the largest N
+    POS_SEED = 1313,   // the position table
+    MEASURED = 100,    // Section 7: the first 100 test images of Fashion-MNIST
+    MEASURE_BATCH = 100,
+};
+static const int SIDE[SIZES] = {224, 384, 512, 768, 1024}; // image sides, in pixels
+// Section 4's worked example: one row of scores, taken in blocks of 4, 4 and 2.
+enum { ROW = 10, ROW_BLOCKS = 3 };
+static const float ROW_SCORES[ROW] = {1.2f, -0.3f, 2.5f, 0.7f, 3.1f, 0.2f, -1.0f, 2.9f, 0.4f, 3.6f};
+static const int ROW_BLOCK[ROW_BLOCKS] = {4, 4, 2};
+static const char MODEL_FILE[] = "models/vit-fashion.safetensors"; // under data/
+
+/** The ways of computing one head's attention that the chapter times. */
+typedef enum { EXACT, CHUNKED, ONLINE, LOCAL, LINEAR, METHODS } Method;
+
+/** What every section works on. */
+typedef struct {
+    int grid[SIZES], N[SIZES]; // patches per side and tokens, per image size
+    float *q, *k, *v;          // (N_max, Dh) one head; size i uses the first N[i] rows
+    float *exact[SIZES];       // (N, Dh) exact attention's output at each size
+    float *scratch;            // (N_max, N_max) room for the scores
+    float kept[SIZES];         // Section 2: exact attention's weight inside the local window
+    double seconds[METHODS][SIZES];
+} Work;
+
+/* ------------------------------------------------------------- helpers */
+
+static void pin_row(Chapter *ch, const char *name, const float *v, int n) {
+    const Tensor t = tensor_view((float *)v, 1, n);
+    ch_pin(ch, name, &t);
+}
+
+static double megabytes(double bytes) { return bytes / 1e6; }
+
+// Columns a UTF-8 string takes on a terminal: its bytes but the continuation bytes.
+static int columns(const char *s) {
+    int n = 0;
+    for (; *s; s++) n += ((unsigned char)*s & 0xc0) != 0x80;
+    return n;
+}
+
+// ‖a − e‖ / ‖e‖ over n values, in double: how far an approximation lands.
+static float relative_error(const float *a, const float *e, size_t n) {
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        const double d = (double)a[i] - e[i];
+        num += d * d, den += (double)e[i] * e[i];
+    }
+    return (float)sqrt(num / den);
+}
+
+// Exact attention the textbook way, one head: the (N, N) scores in s, then softmax, then V.
+static void attention_exact(float *out, const float *q, const float *k, const float *v, int N,
+                            float *s) {
+    attention_scores(s, q, k, 1, N, DH);              // S = Q·Kᵀ, (N, N)
+    attention_scale_mask(s, s, NULL, 1, 1, N, DH);    // × 1/√Dh
+    softmax(s, s, N, N);                              // each row a distribution
+    attention_context(out, s, v, 1, N, DH);           // P·V, (N, Dh)
+}
+
+//! [chunks]
+// The same, QUERY_CHUNK query rows at a time: s holds (chunk, N) scores, never (N, N).
+// Each row's softmax needs only that row, so chunking changes nothing but memory.
+static void attention_query_chunks(float *out, const float *q, const float *k, const float *v,
+                                   int N, int chunk, float *s) {
+    const float scale_by = attention_scale(NULL, DH);
+    for (int i0 = 0; i0 < N; i0 += chunk) {
+        const int rows = i0 + chunk < N ? chunk : N - i0;
+        matmul_bt(s, q + (size_t)i0 * DH, k, rows, DH, N); // (rows, N) = Q_c·Kᵀ
+        scale(s, s, scale_by, (size_t)rows * N);
+        softmax(s, s, rows, N);
+        matmul(out + (size_t)i0 * DH, s, v, rows, N, DH);  // (rows, Dh) = P_c·V
+    }
+}
+//! [chunks]
+
+static void run_method(const Work *w, Method m, int i, float *out) {
+    const int N = w->N[i], g = w->grid[i];
+    switch (m) {
+    case EXACT: attention_exact(out, w->q, w->k, w->v, N, w->scratch); break;
+    case CHUNKED: attention_query_chunks(out, w->q, w->k, w->v, N, QUERY_CHUNK, w->scratch); break;
+    case ONLINE: attention_online(out, w->q, w->k, w->v, NULL, 1, 1, N, DH, KEY_BLOCK); break;
+    case LOCAL: attention_local(out, w->q, w->k, w->v, NULL, 1, 1, 1, g, g, DH, RADIUS); break;
+    case LINEAR: attention_linear(out, w->q, w->k, w->v, NULL, 1, 1, N, DH); break;
+    default: break;
+    }
+}
+
+// Run method m at size i, best of a few runs at small N and one at large: seconds (not pinned).
+static double timed(Work *w, Method m, int i, float *out) {
+    const int runs = w->N[i] <= 1025 ? 3 : 1;
+    double best = INFINITY;
+    for (int r = 0; r < runs; r++) {
+        const double t0 = vit_now();
+        run_method(w, m, i, out);
+        best = fmin(best, vit_now() - t0);
+    }
+    w->seconds[m][i] = best;
+    return best;
+}
+
+static double ms(double seconds) { return 1e3 * seconds; }
+
+/* ------------------------------------------------- 1. more tokens */
+
+static void more_tokens(Chapter *ch, Work *w) {
+    ch_section(ch, "1. More pixels, more tokens");
+    ch_say(ch, "ViT-B/16 cuts an image into %d × %d patches. At %d pixels that is a "
+               "%d × %d grid, %d patches, and with [cls] N = %d tokens. None of its weights "
+               "depends on N but one: the position table, one row of %d numbers per token, "
+               "trained for %d. To read a bigger image, timm resamples the table's %d × %d "
+               "grid of rows to the new grid (resample_abs_pos_embed: bicubic, antialiased) "
+               "and keeps [cls]'s row; lib's vit_resize_positions() does the same with "
+               "resample_grid() (lib/resample.c). Here is a table of that shape, drawn at "
+               "random (normal, std 0.02), resampled for each size:",
+           PATCH, PATCH, SIDE[0], TRAINED_GRID, TRAINED_GRID, TRAINED_GRID * TRAINED_GRID,
+           TRAINED_GRID * TRAINED_GRID + 1, WIDTH, TRAINED_GRID * TRAINED_GRID + 1, TRAINED_GRID,
+           TRAINED_GRID);
+    const int P0 = TRAINED_GRID * TRAINED_GRID;
+    float *pos = vit_malloc(sizeof(float) * (size_t)(P0 + 1) * WIDTH);
+    Rng rng;
+    rng_seed(&rng, POS_SEED);
+    rng_fill_normal(&rng, pos, (size_t)(P0 + 1) * WIDTH, 0.0f, 0.02f);
+    float tokens[SIZES], sample[SIZES * 2 * 4]; // per size: 4 values of the first and last patch
+    ch_line(ch, "    %7s  %9s  %7s  %6s   %s", "image", "grid", "patches", "N", "position table");
+    for (int i = 0; i < SIZES; i++) {
+        const int g = w->grid[i] = SIDE[i] / PATCH, N = g * g + 1;
+        w->N[i] = (int)ch_valuef(ch, (float)N, "tokens.%d", SIDE[i]);
+        float *resized = vit_malloc(sizeof(float) * (size_t)N * WIDTH);
+        memcpy(resized, pos, sizeof(float) * WIDTH); // [cls] keeps its row
+        resample_grid(resized + WIDTH, pos + WIDTH, TRAINED_GRID, TRAINED_GRID, g, g, WIDTH,
+                      FILTER_BICUBIC);
+        memcpy(sample + i * 8, resized + WIDTH, 4 * sizeof(float));
+        memcpy(sample + i * 8 + 4, resized + (size_t)(N - 1) * WIDTH, 4 * sizeof(float));
+        tokens[i] = (float)N;
+        ch_line(ch, "    %4d px  %4d × %-3d  %7d  %6d   (%d, %d)", SIDE[i], g, g, g * g, N, N, WIDTH);
+        free(resized);
+    }
+    ch_line(ch, "%s", "");
+    pin_row(ch, "pos.samples", sample, SIZES * 8);
+    ch_say(ch, "From %d to %d px the side grows %.2f×, the tokens %.1f×. The model is the "
+               "same %d layers of %d heads; only the attention inside each head grows faster "
+               "than the tokens.",
+           SIDE[0], SIDE[SIZES - 1], (double)SIDE[SIZES - 1] / SIDE[0],
+           (double)tokens[SIZES - 1] / tokens[0], DEPTH, HEADS);
+    free(pos);
+}
+
+/* ------------------------------------------------- 2. the N × N matrix */
+
+// Exact attention's share of weight inside the local window, averaged over the queries.
+static float weight_in_window(const float *probs, int N, int g, float *mask) {
+    attention_mask_window(mask, 1, g, g, RADIUS);
+    double kept = 0;
+    for (size_t e = 0; e < (size_t)N * N; e++)
+        if (mask[e] == 0.0f) kept += probs[e];
+    return (float)(kept / N);
+}
+
+static void the_matrix(Chapter *ch, Work *w) {
+    ch_section(ch, "2. The N × N matrix: memory and time");
+    ch_say(ch, "Each head scores every query against every key: an (N, N) matrix of float32, "
+               "4·N² bytes. lib's traced path (mha_forward()) keeps three such matrices per "
+               "head, the scores, the scaled scores and the probabilities, so that a trace "
+               "can show them, for all %d heads of a layer at once, besides six (N, %d) "
+               "buffers (mha_scratch_floats()). The times are for one head, Dh = %d, with q, "
+               "k and v drawn at random (normal, std 1): the scores, the scale, the softmax "
+               "and the product with V, on one core of this machine (yours will differ), as "
+               "are all the chapter's times.", HEADS, WIDTH, DH);
+    float one[SIZES], layer[SIZES];
+    float *mask = vit_malloc(sizeof(float) * (size_t)w->N[SIZES - 1] * w->N[SIZES - 1]);
+    ch_line(ch, "    %7s  %5s  %12s  %14s  %16s  %10s", "image", "N", "N²", "one matrix",
+            "a layer's buffers", "exact, ms");
+    for (int i = 0; i < SIZES; i++) {
+        const int N = w->N[i];
+        one[i] = (float)megabytes(4.0 * N * N);
+        layer[i] = (float)megabytes(4.0 * (double)mha_scratch_floats(1, N, WIDTH, HEADS));
+        w->exact[i] = vit_malloc(sizeof(float) * (size_t)N * DH);
+        timed(w, EXACT, i, w->exact[i]);
+        w->kept[i] = weight_in_window(w->scratch, N, w->grid[i], mask); // the probabilities
+        char n2[VIT_NUM_BUF];
+        ch_line(ch, "    %4d px  %5d  %12s  %11.1f MB  %13.1f MB  %10.2f", SIDE[i], N,
+                vit_thousands(n2, (int64_t)N * N), one[i], layer[i], ms(w->seconds[EXACT][i]));
+    }
+    ch_line(ch, "%s", "");
+    free(mask);
+    pin_row(ch, "matrix.MB", one, SIZES);
+    pin_row(ch, "layer.MB", layer, SIZES);
+    const int last = SIZES - 1;
+    const double n_ratio = (double)w->N[last] / w->N[0], n2_ratio = n_ratio * n_ratio;
+    const double t_ratio = w->seconds[EXACT][last] / w->seconds[EXACT][0];
+    ch_say(ch, "N grew %.1f× and N² %.0f×, and the memory with it: at %d px one head's matrix "
+               "is %.1f MB, and a layer's attention buffers %.2f GB. A trace that records "
+               "every one of the %d layers would hold %d times that. The time of one head "
+               "grew %.0f× here, %s.", n_ratio, n2_ratio, SIDE[last], one[last],
+           layer[last] / 1e3, DEPTH, DEPTH, t_ratio,
+           t_ratio >= 0.7 * n2_ratio && t_ratio <= 1.4 * n2_ratio
+               ? "about as N² did: the N² scores, their exponentials and the N²·Dh products "
+                 "are the work"
+           : t_ratio < 0.7 * n2_ratio
+               ? "less than N² did: at small N, costs that do not grow with N² (setting up "
+                 "each matrix product, the calls themselves) weigh more"
+               : "more than N² did: the small matrices fit in the processor's caches, the "
+                 "largest do not, and memory is slower");
+}
+
+/* ------------------------------------------------- 3. query chunks */
+
+static void query_chunks(Chapter *ch, Work *w) {
+    ch_section(ch, "3. Exact, a chunk of queries at a time");
+    ch_say(ch, "A row of the softmax needs its own row of scores and nothing else. So the "
+               "queries can be taken %d at a time: score the chunk against every key, a "
+               "(%d, N) matrix, take its softmax and multiply by V, write the chunk's %d rows "
+               "of output, and reuse the memory for the next chunk. This is the "
+               "\"memory-efficient\" forward pass, and it is exact: the arithmetic of each "
+               "row is the same as before.", QUERY_CHUNK, QUERY_CHUNK, QUERY_CHUNK);
+    ch_line(ch, "    // attention_query_chunks(), chapters/13_attention_at_scale.c");
+    ch_line(ch, "    for (int i0 = 0; i0 < N; i0 += chunk) {");
+    ch_line(ch, "        matmul_bt(s, q + i0·Dh, k, rows, Dh, N);    // (rows, N) = Q_c·Kᵀ");
+    ch_line(ch, "        scale(s, s, 1/√Dh, rows·N);  softmax(s, s, rows, N);");
+    ch_line(ch, "        matmul(out + i0·Dh, s, v, rows, N, Dh);     // (rows, Dh) = P_c·V");
+    ch_line(ch, "    }");
+    ch_line(ch, "%s", "");
+    float diff[SIZES], mem[SIZES];
+    float *out = vit_malloc(sizeof(float) * (size_t)w->N[SIZES - 1] * DH);
+    ch_line(ch, "    %7s  %5s  %16s  %12s  %11s  %10s", "image", "N", "max |diff|", "scores held",
+            "chunks, ms", "exact, ms");
+    for (int i = 0; i < SIZES; i++) {
+        const int N = w->N[i];
+        timed(w, CHUNKED, i, out);
+        const Tensor a = tensor_view(out, 2, N, DH), e = tensor_view(w->exact[i], 2, N, DH);
+        diff[i] = tensor_max_abs_diff(&a, &e);
+        mem[i] = (float)megabytes(4.0 * QUERY_CHUNK * N);
+        ch_line(ch, "    %4d px  %5d  %16.2g  %9.2f MB  %11.2f  %10.2f", SIDE[i], N, diff[i], mem[i],
+                ms(w->seconds[CHUNKED][i]), ms(w->seconds[EXACT][i]));
+    }
+    ch_line(ch, "%s", "");
+    pin_row(ch, "chunked.max_diff", diff, SIZES);
+    pin_row(ch, "chunked.MB", mem, SIZES);
+    const int last = SIZES - 1;
+    const double speed = w->seconds[EXACT][last] / w->seconds[CHUNKED][last];
+    ch_say(ch, "The outputs agree with exact attention's to float rounding (the largest "
+               "difference above). The scores held fall from N² to %d·N: %.2f MB instead of "
+               "%.1f MB at %d px. The work is the same; at %d px the chunks took %.2f× the "
+               "time of the whole matrix here, %s.", QUERY_CHUNK, mem[last],
+           megabytes(4.0 * w->N[last] * w->N[last]), SIDE[last], SIDE[last], 1 / speed,
+           speed > 1.1 ? "faster, since a chunk of scores stays in the processor's cache while "
+                         "it is used"
+           : speed < 0.9 ? "slower, since smaller matrix products use the processor less well"
+                         : "about the same");
+    free(out);
+}
+
+/* ------------------------------------------------- 4. online softmax */
+
+// Section 4's row taken block by block with online_softmax_block(); the weights
+// are rescaled by every later c and divided by the final sum, as attention_online() does.
+static void online_by_hand(Chapter *ch) {
+    float s[ROW], probs[ROW], max[ROW_BLOCKS], sum[ROW_BLOCKS], c[ROW_BLOCKS];
+    memcpy(s, ROW_SCORES, sizeof s);
+    OnlineSoftmax st = ONLINE_SOFTMAX_START;
+    ch_line(ch, "    %-6s  %-26s  %9s  %7s  %6s  %7s", "block", "scores", "block max", "m'", "c",
+            "l'");
+    for (int b = 0, at = 0; b < ROW_BLOCKS; at += ROW_BLOCK[b++]) {
+        float block_max = -INFINITY;
+        char text[96];
+        int used = 0;
+        for (int j = at; j < at + ROW_BLOCK[b]; j++) {
+            block_max = fmaxf(block_max, s[j]);
+            used += snprintf(text + used, sizeof text - (size_t)used, "%s%.1f", j > at ? " " : "", s[j]);
+        }
+        c[b] = online_softmax_block(&st, s + at, ROW_BLOCK[b]);
+        for (int j = 0; j < at; j++) s[j] *= c[b]; // the weights before this block, rescaled
+        max[b] = st.max, sum[b] = st.sum;
+        ch_line(ch, "    %-6d  %-26s  %9.1f  %7.2f  %6.3f  %7.4f", b, text, block_max, st.max,
+                c[b], st.sum);
+    }
+    ch_line(ch, "%s", "");
+    for (int j = 0; j < ROW; j++) probs[j] = s[j] / st.sum;
+    float want[ROW];
+    softmax(want, ROW_SCORES, 1, ROW);
+    pin_row(ch, "online.row.max", max, ROW_BLOCKS);
+    pin_row(ch, "online.row.sum", sum, ROW_BLOCKS);
+    pin_row(ch, "online.row.c", c, ROW_BLOCKS);
+    pin_row(ch, "online.row.probs", probs, ROW);
+    ch_say(ch, "The first block's c is %.0f: there was nothing before it (m = -inf, and "
+               "e^(-inf) = 0). Each later block that raises the maximum multiplies what was "
+               "summed before by c < 1; a block that does not leaves c = 1. At the end, weight "
+               "j times the c of every block after its own, over l = %.4f, is its probability: "
+               "it differs from softmax() over the whole row by at most %.2g.",
+           c[0], sum[ROW_BLOCKS - 1], ch_max_diff(ch, "online.row.vs_softmax", probs, want, ROW));
+}
+
+static void online(Chapter *ch, Work *w) {
+    ch_section(ch, "4. Exact, one block of keys at a time: the online softmax");
+    ch_say(ch, "A chunk of queries still holds a whole row of N scores per query, because "
+               "the softmax needs the row's maximum and its sum before any weight is known. "
+               "The online softmax does without: it keeps, per query, the largest score seen "
+               "so far m and the sum l of e^(s - m) over the scores seen, and takes the keys "
+               "a block at a time. A block may raise the maximum to m'; everything summed "
+               "before was summed against the old m, so it is multiplied by c = e^(m - m'):");
+    ch_line(ch, "    m' = max(m, max_j s_j),   c = e^(m - m'),   l' = c·l + Σ_j e^(s_j - m')");
+    ch_line(ch, "    acc' = c·acc + Σ_j e^(s_j - m')·v_j,          and at the end  out = acc / l");
+    ch_line(ch, "%s", "");
+    ch_say(ch, "online_softmax_block() (lib/online_softmax.c) is that step for one block of "
+               "one row. A row of %d scores in blocks of %d, %d and %d:", ROW, ROW_BLOCK[0],
+           ROW_BLOCK[1], ROW_BLOCK[2]);
+    online_by_hand(ch);
+    ch_say(ch, "attention_online() (lib/attention_online.c) runs that step for every query "
+               "of a block of queries against a block of %d keys at a time, so both of its "
+               "products are matrix products. Per query it keeps %d scores, %d accumulators "
+               "and m and l: %d bytes, whatever N is. The same head as above:", KEY_BLOCK,
+           KEY_BLOCK, DH, 4 * (KEY_BLOCK + DH + 2));
+    ch_value(ch, "online.bytes_per_query", (float)(4 * (KEY_BLOCK + DH + 2)));
+    float diff[SIZES];
+    float *out = vit_malloc(sizeof(float) * (size_t)w->N[SIZES - 1] * DH);
+    ch_line(ch, "    %7s  %5s  %16s  %11s  %10s", "image", "N", "max |diff|", "online, ms",
+            "exact, ms");
+    for (int i = 0; i < SIZES; i++) {
+        const int N = w->N[i];
+        timed(w, ONLINE, i, out);
+        const Tensor a = tensor_view(out, 2, N, DH), e = tensor_view(w->exact[i], 2, N, DH);
+        diff[i] = tensor_max_abs_diff(&a, &e);
+        ch_line(ch, "    %4d px  %5d  %16.2g  %11.2f  %10.2f", SIDE[i], N, diff[i],
+                ms(w->seconds[ONLINE][i]), ms(w->seconds[EXACT][i]));
+    }
+    ch_line(ch, "%s", "");
+    pin_row(ch, "online.max_diff", diff, SIZES);
+    const int last = SIZES - 1;
+    const double ratio = w->seconds[ONLINE][last] / w->seconds[EXACT][last];
+    ch_say(ch, "Exact again: only the order of the additions differs. It does the same N² "
+               "work (at %d px it took %.2f× the time of the whole matrix here), and never "
+               "holds more than one block of scores. This is the inner loop of "
+               "FlashAttention, which on a GPU also keeps each block in the fast on-chip "
+               "memory.", SIDE[last], ratio);
+    free(out);
+}
+
+/* ------------------------------------------------- 5. local attention */
+
+// attention_local() at N[0] against exact attention with the window as a mask.
+static float local_vs_masked(Chapter *ch, Work *w, float *out) {
+    const int N0 = w->N[0], g0 = w->grid[0];
+    float *mask = vit_malloc(sizeof(float) * (size_t)N0 * N0);
+    float *masked = vit_malloc(sizeof(float) * (size_t)N0 * DH);
+    attention_mask_window(mask, 1, g0, g0, RADIUS);
+    const AttentionOptions window = {.mask = mask};
+    attention(masked, w->scratch, w->q, w->k, w->v, &window, N0, DH);
+    run_method(w, LOCAL, 0, out);
+    const float diff = ch_max_diff(ch, "local.vs_masked", out, masked, (size_t)N0 * DH);
+    free(mask), free(masked);
+    return diff;
+}
+
+// Every query given the plain mean of the values, as if attention were uniform: its error.
+static float uniform_error(const Work *w, int i, float *out) {
+    const int N = w->N[i];
+    double mean[DH] = {0};
+    for (int j = 0; j < N; j++)
+        for (int d = 0; d < DH; d++) mean[d] += w->v[(size_t)j * DH + d];
+    for (int j = 0; j < N; j++)
+        for (int d = 0; d < DH; d++) out[(size_t)j * DH + d] = (float)(mean[d] / N);
+    return relative_error(out, w->exact[i], (size_t)N * DH);
+}
+
+static void local(Chapter *ch, Work *w) {
+    ch_section(ch, "5. An approximation: local attention");
+    const int side = 2 * RADIUS + 1, keys = 1 + side * side;
+    float *out = vit_malloc(sizeof(float) * (size_t)w->N[SIZES - 1] * DH);
+    const float same = local_vs_masked(ch, w, out);
+    ch_say(ch, "Cheaper still is to score fewer pairs. Local attention lets each patch see "
+               "only the patches within %d rows and %d columns of its own, a %d × %d window "
+               "on the patch grid (cut off at the edges), and [cls]; [cls] still sees every "
+               "token, and every token sees [cls], so information can cross the image in "
+               "two steps, patch to [cls] to patch. A patch's query scores at most %d keys "
+               "whatever N is: the work grows like N, not N² (attention_local(), "
+               "lib/attention_local.c). Within the window it is the exact softmax: the same "
+               "as exact attention with the window as a mask (attention_mask_window()), which "
+               "at N = %d it equals to %.2g. The weights outside the window are dropped and "
+               "the window's renormalised to sum to 1. That is the approximation:", RADIUS,
+           RADIUS, side, side, (int)ch_value(ch, "local.keys", (float)keys), w->N[0], same);
+    float err[SIZES], uniform[SIZES];
+    ch_line(ch, "    %7s  %5s  %16s  %14s  %10s  %10s", "image", "N", "weight in window",
+            "relative error", "local, ms", "exact, ms");
+    for (int i = 0; i < SIZES; i++) {
+        const int N = w->N[i];
+        timed(w, LOCAL, i, out);
+        err[i] = relative_error(out, w->exact[i], (size_t)N * DH);
+        ch_line(ch, "    %4d px  %5d  %15.1f%%  %14.3f  %10.2f  %10.2f", SIDE[i], N,
+                100 * w->kept[i], err[i], ms(w->seconds[LOCAL][i]), ms(w->seconds[EXACT][i]));
+        uniform[i] = uniform_error(w, i, out);
+    }
+    ch_line(ch, "%s", "");
+    pin_row(ch, "local.kept", w->kept, SIZES);
+    pin_row(ch, "local.rel_error", err, SIZES);
+    pin_row(ch, "uniform.rel_error", uniform, SIZES);
+    const int last = SIZES - 1;
+    ch_say(ch, "\"Weight in window\" is the share of exact attention's probability that falls "
+               "inside the window, averaged over the queries; the relative error is "
+               "‖out − exact‖ / ‖exact‖. These q and k are random: nothing makes nearby "
+               "patches more alike, so exact attention spreads its weight over the whole image "
+               "and the window catches %.1f%% of it at %d px, where the error is %.2f: exact "
+               "attention's output, an average over nearly all N values, is small, while the "
+               "window averages a few dozen. (Giving "
+               "every query the plain mean of the values would be off by %.2f at %d px and "
+               "%.2f at %d px.) How good a window is depends on where attention really "
+               "looks, which Section 7 asks of a trained model.", 100 * w->kept[last],
+           SIDE[last], err[last], uniform[0], SIDE[0], uniform[last], SIDE[last]);
+    free(out);
+}
+
+/* ------------------------------------------------- 6. linear attention */
+
+static void linear_attention(Chapter *ch, Work *w) {
+    ch_section(ch, "6. An approximation: linear attention");
+    ch_say(ch, "The N² comes from the softmax: e^(q·k) does not split into a part of q times "
+               "a part of k, so every pair must be scored. Linear attention (Katharopoulos et "
+               "al., 2020) replaces the weight by a product of features, φ(q_i)·φ(k_j) with "
+               "φ(x) = elu(x) + 1 (x + 1 above 0, e^x below: always positive), and then the "
+               "sum over keys can be taken first, once per head:");
+    ch_line(ch, "    out_i = φ(q_i)ᵀ (Σ_j φ(k_j) v_jᵀ) / φ(q_i)ᵀ (Σ_j φ(k_j))");
+    ch_line(ch, "          = [φ(Q) (φ(K)ᵀ V)]_i / [φ(Q) (φ(K)ᵀ 1)]_i");
+    ch_line(ch, "%s", "");
+    const float bytes = ch_value(ch, "linear.bytes", (float)(8 * (DH * DH + DH)));
+    ch_say(ch, "φ(K)ᵀV is a (%d, %d) matrix and φ(K)ᵀ1 a vector of %d: %.0f bytes per head in "
+               "double, whatever N is, and the work is N·Dh² instead of N²·Dh "
+               "(attention_linear(), lib/attention_linear.c). The weights are still positive "
+               "and sum to 1, but they are other weights: φ grows like x where e^x grows "
+               "exponentially, so they are much flatter.", DH, DH, DH, bytes);
+    float err[SIZES];
+    float *out = vit_malloc(sizeof(float) * (size_t)w->N[SIZES - 1] * DH);
+    ch_line(ch, "    %7s  %5s  %14s  %11s  %10s", "image", "N", "relative error", "linear, ms",
+            "exact, ms");
+    for (int i = 0; i < SIZES; i++) {
+        const int N = w->N[i];
+        timed(w, LINEAR, i, out);
+        err[i] = relative_error(out, w->exact[i], (size_t)N * DH);
+        ch_line(ch, "    %4d px  %5d  %14.3f  %11.2f  %10.2f", SIDE[i], N, err[i],
+                ms(w->seconds[LINEAR][i]), ms(w->seconds[EXACT][i]));
+    }
+    ch_line(ch, "%s", "");
+    pin_row(ch, "linear.rel_error", err, SIZES);
+    const int last = SIZES - 1;
+    const double t_ratio = w->seconds[LINEAR][last] / w->seconds[LINEAR][0];
+    ch_say(ch, "From %d to %d tokens its time grew %.0f× here (N grew %.1f×), where exact "
+               "attention's grew %.0f×. Its error is not a rounding error: linear attention is "
+               "another function, and on these inputs its output is off by %.2f at %d px.",
+           w->N[0], w->N[last], t_ratio, (double)w->N[last] / w->N[0],
+           w->seconds[EXACT][last] / w->seconds[EXACT][0], err[last], SIDE[last]);
+    free(out);
+}
+
+/* ------------------------------------------------- 7. the trained model */
+
+/** The attention a pass of Section 7 uses in every layer. */
+typedef enum { WITH_EXACT, WITH_LOCAL1, WITH_LOCAL2, WITH_LINEAR, WITHS } With;
+static const char *const WITH_NAME[WITHS] = {"exact (the recipe)", "local, 3 × 3 window",
+                                             "local, 5 × 5 window", "linear, elu + 1"};
+static const char *const WITH_PROSE[WITHS] = {"exact attention", "the 3 × 3 window",
+                                              "the 5 × 5 window", "linear attention"};
+
+/** Section 7's buffers for one batch of B images. */
+typedef struct {
+    const Vit *vit;
+    int B, N, D, H, M, side;
+    float *x, *h, *flat, *q, *k, *v, *heads, *mlp, *scores; // (B,N,D) ×3, (B,H,N,Dh) ×4, (B,N,M), (B,H,N,N)
+} Pass;
+
+static void pass_init(Pass *p, const Vit *vit, int B) {
+    const VitConfig *c = &vit->config;
+    *p = (Pass){.vit = vit, .B = B, .N = vit_num_tokens(c), .D = c->dim, .H = c->heads,
+                .M = c->mlp_dim, .side = c->image_size / c->patch_size};
+    const size_t bnd = (size_t)B * p->N * p->D;
+    p->x = vit_malloc(sizeof(float) * bnd), p->h = vit_malloc(sizeof(float) * bnd);
+    p->flat = vit_malloc(sizeof(float) * bnd), p->heads = vit_malloc(sizeof(float) * bnd);
+    p->q = vit_malloc(sizeof(float) * bnd), p->k = vit_malloc(sizeof(float) * bnd);
+    p->v = vit_malloc(sizeof(float) * bnd);
+    p->mlp = vit_malloc(sizeof(float) * (size_t)B * p->N * p->M);
+    p->scores = vit_malloc(sizeof(float) * (size_t)B * p->H * p->N * p->N);
+}
+
+static void pass_free(Pass *p) {
+    free(p->x), free(p->h), free(p->flat), free(p->heads), free(p->q), free(p->k), free(p->v);
+    free(p->mlp), free(p->scores);
+}
+
+// Attention in every head, as `with` says: heads (B,H,N,Dh) from q, k, v.
+static void attend(Pass *p, With with) {
+    const int B = p->B, H = p->H, N = p->N, Dh = p->D / p->H, g = p->side;
+    switch (with) {
+    case WITH_EXACT:
+        attention_scores(p->scores, p->q, p->k, B * H, N, Dh);
+        attention_scale_mask(p->scores, p->scores, NULL, B, H, N, Dh);
+        softmax(p->scores, p->scores, B * H * N, N);
+        attention_context(p->heads, p->scores, p->v, B * H, N, Dh);
+        break;
+    case WITH_LOCAL1: attention_local(p->heads, p->q, p->k, p->v, NULL, B, H, 1, g, g, Dh, 1); break;
+    case WITH_LOCAL2: attention_local(p->heads, p->q, p->k, p->v, NULL, B, H, 1, g, g, Dh, 2); break;
+    case WITH_LINEAR: attention_linear(p->heads, p->q, p->k, p->v, NULL, B, H, N, Dh); break;
+    default: break;
+    }
+}
+
+//! [block]
+// One encoder block on p->x (B, N, D), its attention swapped for `with`:
+// x = x + proj(attend(norm1(x))),  x = x + fc2(gelu(fc1(norm2(x)))).
+static void block_with(Pass *p, const VitBlockWeights *w, With with) {
+    const int BN = p->B * p->N, D = p->D, H = p->H, Dh = D / H, M = p->M;
+    const float eps = p->vit->config.ln_eps;
+    layernorm(p->h, p->x, w->norm1_w, w->norm1_b, BN, D, eps);
+    const float *proj_w[3] = {w->attn.q_w, w->attn.k_w, w->attn.v_w};
+    const float *proj_b[3] = {w->attn.q_b, w->attn.k_b, w->attn.v_b};
+    float *heads[3] = {p->q, p->k, p->v};
+    for (int t = 0; t < 3; t++) { // q, k, v: project, then split into heads (B, H, N, Dh)
+        linear(p->flat, p->h, proj_w[t], proj_b[t], BN, D, D);
+        heads_split(heads[t], p->flat, p->B, p->N, H, Dh);
+    }
+    attend(p, with);                                  // the only line that differs
+    heads_merge(p->flat, p->heads, p->B, p->N, H, Dh);
+    linear(p->h, p->flat, w->attn.proj_w, w->attn.proj_b, BN, D, D);
+    add(p->x, p->x, p->h, (size_t)BN * D);
+    layernorm(p->h, p->x, w->norm2_w, w->norm2_b, BN, D, eps);
+    linear(p->mlp, p->h, w->fc1_w, w->fc1_b, BN, D, M);
+    gelu(p->mlp, p->mlp, (size_t)BN * M);
+    linear(p->h, p->mlp, w->fc2_w, w->fc2_b, BN, M, D);
+    add(p->x, p->x, p->h, (size_t)BN * D);
+}
+//! [block]
+
+// From the embedded tokens to the logits (B, Y), every block's attention swapped.
+static void pass_run(Pass *p, const float *embed, With with, float *logits) {
+    const VitWeights *wt = &p->vit->weights;
+    const VitConfig *c = &p->vit->config;
+    const int D = p->D, N = p->N;
+    memcpy(p->x, embed, sizeof(float) * (size_t)p->B * N * D);
+    for (int l = 0; l < c->depth; l++) block_with(p, &wt->blocks[l], with);
+    for (int b = 0; b < p->B; b++) { // the final norm of [cls] only, then the head
+        layernorm(p->h, p->x + (size_t)b * N * D, wt->norm_w, wt->norm_b, 1, D, c->ln_eps);
+        linear(logits + (size_t)b * c->num_classes, p->h, wt->head_w, wt->head_b, 1, D,
+               c->num_classes);
+    }
+}
+
+// A TraceFn keeping a copy of the embedded tokens (the one stage Section 7 starts from).
+static void keep_embed(void *user, const char *name, const Tensor *t) {
+    if (strcmp(name, "embed") == 0) memcpy(user, t->data, sizeof(float) * t->numel);
+}
+
+static int argmax(const float *v, int n) {
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (v[i] > v[best]) best = i;
+    return best;
+}
+
+static void trained_model(Chapter *ch) {
+    ch_section(ch, "7. What the trained model expects");
+    Vit vit = {0};
+    Dataset test = {0};
+    VitError err;
+    char path[1024];
+    if (fashion_mnist_load(&test, NULL, "test", &err) != VIT_OK) {
+        ch_say(ch, "Fashion-MNIST cannot be loaded (%s). Install Debian's "
+                   "dataset-fashion-mnist (scripts/deps.sh does) and run the chapter again.",
+               err.msg);
+        return;
+    }
+    if (vit_build(&vit, vit_data_path(path, sizeof path, MODEL_FILE), &err) != VIT_OK) {
+        ch_say(ch, "data/%s cannot be loaded (%s).", MODEL_FILE, err.msg);
+        dataset_free(&test);
+        return;
+    }
+    const VitConfig *c = &vit.config;
+    const char *m = st_meta(&vit.file, "mean"), *s = st_meta(&vit.file, "std");
+    const float mean = m ? (float)atof(m) : 0.2860f, std = s ? (float)atof(s) : 0.3530f;
+    const int B = MEASURE_BATCH, N = vit_num_tokens(c), D = c->dim, Y = c->num_classes;
+    Pass p;
+    pass_init(&p, &vit, B);
+    float *input = vit_malloc(sizeof(float) * (size_t)B * c->channels * c->image_size * c->image_size);
+    float *embed = vit_malloc(sizeof(float) * (size_t)B * N * D);
+    float *logits = vit_malloc(sizeof(float) * (size_t)B * Y);
+    int right[WITHS + 1] = {0}, agree[WITHS] = {0}, index[MEASURE_BATCH], labels[MEASURE_BATCH];
+    float recipe_diff = 0;
+    for (int first = 0; first < MEASURED; first += B) {
+        for (int b = 0; b < B; b++) index[b] = first + b;
+        dataset_batch(input, labels, &test, index, B, mean, std, NULL, NULL);
+        const Tensor x = tensor_view(input, 4, B, c->channels, c->image_size, c->image_size);
+        if (vit_forward(&vit, &x, keep_embed, embed, &err) != VIT_OK) {
+            ch_say(ch, "the pass failed: %s", err.msg);
+            break;
+        }
+        const Tensor model = vit_logits(&vit);
+        int pred[MEASURE_BATCH];
+        for (int b = 0; b < B; b++) {
+            pred[b] = argmax(model.data + (size_t)b * Y, Y);
+            right[WITHS] += pred[b] == labels[b];
+        }
+        for (int with = 0; with < WITHS; with++) {
+            pass_run(&p, embed, (With)with, logits);
+            if (with == WITH_EXACT)
+                for (size_t e = 0; e < (size_t)B * Y; e++)
+                    recipe_diff = fmaxf(recipe_diff, fabsf(logits[e] - model.data[e]));
+            for (int b = 0; b < B; b++) {
+                const int y = argmax(logits + (size_t)b * Y, Y);
+                right[with] += y == labels[b];
+                agree[with] += y == pred[b];
+            }
+        }
+    }
+    ch_say(ch, "The model of Chapter 11 (data/%s: %d layers, %d heads, N = %d tokens on a "
+               "%d × %d grid) was trained with exact attention. Its attention layer can be "
+               "swapped for another by rebuilding each block from lib's pieces, with one line "
+               "changed:", MODEL_FILE, c->depth, c->heads, N, p.side, p.side);
+    ch_line(ch, "    layernorm → q, k, v = linear + heads_split → attend(q, k, v) → heads_merge");
+    ch_line(ch, "    → proj → + x → layernorm → fc1 → gelu → fc2 → + x");
+    ch_line(ch, "%s", "");
+    ch_say(ch, "With exact attention the recipe gives vit_forward()'s logits to %.2g. Each "
+               "variant runs on the first %d test images, every layer's attention swapped; the "
+               "model itself, through vit_forward(), gets %d of them right:",
+           ch_value(ch, "model.recipe_max_diff", recipe_diff), MEASURED,
+           (int)ch_value(ch, "model.right", (float)right[WITHS]));
+    float rights[WITHS], agrees[WITHS];
+    ch_line(ch, "    %-26s  %8s  %26s", "attention in every layer", "right", "same class as the model");
+    for (int with = 0; with < WITHS; with++) {
+        rights[with] = (float)right[with], agrees[with] = (float)agree[with];
+        // %-26s counts bytes, and × takes two: pad by columns
+        const int cols = columns(WITH_NAME[with]);
+        ch_line(ch, "    %s%*s  %4d/%-3d  %22d/%-3d", WITH_NAME[with], cols < 26 ? 26 - cols : 0, "",
+                right[with], MEASURED, agree[with], MEASURED);
+    }
+    ch_line(ch, "%s", "");
+    pin_row(ch, "model.with.right", rights, WITHS);
+    pin_row(ch, "model.with.agree", agrees, WITHS);
+    int worst = WITH_LOCAL1;
+    for (int with = WITH_LOCAL1; with < WITHS; with++)
+        if (right[with] < right[worst]) worst = with;
+    ch_say(ch, "The weights after each attention layer (the projection, the MLP, the next "
+               "layers) were trained on what exact attention hands them. An approximation "
+               "hands them something else, and every layer passes the difference on: here the "
+               "worst, %s, gets %d of %d right where exact attention gets %d, and the wider "
+               "window does %s than the narrower one (%d against %d). An approximate attention "
+               "is a different model: it has to be trained (or at least fine-tuned) with the "
+               "approximation in place, and whether it then does as well is a question of the "
+               "task. Chunks and the online softmax have no such cost: they compute the same "
+               "numbers.", WITH_PROSE[worst], right[worst], MEASURED, right[WITH_EXACT],
+           right[WITH_LOCAL2] > right[WITH_LOCAL1]   ? "better"
+           : right[WITH_LOCAL2] < right[WITH_LOCAL1] ? "worse"
+                                                     : "no better",
+           right[WITH_LOCAL2], right[WITH_LOCAL1]);
+    free(input), free(embed), free(logits);
+    pass_free(&p);
+    vit_free(&vit);
+    dataset_free(&test);
+}
+
+/* ------------------------------------------------------------ the chapter */
+
+void chapter13_run(Chapter *ch) {
+    ch_title(ch, "13", "Attention at scale");
+    ch_say(ch, "Attention compares every token with every other: N tokens, N² scores per "
+               "head. At 197 tokens that is nothing; on a bigger image it is most of the "
+               "memory and the time. This chapter measures it, computes exact attention "
+               "without ever holding the N × N matrix, and tries two cheaper attentions that "
+               "are not exact.");
+    const int threads = vit_get_threads();
+    vit_set_threads(1); // one core: every method timed alike, none waiting for a busy thread
+    Work w = {0};
+    more_tokens(ch, &w);
+    const int N_max = w.N[SIZES - 1];
+    const size_t n = (size_t)N_max * DH;
+    w.q = vit_malloc(sizeof(float) * n), w.k = vit_malloc(sizeof(float) * n);
+    w.v = vit_malloc(sizeof(float) * n);
+    w.scratch = vit_malloc(sizeof(float) * (size_t)N_max * N_max);
+    Rng rng;
+    rng_seed(&rng, QKV_SEED);
+    rng_fill_normal(&rng, w.q, n, 0.0f, 1.0f);
+    rng_fill_normal(&rng, w.k, n, 0.0f, 1.0f);
+    rng_fill_normal(&rng, w.v, n, 0.0f, 1.0f);
+    the_matrix(ch, &w);
+    query_chunks(ch, &w);
+    online(ch, &w);
+    local(ch, &w);
+    linear_attention(ch, &w);
+    trained_model(ch);
+    ch_section(ch, "What's next");
+    ch_say(ch, "The two exact methods do the same N² work as the whole matrix: they save "
+               "memory, not arithmetic. Chapter 14 makes the arithmetic itself fast, from the "
+               "textbook loops to the machine's peak.");
+    for (int i = 0; i < SIZES; i++) free(w.exact[i]);
+    free(w.q), free(w.k), free(w.v), free(w.scratch);
+    vit_set_threads(threads);
+}
+
+#ifndef CHAPTER_NO_MAIN
+int main(int argc, char **argv) {
+    return chapter_main(argc, argv, chapter13_run,
+                        "Chapter 13: the N x N attention matrix's memory and time as images "
+                        "grow; exact attention by query chunks and by the online softmax; "
+                        "local-window and linear attention, their errors and times, and what "
+                        "they do to the trained model.");
+}
+#endif
