@@ -92,17 +92,26 @@ static void measure(double *tiled_gflops, double *blas_gflops) {
 // What the answer depends on, one "name=value" line each: a cache written
 // with any other CPU, library, kernel or thread count is measured again.
 static void cache_key(char *key, size_t size) {
-    char cpu[160] = "unknown";
+    // the first processor's name, family and model (a cloud's "AMD EPYC" may be
+    // any of several generations: the family and model tell them apart)
+    char cpu[256] = "unknown", name[160] = "", family[16] = "", model[16] = "";
     FILE *f = fopen("/proc/cpuinfo", "r");
     if (f) {
         char line[512];
-        while (fgets(line, sizeof line, f))
-            if (!strncmp(line, "model name", 10) && strchr(line, ':')) {
-                snprintf(cpu, sizeof cpu, "%s", strchr(line, ':') + 2);
-                cpu[strcspn(cpu, "\n")] = '\0';
-                break;
-            }
+        while (fgets(line, sizeof line, f) && strcmp(line, "\n")) {
+            const char *value = strchr(line, ':');
+            if (!value) continue;
+            value += value[1] == ' ' ? 2 : 1;
+            const size_t n = strcspn(value, "\n");
+            if (!strncmp(line, "model name", 10))
+                snprintf(name, sizeof name, "%.*s", (int)n, value);
+            else if (!strncmp(line, "cpu family", 10))
+                snprintf(family, sizeof family, "%.*s", (int)n, value);
+            else if (!strncmp(line, "model\t", 6))
+                snprintf(model, sizeof model, "%.*s", (int)n, value);
+        }
         fclose(f);
+        if (name[0]) snprintf(cpu, sizeof cpu, "%s (family %s, model %s)", name, family, model);
     }
 #ifdef VIT_HAVE_BLAS
     const char *blas = openblas_get_config();
