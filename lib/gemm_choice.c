@@ -194,8 +194,10 @@ static void choose(void) {
     snprintf(choice.blas_core, sizeof choice.blas_core, "%s", gemm_blas_core());
     if (forced && *forced && strcmp(forced, "auto")) {
         if (!parse_backend(forced, &choice.backend)) {
-            fprintf(stderr, "warning: VIT_GEMM=%.20s is not naive, tiled, blas or auto; "
-                            "measuring instead\n", forced);
+            char shown[96];
+            vit_escape(shown, sizeof shown, forced); // the environment's text, made printable
+            fprintf(stderr, "warning: VIT_GEMM=%.40s is not naive, tiled, blas or auto; "
+                            "measuring instead\n", shown);
         } else {
             if (choice.backend == GEMM_BLAS && !gemm_have_blas()) choice.backend = GEMM_TILED;
             choice.how = "set by VIT_GEMM";

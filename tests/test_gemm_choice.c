@@ -146,12 +146,10 @@ static void test_a_cache_that_does_not_fit_is_measured_again(void) {
     if (!gemm_have_blas()) return; // nothing is measured: the case above checks that
     Setup s;
     CU_ASSERT_FATAL(setup(&s));
-    const char *others[] = {
+    static const char another_machine[] =
         "# another machine\ncpu=Some Other CPU\nblas=x\nkernel=avx2\nthreads=2\nchoice=tiled\n"
-        "tiled_gflops=1.0\nblas_gflops=1.0\n",
-        "garbage\n\x01\x02 not a cache",
-        "",
-    };
+        "tiled_gflops=1.0\nblas_gflops=1.0\n";
+    const char *others[] = {another_machine, "garbage\n\x01\x02 not a cache", ""};
     for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
         write_text(s.cache, others[i]);
         CliResult r = info_with(&s, NULL, s.cache);
