@@ -6,6 +6,7 @@
 #   make test       install missing packages, build, run every test suite
 #   make sanitize   the same tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make docs       Doxygen book into docs/html (warnings are errors)
+#   make docs-check the book opened in headless Chromium: formulas, pictures, links
 #   make bench      GEMM (and OpenBLAS's kernels), ViT-B/16 forward, training-step and
 #                   safetensors-parsing benchmarks, the speed targets; the forward and
 #                   the training step beside PyTorch's when /usr/bin/python3 has torch
@@ -121,7 +122,7 @@ GRADER_CHECK_SRC := $(sort $(wildcard tests/grader/*.c))
 # would delete (and so rebuild next time), and only their own .d files are read.
 ALL_OBJ      := $(LIB_OBJ) $(CHAPTER_OBJ) $(CHAPTER_TOBJ) $(TEST_OBJ) $(VIT_OBJ) $(BENCH_OBJ) $(VIEWER_OBJ)
 
-.PHONY: all run test sanitize docs bench clean deps config chapters chapters-run lib fuzz goldens FORCE \
+.PHONY: all run test sanitize docs docs-check bench clean deps config chapters chapters-run lib fuzz goldens FORCE \
         exercise exercise-all exercise-checks
 .DEFAULT_GOAL := all
 
@@ -311,6 +312,15 @@ fuzz:
 
 docs: deps
 	@./scripts/docs.sh
+
+# The book as a reader's browser shows it: the main page, every chapter page and
+# the viewer page opened in headless Chromium (scripts/docs-check.sh), which
+# fails on a formula left as TeX, a missing picture, a broken link or anchor
+# (the navigation tree's too) or "snippet not found"; screenshots land in
+# build/docs/check/screens/.
+docs-check: docs
+	@./scripts/deps.sh chromium
+	@./scripts/docs-check.sh
 
 # The C benchmarks, then PyTorch doing the same work beside the C figures, when
 # Debian's Python has torch (dev-time Python; else said so): torchvision's

@@ -60,7 +60,14 @@ static const int ROW_BLOCK[ROW_BLOCKS] = {4, 4, 2};
 static const char MODEL_FILE[] = "models/vit-fashion.safetensors"; // under data/
 
 /** The ways of computing one head's attention that the chapter times. */
-typedef enum { EXACT, CHUNKED, ONLINE, LOCAL, LINEAR, METHODS } Method;
+typedef enum {
+    EXACT,   /**< the whole (N, N) matrix: scores, scale, softmax, times V */
+    CHUNKED, /**< a chunk of 64 queries at a time, each row's scores whole */
+    ONLINE,  /**< attention_online(): blocks of keys, the softmax online */
+    LOCAL,   /**< attention_local(): a window of patches (an approximation) */
+    LINEAR,  /**< attention_linear(): elu + 1 features (another function) */
+    METHODS  /**< how many there are */
+} Method;
 
 /** What every section works on. */
 typedef struct {
@@ -502,7 +509,13 @@ static void linear_attention(Chapter *ch, Work *w) {
 /* ------------------------------------------------- 7. the trained model */
 
 /** The attention a pass of Section 7 uses in every layer. */
-typedef enum { WITH_EXACT, WITH_LOCAL1, WITH_LOCAL2, WITH_LINEAR, WITHS } With;
+typedef enum {
+    WITH_EXACT,  /**< exact attention, through the chapter's recipe */
+    WITH_LOCAL1, /**< local attention, a 3 × 3 window */
+    WITH_LOCAL2, /**< local attention, a 5 × 5 window */
+    WITH_LINEAR, /**< linear attention, elu + 1 */
+    WITHS        /**< how many there are */
+} With;
 static const char *const WITH_NAME[WITHS] = {"exact (the recipe)", "local, 3 × 3 window",
                                              "local, 5 × 5 window", "linear, elu + 1"};
 static const char *const WITH_PROSE[WITHS] = {"exact attention", "the 3 × 3 window",

@@ -58,7 +58,13 @@ static VitStatus check_dimensions(long long w, long long h, const char *label, V
 }
 
 /** The formats we accept; stb_image knows more (GIF, PSD, HDR, PIC, TGA) that we keep out. */
-typedef enum { FORMAT_UNKNOWN, FORMAT_PNG, FORMAT_JPEG, FORMAT_BMP, FORMAT_PNM } ImageFormat;
+typedef enum {
+    FORMAT_UNKNOWN, /**< none of those below: refused */
+    FORMAT_PNG,     /**< PNG */
+    FORMAT_JPEG,    /**< JPEG */
+    FORMAT_BMP,     /**< Windows bitmap */
+    FORMAT_PNM      /**< binary PPM (P6) or PGM (P5), 8 bits */
+} ImageFormat;
 
 static ImageFormat sniff_format(const unsigned char *d, size_t n) {
     if (n >= 8 && memcmp(d, "\x89PNG\r\n\x1a\n", 8) == 0) return FORMAT_PNG;

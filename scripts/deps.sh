@@ -4,7 +4,7 @@
 # else prints the exact command to run and fails.
 #
 #   scripts/deps.sh              install what `make run`, `make test` and `make docs` need
-#   scripts/deps.sh PKG...       also these: `make fuzz` asks for clang and
+#   scripts/deps.sh PKG...       also these: `make docs-check` asks for chromium, `make fuzz` for clang and
 #                                libclang-rt-14-dev, `make CC=clang test` for clang
 #                                and libomp-dev (clang's omp.h and libomp)
 #   scripts/deps.sh --list       print the package list and exit

@@ -1,0 +1,126 @@
+#!/bin/sh
+# make docs-check: the book as a reader's browser shows it. Called after `make docs`.
+#
+# Opens the main page, every chapter page and the viewer page in headless
+# Chromium (Debian's chromium; file:// pages, no network), saves what the
+# browser rendered (build/docs/check/dom/) and a screenshot of each
+# (build/docs/check/screens/), and fails when a page
+#   - has a formula MathJax did not typeset (one left as TeX, or an error box);
+#   - shows a picture whose file is missing or empty;
+#   - links to a page or an anchor that does not exist (the rendered page's
+#     links, menus included, and every entry of the navigation tree);
+#   - says "snippet not found" (Doxygen's text for a \snippet whose marker is gone).
+# It prints how many pages, formulas, pictures and links it checked.
+#
+# Environment: CHROMIUM (default: chromium on the PATH); DOCS_CHECK_BUDGET
+# (default 15000) milliseconds of virtual time each page gets to run its scripts.
+set -eu
+
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+HTML=docs/html
+OUT=build/docs/check
+BUDGET=${DOCS_CHECK_BUDGET:-15000}
+CHROMIUM=${CHROMIUM:-$(command -v chromium || true)}
+
+fail() { printf 'docs-check: %s\n' "$*" >&2; exit 1; }
+
+[ -n "$CHROMIUM" ] || fail "no chromium on the PATH (scripts/deps.sh chromium installs Debian's)"
+[ -f "$HTML/index.html" ] || fail "$HTML/index.html is missing: run make docs first"
+rm -rf "$OUT"
+mkdir -p "$OUT/dom" "$OUT/screens" "$OUT/profile"
+
+# The pages a reader opens first: the main page, the chapters, the viewer.
+pages="index.html $(cd "$HTML" && ls md_docs_chapters_*.html) md_docs_viewer.html"
+
+# A sandbox without network: no first-run work, no sync, no GPU, a profile of our own.
+browse() {
+    "$CHROMIUM" --headless=new --no-sandbox --disable-gpu --disable-dev-shm-usage \
+        --no-first-run --no-default-browser-check --disable-extensions --disable-sync \
+        --disable-background-networking --user-data-dir="$ROOT/$OUT/profile" \
+        --virtual-time-budget="$BUDGET" "$@" 2>>"$OUT/chromium.log"
+}
+
+problems=$OUT/problems.txt
+: >"$problems"
+formulas=0 pictures=0 npages=0
+for page in $pages; do
+    [ -f "$HTML/$page" ] || { echo "$page: the page is missing" >>"$problems"; continue; }
+    npages=$((npages + 1))
+    dom=$OUT/dom/$page
+    browse --dump-dom "file://$ROOT/$HTML/$page" >"$dom" ||
+        { echo "$page: chromium could not open it" >>"$problems"; continue; }
+    browse --window-size=1280,2400 --screenshot="$ROOT/$OUT/screens/${page%.html}.png" \
+        "file://$ROOT/$HTML/$page" >/dev/null || echo "$page: no screenshot" >>"$problems"
+
+    # formulas: Doxygen writes each as \( … \) or \[ … \] into the page; MathJax 2
+    # replaces each by its rendering, id MathJax-Element-N-Frame (none when
+    # MathJax did not load or run)
+    tex=$(grep -o '\\(\|\\\[' "$HTML/$page" | wc -l)
+    typeset=$(grep -o 'id="MathJax-Element-[0-9]*-Frame"' "$dom" | wc -l)
+    formulas=$((formulas + tex))
+    [ "$tex" -eq "$typeset" ] ||
+        echo "$page: $tex formulas, $typeset typeset by MathJax" >>"$problems"
+    if grep -q 'class="merror"\|class="mjx-merror"\|class="MathJax_Error"' "$dom"; then
+        echo "$page: MathJax shows an error box" >>"$problems"
+    fi
+    if grep -qi 'snippet not found' "$dom"; then
+        echo "$page: says \"snippet not found\"" >>"$problems"
+    fi
+
+    # pictures: every <img> names a file that is there and not empty
+    for src in $(grep -o '<img[^>]* src="[^"]*"' "$dom" | sed 's/.* src="\([^"]*\)"/\1/'); do
+        case $src in http:* | https:* | data:*) continue ;; esac
+        pictures=$((pictures + 1))
+        [ -s "$HTML/${src%%[?#]*}" ] || echo "$page: picture $src is missing or empty" >>"$problems"
+    done
+    # the page's links, for the link check below
+    grep -o 'href="[^"]*"' "$dom" | sed 's/^href="\(.*\)"$/\1/' |
+        sed "s|^|$page |" >>"$OUT/links.txt"
+done
+
+# the navigation tree's entries: "file.html#anchor":[…] in navtreeindex*.js
+for js in "$HTML"/navtreeindex*.js; do
+    grep -o '^"[^"]*":' "$js" | sed 's/^"\(.*\)":$/\1/' | sed "s|^|navtree |"
+done >>"$OUT/links.txt"
+
+# Every link inside the book: its file must exist, and its anchor must be an
+# id= or name= in that file. One awk pass reads every page's anchors first.
+links=$(awk -v html="$HTML" -v problems="$problems" '
+    FNR == 1 && FILENAME != "-" { file = FILENAME; sub(".*/", "", file) }
+    FILENAME != "-" {
+        line = $0
+        while (match(line, /(id|name)="[^"]*"/)) {
+            a = substr(line, RSTART, RLENGTH); sub(/^(id|name)="/, "", a); sub(/"$/, "", a)
+            anchor[file "#" a] = 1
+            line = substr(line, RSTART + RLENGTH)
+        }
+        exists[file] = 1
+        next
+    }
+    {
+        from = $1; target = $2
+        if (target ~ /^(https?|mailto|javascript|ftp):/ || target == "" ) next
+        if (target ~ /^#/) target = (from == "navtree" ? "index.html" : from) target
+        split(target, part, "#"); f = part[1]; a = part[2]
+        sub(/\?.*/, "", f)
+        if (f ~ /^file:/ || f ~ /^\//) { print from ": an absolute link " target >> problems; next }
+        n++
+        if (f !~ /\.html$/) {           # a picture, a script, a style sheet
+            if ((getline junk < (html "/" f)) < 0) print from ": links to " f ", which is missing" >> problems
+            else close(html "/" f)
+            next
+        }
+        if (!(f in exists)) { print from ": links to " f ", which is missing" >> problems; next }
+        if (a != "" && !((f "#" a) in anchor))
+            print from ": links to " target ", an anchor " f " does not have" >> problems
+    }
+    END { print n + 0 }
+' "$HTML"/*.html - <"$OUT/links.txt")
+
+if [ -s "$problems" ]; then
+    sort -u "$problems" | head -50 >&2
+    fail "$(sort -u "$problems" | wc -l) problems in the book (all of them: $problems)"
+fi
+echo "docs-check: $npages pages opened in Chromium, $formulas formulas typeset, $pictures pictures and $links links checked"
+echo "docs-check: screenshots in $OUT/screens/, the rendered pages in $OUT/dom/"
