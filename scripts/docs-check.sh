@@ -9,7 +9,8 @@
 #   - shows a picture whose file is missing or empty;
 #   - links to a page or an anchor that does not exist (the rendered page's
 #     links, menus included, and every entry of the navigation tree);
-#   - says "snippet not found" (Doxygen's text for a \snippet whose marker is gone).
+#   - says "snippet not found" (Doxygen's text for a \snippet whose marker is gone);
+#   - links the word of "Chapter NN" to the struct Chapter (Doxygen's autolink).
 # It prints how many pages, formulas, pictures and links it checked.
 #
 # Environment: CHROMIUM (default: chromium on the PATH); DOCS_CHECK_BUDGET
@@ -63,6 +64,10 @@ for page in $pages; do
         echo "$page: $tex formulas, $typeset typeset by MathJax" >>"$problems"
     if grep -q 'class="merror"\|class="mjx-merror"\|class="MathJax_Error"' "$dom"; then
         echo "$page: MathJax shows an error box" >>"$problems"
+    fi
+    # "Chapter 02" is a chapter, not the narrator struct Doxygen would link the word to
+    if grep -q 'href="structChapter.html">Chapter</a> [0-9]' "$dom"; then
+        echo "$page: \"Chapter NN\" links to the struct Chapter (write %Chapter)" >>"$problems"
     fi
     if grep -qi 'snippet not found' "$dom"; then
         echo "$page: says \"snippet not found\"" >>"$problems"
