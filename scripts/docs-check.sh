@@ -36,7 +36,8 @@ pages="index.html $(cd "$HTML" && ls md_docs_chapters_*.html) md_docs_viewer.htm
 
 # A sandbox without network: no first-run work, no sync, no GPU, a profile of our own.
 browse() {
-    "$CHROMIUM" --headless=new --no-sandbox --disable-gpu --disable-dev-shm-usage \
+    # (its crash reports go under XDG_CONFIG_HOME: kept in the build tree too)
+    XDG_CONFIG_HOME="$ROOT/$OUT/profile" "$CHROMIUM" --headless=new --no-sandbox --disable-gpu --disable-dev-shm-usage \
         --no-first-run --no-default-browser-check --disable-extensions --disable-sync \
         --disable-background-networking --user-data-dir="$ROOT/$OUT/profile" \
         --virtual-time-budget="$BUDGET" "$@" 2>>"$OUT/chromium.log"
