@@ -149,6 +149,17 @@ def lut(mean, std):
     return (v / np.float32(255.0) - np.float32(mean)) / np.float32(std)
 
 
+def shipped_model_and_test():
+    """The shipped model in float64, its normalisation table and the test images:
+    (model, table, test_x, test_y), as chapters 12 and 13 read them."""
+    path = os.path.join(data_dir(), "models", "vit-fashion.safetensors")
+    model = RefViT.from_safetensors(path).double()
+    meta = stio.load(path)[1]
+    table = lut(float(meta.get("mean", 0.2860)), float(meta.get("std", 0.3530)))
+    test_x, test_y = fashion("t10k")
+    return model, table, test_x, test_y
+
+
 def batch(images, indices, table, aug=None, rng=None):
     """dataset_batch(): (B, 1, S, S) float32, each image padded, cropped, mirrored as drawn."""
     S = images.shape[-1]

@@ -37,10 +37,8 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from golden_common import golden, main  # noqa: E402
-from gen_golden_ch11 import batch, data_dir, fashion, lut, shuffle  # noqa: E402
+from gen_golden_ch11 import batch, shipped_model_and_test, shuffle  # noqa: E402
 from gen_golden_rollout import attention_and_grads, fuse, grad_fuse, roll_out  # noqa: E402
-from ref_vit import RefViT  # noqa: E402
-import stio  # noqa: E402
 from vitrng import Rng  # noqa: E402
 
 SHOWN = [0, 1, 2, 4, 6, 8, 9, 13, 18, 19]
@@ -148,11 +146,7 @@ def measure(model, test_x, table, patch, g):
 @golden
 def ch12_attention_maps():
     torch.set_num_threads(1)
-    path = os.path.join(data_dir(), "models", "vit-fashion.safetensors")
-    model = RefViT.from_safetensors(path).double()
-    meta = stio.load(path)[1]
-    table = lut(float(meta.get("mean", 0.2860)), float(meta.get("std", 0.3530)))
-    test_x, test_y = fashion("t10k")
+    model, table, test_x, test_y = shipped_model_and_test()
     patch = model.patch_embed.kernel_size[0]
     g = {}
     x = torch.from_numpy(batch(test_x, SHOWN, table)).double()

@@ -49,9 +49,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from golden_common import golden, main  # noqa: E402
-from gen_golden_ch11 import batch, data_dir, fashion, lut  # noqa: E402
-from ref_vit import RefViT  # noqa: E402
-import stio  # noqa: E402
+from gen_golden_ch11 import batch, shipped_model_and_test  # noqa: E402
 from vitrng import Rng  # noqa: E402
 
 SIDES = [224, 384, 512, 768, 1024]
@@ -220,11 +218,7 @@ def swapped_forward(model, x, attend):
 
 def model_pins(g, tol):
     torch.set_num_threads(1)
-    path = os.path.join(data_dir(), "models", "vit-fashion.safetensors")
-    model = RefViT.from_safetensors(path).double()
-    meta = stio.load(path)[1]
-    table = lut(float(meta.get("mean", 0.2860)), float(meta.get("std", 0.3530)))
-    test_x, test_y = fashion("t10k")
+    model, table, test_x, test_y = shipped_model_and_test()
     side = int(model.pos_embed.shape[1] - 1) ** 0.5
     side = int(round(side))
     scale = model.blocks[0].attn.scale
