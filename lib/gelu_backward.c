@@ -12,13 +12,12 @@
  * What it omits: the tanh approximation (approximate='tanh'), which a ViT does not use.
  */
 #include "ops.h"
-
-#include <math.h>
+#include "vecmath.h"
 
 void gelu_backward(float *dx, const float *dout, const float *x, size_t n) {
     // x, dout and dx are n values: dx += dout · (Φ(x) + x·φ(x))
     const float inv_sqrt2 = 0.70710678118654752f, inv_sqrt_2pi = 0.39894228040143268f;
-#pragma omp parallel for schedule(static) if (n > 65536)
+VIT_PARALLEL_FOR_SIMD(n > 65536)
     for (size_t i = 0; i < n; i++) {
         const float cdf = 0.5f * (1.0f + erff(x[i] * inv_sqrt2));
         const float pdf = inv_sqrt_2pi * expf(-0.5f * x[i] * x[i]);

@@ -3,8 +3,7 @@
  * @brief LayerNorm over the last axis (ops.h), alone in its file so a student's version can replace it.
  */
 #include "ops.h"
-
-#include <math.h>
+#include "vecmath.h"
 
 void layernorm(float *out, const float *x, const float *gamma, const float *beta, int rows,
                int dim, float eps) {
@@ -14,9 +13,11 @@ void layernorm(float *out, const float *x, const float *gamma, const float *beta
         const float *xr = x + (size_t)r * dim;
         float *yr = out + (size_t)r * dim;
         double mean = 0.0;
+        VIT_SIMD_SUM(mean) // a partial sum per SIMD lane (vecmath.h)
         for (int j = 0; j < dim; j++) mean += xr[j];
         mean /= dim;
         double var = 0.0; // two passes: mean of squares minus square of mean cancels badly
+        VIT_SIMD_SUM(var)
         for (int j = 0; j < dim; j++) var += (xr[j] - mean) * (xr[j] - mean);
         var /= dim; // biased, as PyTorch's LayerNorm
         float mu = (float)mean;

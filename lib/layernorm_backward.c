@@ -31,16 +31,18 @@
  * Every gradient is added to what its buffer holds; any of them may be NULL.
  */
 #include "ops.h"
+#include "vecmath.h"
 
-#include <math.h>
 #include <stddef.h>
 
 // The mean and 1/√(σ² + ε) of one row, exactly as layernorm() computes them.
 static void row_stats(const float *xr, int dim, float eps, float *mean, float *rstd) {
     double mu = 0.0;
+    VIT_SIMD_SUM(mu)
     for (int j = 0; j < dim; j++) mu += xr[j];
     mu /= dim;
     double var = 0.0;
+    VIT_SIMD_SUM(var)
     for (int j = 0; j < dim; j++) var += (xr[j] - mu) * (xr[j] - mu);
     var /= dim;
     *mean = (float)mu;
@@ -57,6 +59,7 @@ void layernorm_backward(float *dx, float *dgamma, float *dbeta, const float *dou
             float mu, rstd;
             row_stats(xr, dim, eps, &mu, &rstd);
             double mean_g = 0.0, mean_gx = 0.0; // mean(ĝ) and mean(ĝ ⊙ x̂)
+            VIT_SIMD_SUM(mean_g, mean_gx)
             for (int j = 0; j < dim; j++) {
                 const float ghat = gr[j] * (gamma ? gamma[j] : 1.0f);
                 mean_g += ghat;

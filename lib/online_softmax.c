@@ -14,8 +14,7 @@
  * block's exp(s_j − m')·v_j; at the end, out = acc / l equals softmax(s)·V.
  */
 #include "attention.h"
-
-#include <math.h>
+#include "vecmath.h"
 
 float online_softmax_block(OnlineSoftmax *st, float *s, int n) {
     // s: (n) one block of a row's scores, replaced by its weights exp(s_j − m')
@@ -36,6 +35,7 @@ float online_softmax_block(OnlineSoftmax *st, float *s, int n) {
     }
     const float c = expf(st->max - m_new); // exp(−inf) = 0 on the first visible block
     double block_sum = 0.0;
+    VIT_SIMD_SUM(block_sum) // several exponentials at once (vecmath.h)
     for (int j = 0; j < n; j++) {
         s[j] = expf(s[j] - m_new); // exponent ≤ 0: cannot overflow; exp(−inf) = 0
         block_sum += s[j];

@@ -18,6 +18,7 @@
  * lib's softmax convention) gets a row of zeros.
  */
 #include "ops.h"
+#include "vecmath.h"
 
 #include <stddef.h>
 
@@ -27,6 +28,7 @@ void softmax_backward(float *dx, const float *dout, const float *p, int rows, in
         const float *pr = p + (size_t)r * cols, *gr = dout + (size_t)r * cols;
         float *dr = dx + (size_t)r * cols;
         double avg = 0.0; // Σ_j p_j·dout_j: the mean of dout under p
+        VIT_SIMD_SUM(avg)
         for (int j = 0; j < cols; j++) avg += (double)pr[j] * gr[j];
         for (int j = 0; j < cols; j++) dr[j] += pr[j] * (gr[j] - (float)avg);
     }

@@ -91,8 +91,9 @@ static void record(Loader *ld, const char *canonical, const char *source, const 
     Vit *v = ld->vit;
     v->map = vit_realloc(v->map, (size_t)(v->map_count + 1) * sizeof *v->map);
     VitMapEntry *m = &v->map[v->map_count++];
-    snprintf(m->canonical, sizeof m->canonical, "%s", canonical);
-    snprintf(m->source, sizeof m->source, "%s", source);
+    // names longer than the fields are cut (the table is for reading, not for lookups)
+    snprintf(m->canonical, sizeof m->canonical, "%.*s", (int)sizeof m->canonical - 1, canonical);
+    snprintf(m->source, sizeof m->source, "%.*s", (int)sizeof m->source - 1, source);
     m->how = how;
 }
 

@@ -91,7 +91,7 @@ char *read_whole_file(const char *path, size_t *size) {
 }
 
 bool same_bytes(const char *a, const char *b) {
-    size_t na, nb;
+    size_t na = 0, nb = 0;
     char *x = read_whole_file(a, &na), *y = read_whole_file(b, &nb);
     bool same = x && y && na == nb && memcmp(x, y, na) == 0;
     free(x);

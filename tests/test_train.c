@@ -68,6 +68,7 @@ static void run_steps(Trainer *t, int64_t until, double *last_epoch_loss) {
     VitError err;
     double sum = 0;
     int counted = 0;
+    if (last_epoch_loss) *last_epoch_loss = NAN; // until the steps have run
     while (t->step < until) {
         TrainStep st;
         if (trainer_step(t, &st, &err) != VIT_OK) {
