@@ -123,7 +123,9 @@ static void configuration(Chapter *ch, const VitConfig *c) {
                 sizes[i].what);
     ch_line(ch, "%s", "");
     char count[VIT_NUM_BUF], bytes[VIT_NUM_BUF];
+    // [param_count]
     int64_t params = vit_param_count(c);
+    // [param_count]
     ch_value(ch, "param_count", (float)params);
     ch_say(ch, "Those sizes fix the number of parameters, vit_param_count(): %s. "
                "Stored as float32 that is %s bytes, about %.0f MB.",
@@ -161,10 +163,10 @@ static void build(Chapter *ch, Work *w) {
            ch_value(ch, "timm_patch_bound", 1.0f / sqrtf((float)fan_in)),
            ch_value(ch, "timm_patch_std", 1.0f / sqrtf(3.0f * (float)fan_in)));
     double t0 = vit_now();
-    //! [build]
+    // [build]
     VitInit init = vit_init_timm(WEIGHT_SEED); // std 0.02, biases 0, LayerNorms 1 and 0
     VitStatus status = vit_build_random(&w->vit, &cfg, &init, &err);
-    //! [build]
+    // [build]
     w->build_seconds = vit_now() - t0;
     if (status != VIT_OK) {
         ch_say(ch, "cannot build ViT-Base: %s", err.msg);
@@ -197,10 +199,10 @@ static void recipe(Chapter *ch, Work *w) {
     w->watch = (Watch){.cfg = c, .prev = vit_malloc(sizeof(float) * vit_num_tokens(c) * c->dim)};
     VitError err;
     double t0 = vit_now();
-    //! [forward]
+    // [forward]
     stage_clock_start(&w->clock, watch_stream, &w->watch); // time each stage, then watch it
     VitStatus status = vit_forward(&w->vit, &w->image, stage_clock_trace, &w->clock, &err);
-    //! [forward]
+    // [forward]
     w->forward_seconds = vit_now() - t0;
     if (status != VIT_OK) {
         ch_say(ch, "the forward pass failed: %s", err.msg);
@@ -273,12 +275,14 @@ static void cost(Chapter *ch, Work *w) {
            100 * tot.matmul_ms / tot.ms, 100 * tot.nn_ms / tot.ms, 100 * other_ms / tot.ms);
 
     // FLOPs are pinned; times are measured, so the sentence follows the measurement.
+    // [flop_ratio]
     const double f_scores = vit_stage_flops(c, B, "blocks.0.attn.scores");
     const double f_probs = vit_stage_flops(c, B, "blocks.0.attn.probs");
     const float flop_ratio = ch_value(ch, "flop_ratio.scores_per_softmax", (float)(f_scores / f_probs));
     const double ms_scores = 1e3 * stage_clock_seconds(&w->clock, "attn.scores");
     const double ms_probs = 1e3 * stage_clock_seconds(&w->clock, "attn.probs");
     const double time_ratio = ms_scores / ms_probs, slower = flop_ratio / time_ratio;
+    // [flop_ratio]
     char took[96];
     if (slower < 3)
         snprintf(took, sizeof took, "and in this run it took %.1f times as long", time_ratio);
@@ -371,10 +375,12 @@ static void head(Chapter *ch, Work *w) {
                "%.4f. Softmax (Chapter 03) turns them into probabilities. The five "
                "highest:", c->dim, c->num_classes, ch_value(ch, "logits.mean", (float)st.mean),
            ch_value(ch, "logits.std", (float)st.std));
+    // [answer]
     float *probs = vit_malloc(sizeof(float) * c->num_classes);
     softmax(probs, logits.data, 1, c->num_classes);
     int best[TOP];
     top_k(best, TOP, logits.data, c->num_classes); // the largest first
+    // [answer]
     float index[TOP], value[TOP], prob[TOP];
     for (int r = 0; r < TOP; r++)
         index[r] = (float)best[r], value[r] = logits.data[best[r]], prob[r] = probs[best[r]];
@@ -398,9 +404,11 @@ static void head(Chapter *ch, Work *w) {
 
 static void whats_next(Chapter *ch) {
     ch_section(ch, "What's next");
-    ch_say(ch, "This is the whole model. What it lacks is knowledge, and there are no "
-               "chapters on training yet. To see the same code answer with trained "
-               "weights, fetch a checkpoint with scripts/fetch-weights.sh and run "
+    ch_say(ch, "This is the whole model. What it lacks is knowledge: its weights are "
+               "random. Chapter 10 computes the gradient that learning needs, and chapter "
+               "11 trains a small ViT with it. To see this same code answer with "
+               "pretrained ViT-B/16 weights, fetch a checkpoint with "
+               "scripts/fetch-weights.sh and run "
                "`build/vit classify` on a photo, as the README's \"Real weights, real "
                "photos\" shows: timm, Hugging Face and torchvision files all load, "
                "preprocessed as those libraries do. `build/vitview` steps through "
@@ -414,8 +422,10 @@ void chapter09_run(Chapter *ch) {
                "full size, runs one image through, and counts where the parameters "
                "and the work go.");
     Work w = {0};
+    // [config]
     VitConfig cfg;
     vit_config_for_arch(&cfg, "vit-base", NULL);
+    // [config]
     configuration(ch, &cfg);
     build(ch, &w);
     if (!w.cfg) return;
@@ -454,6 +464,7 @@ static void watch_stream(void *user, const char *name, const Tensor *t) {
             for (int d = 0; d < t->ndim && d < 4; d++) s->shape[i][d] = t->shape[d];
             if (block >= 0) snprintf(s->last_out, sizeof s->last_out, "%s", name);
         }
+    // [watch]
     const bool in_blocks = block >= 0 && block < MAX_DEPTH;
     if (!strcmp(stage->name, "embed")) {
         s->embed_std = (float)tensor_stats(t).std;
@@ -476,6 +487,7 @@ static void watch_stream(void *user, const char *name, const Tensor *t) {
         s->cos[block] = (float)(sum / N);
         memcpy(s->prev, t->data, sizeof(float) * N * D);
     }
+    // [watch]
 }
 
 // The table of every stage: shape, parameters, FLOPs (pinned) and time (not).
@@ -501,10 +513,12 @@ static void stage_table(Chapter *ch, Work *w, StageTotals *tot) {
         snprintf(key, sizeof key, "shape.%s", s->name);
         ch_pin(ch, key, &tshape);
 
+        // [stage_costs]
         int times = s->per_block ? c->depth : 1;
         int64_t params = times * vit_stage_params(c, name);
         double flops = times * vit_stage_flops(c, B, name);
         double ms = 1e3 * stage_clock_seconds(&w->clock, name);
+        // [stage_costs]
         ch_valuef(ch, (float)params, "params.%s", s->name);
         ch_valuef(ch, (float)(flops / 1e6), "mflop.%s", s->name);
         tot->params += params, tot->flops += flops, tot->ms += ms;

@@ -66,12 +66,14 @@ static const int SHOWN = 0;              // the training image Section 1 draws
 // The chapter's runs: each learns from the first `images` of the 55,000 training
 // images for STEPS steps, and is validated every `every` epochs. Section 2 shows
 // SHORT and SMALL; Section 5 compares them all.
+// [runs]
 static const struct {
     int images;
     bool augment; // with CROP_AND_FLIP
     int every;
 } RUN[RUNS] = {{128, false, 8}, {512, false, 12}, {2048, false, 1}, {6144, false, 1},
                {512, true, 12}};
+// [runs]
 enum { SMALL = 0, SHORT = 2, AUGMENTED = 4, SIZES = 4 }; // RUN[0 … SIZES − 1]: more and more images
 static const double RUN_LR = 3e-3; // the peak learning rate of the runs
 // The augmentation of Section 1 and of the one augmented run: `vit train --crop-pad 2 --flip 1`.
@@ -102,8 +104,10 @@ static const struct {
     {"no-warmup", "no warm-up"},
     {"no-decay", "no weight decay"},
     {"full-no-augment", "18 epochs, no augmentation"},
-    {"full-flip", "18 epochs, flip (shipped)"},
+    {"full-flip", "18 epochs, flip (shipped before)"},
     {"full-crop-flip", "18 epochs, crop and flip"},
+    {"full30-flip", "30 epochs, flip"},
+    {"full30-crop1-flip", "30 epochs, crop 1 and flip (shipped)"},
 };
 static const struct {
     const char *with, *without, *what; // the accuracy `with` minus `without` is what `what` did
@@ -115,6 +119,8 @@ static const struct {
     {"baseline", "no-decay", "weight decay"},
     {"full-flip", "full-no-augment", "the flip, over 18 epochs"},
     {"full-crop-flip", "full-flip", "the crop, over 18 epochs"},
+    {"full30-flip", "full-flip", "12 more epochs, with the flip"},
+    {"full30-crop1-flip", "full30-flip", "a 1-pixel crop, over 30 epochs"},
 };
 
 /* ------------------------------------------------------------ helpers */
@@ -155,7 +161,7 @@ static char shade(float v) { // v in [0, 1]
     return RAMP[k < 0 ? 0 : k > 9 ? 9 : k];
 }
 
-//! [draw]
+// [draw]
 // One S×S image of values in [0, 1], two characters per pixel, one row per line.
 static void draw_image(Chapter *ch, const float *img, int S) {
     char line[2 * 64 + 8];
@@ -167,7 +173,7 @@ static void draw_image(Chapter *ch, const float *img, int S) {
         ch_line(ch, "%s", line);
     }
 }
-//! [draw]
+// [draw]
 
 // Up to four S×S images side by side, each at half height (one character per
 // pixel, the mean of two rows per line), with a caption of two lines above each.
@@ -286,9 +292,11 @@ static void the_data(Chapter *ch, Work *w) {
                "same: its runs are validated on the first %s validation images, and only "
                "Section 4 touches the test set, with the model already trained.",
            th(VAL_IMAGES));
+    // [stats]
     double mean, std, split_mean, split_std;
     dataset_stats(all, &mean, &std);
     dataset_stats(&w->train, &split_mean, &split_std);
+    // [stats]
     ch_say(ch, "The model's input is not the bytes but x = (pixel/255 − μ)/σ, so that its "
                "pixels have mean 0 and standard deviation 1 when they arrive. "
                "dataset_stats() computes μ and σ over every pixel of the %s training "
@@ -316,7 +324,7 @@ static void the_data(Chapter *ch, Work *w) {
            (int)ch_value(ch, "image.label", (float)label), FASHION_MNIST_CLASSES[label], RAMP);
     draw_image(ch, img, S);
     ch_line(ch, "%s", "");
-    //! [augment]
+    // [augment]
     const Augment aug = CROP_AND_FLIP; // vit train --crop-pad 2 --flip 1
     Rng rng;
     rng_seed(&rng, AUGMENT_SEED);
@@ -324,7 +332,7 @@ static void the_data(Chapter *ch, Work *w) {
     rng_seed(&rng, AUGMENT_SEED);
     int index = SHOWN, ignored;
     dataset_batch(moved, &ignored, all, &index, 1, 0.0f, 1.0f, &aug, &rng); // μ 0, σ 1: [0, 1]
-    //! [augment]
+    // [augment]
     Tensor tm = tensor_view(moved, 2, S, S);
     ch_pin(ch, "augment.pixels", &tm);
     const float d[3] = {(float)draw.dy, (float)draw.dx, (float)draw.flip};
@@ -373,7 +381,7 @@ static bool train_run(Chapter *ch, Work *w, int i) {
     snprintf(log->name, sizeof log->name, "run%d%s", images, log->augment ? "_augmented" : "");
     const Dataset train = dataset_slice(&w->train, 0, images);
     const int steps_per_epoch = images / BATCH;
-    //! [recipe]
+    // [recipe]
     TrainConfig c = train_defaults();       // the shipped model's settings, and then:
     c.epochs = STEPS / steps_per_epoch;     // 192 steps, whatever the number of images
     c.batch = BATCH, c.lr = RUN_LR, c.seed = SEED;
@@ -386,12 +394,12 @@ static bool train_run(Chapter *ch, Work *w, int i) {
         return false;
     }
     t.schedule.warmup_steps = WARMUP;       // 64 steps, even when an epoch is the whole run
-    //! [recipe]
+    // [recipe]
     log->epochs = c.epochs;
     const double started = vit_now();
     double eval_seconds = 0;
     int taken = 0; // steps this run has taken
-    //! [loop]
+    // [loop]
     for (int epoch = 1; epoch <= c.epochs; epoch++) {
         double loss = 0;
         int correct = 0;
@@ -421,7 +429,7 @@ static bool train_run(Chapter *ch, Work *w, int i) {
         log->val_loss[r] = (float)val.loss, log->val_acc[r] = (float)eval_accuracy(&val);
         eval_free(&val);
     }
-    //! [loop]
+    // [loop]
     log->seconds = vit_now() - started - eval_seconds;
     const Dataset own = dataset_slice(&train, 0, images < FIT_IMAGES ? images : FIT_IMAGES);
     EvalResult fit;
@@ -481,10 +489,15 @@ static void the_loss_falling(Chapter *ch, Work *w) {
             d.batch, RUN_LR, d.lr);
     ch_line(ch, "    warm-up %d steps (shipped: %d epochs), then the cosine to %g", WARMUP,
             d.warmup_epochs, d.min_lr);
-    if (d.augment.pad != 0 || d.augment.flip) ch_line(ch, "    no crop, no flip");
-    ch_line(ch, "    as shipped: AdamW's weight decay %g, clipping at %g, label smoothing %g, %s",
+    const bool shipped_augments = d.augment.pad != 0 || d.augment.flip;
+    if (shipped_augments)
+        ch_line(ch, "    no augmentation (shipped: %s)",
+                d.augment.pad == 0 ? "half the images mirrored"
+                : d.augment.flip   ? "a random crop after padding, and half mirrored"
+                                   : "a random crop after padding");
+    ch_line(ch, "    as shipped: AdamW's weight decay %g, clipping at %g, label smoothing %g%s",
             d.weight_decay, (double)d.clip, (double)d.smoothing,
-            d.augment.pad == 0 && !d.augment.flip ? "no crop or flip" : "crop and flip");
+            shipped_augments ? "" : ", no augmentation");
     ch_line(ch, "%s", "");
     if (!train_run(ch, w, SHORT)) return;
     pin_run(ch, r);
@@ -769,6 +782,7 @@ static void the_shipped_curve(Chapter *ch) {
                "so the difference of two by about √2 times that, and one below twice its "
                "uncertainty says nothing either way:", 100 * noise, 100 * p);
     int pairs = 0;
+    // [pairs]
     for (size_t k = 0; k < sizeof EXPERIMENT_PAIRS / sizeof EXPERIMENT_PAIRS[0]; k++) {
         float a = NAN, b = NAN;
         for (int i = 0; i < n; i++) {
@@ -784,6 +798,7 @@ static void the_shipped_curve(Chapter *ch) {
         ch_line(ch, "        (%s − %s)", EXPERIMENT_PAIRS[k].with, EXPERIMENT_PAIRS[k].without);
         pairs++;
     }
+    // [pairs]
     if (!pairs) ch_line(ch, "    (no two of these runs are one change apart)");
     ch_line(ch, "%s", "");
     char ran[96];
@@ -821,6 +836,7 @@ static void model_norm(const Vit *vit, float *mean, float *std) {
         *mean = a, *std = b;
 }
 
+// [pos_similarity]
 // The mean cosine similarity of the position embeddings of patches next to each other
 // (Manhattan distance 1 on the G×G grid) and far apart (G/2 or more); pos is
 // (1 + G·G, D), row 0 [cls]'s.
@@ -843,6 +859,7 @@ static void pos_similarity(float *near, float *far, const float *pos_embed, int 
     *near = (float)(sum_near / (n_near ? n_near : 1));
     *far = (float)(sum_far / (n_far ? n_far : 1));
 }
+// [pos_similarity]
 
 static void the_trained_model(Chapter *ch, Work *w) {
     ch_section(ch, "4. The trained model");
@@ -880,13 +897,13 @@ static void the_trained_model(Chapter *ch, Work *w) {
            vit_num_tokens(c), c->dim, c->depth, c->heads, c->mlp_dim, params, (double)mean,
            (double)std, th(TEST_IMAGES));
     EvalResult r;
-    //! [evaluate]
+    // [evaluate]
     if (evaluate(&vit, &slice, mean, std, 50, &r, &err) != VIT_OK) {
         ch_say(ch, "the evaluation failed: %s", err.msg);
         vit_free(&vit);
         return;
     }
-    //! [evaluate]
+    // [evaluate]
     const int Y = r.classes;
     float *conf = vit_malloc(sizeof(float) * Y * Y), per_class[10];
     for (int i = 0; i < Y * Y; i++) conf[i] = (float)r.confusion[i];
@@ -1127,6 +1144,7 @@ void chapter11_run(Chapter *ch) {
     vit_set_threads(1);
     Work w = {0};
     VitError err;
+    // [load]
     if (fashion_mnist_load(&w.all, NULL, "train", &err) != VIT_OK ||
         fashion_mnist_load(&w.test, NULL, "test", &err) != VIT_OK) {
         ch_say(ch, "Fashion-MNIST cannot be loaded (%s). Install Debian's "
@@ -1138,6 +1156,7 @@ void chapter11_run(Chapter *ch) {
     }
     dataset_split_validation(&w.train, &w.val, &w.all, FASHION_MNIST_VAL);
     w.val_slice = dataset_slice(&w.val, 0, VAL_IMAGES);
+    // [load]
 
     the_data(ch, &w);
     the_loss_falling(ch, &w);

@@ -28,12 +28,14 @@
 #include "rng.h"
 #include "safetensors.h"
 
+// [train_defaults]
 TrainConfig train_defaults(void) {
-    return (TrainConfig){.epochs = 18, .batch = 128, .lr = 2e-3, .min_lr = 1e-5,
+    return (TrainConfig){.epochs = 30, .batch = 128, .lr = 2e-3, .min_lr = 1e-5,
                          .warmup_epochs = 2, .weight_decay = 0.05, .clip = 1.0f,
-                         .smoothing = 0.1f, .augment = {.pad = 0, .flip = true}, .seed = 1,
+                         .smoothing = 0.1f, .augment = {.pad = 1, .flip = true}, .seed = 1,
                          .shards = 2, .mean = 0.2860f, .std = 0.3530f};
 }
+// [train_defaults]
 
 // One stream per (seed, purpose, index): splitmix64 of the three, so nearby
 // seeds and steps give unrelated streams.
@@ -82,6 +84,7 @@ static VitStatus check_fits(const VitConfig *m, const Dataset *d, int B, VitErro
     return VIT_OK;
 }
 
+// [trainer_init]
 VitStatus trainer_init(Trainer *t, const VitConfig *model, const TrainConfig *cfg,
                        const Dataset *data, VitError *err) {
     memset(t, 0, sizeof *t);
@@ -113,6 +116,7 @@ VitStatus trainer_init(Trainer *t, const VitConfig *model, const TrainConfig *cf
     t->labels = vit_malloc((size_t)cfg->batch * sizeof *t->labels);
     return VIT_OK;
 }
+// [trainer_init]
 
 int trainer_epoch(const Trainer *t) { return (int)(t->step / t->steps_per_epoch); }
 
@@ -133,6 +137,7 @@ int logits_correct(const float *logits, const int *labels, int B, int Y) {
     return correct;
 }
 
+// [trainer_next_batch]
 void trainer_next_batch(Trainer *t) {
     const TrainConfig *c = &t->config;
     const int epoch = trainer_epoch(t), i = (int)(t->step % t->steps_per_epoch);
@@ -148,6 +153,7 @@ void trainer_next_batch(Trainer *t) {
     dataset_batch(t->images, t->labels, t->data, t->order + (size_t)i * c->batch, c->batch,
                   c->mean, c->std, augmenting ? &c->augment : NULL, &augment);
 }
+// [trainer_next_batch]
 
 void trainer_free(Trainer *t) {
     adamw_free(&t->opt);
@@ -161,6 +167,7 @@ void trainer_free(Trainer *t) {
 
 /* ------------------------------------------------------------ evaluation */
 
+// [evaluate]
 VitStatus evaluate(Vit *vit, const Dataset *data, float mean, float std, int batch,
                    EvalResult *out, VitError *err) {
     memset(out, 0, sizeof *out);
@@ -199,6 +206,7 @@ VitStatus evaluate(Vit *vit, const Dataset *data, float mean, float std, int bat
     if (s != VIT_OK) eval_free(out);
     return s;
 }
+// [evaluate]
 
 double eval_accuracy(const EvalResult *r) { return r->count ? (double)r->correct / r->count : 0; }
 
