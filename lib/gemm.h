@@ -84,7 +84,9 @@ void matmul_bt_blas(float *out, const float *a, const float *b, int M, int K, in
 typedef struct {
     GemmBackend backend;  /**< the default backend */
     const char *how;      /**< why: "measured now", "cached: measured before on this machine",
-                               "set by VIT_GEMM" or "the only fast backend in this build (no OpenBLAS)" */
+                               "set by VIT_GEMM", "the only fast backend in this build (no OpenBLAS)"
+                               or "measured now, on a busy machine (…): not remembered" */
+    char how_text[128];   /**< where a `how` with numbers in it is kept */
     double tiled_gflops;  /**< the measurement on 197×768×2304 (0 when nothing was timed) */
     double blas_gflops;   /**< the same for OpenBLAS */
     char blas_core[32];   /**< the kernel OpenBLAS picked for this CPU ("Haswell"), "" without it */
@@ -99,7 +101,9 @@ typedef struct {
  * and keeps blas only when it is at least 2 % faster; the answer goes to
  * $XDG_CACHE_HOME/vit-from-scratch/gemm-choice (else ~/.cache/…), or to
  * VIT_GEMM_CACHE (off: nowhere), keyed by the CPU, OpenBLAS's build and
- * kernel, the tiled micro-kernel and the thread count. gemm_choice.c says why.
+ * kernel, the tiled micro-kernel and the thread count; unless the timing had
+ * less than 90 % of the cores (other programs running), when it holds for
+ * this run only. gemm_choice.c says why.
  */
 const GemmChoice *gemm_choice(void);
 /** @brief One line for where timings are printed: "blas (measured now; tiled (avx2) 149, blas 168 GFLOP/s …)". */

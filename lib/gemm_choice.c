@@ -16,6 +16,13 @@
  * and, above all, make the same choice: the two backends round differently,
  * and a choice that flipped between runs would change results in the last bits.
  *
+ * A measurement taken while other programs use the cores says little about
+ * the backends (both are slowed, by different amounts): measure() also
+ * reports the share of the cores the timing got (this process's CPU time
+ * against the wall-clock time of its threads), and an answer measured with
+ * less than 90 % of them is used for this run only, never remembered
+ * (VIT_GEMM_QUIET=F sets that share: 0 remembers every answer).
+ *
  * Settings: VIT_GEMM=naive|tiled|blas forces a backend (no timing);
  * VIT_GEMM_CACHE=FILE keeps the answer in FILE instead, and VIT_GEMM_CACHE=off
  * measures every time without writing anything. A cache that cannot be read
@@ -30,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "fileio.h"
 #include "util.h"
@@ -43,11 +51,13 @@
 
 enum { TIMED_ROUNDS = 8 }; // after one warm-up, the best of 8 for each backend
 static const double BLAS_MARGIN = 1.02; // OpenBLAS must be this much faster to be chosen
+static const double QUIET_SHARE = 0.9;  // a timing with less of the cores is not remembered
 static const int SHAPE_M = 197, SHAPE_K = 768, SHAPE_N = 2304; // ViT-B/16's qkv projection
 
 static GemmChoice choice;
 static pthread_once_t choice_once = PTHREAD_ONCE_INIT;
 
+// [gemm_blas_core]
 const char *gemm_blas_core(void) {
 #ifdef VIT_HAVE_BLAS
     return openblas_get_corename();
@@ -55,6 +65,7 @@ const char *gemm_blas_core(void) {
     return "";
 #endif
 }
+// [gemm_blas_core]
 
 /* ---------------------------------------------------------------- timing */
 
@@ -65,20 +76,32 @@ static double seconds_of(GemmBackend backend, float *out, const float *a, const 
     return vit_now() - t0;
 }
 
+static double process_cpu_seconds(void) { // every thread of this process
+    struct timespec t;
+    if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t) != 0) return 0;
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
 // Best GFLOP/s of each backend, the two timed in turn so that a noisy moment
-// (another process, the clock ramping up) falls on both.
-static void measure(double *tiled_gflops, double *blas_gflops) {
+// (another process, the clock ramping up) falls on both; *share is the part of
+// `threads` cores the timing had: 1 on a quiet machine (OpenMP's threads spin
+// while they wait, so they count), 0.5 when as many other programs compete.
+// [measure]
+static void measure(double *tiled_gflops, double *blas_gflops, double *share, int threads) {
     const size_t a_len = (size_t)SHAPE_M * SHAPE_K, b_len = (size_t)SHAPE_N * SHAPE_K;
     float *a = vit_malloc(a_len * sizeof *a), *b = vit_malloc(b_len * sizeof *b);
     float *out = vit_malloc((size_t)SHAPE_M * SHAPE_N * sizeof *out);
     for (size_t i = 0; i < a_len; i++) a[i] = (float)(i % 7) * 0.25f - 0.75f;
     for (size_t i = 0; i < b_len; i++) b[i] = (float)(i % 5) * 0.25f - 0.5f;
     double best[2] = {1e30, 1e30};
+    const double wall0 = vit_now(), cpu0 = process_cpu_seconds();
     for (int round = 0; round <= TIMED_ROUNDS; round++)
         for (int which = 0; which < 2; which++) {
             const double s = seconds_of(which ? GEMM_BLAS : GEMM_TILED, out, a, b);
             if (round > 0 && s < best[which]) best[which] = s; // round 0 warms up
         }
+    const double wall = vit_now() - wall0, cpu = process_cpu_seconds() - cpu0;
+    *share = wall > 0 && threads > 0 ? cpu / (wall * threads) : 1.0;
     const double flop = 2.0 * SHAPE_M * SHAPE_K * SHAPE_N;
     *tiled_gflops = flop / best[0] / 1e9;
     *blas_gflops = flop / best[1] / 1e9;
@@ -86,6 +109,7 @@ static void measure(double *tiled_gflops, double *blas_gflops) {
     free(b);
     free(out);
 }
+// [measure]
 
 /* ----------------------------------------------------------------- cache */
 
@@ -189,6 +213,7 @@ static void cache_write(const char *key) {
 
 /* ---------------------------------------------------------------- choice */
 
+// [choose]
 static void choose(void) {
     const char *forced = getenv("VIT_GEMM");
     snprintf(choice.blas_core, sizeof choice.blas_core, "%s", gemm_blas_core());
@@ -221,18 +246,36 @@ static void choose(void) {
 #else
     const bool in_parallel = false;
 #endif
-    measure(&choice.tiled_gflops, &choice.blas_gflops);
+    double share, quiet = QUIET_SHARE;
+    const char *quiet_set = getenv("VIT_GEMM_QUIET");
+    if (quiet_set && *quiet_set) {
+        char *end;
+        const double v = strtod(quiet_set, &end);
+        if (*end == '\0' && v >= 0) quiet = v;
+    }
+    const int threads = in_parallel ? 1 : vit_get_threads();
+    measure(&choice.tiled_gflops, &choice.blas_gflops, &share, threads);
     choice.backend = choice.blas_gflops > BLAS_MARGIN * choice.tiled_gflops ? GEMM_BLAS : GEMM_TILED;
     choice.how = "measured now";
-    if (!in_parallel) cache_write(key);
+    if (share < quiet) { // other programs had the cores: right for now, perhaps not later
+        snprintf(choice.how_text, sizeof choice.how_text,
+                 "measured now, on a busy machine (the timing had %.0f%% of %d core%s): not "
+                 "remembered", 100 * share, threads, threads == 1 ? "" : "s");
+        choice.how = choice.how_text;
+    } else if (!in_parallel) {
+        cache_write(key);
+    }
 }
+// [choose]
 
 static void choose_once(void) { choose(); }
 
+// [gemm_choice]
 const GemmChoice *gemm_choice(void) {
     pthread_once(&choice_once, choose_once);
     return &choice;
 }
+// [gemm_choice]
 
 void gemm_choice_describe(char *buf, size_t size) {
     const GemmChoice *c = gemm_choice();

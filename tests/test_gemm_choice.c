@@ -9,12 +9,16 @@
  * which backend wins: that depends on the machine (and is `make bench`'s job).
  */
 #include <CUnit/CUnit.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "cli_run.h"
 #include "gemm.h"
+#include "util.h"
 #include "vit.h"
 
 enum { PATH_SIZE = 512 };
@@ -42,23 +46,30 @@ static bool setup(Setup *s) {
     return ok;
 }
 
-// `vit info` with VIT_GEMM and VIT_GEMM_CACHE as given (NULL: unset); the
-// runner's own settings come back afterwards.
-static CliResult info_with(const Setup *s, const char *gemm, const char *cache) {
-    char *old_gemm = getenv("VIT_GEMM") ? strdup(getenv("VIT_GEMM")) : NULL;
-    char *old_cache = getenv("VIT_GEMM_CACHE") ? strdup(getenv("VIT_GEMM_CACHE")) : NULL;
-    if (gemm) setenv("VIT_GEMM", gemm, 1);
-    else unsetenv("VIT_GEMM");
-    if (cache) setenv("VIT_GEMM_CACHE", cache, 1);
-    else unsetenv("VIT_GEMM_CACHE");
+// Sets variable `name` to `value` (NULL: unsets it), returning its old value (free it).
+static char *set_var(const char *name, const char *value) {
+    char *old = getenv(name) ? strdup(getenv(name)) : NULL;
+    if (value) setenv(name, value, 1);
+    else unsetenv(name);
+    return old;
+}
+
+// `vit info` with VIT_GEMM, VIT_GEMM_CACHE and VIT_GEMM_QUIET as given (NULL:
+// unset); the runner's own settings come back afterwards.
+static CliResult info_quiet(const Setup *s, const char *gemm, const char *cache, const char *quiet) {
+    char *old_gemm = set_var("VIT_GEMM", gemm), *old_cache = set_var("VIT_GEMM_CACHE", cache);
+    char *old_quiet = set_var("VIT_GEMM_QUIET", quiet);
     CliResult r = VIT_RUN("info", "--weights", s->weights);
-    if (old_gemm) setenv("VIT_GEMM", old_gemm, 1);
-    else unsetenv("VIT_GEMM");
-    if (old_cache) setenv("VIT_GEMM_CACHE", old_cache, 1);
-    else unsetenv("VIT_GEMM_CACHE");
-    free(old_gemm);
-    free(old_cache);
+    free(set_var("VIT_GEMM", old_gemm)), free(set_var("VIT_GEMM_CACHE", old_cache));
+    free(set_var("VIT_GEMM_QUIET", old_quiet));
+    free(old_gemm), free(old_cache), free(old_quiet);
     return r;
+}
+
+// The same, remembering every measurement however busy the machine is (the
+// tests run beside other work: the busy case has tests of its own, below).
+static CliResult info_with(const Setup *s, const char *gemm, const char *cache) {
+    return info_quiet(s, gemm, cache, "0");
 }
 
 // The "compute:" line's text after "matrix products: ", or "" (static storage).
@@ -178,6 +189,40 @@ static void test_a_cache_that_does_not_fit_is_measured_again(void) {
     scratch_remove(&s.dir);
 }
 
+// A timing that had less of the cores than VIT_GEMM_QUIET asks (here more than
+// all of them: always) is used for the run and not remembered.
+static void test_a_busy_measurement_is_not_remembered(void) {
+    if (!gemm_have_blas()) return; // nothing is measured
+    Setup s;
+    CU_ASSERT_FATAL(setup(&s));
+    CliResult r = info_quiet(&s, NULL, s.cache, "2");
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_STRING_EQUAL(r.err, "");
+    CU_ASSERT_PTR_NOT_NULL(strstr(products_line(&r), "(measured now, on a busy machine (the timing had "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(products_line(&r), "): not remembered; tiled ("));
+    cli_result_free(&r);
+    CU_ASSERT_EQUAL(scratch_count(&s.dir), 1); // the weights only: no cache file
+    // and really busy: as many programs spinning as the run has threads, each
+    // core shared by two, so the timing has about half of them
+    enum { MAX_SPINNERS = 64 };
+    const int threads = vit_get_threads() < MAX_SPINNERS ? vit_get_threads() : MAX_SPINNERS;
+    pid_t spinner[MAX_SPINNERS];
+    int started = 0;
+    for (; started < threads; started++) {
+        spinner[started] = fork();
+        if (spinner[started] == 0) for (;;) {} // killed below
+        if (spinner[started] < 0) break;
+    }
+    r = info_quiet(&s, NULL, s.cache, NULL); // the default share, 90 %
+    for (int i = 0; i < started; i++) kill(spinner[i], SIGKILL), waitpid(spinner[i], NULL, 0);
+    CU_ASSERT_EQUAL(started, threads);
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(products_line(&r), "(measured now, on a busy machine"));
+    cli_result_free(&r);
+    CU_ASSERT_EQUAL(scratch_count(&s.dir), 1);
+    scratch_remove(&s.dir);
+}
+
 static void test_an_unknown_vit_gemm_is_named(void) {
     Setup s;
     CU_ASSERT_FATAL(setup(&s));
@@ -193,6 +238,7 @@ CU_TestInfo tests_gemm_choice[] = {
     {"VIT_GEMM forces a backend", test_vit_gemm_forces_a_backend},
     {"measured once, then remembered", test_measured_once_then_remembered},
     {"a cache that does not fit is measured again", test_a_cache_that_does_not_fit_is_measured_again},
+    {"a busy measurement is not remembered", test_a_busy_measurement_is_not_remembered},
     {"an unknown VIT_GEMM is named", test_an_unknown_vit_gemm_is_named},
     CU_TEST_INFO_NULL,
 };
