@@ -160,6 +160,13 @@ $(LIB): $(LIB_OBJ)
 $(CHAPTER_BIN): $(BUILD)/chapters/%: $(BUILD)/chapters/%.o $(LIB)
 	$(CC) $(ALL_CFLAGS) $< $(LIB) $(ALL_LDLIBS) -o $@
 
+# the programs that compute a picture's points for the book (scripts/docs.sh)
+PLOT_SRC := $(wildcard docs/plots/*.c)
+.SECONDARY: $(PLOT_SRC:%.c=$(BUILD)/%.o)
+$(BUILD)/plots/%: $(BUILD)/docs/plots/%.o $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $< $(LIB) $(ALL_LDLIBS) -o $@
+
 $(BUILD)/tests/chapters/%.o: chapters/%.c $(FLAGS_FILE)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -DCHAPTER_NO_MAIN -MMD -MP -c $< -o $@
@@ -313,6 +320,7 @@ fuzz:
 	done
 
 docs: deps
+	@./scripts/deps.sh gnuplot-nox
 	@./scripts/docs.sh
 
 # The book as a reader's browser shows it: the main page, every chapter page and

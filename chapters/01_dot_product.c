@@ -71,11 +71,11 @@ static void two_vectors(Chapter *ch) {
     ch_line(ch, "    a · b = a₁b₁ + a₂b₂ + a₃b₃ + …   (one product per entry)");
     ch_line(ch, "%s", "");
 
-    //! [dot]
+    // [dot]
     float a[3] = {1, 2, 3};
     float b[3] = {4, -5, 6};
     float ab = dot(a, b, 3); // 1×4 + 2×(-5) + 3×6
-    //! [dot]
+    // [dot]
     show_vector(ch, "a", a, 3);
     show_vector(ch, "b", b, 3);
     ch_value(ch, "dot_a_b", ab);
@@ -102,11 +102,11 @@ static void length_and_angle(Chapter *ch) {
                "Dividing out the lengths leaves the cosine, a pure measure of direction "
                "between -1 and 1.");
 
-    //! [geometry]
+    // [geometry]
     double len_a = length(a, 3), len_b = length(b, 3); // |v| = √(v · v)
     double cos_theta = cosine(a, b, 3);                // a · b / (|a| |b|)
     double theta = degrees(acos(cos_theta));
-    //! [geometry]
+    // [geometry]
     float norm_a = ch_value(ch, "norm_a", (float)len_a);
     float norm_b = ch_value(ch, "norm_b", (float)len_b);
     float cos_ab = ch_value(ch, "cos_a_b", (float)cos_theta);
@@ -124,9 +124,11 @@ static void length_and_angle(Chapter *ch) {
                "the other way (θ = 180 degrees):");
 
     // The partners, built with lib's scale() where they derive from a.
+    // [partners]
     float twice_a[3], neg_a[3], c[3] = {3, 0, -1};
     scale(twice_a, a, 2.0f, 3);
     scale(neg_a, a, -1.0f, 3);
+    // [partners]
     const struct {
         const char *key;   // used in the pinned names, e.g. "dot_a_c"
         const char *label; // shown in the table
@@ -168,7 +170,7 @@ static void matrix_product(Chapter *ch) {
                "dot product of row i of A with column j of B. One matrix product is "
                "rows × cols dot products of length inner, done in one call.");
 
-    //! [matmul]
+    // [matmul]
     float A[2 * 3] = {1, 2, 3,
                       4, 5, 6};   // (2, 3)
     float B[3 * 2] = {1, 0,
@@ -176,7 +178,7 @@ static void matrix_product(Chapter *ch) {
                       1, -1};     // (3, 2)
     float C[2 * 2];               // (2, 2)
     matmul(C, A, B, 2, 3, 2);
-    //! [matmul]
+    // [matmul]
     Tensor tA = tensor_view(A, 2, 2, 3), tB = tensor_view(B, 2, 3, 2), tC = tensor_view(C, 2, 2, 2);
     ch_show(ch, "A", &tA);
     ch_show(ch, "B", &tB);
@@ -212,12 +214,12 @@ static void first_scores(Chapter *ch) {
 
     Rng rng;
     rng_seed(&rng, QK_SEED);
-    //! [scores]
+    // [scores]
     Tensor Q = random_rows(&rng, TOKENS, WIDTH);   // (4, 8), one query per row
     Tensor K = random_rows(&rng, TOKENS, WIDTH);   // (4, 8), one key per row
     Tensor scores = tensor_new(2, TOKENS, TOKENS); // (4, 4): scores[i][j] = q_i · k_j
     matmul_bt(scores.data, Q.data, K.data, TOKENS, WIDTH, TOKENS); // Q·Kᵀ
-    //! [scores]
+    // [scores]
     ch_show(ch, "Q", &Q);
     ch_show(ch, "K", &K);
     ch_say(ch, "One call to matmul_bt(Q, K) computes all %d × %d scores at once (timm "
@@ -232,6 +234,7 @@ static void first_scores(Chapter *ch) {
                "the entry in row 2, column 1.", s21);
 
     // Which key does each query score highest?
+    // [best_key]
     Tensor best_key = tensor_new(1, TOKENS), best_score = tensor_new(1, TOKENS);
     for (int i = 0; i < TOKENS; i++) {
         int j;
@@ -239,6 +242,7 @@ static void first_scores(Chapter *ch) {
         best_key.data[i] = (float)j;
         best_score.data[i] = scores.data[i * TOKENS + j];
     }
+    // [best_key]
     ch_pin(ch, "best_key", &best_key);
     ch_pin(ch, "best_score", &best_score);
     ch_say(ch, "Reading along each row tells us which key each query likes most:");

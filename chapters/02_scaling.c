@@ -128,14 +128,14 @@ static Tensor init_weight(Rng *rng, int rows, int cols) {
 // spread of the scores before and after dividing by √Dh. One table row.
 static void measure_width(Chapter *ch, Rng *rng, Width *w) {
     int dh = w->dh;
-    //! [measure]
+    // [measure]
     Tensor Q = random_normal(rng, QUERIES, dh);      // (1024, Dh), entries ~ N(0, 1)
     Tensor K = random_normal(rng, KEYS, dh);         // (1024, Dh)
     Tensor scores = tensor_new(2, QUERIES, KEYS);    // (1024, 1024) = Q·Kᵀ
     matmul_bt(scores.data, Q.data, K.data, QUERIES, dh, KEYS);
     Tensor scaled = tensor_new(2, QUERIES, KEYS);    // Q·Kᵀ / √Dh
     scale(scaled.data, scores.data, 1.0f / sqrtf((float)dh), scaled.numel);
-    //! [measure]
+    // [measure]
     TensorStats raw = tensor_stats(&scores);
 
     float mean = ch_valuef(ch, (float)raw.mean, "mean_dh%d", dh);
@@ -200,14 +200,14 @@ static void variance_grows(Chapter *ch, Width *widths) {
 
 // Softmax of query 0's eight scores, unscaled and scaled, and how peaked each is.
 static void softmax_row(Chapter *ch, Width *w) {
-    //! [saturation]
+    // [saturation]
     softmax(w->probs_raw, w->row, 1, ROW_KEYS);
     softmax(w->probs_scaled, w->row_scaled, 1, ROW_KEYS);
     w->max_raw = largest(w->probs_raw, ROW_KEYS);
     w->entropy_raw = entropy(w->probs_raw, ROW_KEYS);
     w->max_scaled = largest(w->probs_scaled, ROW_KEYS);
     w->entropy_scaled = entropy(w->probs_scaled, ROW_KEYS);
-    //! [saturation]
+    // [saturation]
     ch_valuef(ch, w->max_raw, "max_prob_raw_dh%d", w->dh);
     ch_valuef(ch, w->entropy_raw, "entropy_raw_dh%d", w->dh);
     ch_valuef(ch, w->max_scaled, "max_prob_scaled_dh%d", w->dh);
@@ -256,6 +256,7 @@ static void saturation_up_close(Chapter *ch, const Width *w) {
     ch_pin(ch, "probs_scaled_dh768", &t);
 
     ch_say(ch, "Here is that row at Dh = %d, key by key:", w->dh);
+    // [up_close]
     ch_line(ch, "      key      score    softmax    score/√Dh    softmax");
     for (int j = 0; j < ROW_KEYS; j++) {
         char p1[32], p2[32];
@@ -263,6 +264,7 @@ static void saturation_up_close(Chapter *ch, const Width *w) {
                 fmt_prob(p1, sizeof p1, w->probs_raw[j]), w->row_scaled[j],
                 fmt_prob(p2, sizeof p2, w->probs_scaled[j]));
     }
+    // [up_close]
     ch_line(ch, "%s", "");
     int top = top_index(w->row, ROW_KEYS, -1), second = top_index(w->row, ROW_KEYS, top);
     ch_say(ch, "Unscaled, key %d (score %.3f) gets %.4f of the weight and the "
@@ -287,12 +289,12 @@ static float measure_fresh(Chapter *ch, Rng *rng, const Tensor *x, int dh) {
     Tensor w_q = init_weight(rng, dh, FRESH_D), w_k = init_weight(rng, dh, FRESH_D);
     Tensor q = tensor_new(2, FRESH_N, dh), k = tensor_new(2, FRESH_N, dh);
     Tensor scores = tensor_new(2, FRESH_N, FRESH_N), scaled = tensor_new(2, FRESH_N, FRESH_N);
-    //! [fresh]
+    // [fresh]
     linear(q.data, x->data, w_q.data, NULL, FRESH_N, FRESH_D, dh);  // q = x·W_qᵀ, (N, Dh)
     linear(k.data, x->data, w_k.data, NULL, FRESH_N, FRESH_D, dh);  // k = x·W_kᵀ, (N, Dh)
     matmul_bt(scores.data, q.data, k.data, FRESH_N, dh, FRESH_N);   // Q·Kᵀ, (N, N)
     scale(scaled.data, scores.data, 1.0f / sqrtf((float)dh), scaled.numel); // / √Dh
-    //! [fresh]
+    // [fresh]
     float var_q = ch_valuef(ch, variance(&q), "fresh_var_q_dh%d", dh);
     float var_k = ch_valuef(ch, variance(&k), "fresh_var_k_dh%d", dh);
     float var_scores = ch_valuef(ch, variance(&scores), "fresh_var_scores_dh%d", dh);
@@ -338,8 +340,10 @@ static void fresh_network(Chapter *ch) {
                "W_k:", predicted, predicted, FRESH_N, FRESH_D, FRESH_D);
     Rng rng;
     rng_seed(&rng, FRESH_SEED);
+    // [tokens]
     Tensor x = random_normal(&rng, FRESH_N, FRESH_D);
     layernorm(x.data, x.data, NULL, NULL, FRESH_N, FRESH_D, LN_EPS); // mean 0, variance 1
+    // [tokens]
     ch_line(ch, "       Dh    var(q_i)  var(k_i)  var(q · k)  std(q · k / √Dh)");
     float mean_max[N_FRESH];
     for (int i = 0; i < N_FRESH; i++) mean_max[i] = measure_fresh(ch, &rng, &x, FRESH_WIDTHS[i]);

@@ -35,7 +35,7 @@ static const uint64_t SCORES_SEED = 3; // the random scores of the masking secti
 
 /* ------------------------------------------------------------ helpers */
 
-//! [naive]
+// [naive]
 // WHAT GOES WRONG: the textbook formula taken literally, with plain expf.
 // Shown to fail on purpose; never use it. expf(x) overflows to inf for
 // x above 88.7 (then inf / inf = NaN) and underflows to 0 for x below
@@ -49,7 +49,7 @@ static float softmax_textbook(float *p, float *exps, const float *x, int n) {
     for (int j = 0; j < n; j++) p[j] = exps[j] / sum;
     return sum;
 }
-//! [naive]
+// [naive]
 
 // Pin and print a row of N values.
 static void show_row(Chapter *ch, const char *name, float *v) {
@@ -103,9 +103,9 @@ static void definition(Chapter *ch) {
     ch_say(ch, "The exponentials are all positive and add up to %.4f. Dividing by that "
                "sum gives the weights. Here they come from lib's softmax():",
            ch_value(ch, "exp_sum", sum));
-    //! [softmax]
+    // [softmax]
     softmax(p, x, 1, N); // one row of N scores
-    //! [softmax]
+    // [softmax]
     show_row(ch, "p", p);
 
     // Adding up a row is a product with a column of ones.
@@ -164,10 +164,10 @@ static void overflow(Chapter *ch) {
     ch_say(ch, "lib's softmax() does exactly this, and gets the same weights as in "
                "section 1 from both rows:");
     float p_big[N], p_small[N];
-    //! [stable]
+    // [stable]
     softmax(p_big, x_big, 1, N);     // no overflow: the exponents are x - max ≤ 0
     softmax(p_small, x_small, 1, N); // no 0/0: the largest term is e^0 = 1
-    //! [stable]
+    // [stable]
     show_row(ch, "p_big", p_big);
     show_row(ch, "p_small", p_small);
 }
@@ -191,11 +191,11 @@ static void masking(Chapter *ch) {
                "the short ones are padded with dummy tokens that nobody should attend "
                "to. Say token %d is padding: its column is masked in every row.",
            TOKENS - 1);
-    //! [mask]
+    // [mask]
     attention_mask_padding(mask, TOKENS, TOKENS - 1);       // keys 0…2 real, key 3 padding
     add(masked, scores, mask, TOKENS * TOKENS);             // scores + mask
     softmax(p, masked, TOKENS, TOKENS);                     // row by row
-    //! [mask]
+    // [mask]
     show_matrix(ch, "padding_mask", mask);
     show_matrix(ch, "p_padded", p);
     float ones[TOKENS] = {1, 1, 1, 1}, sums[TOKENS];
@@ -209,9 +209,11 @@ static void masking(Chapter *ch) {
     ch_say(ch, "A causal mask. A model that generates a sequence one token at a "
                "time (a language model) must not let token i see the tokens after it, "
                "so everything above the diagonal is masked:");
+    // [causal]
     attention_mask_causal(mask, TOKENS); // 0 on and below the diagonal, -inf above
     add(masked, scores, mask, TOKENS * TOKENS);
     softmax(p, masked, TOKENS, TOKENS);
+    // [causal]
     show_matrix(ch, "causal_mask", mask);
     show_matrix(ch, "p_causal", p);
     ch_say(ch, "Token 0 can only look at itself, so it gives itself weight %.4f; the "
@@ -236,9 +238,9 @@ static void masking(Chapter *ch) {
     ch_say(ch, "The textbook formula computes 0 / 0 for row 0 and gives NaN; the other "
                "rows are fine. PyTorch's torch.softmax gives NaN for row 0 too:");
     show_matrix(ch, "p_earlier_naive", p_naive);
-    //! [all_masked]
+    // [all_masked]
     softmax(p, masked, TOKENS, TOKENS); // row 0 is all -inf: lib gives it zeros
-    //! [all_masked]
+    // [all_masked]
     ch_say(ch, "lib's softmax() gives zeros instead: a query with nothing to look at "
                "takes nothing, and no NaN leaks into the layers after it. Its row sums "
                "to 0 while the others still sum to 1:");
@@ -267,10 +269,10 @@ static void temperature(Chapter *ch) {
     int n_temps = (int)(sizeof temps / sizeof temps[0]);
     for (int i = 0; i < n_temps; i++) {
         float xt[N], p[N];
-        //! [temperature]
+        // [temperature]
         scale(xt, SCORES, 1.0f / temps[i].T, N); // x / T
         softmax(p, xt, 1, N);
-        //! [temperature]
+        // [temperature]
         Tensor t = tensor_view(p, 1, N);
         ch_pin(ch, temps[i].name, &t);
         ch_line(ch, "    %5.1f   %6.4f   %6.4f   %6.4f   %6.4f", temps[i].T, p[0], p[1], p[2],

@@ -94,11 +94,11 @@ static void projections(Chapter *ch, Head *h) {
     ch_line(ch, "    Q = X·W_qᵀ    K = X·W_kᵀ    V = X·W_vᵀ      (%d,%d)·(%d,%d) → (%d,%d)", N, D,
             D, DH, N, DH);
     ch_line(ch, "%s", "");
-    //! [projections]
+    // [projections]
     linear(h->q, h->x, h->w_q, NULL, N, D, DH); // q is (N, DH)
     linear(h->k, h->x, h->w_k, NULL, N, D, DH);
     linear(h->v, h->x, h->w_v, NULL, N, D, DH);
-    //! [projections]
+    // [projections]
     show_matrix(ch, "Q", h->q, N, DH);
     show_matrix(ch, "K", h->k, N, DH);
     show_matrix(ch, "V", h->v, N, DH);
@@ -118,11 +118,11 @@ static void attention_matrix(Chapter *ch, Head *h) {
                "independent heads (here one sequence, one head). attention_scores() "
                "is lib's matmul_bt(), Q times K transposed: timm writes "
                "q @ k.transpose(-2, -1), MindSpore ops.BatchMatMul(transpose_b=True)(q, k).");
-    //! [steps]
+    // [steps]
     attention_scores(h->scores, h->q, h->k, 1, N, DH);              // Q·Kᵀ, (N, N)
     attention_scale_mask(h->scaled, h->scores, NULL, 1, 1, N, DH);  // × 1/√Dh, no mask
     softmax(h->probs, h->scaled, N, N);                             // each row sums to 1
-    //! [steps]
+    // [steps]
     show_matrix(ch, "scores", h->scores, N, N);
     ch_say(ch, "With Dh = %d the scale is 1/√%d = %g, so the scaled scores are half "
                "the raw ones:", DH, DH, ch_value(ch, "scale", attention_scale(NULL, DH)));
@@ -161,17 +161,19 @@ static void weighted_sum(Chapter *ch, Head *h) {
     ch_say(ch, "The output of token i is the average of all value rows, weighted by "
                "row i of the attention matrix: out = probs·V, (%d,%d)·(%d,%d) → "
                "(%d,%d).", N, N, N, DH, N, DH);
-    //! [context]
+    // [context]
     attention_context(h->out, h->probs, h->v, 1, N, DH); // probs·V, (N, DH)
-    //! [context]
+    // [context]
     show_matrix(ch, "out", h->out, N, DH);
 
     // Row 0 again, the long way: p_00·v_0 + p_01·v_1 + … with scale() and add().
+    // [by_hand]
     float by_hand[DH] = {0}, term[DH];
     for (int j = 0; j < N; j++) {
         scale(term, &h->v[j * DH], h->probs[0 * N + j], DH);
         add(by_hand, by_hand, term, DH);
     }
+    // [by_hand]
     ch_say(ch, "Row 0 the long way, adding up p_0j · v_j for j = 0…%d with scale() "
                "and add():", N - 1);
     ch_line(ch, "    out_0 = %.4f·v_0 + %.4f·v_1 + %.4f·v_2 + %.4f·v_3 + %.4f·v_4",
@@ -187,9 +189,9 @@ static void weighted_sum(Chapter *ch, Head *h) {
                "attended to offered.");
 
     Head again;
-    //! [one_call]
+    // [one_call]
     attention(again.out, again.probs, h->q, h->k, h->v, NULL, N, DH); // all steps at once
-    //! [one_call]
+    // [one_call]
     float d_out = ch_max_diff(ch, "one_call_out_max_diff", again.out, h->out, N * DH);
     float d_probs = ch_max_diff(ch, "one_call_probs_max_diff", again.probs, h->probs, N * N);
     ch_say(ch, "lib's attention() does sections 2 and 3 in one call. Its output and "
@@ -206,14 +208,15 @@ static void the_scale(Chapter *ch, Head *h) {
                "does a wrong scale do to the attention matrix? Here is the same head "
                "with the scale 1, as if the division had been forgotten:");
     float probs[N * N], out[N * DH];
-    //! [scale]
+    // [scale]
     AttentionOptions forgot = {.scale = 1.0f}; // timm: Attention(..., qk_scale=1)
     attention(out, probs, h->q, h->k, h->v, &forgot, N, DH);
-    //! [scale]
+    // [scale]
     show_matrix(ch, "probs_scale_1", probs, N, N);
 
     // every row's largest weight and entropy at each scale
     float top[N_SCALES * N], ent[N_SCALES * N], mean_ent[N_SCALES];
+    // [by_scale]
     for (int s = 0; s < N_SCALES; s++) {
         AttentionOptions opt = {.scale = SCALES[s].scale};
         attention(out, probs, h->q, h->k, h->v, &opt, N, DH);
@@ -223,6 +226,7 @@ static void the_scale(Chapter *ch, Head *h) {
         for (int i = 0; i < N; i++) sum += ent[s * N + i];
         mean_ent[s] = (float)(sum / N);
     }
+    // [by_scale]
     Tensor tt = tensor_view(top, 2, N_SCALES, N), te = tensor_view(ent, 2, N_SCALES, N);
     Tensor tm = tensor_view(mean_ent, 1, N_SCALES);
     ch_pin(ch, "row_max_by_scale", &tt);
@@ -269,11 +273,11 @@ static void masks(Chapter *ch, Head *h) {
                "-inf. Suppose the last token, %d, is padding that only fills up a "
                "batch. attention_mask_padding() hides its key from every query:", N - 1);
     float mask[N * N], probs[N * N], out[N * DH];
-    //! [padding]
+    // [padding]
     attention_mask_padding(mask, N, N - 1); // tokens 0…3 are real, token 4 is padding
     AttentionOptions padded = {.mask = mask};
     attention(out, probs, h->q, h->k, h->v, &padded, N, DH);
-    //! [padding]
+    // [padding]
     show_matrix(ch, "padding_mask", mask, N, N);
     show_matrix(ch, "probs_padding", probs, N, N);
     show_matrix(ch, "out_padding", out, N, DH);
@@ -288,11 +292,11 @@ static void masks(Chapter *ch, Head *h) {
 
     ch_say(ch, "A causal mask lets token i see only tokens 0…i, as in a language "
                "model that must not read ahead:");
-    //! [causal]
+    // [causal]
     attention_mask_causal(mask, N); // -inf above the diagonal
     AttentionOptions causal = {.mask = mask};
     attention(out, probs, h->q, h->k, h->v, &causal, N, DH);
-    //! [causal]
+    // [causal]
     show_matrix(ch, "causal_mask", mask, N, N);
     show_matrix(ch, "probs_causal", probs, N, N);
     show_matrix(ch, "out_causal", out, N, DH);

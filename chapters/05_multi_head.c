@@ -65,6 +65,7 @@ static void show3(Chapter *ch, const char *name, float *data, int d0, int d1, in
     ch_show(ch, name, &t);
 }
 
+// [mha_run]
 // What mha_forward() needs besides its inputs: scratch memory for `batch`
 // sequences of n tokens, and a tracer that records every tensor it hands over.
 typedef struct {
@@ -80,6 +81,7 @@ static void mha_run_init(MhaRun *r, int batch, int n) {
     r->rec = (TraceRecorder){0};
     r->tracer = (Tracer){trace_record, &r->rec, NULL};
 }
+// [mha_run]
 
 static void mha_run_free(MhaRun *r) {
     trace_recorder_free(&r->rec);
@@ -126,10 +128,10 @@ static void fused_projection(Chapter *ch, Layer *L) {
         .proj_w = L->w_proj, .proj_b = L->b_proj,
     };
     show3(ch, "x", L->x, B, N, D);
-    //! [fused]
+    // [fused]
     // qkv = self.qkv(x): (B·N, D) · (3D, D)ᵀ + b → (B·N, 3D)
     linear(L->qkv, L->x, L->w_qkv, L->b_qkv, B * N, D, 3 * D);
-    //! [fused]
+    // [fused]
     ch_say(ch, "The %d numbers of one token are laid out as [q | k | v], and each "
                "third as [head 0 | head 1]. Token 0's row, viewed as (3, H, Dh) = "
                "(3, %d, %d):", 3 * D, H, DH);
@@ -148,13 +150,13 @@ static void split_heads(Chapter *ch, Layer *L) {
                "owns one contiguous (N, Dh) matrix, ready for a matrix product, and "
                "unbind(0) cuts the result into three (B, H, N, Dh) blocks. lib's "
                "heads_split_qkv() is that permute, for any B:");
-    //! [permute]
+    // [permute]
     // (B, N, 3·H·DH) viewed as (B, N, 3, H, DH) → (3, B, H, N, DH)
     heads_split_qkv(L->qkv_heads, L->qkv, B, N, H, DH);
     L->q = L->qkv_heads;                      // qkv[0], (B, H, N, DH)
     L->k = L->qkv_heads + 1 * B * H * N * DH; // qkv[1]
     L->v = L->qkv_heads + 2 * B * H * N * DH; // qkv[2]
-    //! [permute]
+    // [permute]
     show4(ch, "q", L->q, B, H, N, DH);
     show4(ch, "k", L->k, B, H, N, DH);
     show4(ch, "v", L->v, B, H, N, DH);
@@ -182,11 +184,11 @@ static void fused_equals_separate(Chapter *ch, Layer *L) {
     float flat[B * N * D], separate[B * H * N * DH];
     float worst = 0;
     for (int s = 0; s < 3; s++) {
-        //! [separate]
+        // [separate]
         const float *w = L->w_qkv + s * D * D, *b = L->b_qkv + s * D; // W_q, W_k or W_v
         linear(flat, L->x, w, b, B * N, D, D);                       // (B, N, D)
         heads_split(separate, flat, B, N, H, DH);                    // (B, H, N, DH)
-        //! [separate]
+        // [separate]
         Tensor a = tensor_view(separate, 1, B * H * N * DH);
         Tensor f = tensor_view(L->qkv_heads + s * B * H * N * DH, 1, B * H * N * DH);
         float diff = tensor_max_abs_diff(&a, &f);
@@ -204,12 +206,12 @@ static void heads_attend(Chapter *ch, Layer *L) {
                "The B·H = %d heads are independent, so attention_scores(), "
                "attention_scale_mask() and attention_context() simply loop over "
                "B·H of them; the scale is 1/√Dh = 1/√%d.", B * H, DH);
-    //! [heads]
+    // [heads]
     attention_scores(L->scores, L->q, L->k, B * H, N, DH);          // (B, H, N, N)
     attention_scale_mask(L->scores, L->scores, NULL, B, H, N, DH);  // × 1/√Dh, in place
     softmax(L->probs, L->scores, B * H * N, N);                      // every row
     attention_context(L->heads, L->probs, L->v, B * H, N, DH);       // (B, H, N, DH)
-    //! [heads]
+    // [heads]
     show4(ch, "probs", L->probs, B, H, N, N);
     ch_say(ch, "The two heads attend differently to the same tokens: token 0 takes "
                "%.4f of its input from token 0 in head 0 but %.4f in head 1. With "
@@ -224,10 +226,10 @@ static void merge_and_project(Chapter *ch, Layer *L) {
                "(attn @ v).transpose(1, 2).reshape(B, N, D) in timm, heads_merge() in "
                "lib. Token n's row becomes [head 0's output | head 1's output], width "
                "H·Dh = %d again.", D);
-    //! [merge]
+    // [merge]
     heads_merge(L->context, L->heads, B, N, H, DH);                   // (B, N, D)
     linear(L->out, L->context, L->w_proj, L->b_proj, B * N, D, D);    // self.proj
-    //! [merge]
+    // [merge]
     show3(ch, "context", L->context, B, N, D);
     ch_say(ch, "Each head only saw its own %d columns. The output projection "
                "W_o (%d, %d) mixes all %d, so what one head found can reach every "
@@ -243,10 +245,10 @@ static void whole_layer(Chapter *ch, Layer *L) {
     MhaRun run;
     mha_run_init(&run, B, N);
     float out[B * N * D];
-    //! [mha]
+    // [mha]
     // W_q, W_k, W_v are row blocks of the fused qkv.weight (section 3); no options
     mha_forward(out, L->x, &L->w, NULL, &run.scratch, B, N, D, H, &run.tracer);
-    //! [mha]
+    // [mha]
     char names[128] = "";
     for (int i = 0; i < run.rec.count; i++) {
         strcat(names, "    ");
@@ -275,11 +277,11 @@ static void whole_layer(Chapter *ch, Layer *L) {
     float dropped[N], mean[N];
     double sum[N] = {0};
     for (int draw = 0; draw < DRAWS; draw++) {
-        //! [dropout]
+        // [dropout]
         // training only: keep each weight with probability 1 - p, scaled up by 1/(1 - p)
         for (int j = 0; j < N; j++)
             dropped[j] = rng_uniform(&rng) < DROP_P ? 0.0f : L->probs[j] / (1.0f - DROP_P);
-        //! [dropout]
+        // [dropout]
         if (draw == 0) {
             Tensor t = tensor_view(dropped, 1, N);
             ch_show(ch, "probs_row_dropped", &t);
@@ -325,10 +327,10 @@ static void batch_permute(Chapter *ch, const Layer *L, Batch *b) {
                "now really moves blocks across images: (B, N, 3, H, Dh) → "
                "(3, B, H, N, Dh) puts all of Q first, image 0's heads then image "
                "1's, then all of K, then all of V.", BATCH * N);
-    //! [permute_batch]
+    // [permute_batch]
     linear(b->qkv, b->x, L->w_qkv, L->b_qkv, BATCH * N, D, 3 * D); // (2, N, 3D)
     heads_split_qkv(b->qkv_heads, b->qkv, BATCH, N, H, DH);         // (3, 2, H, N, DH)
-    //! [permute_batch]
+    // [permute_batch]
     const size_t block = (size_t)BATCH * H * N * DH; // one of q, k, v: (2, H, N, DH)
     const float *q = b->qkv_heads, *k = b->qkv_heads + block, *v = b->qkv_heads + 2 * block;
     // follow v[1, 0, 2, 1] = qkv[1, 2, 2·D + 0·DH + 1]
@@ -363,11 +365,11 @@ static void batch_padding(Chapter *ch, const Layer *L, Batch *b) {
                "its options:", LENGTHS[0], LENGTHS[1]);
     MhaRun run;
     mha_run_init(&run, BATCH, N);
-    //! [key_padding]
+    // [key_padding]
     attention_mask_key_padding(b->pad, LENGTHS, BATCH, N); // (2, N): 0 for a token, -inf after
     AttentionOptions opt = {.key_padding_mask = b->pad};
     mha_forward(b->out, b->x, &L->w, &opt, &run.scratch, BATCH, N, D, H, &run.tracer);
-    //! [key_padding]
+    // [key_padding]
     Tensor tp = tensor_view(b->pad, 2, BATCH, N);
     ch_show(ch, "key_padding_mask", &tp);
     const Tensor *probs = trace_find(&run.rec, "probs"); // (2, H, N, N)
@@ -410,10 +412,10 @@ static void heads_must_divide(Chapter *ch) {
                "%d into %d heads of %d. Ask for 5 heads and there is no whole number "
                "of features per head; lib's vit_config_check() refuses the "
                "configuration and says why:", cfg.dim, cfg.heads, dh);
-    //! [divisible]
+    // [divisible]
     cfg.heads = 5;                                     // 768 / 5 = 153.6
     VitStatus status = vit_config_check(&cfg, &err);   // VIT_ERR_INPUT, message in err
-    //! [divisible]
+    // [divisible]
     ch_line(ch, "  status %d: %s", (int)ch_value(ch, "bad_heads_status", (float)status),
             err.msg);
     ch_line(ch, "%s", "");

@@ -41,6 +41,7 @@ static const float WEIGHT_RANGE = 0.05f; // W and b uniform in [-0.05, 0.05)
 
 /* ------------------------------------------------------------ helpers */
 
+// [picture]
 // The test picture, already normalised to [-1, 1] as a model's input is:
 // red grows left to right, green top to bottom, blue is a checkerboard.
 // img is (C, S, S), channel-major like PyTorch.
@@ -52,7 +53,9 @@ static void make_picture(float *img) {
             img[(2 * S + y) * S + x] = (x / CHECKER + y / CHECKER) % 2 ? 0.5f : -0.5f;
         }
 }
+// [picture]
 
+// [entry]
 // The pixel (channel, row, column) that entry k of patch i holds.
 static void pixel_of_entry(int *c, int *y, int *x, int i, int k) {
     int gy = i / GRID, gx = i % GRID; // the patch's place in the 14 × 14 grid
@@ -60,6 +63,7 @@ static void pixel_of_entry(int *c, int *y, int *x, int i, int k) {
     *y = gy * PATCH + (k % (PATCH * PATCH)) / PATCH;
     *x = gx * PATCH + k % PATCH;
 }
+// [entry]
 
 /* ----------------------------------------------------------- sections */
 
@@ -114,9 +118,9 @@ static void cutting(Chapter *ch, Work *w) {
                "(1, %d, %d) tensor: a sequence of %d vectors, which is what a "
                "transformer reads.",
            PATCH, PATCH, S, PATCH, grid, grid, grid, n, PATCH, PATCH, C, k, n, k, n);
-    //! [unfold]
+    // [unfold]
     patch_unfold(w->patches, w->img, 1, C, S, PATCH); // (1, C, S, S) → (1, P, C·p·p)
-    //! [unfold]
+    // [unfold]
     ch_say(ch, "Patches are numbered row by row, like reading a page: patch i sits at "
                "grid row i / %d and column i %% %d, so patch 0 is the top-left corner, "
                "patch %d the top-right and patch %d the bottom-right.",
@@ -152,7 +156,9 @@ static void cutting(Chapter *ch, Work *w) {
     ch_pin(ch, "image_at_entries", &ti);
 
     float *back = vit_malloc(sizeof(float) * C * S * S);
+    // [fold]
     patch_fold(back, w->patches, 1, C, S, PATCH); // the inverse: patches back into an image
+    // [fold]
     Tensor a = tensor_view(back, 3, C, S, S), b = tensor_view(w->img, 3, C, S, S);
     ch_say(ch, "Nothing is lost or repeated: patch_fold() puts the 196 vectors back "
                "into an image, and it differs from the original by %g.",
@@ -175,10 +181,10 @@ static void projecting(Chapter *ch, Work *w) {
     rng_fill_uniform(&rng, w->w, (size_t)D * PATCH_LEN, -WEIGHT_RANGE, WEIGHT_RANGE);
     rng_fill_uniform(&rng, w->b, D, -WEIGHT_RANGE, WEIGHT_RANGE);
     double t0 = vit_now();
-    //! [embed]
+    // [embed]
     // x = self.patch_embed(x): unfold, then (1·P, C·p·p) · (D, C·p·p)ᵀ + b → (1, P, D)
     patch_embed(w->embed, w->patches, w->img, w->w, w->b, 1, C, S, PATCH, D);
-    //! [embed]
+    // [embed]
     double t_linear = vit_now() - t0;
     float flops = ch_value(ch, "flops", 2.0f * P * PATCH_LEN * D + (float)P * D);
     ch_say(ch, "That costs 2 · %d · %d · %d + %d · %d = %.1f million floating-point "
@@ -214,10 +220,10 @@ static void convolution(Chapter *ch, Work *w) {
                "different order. lib keeps the textbook loop for comparison:",
            D, PATCH, PATCH, C, PATCH, PATCH, P);
     double t0 = vit_now();
-    //! [conv]
+    // [conv]
     // out[0, gy·14 + gx, o] = b[o] + Σ_c Σ_i Σ_j W[o, c, i, j] · img[0, c, 16·gy + i, 16·gx + j]
     patch_embed_conv_naive(w->conv, w->img, w->w, w->b, 1, C, S, PATCH, D);
-    //! [conv]
+    // [conv]
     double t_conv = vit_now() - t0;
     Tensor a = tensor_view(w->embed, 3, 1, P, D), b = tensor_view(w->conv, 3, 1, P, D);
     ch_say(ch, "The two results differ by at most %.2g: only the rounding differs, "

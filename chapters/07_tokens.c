@@ -54,10 +54,12 @@ static void show_matrix(Chapter *ch, const char *name, float *m, int rows, int c
     ch_show(ch, name, &t);
 }
 
+// [permute_rows]
 // out row i = x row perm[i]: reorder the rows (tokens) of an (n, d) matrix.
 static void permute_rows(float *out, const float *x, const int *perm, int n, int d) {
     for (int i = 0; i < n; i++) memcpy(&out[i * d], &x[perm[i] * d], sizeof(float) * d);
 }
+// [permute_rows]
 
 /* ------------------------------------------------- ViT-Base's first input */
 
@@ -71,11 +73,11 @@ static void cls_token(Chapter *ch, float *tokens, const float *patches, const fl
                "its row and nothing else. It starts out knowing nothing, so "
                "everything it ends up holding, it gathered from the image.",
            P, D, D);
-    //! [prepend]
+    // [prepend]
     // x = torch.cat((self.cls_token.expand(B, -1, -1), x), dim=1): (1, P, D) → (1, N, D)
     memcpy(tokens, cls, sizeof(float) * D);                // row 0: [cls]
     memcpy(tokens + D, patches, sizeof(float) * P * D);    // rows 1…P: the patches, in order
-    //! [prepend]
+    // [prepend]
     int n = (int)ch_value(ch, "num_tokens", (float)N);
     ch_say(ch, "So the sequence grows from %d to %d tokens, (1, %d, %d) → (1, %d, %d). "
                "The first six numbers of rows 0 and 1, and of the [cls] token and "
@@ -116,9 +118,9 @@ static void positions(Chapter *ch, float *embed, const float *tokens, const floa
                "in all, drawn here like [cls] (standard deviation %.4f).",
            N, D, vit_thousands(count, (int64_t)ch_value(ch, "pos_params", (float)(N * D))),
            ch_value(ch, "pos_std", (float)tensor_stats(&tp).std));
-    //! [pos]
+    // [pos]
     add(embed, tokens, pos, (size_t)N * D); // x = x + self.pos_embed, (1, N, D)
-    //! [pos]
+    // [pos]
     ch_say(ch, "Suppose patches %d and %d look exactly alike, two squares of clear "
                "sky. (The stand-ins were made that way: patch %d is a copy of patch "
                "%d.) Before the positions, their tokens %d and %d differ by %g; after, "
@@ -182,11 +184,11 @@ static void equivariance(Chapter *ch, Small *s) {
     ch_say(ch, "Now shuffle the patches like a jigsaw, keeping [cls] first: the new "
                "order of the rows is %d, %d, %d, %d, %d. Run the same layer again:",
            SHUFFLE[0], SHUFFLE[1], SHUFFLE[2], SHUFFLE[3], SHUFFLE[4]);
-    //! [shuffle]
+    // [shuffle]
     permute_rows(x_shuffled, s->x, SHUFFLE, SN, SD);       // shuffle the input tokens
     small_mha(s, out_shuffled, x_shuffled);                // attention on the shuffled tokens
     permute_rows(out_then_shuffled, out, SHUFFLE, SN, SD); // shuffle the first output
-    //! [shuffle]
+    // [shuffle]
     show_matrix(ch, "out_shuffled", out_shuffled, SN, SD);
     float d = ch_max_diff(ch, "equivariance_max_diff", out_shuffled, out_then_shuffled,
                           SN * SD);
@@ -213,14 +215,14 @@ static void positions_break_symmetry(Chapter *ch, Small *s) {
     show_matrix(ch, "pos", s->pos, SN, SD);
     float embed[SN * SD], out[SN * SD], x_shuffled[SN * SD], out_shuffled[SN * SD];
     float out_then_shuffled[SN * SD];
-    //! [with_pos]
+    // [with_pos]
     add(embed, s->x, s->pos, SN * SD);                     // x + E_pos
     small_mha(s, out, embed);
     permute_rows(x_shuffled, s->x, SHUFFLE, SN, SD);
     add(embed, x_shuffled, s->pos, SN * SD);               // shuffled x + the same E_pos
     small_mha(s, out_shuffled, embed);
     permute_rows(out_then_shuffled, out, SHUFFLE, SN, SD);
-    //! [with_pos]
+    // [with_pos]
     show_matrix(ch, "out_pos", out, SN, SD);
     show_matrix(ch, "out_pos_shuffled", out_shuffled, SN, SD);
     float d = ch_max_diff(ch, "with_pos_max_diff", out_shuffled, out_then_shuffled, SN * SD);
@@ -251,12 +253,14 @@ void chapter07_run(Chapter *ch) {
     float *pos = vit_malloc(sizeof(float) * N * D);
     float *tokens = vit_malloc(sizeof(float) * N * D);
     float *embed = vit_malloc(sizeof(float) * N * D);
+    // [draw]
     Rng rng;
     rng_seed(&rng, SEED);
     rng_fill_normal(&rng, patches, (size_t)P * D, 0.0f, 1.0f);
     memcpy(&patches[SAME_B * D], &patches[SAME_A * D], sizeof(float) * D); // a repeated patch
     rng_fill_trunc_normal(&rng, cls, D, 0.0f, INIT_STD, -INIT_CUT, INIT_CUT);
     rng_fill_trunc_normal(&rng, pos, (size_t)N * D, 0.0f, INIT_STD, -INIT_CUT, INIT_CUT);
+    // [draw]
     cls_token(ch, tokens, patches, cls);
     positions(ch, embed, tokens, pos);
 

@@ -48,6 +48,7 @@ enum { SHRUNK = sizeof SHRINK / sizeof SHRINK[0] };
 
 /* ------------------------------------------------------------ helpers */
 
+// [memory]
 // Working memory of one block, carved out of one allocation by lib (as vit.c does).
 typedef struct {
     float *memory;
@@ -58,10 +59,12 @@ static void block_memory_new(BlockMemory *m, const VitConfig *c) {
     m->memory = vit_malloc(sizeof(float) * vit_block_acts_floats(c, B));
     vit_block_acts_carve(&m->acts, m->memory, c, B);
 }
+// [memory]
 
 // A tracer that keeps a copy of every stage in rec.
 static Tracer recording(TraceRecorder *rec) { return (Tracer){trace_record, rec, NULL}; }
 
+// [measures]
 // The mean over rows of each row's length |x_i|: how big a token typically is.
 static float mean_row_norm(const float *x, int rows, int dim) {
     double sum = 0;
@@ -81,6 +84,7 @@ static float mean_row_cosine(const float *a, const float *b, int rows, int dim) 
     }
     return (float)(sum / rows);
 }
+// [measures]
 
 // Pin n values as a 1-D tensor.
 static void pin_row(Chapter *ch, const char *name, float *values, int n) {
@@ -90,7 +94,7 @@ static void pin_row(Chapter *ch, const char *name, float *values, int n) {
 
 /* ----------------------------------------------------- the block by hand */
 
-//! [by_hand]
+// [by_hand]
 // One encoder block from the pieces of chapters 04–05; x and out are (B, N, D).
 static void block_by_hand(float *out, const float *x, const VitBlockWeights *w,
                           const VitConfig *c, VitBlockActs *a) {
@@ -107,7 +111,7 @@ static void block_by_hand(float *out, const float *x, const VitBlockWeights *w,
     linear(a->fc2, a->gelu, w->fc2_w, w->fc2_b, BN, M, D);   // (B·N, M) → (B·N, D)
     add(out, a->resid1, a->fc2, (size_t)BN * D);             // the second residual
 }
-//! [by_hand]
+// [by_hand]
 
 /* ----------------------------------------------------------- sections */
 
@@ -145,6 +149,7 @@ static void the_block(Chapter *ch, Work *w) {
                "Its parameters, from vit_stage_params():", (int)WEIGHT_SEED);
     ch_line(ch, "    %-28s %10s", "part", "parameters");
     int64_t total = 0, attention = 0, mlp = 0;
+    // [params]
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
         char stage[32];
         snprintf(stage, sizeof stage, "blocks.0.%s", parts[i].stage);
@@ -156,6 +161,7 @@ static void the_block(Chapter *ch, Work *w) {
         if (strncmp(parts[i].stage, "attn.", 5) == 0) attention += n;
         if (strncmp(parts[i].stage, "mlp.", 4) == 0) mlp += n;
     }
+    // [params]
     char count[VIT_NUM_BUF];
     ch_value(ch, "params.block", (float)total);
     ch_line(ch, "    %-28s %10s", "total", vit_thousands(count, total));
@@ -184,7 +190,7 @@ static void layer_norm(Chapter *ch, Work *w) {
     ch_line(ch, "    y_j = (x_j − μ) / √(σ² + ε) · γ_j + β_j");
     ch_line(ch, "%s", "");
     float *y = vit_malloc(sizeof(float) * 2 * D), *y2 = y + D;
-    //! [layernorm]
+    // [layernorm]
     double mu = 0, var = 0; // token 0, term by term
     for (int j = 0; j < D; j++) mu += x[j];
     mu /= D;
@@ -193,7 +199,7 @@ static void layer_norm(Chapter *ch, Work *w) {
     double rstd = 1.0 / sqrt(var + eps);     // 1/√(σ² + ε)
     double y0_formula = (x[0] - mu) * rstd * gamma[0] + beta[0];
     layernorm(y, x, gamma, beta, 1, D, eps); // lib: the same for every row
-    //! [layernorm]
+    // [layernorm]
     ch_say(ch, "For token 0 of this chapter's input: μ = %.4f and σ² = %.4f. The "
                "variance is the biased one, divided by D as PyTorch's LayerNorm does; "
                "torch.var()'s default divides by D − 1 and gives %.4f. With ε = %g, "
@@ -235,11 +241,11 @@ static void layer_norm(Chapter *ch, Work *w) {
     // ε: token 0 shrunk until its variance nears ε, normalised with both values
     float *rows = vit_malloc(sizeof(float) * SHRUNK * D);
     float *timm = vit_malloc(sizeof(float) * SHRUNK * D), *hf = vit_malloc(sizeof(float) * SHRUNK * D);
-    //! [eps]
+    // [eps]
     for (int r = 0; r < SHRUNK; r++) scale(&rows[r * D], x, SHRINK[r], D); // token 0, shrunk
     layernorm(timm, rows, NULL, NULL, SHRUNK, D, EPS_TIMM); // timm, torchvision
     layernorm(hf, rows, NULL, NULL, SHRUNK, D, EPS_HF);     // Hugging Face
-    //! [eps]
+    // [eps]
     float shrink[SHRUNK], variance[SHRUNK], std_timm[SHRUNK], std_hf[SHRUNK], diff[SHRUNK];
     for (int r = 0; r < SHRUNK; r++) {
         Tensor tr = tensor_view(&rows[r * D], 1, D), tt = tensor_view(&timm[r * D], 1, D);
@@ -307,11 +313,11 @@ static void by_hand(Chapter *ch, Work *w) {
     ch_line(ch, "%s", "");
     const size_t n = (size_t)B * w->N * w->D;
     Tracer keep = recording(&w->rec);
-    //! [compare]
+    // [compare]
     block_by_hand(w->hand, w->x, w->block, w->cfg, &w->hand_mem.acts);
     vit_block_forward(w->out, w->x, w->block, w->cfg, &w->mem.acts, B, &keep);
     float diff = ch_max_diff(ch, "by_hand_max_diff", w->hand, w->out, n);
-    //! [compare]
+    // [compare]
     ch_say(ch, "lib's vit_block_forward() (lib/block.c) is the same eight calls, with "
                "the trace handed each result. Run both on the same %d tokens: the "
                "largest difference between their outputs is %g. %s",
@@ -370,10 +376,10 @@ static void prenorm(Chapter *ch, Work *w) {
     size_t n = (size_t)B * w->N * w->D;
     float *big = vit_malloc(sizeof(float) * n), *out = vit_malloc(sizeof(float) * n);
     const Tensor *attn_x = trace_find(&w->rec, "attn.proj");
-    //! [scaled]
+    // [scaled]
     scale(big, w->x, BIG, n);                                   // the stream, 10 times larger
     vit_block_forward(out, big, w->block, w->cfg, &w->mem.acts, B, NULL);
-    //! [scaled]
+    // [scaled]
     ch_say(ch, "A consequence: make the stream %g times larger and the attention "
                "sub-layer cannot tell. Running the block on %g·x, LayerNorm 1's output "
                "differs from before by at most %.2g and the attention output by at "
@@ -397,9 +403,9 @@ static void mlp(Chapter *ch, Work *w) {
     float xs[] = {-3, -2, -1, -0.75f, -0.5f, 0, 0.5f, 1, 2, 3};
     enum { NX = sizeof xs / sizeof xs[0] };
     float ys[NX];
-    //! [gelu]
+    // [gelu]
     gelu(ys, xs, NX); // GELU(x) = x/2 · (1 + erf(x/√2))
-    //! [gelu]
+    // [gelu]
     pin_row(ch, "gelu_x", xs, NX);
     pin_row(ch, "gelu_y", ys, NX);
     ch_line(ch, "         x   GELU(x)   ReLU(x)");
@@ -417,6 +423,7 @@ static void mlp(Chapter *ch, Work *w) {
            w->N, w->M);
 }
 
+// [chapter09_image]
 // Chapter 09's image through the one-block model: its embedding and block 0.
 static void run_on_chapter09_image(Work *w, TraceRecorder *rec) {
     const VitConfig *c = w->cfg;
@@ -429,6 +436,7 @@ static void run_on_chapter09_image(Work *w, TraceRecorder *rec) {
         fprintf(stderr, "08_encoder_block: %s\n", err.msg);
     tensor_free(&image);
 }
+// [chapter09_image]
 
 static void residual_stream(Chapter *ch, Work *w) {
     ch_section(ch, "6. The residual stream");
@@ -512,6 +520,7 @@ void chapter08_run(Chapter *ch) {
     ch_line(ch, "    y  = x' + MLP(LN2(x')),    MLP(h) = fc2(GELU(fc1(h)))");
     ch_line(ch, "%s", "");
     Work w = {0};
+    // [build]
     VitConfig cfg;
     VitError err;
     vit_config_for_arch(&cfg, "vit-base", NULL);
@@ -521,6 +530,7 @@ void chapter08_run(Chapter *ch) {
         ch_say(ch, "cannot build the block: %s", err.msg);
         return;
     }
+    // [build]
     w.cfg = &w.vit.config;
     w.block = &w.vit.weights.blocks[0];
     w.N = vit_num_tokens(w.cfg), w.D = w.cfg->dim, w.M = w.cfg->mlp_dim;

@@ -61,7 +61,7 @@ typedef struct {
     void *ctx;
 } Objective;
 
-//! [central]
+// [central]
 // fd[i] = (L(x + h·e_i) − L(x − h·e_i)) / 2h for each of the n inputs x, moved in place
 // and restored. 2h is taken as the float32 values really used, x₊ − x₋.
 static void central_differences(float *fd, float *x, size_t n, const Objective *L) {
@@ -75,7 +75,7 @@ static void central_differences(float *fd, float *x, size_t n, const Objective *
         fd[i] = (float)((l_up - l_down) / (up - down));
     }
 }
-//! [central]
+// [central]
 
 /* ----------------------------------------------------------- the work */
 
@@ -105,7 +105,7 @@ static void the_loss(Chapter *ch, Work *w) {
            (int)MODEL_SEED, (int)IMAGE_SEED, TARGET);
     float *probs = vit_malloc(sizeof(float) * Y), *dlogits = vit_calloc(Y, sizeof(float));
     VitError err;
-    //! [loss]
+    // [loss]
     if (vit_forward(&w->vit, &w->image, NULL, NULL, &err) != VIT_OK) {
         ch_say(ch, "the forward pass failed: %s", err.msg);
         free(probs), free(dlogits);
@@ -113,7 +113,7 @@ static void the_loss(Chapter *ch, Work *w) {
     }
     Tensor logits = vit_logits(&w->vit);          // (B, Y): one score per class
     const float loss = cross_entropy(dlogits, logits.data, &TARGET, B, Y, 0.0f);
-    //! [loss]
+    // [loss]
     softmax(probs, logits.data, B, Y);
     ch_show(ch, "logits", &logits);
     Tensor tp = tensor_view(probs, 2, B, Y), td = tensor_view(dlogits, 2, B, Y);
@@ -170,7 +170,7 @@ typedef struct {
     float scores[HN * HN], scaled[HN * HN], probs[HN * HN], context[HN * HDH];
 } Head;
 
-//! [head_forward]
+// [head_forward]
 // One head (chapter 04): context = softmax(Q·Kᵀ/√Dh)·V, for N = 4 tokens of width Dh = 3.
 static void head_forward(Head *h) {
     attention_scores(h->scores, h->q, h->k, 1, HN, HDH);             // Q·Kᵀ
@@ -178,7 +178,7 @@ static void head_forward(Head *h) {
     softmax(h->probs, h->scaled, HN, HN);                            // each row
     attention_context(h->context, h->probs, h->v, 1, HN, HDH);       // probs·V
 }
-//! [head_forward]
+// [head_forward]
 
 // L = Σ dcontext ⊙ context: the loss whose gradient of the context is dcontext.
 static double head_objective(void *ctx) {
@@ -220,13 +220,13 @@ static void through_a_head(Chapter *ch) {
     show(ch, "dcontext", h.dcontext, HN, HDH);
     float dprobs[HN * HN] = {0}, dv[HN * HDH] = {0}, dscaled[HN * HN] = {0};
     float dscores[HN * HN] = {0}, dq[HN * HDH] = {0}, dk[HN * HDH] = {0};
-    //! [head_backward]
+    // [head_backward]
     // The four steps of the forward, undone in reverse order; each backward ADDS.
     attention_context_backward(dprobs, dv, h.dcontext, h.probs, h.v, 1, HN, HDH);
     softmax_backward(dscaled, dprobs, h.probs, HN, HN);
     attention_scale_mask_backward(dscores, dscaled, NULL, 1, 1, HN, HDH);
     attention_scores_backward(dq, dk, dscores, h.q, h.k, 1, HN, HDH);
-    //! [head_backward]
+    // [head_backward]
     ch_say(ch, "Step 1, back through context = probs·V. Row i of the context is a "
                "weighted sum of the value rows, context_i = Σ_j p_ij·v_j. So the weight "
                "p_ij gets the dot product of dcontext row i with value row j, dprobs = "
@@ -319,11 +319,11 @@ static void softmax_gradient(Chapter *ch) {
     softmax(s.p, s.x, 1, SM);
     float dx[SM] = {0}, dp[SM];
     memcpy(dp, SM_DP, sizeof dp);
-    //! [softmax_row]
+    // [softmax_row]
     double avg = 0; // Σ_j p_j·dp_j, by hand
     for (int j = 0; j < SM; j++) avg += (double)s.p[j] * dp[j];
     softmax_backward(dx, dp, s.p, 1, SM); // lib: dx += p ⊙ (dp − avg)
-    //! [softmax_row]
+    // [softmax_row]
     pin_row(ch, "softmax.x", s.x, SM);
     pin_row(ch, "softmax.p", s.p, SM);
     pin_row(ch, "softmax.dp", dp, SM);
@@ -356,10 +356,10 @@ static void softmax_gradient(Chapter *ch) {
     const Objective L = {softmax_objective, &s};
     central_differences(fd, s.x, SM, &L);
     pin_row(ch, "softmax.fd", fd, SM);
-    //! [check]
+    // [check]
     // A check that owes nothing to the derivation: the formula against L's slope.
     const float diff = ch_max_diff(ch, "softmax.fd_max_diff", dx, fd, SM);
-    //! [check]
+    // [check]
     ch_say(ch, "The check. With L(x) = Σ_j dp_j·softmax(x)_j, dp is ∂L/∂p by "
                "construction, so dx must be L's slope along each x_i. The central "
                "difference measures that slope with nothing but the forward: (L(x + h·e_i) "
@@ -431,7 +431,7 @@ static void layernorm_gradient(Chapter *ch) {
     memcpy(r.beta, LN_BETA, sizeof r.beta);
     float dout[LN], xhat[LN], ghat[LN], by_hand[LN];
     memcpy(dout, LN_DOUT, sizeof dout);
-    //! [layernorm_row]
+    // [layernorm_row]
     double mu = 0, var = 0, mean_g = 0, mean_gx = 0;
     for (int j = 0; j < LN; j++) mu += r.x[j];
     mu /= LN;
@@ -448,7 +448,7 @@ static void layernorm_gradient(Chapter *ch) {
         by_hand[j] = (float)(rstd * (ghat[j] - mean_g - xhat[j] * mean_gx));
     float dx[LN] = {0}, dgamma[LN] = {0}, dbeta[LN] = {0};
     layernorm_backward(dx, dgamma, dbeta, dout, r.x, r.gamma, 1, LN, LN_EPS); // lib
-    //! [layernorm_row]
+    // [layernorm_row]
     pin_row(ch, "layernorm.x", r.x, LN);
     pin_row(ch, "layernorm.gamma", r.gamma, LN);
     pin_row(ch, "layernorm.dout", dout, LN);
@@ -627,13 +627,13 @@ static bool step_backward(Chapter *ch, Work *w, Step *s) {
                "block's MLP and attention undone by the functions of Sections 2–4, back "
                "to the position table, [cls] and the patch projection. It adds ∂ℓ/∂θ for "
                "every parameter θ into a VitGrads, laid out like the weights:");
-    //! [backward]
+    // [backward]
     vit_grads_zero(grads);                                  // the backward adds: zero first
     if (vit_forward(&w->vit, &w->image, NULL, NULL, &err) != VIT_OK) return failed(ch, &err);
     Tensor logits = vit_logits(&w->vit);                    // (B, Y)
     s->loss = cross_entropy(dlogits, logits.data, &TARGET, B, Y, 0.0f); // ℓ and ∂ℓ/∂z
     if (vit_backward(&w->vit, grads, dlogits, NULL, NULL, &err) != VIT_OK) return failed(ch, &err);
-    //! [backward]
+    // [backward]
     for (int i = 0; i < s->count; i++)
         memcpy(s->g0 + s->at[i], s->gp[i].data, sizeof(float) * s->gp[i].numel);
     ch_say(ch, "The loss is Section 1's again, %.4f (vit_train_prepare() makes the forward "
@@ -745,10 +745,10 @@ static void step_update(Chapter *ch, Work *w, Step *s) {
             return;
         }
         const double eta = STEP_LR[r];
-        //! [update]
+        // [update]
         norm = clip_grad_norm(opt->params, opt->count, MAX_NORM); // the gradient's length ≤ 1
         adamw_step(opt, eta);                                     // θ ← θ − η·(…)
-        //! [update]
+        // [update]
         after[r] = (float)model_loss(w);
         float probs[16]; // Y = 10
         softmax(probs, vit_logits(&w->vit).data, 1, Y);
@@ -820,10 +820,10 @@ static void one_step(Chapter *ch, Work *w) {
 
 static void warmup_and_decay(Chapter *ch, Work *w) {
     ch_section(ch, "6. Warm-up and weight decay");
-    //! [schedule]
+    // [schedule]
     const LrSchedule schedule = {.peak_lr = 1e-3, .min_lr = 1e-5, .warmup_start = 0.0,
                                  .warmup_steps = 10, .total_steps = 100};
-    //! [schedule]
+    // [schedule]
     static const int at[] = {0, 1, 2, 5, 9, 10, 25, 50, 75, 99};
     enum { AT = sizeof at / sizeof at[0] };
     float steps[AT], lr[AT];
@@ -847,10 +847,12 @@ static void warmup_and_decay(Chapter *ch, Work *w) {
     VitError err;
     AdamWConfig cfg = adamw_defaults();
     const double eta = 1e-3;
+    // [first_step]
     if (adamw_init(&opt, two, 2, &cfg, &err) == VIT_OK) {
         adamw_step(&opt, eta);
         adamw_free(&opt);
     }
+    // [first_step]
     ch_say(ch, "Why start low? Adam divides each step by the square root of its running "
                "mean of g², and at the first step that mean is g² itself: m̂/√v̂ = "
                "g/|g|. So the first step moves every parameter by the full learning rate "
@@ -870,12 +872,12 @@ static void warmup_and_decay(Chapter *ch, Work *w) {
     OptimParam pair[2] = {{.data = weight, .grad = zero, .numel = WD, .decay = true},
                           {.data = bias, .grad = zero, .numel = WD, .decay = false}};
     cfg.weight_decay = 0.05; // timm's ViT recipes
-    //! [decay]
+    // [decay]
     if (adamw_init(&opt, pair, 2, &cfg, &err) == VIT_OK) {
         for (int s = 0; s < WD_STEPS; s++) adamw_step(&opt, eta); // θ ← θ − ηλθ, and Adam's 0
         adamw_free(&opt);
     }
-    //! [decay]
+    // [decay]
     pin_row(ch, "decay.weight", weight, WD);
     pin_row(ch, "decay.bias", bias, WD);
     ch_say(ch, "Weight decay pulls a parameter towards 0 at every step, θ ← θ − ηλθ, "
@@ -900,10 +902,12 @@ static void warmup_and_decay(Chapter *ch, Work *w) {
     vit_params(&w->vit, params);
     int decaying = 0;
     int64_t decayed_values = 0, all_values = 0;
+    // [decays]
     for (int i = 0; i < count; i++) {
         all_values += (int64_t)params[i].numel;
         if (adamw_decays(params[i].spec)) decaying++, decayed_values += (int64_t)params[i].numel;
     }
+    // [decays]
     char a[VIT_NUM_BUF], b[VIT_NUM_BUF];
     ch_say(ch, "Which parameters should decay? timm's rule (adamw_decays()): the weight "
                "matrices, those of the patch projection, of q, k, v and the output "

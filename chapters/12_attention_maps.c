@@ -99,6 +99,7 @@ static void pin_row(Chapter *ch, const char *name, const float *v, int n) {
 }
 
 // Image b's [cls] row of the rollout, (P): J(0, 1 … P).
+// [rollout_row]
 static bool rollout_row(Chapter *ch, float *map, float *self, const Work *w, int b,
                         HeadFuse fuse, double discard, bool grad) {
     Tensor joint;
@@ -113,14 +114,17 @@ static bool rollout_row(Chapter *ch, float *map, float *self, const Work *w, int
     tensor_free(&joint);
     return true;
 }
+// [rollout_row]
 
 /* ------------------------------------------------- 1. what the model says */
 
 static void the_predictions(Chapter *ch, Work *w) {
     ch_section(ch, "1. Ten test images, and what the model says");
+    // [predict]
     const Tensor logits = vit_logits(&w->vit);
     float probs[SHOWN * 16];
     for (int b = 0; b < SHOWN; b++) softmax(probs + b * w->Y, logits.data + b * w->Y, 1, w->Y);
+    // [predict]
     pin_row(ch, "predict.probs", probs, SHOWN * w->Y);
     ch_say(ch, "The model of Chapter 11 (data/%s) on the ten test images that "
                "data/images/fashion-mnist/ holds as PNGs, each the garment's test index, its "
@@ -149,6 +153,7 @@ static void layer_by_layer(Chapter *ch, Work *w) {
     ch_section(ch, "2. Where [cls] looks, one layer at a time");
     const int P = w->P, N = w->N, H = w->H;
     float *cls = vit_malloc(sizeof(float) * (size_t)w->L * P), self[64], row[256];
+    // [layer_rows]
     for (int l = 0; l < w->L; l++) {
         char name[64];
         snprintf(name, sizeof name, "blocks.%d.attn.probs", l);
@@ -157,6 +162,7 @@ static void layer_by_layer(Chapter *ch, Work *w) {
         self[l] = row[0];
         memcpy(cls + l * P, row + 1, sizeof(float) * (size_t)P);
     }
+    // [layer_rows]
     pin_row(ch, "layer.cls", cls, w->L * P);
     pin_row(ch, "layer.self", self, w->L);
     const int i = SHOWN_INDEX[0];
@@ -196,10 +202,12 @@ static void rolled_out(Chapter *ch, Work *w) {
     ch_section(ch, "3. Rollout: the mixing followed through every layer");
     const int P = w->P;
     float *map = vit_malloc(sizeof(float) * (size_t)P), self;
+    // [plain_rollout]
     if (!rollout_row(ch, map, &self, w, 0, FUSE_MEAN, 0, false)) {
         free(map);
         return;
     }
+    // [plain_rollout]
     float row[128];
     row[0] = self;
     memcpy(row + 1, map, sizeof(float) * (size_t)P);
@@ -238,6 +246,7 @@ static void rolled_out(Chapter *ch, Work *w) {
 
 // vit-explain's normalisation: a / a.sum(dim=-1) on a (1, N, N) tensor divides
 // column j by row j's sum. One layer of the rollout done that way.
+// [rollout_layer_wrong_axis]
 static void rollout_layer_wrong_axis(double *joint, const float *fused, int N, double *scratch) {
     double *a = scratch, *product = scratch + (size_t)N * N, *sums = product + (size_t)N * N;
     for (int i = 0; i < N; i++) {
@@ -255,15 +264,18 @@ static void rollout_layer_wrong_axis(double *joint, const float *fused, int N, d
         }
     memcpy(joint, product, (size_t)N * N * sizeof *joint);
 }
+// [rollout_layer_wrong_axis]
 
 static void fusions_and_a_mistake(Chapter *ch, Work *w) {
     ch_section(ch, "4. Fusing heads, discarding weak links, and a mistake to avoid");
     const int P = w->P, N = w->N;
     float *map = vit_malloc(sizeof(float) * (size_t)P), self;
+    // [max_discard]
     if (!rollout_row(ch, map, &self, w, 0, FUSE_MAX, 0.9, false)) {
         free(map);
         return;
     }
+    // [max_discard]
     pin_row(ch, "rollout.max_discard.cls", map, P);
     const int q = peak_of(map, P);
     ch_say(ch, "Implementations let one fuse the heads by their max or min instead of "
@@ -281,6 +293,7 @@ static void fusions_and_a_mistake(Chapter *ch, Work *w) {
     const size_t nn = (size_t)N * N;
     double *joint = vit_malloc(sizeof(double) * nn), *scratch = vit_malloc(sizeof(double) * (2 * nn + N));
     float *fused = vit_malloc(sizeof(float) * nn);
+    // [mistake_layers]
     for (size_t e = 0; e < nn; e++) joint[e] = e % ((size_t)N + 1) == 0;
     for (int l = 0; l < w->L; l++) {
         char name[64];
@@ -289,6 +302,7 @@ static void fusions_and_a_mistake(Chapter *ch, Work *w) {
         attention_discard_lowest(fused, N, 0.9);
         rollout_layer_wrong_axis(joint, fused, N, scratch);
     }
+    // [mistake_layers]
     float sums[256];
     float lo = INFINITY, hi = -INFINITY;
     for (int i = 0; i < N; i++) {
@@ -315,10 +329,12 @@ static void gradient_weighted(Chapter *ch, Work *w) {
     ch_section(ch, "5. Attention that matters for a class: gradient-weighted");
     const int P = w->P;
     float *map = vit_malloc(sizeof(float) * (size_t)P), self;
+    // [grad_rollout]
     if (!rollout_row(ch, map, &self, w, 0, FUSE_MEAN, 0, true)) {
         free(map);
         return;
     }
+    // [grad_rollout]
     pin_row(ch, "grad.pred.cls", map, P);
     ch_value(ch, "grad.pred.self", self);
     const int c = w->pred[0];
@@ -351,11 +367,13 @@ static void measured(Chapter *ch, Work *w) {
     ch_section(ch, "6. Measured: on the garment, and what deleting patches does");
     AttentionMeasures m;
     VitError err;
+    // [measure]
     if (attention_measure(&w->vit, &w->test, MEASURED, w->mean, w->std, MEASURE_BATCH, GARMENT,
                           MEASURE_SEED, &m, &err) != VIT_OK) {
         ch_say(ch, "the measurement failed: %s", err.msg);
         return;
     }
+    // [measure]
     float mass[MAP_COUNT], top[MAP_COUNT * MEASURE_KS], random[MEASURE_KS];
     for (int i = 0; i < MAP_COUNT; i++) {
         mass[i] = (float)m.mass[i];
@@ -444,11 +462,13 @@ static bool load(Chapter *ch, Work *w) {
     labels_for_weights(&w->labels, NULL, NULL, &w->vit.file, w->Y, &err);
     int labels[SHOWN];
     w->input = tensor_new(4, SHOWN, 1, c->image_size, c->image_size);
+    // [record]
     dataset_batch(w->input.data, labels, &w->test, SHOWN_INDEX, SHOWN, w->mean, w->std, NULL, NULL);
     if (rollout_record(&w->vit, &w->input, NULL, w->pred, &w->fwd, &w->bwd, &err) != VIT_OK) {
         ch_say(ch, "the pass failed: %s", err.msg);
         return false;
     }
+    // [record]
     return true;
 }
 

@@ -96,6 +96,7 @@ static int columns(const char *s) {
 }
 
 // ‖a − e‖ / ‖e‖ over n values, in double: how far an approximation lands.
+// [relative_error]
 static float relative_error(const float *a, const float *e, size_t n) {
     double num = 0, den = 0;
     for (size_t i = 0; i < n; i++) {
@@ -104,8 +105,10 @@ static float relative_error(const float *a, const float *e, size_t n) {
     }
     return (float)sqrt(num / den);
 }
+// [relative_error]
 
 // Exact attention the textbook way, one head: the (N, N) scores in s, then softmax, then V.
+// [attention_exact]
 static void attention_exact(float *out, const float *q, const float *k, const float *v, int N,
                             float *s) {
     attention_scores(s, q, k, 1, N, DH);              // S = Q·Kᵀ, (N, N)
@@ -113,8 +116,9 @@ static void attention_exact(float *out, const float *q, const float *k, const fl
     softmax(s, s, N, N);                              // each row a distribution
     attention_context(out, s, v, 1, N, DH);           // P·V, (N, Dh)
 }
+// [attention_exact]
 
-//! [chunks]
+// [chunks]
 // The same, QUERY_CHUNK query rows at a time: s holds (chunk, N) scores, never (N, N).
 // Each row's softmax needs only that row, so chunking changes nothing but memory.
 static void attention_query_chunks(float *out, const float *q, const float *k, const float *v,
@@ -128,7 +132,7 @@ static void attention_query_chunks(float *out, const float *q, const float *k, c
         matmul(out + (size_t)i0 * DH, s, v, rows, N, DH);  // (rows, Dh) = P_c·V
     }
 }
-//! [chunks]
+// [chunks]
 
 static void run_method(const Work *w, Method m, int i, float *out) {
     const int N = w->N[i], g = w->grid[i];
@@ -143,6 +147,7 @@ static void run_method(const Work *w, Method m, int i, float *out) {
 }
 
 // Run method m at size i, best of a few runs at small N and one at large: seconds (not pinned).
+// [timed]
 static double timed(Work *w, Method m, int i, float *out) {
     const int runs = w->N[i] <= 1025 ? 3 : 1;
     double best = INFINITY;
@@ -154,6 +159,7 @@ static double timed(Work *w, Method m, int i, float *out) {
     w->seconds[m][i] = best;
     return best;
 }
+// [timed]
 
 static double ms(double seconds) { return 1e3 * seconds; }
 
@@ -179,6 +185,7 @@ static void more_tokens(Chapter *ch, Work *w) {
     rng_fill_normal(&rng, pos, (size_t)(P0 + 1) * WIDTH, 0.0f, 0.02f);
     float tokens[SIZES], sample[SIZES * 2 * 4]; // per size: 4 values of the first and last patch
     ch_line(ch, "    %7s  %9s  %7s  %6s   %s", "image", "grid", "patches", "N", "position table");
+    // [resize]
     for (int i = 0; i < SIZES; i++) {
         const int g = w->grid[i] = SIDE[i] / PATCH, N = g * g + 1;
         w->N[i] = (int)ch_valuef(ch, (float)N, "tokens.%d", SIDE[i]);
@@ -192,6 +199,7 @@ static void more_tokens(Chapter *ch, Work *w) {
         ch_line(ch, "    %4d px  %4d × %-3d  %7d  %6d   (%d, %d)", SIDE[i], g, g, g * g, N, N, WIDTH);
         free(resized);
     }
+    // [resize]
     ch_line(ch, "%s", "");
     pin_row(ch, "pos.samples", sample, SIZES * 8);
     ch_say(ch, "From %d to %d px the side grows %.2f×, the tokens %.1f×. The model is the "
@@ -205,6 +213,7 @@ static void more_tokens(Chapter *ch, Work *w) {
 /* ------------------------------------------------- 2. the N × N matrix */
 
 // Exact attention's share of weight inside the local window, averaged over the queries.
+// [weight_in_window]
 static float weight_in_window(const float *probs, int N, int g, float *mask) {
     attention_mask_window(mask, 1, g, g, RADIUS);
     double kept = 0;
@@ -212,6 +221,7 @@ static float weight_in_window(const float *probs, int N, int g, float *mask) {
         if (mask[e] == 0.0f) kept += probs[e];
     return (float)(kept / N);
 }
+// [weight_in_window]
 
 static void the_matrix(Chapter *ch, Work *w) {
     ch_section(ch, "2. The N × N matrix: memory and time");
@@ -311,6 +321,7 @@ static void query_chunks(Chapter *ch, Work *w) {
 
 // Section 4's row taken block by block with online_softmax_block(); the weights
 // are rescaled by every later c and divided by the final sum, as attention_online() does.
+// [online_by_hand]
 static void online_by_hand(Chapter *ch) {
     float s[ROW], probs[ROW], max[ROW_BLOCKS], sum[ROW_BLOCKS], c[ROW_BLOCKS];
     memcpy(s, ROW_SCORES, sizeof s);
@@ -346,6 +357,7 @@ static void online_by_hand(Chapter *ch) {
                "it differs from softmax() over the whole row by at most %.2g.",
            c[0], sum[ROW_BLOCKS - 1], ch_max_diff(ch, "online.row.vs_softmax", probs, want, ROW));
 }
+// [online_by_hand]
 
 static void online(Chapter *ch, Work *w) {
     ch_section(ch, "4. Exact, one block of keys at a time: the online softmax");
@@ -395,6 +407,7 @@ static void online(Chapter *ch, Work *w) {
 /* ------------------------------------------------- 5. local attention */
 
 // attention_local() at N[0] against exact attention with the window as a mask.
+// [local_vs_masked]
 static float local_vs_masked(Chapter *ch, Work *w, float *out) {
     const int N0 = w->N[0], g0 = w->grid[0];
     float *mask = vit_malloc(sizeof(float) * (size_t)N0 * N0);
@@ -407,6 +420,7 @@ static float local_vs_masked(Chapter *ch, Work *w, float *out) {
     free(mask), free(masked);
     return diff;
 }
+// [local_vs_masked]
 
 // Every query given the plain mean of the values, as if attention were uniform: its error.
 static float uniform_error(const Work *w, int i, float *out) {
@@ -487,6 +501,7 @@ static void linear_attention(Chapter *ch, Work *w) {
     float *out = vit_malloc(sizeof(float) * (size_t)w->N[SIZES - 1] * DH);
     ch_line(ch, "    %7s  %5s  %14s  %11s  %10s", "image", "N", "relative error", "linear, ms",
             "exact, ms");
+    // [linear_errors]
     for (int i = 0; i < SIZES; i++) {
         const int N = w->N[i];
         timed(w, LINEAR, i, out);
@@ -494,6 +509,7 @@ static void linear_attention(Chapter *ch, Work *w) {
         ch_line(ch, "    %4d px  %5d  %14.3f  %11.2f  %10.2f", SIDE[i], N, err[i],
                 ms(w->seconds[LINEAR][i]), ms(w->seconds[EXACT][i]));
     }
+    // [linear_errors]
     ch_line(ch, "%s", "");
     pin_row(ch, "linear.rel_error", err, SIZES);
     const int last = SIZES - 1;
@@ -547,6 +563,7 @@ static void pass_free(Pass *p) {
 }
 
 // Attention in every head, as `with` says: heads (B,H,N,Dh) from q, k, v.
+// [attend]
 static void attend(Pass *p, With with) {
     const int B = p->B, H = p->H, N = p->N, Dh = p->D / p->H, g = p->side;
     switch (with) {
@@ -562,8 +579,9 @@ static void attend(Pass *p, With with) {
     default: break;
     }
 }
+// [attend]
 
-//! [block]
+// [block]
 // One encoder block on p->x (B, N, D), its attention swapped for `with`:
 // x = x + proj(attend(norm1(x))),  x = x + fc2(gelu(fc1(norm2(x)))).
 static void block_with(Pass *p, const VitBlockWeights *w, With with) {
@@ -587,9 +605,10 @@ static void block_with(Pass *p, const VitBlockWeights *w, With with) {
     linear(p->h, p->mlp, w->fc2_w, w->fc2_b, BN, M, D);
     add(p->x, p->x, p->h, (size_t)BN * D);
 }
-//! [block]
+// [block]
 
 // From the embedded tokens to the logits (B, Y), every block's attention swapped.
+// [pass_run]
 static void pass_run(Pass *p, const float *embed, With with, float *logits) {
     const VitWeights *wt = &p->vit->weights;
     const VitConfig *c = &p->vit->config;
@@ -602,6 +621,7 @@ static void pass_run(Pass *p, const float *embed, With with, float *logits) {
                c->num_classes);
     }
 }
+// [pass_run]
 
 // A TraceFn keeping a copy of the embedded tokens (the one stage Section 7 starts from).
 static void keep_embed(void *user, const char *name, const Tensor *t) {

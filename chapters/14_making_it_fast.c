@@ -63,6 +63,7 @@ typedef struct {
 
 // The ladder, in order. The last three are lib's real kernels (lib/gemm.h).
 enum { NAIVE, IKJ, BLOCKED, PACKED, TILED_1, TILED, BLAS, N_STEPS };
+// [steps]
 static const Step STEPS[N_STEPS] = {
     [NAIVE] = {"naive", "matmul_naive    ijk, the textbook", matmul_naive, true},
     [IKJ] = {"ikj", "matmul_ikj      loop order", matmul_ikj, true},
@@ -72,6 +73,7 @@ static const Step STEPS[N_STEPS] = {
     [TILED] = {"tiled", "matmul_tiled    all threads", matmul_tiled, false},
     [BLAS] = {"blas", "matmul_blas     OpenBLAS, all threads", matmul_blas, false},
 };
+// [steps]
 
 typedef struct {
     float *a, *b, *out;   // the timed product (TM, TK) · (TK, TN)
@@ -91,6 +93,7 @@ static int compare_doubles(const void *x, const void *y) {
 // Seconds of one step on one product, with the step's threads: one untimed run
 // (page faults, threads starting, a clock ramping up), then the median of RUNS,
 // or the best of them.
+// [time_step]
 static double time_step(const Step *s, float *out, const float *a, const float *b, int M, int K,
                         int N, int threads, bool best) {
     double t[RUNS];
@@ -105,11 +108,15 @@ static double time_step(const Step *s, float *out, const float *a, const float *
     qsort(t, RUNS, sizeof t[0], compare_doubles);
     return best ? t[0] : t[RUNS / 2];
 }
+// [time_step]
 
+// [gflops]
 static double gflops(double flops, double seconds) { return flops / seconds / 1e9; }
+// [gflops]
 
 // "3.8 times faster than", "about as fast as" or "1.6 times slower than": the
 // words for speed `now` against speed `before`, from the two measurements.
+// [speed_words]
 static const char *speed_words(char *buf, size_t size, double now, double before) {
     const double r = now / before;
     if (r >= 1.1) snprintf(buf, size, "%.1f times faster than", r);
@@ -117,6 +124,7 @@ static const char *speed_words(char *buf, size_t size, double now, double before
     else snprintf(buf, size, "%.1f times slower than", 1 / r);
     return buf;
 }
+// [speed_words]
 
 // One line of the ladder: the step, its time and its speed on the timed product.
 static void ladder_line(Chapter *ch, const Work *w, int i) {
@@ -127,6 +135,7 @@ static void ladder_line(Chapter *ch, const Work *w, int i) {
 
 // A step timed on the timed product, its line printed, and how it compares with
 // the step before (or with another one, `against`).
+// [run_rung]
 static double run_rung(Chapter *ch, Work *w, int i, int against, char *words, size_t size) {
     w->seconds[i] = time_step(&STEPS[i], w->out, w->a, w->b, TM, TK, TN, w->threads, false);
     ladder_line(ch, w, i);
@@ -134,11 +143,14 @@ static double run_rung(Chapter *ch, Work *w, int i, int against, char *words, si
     speed_words(words, size, w->seconds[against], w->seconds[i]); // speed ∝ 1 / seconds
     return w->seconds[against] / w->seconds[i];
 }
+// [run_rung]
 
+// [cache_bytes]
 static long cache_bytes(int name) {
     const long v = sysconf(name);
     return v > 0 ? v : 0;
 }
+// [cache_bytes]
 
 /* ----------------------------------------------------------- sections */
 
@@ -179,6 +191,7 @@ enum {
 };
 
 // Pins a sample of out and the sum of all its entries; returns the sum.
+// [pin_check]
 static double pin_check(Chapter *ch, const char *step, const float *out) {
     float sample[S_ROWS * S_COLS];
     for (int r = 0; r < S_ROWS; r++)
@@ -192,6 +205,7 @@ static double pin_check(Chapter *ch, const char *step, const float *out) {
     for (size_t i = 0; i < (size_t)CM * CN; i++) sum += out[i];
     return ch_valuef(ch, (float)sum, "check.%s.sum", step);
 }
+// [pin_check]
 
 static void same_sums(Chapter *ch, Work *w) {
     ch_section(ch, "2. Same sums, different order");
@@ -222,6 +236,7 @@ static void same_sums(Chapter *ch, Work *w) {
             "out[69][529]", "sum");
     char first[128] = "";
     bool same_digits = true;
+    // [check]
     for (int i = 0; i < N_STEPS; i++) {
         vit_set_threads(STEPS[i].one_thread ? 1 : w->threads);
         STEPS[i].run(out, a, b, CM, CK, CN);
@@ -234,6 +249,7 @@ static void same_sums(Chapter *ch, Work *w) {
         same_digits = same_digits && strcmp(first, digits) == 0;
         ch_line(ch, "    %-44s %s", STEPS[i].label, digits);
     }
+    // [check]
     ch_line(ch, "%s", "");
     ch_say(ch, "%s: a float sum depends on the order of its terms, so the steps differ "
                "in the last bits of float32, and the tests allow for that.",
@@ -260,8 +276,10 @@ static void naive(Chapter *ch, Work *w) {
                "which each addition waits for the one before (a few cycles each), and "
                "the compiler may not reorder float additions to run several at once. "
                "On this machine:", TN, stride, CACHE_LINE, per_line);
+    // [naive_rung]
     w->seconds[NAIVE] = time_step(&STEPS[NAIVE], w->out, w->a, w->b, TM, TK, TN, w->threads, false);
     ladder_line(ch, w, NAIVE);
+    // [naive_rung]
     ch_line(ch, "%s", "");
 }
 
@@ -371,8 +389,10 @@ static void packing(Chapter *ch, Work *w) {
             GEMM_STEP_MR, GEMM_STEP_NR);
     ch_line(ch, "%s", "");
     char words[64], words_ikj[64];
+    // [packed_rung]
     run_rung(ch, w, PACKED, BLOCKED, words, sizeof words);
     speed_words(words_ikj, sizeof words_ikj, w->seconds[IKJ], w->seconds[PACKED]);
+    // [packed_rung]
     ch_say(ch, "On this machine that is %s the blocked loop and %s matmul_ikj().", words,
            words_ikj);
 }
@@ -392,12 +412,14 @@ static void simd(Chapter *ch, Work *w) {
                "instruction set (DEFINE_MICRO_KERNEL, with GCC's vector types) and picks "
                "at run time, with __builtin_cpu_supports(), the best this CPU has. This "
                "CPU says:", (int)lanes[0], (int)lanes[1], (int)lanes[2]);
+    // [cpu]
     __builtin_cpu_init();
     ch_line(ch, "    sse3 %-3s  avx2 %-3s  fma %-3s  avx512f %-3s",
             __builtin_cpu_supports("sse3") ? "yes" : "no",
             __builtin_cpu_supports("avx2") ? "yes" : "no",
             __builtin_cpu_supports("fma") ? "yes" : "no",
             __builtin_cpu_supports("avx512f") ? "yes" : "no");
+    // [cpu]
     ch_line(ch, "%s", "");
     ch_say(ch, "and lib runs its \"%s\" micro-kernel here (lib/gemm.h lists each one's "
                "tile; on AMD CPUs lib prefers avx2 to avx512, because Zen 4 splits a "
@@ -417,7 +439,9 @@ static void threads(Chapter *ch, Work *w) {
                "own blocks, and no two threads write the same output. This run uses %d "
                "threads:", w->threads);
     char words[64];
+    // [threads_rung]
     const double r = run_rung(ch, w, TILED, TILED_1, words, sizeof words);
+    // [threads_rung]
     if (w->threads > 1 && r <= 1.05 * w->threads)
         ch_say(ch, "That is %s one thread, %.0f%% of the %d× that %d threads could give if "
                    "nothing were lost. Threads cost a little to start and wait for the "
@@ -447,11 +471,13 @@ static void openblas(Chapter *ch, Work *w) {
         ch_say(ch, "This build has no OpenBLAS (make BLAS=0, or the library is not "
                    "installed), so matmul_blas() runs matmul_tiled() again:");
     char words[64];
+    // [ladder]
     run_rung(ch, w, BLAS, TILED, words, sizeof words);
     ch_say(ch, "On this machine, on this product, OpenBLAS is %s lib's tiled kernel.", words);
     ch_say(ch, "The whole ladder, (%d, %d) · (%d, %d), %d threads for the last two:", TM, TK,
            TK, TN, w->threads);
     for (int i = 0; i < N_STEPS; i++) ladder_line(ch, w, i);
+    // [ladder]
     ch_line(ch, "%s", "");
     ch_say(ch, "From the first line to the fastest, the same sums got %.0f times faster.",
            w->seconds[NAIVE] / (w->seconds[TILED] < w->seconds[BLAS] ? w->seconds[TILED]
@@ -459,6 +485,7 @@ static void openblas(Chapter *ch, Work *w) {
 }
 
 // GFLOP/s of the tiled and the blas kernel on one product (b (K,N), or (N,K) when bt).
+// [time_fast_pair]
 static void time_fast_pair(double gf[2], int M, int K, int N, bool bt, int threads) {
     float *a = vit_malloc(sizeof(float) * M * K), *b = vit_malloc(sizeof(float) * K * N);
     float *out = vit_malloc(sizeof(float) * M * N);
@@ -474,6 +501,7 @@ static void time_fast_pair(double gf[2], int M, int K, int N, bool bt, int threa
     free(b);
     free(out);
 }
+// [time_fast_pair]
 
 static void peak(Chapter *ch, Work *w) {
     ch_section(ch, "10. The machine's peak");
@@ -500,10 +528,12 @@ static void peak(Chapter *ch, Work *w) {
     snprintf(name, sizeof name, "%d x %d x %d (x W^T)", QM, QK, QN);
     ch_line(ch, "    %-28s %8.1f %8.1f", name, w->qkv_gflops[0], w->qkv_gflops[1]);
     ch_line(ch, "%s", "");
+    // [peak]
     w->peak_gflops = square[0];
     const double all[4] = {square[0], square[1], w->qkv_gflops[0], w->qkv_gflops[1]};
     for (int i = 1; i < 4; i++)
         if (all[i] > w->peak_gflops) w->peak_gflops = all[i];
+    // [peak]
     ch_say(ch, "Each figure is the best of %d runs after an untimed one. The best of the "
                "four, %.1f GFLOP/s, is what this chapter calls the "
                "machine's peak: not the number on the box (cores × clock × FLOPs per "
@@ -527,6 +557,7 @@ static void append(char *buf, size_t size, size_t *len, const char *fmt, ...) {
 
 // Fills one tensor: LayerNorm scales 1, biases and shifts 0, weights a repeating
 // table of small numbers (a forward pass takes as long whatever the values are).
+// [fill_param]
 static void fill_param(float *dst, size_t n, VitParamKind kind, const float *table, size_t len) {
     if (kind == VIT_PARAM_NORM_SCALE) {
         for (size_t i = 0; i < n; i++) dst[i] = 1.0f;
@@ -537,10 +568,12 @@ static void fill_param(float *dst, size_t n, VitParamKind kind, const float *tab
             memcpy(dst + i, table, (n - i < len ? n - i : len) * sizeof *dst);
     }
 }
+// [fill_param]
 
 // ViT-B/16 as a safetensors file in memory, timm's names, ready for vit_build_from():
 // no 346 MB file written, no 86 million random numbers drawn. *blob is the
 // caller's to free after vit_free().
+// [vit_base_in_memory]
 static VitStatus vit_base_in_memory(Vit *vit, void **blob, VitError *err) {
     VitConfig cfg;
     VitStatus s = vit_config_for_arch(&cfg, "vit-base", err);
@@ -586,9 +619,11 @@ static VitStatus vit_base_in_memory(Vit *vit, void **blob, VitError *err) {
     if (s != VIT_OK) return s;
     return vit_build_from(vit, &st, err);
 }
+// [vit_base_in_memory]
 
 // Median seconds of RUNS forward passes of one image, no listener, after an
 // untimed one (which also allocates the activations).
+// [time_forward]
 static double time_forward(Vit *vit, const Tensor *image, VitError *err) {
     double t[RUNS];
     if (vit_forward(vit, image, NULL, NULL, err) != VIT_OK) return -1;
@@ -600,6 +635,7 @@ static double time_forward(Vit *vit, const Tensor *image, VitError *err) {
     qsort(t, RUNS, sizeof t[0], compare_doubles);
     return t[RUNS / 2];
 }
+// [time_forward]
 
 static void vit_base(Chapter *ch, Work *w) {
     ch_section(ch, "11. ViT-B/16 against the peak");
@@ -628,9 +664,11 @@ static void vit_base(Chapter *ch, Work *w) {
     Rng rng;
     rng_seed(&rng, TIMED_SEED + 3);
     rng_fill_uniform(&rng, image.data, image.numel, -1.0f, 1.0f);
+    // [forward]
     const double sec = time_forward(&vit, &image, &err);
     char choice[512];
     gemm_choice_describe(choice, sizeof choice);
+    // [forward]
     if (sec < 0) {
         ch_say(ch, "the forward pass failed: %s", err.msg);
     } else {
@@ -683,8 +721,10 @@ static void wrong_kernel(Chapter *ch, Work *w) {
         ch_say(ch, "This build has no OpenBLAS, so nothing here can pick a wrong kernel.");
     }
     char choice[512];
+    // [choice]
     gemm_choice_describe(choice, sizeof choice);
     const GemmChoice *c = gemm_choice();
+    // [choice]
     // the file's path, with the reader's home written ~ (it is theirs, not the book's)
     char cache[256];
     const char *home = getenv("HOME");

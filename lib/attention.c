@@ -9,12 +9,15 @@
 #include <math.h>
 #include <stddef.h>
 
+// [attention_scale]
 float attention_scale(const AttentionOptions *opt, int Dh) {
     // timm: self.scale = qk_scale or head_dim ** -0.5
     if (opt && opt->scale != 0.0f) return opt->scale;
     return 1.0f / sqrtf((float)Dh);
 }
+// [attention_scale]
 
+// [attention_scores]
 void attention_scores(float *scores, const float *q, const float *k, int G, int N, int Dh) {
     // q, k are (G, N, Dh), scores is (G, N, N): one Q·Kᵀ per head, timm's
     // q @ k.transpose(-2, -1), MindSpore's ops.BatchMatMul(transpose_b=True)(q, k).
@@ -26,7 +29,9 @@ void attention_scores(float *scores, const float *q, const float *k, int G, int 
         matmul_bt(scores + (size_t)g * N * N, q + qk, k + qk, N, Dh, N);
     }
 }
+// [attention_scores]
 
+// [attention_context]
 void attention_context(float *out, const float *probs, const float *v, int G, int N, int Dh) {
     // probs is (G, N, N), v is (G, N, Dh), out is (G, N, Dh); one thread per head
 #pragma omp parallel for schedule(static) if (G > 1)
@@ -34,7 +39,9 @@ void attention_context(float *out, const float *probs, const float *v, int G, in
         matmul(out + (size_t)g * N * Dh, probs + (size_t)g * N * N, v + (size_t)g * N * Dh, N, N,
                Dh);
 }
+// [attention_context]
 
+// [attention_entropy]
 void attention_entropy(float *out, const float *probs, int rows, int N) {
     // probs is (rows, N), out is (rows): H = -Σ p ln p, with 0 ln 0 = 0
     for (int r = 0; r < rows; r++) {
@@ -46,3 +53,4 @@ void attention_entropy(float *out, const float *probs, int rows, int N) {
         out[r] = (float)h;
     }
 }
+// [attention_entropy]

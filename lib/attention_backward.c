@@ -24,6 +24,7 @@
 
 #include <stddef.h>
 
+// [attention_scale_mask_backward]
 void attention_scale_mask_backward(float *dscores, const float *dscaled,
                                    const AttentionOptions *opt, int B, int H, int N, int Dh) {
     // dscaled and dscores are (B, H, N, N): dscores += s·dscaled. The masks add
@@ -32,7 +33,9 @@ void attention_scale_mask_backward(float *dscores, const float *dscaled,
     const size_t n = (size_t)B * H * N * N;
     for (size_t i = 0; i < n; i++) dscores[i] += s * dscaled[i];
 }
+// [attention_scale_mask_backward]
 
+// [attention_scores_backward]
 void attention_scores_backward(float *dq, float *dk, const float *dscores, const float *q,
                                const float *k, int G, int N, int Dh) {
     // q, k, dq and dk are (G, N, Dh), dscores is (G, N, N): dQ += dS·K, dK += dSᵀ·Q
@@ -44,7 +47,9 @@ void attention_scores_backward(float *dq, float *dk, const float *dscores, const
         if (dk) matmul_at_acc(dk + qk, ds, q + qk, N, N, Dh); // (N,N)ᵀ·(N,Dh)
     }
 }
+// [attention_scores_backward]
 
+// [attention_context_backward]
 void attention_context_backward(float *dprobs, float *dv, const float *dout, const float *probs,
                                 const float *v, int G, int N, int Dh) {
     // probs and dprobs are (G, N, N), v, dv and dout (G, N, Dh): dP += dO·Vᵀ, dV += Pᵀ·dO
@@ -55,3 +60,4 @@ void attention_context_backward(float *dprobs, float *dv, const float *dout, con
         if (dv) matmul_at_acc(dv + nd, probs + nn, dout + nd, N, N, Dh);    // (N,N)ᵀ·(N,Dh)
     }
 }
+// [attention_context_backward]

@@ -5,6 +5,7 @@
 #include "attention.h"
 #include "ops.h"
 
+// [attention]
 void attention(float *out, float *probs, const float *q, const float *k, const float *v,
                const AttentionOptions *opt, int N, int Dh) {
     // q, k, v are (N, Dh), probs is (N, N), out is (N, Dh): one sequence, one head
@@ -13,3 +14,4 @@ void attention(float *out, float *probs, const float *q, const float *k, const f
     softmax(probs, probs, N, N);
     attention_context(out, probs, v, 1, N, Dh);
 }
+// [attention]

@@ -29,9 +29,12 @@
 #include <string.h>
 
 // The feature map φ(x) = elu(x) + 1: x + 1 above 0, e^x below; NaN stays NaN.
+// [feature]
 static double feature(float x) { return x > 0 ? (double)x + 1.0 : exp((double)x); }
+// [feature]
 
 // One head: out (N, Dh) from q, k, v (N, Dh); pad (N) or NULL. work holds Dh² + 2·Dh doubles.
+// [linear_head]
 static void linear_head(float *out, const float *q, const float *k, const float *v,
                         const float *pad, int N, int Dh, double *work) {
     double *S = work, *z = work + (size_t)Dh * Dh, *num = z + Dh;
@@ -59,7 +62,9 @@ static void linear_head(float *out, const float *q, const float *k, const float 
             out[(size_t)i * Dh + c] = isnan(den) ? NAN : den > 0 ? (float)(num[c] / den) : 0.0f;
     }
 }
+// [linear_head]
 
+// [attention_linear]
 void attention_linear(float *out, const float *q, const float *k, const float *v,
                       const float *key_padding_mask, int B, int H, int N, int Dh) {
     // q, k, v, out are (B, H, N, Dh); key_padding_mask is (B, N) or NULL
@@ -77,3 +82,4 @@ void attention_linear(float *out, const float *q, const float *k, const float *v
         free(work);
     }
 }
+// [attention_linear]

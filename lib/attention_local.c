@@ -32,12 +32,15 @@
 #include "ops.h"
 
 // Does query i see key j? Both are token indices; tokens ≥ prefix are patches.
+// [in_window]
 static bool in_window(int i, int j, int prefix, int cols, int radius) {
     if (i < prefix || j < prefix) return true;
     const int pi = i - prefix, pj = j - prefix;
     return abs(pi / cols - pj / cols) <= radius && abs(pi % cols - pj % cols) <= radius;
 }
+// [in_window]
 
+// [attention_mask_window]
 void attention_mask_window(float *mask, int prefix, int rows, int cols, int radius) {
     // mask is (N, N), N = prefix + rows·cols
     const int N = prefix + rows * cols;
@@ -45,9 +48,11 @@ void attention_mask_window(float *mask, int prefix, int rows, int cols, int radi
         for (int j = 0; j < N; j++)
             mask[(size_t)i * N + j] = in_window(i, j, prefix, cols, radius) ? 0.0f : -INFINITY;
 }
+// [attention_mask_window]
 
 // The keys query i sees, in increasing order: the prefix, then its window's
 // patches row by row. Returns how many; keys has room for N.
+// [window_keys]
 static int window_keys(int *keys, int i, int prefix, int rows, int cols, int radius) {
     const int N = prefix + rows * cols;
     int n = 0;
@@ -63,8 +68,10 @@ static int window_keys(int *keys, int i, int prefix, int rows, int cols, int rad
         for (int xx = x0; xx <= x1; xx++) keys[n++] = prefix + yy * cols + xx;
     return n;
 }
+// [window_keys]
 
 // One query row of one head: out (Dh) from q (Dh) and the head's k, v (N, Dh).
+// [local_row]
 static void local_row(float *out, const float *q, const float *k, const float *v, int i, int N,
                       int Dh, float scale, const float *mask, const float *pad, const int *keys,
                       int n, float *s) {
@@ -82,7 +89,9 @@ static void local_row(float *out, const float *q, const float *k, const float *v
         for (int d = 0; d < Dh; d++) out[d] += p * vj[d];
     }
 }
+// [local_row]
 
+// [attention_local]
 void attention_local(float *out, const float *q, const float *k, const float *v,
                      const AttentionOptions *opt, int B, int H, int prefix, int rows, int cols,
                      int Dh, int radius) {
@@ -109,3 +118,4 @@ void attention_local(float *out, const float *q, const float *k, const float *v,
         free(s);
     }
 }
+// [attention_local]

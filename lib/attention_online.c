@@ -64,6 +64,7 @@ static void scale_mask_block(float *s, int rows, int cols, float scale, const fl
 }
 
 // out (rows, Dh) for queries q (rows, Dh) of one head against all N keys.
+// [online_query_block]
 static void online_query_block(float *out, const float *q, const float *k, const float *v,
                                int rows, int N, int Dh, int Kb, float scale, const float *mask,
                                const float *pad, int i0, OnlineScratch *w) {
@@ -86,7 +87,9 @@ static void online_query_block(float *out, const float *q, const float *k, const
             out[(size_t)r * Dh + d] = isnan(l) ? NAN : l > 0 ? w->acc[(size_t)r * Dh + d] / l : 0.0f;
     }
 }
+// [online_query_block]
 
+// [attention_online]
 void attention_online(float *out, const float *q, const float *k, const float *v,
                       const AttentionOptions *opt, int B, int H, int N, int Dh, int key_block) {
     // q, k, v, out are (B, H, N, Dh); key_block ≥ 1 keys at a time (N or more: one block)
@@ -113,3 +116,4 @@ void attention_online(float *out, const float *q, const float *k, const float *v
         free(w.st);
     }
 }
+// [attention_online]

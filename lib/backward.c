@@ -66,6 +66,7 @@ static VitStatus check_ready(const Vit *vit, const VitGrads *g, VitError *err) {
     return VIT_OK;
 }
 
+// [vit_backward]
 VitStatus vit_backward(Vit *vit, VitGrads *grads, const float *dlogits, TraceFn trace, void *user,
                        VitError *err) {
     VitStatus status = check_ready(vit, grads, err);
@@ -142,6 +143,7 @@ VitStatus vit_backward(Vit *vit, VitGrads *grads, const float *dlogits, TraceFn 
     // [recipe]
     return VIT_OK;
 }
+// [vit_backward]
 
 VitStatus vit_forward_backward(Vit *vit, VitGrads *grads, const Tensor *input, const int *targets,
                                float smoothing, float *loss, TraceFn trace, void *user,

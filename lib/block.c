@@ -10,13 +10,13 @@
 
 #include <stdio.h>
 
+// [vit_block_forward]
 void vit_block_forward(float *out, const float *x, const VitBlockWeights *w,
                        const VitConfig *cfg, VitBlockActs *a, int B, const Tracer *tr) {
     // x is (B, N, D), out is (B, N, D); the MLP is D → M → D
     const int N = vit_num_tokens(cfg), D = cfg->dim, M = cfg->mlp_dim, BN = B * N;
     const size_t bnd = (size_t)BN * D;
 
-    // [block]
     // x = x + self.attn(self.norm1(x))
     layernorm(a->norm1, x, w->norm1_w, w->norm1_b, BN, D, cfg->ln_eps);
     trace_emit(tr, "norm1", a->norm1, 3, B, N, D);
@@ -37,5 +37,5 @@ void vit_block_forward(float *out, const float *x, const VitBlockWeights *w,
     trace_emit(tr, "mlp.fc2", a->fc2, 3, B, N, D);
     add(out, a->resid1, a->fc2, bnd);
     trace_emit(tr, "out", out, 3, B, N, D);
-    // [block]
 }
+// [vit_block_forward]

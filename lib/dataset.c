@@ -54,6 +54,7 @@ static VitStatus find_file(char *path, size_t size, const char *dir, const char 
                     vit_escape(safe, sizeof safe, path), strerror(errno));
 }
 
+// [fashion_mnist_load]
 VitStatus fashion_mnist_load(Dataset *out, const char *dir, const char *split, VitError *err) {
     memset(out, 0, sizeof *out);
     const char *prefix = NULL;
@@ -108,6 +109,7 @@ VitStatus fashion_mnist_load(Dataset *out, const char *dir, const char *split, V
     out->class_names = FASHION_MNIST_CLASSES;
     return VIT_OK;
 }
+// [fashion_mnist_load]
 
 void dataset_free(Dataset *d) {
     if (!d) return;
@@ -118,6 +120,7 @@ void dataset_free(Dataset *d) {
 
 /* ------------------------------------------------------------------ views */
 
+// [dataset_slice]
 Dataset dataset_slice(const Dataset *d, int first, int count) {
     if (first < 0 || count < 0 || first > d->count - count)
         misuse("dataset_slice: images %d to %lld of a set of %d", first, (long long)first + count,
@@ -130,7 +133,9 @@ Dataset dataset_slice(const Dataset *d, int first, int count) {
     v.owned_pixels = v.owned_labels = NULL;
     return v;
 }
+// [dataset_slice]
 
+// [dataset_split_validation]
 void dataset_split_validation(Dataset *train, Dataset *val, const Dataset *d, int val_count) {
     if (val_count < 0 || val_count > d->count)
         misuse("dataset_split_validation: %d validation images of a set of %d", val_count,
@@ -138,6 +143,7 @@ void dataset_split_validation(Dataset *train, Dataset *val, const Dataset *d, in
     *train = dataset_slice(d, 0, d->count - val_count);
     *val = dataset_slice(d, d->count - val_count, val_count);
 }
+// [dataset_split_validation]
 
 /* ------------------------------------------------------------- randomness */
 
@@ -157,6 +163,7 @@ static uint32_t rng_below(Rng *rng, uint32_t n) {
     return (uint32_t)(m >> 32);
 }
 
+// [augment_draw]
 AugmentDraw augment_draw(const Augment *aug, Rng *rng) {
     if (aug->pad < 0 || aug->pad > 1024) misuse("augment_draw: pad %d (0 to 1024)", aug->pad);
     AugmentDraw a = {aug->pad, aug->pad, false};
@@ -168,6 +175,7 @@ AugmentDraw augment_draw(const Augment *aug, Rng *rng) {
     if (aug->flip) a.flip = rng_u32(rng) >> 31;
     return a;
 }
+// [augment_draw]
 
 void dataset_shuffle(int *order, int n, Rng *rng) {
     // order is (n)
@@ -182,6 +190,7 @@ void dataset_shuffle(int *order, int n, Rng *rng) {
 
 /* ---------------------------------------------------------------- batches */
 
+// [dataset_batch]
 void dataset_batch(float *out, int *labels, const Dataset *d, const int *indices, int B, float mean,
                    float std, const Augment *aug, Rng *rng) {
     // out is (B, C, S, S), labels is (B), indices is (B)
@@ -226,9 +235,11 @@ void dataset_batch(float *out, int *labels, const Dataset *d, const int *indices
             }
     }
 }
+// [dataset_batch]
 
 /* ------------------------------------------------------------- statistics */
 
+// [dataset_stats]
 void dataset_stats(const Dataset *d, double *mean, double *std) {
     // d->pixels is (count, C, S, S): a histogram of the 256 byte values, then
     // the moments from it, exactly as a sum over every pixel would give them
@@ -244,3 +255,4 @@ void dataset_stats(const Dataset *d, double *mean, double *std) {
     *mean = mu;
     *std = sqrt(sq / (double)n);
 }
+// [dataset_stats]

@@ -26,6 +26,7 @@ static VitStatus check_input(const Vit *vit, const Tensor *input, VitError *err)
     return VIT_OK;
 }
 
+// [vit_forward]
 VitStatus vit_forward(Vit *vit, const Tensor *input, TraceFn trace, void *user, VitError *err) {
     VitStatus status = check_input(vit, input, err);
     if (status != VIT_OK) return status;
@@ -81,3 +82,4 @@ VitStatus vit_forward(Vit *vit, const Tensor *input, TraceFn trace, void *user, 
     // [recipe]
     return VIT_OK;
 }
+// [vit_forward]

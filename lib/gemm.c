@@ -31,6 +31,7 @@
 
 /* ----------------------------------------------------------------- naive */
 
+// [matmul_naive]
 void matmul_naive(float *out, const float *a, const float *b, int M, int K, int N) {
     // a is (M,K), b is (K,N), out is (M,N)
     for (int i = 0; i < M; i++)
@@ -40,6 +41,7 @@ void matmul_naive(float *out, const float *a, const float *b, int M, int K, int 
             out[(size_t)i * N + j] = sum;
         }
 }
+// [matmul_naive]
 
 void matmul_bt_naive(float *out, const float *a, const float *b, int M, int K, int N) {
     // a is (M,K), b is (N,K), out is (M,N)
@@ -162,6 +164,7 @@ typedef void MicroKernel(int kc, const float *a_sliver, const float *b_sliver, f
 ///   NV_    vectors per row, so NR = NV_ · (floats per VEC)
 /// acc[MR][NV] is the tile of out held in registers; every loop has a constant
 /// trip count and is fully unrolled, so acc never touches memory inside the k loop.
+// [DEFINE_MICRO_KERNEL]
 #define DEFINE_MICRO_KERNEL(NAME, TARGET, VEC, MR_, NV_)                                    \
     TARGET FUSE_MULTIPLY_ADD static void NAME(int kc, const float *a, const float *b,      \
                                               float *c, size_t ldc, bool accumulate) {     \
@@ -190,6 +193,7 @@ typedef void MicroKernel(int kc, const float *a_sliver, const float *b_sliver, f
                 memcpy(cv, &acc[i][v], sizeof(VEC)); /* unaligned store */                 \
             }                                                                              \
     }
+// [DEFINE_MICRO_KERNEL]
 
 // Portable: 128-bit vectors, which every x86-64 (SSE2) and ARM64 (NEON) CPU has.
 // 4×8 tile = 8 accumulator registers of the 16 SSE has.
@@ -221,6 +225,7 @@ typedef struct {
 } KernelVariant;
 
 // Widest first; the last one runs anywhere.
+// [kernel_variants]
 static const KernelVariant kernel_variants[] = {
 #ifdef VIT_GEMM_X86
     {"avx512", 12, 32, micro_kernel_avx512, cpu_has_avx512},
@@ -228,26 +233,31 @@ static const KernelVariant kernel_variants[] = {
 #endif
     {"portable", 4, 8, micro_kernel_portable, cpu_has_any},
 };
+// [kernel_variants]
 enum { N_VARIANTS = sizeof kernel_variants / sizeof kernel_variants[0] };
 
 // Wider vectors are not always faster: AMD Zen 4 runs a 512-bit FMA as two
 // 256-bit halves, so AVX-512 adds no arithmetic there, and on a Zen 4 the
 // avx2 kernel measured ~5% faster (smaller tiles waste less at the edges).
+// [worth_running]
 static bool worth_running(const KernelVariant *kv) {
 #ifdef VIT_GEMM_X86
     if (strcmp(kv->name, "avx512") == 0 && __builtin_cpu_is("amd")) return false;
 #endif
     return kv->cpu_can_run();
 }
+// [worth_running]
 
 static const KernelVariant *forced_variant; // set by gemm_set_tiled_kernel(), else NULL
 
+// [current_variant]
 static const KernelVariant *current_variant(void) {
     if (forced_variant) return forced_variant;
     for (int v = 0; v < N_VARIANTS; v++)
         if (worth_running(&kernel_variants[v])) return &kernel_variants[v];
     return &kernel_variants[N_VARIANTS - 1];
 }
+// [current_variant]
 
 bool gemm_set_tiled_kernel(const char *name) {
     if (!name || !*name) {
@@ -339,6 +349,7 @@ static void pack_b(float *b_panel, const GemmArgs *g, int k0, int kc, int j0, in
 // the valid part is copied out. (The extra rows/columns are thrown away; the
 // zeros packed there just keep them from being garbage such as NaN or slow
 // denormal numbers.)
+// [macro_kernel]
 static void macro_kernel(const GemmArgs *g, const KernelVariant *kv, const float *a_block,
                          const float *b_panel, int i0, int mc, int j0, int nc, int kc,
                          bool accumulate) {
@@ -364,6 +375,7 @@ static void macro_kernel(const GemmArgs *g, const KernelVariant *kv, const float
         }
     }
 }
+// [macro_kernel]
 
 /** One thread's packing buffers, sized for the largest blocks a product needs. */
 typedef struct {
@@ -384,6 +396,7 @@ static PackBuffers pack_buffers_new(const GemmArgs *g, const KernelVariant *kv) 
 
 // out[i_begin:i_end, j_begin:j_end] = a[i_begin:i_end, :] · b[:, j_begin:j_end]
 // on the calling thread: the blocking loops of the comment above.
+// [gemm_rectangle]
 static void gemm_rectangle(const GemmArgs *g, const KernelVariant *kv, PackBuffers *buf,
                            int i_begin, int i_end, int j_begin, int j_end) {
     int mc_max = MC / kv->mr * kv->mr;
@@ -403,6 +416,7 @@ static void gemm_rectangle(const GemmArgs *g, const KernelVariant *kv, PackBuffe
         }
     }
 }
+// [gemm_rectangle]
 
 /* ------------------------------------------------------------ threads */
 
@@ -456,6 +470,7 @@ static int split_point(int len, int unit, int p, int n) {
 // (Handing out smaller rectangles dynamically measured slower here: every
 // extra rectangle repeats some packing, and the team still waits for its
 // slowest thread at the end of the parallel region.)
+// [gemm_tiled_args]
 static void gemm_tiled_args(GemmArgs g) {
     const int M = g.M, N = g.N;
     if (M <= 0 || N <= 0) return;
@@ -483,15 +498,18 @@ static void gemm_tiled_args(GemmArgs g) {
         free(buf.b_panel);
     }
 }
+// [gemm_tiled_args]
 
 static void gemm_tiled(float *out, const float *a, const float *b, bool b_transposed, int M,
                        int K, int N) {
     gemm_tiled_args((GemmArgs){out, a, b, b_transposed, M, K, N, false, false});
 }
 
+// [matmul_tiled]
 void matmul_tiled(float *out, const float *a, const float *b, int M, int K, int N) {
     gemm_tiled(out, a, b, false, M, K, N);
 }
+// [matmul_tiled]
 
 void matmul_bt_tiled(float *out, const float *a, const float *b, int M, int K, int N) {
     gemm_tiled(out, a, b, true, M, K, N);
@@ -507,6 +525,7 @@ bool gemm_have_blas(void) {
 #endif
 }
 
+// [matmul_blas]
 void matmul_blas(float *out, const float *a, const float *b, int M, int K, int N) {
 #ifdef VIT_HAVE_BLAS
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, a, K, b, N, 0.0f, out,
@@ -515,6 +534,7 @@ void matmul_blas(float *out, const float *a, const float *b, int M, int K, int N
     matmul_tiled(out, a, b, M, K, N);
 #endif
 }
+// [matmul_blas]
 
 void matmul_bt_blas(float *out, const float *a, const float *b, int M, int K, int N) {
 #ifdef VIT_HAVE_BLAS
@@ -557,6 +577,7 @@ const char *gemm_backend_name(GemmBackend backend) {
     return "?";
 }
 
+// [matmul]
 void matmul(float *out, const float *a, const float *b, int M, int K, int N) {
     switch (gemm_get_backend()) {
     case GEMM_NAIVE: matmul_naive(out, a, b, M, K, N); break;
@@ -564,6 +585,7 @@ void matmul(float *out, const float *a, const float *b, int M, int K, int N) {
     case GEMM_BLAS: matmul_blas(out, a, b, M, K, N); break;
     }
 }
+// [matmul]
 
 void matmul_bt(float *out, const float *a, const float *b, int M, int K, int N) {
     switch (gemm_get_backend()) {

@@ -18,7 +18,7 @@
 
 #include <string.h>
 
-//! [blocked]
+// [blocked]
 void matmul_blocked(float *out, const float *a, const float *b, int M, int K, int N) {
     // a is (M,K), b is (K,N), out is (M,N)
     enum { MC = GEMM_STEP_MC, KC = GEMM_STEP_KC, NC = GEMM_STEP_NC };
@@ -41,4 +41,4 @@ void matmul_blocked(float *out, const float *a, const float *b, int M, int K, in
         }
     }
 }
-//! [blocked]
+// [blocked]

@@ -24,7 +24,7 @@ static int min_int(int x, int y) { return x < y ? x : y; }
 
 /* ------------------------------------------------------------ loop order */
 
-//! [ikj]
+// [ikj]
 void matmul_ikj(float *out, const float *a, const float *b, int M, int K, int N) {
     // a is (M,K), b is (K,N), out is (M,N)
     memset(out, 0, (size_t)M * N * sizeof *out);
@@ -37,7 +37,7 @@ void matmul_ikj(float *out, const float *a, const float *b, int M, int K, int N)
         }
     }
 }
-//! [ikj]
+// [ikj]
 
 /* ------------------------------------------------------------- packing */
 
@@ -46,6 +46,7 @@ enum { MR = GEMM_STEP_MR, NR = GEMM_STEP_NR };
 // a_block ← a[i0:i0+mc, k0:k0+kc] as ceil(mc/MR) slivers, sliver s holding rows
 // i0 + s·MR … + MR column by column: a_block[s][k][r] = a[i0 + s·MR + r][k0 + k].
 // Rows past the edge are zeros, so the micro-kernel always sees whole slivers.
+// [pack_a]
 static void pack_a(float *a_block, const float *a, int K, int i0, int mc, int k0, int kc) {
     for (int s = 0; s * MR < mc; s++) {
         float *sliver = a_block + (size_t)s * MR * kc;
@@ -56,10 +57,12 @@ static void pack_a(float *a_block, const float *a, int K, int i0, int mc, int k0
             }
     }
 }
+// [pack_a]
 
 // b_block ← b[k0:k0+kc, j0:j0+nc] as ceil(nc/NR) slivers, sliver s holding
 // columns j0 + s·NR … + NR row by row: b_block[s][k][c] = b[k0 + k][j0 + s·NR + c].
 // Columns past the edge are zeros.
+// [pack_b]
 static void pack_b(float *b_block, const float *b, int N, int k0, int kc, int j0, int nc) {
     for (int s = 0; s * NR < nc; s++) {
         float *sliver = b_block + (size_t)s * NR * kc;
@@ -70,10 +73,11 @@ static void pack_b(float *b_block, const float *b, int N, int k0, int kc, int j0
             }
     }
 }
+// [pack_b]
 
 /* -------------------------------------------------------- micro-kernel */
 
-//! [micro_kernel]
+// [micro_kernel]
 // tile (MR,NR) = a_sliver (kc,MR)ᵀ · b_sliver (kc,NR), both packed: step k reads
 // MR values of a and NR of b, one after the other, and does MR·NR multiply-adds
 // into MR·NR independent sums that live in registers for the whole loop.
@@ -87,10 +91,11 @@ static void micro_kernel(float tile[MR][NR], const float *a_sliver, const float 
             for (int c = 0; c < NR; c++) acc[r][c] += a_sliver[r] * b_sliver[c];
     memcpy(tile, acc, sizeof acc);
 }
-//! [micro_kernel]
+// [micro_kernel]
 
 // out[i0:i0+mc, j0:j0+nc] += a_block · b_block, one micro-kernel call per tile;
 // of a tile cut by the edge of out only the rows and columns inside are added.
+// [add_block]
 static void add_block(float *out, int N, const float *a_block, const float *b_block, int i0,
                       int mc, int j0, int nc, int kc) {
     for (int jr = 0; jr < nc; jr += NR)
@@ -103,7 +108,9 @@ static void add_block(float *out, int N, const float *a_block, const float *b_bl
                     out[(size_t)(i0 + ir + r) * N + j0 + jr + c] += tile[r][c];
         }
 }
+// [add_block]
 
+// [matmul_packed]
 void matmul_packed(float *out, const float *a, const float *b, int M, int K, int N) {
     // a is (M,K), b is (K,N), out is (M,N); the blocks of matmul_blocked(), packed
     // (MC and NC are multiples of MR and NR, so whole slivers fill the buffers exactly)
@@ -126,3 +133,4 @@ void matmul_packed(float *out, const float *a, const float *b, int M, int K, int
     free(a_block);
     free(b_block);
 }
+// [matmul_packed]

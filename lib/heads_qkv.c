@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <string.h>
 
+// [heads_split_qkv]
 void heads_split_qkv(float *out, const float *qkv, int B, int N, int H, int Dh) {
     // qkv is (B, N, 3·H·Dh), read as (B, N, 3, H, Dh); out is (3, B, H, N, Dh):
     // the Dh features of part s (q, k, v) of head h of token n of sequence b are
@@ -20,3 +21,4 @@ void heads_split_qkv(float *out, const float *qkv, int B, int N, int H, int Dh) 
                            qkv + ((size_t)b * N + n) * 3 * D + (size_t)s * D + (size_t)h * Dh,
                            (size_t)Dh * sizeof(float));
 }
+// [heads_split_qkv]

@@ -24,9 +24,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+// [vit_init_timm]
 VitInit vit_init_timm(uint64_t seed) {
     return (VitInit){.seed = seed, .std = 0.02f, .bias_std = 0.0f, .norm_std = 0.0f};
 }
+// [vit_init_timm]
 
 /** One tensor waiting to be filled. */
 typedef struct {
@@ -36,6 +38,7 @@ typedef struct {
 } Draw;
 
 // Fills one tensor from its own stream: tensor number `index` of the forward order.
+// [fill_draw]
 static void fill_draw(const Draw *d, const VitInit *init, int index) {
     Rng r;
     rng_seed(&r, init->seed * 1000003u + (uint64_t)index);
@@ -55,6 +58,7 @@ static void fill_draw(const Draw *d, const VitInit *init, int index) {
     }
     }
 }
+// [fill_draw]
 
 // Takes a buffer for every tensor and points its parts (q, k, v: three row
 // blocks of one buffer) at it; queues its draw in q, in forward order.
@@ -71,6 +75,7 @@ static void queue_draws(Vit *vit, Draw *q) {
     }
 }
 
+// [vit_build_random]
 VitStatus vit_build_random(Vit *vit, const VitConfig *cfg, const VitInit *init, VitError *err) {
     memset(vit, 0, sizeof *vit);
     VitStatus s = vit_config_check(cfg, err);
@@ -89,3 +94,4 @@ VitStatus vit_build_random(Vit *vit, const VitConfig *cfg, const VitInit *init, 
     free(q);
     return VIT_OK;
 }
+// [vit_build_random]

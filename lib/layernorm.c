@@ -5,6 +5,7 @@
 #include "ops.h"
 #include "vecmath.h"
 
+// [layernorm]
 void layernorm(float *out, const float *x, const float *gamma, const float *beta, int rows,
                int dim, float eps) {
     // x is (rows, dim), gamma and beta are (dim), out is (rows, dim)
@@ -29,3 +30,4 @@ void layernorm(float *out, const float *x, const float *gamma, const float *beta
         }
     }
 }
+// [layernorm]

@@ -36,6 +36,7 @@
 #include <stddef.h>
 
 // The mean and 1/√(σ² + ε) of one row, exactly as layernorm() computes them.
+// [row_stats]
 static void row_stats(const float *xr, int dim, float eps, float *mean, float *rstd) {
     double mu = 0.0;
     VIT_SIMD_SUM(mu)
@@ -48,7 +49,9 @@ static void row_stats(const float *xr, int dim, float eps, float *mean, float *r
     *mean = (float)mu;
     *rstd = (float)(1.0 / sqrt(var + (double)eps));
 }
+// [row_stats]
 
+// [layernorm_backward]
 void layernorm_backward(float *dx, float *dgamma, float *dbeta, const float *dout, const float *x,
                         const float *gamma, int rows, int dim, float eps) {
     // x, dout and dx are (rows, dim); gamma, dgamma and dbeta are (dim)
@@ -88,3 +91,4 @@ void layernorm_backward(float *dx, float *dgamma, float *dbeta, const float *dou
         }
     }
 }
+// [layernorm_backward]

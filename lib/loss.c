@@ -25,6 +25,7 @@
 #include <math.h>
 #include <stddef.h>
 
+// [cross_entropy]
 float cross_entropy(float *dlogits, const float *logits, const int *targets, int B, int Y,
                     float smoothing) {
     // logits and dlogits are (B, Y), targets is (B), each in [0, Y)
@@ -49,3 +50,4 @@ float cross_entropy(float *dlogits, const float *logits, const int *targets, int
     }
     return (float)(total / B);
 }
+// [cross_entropy]

@@ -15,11 +15,13 @@
 #include <string.h>
 
 // One projection (x·Wᵀ + b), then its width split into heads: (B,N,D) → (B,H,N,Dh).
+// [project_heads]
 static void project_heads(float *out, float *flat, const float *x, const float *w,
                           const float *b, int B, int N, int D, int H) {
     linear(flat, x, w, b, B * N, D, D);
     heads_split(out, flat, B, N, H, D / H);
 }
+// [project_heads]
 
 // The heads head_off switches off look nowhere: their probabilities, (N, N) for
 // every sequence, become 0 (Hugging Face's `attention_probs * head_mask`, a 0/1 mask).
@@ -43,6 +45,7 @@ static void zero_heads_off(float *heads, const bool *head_off, int B, int H, int
 }
 
 // scores, scaled, probs and the heads' context, every matrix kept and traced.
+// [attention_keeping_matrices]
 static void attention_keeping_matrices(MhaScratch *s, const AttentionWeights *w,
                                        const AttentionOptions *opt, int B, int N, int H, int Dh,
                                        const Tracer *tr) {
@@ -64,7 +67,9 @@ static void attention_keeping_matrices(MhaScratch *s, const AttentionWeights *w,
     // x = (attn @ v): each head's rows of probabilities weigh its values
     attention_context(s->heads, s->probs, s->v, G, N, Dh);
 }
+// [attention_keeping_matrices]
 
+// [mha_forward]
 void mha_forward(float *out, const float *x, const AttentionWeights *w,
                  const AttentionOptions *opt, MhaScratch *s, int B, int N, int D, int H,
                  const Tracer *tr) {
@@ -95,3 +100,4 @@ void mha_forward(float *out, const float *x, const AttentionWeights *w,
     linear(out, s->context, w->proj_w, w->proj_b, B * N, D, D);
     trace_emit(tr, "proj", out, 3, B, N, D);
 }
+// [mha_forward]

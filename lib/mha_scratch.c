@@ -6,11 +6,14 @@
 
 #include <stddef.h>
 
+// [mha_scratch_floats]
 size_t mha_scratch_floats(int B, int N, int D, int H) {
     size_t bnd = (size_t)B * N * D, bhnn = (size_t)B * H * N * N;
     return 6 * bnd + 3 * bhnn; // flat, q, k, v, heads, context + scores, scaled, probs
 }
+// [mha_scratch_floats]
 
+// [mha_scratch_carve]
 void mha_scratch_carve(MhaScratch *s, float *mem, int B, int N, int D, int H) {
     size_t bnd = (size_t)B * N * D, bhnn = (size_t)B * H * N * N;
     s->flat = mem, mem += bnd;
@@ -24,3 +27,4 @@ void mha_scratch_carve(MhaScratch *s, float *mem, int B, int N, int D, int H) {
     s->probs = mem;
     s->keep_matrices = true;
 }
+// [mha_scratch_carve]

@@ -16,6 +16,7 @@
 #include "attention.h"
 #include "vecmath.h"
 
+// [online_softmax_block]
 float online_softmax_block(OnlineSoftmax *st, float *s, int n) {
     // s: (n) one block of a row's scores, replaced by its weights exp(s_j − m')
     float block_max = -INFINITY;
@@ -44,3 +45,4 @@ float online_softmax_block(OnlineSoftmax *st, float *s, int n) {
     st->max = m_new;
     return c;
 }
+// [online_softmax_block]

@@ -27,11 +27,13 @@ AdamWConfig adamw_defaults(void) {
     return (AdamWConfig){.beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = 0.01};
 }
 
+// [adamw_decays]
 bool adamw_decays(const VitParamSpec *s) {
     // timm's param groups: matrices decay; biases, norms (one dimension) and the
     // embeddings its VisionTransformer.no_weight_decay() names do not
     return s->kind == VIT_PARAM_WEIGHT && !s->embedding;
 }
+// [adamw_decays]
 
 // The constants PyTorch's AdamW accepts, but eps > 0: with eps = 0 a value
 // whose gradient was always 0 would step by 0/0.
@@ -114,6 +116,7 @@ typedef struct {
 // θ ← decay·θ; m, v ← running means; θ ← θ − step_size · m / (√v / bc2_sqrt + eps).
 // The same float32 operations in the same order as PyTorch's loop. Each value
 // is updated on its own, so the result is the same for any number of threads.
+// [adamw_update]
 static void adamw_update(float *theta, float *m, float *v, const float *g, size_t n,
                          const StepScalars *k, bool decay) {
 #pragma omp parallel for if (n >= 65536) schedule(static)
@@ -125,7 +128,9 @@ static void adamw_update(float *theta, float *m, float *v, const float *g, size_
         theta[i] -= k->step_size * m[i] / denom;
     }
 }
+// [adamw_update]
 
+// [adamw_step]
 void adamw_step(AdamW *opt, double lr) {
     const AdamWConfig *c = &opt->config;
     const double t = (double)++opt->step;
@@ -143,6 +148,7 @@ void adamw_step(AdamW *opt, double lr) {
         adamw_update(p->data, opt->moments[i].m, opt->moments[i].v, p->grad, p->numel, &k, decay);
     }
 }
+// [adamw_step]
 
 void adamw_free(AdamW *opt) {
     free(opt->memory);
@@ -231,6 +237,7 @@ VitStatus lr_schedule_check(const LrSchedule *s, VitError *err) {
     return VIT_OK;
 }
 
+// [lr_at]
 double lr_at(const LrSchedule *s, int step) {
     const int warm = s->warmup_steps, last = s->total_steps - 1;
     if (step > last) step = last;
@@ -241,12 +248,14 @@ double lr_at(const LrSchedule *s, int step) {
     const double progress = (double)(step - warm) / (last - warm); // 0 … 1
     return s->min_lr + (s->peak_lr - s->min_lr) * 0.5 * (1.0 + cos(M_PI * progress));
 }
+// [lr_at]
 
 /* ------------------------------------------------------- clipping */
 
 // Summed in double, one value after another: float32 would drop the small
 // squares once the sum is large, and a fixed order gives the same bits on
 // every run and any number of threads.
+// [optim_grad_norm]
 double optim_grad_norm(const OptimParam *params, int count) {
     double sum = 0;
     for (int i = 0; i < count; i++)
@@ -256,7 +265,9 @@ double optim_grad_norm(const OptimParam *params, int count) {
         }
     return sqrt(sum);
 }
+// [optim_grad_norm]
 
+// [clip_grad_norm]
 double clip_grad_norm(OptimParam *params, int count, double max_norm) {
     const double norm = optim_grad_norm(params, count);
     const double coef = max_norm / (norm + 1e-6); // torch's 1e-6 keeps a zero norm finite
@@ -266,3 +277,4 @@ double clip_grad_norm(OptimParam *params, int count, double max_norm) {
         for (size_t j = 0; j < params[i].numel; j++) params[i].grad[j] *= scale;
     return norm;
 }
+// [clip_grad_norm]

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <string.h>
 
+// [patch_unfold]
 void patch_unfold(float *patches, const float *img, int B, int C, int S, int p) {
     // img is (B, C, S, S), patches is (B, P, C·p·p) with P = (S/p)²
     const int grid = S / p, K = C * p * p;
@@ -24,7 +25,9 @@ void patch_unfold(float *patches, const float *img, int B, int C, int S, int p) 
                                (size_t)p * sizeof(float));
             }
 }
+// [patch_unfold]
 
+// [patch_embed]
 void patch_embed(float *out, float *patches, const float *img, const float *w, const float *b,
                  int B, int C, int S, int p, int D) {
     // img is (B, C, S, S), w is (D, C·p·p), out is (B, P, D)
@@ -32,4 +35,5 @@ void patch_embed(float *out, float *patches, const float *img, const float *w, c
     patch_unfold(patches, img, B, C, S, p);
     linear(out, patches, w, b, B * P, C * p * p, D);
 }
+// [patch_embed]
 

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <string.h>
 
+// [patch_fold]
 void patch_fold(float *img, const float *patches, int B, int C, int S, int p) {
     // patches is (B, P, C·p·p), img is (B, C, S, S)
     const int grid = S / p, K = C * p * p;
@@ -21,7 +22,9 @@ void patch_fold(float *img, const float *patches, int B, int C, int S, int p) {
                                src + ((size_t)c * p + i) * p, (size_t)p * sizeof(float));
             }
 }
+// [patch_fold]
 
+// [patch_embed_conv_naive]
 void patch_embed_conv_naive(float *out, const float *img, const float *w, const float *b, int B,
                             int C, int S, int p, int D) {
     // out[b, gy·grid+gx, d] = b[d] + Σ_c Σ_i Σ_j w[d, c, i, j] · img[b, c, gy·p+i, gx·p+j]
@@ -40,3 +43,4 @@ void patch_embed_conv_naive(float *out, const float *img, const float *w, const 
                     out[((size_t)bi * grid * grid + (size_t)gy * grid + gx) * D + d] = (float)sum;
                 }
 }
+// [patch_embed_conv_naive]

@@ -14,6 +14,7 @@ static double triangle(double x) {
     return x < 1.0 ? 1.0 - x : 0.0;
 }
 
+// [keys_cubic]
 static double keys_cubic(double x) {
     const double a = -0.5; // Keys (1981); Pillow and PyTorch's antialiased bicubic use it
     x = fabs(x);
@@ -21,7 +22,9 @@ static double keys_cubic(double x) {
     if (x < 2.0) return (((x - 5) * x + 8) * x - 4) * a;
     return 0.0;
 }
+// [keys_cubic]
 
+// [resample_axis]
 ResampleAxis resample_axis(int n_in, long n_out, long out_first, int out_count,
                            ImageFilter filter) {
     double (*f)(double) = filter == FILTER_BICUBIC ? keys_cubic : triangle;
@@ -50,6 +53,7 @@ ResampleAxis resample_axis(int n_in, long n_out, long out_first, int out_count,
     }
     return ax;
 }
+// [resample_axis]
 
 void resample_axis_free(ResampleAxis *ax) {
     free(ax->first);
@@ -58,6 +62,7 @@ void resample_axis_free(ResampleAxis *ax) {
     memset(ax, 0, sizeof *ax);
 }
 
+// [resample_grid]
 void resample_grid(float *out, const float *in, int in_h, int in_w, int out_h, int out_w, int D,
                    ImageFilter filter) {
     // in is (in_h, in_w, D), tmp is (in_h, out_w, D), out is (out_h, out_w, D)
@@ -86,3 +91,4 @@ void resample_grid(float *out, const float *in, int in_h, int in_w, int out_h, i
     resample_axis_free(&ax);
     resample_axis_free(&ay);
 }
+// [resample_grid]

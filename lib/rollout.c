@@ -32,6 +32,7 @@ bool head_fuse_parse(const char *name, HeadFuse *fuse) {
 /* ------------------------------------------------------------ fusing heads */
 
 // The H heads' values at one entry fused: p[h·plane] for h = 0 … H − 1.
+// [fuse_entry]
 static float fuse_entry(const float *p, size_t plane, int H, HeadFuse fuse) {
     double sum = 0.0;
     float lo = p[0], hi = p[0];
@@ -43,20 +44,26 @@ static float fuse_entry(const float *p, size_t plane, int H, HeadFuse fuse) {
     }
     return fuse == FUSE_MAX ? hi : fuse == FUSE_MIN ? lo : (float)(sum / H);
 }
+// [fuse_entry]
 
+// [attention_fuse_heads]
 void attention_fuse_heads(float *out, const float *probs, int H, int N, HeadFuse fuse) {
     // probs is (H, N, N), out is (N, N): one value per (query, key) from the H heads'
     const size_t nn = (size_t)N * N;
     for (size_t e = 0; e < nn; e++) out[e] = fuse_entry(probs + e, nn, H, fuse);
 }
+// [attention_fuse_heads]
 
+// [attention_cls_row]
 void attention_cls_row(float *out, const float *probs, int H, int N, int head, HeadFuse fuse) {
     // probs is (H, N, N), out is (N): row 0 of head `head`, or of the heads fused (head < 0)
     const size_t nn = (size_t)N * N;
     for (int j = 0; j < N; j++)
         out[j] = head >= 0 ? probs[(size_t)head * nn + (size_t)j] : fuse_entry(probs + j, nn, H, fuse);
 }
+// [attention_cls_row]
 
+// [attention_grad_fuse]
 void attention_grad_fuse(float *out, const float *probs, const float *grad, int H, int N) {
     // probs and grad are (H, N, N), out is (N, N): mean over h of max(0, p · g)
     const size_t nn = (size_t)N * N;
@@ -70,6 +77,7 @@ void attention_grad_fuse(float *out, const float *probs, const float *grad, int 
         out[e] = (float)(sum / H);
     }
 }
+// [attention_grad_fuse]
 
 /* ------------------------------------------------------ discarding entries */
 
@@ -87,6 +95,7 @@ static int entry_order(const void *pa, const void *pb) {
     return (a->index > b->index) - (a->index < b->index);
 }
 
+// [attention_discard_lowest]
 void attention_discard_lowest(float *a, int N, double ratio) {
     // a is (N, N); vit-explain: flat.topk(int(N·N·r), largest=False), index 0 spared
     const int count = N * N;
@@ -99,9 +108,11 @@ void attention_discard_lowest(float *a, int N, double ratio) {
         if (order[r].index != 0) a[order[r].index] = 0.0f;
     free(order);
 }
+// [attention_discard_lowest]
 
 /* ------------------------------------------------- rolling out, layer by layer */
 
+// [attention_rollout]
 VitStatus attention_rollout(float *joint, const float *const *probs, const float *const *grads,
                             int L, int H, int N, const RolloutOptions *opt, VitError *err) {
     // probs[l] and grads[l] are (H, N, N), joint is (N, N)
@@ -126,6 +137,7 @@ VitStatus attention_rollout(float *joint, const float *const *probs, const float
     free(acc);
     return VIT_OK;
 }
+// [attention_rollout]
 
 /* --------------------------------------------------------- from a trace */
 
@@ -148,6 +160,7 @@ static VitStatus layer_probs(const Tensor **out, const TraceRecorder *r, const c
     return VIT_OK;
 }
 
+// [rollout_from_trace]
 VitStatus rollout_from_trace(Tensor *joint, const TraceRecorder *forward,
                              const TraceRecorder *backward, int layers, int b,
                              const RolloutOptions *opt, VitError *err) {
@@ -177,14 +190,18 @@ VitStatus rollout_from_trace(Tensor *joint, const TraceRecorder *forward,
     free(probs);
     return s;
 }
+// [rollout_from_trace]
 
 /* ------------------------------------------------ recording what it reads */
 
+// [rollout_record_probs]
 void rollout_record_probs(void *recorder, const char *name, const Tensor *t) {
     const size_t n = strlen(name), suffix = strlen("attn.probs");
     if (n >= suffix && !strcmp(name + n - suffix, "attn.probs")) trace_record(recorder, name, t);
 }
+// [rollout_record_probs]
 
+// [rollout_record]
 VitStatus rollout_record(Vit *vit, const Tensor *input, const int *classes, int *chosen,
                          TraceRecorder *forward, TraceRecorder *backward, VitError *err) {
     // input is (B, C, S, S); classes and chosen are (B)
@@ -218,3 +235,4 @@ VitStatus rollout_record(Vit *vit, const Tensor *input, const int *classes, int 
     free(dlogits);
     return s;
 }
+// [rollout_record]

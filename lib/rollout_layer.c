@@ -18,7 +18,7 @@
 
 #include <string.h>
 
-//! [rollout_layer]
+// [rollout_layer]
 void rollout_layer(double *joint, const float *fused, int N, double *scratch) {
     // joint and fused are (N, N); scratch is (2, N, N): A = rownorm(fused + I), then A · joint
     double *a = scratch, *product = scratch + (size_t)N * N;
@@ -38,4 +38,4 @@ void rollout_layer(double *joint, const float *fused, int N, double *scratch) {
         }
     memcpy(joint, product, (size_t)N * N * sizeof *joint);
 }
-//! [rollout_layer]
+// [rollout_layer]

@@ -34,6 +34,7 @@ const char *map_method_name(MapMethod m) {
     return "?";
 }
 
+// [map_mass_on_object]
 double map_mass_on_object(const float *map, const unsigned char *pixels, int S, int patch,
                           int threshold) {
     // map is (P) over the (S/p, S/p) grid, pixels is (S, S)
@@ -50,6 +51,7 @@ double map_mass_on_object(const float *map, const unsigned char *pixels, int S, 
         }
     return total > 0 ? on / total : 0;
 }
+// [map_mass_on_object]
 
 // The uniform map's share: the fraction of the patches' pixels above the threshold.
 static double uniform_mass(const unsigned char *pixels, int S, int patch, int threshold) {
@@ -81,6 +83,7 @@ void map_rank(int *order, const float *map, int P) {
     free(r);
 }
 
+// [mask_patches]
 void mask_patches(float *input, int C, int S, int patch, const int *order, int k, float value) {
     // input is (C, S, S); patch q covers rows (q / side)·p … and columns (q % side)·p …
     const int side = S / patch;
@@ -91,10 +94,12 @@ void mask_patches(float *input, int C, int S, int patch, const int *order, int k
                 for (int x = x0; x < x0 + patch; x++) input[((size_t)c * S + y) * S + x] = value;
     }
 }
+// [mask_patches]
 
 /* ------------------------------------------------------- one batch's maps */
 
 // Image b's map by method m, (P), from the recorded pass.
+// [method_map]
 static VitStatus method_map(float *map, MapMethod m, const TraceRecorder *fwd,
                             const TraceRecorder *bwd, int L, int b, VitError *err) {
     if (m == MAP_LAST_LAYER) {
@@ -117,6 +122,7 @@ static VitStatus method_map(float *map, MapMethod m, const TraceRecorder *fwd,
     tensor_free(&joint);
     return VIT_OK;
 }
+// [method_map]
 
 /** What one batch needs: its input, predictions and each method's patch order. */
 typedef struct {
@@ -144,6 +150,7 @@ static double predicted_probability(const Vit *vit, const int *pred, int B) {
 }
 
 // The deletion test on one batch: for each ranking and k, mask, run, add up.
+// [delete_and_rerun]
 static VitStatus delete_and_rerun(Vit *vit, Batch *bt, const Tensor *shape, float black,
                                   AttentionMeasures *out, VitError *err) {
     const VitConfig *c = &vit->config;
@@ -164,7 +171,9 @@ static VitStatus delete_and_rerun(Vit *vit, Batch *bt, const Tensor *shape, floa
         }
     return VIT_OK;
 }
+// [delete_and_rerun]
 
+// [measure_batch]
 static VitStatus measure_batch(Vit *vit, const Dataset *data, int first, Batch *bt, float mean,
                                float std, int threshold, Rng *rng, AttentionMeasures *out,
                                VitError *err) {
@@ -193,7 +202,9 @@ static VitStatus measure_batch(Vit *vit, const Dataset *data, int first, Batch *
     if (s == VIT_OK) s = delete_and_rerun(vit, bt, &x, (0.0f - mean) / std, out, err);
     return s;
 }
+// [measure_batch]
 
+// [attention_measure]
 VitStatus attention_measure(Vit *vit, const Dataset *data, int count, float mean, float std,
                             int batch, int threshold, uint64_t seed, AttentionMeasures *out,
                             VitError *err) {
@@ -236,3 +247,4 @@ VitStatus attention_measure(Vit *vit, const Dataset *data, int count, float mean
     for (int k = 0; k < MEASURE_KS; k++) out->prob_random[k] /= count;
     return VIT_OK;
 }
+// [attention_measure]

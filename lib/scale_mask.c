@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 
+// [attention_scale_mask]
 void attention_scale_mask(float *scaled, const float *scores, const AttentionOptions *opt, int B,
                           int H, int N, int Dh) {
     // scores and scaled are (B, H, N, N); opt->mask is (N, N), opt->key_padding_mask (B, N).
@@ -28,3 +29,4 @@ void attention_scale_mask(float *scaled, const float *scores, const AttentionOpt
                 }
         }
 }
+// [attention_scale_mask]

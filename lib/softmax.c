@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 
+// [softmax]
 void softmax(float *out, const float *x, int rows, int cols) {
     // x is (rows, cols), out is (rows, cols)
     for (int r = 0; r < rows; r++) {
@@ -38,3 +39,4 @@ void softmax(float *out, const float *x, int rows, int cols) {
         for (int j = 0; j < cols; j++) yr[j] *= inv;
     }
 }
+// [softmax]

@@ -22,6 +22,7 @@
 
 #include <stddef.h>
 
+// [softmax_backward]
 void softmax_backward(float *dx, const float *dout, const float *p, int rows, int cols) {
     // p, dout and dx are (rows, cols): dx += p ⊙ (dout − Σ_j p_j·dout_j), row by row
     for (int r = 0; r < rows; r++) {
@@ -33,3 +34,4 @@ void softmax_backward(float *dx, const float *dout, const float *p, int rows, in
         for (int j = 0; j < cols; j++) dr[j] += pr[j] * (gr[j] - (float)avg);
     }
 }
+// [softmax_backward]

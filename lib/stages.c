@@ -112,6 +112,7 @@ int vit_stage_shape(const VitConfig *cfg, int B, const char *name, int shape[4])
     return ndim;
 }
 
+// [vit_stage_flops]
 double vit_stage_flops(const VitConfig *c, int B, const char *name) {
     const VitStage *s = vit_stage_find(name, NULL);
     if (!s) return 0;
@@ -140,7 +141,9 @@ double vit_stage_flops(const VitConfig *c, int B, const char *name) {
     if (!strcmp(n, "mlp.gelu")) return 8 * B * N * M;
     return 0; // input, tokens, pre_logits only move data
 }
+// [vit_stage_flops]
 
+// [vit_stage_params]
 int64_t vit_stage_params(const VitConfig *c, const char *name) {
     const VitStage *stage = vit_stage_find(name, NULL);
     if (!stage) return 0;
@@ -156,6 +159,7 @@ int64_t vit_stage_params(const VitConfig *c, const char *name) {
     }
     return total;
 }
+// [vit_stage_params]
 
 char *vit_stage_name(char *buf, size_t size, const VitStage *stage, int block) {
     if (stage->per_block) snprintf(buf, size, "blocks.%d.%s", block, stage->name);

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <string.h>
 
+// [tokens_prepend_cls]
 void tokens_prepend_cls(float *tokens, const float *patch_embed, const float *cls, int B, int P,
                         int D) {
     // patch_embed is (B, P, D), cls is (D), tokens is (B, P + 1, D)
@@ -17,3 +18,4 @@ void tokens_prepend_cls(float *tokens, const float *patch_embed, const float *cl
         memcpy(tok + D, patch_embed + (size_t)b * P * D, (size_t)P * D * sizeof(float));
     }
 }
+// [tokens_prepend_cls]

@@ -7,9 +7,11 @@
 
 #include <stddef.h>
 
+// [tokens_add_positions]
 void tokens_add_positions(float *embed, const float *tokens, const float *pos, int B, int N,
                           int D) {
     // tokens and embed are (B, N, D), pos is (N, D): one table for every image
     for (int b = 0; b < B; b++)
         add(embed + (size_t)b * N * D, tokens + (size_t)b * N * D, pos, (size_t)N * D);
 }
+// [tokens_add_positions]

@@ -16,6 +16,7 @@
 
 #include <math.h>
 
+// [trainer_step]
 VitStatus trainer_step(Trainer *t, TrainStep *out, VitError *err) {
     const TrainConfig *c = &t->config;
     const VitConfig *m = &t->vit.config;
@@ -47,4 +48,5 @@ VitStatus trainer_step(Trainer *t, TrainStep *out, VitError *err) {
     t->step++;
     return VIT_OK;
 }
+// [trainer_step]
 

@@ -30,11 +30,13 @@
 
 #include <math.h>
 
+/** `_Pragma` with its text in quotes: a pragma a macro can expand to. */
 #define VIT_PRAGMA(text) _Pragma(#text)
 
 // Vector expf/erff: GCC with OpenMP (the declare-simd pragmas) and glibc 2.35+
 // on x86-64, where libmvec has them. (Clang 14 does not call libmvec from these
 // loops and would warn that it could not vectorise them: it runs them one at a time.)
+// Doxygen documents the second branch, the one it reads; the macros mean the same.
 #if defined(_OPENMP) && defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && \
     defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35))
 #define VIT_HAVE_VECTOR_MATH 1
@@ -42,16 +44,19 @@
 float expf(float x);
 #pragma omp declare simd notinbranch
 float erff(float x);
-/** Marks a loop whose iterations are independent (it may call expf() and erff()). */
 #define VIT_SIMD VIT_PRAGMA(omp simd)
-/** The same, for a loop that also adds into the sums named, one partial sum per lane. */
 #define VIT_SIMD_SUM(...) VIT_PRAGMA(omp simd reduction(+ : __VA_ARGS__))
-/** A loop shared among threads when @p cond holds, each thread's part run as VIT_SIMD. */
 #define VIT_PARALLEL_FOR_SIMD(cond) VIT_PRAGMA(omp parallel for simd schedule(static) if (cond))
 #else
+/** 1 where the loops below run in SIMD lanes with glibc's vector expf() and erff(), else 0. */
 #define VIT_HAVE_VECTOR_MATH 0
+/** Marks a loop whose iterations are independent (it may call expf() and erff()):
+ *  `omp simd` where VIT_HAVE_VECTOR_MATH, else nothing. */
 #define VIT_SIMD
+/** VIT_SIMD for a loop that also adds into the sums named, one partial sum per lane. */
 #define VIT_SIMD_SUM(...)
+/** A loop shared among threads when @p cond holds (`omp parallel for`), each
+ *  thread's part run as VIT_SIMD. */
 #define VIT_PARALLEL_FOR_SIMD(cond) VIT_PRAGMA(omp parallel for schedule(static) if (cond))
 #endif
 

@@ -252,12 +252,14 @@ VitStatus vit_train_prepare(Vit *vit, VitKeep keep, int B, VitError *err) {
     return vit_acts_ensure(vit, B, err);
 }
 
+// [vit_logits]
 Tensor vit_logits(const Vit *vit) {
     int B;
     const float *sharded = vit_shards_logits(vit, &B); // a sharded step's, when newer
     if (sharded) return tensor_view((float *)sharded, 2, B, vit->config.num_classes);
     return tensor_view(vit->acts.logits, 2, vit->acts.batch, vit->config.num_classes);
 }
+// [vit_logits]
 
 void vit_acts_free(Vit *vit) { acts_free(&vit->acts); }
 

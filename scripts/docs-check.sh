@@ -74,8 +74,11 @@ for page in $pages; do
         echo "$page: says \"snippet not found\"" >>"$problems"
     fi
 
-    # pictures: every <img> names a file that is there and not empty
-    for src in $(grep -o '<img[^>]* src="[^"]*"' "$dom" | sed 's/.* src="\([^"]*\)"/\1/'); do
+    # pictures: every <img> names a file that is there and not empty, and so
+    # does every diagram (Doxygen shows a graphviz SVG in an <iframe> or <object>)
+    for src in $( { grep -o '<img[^>]* src="[^"]*"' "$dom" | sed 's/.* src="\([^"]*\)"/\1/'
+                    grep -o '<iframe[^>]* src="[^"]*\.svg"' "$dom" | sed 's/.* src="\([^"]*\)"/\1/'
+                    grep -o '<object[^>]* data="[^"]*\.svg"' "$dom" | sed 's/.* data="\([^"]*\)"/\1/'; } ); do
         case $src in http:* | https:* | data:*) continue ;; esac
         pictures=$((pictures + 1))
         [ -s "$HTML/${src%%[?#]*}" ] || echo "$page: picture $src is missing or empty" >>"$problems"
@@ -84,6 +87,26 @@ for page in $pages; do
     grep -o 'href="[^"]*"' "$dom" | sed 's/^href="\(.*\)"$/\1/' |
         sed "s|^|$page |" >>"$OUT/links.txt"
 done
+
+# The full-text search: the page, asked for a word the index must have (the
+# residual stream is in chapters 08 and 09), lists chapter pages among its hits.
+search_dom=$OUT/dom/fulltext-residual.html
+if [ ! -f "$HTML/md_docs_fulltext.html" ] || [ ! -s "$HTML/fulltext.js" ]; then
+    echo "md_docs_fulltext.html: the full-text search page or its index (fulltext.js) is missing" >>"$problems"
+elif browse --dump-dom "file://$ROOT/$HTML/md_docs_fulltext.html?q=residual" >"$search_dom"; then
+    hits=$(grep -o 'class="fulltext-hit"' "$search_dom" | wc -l)
+    [ "$hits" -gt 0 ] || echo "md_docs_fulltext.html?q=residual: no page found" >>"$problems"
+    grep -q 'class="fulltext-hit" href="md_docs_chapters_08_encoder_block.html"' "$search_dom" ||
+        echo "md_docs_fulltext.html?q=residual: chapter 08's page (the residual stream) is not among the hits" >>"$problems"
+    grep -o 'href="[^"]*"' "$search_dom" | sed 's/^href="\(.*\)"$/\1/' |
+        sed "s|^|md_docs_fulltext.html |" >>"$OUT/links.txt"
+    browse --window-size=1280,2400 --screenshot="$ROOT/$OUT/screens/fulltext-residual.png" \
+        "file://$ROOT/$HTML/md_docs_fulltext.html?q=residual" >/dev/null ||
+        echo "md_docs_fulltext.html: no screenshot" >>"$problems"
+    npages=$((npages + 1))
+else
+    echo "md_docs_fulltext.html: chromium could not open it" >>"$problems"
+fi
 
 # the navigation tree's entries: "file.html#anchor":[…] in navtreeindex*.js
 for js in "$HTML"/navtreeindex*.js; do

@@ -348,7 +348,7 @@ cmd_check_key() {
     [ "$status" -eq 0 ] && [ -n "$result" ] ||
         check_failed "$d/output.txt" "$name: lib's reference does not pass its own key (exit $status)"
     # the two tables of exercises name every one (no exercise the book forgets)
-    grep -qF "| \`$name\` |" "$ROOT/docs/teachers.md" ||
+    grep -qF "@ref md_exercises_${name}_README \"$name\" |" "$ROOT/docs/teachers.md" ||
         check_failed "" "$name has no row in the table of docs/teachers.md (The exercises)"
     grep -qF "[$name]" "$ROOT/exercises/README.md" ||
         check_failed "" "$name has no row in the table of exercises/README.md"
