@@ -21,6 +21,9 @@
 
 /** @defgroup chapter Chapter narration
  *  @brief Prose for the reader, named values for the tests.
+ *
+ *  Used by every chapter: it is the narrator they speak through. Pinned by the suites
+ *  @ref test_ch01_dot_product.c "ch01_dot_product" (@ref answer_keys "the answer keys").
  *  @{
  */
 

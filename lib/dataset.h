@@ -43,6 +43,10 @@
  *      - \mu\right) \Big/ \sigma, \qquad x' = \begin{cases} S-1-x & \text{flipped} \\
  *      x & \text{otherwise} \end{cases} \f]
  *  with pixels outside the image 0 (black).
+ *
+ *  Taught in @ref chapter11 "chapter 11" (the data, the split and the batches). Pinned by the
+ *  suites @ref test_dataset.c "dataset", @ref test_train.c "train" (@ref answer_keys "the
+ *  answer keys").
  *  @{
  */
 

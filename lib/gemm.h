@@ -35,6 +35,11 @@
 
 /** @defgroup gemm Matrix multiplication
  *  @brief \f[ \text{out}_{ij} = \sum_{k} a_{ik}\, b_{kj} \f]
+ *
+ *  Taught in @ref chapter01 "chapter 01" (a matrix product as dot products),
+ *  @ref chapter14 "chapter 14" (from matmul_naive() to the fast kernel). Pinned by the suites
+ *  @ref test_gemm.c "gemm", @ref test_gemm_choice.c "gemm_choice",
+ *  @ref test_ch14_making_it_fast.c "ch14_making_it_fast" (@ref answer_keys "the answer keys").
  *  @{
  */
 

@@ -38,6 +38,9 @@
  *  - matmul_packed(): blocks copied into the order a register-tiled
  *    micro-kernel reads them, a GEMM_STEP_MR × GEMM_STEP_NR tile of out
  *    summed in local variables (plain C: no SIMD of its own).
+ *
+ *  Taught in @ref chapter14 "chapter 14" (each step of the ladder). Pinned by the suites
+ *  @ref test_ch14_making_it_fast.c "ch14_making_it_fast" (@ref answer_keys "the answer keys").
  *  @{
  */
 

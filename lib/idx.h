@@ -44,6 +44,9 @@
  *  Image i's pixel (y, x) is byte
  *  \f[ \text{pixels}[(i \cdot \text{rows} + y) \cdot \text{cols} + x] \f]
  *  of the data that follows the 16-byte header.
+ *
+ *  Taught in @ref chapter11 "chapter 11" (the data). Pinned by the suites @ref test_idx.c "idx"
+ *  (@ref answer_keys "the answer keys").
  *  @{
  */
 

@@ -41,6 +41,10 @@
  *  @brief Decode, convert to grey like Pillow, resize like Pillow, crop, normalise:
  *  \f$ x_{c,y,x} = (\text{pixel}_{y,x,c}/255 - \mu_c)/\sigma_c \f$, with grey
  *  \f$ L = \lfloor (19595\,R + 38470\,G + 7471\,B + 2^{15}) / 2^{16} \rfloor \f$.
+ *
+ *  Taught in @ref chapter06 "chapter 06" (an image as a tensor). Pinned by the suites
+ *  @ref test_image.c "image", @ref test_classify.c "classify" (@ref answer_keys "the answer
+ *  keys").
  *  @{
  */
 

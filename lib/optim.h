@@ -83,6 +83,10 @@
  *  one vector, and every gradient scaled by the same factor when it is too long,
  *  \f[ \|g\| = \sqrt{\textstyle\sum_i g_i^2}, \qquad
  *      g \leftarrow g \cdot \min\left(1, \frac{c}{\|g\| + 10^{-6}}\right) \f]
+ *
+ *  Taught in @ref chapter10 "chapter 10" (one AdamW step), @ref chapter11 "chapter 11" (the
+ *  schedule of a real run). Pinned by the suites @ref test_optim.c "optim",
+ *  @ref test_ch10_learning.c "ch10_learning" (@ref answer_keys "the answer keys").
  *  @{
  */
 

@@ -62,6 +62,10 @@
  *  \f[ \text{parameters} = \underbrace{D C p^2 + D}_{\text{patch}} + \underbrace{D + N D}_{\text{cls, pos}}
  *      + L\,(\underbrace{4D}_{\text{norms}} + \underbrace{4D^2 + 4D}_{\text{attention}}
  *      + \underbrace{2MD + M + D}_{\text{MLP}}) + \underbrace{2D}_{\text{norm}} + \underbrace{YD + Y}_{\text{head}} \f]
+ *
+ *  Taught in @ref chapter09 "chapter 09" (the parameter count). Pinned by the suites
+ *  @ref test_params.c "params", @ref test_weights.c "weights" (@ref answer_keys "the answer
+ *  keys").
  *  @{
  */
 

@@ -23,6 +23,10 @@
 
 /** @defgroup patch Patch embedding
  *  @brief \f$ x_p = W\,\mathrm{vec}(\text{patch}_p) + b \f$ for each of the \f$(S/p)^2\f$ patches.
+ *
+ *  Taught in @ref chapter06 "chapter 06" (patches and their projection). Pinned by the suites
+ *  @ref test_patch.c "patch", @ref test_ch06_patch_embedding.c "ch06_patch_embedding" (@ref
+ *  answer_keys "the answer keys").
  *  @{
  */
 

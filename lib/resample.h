@@ -16,6 +16,9 @@
 
 /** @defgroup resample Resampling
  *  @brief Antialiased separable filters: bilinear (triangle) and bicubic (Keys, a = −½).
+ *
+ *  Taught in @ref chapter13 "chapter 13" (position embeddings for bigger images). Pinned by the
+ *  suites @ref test_resample.c "resample" (@ref answer_keys "the answer keys").
  *  @{
  */
 

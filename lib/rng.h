@@ -24,6 +24,10 @@
 
 /** @defgroup rng Random numbers
  *  @brief PCG32 with uniform, normal and truncated-normal fills.
+ *
+ *  Taught in @ref chapter02 "chapter 02" (random vectors), @ref chapter09 "chapter 09" (the
+ *  initialisation). Pinned by the suites @ref test_rng.c "rng" (@ref answer_keys "the answer
+ *  keys").
  *  @{
  */
 

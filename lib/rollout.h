@@ -59,6 +59,10 @@
  *  With \f$F_l\f$ layer l's fused heads (after discarding):
  *  \f[ A_l = \mathrm{rownorm}(F_l + I), \qquad J = A_L A_{L-1} \cdots A_1,
  *      \qquad \mathrm{map}_p = J_{0,\,p}, \quad p = 1 \ldots N-1 \f]
+ *
+ *  Taught in @ref chapter12 "chapter 12" (where the model looks). Pinned by the suites
+ *  @ref test_rollout.c "rollout", @ref test_attention_floors.c "attention_floors",
+ *  @ref test_ch12_attention_maps.c "ch12_attention_maps" (@ref answer_keys "the answer keys").
  *  @{
  */
 

@@ -22,6 +22,9 @@
 
 /** @defgroup stages Trace stages
  *  @brief Names, axes, formulas and costs of the forward pass's intermediates.
+ *
+ *  Taught in @ref chapter09 "chapter 09" (where the FLOPs and the time go). Pinned by the
+ *  suites @ref test_stages.c "stages" (@ref answer_keys "the answer keys").
  *  @{
  */
 

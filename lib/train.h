@@ -38,6 +38,10 @@
  *  steps: so a run resumed at any step draws exactly what the uninterrupted
  *  run drew, and the same seed and thread count give the same weights bit
  *  for bit.
+ *
+ *  Taught in @ref chapter11 "chapter 11" (training a ViT). Pinned by the suites
+ *  @ref test_train.c "train", @ref test_train_cli.c "train_cli",
+ *  @ref test_ch11_training.c "ch11_training" (@ref answer_keys "the answer keys").
  *  @{
  */
 

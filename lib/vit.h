@@ -47,6 +47,12 @@
 
 /** @defgroup vit Vision Transformer
  *  @brief \f$ \text{logits} = \mathrm{head}(\mathrm{LN}(\mathrm{Block}^{L}([x_{cls}; x_p W_E] + E_{pos}))_0) \f$
+ *
+ *  Taught in @ref chapter07 "chapter 07" (the [cls] token and positions),
+ *  @ref chapter08 "chapter 08" (the encoder block), @ref chapter09 "chapter 09" (the whole
+ *  forward pass). Pinned by the suites @ref test_vit.c "vit",
+ *  @ref test_ch09_vit_base.c "ch09_vit_base", @ref test_head_off.c "head_off" (@ref answer_keys
+ *  "the answer keys").
  *  @{
  */
 
@@ -345,6 +351,10 @@ int vit_heads_off_count(const Vit *vit);
  *  vit_forward_backward(&vit, &grads, &images, labels, 0.1f, &loss, NULL, NULL, &err);
  *  // ... clip_grad_norm(), adamw_step() ...
  *  @endcode
+ *
+ *  Taught in @ref chapter10 "chapter 10" (the chain rule through the model). Pinned by the
+ *  suites @ref test_vit_backward.c "vit_backward", @ref test_backward.c "backward",
+ *  @ref test_ch10_learning.c "ch10_learning" (@ref answer_keys "the answer keys").
  *  @{
  */
 
