@@ -406,12 +406,13 @@ static void measured(Chapter *ch, Work *w) {
     ch_line(ch, "%s", "");
     // the verdicts, from the numbers above; a margin below 0.01 is called "no better"
     float margin[MAP_COUNT];
-    int best = 0, beats = 0, slight = 0, most_on = 0;
+    int best = 0, beats = 0, slight = 0, clearly = 0, most_on = 0;
     for (int i = 0; i < MAP_COUNT; i++) {
         margin[i] = random[2] - top[i * MEASURE_KS + 2]; // > 0: below random, a better map
         if (margin[i] > margin[best]) best = i;
         beats += margin[i] > 0;
         slight += margin[i] > 0 && margin[i] < 0.01f;
+        clearly += margin[i] >= 0.05f; // 0.05 below random: clearly better than chance
         if (mass[i] > mass[most_on]) most_on = i;
     }
     ch_say(ch, "The map with the most on the garment is the %s, %.2f times what a uniform "
@@ -422,11 +423,17 @@ static void measured(Chapter *ch, Work *w) {
            map_method_name((MapMethod)best), top[best * MEASURE_KS + 2], fabsf(margin[best]),
            margin[best] >= 0 ? "below" : "above");
     char verdict[512];
-    int at = snprintf(verdict, sizeof verdict, "%s",
-                      margin[best] >= 0.05f
-                          ? "So one map does find patches the prediction needs, better than chance"
-                          : "So none of the maps finds the patches the prediction needs much "
-                            "better than chance");
+    int at = clearly == 0
+                 ? snprintf(verdict, sizeof verdict, "So none of the maps finds the patches the "
+                                                     "prediction needs much better than chance")
+             : clearly == 1
+                 ? snprintf(verdict, sizeof verdict, "So one map, the %s, does find patches the "
+                                                     "prediction needs, better than chance",
+                            map_method_name((MapMethod)best))
+                 : snprintf(verdict, sizeof verdict, "So %d of the maps find patches the "
+                                                     "prediction needs clearly better than "
+                                                     "chance, the %s best",
+                            clearly, map_method_name((MapMethod)best));
     if (best != MAP_ROLLOUT && fabsf(margin[MAP_ROLLOUT]) < 0.01f)
         at += snprintf(verdict + at, sizeof verdict - (size_t)at, "; the rollout, the map most "
                        "tools draw, does no better than random patches here");
