@@ -490,11 +490,15 @@ static void the_loss_falling(Chapter *ch, Work *w) {
     ch_line(ch, "    warm-up %d steps (shipped: %d epochs), then the cosine to %g", WARMUP,
             d.warmup_epochs, d.min_lr);
     const bool shipped_augments = d.augment.pad != 0 || d.augment.flip;
-    if (shipped_augments)
-        ch_line(ch, "    no augmentation (shipped: %s)",
-                d.augment.pad == 0 ? "half the images mirrored"
-                : d.augment.flip   ? "a random crop after padding, and half mirrored"
-                                   : "a random crop after padding");
+    if (shipped_augments) {
+        char shipped[96];
+        if (d.augment.pad == 0) snprintf(shipped, sizeof shipped, "half the images mirrored");
+        else
+            snprintf(shipped, sizeof shipped, "a random crop after padding by %d pixel%s%s",
+                     d.augment.pad, d.augment.pad == 1 ? "" : "s",
+                     d.augment.flip ? ", and half mirrored" : "");
+        ch_line(ch, "    no augmentation (shipped: %s)", shipped);
+    }
     ch_line(ch, "    as shipped: AdamW's weight decay %g, clipping at %g, label smoothing %g%s",
             d.weight_decay, (double)d.clip, (double)d.smoothing,
             shipped_augments ? "" : ", no augmentation");

@@ -213,16 +213,34 @@ static void cache_write(const char *key) {
 
 /* ---------------------------------------------------------------- choice */
 
+// A setting the environment got wrong: named, escaped (it is the user's text), and ignored.
+static void warn_setting(const char *name, const char *value, const char *expected,
+                         const char *instead) {
+    char shown[96];
+    vit_escape(shown, sizeof shown, value);
+    fprintf(stderr, "warning: %s=%.40s is not %s; %s\n", name, shown, expected, instead);
+}
+
+// The least share of the cores a timing must have had to be remembered.
+static double quiet_share(void) {
+    const char *set = getenv("VIT_GEMM_QUIET");
+    if (!set || !*set) return QUIET_SHARE;
+    char *end;
+    const double v = strtod(set, &end);
+    if (*end == '\0' && v >= 0) return v;
+    char instead[32];
+    snprintf(instead, sizeof instead, "using %g", QUIET_SHARE);
+    warn_setting("VIT_GEMM_QUIET", set, "a share of the cores, 0 or more", instead);
+    return QUIET_SHARE;
+}
+
 // [choose]
 static void choose(void) {
     const char *forced = getenv("VIT_GEMM");
     snprintf(choice.blas_core, sizeof choice.blas_core, "%s", gemm_blas_core());
     if (forced && *forced && strcmp(forced, "auto")) {
         if (!parse_backend(forced, &choice.backend)) {
-            char shown[96];
-            vit_escape(shown, sizeof shown, forced); // the environment's text, made printable
-            fprintf(stderr, "warning: VIT_GEMM=%.40s is not naive, tiled, blas or auto; "
-                            "measuring instead\n", shown);
+            warn_setting("VIT_GEMM", forced, "naive, tiled, blas or auto", "measuring instead");
         } else {
             if (choice.backend == GEMM_BLAS && !gemm_have_blas()) choice.backend = GEMM_TILED;
             choice.how = "set by VIT_GEMM";
@@ -246,13 +264,8 @@ static void choose(void) {
 #else
     const bool in_parallel = false;
 #endif
-    double share, quiet = QUIET_SHARE;
-    const char *quiet_set = getenv("VIT_GEMM_QUIET");
-    if (quiet_set && *quiet_set) {
-        char *end;
-        const double v = strtod(quiet_set, &end);
-        if (*end == '\0' && v >= 0) quiet = v;
-    }
+    double share;
+    const double quiet = quiet_share();
     const int threads = in_parallel ? 1 : vit_get_threads();
     measure(&choice.tiled_gflops, &choice.blas_gflops, &share, threads);
     choice.backend = choice.blas_gflops > BLAS_MARGIN * choice.tiled_gflops ? GEMM_BLAS : GEMM_TILED;

@@ -8,16 +8,16 @@
  * AVX2: 8). Compilers do that by themselves for +, × and /, but not for a
  * call to erff() or expf(): they do not know a vector version exists. glibc
  * (2.35 and later) ships them in libmvec, linked with -lm; they are declared
- * below with `omp declare simd`, and a loop marked VIT_SIMD may call them.
- * Measured on ViT training (chapter 11), glibc's one-at-a-time erff() took
- * about 19 ns per float and the vector one 1.6 ns: GELU and its gradient had
- * been a sixth of the training step.
+ * below with `omp declare simd`, and a loop marked VIT_PARALLEL_FOR_SIMD or
+ * VIT_SIMD_SUM may call them. On the machine this was written on, glibc's
+ * one-at-a-time erff() took about 19 ns per float and the vector one 1.6 ns;
+ * GELU and its gradient had been a sixth of `vit train`'s step (perf).
  *
  * A sum is different: a loop `s += x[j]` adds in order, one after the other,
  * each addition waiting for the one before. VIT_SIMD_SUM(s) lets the compiler
  * keep one partial sum per lane and add them at the end: faster, and a
- * different order of additions, so the last bits of a float sum may change
- * (the sums here are kept in double, where they do not reach the float result).
+ * different order of additions, so the last bits of a sum may change (the
+ * sums here are kept in double, so the float results they give hardly ever do).
  *
  * Where the vector functions are not there (another compiler, another C
  * library, a build without OpenMP), the macros expand to nothing: the loops
@@ -39,24 +39,20 @@
 // Doxygen documents the second branch, the one it reads; the macros mean the same.
 #if defined(_OPENMP) && defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && \
     defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35))
-#define VIT_HAVE_VECTOR_MATH 1
 #pragma omp declare simd notinbranch
 float expf(float x);
 #pragma omp declare simd notinbranch
 float erff(float x);
-#define VIT_SIMD VIT_PRAGMA(omp simd)
 #define VIT_SIMD_SUM(...) VIT_PRAGMA(omp simd reduction(+ : __VA_ARGS__))
 #define VIT_PARALLEL_FOR_SIMD(cond) VIT_PRAGMA(omp parallel for simd schedule(static) if (cond))
 #else
-/** 1 where the loops below run in SIMD lanes with glibc's vector expf() and erff(), else 0. */
-#define VIT_HAVE_VECTOR_MATH 0
-/** Marks a loop whose iterations are independent (it may call expf() and erff()):
- *  `omp simd` where VIT_HAVE_VECTOR_MATH, else nothing. */
-#define VIT_SIMD
-/** VIT_SIMD for a loop that also adds into the sums named, one partial sum per lane. */
+/** Marks a loop that adds into the sums named (it may call expf() and erff()):
+ *  `omp simd reduction(+ : …)`, one partial sum per lane, where the vector
+ *  functions are there; else nothing. */
 #define VIT_SIMD_SUM(...)
 /** A loop shared among threads when @p cond holds (`omp parallel for`), each
- *  thread's part run as VIT_SIMD. */
+ *  thread's part run in SIMD lanes where the vector functions are there
+ *  (`omp parallel for simd`). */
 #define VIT_PARALLEL_FOR_SIMD(cond) VIT_PRAGMA(omp parallel for schedule(static) if (cond))
 #endif
 

@@ -116,14 +116,14 @@ check_page_includes() {
     for part in "$OUT/$1".*.txt; do
         [ -e "$part" ] || continue
         part=$(basename "$part")
-        count=$(grep -c "\\verbinclude $part\$" "$page" || true)
+        count=$(grep -cxF "\\verbinclude $part" "$page" || true)
         [ "$count" -eq 1 ] ||
             fail "$page shows $part $count times; each section's output belongs once, beside its prose"
     done
-    if grep -q "\\verbinclude $1\.txt" "$page"; then
+    if grep -qxF "\\verbinclude $1.txt" "$page"; then
         fail "$page includes the whole transcript $1.txt; include each section's output (\\verbinclude $1.sK.txt) beside its prose"
     fi
-    for ref in $(grep -o "\\verbinclude $1\.[a-z0-9]*\.txt" "$page" | sed 's/.* //'); do
+    for ref in $(grep -o "verbinclude $1\.[a-z0-9]*\.txt" "$page" | sed 's/.* //'); do
         [ -e "$OUT/$ref" ] || fail "$page includes $ref, but the chapter printed no such section"
     done
 }

@@ -231,6 +231,11 @@ static void test_an_unknown_vit_gemm_is_named(void) {
     CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "VIT_GEMM=fastest is not naive, tiled, blas or auto"));
     CU_ASSERT_PTR_NULL(strstr(products_line(&r), "set by VIT_GEMM"));
     cli_result_free(&r);
+    r = info_quiet(&s, NULL, "off", "lots"); // and a share that is not a number
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "VIT_GEMM_QUIET=lots is not a share of the cores"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(products_line(&r), "(measured now"));
+    cli_result_free(&r);
     scratch_remove(&s.dir);
 }
 
@@ -239,6 +244,6 @@ CU_TestInfo tests_gemm_choice[] = {
     {"measured once, then remembered", test_measured_once_then_remembered},
     {"a cache that does not fit is measured again", test_a_cache_that_does_not_fit_is_measured_again},
     {"a busy measurement is not remembered", test_a_busy_measurement_is_not_remembered},
-    {"an unknown VIT_GEMM is named", test_an_unknown_vit_gemm_is_named},
+    {"an unknown VIT_GEMM or VIT_GEMM_QUIET is named", test_an_unknown_vit_gemm_is_named},
     CU_TEST_INFO_NULL,
 };
