@@ -320,7 +320,7 @@ fuzz:
 	done
 
 docs: deps
-	@./scripts/deps.sh gnuplot-nox
+	@./scripts/deps.sh gnuplot-nox aha
 	@./scripts/docs.sh
 
 # The book as a reader's browser shows it: the main page, every chapter page and

@@ -22,8 +22,8 @@
 /** @defgroup chapter Chapter narration
  *  @brief Prose for the reader, named values for the tests.
  *
- *  Used by every chapter: it is the narrator they speak through. Pinned by the suites
- *  @ref test_ch01_dot_product.c "ch01_dot_product" (@ref answer_keys "the answer keys").
+ *  Used by every chapter, from @ref chapter01 "chapter 01" on: it is the narrator they speak
+ *  through. Pinned by the suites @ref test_ch01_dot_product.c "ch01_dot_product" (@ref answer_keys "the answer keys").
  *  @{
  */
 

@@ -48,6 +48,10 @@
 
 /** @defgroup fileio Files
  *  @brief Reading regular files only, mapping with a guard, writing atomically.
+ *
+ *  Used in @ref chapter11 "chapter 11" (reading the shipped model's training log); `vit train`'s
+ *  checkpoints and models are written through it, by the safetensors writer. Pinned by the suites
+ *  @ref test_fileio.c "fileio" (@ref answer_keys "the answer keys").
  *  @{
  */
 

@@ -96,8 +96,8 @@ VitStatus labels_load_hf_config(Labels *l, const char *path, VitError *err) {
     return status;
 }
 
-VitStatus labels_load_metadata(Labels *l, const SafeTensors *weights, VitError *err) {
-    memset(l, 0, sizeof *l);
+VitStatus labels_load_metadata(Labels *labels, const SafeTensors *weights, VitError *err) {
+    memset(labels, 0, sizeof *labels);
     const char *text = weights ? st_meta(weights, "class_names") : NULL;
     if (!text) return VIT_OK; // no names of its own: fine
     const char *file = weights->label ? weights->label : "the weights";
@@ -122,11 +122,11 @@ VitStatus labels_load_metadata(Labels *l, const SafeTensors *weights, VitError *
                          : cJSON_IsBool(item) ? "a boolean" : cJSON_IsArray(item) ? "an array"
                          : "an object");
     if (s == VIT_OK) {
-        l->names = vit_calloc((size_t)n, sizeof(char *));
-        l->count = n;
+        labels->names = vit_calloc((size_t)n, sizeof(char *));
+        labels->count = n;
         i = 0;
         for (const cJSON *item = root->child; item; item = item->next)
-            l->names[i++] = vit_strdup(item->valuestring);
+            labels->names[i++] = vit_strdup(item->valuestring);
     }
     cJSON_Delete(root);
     return s;

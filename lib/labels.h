@@ -18,6 +18,9 @@
 
 /** @defgroup labels Class labels
  *  @brief Index → name for the classifier's outputs.
+ *
+ *  Used in @ref chapter12 "chapter 12" (the names of the classes the model chooses). Pinned by the suites
+ *  @ref test_classify.c "classify" and @ref test_resample.c "resample" (@ref answer_keys "the answer keys").
  *  @{
  */
 

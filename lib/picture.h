@@ -30,6 +30,10 @@
  *  \f$ \mathrm{viridis}\big((v - \mathrm{lo})/(\mathrm{hi} - \mathrm{lo})\big) \f$,
  *  clamped to [0, 1]; laid over a grey pixel g with opacity α it becomes
  *  \f$ (1 - α)\,g + α\,\mathrm{viridis}(·) \f$.
+ *
+ *  Draws the attention maps of @ref chapter12 "chapter 12" (through `vit attention`, which the book runs
+ *  for its pictures). Pinned by the suites @ref test_attention_cli.c "attention_cli", which checks the PNGs
+ *  it writes (@ref answer_keys "the answer keys").
  *  @{
  */
 

@@ -29,8 +29,8 @@ void stage_clock_start(StageClock *clock, TraceFn next, void *next_user) {
     clock->last = vit_now();
 }
 
-void stage_clock_trace(void *user, const char *name, const Tensor *t) {
-    StageClock *clock = user;
+void stage_clock_trace(void *user_clock, const char *name, const Tensor *t) {
+    StageClock *clock = user_clock;
     const double now = vit_now();
     const int i = stage_index(name);
     if (i >= 0) clock->seconds[i] += now - clock->last;

@@ -22,6 +22,9 @@
 
 /** @defgroup report Stage timing
  *  @brief Wall-clock time per trace stage, gathered by a TraceFn.
+ *
+ *  Taught in @ref chapter09 "chapter 09" (where the time of a forward pass goes). Pinned by the suites
+ *  @ref test_ch09_vit_base.c "ch09_vit_base" (@ref answer_keys "the answer keys").
  *  @{
  */
 
@@ -48,11 +51,11 @@ void stage_clock_start(StageClock *clock, TraceFn next, void *next_user);
  * @brief The TraceFn: charge the time since the previous stage to @p name's
  *        stage, then call the next listener. Names outside the contract are
  *        passed on but not timed.
- * @param[in,out] clock  a StageClock*
+ * @param[in,out] user_clock  a StageClock*, as the TraceFn's user pointer
  * @param[in]     name   e.g. "blocks.3.attn.probs"
  * @param[in]     t      the stage's tensor, handed on unchanged
  */
-void stage_clock_trace(void *clock, const char *name, const Tensor *t);
+void stage_clock_trace(void *user_clock, const char *name, const Tensor *t);
 
 /**
  * @brief Seconds charged to a stage, all blocks together.

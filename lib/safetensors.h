@@ -35,6 +35,10 @@
 
 /** @defgroup safetensors Safetensors files
  *  @brief Memory-mapped reading and atomic writing of named tensors.
+ *
+ *  Used from @ref chapter11 "chapter 11" on (the shipped model is a safetensors file; chapters 12 to 14
+ *  load it). Pinned by the suites @ref test_safetensors.c "safetensors" and @ref test_weights.c "weights"
+ *  (@ref answer_keys "the answer keys").
  *  @{
  */
 

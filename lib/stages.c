@@ -144,7 +144,7 @@ double vit_stage_flops(const VitConfig *c, int B, const char *name) {
 // [vit_stage_flops]
 
 // [vit_stage_params]
-int64_t vit_stage_params(const VitConfig *c, const char *name) {
+int64_t vit_stage_params(const VitConfig *cfg, const char *name) {
     const VitStage *stage = vit_stage_find(name, NULL);
     if (!stage) return 0;
     // the parameter table says which stage reads each tensor, or each part of
@@ -155,7 +155,7 @@ int64_t vit_stage_params(const VitConfig *c, const char *name) {
         if (s->qkv == VIT_QKV_SPLIT || s->per_block != stage->per_block) continue; // fused, once
         const int parts = vit_param_parts(s);
         for (int j = 0; j < parts; j++)
-            if (strcmp(s->stage[j], stage->name) == 0) total += vit_param_numel(s, c) / parts;
+            if (strcmp(s->stage[j], stage->name) == 0) total += vit_param_numel(s, cfg) / parts;
     }
     return total;
 }

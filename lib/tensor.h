@@ -25,6 +25,10 @@
  *  Element (i0, i1, i2, i3) of a 4-d tensor lives at
  *  \f[ \text{data}[((i_0 s_1 + i_1) s_2 + i_2) s_3 + i_3] \f]
  *  where \f$s_k\f$ is `shape[k]`.
+ *
+ *  Used from @ref chapter01 "chapter 01" on, where every vector and activation is a Tensor
+ *  (chapter 08's block, chapter 09's model). Pinned by the suites @ref test_tensor.c "tensor"
+ *  (@ref answer_keys "the answer keys").
  *  @{
  */
 

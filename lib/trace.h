@@ -17,6 +17,11 @@
 
 /** @defgroup trace Trace
  *  @brief Named intermediate tensors, streamed to whoever listens.
+ *
+ *  Taught in @ref chapter05 "chapter 05" (reading the stages of one attention layer), @ref chapter08
+ *  "chapter 08" (a block's stages) and @ref chapter12 "chapter 12" (the maps); the rules are @ref contract.
+ *  Pinned by the suites @ref test_vit.c "vit" and @ref test_ch05_multi_head.c "ch05_multi_head"
+ *  (@ref answer_keys "the answer keys").
  *  @{
  */
 

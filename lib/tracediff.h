@@ -47,6 +47,10 @@
  *  symmetric: the reference's magnitude sets the relative part. A NaN agrees
  *  only with a NaN, an infinity only with the same infinity; a NaN or an
  *  infinity against a number is always a difference.
+ *
+ *  The tool behind `vit diff`, and behind the answer keys of @ref chapter08 "chapter 08" and
+ *  @ref chapter09 "chapter 09", which compare every stage with PyTorch's. Pinned by the suites
+ *  @ref test_diff.c "diff" (@ref answer_keys "the answer keys").
  *  @{
  */
 

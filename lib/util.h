@@ -29,6 +29,10 @@
 
 /** @defgroup util Errors, memory and time
  *  @brief The plumbing: status codes, error messages, allocation, clocks.
+ *
+ *  Used by every chapter (its errors and allocations; @ref chapter14 "chapter 14" also reads its clock).
+ *  Pinned by the suites @ref test_gemm.c "gemm" and @ref test_train.c "train", among others
+ *  (@ref answer_keys "the answer keys").
  *  @{
  */
 

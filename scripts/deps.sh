@@ -4,7 +4,8 @@
 # else prints the exact command to run and fails.
 #
 #   scripts/deps.sh              install what `make run`, `make test` and `make docs` need
-#   scripts/deps.sh PKG...       also these: `make docs` asks for gnuplot-nox (the book's plots),
+#   scripts/deps.sh PKG...       also these: `make docs` asks for gnuplot-nox (the book's plots)
+#                                and aha (the viewer's screens, captured in tmux, as HTML),
 #                                `make docs-check` for chromium, `make fuzz` for clang and
 #                                libclang-rt-14-dev, `make CC=clang test` for clang
 #                                and libomp-dev (clang's omp.h and libomp)

@@ -6,7 +6,8 @@
 # browser rendered (build/docs/check/dom/) and a screenshot of each
 # (build/docs/check/screens/), and fails when a page
 #   - has a formula MathJax did not typeset (one left as TeX, or an error box);
-#   - shows a picture whose file is missing or empty;
+#   - shows a picture whose file is missing or empty, or a captured viewer
+#     screen (docs.sh's tmux capture) that is missing or empty;
 #   - links to a page or an anchor that does not exist (the rendered page's
 #     links, menus included, and every entry of the navigation tree);
 #   - says "snippet not found" (Doxygen's text for a \snippet whose marker is gone);
@@ -83,6 +84,35 @@ for page in $pages; do
         pictures=$((pictures + 1))
         [ -s "$HTML/${src%%[?#]*}" ] || echo "$page: picture $src is missing or empty" >>"$problems"
     done
+    # and every captured viewer screen: a <div class="... vitview-capture"> of
+    # the page holds a <pre class="vitview-screen"> (docs.sh's capture, included
+    # with \htmlinclude) of at least 10 lines with text, some of it coloured
+    screens=$(awk -v page="$page" -v problems="$problems" '
+        { doc = doc $0 "\n" }
+        END {
+            n = 0
+            while (match(doc, /<div class="[^"]*vitview-capture[^"]*"[^>]*>/)) {
+                doc = substr(doc, RSTART + RLENGTH)
+                n++
+                rest = doc
+                sub(/^[ \t\n]*/, "", rest)
+                if (rest !~ /^<pre class="vitview-screen"/ || !index(rest, "</pre>")) {
+                    print page ": captured viewer screen " n " is missing" >> problems
+                    continue
+                }
+                pre = substr(rest, 1, index(rest, "</pre>") - 1)
+                coloured = gsub(/<span style="[^"]*color:/, "&", pre)
+                gsub(/<[^>]*>/, "", pre)
+                lines = 0
+                rows = split(pre, row, "\n")
+                for (i = 1; i <= rows; i++) if (row[i] ~ /[^ \t]/) lines++
+                if (lines < 10 || coloured == 0)
+                    print page ": captured viewer screen " n " is empty (" lines " lines with text, " \
+                        coloured " coloured runs)" >> problems
+            }
+            print n
+        }' "$dom")
+    pictures=$((pictures + screens))
     # the page's links, for the link check below
     grep -o 'href="[^"]*"' "$dom" | sed 's/^href="\(.*\)"$/\1/' |
         sed "s|^|$page |" >>"$OUT/links.txt"

@@ -202,6 +202,160 @@ make --no-print-directory BUILD="$BUILD" "$BUILD/plots/gelu_points"
 "$BUILD/plots/gelu_points" >"$PICTURES/gelu-relu.dat"
 plot gelu_relu.gp "$PICTURES/gelu-relu.dat" gelu-relu.png
 
+# ------------------------------------------------------------ lib's own pictures
+# Two pictures drawn by small programs linked with lib (docs/plots/*.c), so
+# they show what lib's code does: heads-layout.svg, chapter 05's memory of a
+# tiny fused qkv buffer before and after heads_split_qkv() (a graph that
+# graphviz's dot lays out), and patch-grid.png, chapter 06's photo as ViT-B/16
+# receives it, cut into patches numbered by patch_unfold().
+echo "docs: drawing the heads' layout and the patch grid -> $PICTURES"
+make --no-print-directory BUILD="$BUILD" "$BUILD/plots/heads_layout" "$BUILD/plots/patch_grid"
+"$BUILD/plots/heads_layout" >"$PICTURES/heads-layout.dot" ||
+    fail "$BUILD/plots/heads_layout failed; chapter 05's picture would be missing"
+dot -Tsvg "$PICTURES/heads-layout.dot" -o "$PICTURES/heads-layout.svg" 2>"$PICTURES/heads-layout.log" ||
+    { cat "$PICTURES/heads-layout.log" >&2; fail "dot could not draw $PICTURES/heads-layout.dot"; }
+[ ! -s "$PICTURES/heads-layout.log" ] ||
+    { cat "$PICTURES/heads-layout.log" >&2; fail "dot warned on $PICTURES/heads-layout.dot"; }
+rm -f "$PICTURES/heads-layout.log"
+"$BUILD/plots/patch_grid" data/images/chelsea.jpg "$PICTURES/patch-grid.png" ||
+    fail "$BUILD/plots/patch_grid failed; chapter 06's picture would be missing"
+for picture in heads-layout.svg patch-grid.png; do
+    [ -s "$PICTURES/$picture" ] || fail "$PICTURES/$picture is empty"
+done
+
+# ------------------------------------------------------------ the viewer, captured
+# Two screens of vitview as a colour terminal shows them, for the viewer page
+# (docs/viewer.md): tmux runs build/vitview with no arguments, which opens the
+# shipped model on the shipped test image 0000-ankle-boot.png (what `make run`
+# shows), at 100×30 on a tmux server of its own (its socket in a temporary
+# folder; the server and the folder are removed on any exit); the keys lead to
+# each screen as in tests/viewer_tmux.sh, and once the screen has settled
+# `tmux capture-pane -e` reads it back with its colours. Debian's aha (make docs
+# installs it) turns that into HTML: $PICTURES/vitview-NAME.html, one <pre> with
+# inline styles only (a black terminal, monospace, no style sheet), which the
+# page shows with \htmlinclude (EXAMPLE_PATH, below, names $PICTURES). Each wait
+# also checks that the screen shows what the page's caption says of it (a new
+# model changes the numbers: then the captions and these patterns change). The
+# build fails when vitview ends early, a screen does not appear or does not
+# settle within VIEWER_TIMEOUT (default 60) seconds, or a capture is empty.
+VV=""
+VV_TIMEOUT=${VIEWER_TIMEOUT:-60}
+# the terminal: black, light grey text, a monospace font whose block and line
+# characters fill the cell (line-height normal), a scroll bar when the page is narrow
+VV_STYLE="display:inline-block; box-sizing:border-box; max-width:100%; overflow-x:auto; margin:12px 0 4px;"
+VV_STYLE="$VV_STYLE padding:8px 10px; border-radius:4px; background-color:#000; color:#e5e5e5;"
+VV_STYLE="$VV_STYLE text-align:left; white-space:pre; font-size:12px; line-height:normal;"
+VV_STYLE="$VV_STYLE font-family:'DejaVu Sans Mono', 'Liberation Mono', monospace"
+VV_ESC=$(printf '\033')
+vv_tmux() { tmux -u -S "$VV/tmux.sock" -f /dev/null "$@"; }
+vv_cleanup() {
+    [ -n "$VV" ] || return 0
+    vv_tmux kill-server >/dev/null 2>&1 || true
+    rm -rf "$VV"
+    VV=""
+}
+# vv_fail MESSAGE: fails, showing the last screen read and what vitview said
+vv_fail() {
+    echo "docs: $1" >&2
+    if [ -s "$VV/screen.txt" ]; then
+        echo "docs: the screen was:" >&2
+        sed 's/^/    | /' "$VV/screen.txt" >&2
+    fi
+    if [ -s "$VV/exit" ]; then
+        echo "docs: vitview ended, $(cat "$VV/exit"); its stderr:" >&2
+        sed 's/^/    | /' "$VV/stderr" >&2 2>/dev/null || true
+    fi
+    exit 1
+}
+# vv_wait WHAT PATTERN...: waits until every extended regex PATTERN matches
+# the screen and the screen, colours included, has stayed the same for half a
+# second; then $VV/screen.ansi holds it
+vv_wait() {
+    vv_what=$1
+    shift
+    vv_tries=$((VV_TIMEOUT * 10)) vv_still=0 vv_missing="tmux could not read it"
+    : >"$VV/screen.ansi"
+    while [ "$vv_tries" -gt 0 ]; do
+        [ ! -s "$VV/exit" ] || vv_fail "vitview ended before the screen showed $vv_what"
+        if vv_tmux capture-pane -e -p -t vitview >"$VV/now.ansi" 2>/dev/null; then
+            sed "s/$VV_ESC\[[0-9;]*m//g" "$VV/now.ansi" >"$VV/screen.txt"
+            vv_missing=""
+            for vv_pattern; do
+                grep -Eq -- "$vv_pattern" "$VV/screen.txt" || { vv_missing="no match for '$vv_pattern'"; break; }
+            done
+            if [ -z "$vv_missing" ] && cmp -s "$VV/now.ansi" "$VV/screen.ansi"; then
+                vv_still=$((vv_still + 1))
+                [ "$vv_still" -lt 5 ] || return 0
+            else
+                vv_still=0
+            fi
+            mv "$VV/now.ansi" "$VV/screen.ansi"
+        fi
+        sleep 0.1
+        vv_tries=$((vv_tries - 1))
+    done
+    [ ! -s "$VV/exit" ] || vv_fail "vitview ended before the screen showed $vv_what"
+    [ -n "$vv_missing" ] || vv_fail "the screen showing $vv_what did not settle in $VV_TIMEOUT s"
+    vv_fail "the screen did not show $vv_what in $VV_TIMEOUT s ($vv_missing)"
+}
+# vv_capture NAME: the settled screen as $PICTURES/vitview-NAME.html. aha has
+# no faint and draws black text dim grey (for a black page): it is given the
+# 256 colours' black instead, and a grey for the faint of the stages not
+# computed yet, as a terminal draws them.
+vv_capture() {
+    sed -e "s/$VV_ESC\[30m/$VV_ESC[38;5;16m/g" -e "s/$VV_ESC\[2m/$VV_ESC[38;5;244m/g" \
+        "$VV/screen.ansi" | aha --no-header --black >"$VV/$1.html" ||
+        vv_fail "aha could not convert the screen $1"
+    grep -q '[^ ]' "$VV/$1.html" && grep -q 'style="[^"]*color:' "$VV/$1.html" ||
+        vv_fail "the screen $1 came out empty or without colours"
+    {
+        printf '<pre class="vitview-screen" style="%s">' "$VV_STYLE"
+        cat "$VV/$1.html"
+        printf '</pre>\n'
+    } >"$PICTURES/vitview-$1.html"
+}
+command -v tmux >/dev/null 2>&1 || fail "missing: tmux; run scripts/deps.sh first"
+command -v aha >/dev/null 2>&1 || fail "missing: aha; run scripts/deps.sh aha first"
+[ -f data/models/vit-fashion.safetensors ] ||
+    fail "data/models/vit-fashion.safetensors is missing: the viewer page's captured screens show that model"
+echo "docs: capturing vitview's screens -> $PICTURES/vitview-*.html"
+make --no-print-directory BUILD="$BUILD" "$BUILD/vitview"
+VV_TERM=tmux-256color # as tests/viewer_tmux.sh: xterm's 256 colours
+infocmp "$VV_TERM" >/dev/null 2>&1 || VV_TERM=screen-256color
+VV=$(mktemp -d)
+trap vv_cleanup EXIT
+trap 'exit 1' INT TERM HUP
+vv_tmux new-session -d -s vitview -x 100 -y 30 -c "$ROOT" \
+    "env -u NO_COLOR TERM=$VV_TERM LANG=C.UTF-8 LC_ALL=C.UTF-8 VIT_DATA_DIR='$ROOT/data' \
+     '$BUILD/vitview' --threads 2 2>'$VV/stderr'; echo EXIT=\$? >'$VV/exit'" ||
+    fail "tmux could not start a session for vitview"
+vv_wait "the shipped model paused at its input" \
+    "vit-fashion · 0000-ankle-boot\.png" "paused at input 1/[0-9]+"
+# a breakpoint on the last block's attention probabilities, then continue
+vv_tmux send-keys -t vitview B
+vv_tmux send-keys -t vitview -l "blocks.5.attn.probs"
+vv_tmux send-keys -t vitview Enter c
+# (what the caption says: head 0, [cls] gives 0.0001 to itself and 0.29 to token 30)
+vv_wait "the attention of blocks.5 as the page's caption describes it" \
+    "paused at blocks\.5\.attn\.probs [0-9]+/[0-9]+" "●▶ +attn\.probs" \
+    "shape +\(B=1, H=4, N=50, N=50\)" "head 0 of 4 .* query cls" "to cls 0\.0001[0-9]* *$" \
+    "most to token 30 \(4,1\)" "= 0\.(28[5-9]|29[0-4])[0-9]* *$"
+vv_capture attention
+# on to the end of the pass
+vv_tmux send-keys -t vitview c
+# (the caption: Ankle boot first with 0.91, Sneaker next with 0.01, ● on blocks.5)
+vv_wait "the logits as the page's caption describes them" \
+    "finished at logits [0-9]+/[0-9]+" "top of 10 classes" "● +▸ blocks\.5 " \
+    "│ +1 Ankle boot +-?[0-9.]+ +0\.(90[5-9]|91[0-4])[0-9]* " \
+    "│ +2 Sneaker +-?[0-9.]+ +0\.(00[5-9]|01[0-4])[0-9]* "
+vv_capture logits
+vv_tmux send-keys -t vitview q
+vv_tries=$((VV_TIMEOUT * 10))
+while [ ! -s "$VV/exit" ] && [ "$vv_tries" -gt 0 ]; do sleep 0.1; vv_tries=$((vv_tries - 1)); done
+grep -qx "EXIT=0" "$VV/exit" 2>/dev/null || vv_fail "vitview did not quit with status 0 on q"
+vv_cleanup
+trap - EXIT INT TERM HUP
+
 # ------------------------------------------------------------ answer keys
 # The tests are in the book: one example page per suite (Doxygen's @example,
 # the test file's source with every lib function it calls linked, and on each
@@ -222,9 +376,119 @@ for src in tests/test_*.c; do
         "$file" "$brief" "$suite" >>"$KEYS/answer_keys.dox"
 done
 
+# ------------------------------------------------------------ links both ways
+# function_links.dox: on each lib function's documentation, the chapters whose
+# pages teach it (they name it, NAME(), or quote its body, \snippet lib/x.c
+# NAME), the chapters whose programs call it besides, and the suites that pin
+# it (they call it). Written from the sources on every build, so the links
+# follow the code; Doxygen adds an "@fn NAME" block to NAME's own documentation.
+# lib's functions, "NAME<tab>PROTOTYPE": every prototype (or inline definition)
+# in lib/*.h, outside comments, its lines joined. The @fn needs the parameter
+# list: without it Doxygen cannot match a function declared in a header and
+# defined in a .c file. Not vecmath.h, which declares only libm's expf and erff.
+awk '
+    /\/\*/ {c = 1} c && /\*\// {c = 0; next} c {next}
+    !proto && /^[A-Za-z_][A-Za-z0-9_ *]*[ *][a-z][a-z0-9_]*\(/ && !/^(typedef|return) / {
+        proto = 1; text = ""
+    }
+    proto {
+        line = $0; sub(/^[ \t]+/, " ", line); text = text line
+        if (text !~ /\)[^()]*(;|\{)/) next          # the prototype goes on
+        sub(/[ \t]*(;|\{).*$/, "", text)
+        gsub(/__attribute__\(\(([^()]|\([^()]*\))*\)\)/, "", text)
+        gsub(/[ \t]+/, " ", text); sub(/ $/, "", text)
+        name = text; sub(/\(.*/, "", name); sub(/.*[ *]/, "", name)
+        print name "\t" text
+        proto = 0
+    }' $(ls lib/*.h | grep -v '^lib/vecmath\.h$') | sort -u >"$KEYS/functions.txt"
+[ -s "$KEYS/functions.txt" ] || fail "found no function prototypes in lib/*.h"
+# "page|program|suite FILE NAME" for every NAME( in a chapter page, chapter program or test
+for f in docs/chapters/[0-9][0-9]_*.md chapters/[0-9][0-9]_*.c tests/test_*.c; do
+    [ -e "$f" ] || continue
+    case $f in docs/*) kind=page ;; chapters/*) kind=program ;; *) kind=suite ;; esac
+    grep -oE '\b[a-z][a-z0-9_]*[[:space:]]*\(' "$f" | tr -d '( \t' | sed "s|^|$kind $f |"
+    [ $kind = page ] && sed -n 's|^\\snippet lib/[a-z0-9_]*\.c \([a-z0-9_]*\)$|page '"$f"' \1|p' "$f"
+done | sort -u >"$KEYS/uses.txt"
+awk '
+    FILENAME ~ /functions\.txt$/ { split($0, part, "\t"); lib[part[1]] = part[2]; next }
+    !($3 in lib) { next }
+    $1 == "suite" {
+        suite = $2; sub(/^tests\/test_/, "", suite); sub(/\.c$/, "", suite)
+        pins[$3] = pins[$3] (pins[$3] == "" ? "" : ", ") "@ref test_" suite ".c \"" suite "\""
+        next
+    }
+    {   # a chapter: "NN" from docs/chapters/NN_name.md or chapters/NN_name.c
+        nn = $2; sub(/^.*\//, "", nn); nn = substr(nn, 1, 2)
+        if ($1 == "page" && !(($3, nn) in taught)) { taught[$3, nn] = 1; pages[$3] = pages[$3] " " nn }
+        if ($1 == "program") programs[$3] = programs[$3] " " nn
+    }
+    # the chapters of list, as links; with skip_taught, those not already taught
+    function chapters(list, f, skip_taught,    n, a, i, k, kept) {
+        n = split(list, a, " "); k = 0
+        for (i = 1; i <= n; i++)
+            if (!(skip_taught && ((f, a[i]) in taught))) kept[++k] = "@ref chapter" a[i] " \"" a[i] "\""
+        return words(kept, k)
+    }
+    # "x", "x and y", "x, y and z"; the count in last_count
+    function words(item, k,    i, out) {
+        out = ""
+        for (i = 1; i <= k; i++) out = out (i == 1 ? "" : i == k ? " and " : ", ") item[i]
+        last_count = k
+        return out
+    }
+    function plural(word) { return last_count == 1 ? word : word "s" }
+    END {
+        for (f in lib) {
+            out = ""
+            t = chapters(pages[f], f, 0)
+            if (t != "") out = out sprintf(" * @par Taught in\n * %s %s.\n", plural("chapter"), t)
+            c = chapters(programs[f], f, 1)
+            if (c != "") out = out sprintf(" * @par Also called in\n * the %s of %s %s.\n",
+                                           plural("program"), plural("chapter"), c)
+            k = split(pins[f], pinned, ", "); p = words(pinned, k)
+            if (p != "") out = out sprintf(" * @par Pinned by\n * the %s %s (@ref answer_keys \"the answer keys\").\n",
+                                           plural("suite"), p)
+            if (out != "") printf "/** @fn %s\n%s */\n", lib[f], out
+        }
+    }' "$KEYS/functions.txt" "$KEYS/uses.txt" >"$KEYS/function_links.dox"
+
+# folders.dox: the text of the directory pages, which would otherwise only list
+# files: docs/folders.dox's for the project's folders, and here the exercises'
+# and the build's. An @dir names its folder by the end of its path, so "chapters"
+# would match docs/chapters too: each is written as an absolute path here (the
+# pages show it relative), which is why the Doxyfile leaves docs/folders.dox out.
+sed "s|^/\*\* @dir |/** @dir $ROOT/|" docs/folders.dox >"$KEYS/folders.dox"
+for d in exercises/[0-9][0-9]_*; do
+    [ -f "$d/README.md" ] || continue
+    name=$(basename "$d")
+    title=$(sed -n '1s/^# //p' "$d/README.md")
+    printf '/** @dir %s\n * @brief %s: its functions to fill, and @ref md_exercises_%s_README "what to write".\n */\n' \
+        "$ROOT/$d" "$title" "$name"
+done >>"$KEYS/folders.dox"
+printf '/** @dir %s\n * @brief Pages the docs build writes: the answer keys (%s) and the links of each\n * lib function to its chapters and suites (%s).\n */\n' \
+    "$ROOT/$KEYS" "answer_keys.dox" "function_links.dox" >>"$KEYS/folders.dox"
+for d in build/docs build; do
+    printf '/** @dir %s\n * @brief The build tree, where make docs writes the pages above.\n */\n' "$ROOT/$d"
+done >>"$KEYS/folders.dox"
+
+# every group of lib and the viewer is in docs/modules.dox, which sets the
+# order of the Modules page; lib's groups name their chapters and suites
+for h in lib/*.h viewer/*.h; do
+    [ -e "$h" ] || continue
+    for g in $(sed -n 's/.*@defgroup \([a-z_0-9]*\) .*/\1/p' "$h"); do
+        grep -q "@defgroup $g " docs/modules.dox ||
+            fail "group $g ($h) is missing from docs/modules.dox, which lists the modules in reading order"
+        case $h in lib/*)
+            awk -v g="$g" '$0 ~ "@defgroup " g " " {on = 1} on {text = text $0} on && /@\{/ {exit}
+                END {exit !(text ~ /@ref chapter[0-9][0-9]/ && text ~ /@ref test_[a-z0-9_]*\.c/)}' "$h" ||
+                fail "group $g ($h) does not link the chapter that teaches it and the suite that pins it"
+        esac
+    done
+done
+
 # ------------------------------------------------------------ doxygen
 # Only folders that exist: doxygen warns (and so fails) on a missing input.
-input="lib $KEYS"
+input="docs/modules.dox lib $KEYS"
 for d in chapters docs cli benchmarks viewer; do
     [ -d "$d" ] && input="$input $d"
 done
@@ -233,7 +497,7 @@ done
 for f in exercises/[0-9][0-9]_*/README.md; do
     [ -f "$f" ] && input="$input $f"
 done
-examples="lib tests $OUT"
+examples="lib tests $OUT $PICTURES" # $PICTURES: the viewer screens docs/viewer.md includes
 [ -d chapters ] && examples="chapters $examples"
 
 echo "docs: doxygen -> $HTML"
@@ -317,6 +581,12 @@ echo "docs: full-text index -> $HTML/fulltext.js"
 [ -s "$HTML/fulltext_search.js" ] || fail "$HTML/fulltext_search.js is missing (HTML_EXTRA_FILES)"
 
 # ------------------------------------------------------------ self-checks
+# no directory page that only lists files: each has its description
+for page in "$HTML"/dir_*.html; do
+    case $(basename "$page") in dir_*_*.html) continue ;; esac # dependencies between two folders
+    grep -q '<h2 class="groupheader">Detailed Description</h2>' "$page" ||
+        fail "$page ($(sed -n 's/.*<title>[^:]*: \(.*\) Directory Reference.*/\1/p' "$page")) has no description: add an @dir to docs/folders.dox"
+done
 if grep -rlE 'src="https?://[^"]*[Mm]ath[Jj]ax' "$HTML" --include='*.html' --include='*.js' \
         >build/docs/remote.txt 2>/dev/null; then
     cat build/docs/remote.txt >&2
