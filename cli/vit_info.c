@@ -86,12 +86,14 @@ static void print_compute(void) {
     char gemm[512];
     gemm_choice_describe(gemm, sizeof gemm);
     printf("compute: %d threads; matrix products: %s\n", vit_get_threads(), gemm);
-    const char *cache = gemm_choice()->cache;
-    if (cache[0]) {
-        char safe[1024];
+    const GemmChoice *choice = gemm_choice();
+    char safe[1024];
+    if (choice->remembered)
         printf("  (the choice is kept in %s; VIT_GEMM=tiled|blas forces one)\n",
-               vit_escape(safe, sizeof safe, cache));
-    }
+               vit_escape(safe, sizeof safe, choice->cache));
+    else if (choice->cache[0] && choice->tiled_gflops > 0)
+        printf("  (this choice is not remembered: %s was left as it was; VIT_GEMM=tiled|blas forces one)\n",
+               vit_escape(safe, sizeof safe, choice->cache));
     printf("\n");
 }
 

@@ -20,6 +20,7 @@ int vit_num_patches(const VitConfig *c) {
 
 int vit_num_tokens(const VitConfig *c) { return vit_num_patches(c) + 1; }
 
+// [vit_config_for_arch]
 VitStatus vit_config_for_arch(VitConfig *cfg, const char *arch, VitError *err) {
     static const struct {
         const char *name;
@@ -40,7 +41,9 @@ VitStatus vit_config_for_arch(VitConfig *cfg, const char *arch, VitError *err) {
     return vit_fail(err, VIT_ERR_USAGE,
                     "unknown architecture '%s' (known: vit-base, vit-small, vit-tiny)", arch);
 }
+// [vit_config_for_arch]
 
+// [vit_config_check]
 VitStatus vit_config_check(const VitConfig *c, VitError *err) {
     // generous limits, but limits: every size later becomes an allocation
     const struct {
@@ -74,3 +77,4 @@ VitStatus vit_config_check(const VitConfig *c, VitError *err) {
         return vit_fail(err, VIT_ERR_INPUT, "LayerNorm eps %g is not in (0, 1)", (double)c->ln_eps);
     return VIT_OK;
 }
+// [vit_config_check]

@@ -43,6 +43,7 @@ void matmul_naive(float *out, const float *a, const float *b, int M, int K, int 
 }
 // [matmul_naive]
 
+// [matmul_bt_naive]
 void matmul_bt_naive(float *out, const float *a, const float *b, int M, int K, int N) {
     // a is (M,K), b is (N,K), out is (M,N)
     for (int i = 0; i < M; i++)
@@ -52,6 +53,7 @@ void matmul_bt_naive(float *out, const float *a, const float *b, int M, int K, i
             out[(size_t)i * N + j] = sum;
         }
 }
+// [matmul_bt_naive]
 
 /* ----------------------------------------------------------------- tiled
  *
@@ -587,6 +589,7 @@ void matmul(float *out, const float *a, const float *b, int M, int K, int N) {
 }
 // [matmul]
 
+// [matmul_bt]
 void matmul_bt(float *out, const float *a, const float *b, int M, int K, int N) {
     switch (gemm_get_backend()) {
     case GEMM_NAIVE: matmul_bt_naive(out, a, b, M, K, N); break;
@@ -594,6 +597,7 @@ void matmul_bt(float *out, const float *a, const float *b, int M, int K, int N) 
     case GEMM_BLAS: matmul_bt_blas(out, a, b, M, K, N); break;
     }
 }
+// [matmul_bt]
 
 /* ------------------------------------------------- accumulating products
  *

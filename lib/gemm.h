@@ -96,6 +96,7 @@ typedef struct {
     double blas_gflops;   /**< the same for OpenBLAS */
     char blas_core[32];   /**< the kernel OpenBLAS picked for this CPU ("Haswell"), "" without it */
     char cache[4096];     /**< the file that remembers the choice, "" when none */
+    bool remembered;      /**< the choice was read from the cache, or written to it now */
 } GemmChoice;
 
 /**

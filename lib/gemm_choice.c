@@ -199,16 +199,17 @@ static void make_parent_dirs(const char *path) {
         }
 }
 
-static void cache_write(const char *key) {
-    if (!choice.cache[0]) return;
+// Whether the cache now holds the choice (no cache: only the timing is lost).
+static bool cache_write(const char *key) {
+    if (!choice.cache[0]) return false;
     make_parent_dirs(choice.cache);
     OutFile o;
     VitError err;
-    if (outfile_open(&o, choice.cache, &err) != VIT_OK) return; // no cache: only the timing is lost
+    if (outfile_open(&o, choice.cache, &err) != VIT_OK) return false;
     fprintf(o.f, "# vit-from-scratch: the faster matrix product on this machine (delete it to measure again)\n");
     fprintf(o.f, "%schoice=%s\ntiled_gflops=%.1f\nblas_gflops=%.1f\n", key,
             gemm_backend_name(choice.backend), choice.tiled_gflops, choice.blas_gflops);
-    outfile_commit(&o, !ferror(o.f), &err);
+    return outfile_commit(&o, !ferror(o.f), &err) == VIT_OK;
 }
 
 /* ---------------------------------------------------------------- choice */
@@ -257,6 +258,7 @@ static void choose(void) {
     cache_path();
     if (cache_read(key)) {
         choice.how = "cached: measured before on this machine";
+        choice.remembered = true;
         return;
     }
 #ifdef _OPENMP
@@ -276,7 +278,7 @@ static void choose(void) {
                  "remembered", 100 * share, threads, threads == 1 ? "" : "s");
         choice.how = choice.how_text;
     } else if (!in_parallel) {
-        cache_write(key);
+        choice.remembered = cache_write(key);
     }
 }
 // [choose]

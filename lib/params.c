@@ -293,6 +293,7 @@ const VitParamSpec *vit_param_next(VitParamIter *it) {
 
 /* --------------------------------------------------------------- counts */
 
+// [vit_param_count]
 int64_t vit_param_count(const VitConfig *cfg) {
     int64_t total = 0;
     for (int i = 0; i < ROWS; i++)
@@ -300,6 +301,7 @@ int64_t vit_param_count(const VitConfig *cfg) {
             total += vit_param_numel(&table[i], cfg) * (table[i].per_block ? cfg->depth : 1);
     return total;
 }
+// [vit_param_count]
 
 int vit_param_tensor_count(const VitConfig *cfg) {
     VitParamIter it = vit_param_iter(cfg->depth, VIT_ORDER_FORWARD, VIT_QKV_FUSED);

@@ -22,13 +22,16 @@ static int stage_index(const char *name) {
     return -1;
 }
 
+// [stage_clock_start]
 void stage_clock_start(StageClock *clock, TraceFn next, void *next_user) {
     memset(clock, 0, sizeof *clock);
     clock->next = next;
     clock->next_user = next_user;
     clock->last = vit_now();
 }
+// [stage_clock_start]
 
+// [stage_clock_trace]
 void stage_clock_trace(void *user_clock, const char *name, const Tensor *t) {
     StageClock *clock = user_clock;
     const double now = vit_now();
@@ -37,8 +40,11 @@ void stage_clock_trace(void *user_clock, const char *name, const Tensor *t) {
     if (clock->next) clock->next(clock->next_user, name, t);
     clock->last = vit_now(); // the listener's own work is not charged to the next stage
 }
+// [stage_clock_trace]
 
+// [stage_clock_seconds]
 double stage_clock_seconds(const StageClock *clock, const char *stage) {
     const int i = stage_index(stage);
     return i >= 0 ? clock->seconds[i] : 0.0;
 }
+// [stage_clock_seconds]

@@ -42,6 +42,7 @@ void rng_fill_normal(Rng *rng, float *x, size_t n, float mean, float std) {
     for (size_t i = 0; i < n; i++) x[i] = mean + std * rng_normal(rng);
 }
 
+// [rng_fill_trunc_normal]
 void rng_fill_trunc_normal(Rng *rng, float *x, size_t n, float mean, float std, float lo,
                            float hi) {
     for (size_t i = 0; i < n; i++) {
@@ -51,3 +52,4 @@ void rng_fill_trunc_normal(Rng *rng, float *x, size_t n, float mean, float std, 
         x[i] = v;
     }
 }
+// [rng_fill_trunc_normal]

@@ -23,11 +23,13 @@
 
 // Does a rank before b? Larger first, NaN last, lower index on ties.
 // This is a strict total order, so the result does not depend on the algorithm.
+// [ranks_before]
 static bool ranks_before(const float *v, int a, int b) {
     if (isnan(v[a]) != isnan(v[b])) return !isnan(v[a]);
     if (!isnan(v[a]) && v[a] != v[b]) return v[a] > v[b];
     return a < b;
 }
+// [ranks_before]
 
 // heap is (size) indices into v. Moves heap[at] down, swapping it with the
 // child that ranks last, until both children rank before it: O(log size).
@@ -61,6 +63,7 @@ static void sort_heap(int *heap, const float *v, size_t size) {
     }
 }
 
+// [top_k]
 int top_k(int *idx, int k, const float *v, int n) {
     // idx is (min(k, n)), v is (n)
     if (k > n) k = n;
@@ -78,3 +81,4 @@ int top_k(int *idx, int k, const float *v, int n) {
     sort_heap(idx, v, (size_t)k);
     return k;
 }
+// [top_k]

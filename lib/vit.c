@@ -279,6 +279,7 @@ void vit_free(Vit *vit) {
 
 /* ---------------------------------------------------- other input sizes */
 
+// [vit_resize_positions]
 VitStatus vit_resize_positions(Vit *vit, int image_size, VitError *err) {
     VitConfig c = vit->config;
     if (image_size == c.image_size) return VIT_OK;
@@ -310,3 +311,4 @@ VitStatus vit_resize_positions(Vit *vit, int image_size, VitError *err) {
     acts_free(&vit->acts); // sized for the old N
     return VIT_OK;
 }
+// [vit_resize_positions]

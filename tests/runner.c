@@ -57,7 +57,12 @@ static bool select_tests(int argc, char **argv) {
 // The default matrix product is measured once and remembered (lib/gemm_choice.c);
 // the tests keep that memory beside the runner, in the build tree, rather than in
 // the user's ~/.cache. The `vit` and `vitview` runs of the tests inherit it.
+// They also remember a timing however busy the machine is (VIT_GEMM_QUIET=0):
+// otherwise, beside other work, each `vit` a test starts would time the
+// backends again and could pick the other one, and two runs a test expects to
+// agree bit for bit would not. (The busy case has tests of its own.)
 static void keep_gemm_choice_in_build(void) {
+    if (!getenv("VIT_GEMM_QUIET")) setenv("VIT_GEMM_QUIET", "0", 1);
     char exe[1024];
     const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (getenv("VIT_GEMM_CACHE") || n <= 0) return;

@@ -132,6 +132,7 @@ static void test_measured_once_then_remembered(void) {
     CU_ASSERT_PTR_NOT_NULL(strstr(line, "(measured now; tiled ("));
     CU_ASSERT_PTR_NOT_NULL(strstr(line, "GFLOP/s on 197x768x2304"));
     CU_ASSERT_PTR_NOT_NULL(strstr(r.out, s.cache)); // says where the choice is kept
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "(the choice is kept in "));
     char first[16] = "";
     sscanf(line, "%15s", first);
     cli_result_free(&r);
@@ -178,6 +179,8 @@ static void test_a_cache_that_does_not_fit_is_measured_again(void) {
     CU_ASSERT_EQUAL(r.status, 0);
     CU_ASSERT_STRING_EQUAL(r.err, "");
     CU_ASSERT_PTR_NOT_NULL(strstr(products_line(&r), "(measured now;"));
+    CU_ASSERT_PTR_NULL(strstr(r.out, "the choice is kept in")); // it could not be written
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "(this choice is not remembered: "));
     cli_result_free(&r);
     CU_ASSERT_TRUE(file_holds(s.cache, "a file where a folder")); // left as it was
     r = info_with(&s, NULL, "off"); // off: measured, kept nowhere
@@ -200,6 +203,8 @@ static void test_a_busy_measurement_is_not_remembered(void) {
     CU_ASSERT_STRING_EQUAL(r.err, "");
     CU_ASSERT_PTR_NOT_NULL(strstr(products_line(&r), "(measured now, on a busy machine (the timing had "));
     CU_ASSERT_PTR_NOT_NULL(strstr(products_line(&r), "): not remembered; tiled ("));
+    CU_ASSERT_PTR_NULL(strstr(r.out, "the choice is kept in")); // nor does vit info claim it is
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "(this choice is not remembered: "));
     cli_result_free(&r);
     CU_ASSERT_EQUAL(scratch_count(&s.dir), 1); // the weights only: no cache file
     // and really busy: as many programs spinning as the run has threads, each
