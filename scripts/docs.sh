@@ -443,7 +443,8 @@ awk '
             t = chapters(pages[f], f, 0)
             if (t != "") out = out sprintf(" * @par Taught in\n * %s %s.\n", plural("chapter"), t)
             c = chapters(programs[f], f, 1)
-            if (c != "") out = out sprintf(" * @par Also called in\n * the %s of %s %s.\n",
+            if (c != "") out = out sprintf(" * @par %s\n * the %s of %s %s.\n",
+                                           t == "" ? "Called in" : "Also called in",
                                            plural("program"), plural("chapter"), c)
             k = split(pins[f], pinned, ", "); p = words(pinned, k)
             if (p != "") out = out sprintf(" * @par Pinned by\n * the %s %s (@ref answer_keys \"the answer keys\").\n",
