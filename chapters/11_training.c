@@ -108,6 +108,8 @@ static const struct {
     {"full-crop-flip", "18 epochs, crop and flip"},
     {"full30-flip", "30 epochs, flip"},
     {"full30-crop1-flip", "30 epochs, crop 1 and flip (shipped)"},
+    {"full30-batch64", "the shipped recipe, batches of 64"},
+    {"full30-batch32", "the shipped recipe, batches of 32"},
 };
 static const struct {
     const char *with, *without, *what; // the accuracy `with` minus `without` is what `what` did
@@ -121,6 +123,8 @@ static const struct {
     {"full-crop-flip", "full-flip", "the crop, over 18 epochs"},
     {"full30-flip", "full-flip", "12 more epochs, with the flip"},
     {"full30-crop1-flip", "full30-flip", "a 1-pixel crop, over 30 epochs"},
+    {"full30-crop1-flip", "full30-batch64", "batches of 128, not 64"},
+    {"full30-crop1-flip", "full30-batch32", "batches of 128, not 32"},
 };
 
 /* ------------------------------------------------------------ helpers */
