@@ -406,8 +406,19 @@ awk '
 for f in docs/chapters/[0-9][0-9]_*.md chapters/[0-9][0-9]_*.c tests/test_*.c; do
     [ -e "$f" ] || continue
     case $f in docs/*) kind=page ;; chapters/*) kind=program ;; *) kind=suite ;; esac
-    grep -oE '\b[a-z][a-z0-9_]*[[:space:]]*\(' "$f" | tr -d '( \t' | sed "s|^|$kind $f |"
-    [ $kind = page ] && sed -n 's|^\\snippet lib/[a-z0-9_]*\.c \([a-z0-9_]*\)$|page '"$f"' \1|p' "$f"
+    # a page names a function as name() (prose such as "the softmax (…)" is not
+    # a call); code may put a space before the parenthesis
+    space='[[:space:]]*'
+    [ $kind = page ] && space=''
+    grep -oE "\\b[a-z][a-z0-9_]*$space\\(" "$f" | tr -d '( \t' | sed "s|^|$kind $f |"
+    # and a page that quotes a lib function's body, \snippet FILE.c NAME with
+    # FILE.c one of lib's, teaches it
+    if [ $kind = page ]; then
+        sed -n 's|^\\snippet \([a-z0-9_]*\.c\) \([a-z0-9_]*\)$|\1 \2|p' "$f" |
+            while read -r file marker; do
+                if [ -e "lib/$file" ]; then echo "page $f $marker"; fi
+            done
+    fi
 done | sort -u >"$KEYS/uses.txt"
 awk '
     FILENAME ~ /functions\.txt$/ { split($0, part, "\t"); lib[part[1]] = part[2]; next }
