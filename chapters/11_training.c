@@ -110,6 +110,8 @@ static const struct {
     {"full30-crop1-flip", "30 epochs, crop 1 and flip (shipped)"},
     {"full30-batch64", "the shipped recipe, batches of 64"},
     {"full30-batch32", "the shipped recipe, batches of 32"},
+    {"full30-decay001", "the shipped recipe, weight decay 0.01"},
+    {"full30-lr3e-3", "the shipped recipe, peak lr 3e-3"},
 };
 static const struct {
     const char *with, *without, *what; // the accuracy `with` minus `without` is what `what` did
@@ -125,6 +127,8 @@ static const struct {
     {"full30-crop1-flip", "full30-flip", "a 1-pixel crop, over 30 epochs"},
     {"full30-crop1-flip", "full30-batch64", "batches of 128, not 64"},
     {"full30-crop1-flip", "full30-batch32", "batches of 128, not 32"},
+    {"full30-crop1-flip", "full30-decay001", "weight decay 0.05, not 0.01"},
+    {"full30-crop1-flip", "full30-lr3e-3", "peak lr 2e-3, not 3e-3"},
 };
 
 /* ------------------------------------------------------------ helpers */
