@@ -378,9 +378,9 @@ done
 
 # ------------------------------------------------------------ links both ways
 # function_links.dox: on each lib function's documentation, the chapters whose
-# pages teach it (they name it, NAME(), or quote its body, \snippet lib/x.c
-# NAME), the chapters whose programs call it besides, and the suites that pin
-# it (they call it). Written from the sources on every build, so the links
+# pages teach it (they name it, NAME(), or quote its body, \snippet x.c NAME
+# with x.c in lib/), the chapters whose programs also call it, and the suites
+# that pin it (they call it). Written from the sources on every build, so the links
 # follow the code; Doxygen adds an "@fn NAME" block to NAME's own documentation.
 # lib's functions, "NAME<tab>PROTOTYPE": every prototype (or inline definition)
 # in lib/*.h, outside comments, its lines joined. The @fn needs the parameter
