@@ -1,11 +1,13 @@
 /**
  * @file vecmath.h
- * @brief Loops over many floats, run four (or more) at a time: SIMD for the
+ * @brief Loops over many floats, run four at a time: SIMD for the
  *        elementwise operations, with glibc's vector expf() and erff().
  *
  * A loop such as GELU's `out[i] = 0.5·x·(1 + erf(x/√2))` does the same thing
- * to every element, so the CPU could do it to 4 floats at once (SSE: 4 lanes;
- * AVX2: 8). Compilers do that by themselves for +, × and /, but not for a
+ * to every element, so the CPU could do it to 4 floats at once (SSE: 4 lanes,
+ * all that the build's generic x86-64 target may assume; AVX2 would have 8, but
+ * these loops are not compiled for it, so libmvec's SSE versions are the ones
+ * called). Compilers do that by themselves for +, × and /, but not for a
  * call to erff() or expf(): they do not know a vector version exists. glibc
  * (2.35 and later) ships them in libmvec, linked with -lm; they are declared
  * below with `omp declare simd`, and a loop marked VIT_PARALLEL_FOR_SIMD or

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 
 #include "config.h"
+#include "fileio.h"
 #include "image.h"
 #include "patch.h"
 #include "picture.h"
@@ -120,7 +121,8 @@ int main(int argc, char **argv) {
     VitConfig cfg;
     VitError err = {{0}};
     Image view = {0};
-    VitStatus s = vit_config_for_arch(&cfg, "vit-base", &err);
+    VitStatus s = file_check_not_input(argv[2], "the picture", argv[1], "the photo", &err);
+    if (s == VIT_OK) s = vit_config_for_arch(&cfg, "vit-base", &err);
     if (s == VIT_OK) s = model_view(&view, argv[1], &cfg, &err);
     if (s != VIT_OK) {
         fprintf(stderr, "patch_grid: %s\n", err.msg);
