@@ -224,16 +224,17 @@ typedef struct {
     int mr, nr;                 // tile of out: mr rows × nr columns (≤ MR_MAX × NR_MAX)
     MicroKernel *run;
     bool (*cpu_can_run)(void);  // does this CPU have the instructions?
+    bool avx2_packing;          // transpose while packing with AVX2 (see transpose_rows())
 } KernelVariant;
 
 // Widest first; the last one runs anywhere.
 // [kernel_variants]
 static const KernelVariant kernel_variants[] = {
 #ifdef VIT_GEMM_X86
-    {"avx512", 12, 32, micro_kernel_avx512, cpu_has_avx512},
-    {"avx2", 6, 16, micro_kernel_avx2, cpu_has_avx2},
+    {"avx512", 12, 32, micro_kernel_avx512, cpu_has_avx512, true},
+    {"avx2", 6, 16, micro_kernel_avx2, cpu_has_avx2, true},
 #endif
-    {"portable", 4, 8, micro_kernel_portable, cpu_has_any},
+    {"portable", 4, 8, micro_kernel_portable, cpu_has_any, false},
 };
 // [kernel_variants]
 enum { N_VARIANTS = sizeof kernel_variants / sizeof kernel_variants[0] };
@@ -291,12 +292,70 @@ typedef struct {
 
 static int min_int(int x, int y) { return x < y ? x : y; }
 
+/*
+ * Two of the packings are transposes: a sliver of a is stored column by
+ * column although a is stored by rows, and so is a sliver of b when b is
+ * stored (N,K), as every linear layer's weight is. Copied one float at a
+ * time, they took 17 % of the time of ViT-B/16's qkv product and 32 % of its
+ * fc2 on a 2-core Zen 4 (perf record, 2 threads). With AVX2 the copy goes
+ * 8 × 8 floats at a time: load 8 floats from each of 8 rows, transpose the 8
+ * registers, store 8 columns; then packing took 8 % and 11 %.
+ * transpose_rows() does that for one group of ≤ 8 rows.
+ */
+#ifdef VIT_GEMM_X86
+// [transpose_rows]
+/// Transposes the 8×8 floats r[0..7] (r[i][j] → r[j][i]) in three rounds of
+/// interleaving: single floats of two rows, then pairs of floats, then
+/// 128-bit halves. Each line compiles to one shuffle instruction.
+__attribute__((target("avx2"))) static inline void transpose_8x8(v8f r[8]) {
+    v8f t[8], u[8];
+    for (int i = 0; i < 8; i += 2) { // t: rows i and i+1 interleaved float by float
+        t[i] = __builtin_shufflevector(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+        t[i + 1] = __builtin_shufflevector(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+    }
+    for (int i = 0; i < 8; i += 4) // u: pairs of t interleaved pair by pair
+        for (int h = 0; h < 2; h++) {
+            u[i + 2 * h] = __builtin_shufflevector(t[i + h], t[i + h + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+            u[i + 2 * h + 1] =
+                __builtin_shufflevector(t[i + h], t[i + h + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+        }
+    for (int i = 0; i < 4; i++) { // columns 0–3 are the low halves, 4–7 the high halves
+        r[i] = __builtin_shufflevector(u[i], u[i + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+        r[i + 4] = __builtin_shufflevector(u[i], u[i + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+    }
+}
+
+/// dst[k·dst_stride + i] ← src[i·src_stride + k] for i < 8 and k < kc rounded
+/// down to a multiple of 8; lanes i ≥ rows get zeros (rows may be ≤ 0).
+/// Every store writes 8 floats: when dst_stride < 8 each one spills past its
+/// row into the next, which the next store (or a later write) overwrites.
+/// Returns how many k it did; the caller copies the remaining kc % 8.
+__attribute__((target("avx2"))) static int transpose_rows(float *dst, size_t dst_stride,
+                                                          const float *src, size_t src_stride,
+                                                          int rows, int kc) {
+    int k = 0;
+    for (; k + 8 <= kc; k += 8) {
+        v8f r[8];
+        for (int i = 0; i < 8; i++)
+            if (i < rows) memcpy(&r[i], src + (size_t)i * src_stride + k, sizeof(v8f));
+            else r[i] = (v8f){0};
+        transpose_8x8(r);
+        for (int j = 0; j < 8; j++) memcpy(dst + (size_t)(k + j) * dst_stride, &r[j], sizeof(v8f));
+    }
+    return k;
+}
+// [transpose_rows]
+#endif
+
 // a_block ← a[i0:i0+mc, k0:k0+kc] as ceil(mc/mr) slivers; sliver s holds rows
 // i0+s·mr … +mr column by column: a_block[s][k][r] = a[i0+s·mr+r][k0+k].
 // Rows past mc are zeros. When a is stored transposed, (K,M), "row i of a" is
 // column i of the stored matrix: the sliver's k-th column is then a contiguous
 // piece of stored row k0+k (the mirror image of pack_b()'s two cases).
-static void pack_a(float *a_block, const GemmArgs *g, int i0, int mc, int k0, int kc, int mr) {
+// a_block has A_BLOCK_SLACK floats past its end for the last spilling store.
+static void pack_a(float *a_block, const GemmArgs *g, const KernelVariant *kv, int i0, int mc,
+                   int k0, int kc) {
+    const int mr = kv->mr;
     for (int s = 0; s * mr < mc; s++) {
         float *dst = a_block + (size_t)s * mr * kc;
         int rows = min_int(mr, mc - s * mr);
@@ -304,22 +363,33 @@ static void pack_a(float *a_block, const GemmArgs *g, int i0, int mc, int k0, in
             for (int k = 0; k < kc; k++) {
                 const float *src = g->a + (size_t)(k0 + k) * g->M + i0 + s * mr;
                 for (int r = 0; r < rows; r++) dst[(size_t)k * mr + r] = src[r];
+                for (int r = rows; r < mr; r++) dst[(size_t)k * mr + r] = 0.0f;
             }
-        } else {
-            for (int r = 0; r < rows; r++) {
-                const float *src = g->a + (size_t)(i0 + s * mr + r) * g->K + k0;
-                for (int k = 0; k < kc; k++) dst[(size_t)k * mr + r] = src[k];
-            }
+            continue;
         }
-        for (int r = rows; r < mr; r++)
-            for (int k = 0; k < kc; k++) dst[(size_t)k * mr + r] = 0.0f;
+        const float *src = g->a + (size_t)(i0 + s * mr) * g->K + k0;
+        int done = 0;
+#ifdef VIT_GEMM_X86
+        // Groups of 8 rows, the last group first: its stores spill into the
+        // next k's first rows, which the groups before it then overwrite.
+        if (kv->avx2_packing)
+            for (int r0 = (mr - 1) / 8 * 8; r0 >= 0; r0 -= 8)
+                done = transpose_rows(dst + r0, (size_t)mr, src + (size_t)r0 * g->K,
+                                      (size_t)g->K, rows - r0, kc);
+#endif
+        for (int r = 0; r < mr; r++) // the rest one float at a time
+            for (int k = done; k < kc; k++)
+                dst[(size_t)k * mr + r] = r < rows ? src[(size_t)r * g->K + k] : 0.0f;
     }
 }
+enum { A_BLOCK_SLACK = 8 }; // a store of 8 floats spills at most 7 past its row
 
 // b_panel ← b[k0:k0+kc, j0:j0+nc] as ceil(nc/nr) slivers; sliver s holds
 // columns j0+s·nr … +nr row by row: b_panel[s][k][c] = b[k0+k][j0+s·nr+c].
 // Columns past nc are zeros. This is the only place the layout of b matters.
-static void pack_b(float *b_panel, const GemmArgs *g, int k0, int kc, int j0, int nc, int nr) {
+static void pack_b(float *b_panel, const GemmArgs *g, const KernelVariant *kv, int k0, int kc,
+                   int j0, int nc) {
+    const int nr = kv->nr;
     for (int s = 0; s * nr < nc; s++) {
         float *dst = b_panel + (size_t)s * nr * kc;
         int j = j0 + s * nr, cols = min_int(nr, nc - s * nr);
@@ -330,16 +400,26 @@ static void pack_b(float *b_panel, const GemmArgs *g, int k0, int kc, int j0, in
                 memcpy(row, g->b + (size_t)(k0 + k) * g->N + j, (size_t)cols * sizeof(float));
                 for (int c = cols; c < nr; c++) row[c] = 0.0f;
             }
-        } else {
-            // b is (N,K): column c of the sliver is a piece of row j+c of b, so
-            // this is a transpose. Writing the sliver in order and reading the
-            // nr rows of b side by side measured ~2× faster than the reverse.
-            const float *src = g->b + (size_t)j * g->K + k0;
-            for (int k = 0; k < kc; k++) {
-                float *row = dst + (size_t)k * nr;
-                for (int c = 0; c < cols; c++) row[c] = src[(size_t)c * g->K + k];
-                for (int c = cols; c < nr; c++) row[c] = 0.0f;
-            }
+            continue;
+        }
+        // b is (N,K): column c of the sliver is a piece of row j+c of b, so
+        // this is a transpose. One group of 8 rows of b at a time: more rows
+        // read side by side would, with K a multiple of 1024 floats, all fall
+        // in the same few sets of the L1 cache and evict each other.
+        const float *src = g->b + (size_t)j * g->K + k0;
+        int done = 0;
+#ifdef VIT_GEMM_X86
+        if (kv->avx2_packing)
+            for (int c0 = 0; c0 < nr; c0 += 8)
+                done = transpose_rows(dst + c0, (size_t)nr, src + (size_t)c0 * g->K,
+                                      (size_t)g->K, cols - c0, kc);
+#endif
+        // the rest one float at a time, writing the sliver in order (reading
+        // the nr rows side by side measured ~2× faster than the reverse)
+        for (int k = done; k < kc; k++) {
+            float *row = dst + (size_t)k * nr;
+            for (int c = 0; c < cols; c++) row[c] = src[(size_t)c * g->K + k];
+            for (int c = cols; c < nr; c++) row[c] = 0.0f;
         }
     }
 }
@@ -391,7 +471,7 @@ static PackBuffers pack_buffers_new(const GemmArgs *g, const KernelVariant *kv) 
     int rows = min_int(MC / mr * mr, (g->M + mr - 1) / mr * mr);
     int cols = min_int(NC, (g->N + nr - 1) / nr * nr);
     int depth = min_int(KC, g->K);
-    PackBuffers p = {vit_malloc_aligned((size_t)rows * depth * sizeof(float)),
+    PackBuffers p = {vit_malloc_aligned(((size_t)rows * depth + A_BLOCK_SLACK) * sizeof(float)),
                      vit_malloc_aligned((size_t)depth * cols * sizeof(float))};
     return p;
 }
@@ -406,10 +486,10 @@ static void gemm_rectangle(const GemmArgs *g, const KernelVariant *kv, PackBuffe
         int nc = min_int(NC, j_end - jc);
         for (int pc = 0; pc < g->K; pc += KC) {
             int kc = min_int(KC, g->K - pc);
-            pack_b(buf->b_panel, g, pc, kc, jc, nc, kv->nr);
+            pack_b(buf->b_panel, g, kv, pc, kc, jc, nc);
             for (int ic = i_begin; ic < i_end; ic += mc_max) {
                 int mc = min_int(mc_max, i_end - ic);
-                pack_a(buf->a_block, g, ic, mc, pc, kc, kv->mr);
+                pack_a(buf->a_block, g, kv, ic, mc, pc, kc);
                 // the first k block writes out (adds to it when accumulating),
                 // later ones add to it
                 macro_kernel(g, kv, buf->a_block, buf->b_panel, ic, mc, jc, nc, kc,
