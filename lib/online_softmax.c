@@ -17,7 +17,8 @@
 #include "vecmath.h"
 
 // [online_softmax_block]
-float online_softmax_block(OnlineSoftmax *st, float *s, int n) {
+// (VIT_VECTOR_CLONES: compiled for AVX2 too, where expf() runs 8 floats at a time)
+VIT_VECTOR_CLONES float online_softmax_block(OnlineSoftmax *st, float *s, int n) {
     // s: (n) one block of a row's scores, replaced by its weights exp(s_j − m')
     float block_max = -INFINITY;
     for (int j = 0; j < n; j++) {

@@ -8,7 +8,8 @@
 #include <stdbool.h>
 
 // [softmax]
-void softmax(float *out, const float *x, int rows, int cols) {
+// (VIT_VECTOR_CLONES: compiled for AVX2 too, where expf() runs 8 floats at a time)
+VIT_VECTOR_CLONES void softmax(float *out, const float *x, int rows, int cols) {
     // x is (rows, cols), out is (rows, cols)
     for (int r = 0; r < rows; r++) {
         const float *xr = x + (size_t)r * cols;
