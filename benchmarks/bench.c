@@ -201,7 +201,8 @@ static void bench_gemm(void) {
     bench_gemm_case("ViT-B qkv projection", 197, 768, 2304, true, QKV);
     bench_gemm_case("ViT-B mlp.fc2", 197, 3072, 768, true, FC2);
     bench_gemm_case("square", 1024, 1024, 1024, false, SQUARE);
-    gemm_set_backend(saved);
+    if (saved == gemm_choice()->backend) gemm_use_choice(); // the defaults, by size
+    else gemm_set_backend(saved);
     printf("\n");
 }
 
@@ -458,8 +459,8 @@ static void bench_vit(void) {
         }
     }
     vit_set_threads(threads);
-    gemm_set_backend(saved);
-    // the default backend, as vit classify runs it: batch 1 again for the record, then batch 8
+    gemm_use_choice();
+    // the default backends, as vit classify runs them (saved for its linear layers): batch 1 again for the record, then batch 8
     fig.batch1_ms = 1e3 * median_seconds((Workload){run_forward, &fc}, true, 5, 3.0);
     fig.batch1_gflops = flops / (fig.batch1_ms / 1e3) / 1e9;
     Tensor batch8 = tensor_new(4, 8, 3, 224, 224);
@@ -467,8 +468,9 @@ static void bench_vit(void) {
     ForwardCase fc8 = {&vit, &batch8};
     const double sec8 = median_seconds((Workload){run_forward, &fc8}, true, 3, 0);
     fig.batch8_images_per_s = 8 / sec8;
-    printf("  default (%s), %d threads: batch 1 %.1f ms (%.1f GFLOP/s); batch 8 %.0f ms, "
-           "%.2f images/s\n", gemm_backend_name(saved), threads, fig.batch1_ms, fig.batch1_gflops,
+    printf("  default (%s; under %.0f MFLOP %s), %d threads: batch 1 %.1f ms (%.1f GFLOP/s); "
+           "batch 8 %.0f ms, %.2f images/s\n", gemm_backend_name(saved), GEMM_SMALL_FLOPS / 1e6,
+           gemm_backend_name(gemm_choice()->small_backend), threads, fig.batch1_ms, fig.batch1_gflops,
            1e3 * sec8, fig.batch8_images_per_s);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
@@ -699,7 +701,8 @@ static void bench_train(void) {
         }
     }
     vit_set_threads(threads);
-    gemm_set_backend(saved);
+    if (saved == gemm_choice()->backend) gemm_use_choice();
+    else gemm_set_backend(saved);
     printf("  loss over the %d steps of the last run: %.4f -> %.4f (the same batch: it must fall)\n",
            TRAIN_WARMUP + TRAIN_STEPS, (double)first, (double)last);
     printf("  (with shards, forward and backward are one call: the fwd column holds both)\n");
@@ -861,7 +864,7 @@ static const Section *find_section(const char *name) {
 }
 
 static void print_header(void) {
-    char gemm[512];
+    char gemm[1024];
     gemm_choice_describe(gemm, sizeof gemm);
     printf("bench: %s; tiled micro-kernel: %s; threads: %d\n", vit_build_info(),
            gemm_tiled_kernel(), vit_get_threads());

@@ -83,7 +83,7 @@ static void print_config(const Vit *vit) {
 
 // How this machine will run it: threads, and which matrix product (gemm_choice()).
 static void print_compute(void) {
-    char gemm[512];
+    char gemm[1024];
     gemm_choice_describe(gemm, sizeof gemm);
     printf("compute: %d threads; matrix products: %s\n", vit_get_threads(), gemm);
     const GemmChoice *choice = gemm_choice();

@@ -255,6 +255,19 @@ static void class_names_json(char *buf, size_t size, const Dataset *d) {
     if (at < size) snprintf(buf + at, size - at, "]");
 }
 
+// The matrix-product backend the run's products used. By default it depends
+// on a product's size (gemm_backend_for()): the largest here is a shard's q, k,
+// v projection or fc1, the smallest one head's attention scores.
+static const char *train_gemm(const Run *r, const TrainFlags *f) {
+    const VitConfig *c = &r->t.vit.config;
+    const int tokens = vit_num_tokens(c);
+    const int rows = (f->batch + f->shards - 1) / f->shards * tokens;
+    const int widest = 3 * c->dim > c->mlp_dim ? 3 * c->dim : c->mlp_dim;
+    const GemmBackend largest = gemm_backend_for(rows, c->dim, widest);
+    const GemmBackend smallest = gemm_backend_for(tokens, c->dim / c->heads, tokens);
+    return largest == smallest ? gemm_backend_name(largest) : "tiled and blas, by size";
+}
+
 static VitStatus save_model(const Run *r, const TrainFlags *f, VitError *err) {
     char names[512], epochs[16], seed[32], mean[32], stdev[32], threads[16], side[16], chans[16];
     char shards[16];
@@ -272,7 +285,7 @@ static VitStatus save_model(const Run *r, const TrainFlags *f, VitError *err) {
         {"mean", mean},               {"std", stdev},
         {"image_size", side},         {"channels", chans},
         {"train.command", r->command}, {"train.seed", seed}, {"train.shards", shards},
-        {"train.threads", threads},   {"train.gemm", gemm_backend_name(gemm_get_backend())},
+        {"train.threads", threads},   {"train.gemm", train_gemm(r, f)},
         {"train.epochs", epochs},     {"train.val_accuracy", r->val_acc},
         {"train.test_accuracy", r->test_acc}, {"train.log", r->log.text},
         {"train.data", "Fashion-MNIST (Debian dataset-fashion-mnist): trained on the first "
@@ -481,7 +494,7 @@ VitStatus cmd_train(const VitCommand *self, int argc, char **argv, VitError *err
            r.val.count, f.epochs, r.t.steps_per_epoch, f.batch, f.shards,
            f.shards == 1 ? "" : "s", vit_get_threads(),
            vit_get_threads() == 1 ? "" : "s", f.resume ? "; resumed" : "");
-    char gemm[512];
+    char gemm[1024];
     gemm_choice_describe(gemm, sizeof gemm);
     printf("matrix products: %s\n", gemm);
 

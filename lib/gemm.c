@@ -395,9 +395,11 @@ static void pack_b(float *b_panel, const GemmArgs *g, const KernelVariant *kv, i
         int j = j0 + s * nr, cols = min_int(nr, nc - s * nr);
         if (!g->b_transposed) {
             // b is (K,N): row k of the sliver is a contiguous piece of row k0+k of b
+            // (a loop, not memcpy(): a call for every 64 bytes cost more than the copy)
             for (int k = 0; k < kc; k++) {
                 float *row = dst + (size_t)k * nr;
-                memcpy(row, g->b + (size_t)(k0 + k) * g->N + j, (size_t)cols * sizeof(float));
+                const float *src = g->b + (size_t)(k0 + k) * g->N + j;
+                for (int c = 0; c < cols; c++) row[c] = src[c];
                 for (int c = cols; c < nr; c++) row[c] = 0.0f;
             }
             continue;
@@ -463,17 +465,36 @@ static void macro_kernel(const GemmArgs *g, const KernelVariant *kv, const float
 typedef struct {
     float *a_block; // MC×KC: MR-tall slivers of a
     float *b_panel; // KC×NC: NR-wide slivers of b
+    bool on_heap;   // malloc'ed (else the caller's small arrays: nothing to free)
 } PackBuffers;
 
-static PackBuffers pack_buffers_new(const GemmArgs *g, const KernelVariant *kv) {
+// A product whose blocks fit in this many floats each (16 KB) packs into
+// arrays on the caller's stack: for the tiny products of attention heads,
+// two malloc() and free() cost about as much as the arithmetic.
+enum { SMALL_PACK_FLOATS = 4096 };
+typedef struct {
+    _Alignas(64) float a_block[SMALL_PACK_FLOATS + A_BLOCK_SLACK];
+    _Alignas(64) float b_panel[SMALL_PACK_FLOATS];
+} SmallPack;
+
+// Buffers for product g: `small` when both blocks fit in it (small may be NULL).
+static PackBuffers pack_buffers_new(const GemmArgs *g, const KernelVariant *kv, SmallPack *small) {
     int mr = kv->mr, nr = kv->nr;
     // only as large as this product needs, so small products stay small
     int rows = min_int(MC / mr * mr, (g->M + mr - 1) / mr * mr);
     int cols = min_int(NC, (g->N + nr - 1) / nr * nr);
     int depth = min_int(KC, g->K);
-    PackBuffers p = {vit_malloc_aligned(((size_t)rows * depth + A_BLOCK_SLACK) * sizeof(float)),
-                     vit_malloc_aligned((size_t)depth * cols * sizeof(float))};
-    return p;
+    const size_t a_floats = (size_t)rows * depth, b_floats = (size_t)depth * cols;
+    if (small && a_floats <= SMALL_PACK_FLOATS && b_floats <= SMALL_PACK_FLOATS)
+        return (PackBuffers){small->a_block, small->b_panel, false};
+    return (PackBuffers){vit_malloc_aligned((a_floats + A_BLOCK_SLACK) * sizeof(float)),
+                         vit_malloc_aligned(b_floats * sizeof(float)), true};
+}
+
+static void pack_buffers_free(PackBuffers *p) {
+    if (!p->on_heap) return;
+    free(p->a_block);
+    free(p->b_panel);
 }
 
 // out[i_begin:i_end, j_begin:j_end] = a[i_begin:i_end, :] · b[:, j_begin:j_end]
@@ -565,9 +586,16 @@ static void gemm_tiled_args(GemmArgs g) {
     int threads = threads_for(&g), rows_split = 1, cols_split = 1;
     if (threads > 1) choose_grid(threads, M, N, kv->mr, kv->nr, &rows_split, &cols_split);
     int tasks = rows_split * cols_split; // = threads, unless out is too small to cut so often
+    if (tasks == 1) { // on this thread: no team to start, and a small product packs on the stack
+        SmallPack small;
+        PackBuffers buf = pack_buffers_new(&g, kv, &small);
+        gemm_rectangle(&g, kv, &buf, 0, M, 0, N);
+        pack_buffers_free(&buf);
+        return;
+    }
 #pragma omp parallel num_threads(tasks)
     {
-        PackBuffers buf = pack_buffers_new(&g, kv);
+        PackBuffers buf = pack_buffers_new(&g, kv, NULL);
 #pragma omp for schedule(static, 1)
         for (int t = 0; t < tasks; t++) {
             int r = t / cols_split, c = t % cols_split;
@@ -576,8 +604,7 @@ static void gemm_tiled_args(GemmArgs g) {
                            split_point(N, kv->nr, c, cols_split),
                            split_point(N, kv->nr, c + 1, cols_split));
         }
-        free(buf.a_block);
-        free(buf.b_panel);
+        pack_buffers_free(&buf);
     }
 }
 // [gemm_tiled_args]
@@ -628,27 +655,31 @@ void matmul_bt_blas(float *out, const float *a, const float *b, int M, int K, in
 
 /* -------------------------------------------------------------- dispatch */
 
-// The backend in use: -1 until the first product asks, when gemm_choice()
-// (gemm_choice.c) decides, or until gemm_set_backend() says. Atomic because
-// the first products may come from several threads at once.
-static int current_backend = -1;
+// The backend gemm_set_backend() set, or -1: then each product takes the
+// default for its size, which gemm_choice() (gemm_choice.c) decides on the
+// first product. Atomic because products may come from several threads at once.
+static int set_backend = -1;
 
 void gemm_set_backend(GemmBackend backend) {
     if (backend == GEMM_BLAS && !gemm_have_blas()) backend = GEMM_TILED;
-    __atomic_store_n(&current_backend, (int)backend, __ATOMIC_RELAXED);
+    __atomic_store_n(&set_backend, (int)backend, __ATOMIC_RELAXED);
 }
 
+void gemm_use_choice(void) { __atomic_store_n(&set_backend, -1, __ATOMIC_RELAXED); }
+
 GemmBackend gemm_get_backend(void) {
-    int now = __atomic_load_n(&current_backend, __ATOMIC_RELAXED);
-    if (now < 0) {
-        now = (int)gemm_choice()->backend;
-        int unset = -1; // keep a backend the program set meanwhile
-        if (!__atomic_compare_exchange_n(&current_backend, &unset, now, false, __ATOMIC_RELAXED,
-                                         __ATOMIC_RELAXED))
-            now = unset;
-    }
-    return (GemmBackend)now;
+    const int set = __atomic_load_n(&set_backend, __ATOMIC_RELAXED);
+    return set >= 0 ? (GemmBackend)set : gemm_choice()->backend;
 }
+
+// [gemm_backend_for]
+GemmBackend gemm_backend_for(int M, int K, int N) {
+    const int set = __atomic_load_n(&set_backend, __ATOMIC_RELAXED);
+    if (set >= 0) return (GemmBackend)set;
+    const GemmChoice *c = gemm_choice();
+    return 2.0 * M * K * N < GEMM_SMALL_FLOPS ? c->small_backend : c->backend;
+}
+// [gemm_backend_for]
 
 const char *gemm_backend_name(GemmBackend backend) {
     switch (backend) {
@@ -661,7 +692,7 @@ const char *gemm_backend_name(GemmBackend backend) {
 
 // [matmul]
 void matmul(float *out, const float *a, const float *b, int M, int K, int N) {
-    switch (gemm_get_backend()) {
+    switch (gemm_backend_for(M, K, N)) {
     case GEMM_NAIVE: matmul_naive(out, a, b, M, K, N); break;
     case GEMM_TILED: matmul_tiled(out, a, b, M, K, N); break;
     case GEMM_BLAS: matmul_blas(out, a, b, M, K, N); break;
@@ -671,7 +702,7 @@ void matmul(float *out, const float *a, const float *b, int M, int K, int N) {
 
 // [matmul_bt]
 void matmul_bt(float *out, const float *a, const float *b, int M, int K, int N) {
-    switch (gemm_get_backend()) {
+    switch (gemm_backend_for(M, K, N)) {
     case GEMM_NAIVE: matmul_bt_naive(out, a, b, M, K, N); break;
     case GEMM_TILED: matmul_bt_tiled(out, a, b, M, K, N); break;
     case GEMM_BLAS: matmul_bt_blas(out, a, b, M, K, N); break;
@@ -724,7 +755,7 @@ void matmul_at_acc_naive(float *out, const float *a, const float *b, int M, int 
 static void gemm_acc(float *out, const float *a, const float *b, bool at, bool bt, int M, int K,
                      int N) {
     if (M <= 0 || N <= 0 || K <= 0) return; // an empty sum adds nothing
-    switch (gemm_get_backend()) {
+    switch (gemm_backend_for(M, K, N)) {
     case GEMM_NAIVE:
         if (at) matmul_at_acc_naive(out, a, b, M, K, N);
         else if (bt) matmul_bt_acc_naive(out, a, b, M, K, N);

@@ -85,15 +85,25 @@ void matmul_blas(float *out, const float *a, const float *b, int M, int K, int N
 /** @brief out (M,N) = a (M,K) · b (N,K)ᵀ via cblas_sgemm; tiled when built without BLAS. */
 void matmul_bt_blas(float *out, const float *a, const float *b, int M, int K, int N);
 
+/** Products of fewer floating-point operations (2·M·K·N) than this are
+ *  "small" and have a default backend of their own (GemmChoice.small_backend):
+ *  every product of the small models `vit train` trains, and the attention
+ *  products of each head of ViT-B/16, against 232 MFLOP and more for its
+ *  linear layers. */
+#define GEMM_SMALL_FLOPS 1e8
+
 /** Which backend matmul() uses by default, and why. */
 typedef struct {
-    GemmBackend backend;  /**< the default backend */
+    GemmBackend backend;  /**< the default backend for products of GEMM_SMALL_FLOPS or more */
+    GemmBackend small_backend; /**< the default for smaller ones */
     const char *how;      /**< why: "measured now", "cached: measured before on this machine",
                                "set by VIT_GEMM", "the only fast backend in this build (no OpenBLAS)"
                                or "measured now, on a busy machine (…): not remembered" */
     char how_text[128];   /**< where a `how` with numbers in it is kept */
     double tiled_gflops;  /**< the measurement on 197×768×2304 (0 when nothing was timed) */
     double blas_gflops;   /**< the same for OpenBLAS */
+    double small_tiled_gflops; /**< the measurement on 3200×64×192, one product per thread */
+    double small_blas_gflops;  /**< the same for OpenBLAS */
     char blas_core[32];   /**< the kernel OpenBLAS picked for this CPU ("Haswell"), "" without it */
     char cache[4096];     /**< the file that remembers the choice, "" when none */
     bool remembered;      /**< the choice was read from the cache, or written to it now */
@@ -103,8 +113,11 @@ typedef struct {
  * @brief The default backend, chosen once per process (thread-safe): VIT_GEMM
  *        when set, else the answer remembered for this machine, else measured.
  *
- * Measuring times tiled and blas on ViT-B/16's QKV projection (about 0.1 s)
- * and keeps blas only when it is at least 2 % faster; the answer goes to
+ * Measuring times tiled and blas on ViT-B/16's QKV projection, and on the
+ * q, k, v projection of 64 images of the model `vit train` ships, one such
+ * product per thread as the training shards run them (about 0.1 s in all),
+ * and keeps blas for each size only when it is at least 2 % faster there
+ * (GEMM_SMALL_FLOPS draws the line); the answer goes to
  * $XDG_CACHE_HOME/vit-from-scratch/gemm-choice (else ~/.cache/…), or to
  * VIT_GEMM_CACHE (off: nowhere), keyed by the CPU, OpenBLAS's build and
  * kernel, the tiled micro-kernel and the thread count; unless the timing had
@@ -119,8 +132,13 @@ const char *gemm_blas_core(void);
 
 /** @brief Choose the backend; asking for BLAS in a build without it selects tiled. */
 void gemm_set_backend(GemmBackend backend);
-/** @brief The backend matmul() and matmul_bt() call now. */
+/** @brief The backend set by gemm_set_backend(), else the default for large products. */
 GemmBackend gemm_get_backend(void);
+/** @brief The backend a product of M·K·N calls now: the one gemm_set_backend()
+ *         set, else the default for its size (GEMM_SMALL_FLOPS). */
+GemmBackend gemm_backend_for(int M, int K, int N);
+/** @brief Forget gemm_set_backend(): back to the defaults gemm_choice() chose, by size. */
+void gemm_use_choice(void);
 /** @brief "naive", "tiled" or "blas". */
 const char *gemm_backend_name(GemmBackend backend);
 

@@ -9,7 +9,14 @@
  * than it could be. Rather than trust either, the first product times both
  * backends on ViT-B/16's QKV projection, (197, 768)·(2304, 768)ᵀ, and keeps
  * the faster; OpenBLAS must win by 2 % to be chosen, so a tie keeps the
- * project's own kernel. This is FFTW's "wisdom" in miniature: the answer is
+ * project's own kernel. The winner need not be the same for small products:
+ * on a Zen 4 the two kernels are within a few percent on ViT-B/16's, while
+ * OpenBLAS was 1.1 to 2 times as fast on the linear layers of the small
+ * model `vit train` trains (one thread each) and 1.8 to 4 times on its
+ * attention's (50 × 16 × 50). So the same is done on one small
+ * product, (3200, 64)·(192, 64)ᵀ, one on each thread as the training shards
+ * run them, and products under GEMM_SMALL_FLOPS take that answer (gemm.c's
+ * gemm_backend_for()). This is FFTW's "wisdom" in miniature: the answer is
  * written to $XDG_CACHE_HOME/vit-from-scratch/gemm-choice (else
  * ~/.cache/…), keyed by the CPU, OpenBLAS's build and kernel, the tiled
  * micro-kernel and the thread count, so later runs skip the ~0.1 s of timing
@@ -52,7 +59,6 @@
 enum { TIMED_ROUNDS = 8 }; // after one warm-up, the best of 8 for each backend
 static const double BLAS_MARGIN = 1.02; // OpenBLAS must be this much faster to be chosen
 static const double QUIET_SHARE = 0.9;  // a timing with less of the cores is not remembered
-static const int SHAPE_M = 197, SHAPE_K = 768, SHAPE_N = 2304; // ViT-B/16's qkv projection
 
 static GemmChoice choice;
 static pthread_once_t choice_once = PTHREAD_ONCE_INIT;
@@ -69,10 +75,42 @@ const char *gemm_blas_core(void) {
 
 /* ---------------------------------------------------------------- timing */
 
-static double seconds_of(GemmBackend backend, float *out, const float *a, const float *b) {
+/** A product to time: out (M,N) = a (M,K) · b (N,K)ᵀ, on all threads or, with
+ *  per_thread, one such product on each thread at once. */
+typedef struct {
+    int M, K, N;
+    bool per_thread;
+} TimedShape;
+
+// ViT-B/16's qkv projection, one image; the shipped Fashion-MNIST model's, for
+// a training shard of 64 images (64 × 50 tokens, width 64), one shard per thread
+static const TimedShape LARGE = {197, 768, 2304, false}, SMALL = {3200, 64, 192, true};
+
+static void product(GemmBackend backend, float *out, const float *a, const float *b,
+                    const TimedShape *s) {
+    if (backend == GEMM_BLAS) matmul_bt_blas(out, a, b, s->M, s->K, s->N);
+    else matmul_bt_tiled(out, a, b, s->M, s->K, s->N);
+}
+
+// Seconds of one product, or of `threads` of them side by side (per_thread):
+// inside the parallel region each backend runs on the calling thread only, as
+// in a training shard.
+static double seconds_of(GemmBackend backend, float *out, const float *a, const float *b,
+                         const TimedShape *s, int threads) {
     const double t0 = vit_now();
-    if (backend == GEMM_BLAS) matmul_bt_blas(out, a, b, SHAPE_M, SHAPE_K, SHAPE_N);
-    else matmul_bt_tiled(out, a, b, SHAPE_M, SHAPE_K, SHAPE_N);
+    if (!s->per_thread) {
+        product(backend, out, a, b, s);
+    } else {
+#pragma omp parallel num_threads(threads)
+        {
+#ifdef _OPENMP
+            const int t = omp_get_thread_num();
+#else
+            const int t = 0;
+#endif
+            product(backend, out + (size_t)t * s->M * s->N, a, b, s);
+        }
+    }
     return vit_now() - t0;
 }
 
@@ -82,27 +120,30 @@ static double process_cpu_seconds(void) { // every thread of this process
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-// Best GFLOP/s of each backend, the two timed in turn so that a noisy moment
-// (another process, the clock ramping up) falls on both; *share is the part of
-// `threads` cores the timing had: 1 on a quiet machine (OpenMP's threads spin
-// while they wait, so they count), 0.5 when as many other programs compete.
+// Best GFLOP/s of each backend on shape s, the two timed in turn so that a
+// noisy moment (another process, the clock ramping up) falls on both; *share
+// is the part of `threads` cores the timing had: 1 on a quiet machine
+// (OpenMP's threads spin while they wait, so they count), 0.5 when as many
+// other programs compete.
 // [measure]
-static void measure(double *tiled_gflops, double *blas_gflops, double *share, int threads) {
-    const size_t a_len = (size_t)SHAPE_M * SHAPE_K, b_len = (size_t)SHAPE_N * SHAPE_K;
+static void measure(const TimedShape *s, double *tiled_gflops, double *blas_gflops, double *share,
+                    int threads) {
+    const int copies = s->per_thread ? threads : 1; // one out per thread
+    const size_t a_len = (size_t)s->M * s->K, b_len = (size_t)s->N * s->K;
     float *a = vit_malloc(a_len * sizeof *a), *b = vit_malloc(b_len * sizeof *b);
-    float *out = vit_malloc((size_t)SHAPE_M * SHAPE_N * sizeof *out);
+    float *out = vit_malloc((size_t)copies * s->M * s->N * sizeof *out);
     for (size_t i = 0; i < a_len; i++) a[i] = (float)(i % 7) * 0.25f - 0.75f;
     for (size_t i = 0; i < b_len; i++) b[i] = (float)(i % 5) * 0.25f - 0.5f;
     double best[2] = {1e30, 1e30};
     const double wall0 = vit_now(), cpu0 = process_cpu_seconds();
     for (int round = 0; round <= TIMED_ROUNDS; round++)
         for (int which = 0; which < 2; which++) {
-            const double s = seconds_of(which ? GEMM_BLAS : GEMM_TILED, out, a, b);
-            if (round > 0 && s < best[which]) best[which] = s; // round 0 warms up
+            const double sec = seconds_of(which ? GEMM_BLAS : GEMM_TILED, out, a, b, s, threads);
+            if (round > 0 && sec < best[which]) best[which] = sec; // round 0 warms up
         }
     const double wall = vit_now() - wall0, cpu = process_cpu_seconds() - cpu0;
     *share = wall > 0 && threads > 0 ? cpu / (wall * threads) : 1.0;
-    const double flop = 2.0 * SHAPE_M * SHAPE_K * SHAPE_N;
+    const double flop = 2.0 * copies * s->M * s->K * s->N;
     *tiled_gflops = flop / best[0] / 1e9;
     *blas_gflops = flop / best[1] / 1e9;
     free(a);
@@ -179,11 +220,15 @@ static bool cache_read(const char *key) {
     text[n] = '\0';
     const char *body = strchr(text, '\n'); // after the comment line
     if (!body || strncmp(body + 1, key, strlen(key))) return false;
-    char name[16];
+    char name[16], small[16];
     const char *rest = body + 1 + strlen(key);
-    if (sscanf(rest, "choice=%15s\ntiled_gflops=%lf\nblas_gflops=%lf", name, &choice.tiled_gflops,
-               &choice.blas_gflops) != 3 ||
-        !parse_backend(name, &choice.backend) || choice.backend == GEMM_NAIVE)
+    if (sscanf(rest,
+               "choice=%15s\ntiled_gflops=%lf\nblas_gflops=%lf\nsmall_choice=%15s\n"
+               "small_tiled_gflops=%lf\nsmall_blas_gflops=%lf",
+               name, &choice.tiled_gflops, &choice.blas_gflops, small, &choice.small_tiled_gflops,
+               &choice.small_blas_gflops) != 6 ||
+        !parse_backend(name, &choice.backend) || choice.backend == GEMM_NAIVE ||
+        !parse_backend(small, &choice.small_backend) || choice.small_backend == GEMM_NAIVE)
         return false;
     return true;
 }
@@ -209,6 +254,9 @@ static bool cache_write(const char *key) {
     fprintf(o.f, "# vit-from-scratch: the faster matrix product on this machine (delete it to measure again)\n");
     fprintf(o.f, "%schoice=%s\ntiled_gflops=%.1f\nblas_gflops=%.1f\n", key,
             gemm_backend_name(choice.backend), choice.tiled_gflops, choice.blas_gflops);
+    fprintf(o.f, "small_choice=%s\nsmall_tiled_gflops=%.1f\nsmall_blas_gflops=%.1f\n",
+            gemm_backend_name(choice.small_backend), choice.small_tiled_gflops,
+            choice.small_blas_gflops);
     return outfile_commit(&o, !ferror(o.f), &err) == VIT_OK;
 }
 
@@ -235,6 +283,11 @@ static double quiet_share(void) {
     return QUIET_SHARE;
 }
 
+// OpenBLAS only when it is at least BLAS_MARGIN faster: a tie keeps our own kernel
+static GemmBackend faster(double tiled_gflops, double blas_gflops) {
+    return blas_gflops > BLAS_MARGIN * tiled_gflops ? GEMM_BLAS : GEMM_TILED;
+}
+
 // [choose]
 static void choose(void) {
     const char *forced = getenv("VIT_GEMM");
@@ -244,12 +297,13 @@ static void choose(void) {
             warn_setting("VIT_GEMM", forced, "naive, tiled, blas or auto", "measuring instead");
         } else {
             if (choice.backend == GEMM_BLAS && !gemm_have_blas()) choice.backend = GEMM_TILED;
+            choice.small_backend = choice.backend;
             choice.how = "set by VIT_GEMM";
             return;
         }
     }
     if (!gemm_have_blas()) {
-        choice.backend = GEMM_TILED;
+        choice.backend = choice.small_backend = GEMM_TILED;
         choice.how = "the only fast backend in this build (no OpenBLAS)";
         return;
     }
@@ -266,11 +320,14 @@ static void choose(void) {
 #else
     const bool in_parallel = false;
 #endif
-    double share;
+    double share, small_share;
     const double quiet = quiet_share();
     const int threads = in_parallel ? 1 : vit_get_threads();
-    measure(&choice.tiled_gflops, &choice.blas_gflops, &share, threads);
-    choice.backend = choice.blas_gflops > BLAS_MARGIN * choice.tiled_gflops ? GEMM_BLAS : GEMM_TILED;
+    measure(&LARGE, &choice.tiled_gflops, &choice.blas_gflops, &share, threads);
+    measure(&SMALL, &choice.small_tiled_gflops, &choice.small_blas_gflops, &small_share, threads);
+    if (small_share < share) share = small_share;
+    choice.backend = faster(choice.tiled_gflops, choice.blas_gflops);
+    choice.small_backend = faster(choice.small_tiled_gflops, choice.small_blas_gflops);
     choice.how = "measured now";
     if (share < quiet) { // other programs had the cores: right for now, perhaps not later
         snprintf(choice.how_text, sizeof choice.how_text,
@@ -295,11 +352,15 @@ const GemmChoice *gemm_choice(void) {
 void gemm_choice_describe(char *buf, size_t size) {
     const GemmChoice *c = gemm_choice();
     const GemmBackend now = gemm_get_backend();
-    char blas[64] = "", measured[192] = "";
+    char blas[64] = "", measured[320] = "";
     if (gemm_have_blas()) snprintf(blas, sizeof blas, "OpenBLAS's kernel: %.31s", c->blas_core);
     if (c->tiled_gflops > 0)
-        snprintf(measured, sizeof measured, "; tiled (%s) %.0f, blas %.0f GFLOP/s on 197x768x2304",
-                 gemm_tiled_kernel(), c->tiled_gflops, c->blas_gflops);
+        snprintf(measured, sizeof measured,
+                 "; tiled (%s) %.0f, blas %.0f GFLOP/s on 197x768x2304; under %.0f MFLOP: "
+                 "%s (tiled %.0f, blas %.0f GFLOP/s on 3200x64x192, one product per thread)",
+                 gemm_tiled_kernel(), c->tiled_gflops, c->blas_gflops, GEMM_SMALL_FLOPS / 1e6,
+                 gemm_backend_name(c->small_backend), c->small_tiled_gflops,
+                 c->small_blas_gflops);
     if (now != c->backend) // bench and the tests switch backends themselves
         snprintf(buf, size, "%s (set by the program%s%s)", gemm_backend_name(now),
                  blas[0] ? "; " : "", blas);

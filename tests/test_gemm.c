@@ -115,10 +115,9 @@ static int list_impls(Impl *impls, bool dispatch) {
 // out = the product, computed by im.
 static void impl_run(const Impl *im, float *out, const Operands *op) {
     gemm_set_tiled_kernel(im->kernel);
-    GemmBackend saved = gemm_get_backend();
     gemm_set_backend(im->backend);
     (op->bt ? im->abt : im->ab)(out, op->a, op->b, op->M, op->K, op->N);
-    gemm_set_backend(saved);
+    gemm_use_choice(); // the defaults again
     gemm_set_tiled_kernel(NULL);
 }
 
@@ -414,7 +413,16 @@ static void test_backend_switch(void) {
     // asking for BLAS in a build without it selects tiled
     gemm_set_backend(GEMM_BLAS);
     CU_ASSERT_EQUAL(gemm_get_backend(), gemm_have_blas() ? GEMM_BLAS : GEMM_TILED);
-    gemm_set_backend(saved);
+    // a backend set holds for products of every size
+    CU_ASSERT_EQUAL(gemm_backend_for(50, 16, 50), gemm_get_backend());
+    CU_ASSERT_EQUAL(gemm_backend_for(197, 768, 2304), gemm_get_backend());
+    // and gemm_use_choice() goes back to the defaults, one for each side of GEMM_SMALL_FLOPS
+    gemm_use_choice();
+    CU_ASSERT_EQUAL(gemm_get_backend(), saved);
+    CU_ASSERT_EQUAL(gemm_backend_for(197, 768, 2304), choice->backend); // 697 MFLOP
+    CU_ASSERT_EQUAL(gemm_backend_for(3200, 64, 192), choice->small_backend); // 79 MFLOP
+    CU_ASSERT_EQUAL(gemm_backend_for(50, 16, 50), choice->small_backend);
+    if (!gemm_have_blas()) CU_ASSERT_EQUAL(choice->small_backend, GEMM_TILED);
 }
 
 static void test_tiled_kernel_switch(void) {

@@ -142,12 +142,41 @@ static void test_measured_once_then_remembered(void) {
     CU_ASSERT_TRUE(file_holds(s.cache, want));
     CU_ASSERT_TRUE(file_holds(s.cache, "\nthreads="));
     CU_ASSERT_TRUE(file_holds(s.cache, "\ncpu="));
+    // and the choice for small products, which the run printed too
+    const char *small = strstr(line, "; under 100 MFLOP: ");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(small);
+    char small_first[16] = "";
+    sscanf(small + strlen("; under 100 MFLOP: "), "%15s", small_first);
+    snprintf(want, sizeof want, "small_choice=%s\n", small_first);
+    CU_ASSERT_TRUE(file_holds(s.cache, want));
+    CU_ASSERT_PTR_NOT_NULL(strstr(line, "GFLOP/s on 3200x64x192, one product per thread)"));
     // the next run reads it: the same choice, nothing timed
     r = info_with(&s, NULL, s.cache);
     CU_ASSERT_EQUAL(r.status, 0);
     line = products_line(&r);
     CU_ASSERT_TRUE(starts_with(line, first));
     CU_ASSERT_PTR_NOT_NULL(strstr(line, "(cached: measured before on this machine"));
+    cli_result_free(&r);
+    // what the file says is what the run does: the choices written the other
+    // way round (each size the other backend) are read back as they are
+    char *text = read_whole_file(s.cache, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    const bool tiled_first = strstr(text, "\nchoice=tiled\n") != NULL;
+    const bool tiled_small = strstr(text, "\nsmall_choice=tiled\n") != NULL;
+    char *at = strstr(text, "\nchoice="), *small_at = strstr(text, "\nsmall_choice=");
+    CU_ASSERT_FATAL(at && small_at);
+    char swapped[2048];
+    snprintf(swapped, sizeof swapped, "%.*s\nchoice=%s\ntiled_gflops=1.0\nblas_gflops=1.0\n"
+             "small_choice=%s\nsmall_tiled_gflops=1.0\nsmall_blas_gflops=1.0\n", (int)(at - text),
+             text, tiled_first ? "blas" : "tiled", tiled_small ? "blas" : "tiled");
+    free(text);
+    write_text(s.cache, swapped);
+    r = info_with(&s, NULL, s.cache);
+    CU_ASSERT_EQUAL(r.status, 0);
+    line = products_line(&r);
+    CU_ASSERT_TRUE(starts_with(line, tiled_first ? "blas (cached" : "tiled (cached"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(line, tiled_small ? "; under 100 MFLOP: blas ("
+                                                    : "; under 100 MFLOP: tiled ("));
     cli_result_free(&r);
     scratch_remove(&s.dir);
 }

@@ -141,7 +141,6 @@ static void small_check(void *user, const char *name, const Tensor *t) {
 }
 
 static void run_small_against_golden(GemmBackend backend) {
-    GemmBackend before = gemm_get_backend();
     gemm_set_backend(backend);
     Vit vit;
     if (!build(&vit, &small_config, &small_init)) return;
@@ -160,7 +159,7 @@ static void run_small_against_golden(GemmBackend backend) {
     }
     tensor_free(&x);
     vit_free(&vit);
-    gemm_set_backend(before);
+    gemm_use_choice(); // the defaults again
 }
 
 static void test_small_matches_pytorch(void) { run_small_against_golden(gemm_get_backend()); }
