@@ -195,14 +195,12 @@ static void bench_gemm(void) {
     printf("  %-21s %-10s %-15s %8s %8s %8s %12s %11s   %s\n", "product", "function", "MxKxN",
            "naive", "tiled", "blas", "tiled/naive", "blas/tiled",
            "max|diff| vs naive: tiled / blas");
-    GemmBackend saved = gemm_get_backend();
     // x (197,768) · W (2304,768)ᵀ: the fused q,k,v projection of one ViT-B/16 image;
     // h (197,3072) · W (768,3072)ᵀ: its MLP's second layer, the longest sum
     bench_gemm_case("ViT-B qkv projection", 197, 768, 2304, true, QKV);
     bench_gemm_case("ViT-B mlp.fc2", 197, 3072, 768, true, FC2);
     bench_gemm_case("square", 1024, 1024, 1024, false, SQUARE);
-    if (saved == gemm_choice()->backend) gemm_use_choice(); // the defaults, by size
-    else gemm_set_backend(saved);
+    gemm_use_choice(); // back to the defaults, by size
     printf("\n");
 }
 
@@ -463,7 +461,8 @@ static void bench_vit(void) {
     }
     vit_set_threads(threads);
     gemm_use_choice();
-    // the default backends, as vit classify runs them (saved for its linear layers): batch 1 again for the record, then batch 8
+    // the default backends, as vit classify runs them (saved: the one for its
+    // linear layers): batch 1 again for the record, then batch 8
     fig.batch1_ms = 1e3 * median_seconds((Workload){run_forward, &fc}, true, 5, 3.0);
     fig.batch1_gflops = flops / (fig.batch1_ms / 1e3) / 1e9;
     Tensor batch8 = tensor_new(4, 8, 3, 224, 224);
@@ -704,8 +703,7 @@ static void bench_train(void) {
         }
     }
     vit_set_threads(threads);
-    if (saved == gemm_choice()->backend) gemm_use_choice();
-    else gemm_set_backend(saved);
+    gemm_use_choice(); // back to the defaults, by size
     printf("  loss over the %d steps of the last run: %.4f -> %.4f (the same batch: it must fall)\n",
            TRAIN_WARMUP + TRAIN_STEPS, (double)first, (double)last);
     printf("  (with shards, forward and backward are one call: the fwd column holds both)\n");

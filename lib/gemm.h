@@ -87,9 +87,9 @@ void matmul_bt_blas(float *out, const float *a, const float *b, int M, int K, in
 
 /** Products of fewer floating-point operations (2·M·K·N) than this are
  *  "small" and have a default backend of their own (GemmChoice.small_backend):
- *  every product of the small models `vit train` trains, and the attention
- *  products of each head of ViT-B/16, against 232 MFLOP and more for its
- *  linear layers. */
+ *  every product of the shipped model's training shards (at most 79 MFLOP),
+ *  and the attention products of each head of ViT-B/16 (5 MFLOP), against
+ *  232 MFLOP and more for ViT-B/16's linear layers. */
 #define GEMM_SMALL_FLOPS 1e8
 
 /** Which backend matmul() uses by default, and why. */
