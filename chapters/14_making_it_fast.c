@@ -742,9 +742,10 @@ static void wrong_kernel(Chapter *ch, Work *w) {
     }
     ch_say(ch, "That is why lib does not take a library's speed on trust. The first time "
                "a program asks for the default backend, gemm_choice() (lib/gemm_choice.c) "
-               "times both kernels on that q, k, v product, and on a small one, the "
-               "(3200, 64) · (192, 64)ᵀ of 64 Fashion-MNIST images in chapter 11's model, "
-               "one on each thread as training runs them. For each size it keeps OpenBLAS "
+               "times both kernels on that q, k, v product, and on the small products of "
+               "one block of chapter 11's training step, forward and backward for 64 "
+               "Fashion-MNIST images, the whole list on each thread as training runs it. "
+               "For each size it keeps OpenBLAS "
                "only when it is measurably faster (a tie keeps lib's own): products under "
                "GEMM_SMALL_FLOPS, %.0f MFLOP, take the small one's answer. It remembers "
                "both for this CPU, library, kernel and thread count%s%s (VIT_GEMM=tiled or "

@@ -227,8 +227,20 @@ static void run_free(Run *r) {
 }
 
 // The command line as one string, each argument quoted when it needs it.
+// Settings in the environment that change the weights' last bits (which
+// matrix product runs, which OpenBLAS kernel) come first, as a shell writes
+// them, so that the command in the metadata is the whole recipe.
 static void join_command(char *buf, size_t size, int argc, char **argv) {
-    size_t at = (size_t)snprintf(buf, size, "vit");
+    static const char *const SETTINGS[] = {"VIT_GEMM", "OPENBLAS_CORETYPE"};
+    size_t at = 0;
+    buf[0] = '\0';
+    for (size_t k = 0; k < sizeof SETTINGS / sizeof SETTINGS[0] && at < size; k++) {
+        const char *v = getenv(SETTINGS[k]);
+        if (!v || !*v) continue;
+        const bool plain = strcspn(v, " \t\"'\\$") == strlen(v);
+        at += (size_t)snprintf(buf + at, size - at, plain ? "%s=%s " : "%s='%s' ", SETTINGS[k], v);
+    }
+    if (at < size) at += (size_t)snprintf(buf + at, size - at, "vit");
     for (int i = 0; i < argc && at < size; i++) {
         const bool plain = argv[i][0] && strcspn(argv[i], " \t\"'\\$") == strlen(argv[i]);
         at += (size_t)snprintf(buf + at, size - at, plain ? " %s" : " '%s'", argv[i]);

@@ -751,11 +751,11 @@ void matmul_at_acc_naive(float *out, const float *a, const float *b, int M, int 
         }
 }
 
-// out (M,N) += op(a)·op(b) with the current backend; at and bt: which operand is stored transposed
-static void gemm_acc(float *out, const float *a, const float *b, bool at, bool bt, int M, int K,
-                     int N) {
+// [gemm_acc_on]
+void gemm_acc_on(GemmBackend backend, float *out, const float *a, const float *b, bool at, bool bt,
+                 int M, int K, int N) {
     if (M <= 0 || N <= 0 || K <= 0) return; // an empty sum adds nothing
-    switch (gemm_backend_for(M, K, N)) {
+    switch (backend) {
     case GEMM_NAIVE:
         if (at) matmul_at_acc_naive(out, a, b, M, K, N);
         else if (bt) matmul_bt_acc_naive(out, a, b, M, K, N);
@@ -772,6 +772,13 @@ static void gemm_acc(float *out, const float *a, const float *b, bool at, bool b
     case GEMM_TILED: break;
     }
     gemm_tiled_args((GemmArgs){out, a, b, bt, M, K, N, at, true});
+}
+// [gemm_acc_on]
+
+// out (M,N) += op(a)·op(b) with the default backend for its size
+static void gemm_acc(float *out, const float *a, const float *b, bool at, bool bt, int M, int K,
+                     int N) {
+    gemm_acc_on(gemm_backend_for(M, K, N), out, a, b, at, bt, M, K, N);
 }
 
 void matmul_acc(float *out, const float *a, const float *b, int M, int K, int N) {

@@ -102,7 +102,7 @@ typedef struct {
     char how_text[128];   /**< where a `how` with numbers in it is kept */
     double tiled_gflops;  /**< the measurement on 197×768×2304 (0 when nothing was timed) */
     double blas_gflops;   /**< the same for OpenBLAS */
-    double small_tiled_gflops; /**< the measurement on 3200×64×192, one product per thread */
+    double small_tiled_gflops; /**< the measurement on one block of a training shard (gemm_choice.c), one per thread */
     double small_blas_gflops;  /**< the same for OpenBLAS */
     char blas_core[32];   /**< the kernel OpenBLAS picked for this CPU ("Haswell"), "" without it */
     char cache[4096];     /**< the file that remembers the choice, "" when none */
@@ -114,8 +114,9 @@ typedef struct {
  *        when set, else the answer remembered for this machine, else measured.
  *
  * Measuring times tiled and blas on ViT-B/16's QKV projection, and on the
- * q, k, v projection of 64 images of the model `vit train` ships, one such
- * product per thread as the training shards run them (about 0.1 s in all),
+ * products of one block of a training step of the model `vit train` ships,
+ * forward and backward for 64 images, the whole list on each thread at once
+ * as the training shards run it (about 0.3 s in all),
  * and keeps blas for each size only when it is at least 2 % faster there
  * (GEMM_SMALL_FLOPS draws the line); the answer goes to
  * $XDG_CACHE_HOME/vit-from-scratch/gemm-choice (else ~/.cache/…), or to
@@ -163,6 +164,12 @@ void matmul_acc(float *out, const float *a, const float *b, int M, int K, int N)
 void matmul_bt_acc(float *out, const float *a, const float *b, int M, int K, int N);
 /** @brief out (M,N) += a (K,M)ᵀ · b (K,N), e.g. dW += doutᵀ · x. */
 void matmul_at_acc(float *out, const float *a, const float *b, int M, int K, int N);
+/** @brief out (M,N) += op(a) · op(b) on the given backend, whatever the
+ *         default: a is (M,K), or (K,M) when at; b is (K,N), or (N,K) when bt.
+ *         The three products above call it with gemm_backend_for()'s backend;
+ *         gemm_choice() times the backends with it. */
+void gemm_acc_on(GemmBackend backend, float *out, const float *a, const float *b, bool at, bool bt,
+                 int M, int K, int N);
 /** @brief matmul_acc(), textbook loops. */
 void matmul_acc_naive(float *out, const float *a, const float *b, int M, int K, int N);
 /** @brief matmul_bt_acc(), textbook loops. */

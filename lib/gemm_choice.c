@@ -10,16 +10,17 @@
  * backends on ViT-B/16's QKV projection, (197, 768)·(2304, 768)ᵀ, and keeps
  * the faster; OpenBLAS must win by 2 % to be chosen, so a tie keeps the
  * project's own kernel. The winner need not be the same for small products:
- * on a Zen 4 the two kernels are within a few percent on ViT-B/16's, while
+ * on a Zen 4 the two kernels were within a few percent on ViT-B/16's, while
  * OpenBLAS was 1.1 to 2 times as fast on the linear layers of the small
  * model `vit train` trains (one thread each) and 1.8 to 4 times on its
- * attention's (50 × 16 × 50). So the same is done on one small
- * product, (3200, 64)·(192, 64)ᵀ, one on each thread as the training shards
- * run them, and products under GEMM_SMALL_FLOPS take that answer (gemm.c's
+ * attention's (50 × 16 × 50). So the same is done on the products of one
+ * block of that model's training step, forward and backward, for a shard of
+ * 64 images, the whole list on each thread at once as the training shards
+ * run it, and products under GEMM_SMALL_FLOPS take that answer (gemm.c's
  * gemm_backend_for()). This is FFTW's "wisdom" in miniature: the answer is
  * written to $XDG_CACHE_HOME/vit-from-scratch/gemm-choice (else
  * ~/.cache/…), keyed by the CPU, OpenBLAS's build and kernel, the tiled
- * micro-kernel and the thread count, so later runs skip the ~0.1 s of timing
+ * micro-kernel and the thread count, so later runs skip the ~0.3 s of timing
  * and, above all, make the same choice: the two backends round differently,
  * and a choice that flipped between runs would change results in the last bits.
  *
@@ -75,31 +76,106 @@ const char *gemm_blas_core(void) {
 
 /* ---------------------------------------------------------------- timing */
 
-/** A product to time: out (M,N) = a (M,K) · b (N,K)ᵀ, on all threads or, with
- *  per_thread, one such product on each thread at once. */
-typedef struct {
-    int M, K, N;
-    bool per_thread;
-} TimedShape;
+/** How a timed product reads its operands: out (M,N) = a·bᵀ or a·b as a
+ *  forward pass computes them, or out += a·b, aᵀ·b or a·bᵀ as the backward
+ *  pass adds its gradients (gemm.h). */
+typedef enum { FORWARD_BT, FORWARD, ADD, ADD_AT, ADD_BT } ProductForm;
 
-// ViT-B/16's qkv projection, one image; the shipped Fashion-MNIST model's, for
-// a training shard of 64 images (64 × 50 tokens, width 64), one shard per thread
-static const TimedShape LARGE = {197, 768, 2304, false}, SMALL = {3200, 64, 192, true};
+/** One product of a timed workload, `count` times over. */
+typedef struct {
+    ProductForm form;
+    int M, K, N, count;
+} TimedProduct;
+
+/** What measure() times: products run on all threads, or (per_thread) the
+ *  whole list on each thread at once, as the training shards run it. */
+typedef struct {
+    const TimedProduct *products;
+    int n_products;
+    bool per_thread;
+} Workload;
+
+// ViT-B/16's qkv projection, one image: out (197, 2304) = x (197, 768) · W (2304, 768)ᵀ
+static const TimedProduct VIT_B_QKV[] = {{FORWARD_BT, 197, 768, 2304, 1}};
+
+// One block of the shipped Fashion-MNIST model, forward and backward, for a
+// training shard of 64 images: 64 × 50 = 3200 tokens of width 64, and 64 × 4
+// heads = 256 attention products of 50 tokens by 16 for each form. The tiny
+// attention products are a sixth of its FLOPs, and the two backends differ
+// most there: timing the qkv product alone chose wrongly on a Zen 5 (a tie,
+// 237 against 235 GFLOP/s, where whole training steps with OpenBLAS were 10 %
+// faster). (M, K, N) as gemm.h names them.
+static const TimedProduct SHARD_BLOCK[] = {
+    // forward: qkv, each head's scores q·kᵀ and weighted values probs·v, proj, fc1, fc2
+    {FORWARD_BT, 3200, 64, 192, 1}, {FORWARD_BT, 50, 16, 50, 256}, {FORWARD, 50, 50, 16, 256},
+    {FORWARD_BT, 3200, 64, 64, 1}, {FORWARD_BT, 3200, 64, 128, 1}, {FORWARD_BT, 3200, 128, 64, 1},
+    // backward of the four linear layers, in the order qkv, proj, fc1, fc2:
+    // dx += dout·W, then dW += doutᵀ·x
+    {ADD, 3200, 192, 64, 1}, {ADD_AT, 192, 3200, 64, 1},
+    {ADD, 3200, 64, 64, 1}, {ADD_AT, 64, 3200, 64, 1},
+    {ADD, 3200, 128, 64, 1}, {ADD_AT, 128, 3200, 64, 1},
+    {ADD, 3200, 64, 128, 1}, {ADD_AT, 64, 3200, 128, 1},
+    // backward of each head's attention: dprobs += dout·vᵀ, dv += probsᵀ·dout,
+    // dq += ds·k, dk += dsᵀ·q
+    {ADD_BT, 50, 16, 50, 256}, {ADD_AT, 50, 50, 16, 256},
+    {ADD, 50, 50, 16, 256}, {ADD_AT, 50, 50, 16, 256},
+};
+
+// names the two workloads in the cache key: change it when either changes
+#define TIMED_WORKLOADS "vit-b-qkv, fashion-shard-block"
+#define COUNT_OF(x) ((int)(sizeof(x) / sizeof((x)[0])))
+static const Workload LARGE = {VIT_B_QKV, COUNT_OF(VIT_B_QKV), false},
+                      SMALL = {SHARD_BLOCK, COUNT_OF(SHARD_BLOCK), true};
 
 static void product(GemmBackend backend, float *out, const float *a, const float *b,
-                    const TimedShape *s) {
-    if (backend == GEMM_BLAS) matmul_bt_blas(out, a, b, s->M, s->K, s->N);
-    else matmul_bt_tiled(out, a, b, s->M, s->K, s->N);
+                    const TimedProduct *p) {
+    const bool blas = backend == GEMM_BLAS;
+    switch (p->form) {
+    case FORWARD_BT:
+        (blas ? matmul_bt_blas : matmul_bt_tiled)(out, a, b, p->M, p->K, p->N);
+        break;
+    case FORWARD: (blas ? matmul_blas : matmul_tiled)(out, a, b, p->M, p->K, p->N); break;
+    case ADD: gemm_acc_on(backend, out, a, b, false, false, p->M, p->K, p->N); break;
+    case ADD_AT: gemm_acc_on(backend, out, a, b, true, false, p->M, p->K, p->N); break;
+    case ADD_BT: gemm_acc_on(backend, out, a, b, false, true, p->M, p->K, p->N); break;
+    }
 }
 
-// Seconds of one product, or of `threads` of them side by side (per_thread):
-// inside the parallel region each backend runs on the calling thread only, as
-// in a training shard.
+static void workload(GemmBackend backend, float *out, const float *a, const float *b,
+                     const Workload *w) {
+    for (int i = 0; i < w->n_products; i++)
+        for (int r = 0; r < w->products[i].count; r++) product(backend, out, a, b, &w->products[i]);
+}
+
+// The largest a, b and out any product of w reads or writes, in floats.
+static void workload_sizes(const Workload *w, size_t *a_len, size_t *b_len, size_t *out_len) {
+    *a_len = *b_len = *out_len = 0;
+    for (int i = 0; i < w->n_products; i++) {
+        const TimedProduct *p = &w->products[i];
+        const size_t a = (size_t)p->M * p->K, b = (size_t)p->K * p->N, o = (size_t)p->M * p->N;
+        if (a > *a_len) *a_len = a;
+        if (b > *b_len) *b_len = b;
+        if (o > *out_len) *out_len = o;
+    }
+}
+
+static double workload_flop(const Workload *w) {
+    double flop = 0;
+    for (int i = 0; i < w->n_products; i++) {
+        const TimedProduct *p = &w->products[i];
+        flop += 2.0 * p->count * p->M * p->K * p->N;
+    }
+    return flop;
+}
+
+// Seconds of the workload once, or of `threads` of it side by side
+// (per_thread): inside the parallel region each backend runs on the calling
+// thread only, as in a training shard.
 static double seconds_of(GemmBackend backend, float *out, const float *a, const float *b,
-                         const TimedShape *s, int threads) {
+                         size_t out_len, const Workload *w, int threads) {
     const double t0 = vit_now();
-    if (!s->per_thread) {
-        product(backend, out, a, b, s);
+    if (!w->per_thread) {
+        workload(backend, out, a, b, w);
     } else {
 #pragma omp parallel num_threads(threads)
         {
@@ -108,7 +184,7 @@ static double seconds_of(GemmBackend backend, float *out, const float *a, const 
 #else
             const int t = 0;
 #endif
-            product(backend, out + (size_t)t * s->M * s->N, a, b, s);
+            workload(backend, out + (size_t)t * out_len, a, b, w);
         }
     }
     return vit_now() - t0;
@@ -126,24 +202,26 @@ static double process_cpu_seconds(void) { // every thread of this process
 // (OpenMP's threads spin while they wait, so they count), 0.5 when as many
 // other programs compete.
 // [measure]
-static void measure(const TimedShape *s, double *tiled_gflops, double *blas_gflops, double *share,
+static void measure(const Workload *w, double *tiled_gflops, double *blas_gflops, double *share,
                     int threads) {
-    const int copies = s->per_thread ? threads : 1; // one out per thread
-    const size_t a_len = (size_t)s->M * s->K, b_len = (size_t)s->N * s->K;
+    const int copies = w->per_thread ? threads : 1; // one out per thread
+    size_t a_len, b_len, out_len;
+    workload_sizes(w, &a_len, &b_len, &out_len);
     float *a = vit_malloc(a_len * sizeof *a), *b = vit_malloc(b_len * sizeof *b);
-    float *out = vit_malloc((size_t)copies * s->M * s->N * sizeof *out);
+    float *out = vit_calloc((size_t)copies * out_len, sizeof *out); // the ADD forms read it
     for (size_t i = 0; i < a_len; i++) a[i] = (float)(i % 7) * 0.25f - 0.75f;
     for (size_t i = 0; i < b_len; i++) b[i] = (float)(i % 5) * 0.25f - 0.5f;
     double best[2] = {1e30, 1e30};
     const double wall0 = vit_now(), cpu0 = process_cpu_seconds();
     for (int round = 0; round <= TIMED_ROUNDS; round++)
         for (int which = 0; which < 2; which++) {
-            const double sec = seconds_of(which ? GEMM_BLAS : GEMM_TILED, out, a, b, s, threads);
+            const double sec =
+                seconds_of(which ? GEMM_BLAS : GEMM_TILED, out, a, b, out_len, w, threads);
             if (round > 0 && sec < best[which]) best[which] = sec; // round 0 warms up
         }
     const double wall = vit_now() - wall0, cpu = process_cpu_seconds() - cpu0;
     *share = wall > 0 && threads > 0 ? cpu / (wall * threads) : 1.0;
-    const double flop = 2.0 * copies * s->M * s->K * s->N;
+    const double flop = copies * workload_flop(w);
     *tiled_gflops = flop / best[0] / 1e9;
     *blas_gflops = flop / best[1] / 1e9;
     free(a);
@@ -183,8 +261,9 @@ static void cache_key(char *key, size_t size) {
 #else
     const char *blas = "none";
 #endif
-    snprintf(key, size, "cpu=%s\nblas=%s\nkernel=%s\nthreads=%d\n", cpu, blas, gemm_tiled_kernel(),
-             vit_get_threads());
+    // timed: which workloads were measured, so an answer to other ones is measured again
+    snprintf(key, size, "cpu=%s\nblas=%s\nkernel=%s\nthreads=%d\ntimed=%s\n", cpu, blas,
+             gemm_tiled_kernel(), vit_get_threads(), TIMED_WORKLOADS);
 }
 
 // The cache file's path into choice.cache, or "" when there is none.
@@ -357,7 +436,7 @@ void gemm_choice_describe(char *buf, size_t size) {
     if (c->tiled_gflops > 0)
         snprintf(measured, sizeof measured,
                  "; tiled (%s) %.0f, blas %.0f GFLOP/s on 197x768x2304; under %.0f MFLOP: "
-                 "%s (tiled %.0f, blas %.0f GFLOP/s on 3200x64x192, one product per thread)",
+                 "%s (tiled %.0f, blas %.0f GFLOP/s on a training shard's block, one per thread)",
                  gemm_tiled_kernel(), c->tiled_gflops, c->blas_gflops, GEMM_SMALL_FLOPS / 1e6,
                  gemm_backend_name(c->small_backend), c->small_tiled_gflops,
                  c->small_blas_gflops);

@@ -30,7 +30,7 @@
 
 // [train_defaults]
 TrainConfig train_defaults(void) {
-    return (TrainConfig){.epochs = 30, .batch = 128, .lr = 2e-3, .min_lr = 1e-5,
+    return (TrainConfig){.epochs = 36, .batch = 128, .lr = 2e-3, .min_lr = 1e-5,
                          .warmup_epochs = 2, .weight_decay = 0.05, .clip = 1.0f,
                          .smoothing = 0.1f, .augment = {.pad = 1, .flip = true}, .seed = 1,
                          .shards = 2, .mean = 0.2860f, .std = 0.3530f};

@@ -13,14 +13,14 @@
  *
  * | map | share on the garment | × uniform | probability, 10 patches masked |
  * |---|---|---|---|
- * | rollout (mean) | (0.492) 0.496 | (1.10) 1.10 | (0.392) 0.375 |
- * | rollout (max, discard 0.9) | (0.560) 0.563 | (1.25) 1.25 | (0.441) 0.428 |
- * | last layer | (0.528) 0.534 | (1.18) 1.19 | (0.516) 0.509 |
- * | gradient-weighted | (0.377) 0.385 | (0.84) 0.86 | (0.593) 0.580 |
- * | 10 random patches | | | (0.567) 0.554 |
+ * | rollout (mean) | (0.487) 0.491 | (1.09) 1.09 | (0.500) 0.491 |
+ * | rollout (max, discard 0.9) | (0.553) 0.560 | (1.24) 1.24 | (0.528) 0.527 |
+ * | last layer | (0.562) 0.570 | (1.26) 1.27 | (0.484) 0.472 |
+ * | gradient-weighted | (0.407) 0.414 | (0.91) 0.92 | (0.563) 0.546 |
+ * | 10 random patches | | | (0.592) 0.591 |
  *
  * with the garment covering (0.447) 0.450 of the patches' area and the
- * predicted class's probability (0.835) with nothing masked. About 17 s
+ * predicted class's probability (0.841) 0.843 with nothing masked. About 8 s
  * on two cores.
  */
 #include <CUnit/CUnit.h>
@@ -53,23 +53,24 @@ static void test_maps_on_a_thousand_test_images(void) {
     // the data: the garment covers 45 % of the patches' area (a property of the images)
     CU_ASSERT(m.uniform_mass > 0.44 && m.uniform_mass < 0.46);
     CU_ASSERT(m.prob_full > 0.82); // the model is sure of its answers
-    // on the garment, against a uniform map: the rollout with max and discard
-    // most, then the last layer and the plain rollout, and the gradient-weighted
+    // on the garment, against a uniform map: the last layer and the rollout with
+    // max and discard most, the plain rollout less, and the gradient-weighted
     // map below uniform (more of it on the background)
     const double u = m.uniform_mass;
+    CU_ASSERT(m.mass[MAP_LAST_LAYER] > 1.18 * u);
     CU_ASSERT(m.mass[MAP_ROLLOUT_MAX] > 1.18 * u);
-    CU_ASSERT(m.mass[MAP_LAST_LAYER] > 1.12 * u);
-    CU_ASSERT(m.mass[MAP_ROLLOUT] > 1.05 * u);
-    CU_ASSERT(m.mass[MAP_GRAD] < 0.90 * u);
-    // deletion: the rollouts' 10 top patches matter far more than 10 random ones,
-    // the last layer's a little more, the gradient-weighted map's less; masking
-    // never raises the mean probability
+    CU_ASSERT(m.mass[MAP_ROLLOUT] > 1.04 * u);
+    CU_ASSERT(m.mass[MAP_GRAD] < 0.97 * u);
+    // deletion: every map's 10 top patches matter more than 10 random ones, the
+    // last layer's most, the gradient-weighted map's least; masking never
+    // raises the mean probability
     const int k10 = MEASURE_KS - 1;
     CU_ASSERT_EQUAL(measure_ks[k10], 10);
-    CU_ASSERT(m.prob_top[MAP_ROLLOUT][k10] < m.prob_random[k10] - 0.12);
-    CU_ASSERT(m.prob_top[MAP_ROLLOUT_MAX][k10] < m.prob_random[k10] - 0.08);
-    CU_ASSERT(m.prob_top[MAP_LAST_LAYER][k10] < m.prob_random[k10] - 0.02);
-    CU_ASSERT(m.prob_top[MAP_GRAD][k10] > m.prob_random[k10] + 0.01);
+    CU_ASSERT(m.prob_top[MAP_LAST_LAYER][k10] < m.prob_random[k10] - 0.08);
+    CU_ASSERT(m.prob_top[MAP_ROLLOUT][k10] < m.prob_random[k10] - 0.07);
+    CU_ASSERT(m.prob_top[MAP_ROLLOUT_MAX][k10] < m.prob_random[k10] - 0.04);
+    CU_ASSERT(m.prob_top[MAP_GRAD][k10] < m.prob_random[k10] - 0.02);
+    CU_ASSERT(m.prob_top[MAP_LAST_LAYER][k10] < m.prob_top[MAP_GRAD][k10]);
     for (int map = 0; map < MAP_COUNT; map++)
         for (int k = 0; k < MEASURE_KS; k++) CU_ASSERT(m.prob_top[map][k] < m.prob_full);
     if (CU_get_number_of_failures() > 0)

@@ -247,9 +247,9 @@ static void test_the_gap_shrinks_with_data(void) {
 
 // The shipped model's accuracy on the chapter's slice (the first 1,000 test
 // images) must not fall below this.
-// Measured when it was committed: 90.0% (900 of 1,000); the floor leaves a few
+// Measured when it was committed: 92.1% (921 of 1,000); the floor leaves a few
 // images for another machine's rounding.
-#define SHIPPED_FLOOR 0.89
+#define SHIPPED_FLOOR 0.915
 
 static void test_the_shipped_model(void) {
     char path[1024];

@@ -149,7 +149,7 @@ static void test_measured_once_then_remembered(void) {
     sscanf(small + strlen("; under 100 MFLOP: "), "%15s", small_first);
     snprintf(want, sizeof want, "small_choice=%s\n", small_first);
     CU_ASSERT_TRUE(file_holds(s.cache, want));
-    CU_ASSERT_PTR_NOT_NULL(strstr(line, "GFLOP/s on 3200x64x192, one product per thread)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(line, "GFLOP/s on a training shard's block, one per thread)"));
     // the next run reads it: the same choice, nothing timed
     r = info_with(&s, NULL, s.cache);
     CU_ASSERT_EQUAL(r.status, 0);
@@ -178,6 +178,21 @@ static void test_measured_once_then_remembered(void) {
     CU_ASSERT_PTR_NOT_NULL(strstr(line, tiled_small ? "; under 100 MFLOP: blas ("
                                                     : "; under 100 MFLOP: tiled ("));
     cli_result_free(&r);
+    // the key names what was timed: an answer about other products is measured again
+    CU_ASSERT_TRUE(file_holds(s.cache, "\ntimed="));
+    text = read_whole_file(s.cache, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    char *timed = strstr(text, "\ntimed="), older[2048];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(timed);
+    snprintf(older, sizeof older, "%.*s\ntimed=qkv of 64 images%s", (int)(timed - text), text,
+             strchr(timed + 1, '\n'));
+    free(text);
+    write_text(s.cache, older);
+    r = info_with(&s, NULL, s.cache);
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(products_line(&r), "(measured now;"));
+    cli_result_free(&r);
+    CU_ASSERT_FALSE(file_holds(s.cache, "qkv of 64 images")); // rewritten
     scratch_remove(&s.dir);
 }
 

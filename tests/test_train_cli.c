@@ -20,6 +20,7 @@
 
 #include "check.h"
 #include "cli_run.h"
+#include "gemm.h"
 #include "safetensors.h"
 
 enum { PATH_SIZE = 512 };
@@ -57,8 +58,16 @@ static void test_a_run_writes_model_log_checkpoint(void) {
     scratch_file(&d, "m.safetensors", out, sizeof out);
     scratch_file(&d, "m.csv", log, sizeof log);
     scratch_file(&d, "m.safetensors.ckpt", ckpt, sizeof ckpt);
+    // VIT_GEMM set to the backend the run takes anyway: the command it records names it
+    const char *was = getenv("VIT_GEMM");
+    char saved[64] = "", backend[64];
+    if (was) snprintf(saved, sizeof saved, "%s", was);
+    snprintf(backend, sizeof backend, "%s", gemm_backend_name(gemm_backend_for(64, 64, 64)));
+    setenv("VIT_GEMM", backend, 1);
     CliResult r = VIT_RUN("train", TINY, "--epochs", "2", "--warmup", "0", "--limit", "320",
                           "--out", out);
+    if (was) setenv("VIT_GEMM", saved, 1);
+    else unsetenv("VIT_GEMM");
     if (r.status) fprintf(stderr, "\n    %s", r.err);
     CU_ASSERT_EQUAL(r.status, 0);
     // the heading, one summary per epoch, the model's line; no progress bar off a terminal
@@ -84,6 +93,9 @@ static void test_a_run_writes_model_log_checkpoint(void) {
     const char *names = st_meta(&st, "class_names"), *cmd = st_meta(&st, "train.command");
     CU_ASSERT_TRUE(names && strstr(names, "\"Ankle boot\""));
     CU_ASSERT_TRUE(cmd && strstr(cmd, "vit train"));
+    char want[96];
+    snprintf(want, sizeof want, "VIT_GEMM=%s ", backend); // first, as a shell writes it
+    CU_ASSERT_TRUE(cmd && strncmp(cmd, want, strlen(want)) == 0);
     CU_ASSERT_STRING_EQUAL(st_meta(&st, "preprocess") ? st_meta(&st, "preprocess") : "",
                            "fashion-mnist");
     CU_ASSERT_STRING_EQUAL(st_meta(&st, "channels") ? st_meta(&st, "channels") : "", "1");
