@@ -121,8 +121,9 @@ static const TimedProduct SHARD_BLOCK[] = {
     {ADD, 50, 50, 16, 256}, {ADD_AT, 50, 50, 16, 256},
 };
 
-// names the two workloads in the cache key: change it when either changes
+/** Names the two workloads in the cache key: change it when either changes. */
 #define TIMED_WORKLOADS "vit-b-qkv, fashion-shard-block"
+/** The entries of a static array. */
 #define COUNT_OF(x) ((int)(sizeof(x) / sizeof((x)[0])))
 static const Workload LARGE = {VIT_B_QKV, COUNT_OF(VIT_B_QKV), false},
                       SMALL = {SHARD_BLOCK, COUNT_OF(SHARD_BLOCK), true};
