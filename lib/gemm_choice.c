@@ -102,9 +102,9 @@ static const TimedProduct VIT_B_QKV[] = {{FORWARD_BT, 197, 768, 2304, 1}};
 // training shard of 64 images: 64 × 50 = 3200 tokens of width 64, and 64 × 4
 // heads = 256 attention products of 50 tokens by 16 for each form. The tiny
 // attention products are a sixth of its FLOPs, and the two backends differ
-// most there: timing the qkv product alone chose wrongly on a Zen 5 (a tie,
-// 237 against 235 GFLOP/s, where whole training steps with OpenBLAS were 10 %
-// faster). (M, K, N) as gemm.h names them.
+// most there: timing the qkv product alone chose wrongly on a Zen 5 with the
+// avx2 kernel (a tie, 237 against 235 GFLOP/s, where whole training steps
+// with OpenBLAS were 10 % faster). (M, K, N) as gemm.h names them.
 static const TimedProduct SHARD_BLOCK[] = {
     // forward: qkv, each head's scores q·kᵀ and weighted values probs·v, proj, fc1, fc2
     {FORWARD_BT, 3200, 64, 192, 1}, {FORWARD_BT, 50, 16, 50, 256}, {FORWARD, 50, 50, 16, 256},
