@@ -293,7 +293,8 @@ static void blas_probe(void) {
            gemm_blas_core(), b[QKV], b[FC2], b[SQUARE], t[QKV], t[FC2], t[SQUARE]);
 }
 
-// Runs `bench --threads T --blas-probe` with OPENBLAS_CORETYPE=core; false if it failed.
+// Runs `bench --threads T --blas-probe` with OPENBLAS_CORETYPE=core (NULL: unset, so
+// OpenBLAS picks for itself); false if it failed.
 static bool probe_core(const char *core, char *line, size_t size) {
     int fd[2];
     if (pipe(fd) != 0) return false;
@@ -307,7 +308,8 @@ static bool probe_core(const char *core, char *line, size_t size) {
     if (pid == 0) {
         char threads[16];
         snprintf(threads, sizeof threads, "%d", vit_get_threads());
-        setenv("OPENBLAS_CORETYPE", core, 1);
+        if (core) setenv("OPENBLAS_CORETYPE", core, 1);
+        else unsetenv("OPENBLAS_CORETYPE");
         dup2(fd[1], STDOUT_FILENO);
         close(fd[0]);
         close(fd[1]);
@@ -333,14 +335,19 @@ static void bench_blas_kernels(void) {
            "timed in turn with it there; GFLOP/s, median of %d calls each\n", PROBE_ROUNDS);
     printf("  %-12s %-11s %19s %19s %19s\n", "core", "", "qkv: blas / tiled", "fc2: blas / tiled",
            "square: blas / tiled");
-    const char *installed = gemm_blas_core();
+    // what this process runs, and what OpenBLAS picks when nobody tells it
+    // (they differ when OPENBLAS_CORETYPE is set in the environment)
+    const char *set = getenv("OPENBLAS_CORETYPE");
+    char own[32] = "", line[512];
+    snprintf(own, sizeof own, "%s", gemm_blas_core());
+    if (set && *set && probe_core(NULL, line, sizeof line)) sscanf(line, "core=%31s", own);
     for (size_t i = 0; i < sizeof blas_cores / sizeof blas_cores[0]; i++) {
         const BlasCore *c = &blas_cores[i];
         if (!cpu_runs(c)) {
             printf("  %-12s (this CPU lacks its instructions)\n", c->name);
             continue;
         }
-        char line[512], got[32];
+        char got[32];
         double g[3], t[3];
         if (!probe_core(c->name, line, sizeof line) ||
             sscanf(line, "core=%31s qkv=%lf fc2=%lf square=%lf tiled_qkv=%lf tiled_fc2=%lf "
@@ -349,7 +356,7 @@ static void bench_blas_kernels(void) {
             continue;
         }
         printf("  %-12s %-11s %10.1f / %6.1f %10.1f / %6.1f %10.1f / %6.1f\n", got,
-               !strcmp(got, installed) ? "(its pick)" : "", g[0], t[0], g[1], t[1], g[2], t[2]);
+               !strcmp(got, own) ? "(its pick)" : "", g[0], t[0], g[1], t[1], g[2], t[2]);
         for (int r = 0; r < 3; r++)
             if (g[r] > fig.blas_core_best[r]) {
                 fig.blas_core_best[r] = g[r];
@@ -357,8 +364,13 @@ static void bench_blas_kernels(void) {
                 if (r == QKV) snprintf(fig.best_core, sizeof fig.best_core, "%s", got);
             }
     }
-    printf("  OpenBLAS picks %s on this CPU by itself; the best here on qkv: %s\n\n", installed,
-           fig.best_core);
+    if (set && *set)
+        printf("  OpenBLAS picks %s on this CPU by itself; OPENBLAS_CORETYPE=%.31s in the "
+               "environment makes this run use %s; the best here on qkv: %s\n\n", own, set,
+               gemm_blas_core(), fig.best_core);
+    else
+        printf("  OpenBLAS picks %s on this CPU by itself; the best here on qkv: %s\n\n", own,
+               fig.best_core);
 }
 
 /* ------------------------------------------------------- ViT-B/16 forward */

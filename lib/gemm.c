@@ -226,16 +226,17 @@ typedef struct {
     MicroKernel *run;
     bool (*cpu_can_run)(void);  // does this CPU have the instructions?
     bool avx2_packing;          // transpose while packing with AVX2 (see transpose_rows())
+    bool avx512_packing;        // … and b's slivers with AVX-512 (transpose_rows_16())
 } KernelVariant;
 
 // Widest first; the last one runs anywhere.
 // [kernel_variants]
 static const KernelVariant kernel_variants[] = {
 #ifdef VIT_GEMM_X86
-    {"avx512", 12, 32, micro_kernel_avx512, cpu_has_avx512, true},
-    {"avx2", 6, 16, micro_kernel_avx2, cpu_has_avx2, true},
+    {"avx512", 12, 32, micro_kernel_avx512, cpu_has_avx512, true, true},
+    {"avx2", 6, 16, micro_kernel_avx2, cpu_has_avx2, true, false},
 #endif
-    {"portable", 4, 8, micro_kernel_portable, cpu_has_any, false},
+    {"portable", 4, 8, micro_kernel_portable, cpu_has_any, false, false},
 };
 // [kernel_variants]
 enum { N_VARIANTS = sizeof kernel_variants / sizeof kernel_variants[0] };
@@ -371,6 +372,61 @@ __attribute__((target("avx2"))) static int transpose_rows(float *dst, size_t dst
     return k;
 }
 // [transpose_rows]
+
+/// The same for 16×16 floats in 512-bit registers, one round more: floats,
+/// pairs, 128-bit quarters, 256-bit halves. Column c of the input ends in
+/// r[TRANSPOSED_16[c]] (the rounds leave the columns in that order).
+static const int TRANSPOSED_16[16] = {0, 4, 8, 12, 2, 6, 10, 14, 1, 5, 9, 13, 3, 7, 11, 15};
+__attribute__((target("avx512f"))) static inline void transpose_16x16(v16f r[16]) {
+    v16f t[16];
+    for (int i = 0; i < 16; i += 2) { // rows i and i+1, float by float, in each 128 bits
+        t[i] = __builtin_shufflevector(r[i], r[i + 1], 0, 16, 1, 17, 4, 20, 5, 21, 8, 24, 9,
+                                       25, 12, 28, 13, 29);
+        t[i + 1] = __builtin_shufflevector(r[i], r[i + 1], 2, 18, 3, 19, 6, 22, 7, 23, 10, 26,
+                                           11, 27, 14, 30, 15, 31);
+    }
+    for (int i = 0; i < 16; i += 4) // pair by pair: 4 × 4 blocks, transposed, in each 128 bits
+        for (int h = 0; h < 2; h++) {
+            r[i + 2 * h] = __builtin_shufflevector(t[i + h], t[i + h + 2], 0, 1, 16, 17, 4, 5,
+                                                   20, 21, 8, 9, 24, 25, 12, 13, 28, 29);
+            r[i + 2 * h + 1] = __builtin_shufflevector(t[i + h], t[i + h + 2], 2, 3, 18, 19, 6,
+                                                       7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31);
+        }
+    for (int i = 0; i < 16; i += 8) // 128-bit quarters of rows 4 apart
+        for (int h = 0; h < 4; h++) {
+            t[i + 2 * h] = __builtin_shufflevector(r[i + h], r[i + h + 4], 0, 1, 2, 3, 16, 17,
+                                                   18, 19, 8, 9, 10, 11, 24, 25, 26, 27);
+            t[i + 2 * h + 1] = __builtin_shufflevector(r[i + h], r[i + h + 4], 4, 5, 6, 7, 20,
+                                                       21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31);
+        }
+    for (int h = 0; h < 8; h++) { // 256-bit halves of rows 8 apart
+        r[2 * h] = __builtin_shufflevector(t[h], t[h + 8], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18,
+                                           19, 20, 21, 22, 23);
+        r[2 * h + 1] = __builtin_shufflevector(t[h], t[h + 8], 8, 9, 10, 11, 12, 13, 14, 15, 24,
+                                               25, 26, 27, 28, 29, 30, 31);
+    }
+}
+
+/// transpose_rows() for 16 rows at a time, dst_stride a multiple of 16 (no
+/// spilling). Each block reads one 64-byte line of each row and uses all of
+/// it, so rows that share a set of the L1 cache (K a multiple of 1024) do not
+/// evict each other halfway, as 8 rows of 8 floats did.
+__attribute__((target("avx512f"))) static int transpose_rows_16(float *dst, size_t dst_stride,
+                                                               const float *src,
+                                                               size_t src_stride, int rows,
+                                                               int kc) {
+    int k = 0;
+    for (; k + 16 <= kc; k += 16) {
+        v16f r[16];
+        for (int i = 0; i < 16; i++)
+            if (i < rows) memcpy(&r[i], src + (size_t)i * src_stride + k, sizeof(v16f));
+            else r[i] = (v16f){0};
+        transpose_16x16(r);
+        for (int c = 0; c < 16; c++)
+            memcpy(dst + (size_t)(k + c) * dst_stride, &r[TRANSPOSED_16[c]], sizeof(v16f));
+    }
+    return k;
+}
 #endif
 
 // a_block ← a[i0:i0+mc, k0:k0+kc] as ceil(mc/mr) slivers; sliver s holds rows
@@ -437,7 +493,11 @@ static void pack_b(float *b_panel, const GemmArgs *g, const KernelVariant *kv, i
         const float *src = g->b + (size_t)j * g->K + k0;
         int done = 0;
 #ifdef VIT_GEMM_X86
-        if (kv->avx2_packing)
+        if (kv->avx512_packing && nr % 16 == 0)
+            for (int c0 = 0; c0 < nr; c0 += 16)
+                done = transpose_rows_16(dst + c0, (size_t)nr, src + (size_t)c0 * g->K,
+                                         (size_t)g->K, cols - c0, kc);
+        else if (kv->avx2_packing)
             for (int c0 = 0; c0 < nr; c0 += 8)
                 done = transpose_rows(dst + c0, (size_t)nr, src + (size_t)c0 * g->K,
                                       (size_t)g->K, cols - c0, kc);
