@@ -117,7 +117,7 @@ typedef struct {
  * Measuring times tiled and blas on ViT-B/16's QKV projection, and on the
  * products of one block of a training step of the model `vit train` ships,
  * forward and backward for 64 images, the whole list on each thread at once
- * as the training shards run it (about 0.3 s in all),
+ * as the training shards run it (about 0.2 s in all),
  * and keeps blas for each size only when it is at least 2 % faster there
  * (GEMM_SMALL_FLOPS draws the line); the answer goes to
  * $XDG_CACHE_HOME/vit-from-scratch/gemm-choice (else ~/.cache/…), or to

@@ -20,7 +20,7 @@
  * gemm_backend_for()). This is FFTW's "wisdom" in miniature: the answer is
  * written to $XDG_CACHE_HOME/vit-from-scratch/gemm-choice (else
  * ~/.cache/…), keyed by the CPU, OpenBLAS's build and kernel, the tiled
- * micro-kernel and the thread count, so later runs skip the ~0.3 s of timing
+ * micro-kernel and the thread count, so later runs skip the ~0.2 s of timing
  * and, above all, make the same choice: the two backends round differently,
  * and a choice that flipped between runs would change results in the last bits.
  *
