@@ -286,7 +286,6 @@ static const KernelVariant *current_variant(void) {
         if (worth_running(&kernel_variants[v])) return &kernel_variants[v];
     return &kernel_variants[N_VARIANTS - 1];
 }
-
 // [current_variant]
 
 bool gemm_set_tiled_kernel(const char *name) {
@@ -408,9 +407,9 @@ __attribute__((target("avx512f"))) static inline void transpose_16x16(v16f r[16]
 }
 
 /// transpose_rows() for 16 rows at a time, dst_stride a multiple of 16 (no
-/// spilling). Each block reads one 64-byte line of each row and uses all of
-/// it, so rows that share a set of the L1 cache (K a multiple of 1024) do not
-/// evict each other halfway, as 8 rows of 8 floats did.
+/// spilling). Each block reads 16 floats of each row, a whole 64-byte cache
+/// line when the row is aligned, so no line has to stay in the L1 cache from
+/// one block to the next.
 __attribute__((target("avx512f"))) static int transpose_rows_16(float *dst, size_t dst_stride,
                                                                const float *src,
                                                                size_t src_stride, int rows,
@@ -487,9 +486,10 @@ static void pack_b(float *b_panel, const GemmArgs *g, const KernelVariant *kv, i
             continue;
         }
         // b is (N,K): column c of the sliver is a piece of row j+c of b, so
-        // this is a transpose. One group of 8 rows of b at a time: more rows
-        // read side by side would, with K a multiple of 1024 floats, all fall
-        // in the same few sets of the L1 cache and evict each other.
+        // this is a transpose. One group of 8 rows of b at a time (16 with
+        // AVX-512, a cache line of each): more rows read side by side would,
+        // with K a multiple of 1024 floats, all fall in the same few sets of
+        // the L1 cache and evict each other.
         const float *src = g->b + (size_t)j * g->K + k0;
         int done = 0;
 #ifdef VIT_GEMM_X86

@@ -79,7 +79,13 @@ const char *gemm_blas_core(void) {
 /** How a timed product reads its operands: out (M,N) = a·bᵀ or a·b as a
  *  forward pass computes them, or out += a·b, aᵀ·b or a·bᵀ as the backward
  *  pass adds its gradients (gemm.h). */
-typedef enum { FORWARD_BT, FORWARD, ADD, ADD_AT, ADD_BT } ProductForm;
+typedef enum {
+    FORWARD_BT, ///< out = a · bᵀ, b (N,K): a linear layer, attention's scores
+    FORWARD,    ///< out = a · b: attention's weighted values
+    ADD,        ///< out += a · b: a linear layer's dx, attention's dq
+    ADD_AT,     ///< out += aᵀ · b, a (K,M): a weight's gradient, attention's dk and dv
+    ADD_BT,     ///< out += a · bᵀ: attention's dprobs
+} ProductForm;
 
 /** One product of a timed workload, `count` times over. */
 typedef struct {
