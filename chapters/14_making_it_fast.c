@@ -425,9 +425,9 @@ static void simd(Chapter *ch, Work *w) {
     // [cpu]
     ch_line(ch, "%s", "");
     ch_say(ch, "and lib runs its \"%s\" micro-kernel here (lib/gemm.h lists each one's "
-               "tile; on AMD's Zen 4 and older lib prefers avx2 to avx512, because they "
-               "split a 512-bit operation into two 256-bit halves, while Zen 5 does "
-               "not). The packing, the blocking "
+               "tile; on AMD's Zen 4 lib prefers avx2 to avx512, because Zen 4 splits a "
+               "512-bit operation into two 256-bit halves, while Zen 5 does not). The "
+               "packing, the blocking "
                "loops and the edges are the step before's, written once for every "
                "kernel. matmul_tiled() on one thread (vit_set_threads(1)):",
            gemm_tiled_kernel());

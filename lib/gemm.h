@@ -65,8 +65,8 @@ void matmul_bt_tiled(float *out, const float *a, const float *b, int M, int K, i
  *        "avx512" (12×32 tile), "avx2" (6×16, AVX2+FMA) or "portable" (4×8, SSE2/NEON).
  *
  * The build targets generic x86-64; the fastest variant the CPU supports is
- * picked at run time (avx2 rather than avx512 on AMD's Zen 4 and older,
- * which split 512-bit arithmetic in halves; avx512 on Zen 5) unless
+ * picked at run time (avx2 rather than avx512 on AMD's Zen 4, which splits
+ * 512-bit arithmetic in halves; avx512 on Zen 5) unless
  * gemm_set_tiled_kernel() forced one.
  */
 const char *gemm_tiled_kernel(void);
