@@ -144,7 +144,7 @@ static void test_vit_explain_mistakes(void) {
     Tensor bug = golden_tensor(GOLDEN, "unit.bug.colnorm.max.discard");
     const float d1 = max_diff(&ours, &bug);
     printf("\n      wrong-axis normalisation: max |diff| %.4f; ", (double)d1);
-    CU_ASSERT(d1 > 0.05f); // measured 0.131
+    CU_ASSERT(d1 > 0.05f); // measured 0.128
     double worst_bug = 0, worst_ours = 0;
     for (int i = 0; i < r.N; i++) {
         double sb = 0, so = 0;
@@ -161,7 +161,7 @@ static void test_vit_explain_mistakes(void) {
     bug = golden_tensor(GOLDEN, "unit.bug.reversed.grad");
     const float d2 = max_diff(&ours, &bug);
     printf("reversed gradients: max |diff| %.4f ", (double)d2);
-    CU_ASSERT(d2 > 0.005f); // measured 0.018, 900 times the tolerance
+    CU_ASSERT(d2 > 0.005f); // measured 0.023, about 1,100 times the tolerance
     tensor_free(&ours);
     tensor_free(&bug);
     recorded_close(&r);
