@@ -293,9 +293,10 @@ static void blas_probe(void) {
            gemm_blas_core(), b[QKV], b[FC2], b[SQUARE], t[QKV], t[FC2], t[SQUARE]);
 }
 
-// Runs `bench --threads T --blas-probe` with OPENBLAS_CORETYPE=core (NULL: unset, so
-// OpenBLAS picks for itself); false if it failed.
-static bool probe_core(const char *core, char *line, size_t size) {
+// Runs `bench --threads T MODE` (--blas-probe: the timings; --blas-core: only the
+// kernel's name) with OPENBLAS_CORETYPE=core (NULL: unset, so OpenBLAS picks for
+// itself); false if it failed.
+static bool probe_core(const char *core, const char *mode, char *line, size_t size) {
     int fd[2];
     if (pipe(fd) != 0) return false;
     fflush(stdout);
@@ -313,7 +314,7 @@ static bool probe_core(const char *core, char *line, size_t size) {
         dup2(fd[1], STDOUT_FILENO);
         close(fd[0]);
         close(fd[1]);
-        execl("/proc/self/exe", "bench", "--threads", threads, "--blas-probe", (char *)NULL);
+        execl("/proc/self/exe", "bench", "--threads", threads, mode, (char *)NULL);
         _exit(127);
     }
     close(fd[1]);
@@ -340,7 +341,8 @@ static void bench_blas_kernels(void) {
     const char *set = getenv("OPENBLAS_CORETYPE");
     char own[32] = "", line[512];
     snprintf(own, sizeof own, "%s", gemm_blas_core());
-    if (set && *set && probe_core(NULL, line, sizeof line)) sscanf(line, "core=%31s", own);
+    if (set && *set && probe_core(NULL, "--blas-core", line, sizeof line))
+        sscanf(line, "core=%31s", own);
     for (size_t i = 0; i < sizeof blas_cores / sizeof blas_cores[0]; i++) {
         const BlasCore *c = &blas_cores[i];
         if (!cpu_runs(c)) {
@@ -349,7 +351,7 @@ static void bench_blas_kernels(void) {
         }
         char got[32];
         double g[3], t[3];
-        if (!probe_core(c->name, line, sizeof line) ||
+        if (!probe_core(c->name, "--blas-probe", line, sizeof line) ||
             sscanf(line, "core=%31s qkv=%lf fc2=%lf square=%lf tiled_qkv=%lf tiled_fc2=%lf "
                          "tiled_square=%lf", got, &g[0], &g[1], &g[2], &t[0], &t[1], &t[2]) != 7) {
             printf("  %-12s (the probe failed)\n", c->name);
@@ -933,6 +935,9 @@ int main(int argc, char **argv) {
             vit_result_path = argv[++i];
         } else if (strcmp(argv[i], "--blas-probe") == 0) { // the blas-kernels section's child
             blas_probe();
+            return 0;
+        } else if (strcmp(argv[i], "--blas-core") == 0) { // … when it asks only for the name
+            printf("core=%s\n", gemm_blas_core());
             return 0;
         } else if (argv[i][0] != '-' && find_section(argv[i])) {
             if (n_chosen < N_SECTIONS) chosen[n_chosen++] = find_section(argv[i]);
