@@ -124,6 +124,8 @@ enum {
     MC = 144, // rows of a packed per a_block
     NC = 3072 // columns of b packed per b_panel (a multiple of every NR)
 };
+// Largest a that threads pack once together rather than each for itself.
+enum { A_WHOLE_MAX_BYTES = 4 << 20 };
 
 // Largest micro-kernel tile any variant uses (for the edge scratch tile).
 enum { MR_MAX = 16, NR_MAX = 32 };
@@ -149,6 +151,7 @@ typedef float v16f __attribute__((vector_size(64))); ///< AVX-512: 512 bits
 #if defined(__x86_64__) || defined(__i386__)
 #define VIT_GEMM_X86 1
 #include <cpuid.h>
+#include <immintrin.h> // the masked stores of pack_a()
 #endif
 
 /**
@@ -314,6 +317,7 @@ typedef struct {
     int M, K, N;
     bool a_transposed; // a is (K,M): out = aᵀ · b (the _at_acc products)
     bool accumulate;   // out += the product, instead of out = it (the _acc products)
+    const float *a_packed; // all of a, packed by the whole team (pack_a_whole()), or NULL
 } GemmArgs;
 
 static int min_int(int x, int y) { return x < y ? x : y; }
@@ -351,14 +355,16 @@ __attribute__((target("avx2"))) static inline void transpose_8x8(v8f r[8]) {
     }
 }
 
-/// dst[k·dst_stride + i] ← src[i·src_stride + k] for i < 8 and k < kc rounded
-/// down to a multiple of 8; lanes i ≥ rows get zeros (rows may be ≤ 0).
-/// Every store writes 8 floats: when dst_stride < 8 each one spills past its
-/// row into the next, which the next store (or a later write) overwrites.
+/// dst[k·dst_stride + i] ← src[i·src_stride + k] for i < lanes ≤ 8 and k < kc
+/// rounded down to a multiple of 8; lanes i ≥ rows get zeros (rows may be ≤ 0).
+/// Each store writes `lanes` floats, nothing more (a masked store when
+/// lanes < 8), so a transpose never writes past what it was asked to fill.
 /// Returns how many k it did; the caller copies the remaining kc % 8.
 __attribute__((target("avx2"))) static int transpose_rows(float *dst, size_t dst_stride,
                                                           const float *src, size_t src_stride,
-                                                          int rows, int kc) {
+                                                          int rows, int lanes, int kc) {
+    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(lanes),
+                                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
     int k = 0;
     for (; k + 8 <= kc; k += 8) {
         v8f r[8];
@@ -366,7 +372,11 @@ __attribute__((target("avx2"))) static int transpose_rows(float *dst, size_t dst
             if (i < rows) memcpy(&r[i], src + (size_t)i * src_stride + k, sizeof(v8f));
             else r[i] = (v8f){0};
         transpose_8x8(r);
-        for (int j = 0; j < 8; j++) memcpy(dst + (size_t)(k + j) * dst_stride, &r[j], sizeof(v8f));
+        for (int j = 0; j < 8; j++) {
+            float *d = dst + (size_t)(k + j) * dst_stride;
+            if (lanes == 8) memcpy(d, &r[j], sizeof(v8f));
+            else _mm256_maskstore_ps(d, mask, (__m256)r[j]);
+        }
     }
     return k;
 }
@@ -406,14 +416,14 @@ __attribute__((target("avx512f"))) static inline void transpose_16x16(v16f r[16]
     }
 }
 
-/// transpose_rows() for 16 rows at a time, dst_stride a multiple of 16 (no
-/// spilling). Each block reads 16 floats of each row, a whole 64-byte cache
-/// line when the row is aligned, so no line has to stay in the L1 cache from
-/// one block to the next.
+/// transpose_rows() for up to 16 rows at a time (lanes ≤ 16). Each block reads
+/// 16 floats of each row, a whole 64-byte cache line when the row is aligned,
+/// so no line has to stay in the L1 cache from one block to the next.
 __attribute__((target("avx512f"))) static int transpose_rows_16(float *dst, size_t dst_stride,
                                                                const float *src,
                                                                size_t src_stride, int rows,
-                                                               int kc) {
+                                                               int lanes, int kc) {
+    const __mmask16 mask = (__mmask16)((1u << lanes) - 1);
     int k = 0;
     for (; k + 16 <= kc; k += 16) {
         v16f r[16];
@@ -421,8 +431,11 @@ __attribute__((target("avx512f"))) static int transpose_rows_16(float *dst, size
             if (i < rows) memcpy(&r[i], src + (size_t)i * src_stride + k, sizeof(v16f));
             else r[i] = (v16f){0};
         transpose_16x16(r);
-        for (int c = 0; c < 16; c++)
-            memcpy(dst + (size_t)(k + c) * dst_stride, &r[TRANSPOSED_16[c]], sizeof(v16f));
+        for (int c = 0; c < 16; c++) {
+            float *d = dst + (size_t)(k + c) * dst_stride;
+            if (lanes == 16) memcpy(d, &r[TRANSPOSED_16[c]], sizeof(v16f));
+            else _mm512_mask_storeu_ps(d, mask, (__m512)r[TRANSPOSED_16[c]]);
+        }
     }
     return k;
 }
@@ -433,7 +446,8 @@ __attribute__((target("avx512f"))) static int transpose_rows_16(float *dst, size
 // Rows past mc are zeros. When a is stored transposed, (K,M), "row i of a" is
 // column i of the stored matrix: the sliver's k-th column is then a contiguous
 // piece of stored row k0+k (the mirror image of pack_b()'s two cases).
-// a_block has A_BLOCK_SLACK floats past its end for the last spilling store.
+// Nothing is written outside the slivers, so slivers can be packed in any
+// order, by any thread.
 static void pack_a(float *a_block, const GemmArgs *g, const KernelVariant *kv, int i0, int mc,
                    int k0, int kc) {
     const int mr = kv->mr;
@@ -451,19 +465,17 @@ static void pack_a(float *a_block, const GemmArgs *g, const KernelVariant *kv, i
         const float *src = g->a + (size_t)(i0 + s * mr) * g->K + k0;
         int done = 0;
 #ifdef VIT_GEMM_X86
-        // Groups of 8 rows, the last group first: its stores spill into the
-        // next k's first rows, which the groups before it then overwrite.
-        if (kv->avx2_packing)
-            for (int r0 = (mr - 1) / 8 * 8; r0 >= 0; r0 -= 8)
-                done = transpose_rows(dst + r0, (size_t)mr, src + (size_t)r0 * g->K,
-                                      (size_t)g->K, rows - r0, kc);
+        // the whole sliver in one pass: mr (12) rows of 16, or (6) of 8
+        if (kv->avx512_packing && mr <= 16)
+            done = transpose_rows_16(dst, (size_t)mr, src, (size_t)g->K, rows, mr, kc);
+        else if (kv->avx2_packing && mr <= 8)
+            done = transpose_rows(dst, (size_t)mr, src, (size_t)g->K, rows, mr, kc);
 #endif
         for (int r = 0; r < mr; r++) // the rest one float at a time
             for (int k = done; k < kc; k++)
                 dst[(size_t)k * mr + r] = r < rows ? src[(size_t)r * g->K + k] : 0.0f;
     }
 }
-enum { A_BLOCK_SLACK = 8 }; // a store of 8 floats spills at most 7 past its row
 
 // b_panel ← b[k0:k0+kc, j0:j0+nc] as ceil(nc/nr) slivers; sliver s holds
 // columns j0+s·nr … +nr row by row: b_panel[s][k][c] = b[k0+k][j0+s·nr+c].
@@ -496,11 +508,11 @@ static void pack_b(float *b_panel, const GemmArgs *g, const KernelVariant *kv, i
         if (kv->avx512_packing && nr % 16 == 0)
             for (int c0 = 0; c0 < nr; c0 += 16)
                 done = transpose_rows_16(dst + c0, (size_t)nr, src + (size_t)c0 * g->K,
-                                         (size_t)g->K, cols - c0, kc);
+                                         (size_t)g->K, cols - c0, 16, kc);
         else if (kv->avx2_packing)
             for (int c0 = 0; c0 < nr; c0 += 8)
                 done = transpose_rows(dst + c0, (size_t)nr, src + (size_t)c0 * g->K,
-                                      (size_t)g->K, cols - c0, kc);
+                                      (size_t)g->K, cols - c0, 8, kc);
 #endif
         // the rest one float at a time, writing the sliver in order (reading
         // the nr rows side by side measured ~2× faster than the reverse)
@@ -559,7 +571,7 @@ typedef struct {
 // two malloc() and free() cost about as much as the arithmetic.
 enum { SMALL_PACK_FLOATS = 4096 };
 typedef struct {
-    _Alignas(64) float a_block[SMALL_PACK_FLOATS + A_BLOCK_SLACK];
+    _Alignas(64) float a_block[SMALL_PACK_FLOATS];
     _Alignas(64) float b_panel[SMALL_PACK_FLOATS];
 } SmallPack;
 
@@ -567,13 +579,13 @@ typedef struct {
 static PackBuffers pack_buffers_new(const GemmArgs *g, const KernelVariant *kv, SmallPack *small) {
     int mr = kv->mr, nr = kv->nr;
     // only as large as this product needs, so small products stay small
-    int rows = min_int(MC / mr * mr, (g->M + mr - 1) / mr * mr);
+    int rows = g->a_packed ? 0 : min_int(MC / mr * mr, (g->M + mr - 1) / mr * mr);
     int cols = min_int(NC, (g->N + nr - 1) / nr * nr);
     int depth = min_int(KC, g->K);
     const size_t a_floats = (size_t)rows * depth, b_floats = (size_t)depth * cols;
     if (small && a_floats <= SMALL_PACK_FLOATS && b_floats <= SMALL_PACK_FLOATS)
         return (PackBuffers){small->a_block, small->b_panel, false};
-    return (PackBuffers){vit_malloc_aligned((a_floats + A_BLOCK_SLACK) * sizeof(float)),
+    return (PackBuffers){vit_malloc_aligned(a_floats * sizeof(float)),
                          vit_malloc_aligned(b_floats * sizeof(float)), true};
 }
 
@@ -581,6 +593,31 @@ static void pack_buffers_free(PackBuffers *p) {
     if (!p->on_heap) return;
     free(p->a_block);
     free(p->b_panel);
+}
+
+// All of a packed at once: k block by k block (KC deep, the last one
+// shallower), each block all of a's rows as pack_a() lays them out, M rounded
+// up to whole slivers (m_pad rows). The block that starts at k0 starts at
+// k0·m_pad floats (every block before it is KC deep), and in it the sliver
+// of row i (a multiple of mr) starts at i·kc.
+static size_t a_whole_offset(const GemmArgs *g, const KernelVariant *kv, int i, int k0, int kc) {
+    const size_t m_pad = (size_t)(g->M + kv->mr - 1) / kv->mr * kv->mr;
+    return (size_t)k0 * m_pad + (size_t)i * kc;
+}
+static size_t a_whole_floats(const GemmArgs *g, const KernelVariant *kv) {
+    return (size_t)(g->M + kv->mr - 1) / kv->mr * kv->mr * g->K;
+}
+
+// Called by every thread of a team: together they pack all of a into a_whole,
+// one sliver of one k block at a time, and wait for each other at the end.
+static void pack_a_whole(float *a_whole, const GemmArgs *g, const KernelVariant *kv) {
+    const int mr = kv->mr, slivers = (g->M + mr - 1) / mr, blocks = (g->K + KC - 1) / KC;
+#pragma omp for schedule(static)
+    for (int u = 0; u < blocks * slivers; u++) {
+        const int k0 = u / slivers * KC, i = u % slivers * mr;
+        const int kc = min_int(KC, g->K - k0);
+        pack_a(a_whole + a_whole_offset(g, kv, i, k0, kc), g, kv, i, min_int(mr, g->M - i), k0, kc);
+    }
 }
 
 // out[i_begin:i_end, j_begin:j_end] = a[i_begin:i_end, :] · b[:, j_begin:j_end]
@@ -596,10 +633,12 @@ static void gemm_rectangle(const GemmArgs *g, const KernelVariant *kv, PackBuffe
             pack_b(buf->b_panel, g, kv, pc, kc, jc, nc);
             for (int ic = i_begin; ic < i_end; ic += mc_max) {
                 int mc = min_int(mc_max, i_end - ic);
-                pack_a(buf->a_block, g, kv, ic, mc, pc, kc);
+                const float *a_block = buf->a_block;
+                if (g->a_packed) a_block = g->a_packed + a_whole_offset(g, kv, ic, pc, kc);
+                else pack_a(buf->a_block, g, kv, ic, mc, pc, kc);
                 // the first k block writes out (adds to it when accumulating),
                 // later ones add to it
-                macro_kernel(g, kv, buf->a_block, buf->b_panel, ic, mc, jc, nc, kc,
+                macro_kernel(g, kv, a_block, buf->b_panel, ic, mc, jc, nc, kc,
                              g->accumulate || pc > 0);
             }
         }
@@ -679,25 +718,39 @@ static void gemm_tiled_args(GemmArgs g) {
         pack_buffers_free(&buf);
         return;
     }
+    // Threads side by side (cols_split > 1) use the same rows of a. Each would
+    // pack them all for itself, the same copy twice; when all of a packed fits
+    // easily in the L2 or L3 cache (batch 1 of ViT-B/16: at most 2.5 MB),
+    // they pack it once together instead.
+    float *a_whole = NULL;
+    if (cols_split > 1 && a_whole_floats(&g, kv) * sizeof(float) <= A_WHOLE_MAX_BYTES)
+        a_whole = vit_malloc_aligned(a_whole_floats(&g, kv) * sizeof(float));
 #pragma omp parallel num_threads(tasks)
     {
-        PackBuffers buf = pack_buffers_new(&g, kv, NULL);
+        GemmArgs mine = g;
+        if (a_whole) {
+            pack_a_whole(a_whole, &g, kv); // ends when every thread is done
+            mine.a_packed = a_whole;
+        }
+        PackBuffers buf = pack_buffers_new(&mine, kv, NULL);
 #pragma omp for schedule(static, 1)
         for (int t = 0; t < tasks; t++) {
             int r = t / cols_split, c = t % cols_split;
-            gemm_rectangle(&g, kv, &buf, split_point(M, kv->mr, r, rows_split),
+            gemm_rectangle(&mine, kv, &buf, split_point(M, kv->mr, r, rows_split),
                            split_point(M, kv->mr, r + 1, rows_split),
                            split_point(N, kv->nr, c, cols_split),
                            split_point(N, kv->nr, c + 1, cols_split));
         }
         pack_buffers_free(&buf);
     }
+    free(a_whole);
 }
 // [gemm_tiled_args]
 
 static void gemm_tiled(float *out, const float *a, const float *b, bool b_transposed, int M,
                        int K, int N) {
-    gemm_tiled_args((GemmArgs){out, a, b, b_transposed, M, K, N, false, false});
+    gemm_tiled_args((GemmArgs){.out = out, .a = a, .b = b, .b_transposed = b_transposed,
+                               .M = M, .K = K, .N = N});
 }
 
 // [matmul_tiled]
@@ -857,7 +910,8 @@ void gemm_acc_on(GemmBackend backend, float *out, const float *a, const float *b
         break; // built without BLAS: the tiled kernel
     case GEMM_TILED: break;
     }
-    gemm_tiled_args((GemmArgs){out, a, b, bt, M, K, N, at, true});
+    gemm_tiled_args((GemmArgs){.out = out, .a = a, .b = b, .b_transposed = bt, .M = M, .K = K,
+                               .N = N, .a_transposed = at, .accumulate = true});
 }
 // [gemm_acc_on]
 

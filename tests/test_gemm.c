@@ -348,25 +348,48 @@ static void test_tiled_handles_every_edge_residue(void) {
 
 /* ------------------------------------------------------------- threads */
 
+// out = a·b (or a·bᵀ, or out += aᵀ·b from zeros) with the tiled kernel on
+// `threads` threads.
+static void tiled_product(float *out, const Operands *op, int form, int threads) {
+    vit_set_threads(threads);
+    const int M = op->M, K = op->K, N = op->N;
+    if (form == 2) { // op->a read as (K,M): the backward pass's weight gradients
+        memset(out, 0, (size_t)M * N * sizeof(float));
+        gemm_acc_on(GEMM_TILED, out, op->a, op->b, true, false, M, K, N);
+    } else (form ? matmul_bt_tiled : matmul_tiled)(out, op->a, op->b, M, K, N);
+}
+
 static void test_tiled_same_bits_for_any_thread_count(void) {
     // each element is summed in the same order whoever computes it, so the
-    // split between threads must not change a single bit
-    enum { M = 150, K = 300, N = 520 }; // 47 MFLOP: big enough to be split
+    // split between threads must not change a single bit; neither must
+    // threads side by side packing a together (more than one thread) instead
+    // of each for itself (one thread). Every kernel, a·b, a·bᵀ and aᵀ·b; a
+    // 13-row a (one whole sliver of 12 and an edge) with a shallow last k
+    // block (1001 = 3·256 + 233).
+    static const int shapes[][3] = {{150, 300, 520}, {13, 1001, 700}}; // 47 and 18 MFLOP
     int saved = vit_get_threads();
-    for (int bt = 0; bt <= 1; bt++) {
-        Operands op = operands_new(M, K, N, bt, 31);
-        float *one = vit_malloc(M * N * sizeof(float)), *many = vit_malloc(M * N * sizeof(float));
-        vit_set_threads(1);
-        (bt ? matmul_bt_tiled : matmul_tiled)(one, op.a, op.b, M, K, N);
-        for (int threads = 2; threads <= 3; threads++) {
-            vit_set_threads(threads);
-            (bt ? matmul_bt_tiled : matmul_tiled)(many, op.a, op.b, M, K, N);
-            CU_ASSERT_EQUAL(memcmp(one, many, M * N * sizeof(float)), 0);
-        }
-        free(one);
-        free(many);
-        operands_free(&op);
+    for (int k = 0; k < 3; k++) {
+        if (!gemm_set_tiled_kernel(kernel_names[k])) continue; // CPU lacks it
+        for (int s = 0; s < 2; s++)
+            for (int form = 0; form <= 2; form++) {
+                const int M = shapes[s][0], K = shapes[s][1], N = shapes[s][2];
+                Operands op = operands_new(M, K, N, form == 1, 31 + s);
+                float *one = vit_malloc((size_t)M * N * sizeof(float));
+                float *many = vit_malloc((size_t)M * N * sizeof(float));
+                tiled_product(one, &op, form, 1);
+                for (int threads = 2; threads <= 3; threads++) {
+                    tiled_product(many, &op, form, threads);
+                    if (memcmp(one, many, (size_t)M * N * sizeof(float)) != 0)
+                        fprintf(stderr, "\n    %s %dx%dx%d form %d: %d threads differ from one\n",
+                                kernel_names[k], M, K, N, form, threads);
+                    CU_ASSERT_EQUAL(memcmp(one, many, (size_t)M * N * sizeof(float)), 0);
+                }
+                free(one);
+                free(many);
+                operands_free(&op);
+            }
     }
+    gemm_set_tiled_kernel(NULL);
     vit_set_threads(saved);
 }
 
