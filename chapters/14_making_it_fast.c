@@ -439,9 +439,10 @@ static void simd(Chapter *ch, Work *w) {
 static void threads(Chapter *ch, Work *w) {
     ch_section(ch, "8. Step 5: threads");
     ch_say(ch, "The outputs are independent, so the cores can share them: matmul_tiled() "
-               "cuts out into one rectangle per thread (OpenMP), each thread packing its "
-               "own blocks, and no two threads write the same output. This run uses %d "
-               "threads:", w->threads);
+               "cuts out into one rectangle per thread (OpenMP), and no two threads write "
+               "the same output. Each thread packs its own blocks of b; a, whose rows "
+               "threads side by side share, the team packs once together when it is small "
+               "(this a, %d × %d floats, is). This run uses %d threads:", TM, TK, w->threads);
     char words[64];
     // [threads_rung]
     const double r = run_rung(ch, w, TILED, TILED_1, words, sizeof words);
