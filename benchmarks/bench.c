@@ -583,6 +583,8 @@ static void bench_targets(void) {
     if (fig.tiled_beside_best[SQUARE] > 0)
         blas_over_ours = fmax(blas_over_ours,
                               fig.blas_core_best[SQUARE] / fig.tiled_beside_best[SQUARE]);
+    // (the reference printed is the one that makes the ratio the rounds'
+    // median ratio, divided by OpenBLAS's edge)
     target_row("ViT-B/16 forward / best sgemm (1024^3)", fig.side_forward,
                fig.side_forward / fig.side_ratio * blas_over_ours, 0.70, "GFLOP/s");
     // The same from the sections' own figures, minutes apart: for the record,

@@ -317,7 +317,7 @@ typedef struct {
     int M, K, N;
     bool a_transposed; // a is (K,M): out = aᵀ · b (the _at_acc products)
     bool accumulate;   // out += the product, instead of out = it (the _acc products)
-    const float *a_packed; // all of a, packed by the whole team (pack_a_whole()), or NULL
+    const float *a_packed; // all of a, packed by the whole team (pack_a_whole()), else NULL
 } GemmArgs;
 
 static int min_int(int x, int y) { return x < y ? x : y; }
@@ -465,7 +465,8 @@ static void pack_a(float *a_block, const GemmArgs *g, const KernelVariant *kv, i
         const float *src = g->a + (size_t)(i0 + s * mr) * g->K + k0;
         int done = 0;
 #ifdef VIT_GEMM_X86
-        // the whole sliver in one pass: mr (12) rows of 16, or (6) of 8
+        // the whole sliver in one pass: the avx512 kernel's 12 rows in one
+        // 16-row transpose, the avx2 kernel's 6 in one 8-row transpose
         if (kv->avx512_packing && mr <= 16)
             done = transpose_rows_16(dst, (size_t)mr, src, (size_t)g->K, rows, mr, kc);
         else if (kv->avx2_packing && mr <= 8)
@@ -600,12 +601,11 @@ static void pack_buffers_free(PackBuffers *p) {
 // up to whole slivers (m_pad rows). The block that starts at k0 starts at
 // k0·m_pad floats (every block before it is KC deep), and in it the sliver
 // of row i (a multiple of mr) starts at i·kc.
-static size_t a_whole_offset(const GemmArgs *g, const KernelVariant *kv, int i, int k0, int kc) {
-    const size_t m_pad = (size_t)(g->M + kv->mr - 1) / kv->mr * kv->mr;
-    return (size_t)k0 * m_pad + (size_t)i * kc;
+static size_t a_rows_padded(const GemmArgs *g, const KernelVariant *kv) {
+    return (size_t)(g->M + kv->mr - 1) / kv->mr * kv->mr;
 }
-static size_t a_whole_floats(const GemmArgs *g, const KernelVariant *kv) {
-    return (size_t)(g->M + kv->mr - 1) / kv->mr * kv->mr * g->K;
+static size_t a_whole_offset(const GemmArgs *g, const KernelVariant *kv, int i, int k0, int kc) {
+    return (size_t)k0 * a_rows_padded(g, kv) + (size_t)i * kc;
 }
 
 // Called by every thread of a team: together they pack all of a into a_whole,
@@ -616,7 +616,8 @@ static void pack_a_whole(float *a_whole, const GemmArgs *g, const KernelVariant 
     for (int u = 0; u < blocks * slivers; u++) {
         const int k0 = u / slivers * KC, i = u % slivers * mr;
         const int kc = min_int(KC, g->K - k0);
-        pack_a(a_whole + a_whole_offset(g, kv, i, k0, kc), g, kv, i, min_int(mr, g->M - i), k0, kc);
+        pack_a(a_whole + a_whole_offset(g, kv, i, k0, kc), g, kv, i, min_int(mr, g->M - i), k0,
+               kc);
     }
 }
 
@@ -722,9 +723,10 @@ static void gemm_tiled_args(GemmArgs g) {
     // pack them all for itself, the same copy twice; when all of a packed fits
     // easily in the L2 or L3 cache (batch 1 of ViT-B/16: at most 2.5 MB),
     // they pack it once together instead.
+    const size_t a_whole_bytes = a_rows_padded(&g, kv) * g.K * sizeof(float);
     float *a_whole = NULL;
-    if (cols_split > 1 && a_whole_floats(&g, kv) * sizeof(float) <= A_WHOLE_MAX_BYTES)
-        a_whole = vit_malloc_aligned(a_whole_floats(&g, kv) * sizeof(float));
+    if (cols_split > 1 && a_whole_bytes <= A_WHOLE_MAX_BYTES)
+        a_whole = vit_malloc_aligned(a_whole_bytes);
 #pragma omp parallel num_threads(tasks)
     {
         GemmArgs mine = g;
