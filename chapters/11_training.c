@@ -1175,15 +1175,16 @@ void chapter11_run(Chapter *ch) {
     VitError err;
     // [load]
     if (fashion_mnist_load(&w.all, NULL, "train", &err) != VIT_OK ||
-        fashion_mnist_load(&w.test, NULL, "test", &err) != VIT_OK) {
+        fashion_mnist_load(&w.test, NULL, "test", &err) != VIT_OK ||
+        dataset_split_validation(&w.train, &w.val, &w.all, FASHION_MNIST_VAL, &err) != VIT_OK) {
         ch_say(ch, "Fashion-MNIST cannot be loaded (%s). Install Debian's "
                    "dataset-fashion-mnist (scripts/deps.sh does) and run the chapter again.",
                err.msg);
         dataset_free(&w.all);
+        dataset_free(&w.test);
         vit_set_threads(threads);
         return;
     }
-    dataset_split_validation(&w.train, &w.val, &w.all, FASHION_MNIST_VAL);
     w.val_slice = dataset_slice(&w.val, 0, VAL_IMAGES);
     // [load]
 

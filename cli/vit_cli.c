@@ -13,6 +13,7 @@
  */
 #include "vit_cli.h"
 
+#include "dataset.h"
 #include "fileio.h"
 
 #include <stdlib.h>
@@ -162,6 +163,46 @@ VitStatus cli_check_output(const char *out, const char *out_role, const CliInput
         if (s != VIT_OK) return s;
     }
     return VIT_OK;
+}
+
+/**
+ * @brief Refuse two outputs of one command that are one file (the same path
+ *        spelled two ways, a link to the other, a hard link): the second
+ *        written would replace the first (fileio.h, file_same()).
+ * @param[in] outputs, n  the files the command writes; a NULL path is skipped
+ * @param[out] err        names both flags and both paths
+ * @return VIT_OK, or VIT_ERR_USAGE.
+ */
+VitStatus cli_check_distinct_outputs(const CliInput *outputs, int n, VitError *err) {
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++) {
+            if (!outputs[i].path || !outputs[j].path) continue;
+            if (!file_same(outputs[i].path, outputs[j].path)) continue;
+            char a[512], b[512];
+            return vit_fail(err, VIT_ERR_USAGE, "%s %s and %s %s are one file: each output "
+                            "needs a file of its own", outputs[i].role,
+                            vit_escape(a, sizeof a, outputs[i].path), outputs[j].role,
+                            vit_escape(b, sizeof b, outputs[j].path));
+        }
+    return VIT_OK;
+}
+
+/**
+ * @brief The folder `--data` names: "fashion-mnist" is Debian's
+ *        (FASHION_MNIST_DIR); anything else is a folder holding the same files.
+ */
+const char *cli_data_dir(const char *data) {
+    return strcmp(data, "fashion-mnist") == 0 ? FASHION_MNIST_DIR : data;
+}
+
+/**
+ * @brief Put the data's folder in front of a message about its contents:
+ *        "the training set has 320 images: …" → "DIR: the training set has …".
+ */
+void cli_name_the_folder(VitError *err, const char *dir) {
+    char shown[512], msg[sizeof err->msg];
+    snprintf(msg, sizeof msg, "%s", err->msg);
+    (void)vit_fail(err, VIT_ERR_INPUT, "%s: %s", vit_escape(shown, sizeof shown, dir), msg);
 }
 
 /* ------------------------------------------------------------------- help */

@@ -117,6 +117,12 @@ typedef struct {
 
 VitStatus cli_check_output(const char *out, const char *out_role, const CliInput *inputs, int n,
                            VitError *err);
+VitStatus cli_check_distinct_outputs(const CliInput *outputs, int n, VitError *err);
+
+/* ------------------------------------------------------------ Fashion-MNIST */
+
+const char *cli_data_dir(const char *data);
+void cli_name_the_folder(VitError *err, const char *dir);
 
 /* ----------------------------------------------------------------- images */
 
@@ -216,6 +222,7 @@ char *cli_train_targets_text(char *buf, size_t size, const TrainBatch *tb);
     "  128+N  killed by signal N (Ctrl-C: 130)\n\n"                                           \
     "An output file is written to a temporary file beside it and renamed into place\n"     \
     "when complete: a failure or a signal leaves the old file as it was. An output\n"       \
-    "that is one of the inputs, or not a regular file (/dev/null, a FIFO), is refused.\n"
+    "that is one of the inputs, or not a regular file (/dev/null, a FIFO), is refused,\n" \
+    "and so are two outputs that are one file.\n"
 
 #endif

@@ -85,11 +85,6 @@ static const char examples[] =
 static const char *const SPLITS[] = {"test", "val", "train"};
 enum { SPLIT_COUNT = sizeof SPLITS / sizeof SPLITS[0] };
 
-// "fashion-mnist" is Debian's folder; anything else is a folder holding the same files.
-static const char *data_dir(const char *data) {
-    return strcmp(data, "fashion-mnist") == 0 ? FASHION_MNIST_DIR : data;
-}
-
 /* ------------------------------------------------------------ the data */
 
 /** The loaded set and the view that is evaluated. */
@@ -104,20 +99,17 @@ typedef struct {
 static VitStatus load_split(EvalData *d, const EvalArgs *a, VitError *err) {
     memset(d, 0, sizeof *d);
     const bool test = strcmp(a->split, "test") == 0;
-    VitStatus s = fashion_mnist_load(&d->all, data_dir(a->data), test ? "test" : "train", err);
+    VitStatus s = fashion_mnist_load(&d->all, cli_data_dir(a->data), test ? "test" : "train", err);
     if (s != VIT_OK) return s;
     Dataset part = d->all;
     if (!test) {
-        if (d->all.count <= FASHION_MNIST_VAL) {
-            char dir[512];
-            dataset_free(&d->all);
-            return vit_fail(err, VIT_ERR_INPUT, "%s: the training set has %d images, too few to "
-                            "hold out the last %d for validation",
-                            vit_escape(dir, sizeof dir, data_dir(a->data)), part.count,
-                            FASHION_MNIST_VAL);
-        }
         Dataset train, val;
-        dataset_split_validation(&train, &val, &d->all, FASHION_MNIST_VAL);
+        if ((s = dataset_split_validation(&train, &val, &d->all, FASHION_MNIST_VAL, err)) !=
+            VIT_OK) {
+            cli_name_the_folder(err, cli_data_dir(a->data));
+            dataset_free(&d->all);
+            return s;
+        }
         part = strcmp(a->split, "val") == 0 ? val : train;
     }
     d->split_count = part.count;

@@ -15,6 +15,8 @@
  * Ctrl-C (SIGINT) or SIGTERM stops after the current step and saves a
  * checkpoint there; `--resume` with it continues exactly where it stopped.
  */
+#include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -59,6 +61,10 @@ static const char description[] =
     "and renamed. Ctrl-C saves a checkpoint at the current step; --resume with it\n"
     "continues the run exactly, as if it had never stopped.\n"
     "\n"
+    "Before the first step every output is checked: three different files, none\n"
+    "of them one the run reads (the data, the checkpoint it resumes), each one\n"
+    "that can be written; the test split is read then too.\n"
+    "\n"
     "Each batch is split into --shards parts, one per thread, each run forward and\n"
     "backward on its own copy of the activations (the model's operations are too\n"
     "small to share between threads); their gradients are added, weighted by their\n"
@@ -96,8 +102,10 @@ static void catch_stops(struct sigaction old[2]) {
         sigaction(sigs[i], NULL, &old[i]);
         if (old[i].sa_handler != SIG_IGN) sigaction(sigs[i], &sa, NULL);
     }
+    file_writes_finish_on_stop(true); // a checkpoint being written when Ctrl-C comes is finished
 }
 static void release_stops(const struct sigaction old[2]) {
+    file_writes_finish_on_stop(false);
     sigaction(SIGINT, &old[0], NULL);
     sigaction(SIGTERM, &old[1], NULL);
 }
@@ -129,10 +137,6 @@ static TrainConfig read_config(const TrainFlags *f) {
     return c;
 }
 
-// "fashion-mnist" is Debian's folder; anything else is a folder holding the same four files.
-static const char *data_dir(const char *data) {
-    return strcmp(data, "fashion-mnist") == 0 ? FASHION_MNIST_DIR : data;
-}
 
 /* ------------------------------------------------------------ progress */
 
@@ -199,12 +203,60 @@ static VitStatus csv_write(const CsvLog *log, const char *path, VitError *err) {
     return outfile_commit(&out, fwrite(log->text, 1, log->len, out.f) == log->len, err);
 }
 
-// OUT.csv beside OUT, without its .safetensors: vit-fashion.safetensors → vit-fashion.csv.
-static void default_log(char *buf, size_t size, const char *out) {
+// The checkpoint's and the log's names when no flag gives them, made from
+// --out however long it is: OUT.ckpt, and OUT without its .safetensors plus
+// .csv (vit-fashion.safetensors → vit-fashion.csv). free() them.
+static char *default_checkpoint(const char *out) {
+    const size_t n = strlen(out);
+    char *name = vit_malloc(n + sizeof ".ckpt");
+    memcpy(name, out, n);
+    memcpy(name + n, ".ckpt", sizeof ".ckpt");
+    return name;
+}
+static char *default_log(const char *out) {
     const char *suffix = ".safetensors";
     size_t n = strlen(out), k = strlen(suffix);
     if (n > k && strcmp(out + n - k, suffix) == 0) n -= k;
-    snprintf(buf, size, "%.*s.csv", (int)n, out);
+    char *name = vit_malloc(n + sizeof ".csv");
+    memcpy(name, out, n);
+    memcpy(name + n, ".csv", sizeof ".csv");
+    return name;
+}
+
+// Before any work, every file the run writes: three files, none of them one it
+// reads (the four data files, the checkpoint it resumes; through a link or
+// not), each of them writable. Resuming from the checkpoint this run goes on
+// writing is the usual case: it is read whole before the first write. A
+// failure here is a message now, not after the last epoch.
+static VitStatus check_files(const TrainFlags *f, const char *dir, VitError *err) {
+    if (f->resume && (file_same(f->resume, f->out) || file_same(f->resume, f->log))) {
+        char resume[512], ckpt[512];
+        return vit_fail(err, VIT_ERR_USAGE, "--resume %s names the file --%s writes: resume "
+                        "from the checkpoint (%s)", vit_escape(resume, sizeof resume, f->resume),
+                        file_same(f->resume, f->out) ? "out" : "log",
+                        vit_escape(ckpt, sizeof ckpt, f->checkpoint));
+    }
+    const CliInput outputs[] = {{f->out, "--out"}, {f->checkpoint, "--checkpoint"},
+                                {f->log, "--log"}};
+    VitStatus s = cli_check_distinct_outputs(outputs, 3, err);
+    if (s != VIT_OK) return s;
+    // what is read: the data (a file not found is the loader's message, later) and --resume
+    FashionMnistFiles train, test;
+    VitError missing;
+    (void)fashion_mnist_files(&train, dir, "train", &missing);
+    (void)fashion_mnist_files(&test, dir, "test", &missing);
+    const CliInput reads[] = {{train.images, "the training images (--data)"},
+                              {train.labels, "the training labels (--data)"},
+                              {test.images, "the test images (--data)"},
+                              {test.labels, "the test labels (--data)"},
+                              {f->resume, "--resume"}};
+    for (int i = 0; i < 3; i++) {
+        const int n = i == 1 ? 4 : 5; // the checkpoint may be the one resumed
+        if ((s = cli_check_output(outputs[i].path, outputs[i].role, reads, n, err)) != VIT_OK ||
+            (s = outfile_check(outputs[i].path, err)) != VIT_OK)
+            return s;
+    }
+    return VIT_OK;
 }
 
 /* ------------------------------------------------------------ the run */
@@ -216,7 +268,7 @@ typedef struct {
     CsvLog log;
     EpochStats epoch;     // the current epoch so far (a checkpoint keeps it)
     char command[2048];   // the command line, for the model's metadata
-    char val_acc[32], test_acc[32];
+    char val_acc[32], test_acc[32]; // as the model's metadata gives them
 } Run;
 
 static void run_free(Run *r) {
@@ -255,8 +307,9 @@ static VitStatus save_checkpoint(const Run *r, const char *path, VitError *err) 
     snprintf(sums, sizeof sums, "%.17g %lld %lld %d %.3f", e->loss_sum, (long long)e->correct,
              (long long)e->seen, e->steps, vit_now() - e->started);
     const TrainMeta meta[] = {{"train.log", r->log.text ? r->log.text : CSV_HEADER},
-                              {"train.command", r->command}, {"train.epoch_sums", sums}};
-    return trainer_save(&r->t, path, true, meta, 3, err);
+                              {"train.command", r->command}, {"train.epoch_sums", sums},
+                              {"train.val_accuracy", r->val_acc}};
+    return trainer_save(&r->t, path, true, meta, sizeof meta / sizeof meta[0], err);
 }
 
 // The class names as a JSON array, for the model's metadata.
@@ -306,27 +359,104 @@ static VitStatus save_model(const Run *r, const TrainFlags *f, VitError *err) {
     return trainer_save(&r->t, f->out, false, meta, sizeof meta / sizeof meta[0], err);
 }
 
-// Restore the log rows and the epoch's sums of a checkpoint, so the CSV
-// continues where it stopped (trainer_resume() has checked the file).
+// One number of a metadata line, then a space or the end: strtoll/strtod
+// with nothing skipped and nothing out of range, so a corrupted value is
+// refused instead of read in part (sscanf would take "12abc" as 12).
+static bool take_int(const char **p, long long lo, long long hi, long long *v) {
+    char *end;
+    errno = 0;
+    *v = strtoll(*p, &end, 10);
+    if (end == *p || errno || *v < lo || *v > hi || (*end != ' ' && *end)) return false;
+    *p = *end ? end + 1 : end;
+    return true;
+}
+static bool take_real(const char **p, double lo, double hi, double *v) {
+    char *end;
+    *v = strtod(*p, &end);
+    if (end == *p || !(*v >= lo && *v <= hi) || (*end != ' ' && *end)) return false;
+    *p = *end ? end + 1 : end;
+    return true;
+}
+
+// The current epoch's sums as save_checkpoint() wrote them, and only if they
+// fit the run: its steps so far this epoch, a batch of images each, no more
+// of them right than seen, a finite loss and time.
+static bool parse_epoch_sums(EpochStats *e, const char *text, const Trainer *t) {
+    const char *p = text;
+    long long correct, seen, steps;
+    double loss, seconds;
+    const long long batch = t->config.batch, done = t->step % t->steps_per_epoch;
+    if (!p || !take_real(&p, 0, 1e30, &loss) || !take_int(&p, 0, LLONG_MAX / 2, &correct) ||
+        !take_int(&p, 0, LLONG_MAX / 2, &seen) || !take_int(&p, 0, INT_MAX, &steps) ||
+        !take_real(&p, 0, 1e9, &seconds) || *p)
+        return false;
+    if (steps != done || seen != steps * batch || correct > seen) return false;
+    *e = (EpochStats){.loss_sum = loss, .correct = correct, .seen = seen, .steps = (int)steps,
+                      .started = vit_now() - seconds}; // its time before the stop counts too
+    return true;
+}
+
+// Field n (from 0) of the CSV row that ends at end, or NULL.
+static const char *csv_field(const char *row, const char *end, int n) {
+    for (; n > 0 && row; n--) {
+        row = memchr(row, ',', (size_t)(end - row));
+        if (row) row++;
+    }
+    return row;
+}
+
+// The log as save_checkpoint() wrote it: the header, then one row per
+// finished epoch, numbered from 1. Its last row's validation accuracy (the
+// 7th column) into acc, "%.4f" as the model's metadata gives it.
+static bool check_log(const char *log, int epochs, char *acc, size_t size) {
+    if (!log || strncmp(log, CSV_HEADER, strlen(CSV_HEADER)) != 0) return false;
+    const char *row = log + strlen(CSV_HEADER);
+    for (int k = 1; k <= epochs; k++) {
+        const char *end = strchr(row, '\n');
+        char *after;
+        if (!end || strtol(row, &after, 10) != k || *after != ',') return false;
+        const char *field = csv_field(row, end, 6);
+        if (!field) return false;
+        const double v = strtod(field, &after);
+        if (after == field || *after != ',' || !(v >= 0 && v <= 1)) return false;
+        if (k == epochs) snprintf(acc, size, "%.4f", v);
+        row = end + 1;
+    }
+    return *row == '\0';
+}
+
+// Restore the log, the epoch's sums and the validation accuracy of a
+// checkpoint, so the CSV and the model's metadata continue where it stopped
+// (trainer_resume() has checked the weights and the step). Metadata that does
+// not parse exactly, or does not fit the run, is refused.
 static VitStatus restore_log(Run *r, const char *path, VitError *err) {
     SafeTensors st;
     VitStatus s = st_open(&st, path, err);
     if (s != VIT_OK) return s;
     const char *log = st_meta(&st, "train.log"), *sums = st_meta(&st, "train.epoch_sums");
-    csv_append(&r->log, log ? log : CSV_HEADER);
-    EpochStats *e = &r->epoch;
-    long long correct, seen;
-    double seconds;
-    *e = (EpochStats){.started = vit_now()};
-    if (sums && sscanf(sums, "%lg %lld %lld %d %lg", &e->loss_sum, &correct, &seen, &e->steps,
-                       &seconds) == 5 && seen >= 0 && correct >= 0 && e->steps >= 0) {
-        e->correct = correct, e->seen = seen;
-        e->started -= seconds; // the epoch's seconds count its time before the stop too
-    } else {
-        *e = (EpochStats){.started = vit_now()};
+    const char *acc = st_meta(&st, "train.val_accuracy");
+    const int epochs = trainer_epoch(&r->t);
+    char shown[512], from_log[32] = "not measured";
+    vit_escape(shown, sizeof shown, path);
+    if (!check_log(log, epochs, from_log, sizeof from_log))
+        s = vit_fail(err, VIT_ERR_INPUT, "%s: its train.log is not the CSV of %d finished "
+                     "epoch%s: not a checkpoint of vit train, or damaged", shown, epochs,
+                     epochs == 1 ? "" : "s");
+    else if (!parse_epoch_sums(&r->epoch, sums, &r->t))
+        s = vit_fail(err, VIT_ERR_INPUT, "%s: its train.epoch_sums does not fit step %lld of "
+                     "this run (%lld steps into the epoch, %d images each): damaged", shown,
+                     (long long)r->t.step, (long long)(r->t.step % r->t.steps_per_epoch),
+                     r->t.config.batch);
+    if (s == VIT_OK) {
+        csv_append(&r->log, log);
+        // the accuracy as the run saved it; a checkpoint from before it did, from the log
+        char *end = NULL;
+        const double v = acc ? strtod(acc, &end) : -1;
+        const bool exact = acc && end != acc && *end == '\0' && v >= 0 && v <= 1;
+        snprintf(r->val_acc, sizeof r->val_acc, "%s", exact ? acc : from_log);
     }
     st_close(&st);
-    return VIT_OK;
+    return s;
 }
 
 // The epoch's validation pass and log row; its checkpoint.
@@ -347,8 +477,11 @@ static VitStatus end_epoch(Run *r, const TrainFlags *f, const EpochStats *e, Vit
            "images); %.0f s\n", trainer_epoch(&r->t), f->epochs, e->loss_sum / e->steps,
            100.0 * e->correct / e->seen, val.loss, 100 * eval_accuracy(&val), val.count, seconds);
     eval_free(&val);
-    if ((s = csv_write(&r->log, f->log, err)) != VIT_OK) return s;
-    return save_checkpoint(r, f->checkpoint, err);
+    // the checkpoint first: it holds the log too, so a log that cannot be
+    // written is made again on --resume, but a log row never lists an epoch
+    // that no checkpoint kept
+    if ((s = save_checkpoint(r, f->checkpoint, err)) != VIT_OK) return s;
+    return csv_write(&r->log, f->log, err);
 }
 
 // Every remaining step, epoch by epoch; stops early, with a checkpoint, on a signal.
@@ -383,6 +516,97 @@ static VitStatus train_loop(Run *r, const TrainFlags *f, VitError *err) {
                              (long long)t->step, (long long)trainer_total_steps(t),
                              vit_escape(shown, sizeof shown, f->checkpoint), shown);
         }
+    }
+    return s;
+}
+
+// The data: 55,000 images to learn from (or --limit of them), the last 5,000
+// to validate on, and the test split, loaded now when it will be used, so that
+// a missing or foreign test file is found before the first step, not after the last.
+static VitStatus load_data(Run *r, const TrainFlags *f, const char *dir, VitError *err) {
+    VitStatus s = fashion_mnist_load(&r->all, dir, "train", err);
+    if (s != VIT_OK) return s;
+    if ((s = dataset_split_validation(&r->train, &r->val, &r->all, FASHION_MNIST_VAL, err)) !=
+        VIT_OK) {
+        cli_name_the_folder(err, dir);
+        return s;
+    }
+    char shown[512], n[VIT_NUM_BUF];
+    if (f->limit > r->train.count)
+        return vit_fail(err, VIT_ERR_INPUT, "--limit %d: %s holds %s training images (after "
+                        "the %d held out for validation)", f->limit,
+                        vit_escape(shown, sizeof shown, dir), vit_thousands(n, r->train.count),
+                        FASHION_MNIST_VAL);
+    if (f->limit) r->train = dataset_slice(&r->train, 0, f->limit);
+    if (!f->test) return VIT_OK;
+    if ((s = fashion_mnist_load(&r->test, dir, "test", err)) != VIT_OK) return s;
+    if (r->test.size != r->all.size || r->test.channels != r->all.channels)
+        return vit_fail(err, VIT_ERR_INPUT, "%s: the test images are %d×%d, the training "
+                        "images %d×%d: not one data set (or give --test 0)",
+                        vit_escape(shown, sizeof shown, dir), r->test.size, r->test.size,
+                        r->all.size, r->all.size);
+    return VIT_OK;
+}
+
+// The model, drawn from the seed, or the run of a checkpoint.
+static VitStatus start(Run *r, const TrainFlags *f, VitConfig *model, VitError *err) {
+    const TrainConfig cfg = read_config(f);
+    VitStatus s = read_arch(model, f, &r->train, err);
+    if (s == VIT_OK) s = trainer_init(&r->t, model, &cfg, &r->train, err);
+    if (s != VIT_OK) return s;
+    if (!f->resume) {
+        csv_append(&r->log, CSV_HEADER);
+        return VIT_OK;
+    }
+    if ((s = trainer_resume(&r->t, f->resume, err)) != VIT_OK) return s;
+    return restore_log(r, f->resume, err);
+}
+
+// The test split, once, for the record (the run is over: it chooses nothing).
+static VitStatus test_once(Run *r, VitError *err) {
+    EvalResult test;
+    const TrainConfig *c = &r->t.config;
+    VitStatus s = evaluate(&r->t.vit, &r->test, c->mean, c->std, c->batch, &test, err);
+    if (s != VIT_OK) return s;
+    snprintf(r->test_acc, sizeof r->test_acc, "%.4f", eval_accuracy(&test));
+    printf("test accuracy of the final model: %.2f%% (%d of %d)\n", 100 * eval_accuracy(&test),
+           test.correct, test.count);
+    eval_free(&test);
+    return VIT_OK;
+}
+
+// The model (→ resume) → the epochs → the test split → the model written.
+static VitStatus run(Run *r, const TrainFlags *f, int argc, char **argv, VitError *err) {
+    join_command(r->command, sizeof r->command, argc, argv);
+    VitConfig model;
+    VitStatus s = start(r, f, &model, err);
+    if (s != VIT_OK) return s;
+    // the epochs (Ctrl-C is caught from the heading on: it saves a checkpoint)
+    struct sigaction old[2];
+    stop_requested = 0;
+    catch_stops(old);
+    printf("training a ViT (patch %d, D %d, depth %d, %d heads, MLP %d; %s parameters) on %d "
+           "images, validating on %d: %d epochs of %d steps, batch %d in %d shard%s, %d "
+           "thread%s%s\n",
+           model.patch_size, model.dim, model.depth, model.heads, model.mlp_dim,
+           vit_thousands((char[VIT_NUM_BUF]){0}, vit_param_count(&model)), r->train.count,
+           r->val.count, f->epochs, r->t.steps_per_epoch, f->batch, f->shards,
+           f->shards == 1 ? "" : "s", vit_get_threads(),
+           vit_get_threads() == 1 ? "" : "s", f->resume ? "; resumed" : "");
+    char gemm[1024];
+    gemm_choice_describe(gemm, sizeof gemm);
+    printf("matrix products: %s\n", gemm);
+
+    const double started = vit_now();
+    s = train_loop(r, f, err);
+    release_stops(old);
+    if (s == VIT_OK) printf("trained in %.0f s\n", vit_now() - started);
+    if (s == VIT_OK && f->test) s = test_once(r, err);
+    if (s == VIT_OK) s = save_model(r, f, err);
+    if (s == VIT_OK) {
+        char shown[1024];
+        printf("%s: the model (validation accuracy %s, test %s)\n",
+               vit_escape(shown, sizeof shown, f->out), r->val_acc, r->test_acc);
     }
     return s;
 }
@@ -448,91 +672,23 @@ VitStatus cmd_train(const VitCommand *self, int argc, char **argv, VitError *err
     CliSpec spec = {.command = self, .description = description, .examples = examples,
                     .options = options, .option_count = sizeof options / sizeof options[0]};
 
-    // 1. parse; the files the run writes, none of them one it reads
+    // 1. parse; the files the run writes, checked before any work
     bool help;
     VitStatus s = cli_parse(&spec, argc, argv, &help, err);
     if (s != VIT_OK || help) return s;
     cli_apply_threads(&spec, f.threads);
-    char ckpt[1024], csv[1024];
-    if (!f.checkpoint) snprintf(ckpt, sizeof ckpt, "%s.ckpt", f.out), f.checkpoint = ckpt;
-    if (!f.log) default_log(csv, sizeof csv, f.out), f.log = csv;
-    // resuming from the checkpoint this run goes on writing is the usual case: it is
-    // read whole before the first write; the model and the log are not checkpoints
-    if (f.resume && (!strcmp(f.resume, f.out) || !strcmp(f.resume, f.log)))
-        return vit_fail(err, VIT_ERR_USAGE, "--resume %s names the file --%s writes: resume "
-                        "from the checkpoint (%s)", f.resume, strcmp(f.resume, f.out) ? "log" : "out",
-                        f.checkpoint);
-    const CliInput reads[] = {{f.resume, "--resume"}};
-    if ((s = cli_check_output(f.out, "--out", reads, 1, err)) != VIT_OK ||
-        (s = cli_check_output(f.log, "--log", reads, 1, err)) != VIT_OK)
-        return s;
-    if (!strcmp(f.out, f.checkpoint) || !strcmp(f.out, f.log) || !strcmp(f.log, f.checkpoint))
-        return vit_fail(err, VIT_ERR_USAGE, "--out, --checkpoint and --log must be three "
-                        "different files");
-
-    // 2. the data: 55,000 to learn from, the last 5,000 to validate on
+    char *ckpt = f.checkpoint ? NULL : default_checkpoint(f.out);
+    char *csv = f.log ? NULL : default_log(f.out);
+    if (ckpt) f.checkpoint = ckpt;
+    if (csv) f.log = csv;
+    const char *dir = cli_data_dir(f.data);
     Run r = {0};
-    join_command(r.command, sizeof r.command, argc, argv);
+    snprintf(r.val_acc, sizeof r.val_acc, "not measured");
     snprintf(r.test_acc, sizeof r.test_acc, "not measured");
-    const char *dir = data_dir(f.data);
-    if ((s = fashion_mnist_load(&r.all, dir, "train", err)) != VIT_OK) return s;
-    dataset_split_validation(&r.train, &r.val, &r.all, FASHION_MNIST_VAL);
-    if (f.limit) r.train = dataset_slice(&r.train, 0, f.limit);
-
-    // 3. the model, drawn from the seed; or the run of a checkpoint
-    VitConfig model;
-    const TrainConfig cfg = read_config(&f);
-    if ((s = read_arch(&model, &f, &r.train, err)) == VIT_OK)
-        s = trainer_init(&r.t, &model, &cfg, &r.train, err);
-    if (s == VIT_OK && f.resume) {
-        s = trainer_resume(&r.t, f.resume, err);
-        if (s == VIT_OK) s = restore_log(&r, f.resume, err);
-    } else if (s == VIT_OK) {
-        csv_append(&r.log, CSV_HEADER);
-    }
-    if (s != VIT_OK) {
-        run_free(&r);
-        return s;
-    }
-    // 4. the epochs (Ctrl-C is caught from the heading on: it saves a checkpoint)
-    struct sigaction old[2];
-    stop_requested = 0;
-    catch_stops(old);
-    printf("training a ViT (patch %d, D %d, depth %d, %d heads, MLP %d; %s parameters) on %d "
-           "images, validating on %d: %d epochs of %d steps, batch %d in %d shard%s, %d "
-           "thread%s%s\n",
-           model.patch_size, model.dim, model.depth, model.heads, model.mlp_dim,
-           vit_thousands((char[VIT_NUM_BUF]){0}, vit_param_count(&model)), r.train.count,
-           r.val.count, f.epochs, r.t.steps_per_epoch, f.batch, f.shards,
-           f.shards == 1 ? "" : "s", vit_get_threads(),
-           vit_get_threads() == 1 ? "" : "s", f.resume ? "; resumed" : "");
-    char gemm[1024];
-    gemm_choice_describe(gemm, sizeof gemm);
-    printf("matrix products: %s\n", gemm);
-
-    const double started = vit_now();
-    s = train_loop(&r, &f, err);
-    release_stops(old);
-    if (s == VIT_OK) printf("trained in %.0f s\n", vit_now() - started);
-
-    // 5. the test split, once, for the record; then the model
-    if (s == VIT_OK && f.test) {
-        EvalResult test;
-        if ((s = fashion_mnist_load(&r.test, dir, "test", err)) == VIT_OK)
-            s = evaluate(&r.t.vit, &r.test, cfg.mean, cfg.std, cfg.batch, &test, err);
-        if (s == VIT_OK) {
-            snprintf(r.test_acc, sizeof r.test_acc, "%.4f", eval_accuracy(&test));
-            printf("test accuracy of the final model: %.2f%% (%d of %d)\n",
-                   100 * eval_accuracy(&test), test.correct, test.count);
-            eval_free(&test);
-        }
-    }
-    if (s == VIT_OK) s = save_model(&r, &f, err);
-    if (s == VIT_OK) {
-        char shown[1024];
-        printf("%s: the model (validation accuracy %s, test %s)\n",
-               vit_escape(shown, sizeof shown, f.out), r.val_acc, r.test_acc);
-    }
+    if ((s = check_files(&f, dir, err)) == VIT_OK) s = load_data(&r, &f, dir, err);
+    if (s == VIT_OK) s = run(&r, &f, argc, argv, err);
     run_free(&r);
+    free(ckpt);
+    free(csv);
     return s;
 }

@@ -54,9 +54,10 @@ static VitStatus find_file(char *path, size_t size, const char *dir, const char 
                     vit_escape(safe, sizeof safe, path), strerror(errno));
 }
 
-// [fashion_mnist_load]
-VitStatus fashion_mnist_load(Dataset *out, const char *dir, const char *split, VitError *err) {
-    memset(out, 0, sizeof *out);
+// [fashion_mnist_files]
+VitStatus fashion_mnist_files(FashionMnistFiles *f, const char *dir, const char *split,
+                              VitError *err) {
+    memset(f, 0, sizeof *f);
     const char *prefix = NULL;
     if (split && strcmp(split, "train") == 0) prefix = "train";
     else if (split && strcmp(split, "test") == 0) prefix = "t10k";
@@ -66,13 +67,27 @@ VitStatus fashion_mnist_load(Dataset *out, const char *dir, const char *split, V
                         vit_escape(safe, sizeof safe, split ? split : "(none)"));
     }
     if (!dir) dir = FASHION_MNIST_DIR;
-    char images_path[4096], labels_path[4096], name[64];
+    char name[64];
     snprintf(name, sizeof name, "%s-images-idx3-ubyte", prefix);
-    VitStatus s = find_file(images_path, sizeof images_path, dir, name, err);
-    if (s != VIT_OK) return s;
+    VitStatus s = find_file(f->images, sizeof f->images, dir, name, err);
+    VitError later;
     snprintf(name, sizeof name, "%s-labels-idx1-ubyte", prefix);
-    s = find_file(labels_path, sizeof labels_path, dir, name, err);
+    const VitStatus labels = find_file(f->labels, sizeof f->labels, dir, name, &later);
+    if (s == VIT_OK && labels != VIT_OK) { // the first file missing names the message
+        s = labels;
+        if (err) *err = later;
+    }
+    return s;
+}
+// [fashion_mnist_files]
+
+// [fashion_mnist_load]
+VitStatus fashion_mnist_load(Dataset *out, const char *dir, const char *split, VitError *err) {
+    memset(out, 0, sizeof *out);
+    FashionMnistFiles files;
+    VitStatus s = fashion_mnist_files(&files, dir, split, err);
     if (s != VIT_OK) return s;
+    const char *images_path = files.images, *labels_path = files.labels;
 
     IdxImages images;
     IdxLabels labels = {0};
@@ -136,12 +151,19 @@ Dataset dataset_slice(const Dataset *d, int first, int count) {
 // [dataset_slice]
 
 // [dataset_split_validation]
-void dataset_split_validation(Dataset *train, Dataset *val, const Dataset *d, int val_count) {
-    if (val_count < 0 || val_count > d->count)
-        misuse("dataset_split_validation: %d validation images of a set of %d", val_count,
-               d->count);
+VitStatus dataset_split_validation(Dataset *train, Dataset *val, const Dataset *d, int val_count,
+                                   VitError *err) {
+    memset(train, 0, sizeof *train);
+    memset(val, 0, sizeof *val);
+    if (val_count < 0 || val_count >= d->count) { // a folder of other files can hold fewer
+        char n[VIT_NUM_BUF], v[VIT_NUM_BUF];
+        return vit_fail(err, VIT_ERR_INPUT, "the training set has %s images: too few to hold "
+                        "out the last %s for validation and keep any to learn from",
+                        vit_thousands(n, d->count), vit_thousands(v, val_count));
+    }
     *train = dataset_slice(d, 0, d->count - val_count);
     *val = dataset_slice(d, d->count - val_count, val_count);
+    return VIT_OK;
 }
 // [dataset_split_validation]
 

@@ -71,6 +71,28 @@ extern const char *const FASHION_MNIST_CLASSES[10];
 /** How many of the 60,000 training images are held out for validation: the last 5,000. */
 #define FASHION_MNIST_VAL 5000
 
+/** The two files of one split, as fashion_mnist_files() finds them. */
+typedef struct {
+    char images[4096]; /**< e.g. DIR/train-images-idx3-ubyte.gz */
+    char labels[4096]; /**< e.g. DIR/train-labels-idx1-ubyte.gz */
+} FashionMnistFiles;
+
+/**
+ * @brief Where a split's two files are: DIR/NAME.gz, else DIR/NAME when only
+ *        the uncompressed file is there (what fashion_mnist_load() reads).
+ *
+ * A program that writes files beside reading these (`vit train`) checks its
+ * outputs against them before it starts: no output may replace the data.
+ * @param[out] f      the two paths (both filled even when one is missing: the
+ *                    file looked for, e.g. DIR/NAME.gz)
+ * @param[in]  dir    the folder; NULL for FASHION_MNIST_DIR
+ * @param[in]  split  "train" or "test"
+ * @param[out] err    "PATH: cannot open: REASON …" when a file is missing
+ * @return VIT_OK, VIT_ERR_INPUT for a missing file, VIT_ERR_USAGE for an unknown split.
+ */
+VitStatus fashion_mnist_files(FashionMnistFiles *f, const char *dir, const char *split,
+                              VitError *err);
+
 /**
  * @brief Load a Fashion-MNIST split into memory.
  *
@@ -104,11 +126,16 @@ Dataset dataset_slice(const Dataset *d, int first, int count);
  *        @p d, @p train = all those before; both views.
  *
  * For Fashion-MNIST's training set and FASHION_MNIST_VAL, 55,000 and 5,000.
- * @param[out] train, val  the two views
+ * The set comes from files (`--data` may name a folder of fewer images), so a
+ * set too small to split is a message, not a stop.
+ * @param[out] train, val  the two views (empty on failure)
  * @param[in]  d           the set to split
- * @param[in]  val_count   0 ≤ val_count ≤ d->count
+ * @param[in]  val_count   0 ≤ val_count < d->count: at least one image is left to learn from
+ * @param[out] err         "the training set has 320 images: too few to hold out …"
+ * @return VIT_OK, or VIT_ERR_INPUT.
  */
-void dataset_split_validation(Dataset *train, Dataset *val, const Dataset *d, int val_count);
+VitStatus dataset_split_validation(Dataset *train, Dataset *val, const Dataset *d, int val_count,
+                                   VitError *err);
 
 /** Augmentation: a random crop after zero padding, and a random left-right flip. */
 typedef struct {

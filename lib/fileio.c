@@ -213,17 +213,36 @@ static const int cleanup_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 enum { CLEANUP_SIGNALS = sizeof cleanup_signals / sizeof cleanup_signals[0] };
 static struct sigaction saved_actions[CLEANUP_SIGNALS], saved_xfsz;
 
-static void remove_live_files(int sig) {
+static atomic_bool finish_on_stop; // file_writes_finish_on_stop()
+
+static void remove_live_files(int sig, siginfo_t *info, void *context) {
+    int k = 0;
+    while (k < CLEANUP_SIGNALS - 1 && cleanup_signals[k] != sig) k++;
+    const struct sigaction *before = &saved_actions[k];
+    // The program stops in good order on SIGINT and SIGTERM itself (vit train:
+    // after the step, with a checkpoint), and said so: the file being written
+    // is finished too. Its own handler runs; nothing is removed.
+    const bool stop = sig == SIGINT || sig == SIGTERM;
+    if (stop && atomic_load(&finish_on_stop) && (before->sa_flags & SA_SIGINFO)) {
+        before->sa_sigaction(sig, info, context);
+        return;
+    }
+    if (stop && atomic_load(&finish_on_stop) && before->sa_handler != SIG_DFL &&
+        before->sa_handler != SIG_IGN) {
+        before->sa_handler(sig);
+        return;
+    }
     for (int i = 0; i < MAX_OUTPUTS; i++) {
         const char *p = atomic_load(&live[i]);
         if (p) unlink(p);
     }
     // put back what was there before us and deliver the signal again: with the
     // default action the program ends as it would have, killed by that signal
-    for (int i = 0; i < CLEANUP_SIGNALS; i++)
-        if (cleanup_signals[i] == sig) sigaction(sig, &saved_actions[i], NULL);
+    sigaction(sig, before, NULL);
     raise(sig);
 }
+
+void file_writes_finish_on_stop(bool on) { atomic_store(&finish_on_stop, on); }
 
 // Registers a temporary file's name, installing the handlers for the first; its slot or -1.
 static int live_add(const char *tmp) {
@@ -234,7 +253,8 @@ static int live_add(const char *tmp) {
     if (live_count++ == 0) {
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);
-        sa.sa_handler = remove_live_files;
+        sa.sa_sigaction = remove_live_files;
+        sa.sa_flags = SA_SIGINFO;
         sigemptyset(&sa.sa_mask);
         for (int i = 0; i < CLEANUP_SIGNALS; i++) {
             sigaction(cleanup_signals[i], NULL, &saved_actions[i]);
@@ -384,7 +404,45 @@ VitStatus outfile_commit(OutFile *o, bool ok, VitError *err) {
     return s;
 }
 
+VitStatus outfile_check(const char *path, VitError *err) {
+    OutFile o;
+    VitStatus s = outfile_open(&o, path, err);
+    if (s == VIT_OK) outfile_discard(&o);
+    return s;
+}
+
 /* ------------------------------------------------------- inputs, outputs */
+
+// Where a path leads once links and "." or ".." are resolved: the file itself
+// when it exists, else its folder resolved and its own name (a file yet to be
+// made); NULL when not even the folder exists. free() it.
+static char *resolved_path(const char *path) {
+    char *whole = realpath(path, NULL);
+    if (whole) return whole;
+    const char *slash = strrchr(path, '/');
+    const char *name = slash ? slash + 1 : path;
+    char *dir = slash ? vit_strdup(path) : vit_strdup(".");
+    if (slash) dir[slash == path ? 1 : slash - path] = '\0'; // "/x": the folder is "/"
+    char *folder = realpath(dir, NULL);
+    free(dir);
+    if (!folder) return NULL;
+    const size_t size = strlen(folder) + strlen(name) + 2;
+    char *out = vit_malloc(size);
+    snprintf(out, size, "%s/%s", folder, name);
+    free(folder);
+    return out;
+}
+
+bool file_same(const char *a, const char *b) {
+    struct stat sa, sb;
+    if (stat(a, &sa) == 0 && stat(b, &sb) == 0) // both exist: one file has one inode
+        return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    char *ra = resolved_path(a), *rb = resolved_path(b);
+    const bool same = ra && rb ? strcmp(ra, rb) == 0 : strcmp(a, b) == 0;
+    free(ra);
+    free(rb);
+    return same;
+}
 
 VitStatus file_check_not_input(const char *out, const char *out_role, const char *in,
                                const char *in_role, VitError *err) {

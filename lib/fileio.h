@@ -19,7 +19,8 @@
  * Writing. An output is written to a temporary file in the destination's own
  * folder and renamed over it only once complete, so a failure or a signal
  * never leaves half a file where the old one was, and a signal (SIGINT,
- * SIGTERM, SIGHUP, SIGQUIT) removes the temporary file on the way out. What
+ * SIGTERM, SIGHUP, SIGQUIT) removes the temporary file on the way out (unless
+ * the program stops in good order by itself: file_writes_finish_on_stop()). What
  * is at the destination is respected:
  *  - a new path is created with mode 0666 minus the umask, as any tool does;
  *  - an existing regular file keeps its mode (and, for root, its owner);
@@ -146,6 +147,39 @@ VitStatus outfile_open(OutFile *o, const char *path, VitError *err);
 VitStatus outfile_commit(OutFile *o, bool ok, VitError *err);
 /** @brief Give up: close and remove the temporary file; the destination is untouched. */
 void outfile_discard(OutFile *o);
+
+/**
+ * @brief Say whether the program stops in good order on SIGINT and SIGTERM by
+ *        itself (its own handlers, installed before the write began).
+ *
+ * By default a signal during a write removes the temporary file and then does
+ * what the program had set up. A program whose handlers only ask it to stop
+ * at the next safe point (`vit train`: after the current step, with a
+ * checkpoint) turns this on: a write under way then finishes, and the
+ * checkpoint being saved when Ctrl-C comes is kept, not lost.
+ * @param[in] on  true from the moment the handlers are installed, false after
+ */
+void file_writes_finish_on_stop(bool on);
+
+/**
+ * @brief Check, before any work, that @p path could be written: what is there
+ *        may be replaced and a temporary file can be made beside it.
+ *
+ * A long run (`vit train`) calls it for each output before its first step, so
+ * a folder that does not exist or cannot be written is a message at once, not
+ * after an hour. It makes the temporary file and removes it; nothing else changes.
+ * @param[in] path  the destination
+ * @param[out] err  the message outfile_open() would give
+ * @return VIT_OK, or VIT_ERR_INPUT.
+ */
+VitStatus outfile_check(const char *path, VitError *err);
+
+/**
+ * @brief Whether two paths name one file: the same inode when both exist (a
+ *        hard or symbolic link, `./x` and `x`), else the same place once their
+ *        folders are resolved (two outputs yet to be written).
+ */
+bool file_same(const char *a, const char *b);
 
 /**
  * @brief Refuse an output that is one of the run's inputs.

@@ -19,6 +19,7 @@
  */
 #include "train.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -289,15 +290,23 @@ VitStatus trainer_resume(Trainer *t, const char *path, VitError *err) {
     config_line(line, sizeof line, t);
     const char *theirs = st_meta(&st, "train.config"), *step = st_meta(&st, "train.step");
     long long at = -1;
+    char *end = NULL, theirs_shown[1024], step_shown[64];
+    if (step) { // all of it a number in range: "12abc" or 2⁶⁴ is damage, not step 12
+        errno = 0;
+        at = strtoll(step, &end, 10);
+        if (end == step || *end || errno) at = -1;
+    }
     if (!theirs || !step)
         s = vit_fail(err, VIT_ERR_INPUT, "%s: not a training checkpoint (no train.config and "
                      "train.step in its metadata)", shown);
     else if (strcmp(theirs, line) != 0)
         s = vit_fail(err, VIT_ERR_INPUT, "%s is a checkpoint of another run: it was started "
-                     "with \"%s\", this one with \"%s\"", shown, theirs, line);
-    else if (sscanf(step, "%lld", &at) != 1 || at < 0 || at > trainer_total_steps(t))
+                     "with \"%s\", this one with \"%s\"", shown,
+                     vit_escape(theirs_shown, sizeof theirs_shown, theirs), line);
+    else if (at < 0 || at > trainer_total_steps(t))
         s = vit_fail(err, VIT_ERR_INPUT, "%s: train.step \"%s\" is not a step of this run (0 to "
-                     "%lld)", shown, step, (long long)trainer_total_steps(t));
+                     "%lld)", shown, vit_escape(step_shown, sizeof step_shown, step),
+                     (long long)trainer_total_steps(t));
     // the parameters, and AdamW's m and v beside each (AdamW's list is the parameters')
     for (int i = 0; i < t->opt.count && s == VIT_OK; i++) {
         const OptimParam *p = &t->opt.params[i];

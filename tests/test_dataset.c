@@ -108,7 +108,9 @@ static void test_slices_and_validation_split(void) {
     const Dataset *d = fashion("train");
     CU_ASSERT_PTR_NOT_NULL_FATAL(d);
     Dataset train, val;
-    dataset_split_validation(&train, &val, d, FASHION_MNIST_VAL);
+    VitError err;
+    CU_ASSERT_EQUAL_FATAL(dataset_split_validation(&train, &val, d, FASHION_MNIST_VAL, &err),
+                          VIT_OK);
     CU_ASSERT_EQUAL(train.count, 55000);
     CU_ASSERT_EQUAL(val.count, 5000);
     // views: the same memory, nothing owned

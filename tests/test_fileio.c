@@ -284,6 +284,56 @@ static void signal_mid_write(int sig) {
     scratch_remove(&dir);
 }
 
+// vit train's Ctrl-C: the program's own handler asks it to stop at the next
+// safe point, and it said so (file_writes_finish_on_stop()). A checkpoint
+// being written when the signal comes is finished, not removed: before, the
+// temporary file was deleted under the writer and the rename failed ("write
+// failed: No such file or directory"), so the checkpoint was lost.
+static volatile sig_atomic_t stop_seen;
+static void note_stop(int sig) {
+    (void)sig;
+    stop_seen = 1;
+}
+
+static void test_a_stop_the_program_handles_lets_the_write_finish(void) {
+    ScratchDir dir;
+    CU_ASSERT_FATAL(scratch_make(&dir));
+    char file[PATH_SIZE];
+    scratch_file(&dir, "checkpoint", file, sizeof file);
+    write_text(file, "the previous checkpoint");
+    fflush(NULL);
+    const int sigs[] = {SIGINT, SIGTERM};
+    for (int i = 0; i < 2; i++) {
+        pid_t pid = fork();
+        CU_ASSERT_FATAL(pid >= 0);
+        if (pid == 0) {
+            struct sigaction sa;
+            memset(&sa, 0, sizeof sa);
+            sa.sa_handler = note_stop;
+            sigemptyset(&sa.sa_mask);
+            sigaction(sigs[i], &sa, NULL);
+            file_writes_finish_on_stop(true);
+            OutFile o;
+            VitError err;
+            if (outfile_open(&o, file, &err) != VIT_OK) _exit(3);
+            fputs("half a ", o.f);
+            raise(sigs[i]);
+            fputs("checkpoint", o.f);
+            if (!stop_seen) _exit(4);                              // the program heard it
+            if (outfile_commit(&o, true, &err) != VIT_OK) _exit(5); // and the write finished
+            _exit(0);
+        }
+        int status;
+        waitpid(pid, &status, 0);
+        CU_ASSERT_TRUE(WIFEXITED(status));
+        CU_ASSERT_EQUAL(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 0);
+        CU_ASSERT(has_text(file, "half a checkpoint"));
+        CU_ASSERT_EQUAL(scratch_count(&dir), 1); // no temporary file left
+        write_text(file, "the previous checkpoint");
+    }
+    scratch_remove(&dir);
+}
+
 static void test_signal_mid_write_removes_the_temporary(void) {
     struct sigaction before, after;
     sigaction(SIGINT, NULL, &before);
@@ -399,6 +449,58 @@ static void test_escape_for_the_terminal(void) {
     CU_ASSERT_STRING_EQUAL(out, "");
 }
 
+// Two outputs are one file when they lead to one place: the same inode when
+// both exist (a link of either kind, another spelling), else the same folder
+// and name once the folders are resolved.
+static void test_one_file_under_two_names(void) {
+    ScratchDir dir;
+    CU_ASSERT_FATAL(scratch_make(&dir));
+    char a[PATH_SIZE], dotted[PATH_SIZE], sym[PATH_SIZE], hard[PATH_SIZE], other[PATH_SIZE];
+    char fresh[PATH_SIZE], fresh_dotted[PATH_SIZE], fresh_other[PATH_SIZE];
+    scratch_file(&dir, "a", a, sizeof a);
+    scratch_file(&dir, "./a", dotted, sizeof dotted);
+    scratch_file(&dir, "sym", sym, sizeof sym);
+    scratch_file(&dir, "hard", hard, sizeof hard);
+    scratch_file(&dir, "other", other, sizeof other);
+    scratch_file(&dir, "new", fresh, sizeof fresh);
+    scratch_file(&dir, "sub/../new", fresh_dotted, sizeof fresh_dotted);
+    scratch_file(&dir, "new2", fresh_other, sizeof fresh_other);
+    write_text(a, "a");
+    write_text(other, "other");
+    CU_ASSERT_EQUAL_FATAL(symlink(a, sym), 0);
+    CU_ASSERT_EQUAL_FATAL(link(a, hard), 0);
+    char sub[PATH_SIZE];
+    CU_ASSERT_EQUAL_FATAL(mkdir(scratch_file(&dir, "sub", sub, sizeof sub), 0755), 0);
+    CU_ASSERT_TRUE(file_same(a, a));
+    CU_ASSERT_TRUE(file_same(a, dotted));
+    CU_ASSERT_TRUE(file_same(a, sym));
+    CU_ASSERT_TRUE(file_same(hard, a));
+    CU_ASSERT_FALSE(file_same(a, other));
+    CU_ASSERT_TRUE(file_same(fresh, fresh_dotted)); // neither exists yet
+    CU_ASSERT_FALSE(file_same(fresh, fresh_other));
+    CU_ASSERT_FALSE(file_same(fresh, a));
+    scratch_remove(&dir);
+}
+
+// outfile_check(): what outfile_open() would say, before any work, leaving nothing behind.
+static void test_an_output_is_checked_before_the_work(void) {
+    ScratchDir dir;
+    CU_ASSERT_FATAL(scratch_make(&dir));
+    char ok[PATH_SIZE], nowhere[PATH_SIZE], folder[PATH_SIZE];
+    scratch_file(&dir, "model.safetensors", ok, sizeof ok);
+    scratch_file(&dir, "no-such-folder/model.safetensors", nowhere, sizeof nowhere);
+    scratch_file(&dir, "folder", folder, sizeof folder);
+    CU_ASSERT_EQUAL_FATAL(mkdir(folder, 0755), 0);
+    VitError err;
+    CU_ASSERT_EQUAL(outfile_check(ok, &err), VIT_OK);
+    CU_ASSERT_EQUAL(outfile_check(nowhere, &err), VIT_ERR_INPUT);
+    CU_ASSERT_TRUE(mentions(&err, "no-such-folder/model.safetensors", "cannot write"));
+    CU_ASSERT_EQUAL(outfile_check(folder, &err), VIT_ERR_INPUT);
+    CU_ASSERT_TRUE(mentions(&err, "is a directory", NULL));
+    CU_ASSERT_EQUAL(scratch_count(&dir), 1); // the folder alone: no file, no temporary
+    scratch_remove(&dir);
+}
+
 CU_TestInfo tests_fileio[] = {
     {"reading takes regular files only", test_reading_takes_regular_files_only},
     {"a map truncated under us is a message", test_truncated_map_is_a_message},
@@ -407,8 +509,12 @@ CU_TestInfo tests_fileio[] = {
     {"devices, FIFOs, directories are refused", test_non_regular_destinations_are_refused},
     {"discard and failure keep the old file", test_discard_and_failure_leave_the_old_file},
     {"a signal mid-write removes the temporary", test_signal_mid_write_removes_the_temporary},
+    {"a stop the program handles lets the write finish",
+     test_a_stop_the_program_handles_lets_the_write_finish},
     {"a file size limit is a message", test_file_size_limit_is_a_message},
     {"an output that is an input is refused", test_output_that_is_an_input},
+    {"one file under two names", test_one_file_under_two_names},
+    {"an output is checked before the work", test_an_output_is_checked_before_the_work},
     {"strings are escaped for the terminal", test_escape_for_the_terminal},
     CU_TEST_INFO_NULL,
 };

@@ -217,7 +217,7 @@ static void test_refusals(void) {
         {(const char *const[]){"train", "--out", out, "--heads", "5", NULL}, 2, "heads"},
         {(const char *const[]){"train", "--out", out, "--data", missing, NULL}, 1, "nothing-here"},
         {(const char *const[]){"train", "--out", out, "--resume", out, NULL}, 2, "--resume"},
-        {(const char *const[]){"train", "--out", out, "--log", out, NULL}, 2, "different"},
+        {(const char *const[]){"train", "--out", out, "--log", out, NULL}, 2, "one file"},
         {(const char *const[]){"train", TINY, "--epochs", "1", "--warmup", "0", "--limit", "64",
                                "--out", out, "--resume", missing, NULL}, 1, "nothing-here"},
     };
