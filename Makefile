@@ -228,24 +228,30 @@ test: deps
 # (less -Werror: a skeleton's unused variable is not an error), links them
 # before $(LIB) with $(RUNNER_OBJ), and runs that runner's grade mode on the
 # suites of exercises/NN_name/KEY (tests/grade.h). Outputs: $(BUILD)/exercises/NN/.
-EXERCISE_ENV = BUILD='$(BUILD)' EX_CC='$(CC)' EX_CFLAGS='$(filter-out -Werror,$(ALL_CFLAGS))' \
-               EX_OBJS='$(RUNNER_OBJ)' EX_LIB='$(LIB)' EX_LIBS='$(RUNNER_LIBS)' \
-               EX_RUNNER='$(TEST_RUNNER)' EX_FORMAT='$(FORMAT)' EX_JSON='$(JSON)' \
-               EX_TIMEOUT='$(TIMEOUT)'
+#
+# What the script is told (the build's compiler, flags and objects, and the
+# learner's CH, DIR, FORMAT, JSON and TIMEOUT) reaches it through its
+# environment, which make fills itself (the exported variables below): no value
+# is ever pasted into the text of a shell command, so a folder called "it's
+# here", or even "x'; touch F; '", is only a name. The recipes name them as
+# "$$EX_DIR", in double quotes. (A value is still make's to expand first: a
+# $(...) in it is make's, as anywhere on make's command line.)
+# EXERCISE_TARGETS is set after EXERCISE_CHECKS, below, and the exports follow it.
 
 # make exercise CH=NN: grade one; make exercise: list them. SANITIZE=1 grades
 # under AddressSanitizer + UBSan (build/sanitize, as make sanitize builds it):
-# a write outside an array is caught even where it does not crash.
+# a write outside an array is caught even where it does not crash. CH and DIR
+# reach that make through MAKEFLAGS, as every command-line variable does.
 SAN_EXERCISE = $(MAKE) --no-print-directory BUILD=build/sanitize OPT=-O1 SANITIZE=0 \
-               EXTRA_CFLAGS="$(SAN_FLAGS)" EXTRA_LDFLAGS="$(SAN_FLAGS)" TIMEOUT=$(or $(TIMEOUT),120)
+               EXTRA_CFLAGS="$(SAN_FLAGS)" EXTRA_LDFLAGS="$(SAN_FLAGS)" TIMEOUT="$${EX_TIMEOUT:-120}"
 exercise: deps
 ifeq ($(strip $(CH)),)
-	@$(EXERCISE_ENV) tests/exercises.sh list
+	@tests/exercises.sh list
 else ifeq ($(SANITIZE),1)
 	@$(SAN_EXERCISE) exercise
 else
 	@$(MAKE) --no-print-directory all
-	@$(EXERCISE_ENV) tests/exercises.sh grade '$(CH)' '$(DIR)'
+	@tests/exercises.sh grade "$$EX_CH" "$$EX_DIR"
 endif
 
 exercise-all: deps
@@ -253,7 +259,7 @@ ifeq ($(SANITIZE),1)
 	@$(SAN_EXERCISE) exercise-all
 else
 	@$(MAKE) --no-print-directory all
-	@$(EXERCISE_ENV) tests/exercises.sh all '$(DIR)'
+	@tests/exercises.sh all "$$EX_DIR"
 endif
 
 # make test proves every exercise, both ways, one case per target (make -j
@@ -262,16 +268,34 @@ endif
 # grader's output holds its '// hint:' text (tried first without the key's slow
 # chapter-against-golden tests: a failure there is a failure of the whole key);
 # and tests/grader/*.c prove that
-# the grader survives a crash, an endless loop, exit() and a compile error.
+# the grader survives a crash, an endless loop, exit() and a compile error;
+# exercise-check/quoting runs make exercise itself with a DIR, a JSON and a CH
+# that would run commands if they were pasted into the shell, and proves none ran.
 EXERCISE_CHECKS := $(EXERCISES:%=exercise-check/key/%) $(EXERCISES:%=exercise-check/skeleton/%) \
                    $(WRONG_SRC:tests/wrong/%=exercise-check/wrong/%) \
-                   $(GRADER_CHECK_SRC:tests/grader/%=exercise-check/grader/%)
+                   $(GRADER_CHECK_SRC:tests/grader/%=exercise-check/grader/%) \
+                   $(if $(EXERCISES),exercise-check/quoting)
+
+# the environment of tests/exercises.sh (see above): the same for every rule that runs it
+EXERCISE_TARGETS := exercise exercise-all $(EXERCISE_CHECKS)
+$(EXERCISE_TARGETS): export BUILD := $(BUILD)
+$(EXERCISE_TARGETS): export EX_CC = $(CC)
+$(EXERCISE_TARGETS): export EX_CFLAGS = $(filter-out -Werror,$(ALL_CFLAGS))
+$(EXERCISE_TARGETS): export EX_OBJS = $(RUNNER_OBJ)
+$(EXERCISE_TARGETS): export EX_LIB = $(LIB)
+$(EXERCISE_TARGETS): export EX_LIBS = $(RUNNER_LIBS)
+$(EXERCISE_TARGETS): export EX_RUNNER = $(TEST_RUNNER)
+$(EXERCISE_TARGETS): export EX_FORMAT = $(FORMAT)
+$(EXERCISE_TARGETS): export EX_JSON = $(JSON)
+$(EXERCISE_TARGETS): export EX_TIMEOUT = $(TIMEOUT)
+$(EXERCISE_TARGETS): export EX_CH = $(CH)
+$(EXERCISE_TARGETS): export EX_DIR = $(DIR)
 # under make -j the cases run side by side: one OpenMP thread each, or
 # their spinning threads fight over the cores (twice as slow on two)
-CHECK_ENV = $(if $(findstring jobserver,$(MAKEFLAGS)),OMP_NUM_THREADS=1) $(EXERCISE_ENV)
+CHECK_ENV = $(if $(findstring jobserver,$(MAKEFLAGS)),OMP_NUM_THREADS=1)
 .PHONY: $(EXERCISE_CHECKS)
 exercise-checks: $(EXERCISE_CHECKS)
-	@echo "exercises: $(words $(EXERCISES)) exercises, $(words $(WRONG_SRC)) wrong implementations and $(words $(GRADER_CHECK_SRC)) grader checks passed"
+	@echo "exercises: $(words $(EXERCISES)) exercises, $(words $(WRONG_SRC)) wrong implementations, $(words $(GRADER_CHECK_SRC)) grader checks and make exercise's quoting passed"
 $(filter exercise-check/key/%,$(EXERCISE_CHECKS)): exercise-check/key/%: $(TEST_RUNNER)
 	@$(CHECK_ENV) tests/exercises.sh check-key $*
 $(filter exercise-check/skeleton/%,$(EXERCISE_CHECKS)): exercise-check/skeleton/%: $(TEST_RUNNER)
@@ -280,6 +304,11 @@ $(filter exercise-check/wrong/%,$(EXERCISE_CHECKS)): exercise-check/wrong/%: $(T
 	@$(CHECK_ENV) tests/exercises.sh check-wrong tests/wrong/$*
 $(filter exercise-check/grader/%,$(EXERCISE_CHECKS)): exercise-check/grader/%: $(TEST_RUNNER)
 	@$(CHECK_ENV) tests/exercises.sh check-wrong tests/grader/$*
+# it runs make exercise, which builds all first: built here, before the checks
+# run side by side ('+': that make shares this one's jobs, as $(MAKE) would)
+exercise-check/quoting: export EX_MAKE = $(MAKE)
+exercise-check/quoting: all
+	+@$(CHECK_ENV) tests/exercises.sh check-quoting $(firstword $(EXERCISES))
 
 SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 sanitize: deps

@@ -8,11 +8,13 @@
  * rollout, or one layer's [cls] row) → lay it over the image the model saw,
  * with a colour bar, and write the PNG (--out) and the numbers (--raw).
  */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "fileio.h"
 #include "labels.h"
 #include "ops.h"
 #include "picture.h"
@@ -200,6 +202,11 @@ static VitStatus check_args(const AttentionArgs *a, const CliSpec *spec, VitErro
     if (!a->out && !a->raw)
         return vit_fail(err, VIT_ERR_USAGE, "'vit attention' needs --out FILE.png, --raw "
                         "FILE.safetensors or both (see 'vit attention --help')");
+    // --raw is written after --out: were they one file (x.png and ./x.png, or a
+    // link to the other), the numbers would silently replace the picture
+    const CliInput outputs[2] = {{a->out, "--out"}, {a->raw, "--raw"}};
+    VitStatus s = cli_check_distinct_outputs(outputs, 2, err);
+    if (s != VIT_OK) return s;
     if (layer + a->rollout + a->grid > 1)
         return vit_fail(err, VIT_ERR_USAGE, "--rollout, --layer and --grid each draw another "
                         "map: give one");
@@ -243,6 +250,10 @@ static VitStatus draw_attention(const AttentionArgs *a, const CliSpec *spec, Vit
                           {a->labels, "--labels"}, {vit.config_json, "config.json"}};
     if (s == VIT_OK) s = cli_check_output(a->out, "--out", inputs, 4, err);
     if (s == VIT_OK) s = cli_check_output(a->raw, "--raw", inputs, 4, err);
+    // and each can be written, before the pass: a folder that is not there, or a
+    // link to nothing (which --out could bring to life before --raw follows it)
+    if (s == VIT_OK && a->out) s = outfile_check(a->out, err);
+    if (s == VIT_OK && a->raw) s = outfile_check(a->raw, err);
     Preprocess pre;
     Labels labels = {0};
     Tensor input = {0}, joint = {0}, raw = {0};
@@ -305,18 +316,21 @@ static VitStatus draw_attention(const AttentionArgs *a, const CliSpec *spec, Vit
     }
     m.rows = m.cols = side;
     if (s == VIT_OK && !a->grid) raw = tensor_view(m.values, 2, side, side);
-    // 3. what the model predicted, and the picture
-    char caption[192] = "";
+    // 3. what the model predicted, and the picture. Every file name printed goes
+    // through vit_escape(): a name may hold escape sequences or a newline, and
+    // each such byte becomes at most four characters ("\x1b"), so a path of
+    // PATH_MAX bytes fits whole.
+    char caption[192] = "", shown[4 * PATH_MAX];
     if (s == VIT_OK) {
         const Tensor logits = vit_logits(&vit);
         float *prob = vit_malloc(sizeof(float) * (size_t)c->num_classes);
         softmax(prob, logits.data, 1, c->num_classes);
         const int pred = index_of_max(prob, c->num_classes);
         const char *name = labels_name(&labels, pred);
-        char safe[128], img_safe[512];
+        char safe[128];
         snprintf(caption, sizeof caption, "predicted: %s (%.1f%%)",
                  name ? vit_escape(safe, sizeof safe, name) : "?", 100.0 * prob[pred]);
-        printf("%s: %s\n", vit_escape(img_safe, sizeof img_safe, a->images[0]), caption);
+        printf("%s: %s\n", vit_escape(shown, sizeof shown, a->images[0]), caption);
         free(prob);
         if (!a->grid) print_summary(&m, cls_self, uniform);
         else printf("  %s\n", m.title);
@@ -327,10 +341,11 @@ static VitStatus draw_attention(const AttentionArgs *a, const CliSpec *spec, Vit
     }
     // 4. the files
     if (s == VIT_OK && a->out && (s = picture_write_png(&pic, a->out, err)) == VIT_OK)
-        printf("  wrote %s (%d×%d)\n", a->out, pic.width, pic.height);
+        printf("  wrote %s (%d×%d)\n", vit_escape(shown, sizeof shown, a->out), pic.width,
+               pic.height);
     if (s == VIT_OK && a->raw &&
         (s = write_raw(a->raw, a, &raw, joint.data ? &joint : NULL, m.title, cls, err)) == VIT_OK)
-        printf("  wrote %s\n", a->raw);
+        printf("  wrote %s\n", vit_escape(shown, sizeof shown, a->raw));
     if (pic.pixels) image_free(&pic);
     if (seen.pixels) image_free(&seen);
     free(grid);
@@ -367,7 +382,10 @@ VitStatus cmd_attention(const VitCommand *self, int argc, char **argv, VitError 
          "how a layer's heads become one map (default mean)", .required = false},
         {"--discard", CLI_FLOAT, &a.discard, "R",
          "rollout: set the lowest fraction R of each layer's fused entries to 0 ([cls] to itself "
-         "kept)", .show_default = true, .lo = 0, .hi = 0.999, .required = false},
+         "kept)", .show_default = true, .lo = 0,
+         // the bound as a float, as the value is parsed: 0.999 itself rounds up to
+         // 0.99900001 and would be refused by its own range
+         .hi = (double)0.999f, .required = false},
         {"--grad", CLI_FLAG, &a.grad, "",
          "rollout of the attention weighted by its gradient for --class", .required = false},
         {"--class", CLI_INT, &a.cls, "C", "with --grad: the class whose score is differentiated "

@@ -46,7 +46,9 @@ static VitStatus set_value(CliOption *o, const char *text, VitError *err) {
         float v;
         VitStatus s = vit_parse_float(&v, text, o->flag, err);
         if (s != VIT_OK) return s;
-        if (v < o->lo || v > o->hi)
+        // the bounds as floats too: "--label-smoothing 0.99" is read as the float
+        // nearest 0.99, a little above the double 0.99, and must still be in range
+        if (v < (float)o->lo || v > (float)o->hi)
             return vit_fail(err, VIT_ERR_USAGE, "%s: %g is out of range [%g, %g]", o->flag,
                             (double)v, o->lo, o->hi);
         *(float *)o->value = v;

@@ -17,6 +17,9 @@
 #include "tracediff.h"
 #include "vit_cli.h"
 
+/** The largest tolerance: the largest number vit_parse_float() takes. */
+#define TOLERANCE_MAX 3.4e38
+
 static const char description[] =
     "Compares two traces of a forward pass, as 'vit trace' writes them, stage by\n"
     "stage in forward order, and reports the first stage where they differ: its\n"
@@ -58,11 +61,18 @@ static const char examples[] =
 VitStatus cmd_diff(const VitCommand *self, int argc, char **argv, VitError *err) {
     float atol = TRACEDIFF_ATOL, rtol = TRACEDIFF_RTOL;
     const char *paths[2] = {NULL, NULL};
+    // A tolerance is any finite number >= 0: a huge one (1e30) is an odd request
+    // but a clear one. The bound is the parser's own (vit_parse_float() takes
+    // numbers up to 3.4e38, just under the largest float, and calls the rest, with
+    // infinity and NaN, "not a finite number"). A bound like 1e30 would refuse
+    // "1e30" itself: the value is parsed into a float, and 1e30 as a float is
+    // 1.0000000150e30.
     CliOption options[] = {
-        {"--atol", CLI_FLOAT, &atol, "ATOL", "absolute tolerance", .show_default = true,
-         .lo = 0, .hi = 1e30},
-        {"--rtol", CLI_FLOAT, &rtol, "RTOL", "relative tolerance, times |REFERENCE|",
-         .show_default = true, .lo = 0, .hi = 1e30},
+        {"--atol", CLI_FLOAT, &atol, "ATOL", "absolute tolerance, a finite number >= 0",
+         .show_default = true, .lo = 0, .hi = TOLERANCE_MAX},
+        {"--rtol", CLI_FLOAT, &rtol, "RTOL",
+         "relative tolerance, times |REFERENCE|, a finite number >= 0", .show_default = true,
+         .lo = 0, .hi = TOLERANCE_MAX},
     };
     CliSpec spec = {.command = self, .description = description, .examples = examples,
                     .options = options, .option_count = sizeof options / sizeof options[0],

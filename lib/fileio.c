@@ -414,11 +414,25 @@ VitStatus outfile_check(const char *path, VitError *err) {
 /* ------------------------------------------------------- inputs, outputs */
 
 // Where a path leads once links and "." or ".." are resolved: the file itself
-// when it exists, else its folder resolved and its own name (a file yet to be
-// made); NULL when not even the folder exists. free() it.
-static char *resolved_path(const char *path) {
+// when it exists; else, for a link to a file yet to be made, where the link
+// leads; else its folder resolved and its own name (a file yet to be made).
+// NULL when not even the folder exists, or past `links` links (a loop). free() it.
+static char *resolved_path(const char *path, int links) {
     char *whole = realpath(path, NULL);
     if (whole) return whole;
+    char target[PATH_MAX];
+    const ssize_t n = links > 0 ? readlink(path, target, sizeof target - 1) : -1;
+    if (n > 0) { // the link's target, read from the link's own folder
+        target[n] = '\0';
+        const char *slash = strrchr(path, '/');
+        if (target[0] == '/' || !slash) return resolved_path(target, links - 1);
+        const size_t dir_len = (size_t)(slash - path) + 1, size = dir_len + (size_t)n + 1;
+        char *joined = vit_malloc(size);
+        snprintf(joined, size, "%.*s%s", (int)dir_len, path, target);
+        char *out = resolved_path(joined, links - 1);
+        free(joined);
+        return out;
+    }
     const char *slash = strrchr(path, '/');
     const char *name = slash ? slash + 1 : path;
     char *dir = slash ? vit_strdup(path) : vit_strdup(".");
@@ -437,7 +451,7 @@ bool file_same(const char *a, const char *b) {
     struct stat sa, sb;
     if (stat(a, &sa) == 0 && stat(b, &sb) == 0) // both exist: one file has one inode
         return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-    char *ra = resolved_path(a), *rb = resolved_path(b);
+    char *ra = resolved_path(a, 40), *rb = resolved_path(b, 40); // 40: Linux's own limit
     const bool same = ra && rb ? strcmp(ra, rb) == 0 : strcmp(a, b) == 0;
     free(ra);
     free(rb);

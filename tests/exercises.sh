@@ -12,6 +12,7 @@
 #                                   tests/exercises.sh check-skeleton NN_name
 #                                   tests/exercises.sh check-wrong tests/wrong/NN_name/FILE.c
 #                                   tests/exercises.sh check-wrong tests/grader/FILE.c
+#                                   tests/exercises.sh check-quoting NN_name
 #
 # How a student's code is graded: each of their .c files is compiled with the
 # project's flags (less -Werror) and linked BEFORE build/libvit.a, together
@@ -23,7 +24,7 @@
 # process of its own with a time limit. A compile or link error is the
 # result (score 0, the compiler's messages), reported by the normal runner.
 #
-# Files: BUILD/exercises/NN/ holds the objects (obj/), the linked runner
+# Files: BUILD/exercises/NN/ (EX_WORK/NN) holds the objects (obj/), the linked runner
 # (tests/run, to re-run one test by hand), build.log, output.txt (what the
 # grader printed), score (the last result) and results.json (FORMAT=json).
 # The make test checks work in BUILD/exercises/check/, one folder per case,
@@ -32,7 +33,11 @@
 # Environment (from the Makefile): BUILD, EX_CC, EX_CFLAGS, EX_OBJS (the
 # runner's objects but lib), EX_LIB (libvit.a), EX_LIBS (-lcunit and the
 # libraries), EX_RUNNER (the normal runner); EX_FORMAT (json or empty),
-# EX_JSON (a path), EX_TIMEOUT (seconds a test may take, empty: the runner's 30).
+# EX_JSON (a path), EX_TIMEOUT (seconds a test may take, empty: the runner's 30);
+# EX_CH and EX_DIR, make's CH and DIR, which the Makefile passes as arguments
+# ("$EX_DIR": the values travel in the environment, never as shell text).
+# EX_WORK (default BUILD/exercises): where grading writes, set by check-quoting
+# so that its make exercise leaves a student's last score alone.
 set -eu
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -40,6 +45,7 @@ cd "$ROOT" # BUILD and the objects are named from here, as make names them
 : "${BUILD:=build}"
 : "${EX_CC:=cc}" "${EX_CFLAGS:=}" "${EX_OBJS:=}" "${EX_LIB:=$BUILD/libvit.a}" "${EX_LIBS:=}"
 : "${EX_RUNNER:=$BUILD/tests/run}" "${EX_FORMAT:=}" "${EX_JSON:=}" "${EX_TIMEOUT:=}"
+: "${EX_WORK:=$BUILD/exercises}"
 
 say() { printf '%s\n' "$*"; }
 die() { printf 'exercise: %s\n' "$*" >&2; exit 2; }
@@ -146,13 +152,13 @@ score_of() {
 }
 
 # grade_one NAME SRCDIR QUIET: grade the .c files of SRCDIR with exercises/NAME/KEY.
-# The grader's exit status; its output is in BUILD/exercises/NN/output.txt
+# The grader's exit status; its output is in EX_WORK/NN/output.txt
 # (and on the terminal unless QUIET is 1).
 grade_one() {
     name=$1 src=$2 quiet=$3
     nn=${name%%_*}
     key=$ROOT/exercises/$name/KEY
-    work=$BUILD/exercises/$nn
+    work=$EX_WORK/$nn
     [ -f "$key" ] || die "exercises/$name has no KEY file (the suites of its answer key)"
     mkdir -p "$work"
     ls "$src"/*.c >/dev/null 2>&1 || die "$src holds no .c file to grade"
@@ -236,7 +242,7 @@ cmd_list() {
         nn=${name%%_*}
         state=$(git_state "exercises/$name")
         last=""
-        scorefile=$BUILD/exercises/$nn/score
+        scorefile=$EX_WORK/$nn/score
         if [ -f "$scorefile" ]; then
             IFS='	' read -r result from when <"$scorefile" || true
             passed=${result% *} failed=${result#* }
@@ -281,10 +287,10 @@ cmd_all() {
         printf 'grading %s ...\n' "$name"
         status=0
         grade_one "$name" "$src" 1 || status=$?
-        result=$(score_of "$BUILD/exercises/$nn/output.txt")
+        result=$(score_of "$EX_WORK/$nn/output.txt")
         passed=${result% *} failed=${result#* }
-        note="$BUILD/exercises/$nn/output.txt"
-        grep -q '^the code did not compile' "$BUILD/exercises/$nn/output.txt" &&
+        note="$EX_WORK/$nn/output.txt"
+        grep -q '^the code did not compile' "$EX_WORK/$nn/output.txt" &&
             note="did not compile: $note"
         [ -n "$result" ] || { passed=- failed=- note="the grader stopped (exit $status): $note"; }
         [ "$status" -eq 0 ] || worst=1
@@ -443,6 +449,60 @@ cmd_check_wrong() {
     fi
 }
 
+# make exercise itself, run with values that would run a command if make pasted
+# them into the text of a shell command ('$(DIR)' with DIR="x'; touch F; '"
+# runs touch): a DIR and a JSON holding a quote, a command and spaces, then a CH
+# and a TIMEOUT holding one. The odd folders hold lib's own files for exercise
+# NAME, so a correct grade passes every test. No run may leave the file F; the
+# first two must grade the folder named, the third must say there is no such
+# exercise. Its make writes its grades to a folder of its own (EX_WORK), so a
+# student's last score stays as it was.
+cmd_check_quoting() {
+    name=$1
+    nn=${name%%_*}
+    d=$(check_dir quoting)
+    d=$(cd "$d" && pwd)
+    ran=$d/a-command-ran # made only if a value was run as shell text
+    plain=$d/"it's here"
+    odd=$d/"x'; touch $ran; '" # the '/' of $ran make it folders within folders: fine
+    mkdir -p "$plain" "$odd"
+    for f in "$ROOT/exercises/$name"/*.c; do # lib's files of the same names: the right answer
+        lib=$ROOT/lib/${f##*/}
+        [ -f "$lib" ] ||
+            check_failed "" "exercises/$name/${f##*/} has no lib/${f##*/} to grade as the right answer"
+        cp "$lib" "$plain/" && cp "$lib" "$odd/"
+    done
+    # a learner's make exercise, in this build (MAKEFLAGS passes this make's flags on)
+    learner_make() { EX_WORK=$d/work "${EX_MAKE:-make}" --no-print-directory exercise "$@"; }
+    n=0
+    for dir in "$plain" "$odd"; do
+        n=$((n + 1))
+        out=$d/make-$n.txt
+        status=0
+        learner_make CH="$nn" DIR="$dir" FORMAT=json JSON="$dir/results.json" >"$out" 2>&1 ||
+            status=$?
+        [ ! -e "$ran" ] || check_failed "$out" "make exercise ran a command from DIR or JSON ($ran exists)"
+        [ "$status" -eq 0 ] ||
+            check_failed "$out" "make exercise DIR=\"$dir\" exited $status: lib's own files should pass"
+        result=$(score_of "$out")
+        # shellcheck disable=SC2015 # both must hold: a score, and nothing failed
+        [ -n "$result" ] && [ "${result#* }" -eq 0 ] ||
+            check_failed "$out" "make exercise DIR=\"$dir\" did not grade lib's files as passing"
+        # the score file's second field is the folder graded
+        [ "$(cut -f 2 "$d/work/$nn/score")" = "$dir" ] ||
+            check_failed "$d/work/$nn/score" "the grade is not of DIR=\"$dir\""
+        [ -s "$dir/results.json" ] || check_failed "$out" "no results at JSON=\"$dir/results.json\""
+    done
+    out=$d/make-ch.txt
+    status=0
+    learner_make CH="$nn'; touch $ran; '" TIMEOUT="30'; touch $ran; '" >"$out" 2>&1 || status=$?
+    [ ! -e "$ran" ] || check_failed "$out" "make exercise ran a command from CH or TIMEOUT ($ran exists)"
+    # shellcheck disable=SC2015
+    [ "$status" -eq 2 ] && grep -qF "no exercise '$nn'; touch" "$out" ||
+        check_failed "$out" "make exercise CH=\"$nn'; touch ...\" exited $status: it should say there is no such exercise (exit 2)"
+    say "exercises: make exercise takes CH, DIR, JSON and TIMEOUT as values, never as shell text ($name graded in \"it's here\" and \"x'; touch ...; '\")"
+}
+
 cmd=${1:-}
 [ $# -eq 0 ] || shift
 case $cmd in
@@ -452,5 +512,6 @@ case $cmd in
     check-key) cmd_check_key "$1" ;;
     check-skeleton) cmd_check_skeleton "$1" ;;
     check-wrong) cmd_check_wrong "$(absolute "$1")" ;;
-    *) die "usage: tests/exercises.sh grade NN [DIR] | list | all [DIR] | check-key NN_name | check-skeleton NN_name | check-wrong FILE" ;;
+    check-quoting) cmd_check_quoting "$1" ;;
+    *) die "usage: tests/exercises.sh grade NN [DIR] | list | all [DIR] | check-key NN_name | check-skeleton NN_name | check-wrong FILE | check-quoting NN_name" ;;
 esac

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "cli_run.h"
@@ -173,9 +174,108 @@ static void test_refusals(void) {
     scratch_remove(&d);
 }
 
+// --out and --raw may not be one file, however it is spelled: the numbers,
+// written second, would replace the picture. Refused before any work (exit 2,
+// as vit train refuses two of its outputs that are one file), nothing written.
+static void test_outputs_are_two_files(void) {
+    shipped_paths();
+    ScratchDir d;
+    CU_ASSERT_FATAL(scratch_make(&d));
+    char png[PATH_SIZE], dotted[PATH_SIZE], sym[PATH_SIZE], hard[PATH_SIZE];
+    scratch_file(&d, "x.png", png, sizeof png);
+    scratch_file(&d, "./x.png", dotted, sizeof dotted);
+    scratch_file(&d, "link.png", sym, sizeof sym);
+    scratch_file(&d, "hard.png", hard, sizeof hard);
+    // neither exists yet: the same path, and another spelling of it
+    EXPECT_FAILURE(VIT_RUN("attention", "--weights", model, boot, "--out", png, "--raw", png), 2,
+                   "--out", "--raw", "one file");
+    EXPECT_FAILURE(VIT_RUN("attention", "--weights", model, boot, "--out", png, "--raw", dotted),
+                   2, "--out", "--raw", "one file");
+    CU_ASSERT_EQUAL(scratch_count(&d), 0);
+    // a link to --out's file, which does not exist yet: --out would make it, and
+    // --raw, written next, would follow the link over it. Refused before any work.
+    CU_ASSERT_EQUAL_FATAL(symlink("x.png", sym), 0);
+    CliResult r = VIT_RUN("attention", "--weights", model, boot, "--out", png, "--raw", sym);
+    CU_ASSERT(r.status == 1 || r.status == 2);
+    CU_ASSERT_STRING_EQUAL(r.out, "");
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "link.png"));
+    cli_result_free(&r);
+    CU_ASSERT_EQUAL(scratch_count(&d), 1); // the link alone: no picture made
+    CU_ASSERT_EQUAL_FATAL(unlink(sym), 0);
+    // it exists: a symbolic link to it, and a hard link, are the same file too
+    write_text(png, "precious");
+    CU_ASSERT_EQUAL_FATAL(symlink("x.png", sym), 0);
+    CU_ASSERT_EQUAL_FATAL(link(png, hard), 0);
+    EXPECT_FAILURE(VIT_RUN("attention", "--weights", model, boot, "--out", png, "--raw", sym), 2,
+                   "--out", "--raw", "one file");
+    EXPECT_FAILURE(VIT_RUN("attention", "--weights", model, boot, "--out", hard, "--raw", png), 2,
+                   "--out", "--raw", "one file");
+    CU_ASSERT(has_text(png, "precious"));
+    CU_ASSERT_EQUAL(scratch_count(&d), 3); // no temporary file left either
+    // and each output against each input: --raw over the weights or the image (copies)
+    char weights[PATH_SIZE], image[PATH_SIZE], out[PATH_SIZE];
+    scratch_file(&d, "w.safetensors", weights, sizeof weights);
+    scratch_file(&d, "boot.png", image, sizeof image);
+    scratch_file(&d, "out.png", out, sizeof out);
+    copy_file(model, weights);
+    copy_file(boot, image);
+    EXPECT_FAILURE(VIT_RUN("attention", "--weights", weights, image, "--out", out, "--raw",
+                           weights), 1, "--raw", "--weights", "refusing to overwrite");
+    EXPECT_FAILURE(VIT_RUN("attention", "--weights", weights, image, "--out", out, "--raw", image),
+                   1, "--raw", "IMAGE", "refusing to overwrite");
+    CU_ASSERT(same_bytes(weights, model));
+    CU_ASSERT(same_bytes(image, boot));
+    CU_ASSERT_EQUAL(scratch_count(&d), 5);
+    scratch_remove(&d);
+}
+
+// Every file name it prints reaches the terminal escaped: an image, a picture and
+// a numbers file whose names hold an escape sequence that would turn the text red.
+static void test_names_reach_the_terminal_escaped(void) {
+    shipped_paths();
+    ScratchDir d;
+    CU_ASSERT_FATAL(scratch_make(&d));
+    char image[PATH_SIZE], png[PATH_SIZE], raw[PATH_SIZE];
+    scratch_file(&d, "boot\033[31m.png", image, sizeof image);
+    scratch_file(&d, "map\033[31m.png", png, sizeof png);
+    scratch_file(&d, "map\033[31m.safetensors", raw, sizeof raw);
+    copy_file(boot, image);
+    CliResult r = VIT_RUN("attention", "--weights", model, image, "--out", png, "--raw", raw);
+    if (r.status != 0) fprintf(stderr, "\n    %s", r.err);
+    CU_ASSERT_EQUAL_FATAL(r.status, 0);
+    CU_ASSERT_PTR_NULL(strchr(r.out, '\033')); // not one raw ESC byte
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "boot\\x1b[31m.png: predicted: Ankle boot"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "wrote "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "map\\x1b[31m.png (324×266)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "map\\x1b[31m.safetensors\n"));
+    cli_result_free(&r);
+    expect_png(png, 324, 266); // written under its own name, escape and all
+    scratch_remove(&d);
+}
+
+// A bound a flag's help states is a value it accepts: --discard's largest, 0.999.
+static void test_discard_takes_its_largest_value(void) {
+    shipped_paths();
+    ScratchDir d;
+    CU_ASSERT_FATAL(scratch_make(&d));
+    char raw[PATH_SIZE];
+    scratch_file(&d, "r.safetensors", raw, sizeof raw);
+    CliResult r = VIT_RUN("attention", "--weights", model, boot, "--discard", "0.999", "--raw", raw);
+    if (r.status != 0) fprintf(stderr, "\n    %s", r.err);
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "discard 0.999"));
+    cli_result_free(&r);
+    EXPECT_FAILURE(VIT_RUN("attention", "--weights", model, boot, "--discard", "0.9991", "--raw",
+                           raw), 2, "--discard", "out of range [0, 0.999]");
+    scratch_remove(&d);
+}
+
 CU_TestInfo tests_attention_cli[] = {
     {"a rollout: its numbers are PyTorch's, its picture", test_rollout_file},
     {"gradient-weighted, the grid and one head", test_grad_and_grid_files},
     {"what it refuses", test_refusals},
+    {"--out and --raw are two files, neither an input", test_outputs_are_two_files},
+    {"file names reach the terminal escaped", test_names_reach_the_terminal_escaped},
+    {"--discard takes its largest value", test_discard_takes_its_largest_value},
     CU_TEST_INFO_NULL,
 };

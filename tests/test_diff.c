@@ -554,6 +554,43 @@ static void test_cli_changed_weight_differs_at_its_stage(void) {
     scratch_remove(&dir);
 }
 
+// A tolerance is any finite number >= 0, however large: 1e30 (which a float
+// holds as 1.0000000150e30, past a bound of 1e30) and 3.4e38 are taken;
+// infinity, NaN, a number past the float range and a negative one are not.
+static void test_cli_tolerance_range(void) {
+    ScratchDir dir;
+    if (!scratch_make(&dir)) CU_FAIL_FATAL("no scratch directory");
+    char w[PATH_SIZE], x[PATH_SIZE], t[PATH_SIZE];
+    scratch_file(&dir, "w.safetensors", w, sizeof w);
+    scratch_file(&dir, "x.safetensors", x, sizeof x);
+    scratch_file(&dir, "t.safetensors", t, sizeof t);
+    make_small(w, "1");
+    write_input(x, 1);
+    run_trace(w, x, t, "1");
+    const char *const taken[][3] = {
+        {"--atol", "1e30", "within 1e+30 + 0.001·|ref|"},
+        {"--rtol", "1e30", "within 0.0001 + 1e+30·|ref|"},
+        {"--atol", "3.4e38", "within 3.4e+38 + "}, // the largest the parser takes
+        {"--atol", "0", "within 0 + 0.001·|ref|"},
+    };
+    for (size_t i = 0; i < sizeof taken / sizeof taken[0]; i++) {
+        CliResult r = VIT_RUN("diff", t, t, taken[i][0], taken[i][1]);
+        if (r.status != 0) fprintf(stderr, "\n    %s %s: %d %s", taken[i][0], taken[i][1], r.status, r.err);
+        CU_ASSERT_EQUAL(r.status, 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(r.out, taken[i][2]));
+        cli_result_free(&r);
+    }
+    const char *const refused[] = {"inf", "-inf", "nan", "1e39", "3.41e38"};
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        char msg[MSG_SIZE];
+        snprintf(msg, sizeof msg, "vit: --atol: '%s' is not a finite number", refused[i]);
+        EXPECT_FAILURE(VIT_RUN("diff", t, t, "--atol", refused[i]), 2, msg);
+    }
+    EXPECT_FAILURE(VIT_RUN("diff", t, t, "--rtol", "-1e-30"), 2,
+                   "vit: --rtol: -1e-30 is out of range [0, 3.4e+38]");
+    scratch_remove(&dir);
+}
+
 // Another batch, another depth: exit 2 with the reason, before any value is compared.
 static void test_cli_not_comparable(void) {
     ScratchDir dir;
@@ -596,7 +633,7 @@ static void test_cli_bad_usage(void) {
     EXPECT_FAILURE(VIT_RUN("diff", "a", "b", "--atol", "abc"), 2,
                    "vit: --atol: 'abc' is not a finite number");
     EXPECT_FAILURE(VIT_RUN("diff", "a", "b", "--rtol", "-1"), 2,
-                   "vit: --rtol: -1 is out of range [0, 1e+30]");
+                   "vit: --rtol: -1 is out of range [0, 3.4e+38]");
     EXPECT_FAILURE(VIT_RUN("diff", "a", "b", "--atol"), 2, "vit: --atol needs a value (ATOL)");
     // the help, and the command in the overview
     CliResult r = VIT_RUN("diff", "--help");
@@ -682,6 +719,7 @@ CU_TestInfo tests_diff[] = {
     {"cli_changed_weight_differs_at_its_stage", test_cli_changed_weight_differs_at_its_stage},
     {"cli_not_comparable", test_cli_not_comparable},
     {"cli_bad_usage", test_cli_bad_usage},
+    {"cli_tolerance_range", test_cli_tolerance_range},
     {"cli_bad_files", test_cli_bad_files},
     {"cli_escapes_names", test_cli_escapes_names},
     CU_TEST_INFO_NULL,

@@ -479,6 +479,18 @@ static void test_one_file_under_two_names(void) {
     CU_ASSERT_TRUE(file_same(fresh, fresh_dotted)); // neither exists yet
     CU_ASSERT_FALSE(file_same(fresh, fresh_other));
     CU_ASSERT_FALSE(file_same(fresh, a));
+    // a link to a file yet to be made is that file (writing through it would
+    // replace what the other output wrote); a loop of links ends
+    char dangling[PATH_SIZE], loop_a[PATH_SIZE], loop_b[PATH_SIZE];
+    scratch_file(&dir, "dangling", dangling, sizeof dangling);
+    scratch_file(&dir, "loop-a", loop_a, sizeof loop_a);
+    scratch_file(&dir, "loop-b", loop_b, sizeof loop_b);
+    CU_ASSERT_EQUAL_FATAL(symlink("new", dangling), 0); // relative: beside the link
+    CU_ASSERT_EQUAL_FATAL(symlink(loop_b, loop_a), 0);
+    CU_ASSERT_EQUAL_FATAL(symlink(loop_a, loop_b), 0);
+    CU_ASSERT_TRUE(file_same(dangling, fresh));
+    CU_ASSERT_FALSE(file_same(dangling, fresh_other));
+    CU_ASSERT_FALSE(file_same(loop_a, fresh));
     scratch_remove(&dir);
 }
 

@@ -193,6 +193,13 @@ static void test_bad_outputs_and_test_split_fail_before_step_one(void) {
         CU_ASSERT_STRING_EQUAL(r.out, ""); // not one step
         cli_result_free(&r);
     }
+    // a flag at the top of its range is in range (the float nearest 0.99 is a little
+    // above the double 0.99): what stops this run is its output, not the flag
+    CliResult edge = VIT_RUN("train", TINY, "--label-smoothing", "0.99", "--data", data.path,
+                             "--out", nowhere);
+    CU_ASSERT_EQUAL(edge.status, 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(edge.err, "cannot write"));
+    cli_result_free(&edge);
     // a directory where the log goes
     scratch_file(&d, "a-folder", folder, sizeof folder);
     CU_ASSERT_EQUAL_FATAL(mkdir(folder, 0755), 0);

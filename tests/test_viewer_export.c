@@ -7,6 +7,7 @@
  *        that name the file and leave nothing behind.
  */
 #include <CUnit/CUnit.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "../viewer/export.h"
+#include "../viewer/prompt_line.h"
 #include "check.h"
 #include "cli_run.h"
 #include "safetensors.h"
@@ -231,6 +233,118 @@ static void test_existing_file_replaced_only_on_success(void) {
     scratch_remove(&dir);
 }
 
+/* ------------------------------------------- the e prompt (prompt_line.h) */
+
+// A small grey model like the shipped one: 28×28, patch 4, 2 blocks of 2 heads.
+static const VitConfig small_cfg = {.image_size = 28, .patch_size = 4, .channels = 1, .dim = 8,
+                                    .depth = 2, .heads = 2, .mlp_dim = 16, .num_classes = 10,
+                                    .ln_eps = 1e-6f};
+
+static void record(void *user, const char *name, const Tensor *t) {
+    State *s = user;
+    const int node = stepper_find(&s->stepper, name);
+    if (node >= 0) history_record(&s->history, node, t, 0);
+}
+
+// A state showing blocks.0.resid1, (1, 50, 8), of one forward pass of the model.
+static void state_showing_a_stage(State *s, Vit *vit) {
+    const VitInit init = {.seed = 5, .std = 0.3f, .bias_std = 0.1f, .norm_std = 0.1f};
+    VitError err;
+    CU_ASSERT_EQUAL_FATAL(vit_build_random(vit, &small_cfg, &init, &err), VIT_OK);
+    state_init(s, &vit->config, 1 << 22);
+    Tensor x = tensor_new(4, 1, 1, 28, 28);
+    for (size_t i = 0; i < x.numel; i++) x.data[i] = (float)(i % 7) * 0.1f;
+    CU_ASSERT_EQUAL_FATAL(vit_forward(vit, &x, record, s, &err), VIT_OK);
+    tensor_free(&x);
+    s->stepper.selected = stepper_find(&s->stepper, "blocks.0.resid1");
+    s->stepper.sel_header = false;
+    CU_ASSERT_FATAL(s->stepper.selected >= 0);
+}
+
+// Types @p text into the line as keys, one character at a time; how many were kept.
+static size_t type_keys(State *s, const char *text) {
+    size_t kept = 0;
+    for (; *text; text++) kept += prompt_line_type(s, (unsigned char)*text);
+    return kept;
+}
+
+// Entries in a folder, "." and ".." aside.
+static int entries(const char *folder) {
+    DIR *d = opendir(folder);
+    if (!d) return -1;
+    int n = 0;
+    for (const struct dirent *e; (e = readdir(d));)
+        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+    closedir(d);
+    return n;
+}
+
+// A name of 320 characters, longer than the 255 the line once held, is written
+// under that name, whole: cut at 255 it was written as another file.
+static void test_prompt_exports_under_the_whole_name(void) {
+    State s;
+    Vit vit;
+    state_showing_a_stage(&s, &vit);
+    ScratchDir dir;
+    CU_ASSERT_FATAL(scratch_make(&dir));
+    char folder[PATH_SIZE], name[2 * PATH_SIZE];
+    snprintf(folder, sizeof folder, "%s/%0150d", dir.path, 0); // 150 '0's: a long folder name
+    CU_ASSERT_EQUAL_FATAL(mkdir(folder, 0700), 0);
+    snprintf(name, sizeof name, "%s/%0160d.npy", folder, 1); // a long file name in it
+    CU_ASSERT_FATAL(strlen(name) > 300);
+    prompt_line_open(&s, PROMPT_EXPORT);
+    CU_ASSERT_EQUAL(type_keys(&s, name), strlen(name));
+    CU_ASSERT_FALSE(s.prompt_overflow);
+    prompt_line_export(&s);
+    CU_ASSERT_PTR_NOT_NULL(strstr(s.message, "wrote …"));   // the end of the name, shown
+    CU_ASSERT_PTR_NOT_NULL(strstr(s.message, "01.npy (blocks.0.resid1, 400 values)"));
+    size_t size = 0;
+    char *got = read_whole_file(name, &size);
+    CU_ASSERT_PTR_NOT_NULL(got);
+    CU_ASSERT_EQUAL(size, 128 + 400 * sizeof(float)); // the header and (1, 50, 8) floats
+    free(got);
+    CU_ASSERT_EQUAL(entries(folder), 1); // that file, and no other
+    scratch_remove(&dir);
+    state_free(&s);
+    vit_free(&vit);
+}
+
+// More than the line holds (PATH_MAX − 1 characters, as long as a path may be) is
+// refused as it is typed, and the line is then refused whole: no file is written
+// under the part that fitted.
+static void test_prompt_refuses_a_name_longer_than_the_line(void) {
+    State s;
+    Vit vit;
+    state_showing_a_stage(&s, &vit);
+    ScratchDir dir;
+    CU_ASSERT_FATAL(scratch_make(&dir));
+    const size_t room = sizeof s.prompt - 1;
+    char *name = malloc(room + 64);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(name);
+    int n = snprintf(name, room + 64, "%s/", dir.path);
+    while ((size_t)n < room + 10) name[n++] = 'x'; // a file name past the line's end
+    name[n] = '\0';
+    prompt_line_open(&s, PROMPT_EXPORT);
+    CU_ASSERT_EQUAL(type_keys(&s, name), room); // what fits, and not one more
+    CU_ASSERT_EQUAL(strlen(s.prompt), room);
+    CU_ASSERT_TRUE(s.prompt_overflow);
+    CU_ASSERT_PTR_NOT_NULL(strstr(s.message, "the line is full"));
+    prompt_line_export(&s);
+    CU_ASSERT_PTR_NOT_NULL(strstr(s.message, "nothing done"));
+    prompt_line_erase(&s); // taking a character back does not make it what was typed
+    prompt_line_export(&s);
+    CU_ASSERT_PTR_NOT_NULL(strstr(s.message, "nothing done"));
+    CU_ASSERT_EQUAL(scratch_count(&dir), 0);
+    // a new line starts empty and whole
+    prompt_line_open(&s, PROMPT_EXPORT);
+    CU_ASSERT_FALSE(s.prompt_overflow);
+    CU_ASSERT_STRING_EQUAL(s.prompt, "");
+    free(name);
+    scratch_remove(&dir);
+    state_free(&s);
+    vit_free(&vit);
+}
+
 CU_TestInfo tests_viewer_export[] = {
     {"npy is what numpy.save writes", test_npy_is_what_numpy_writes},
     {"npy header for long sizes", test_npy_header_for_long_sizes},
@@ -238,5 +352,8 @@ CU_TestInfo tests_viewer_export[] = {
     {"default path from the stage", test_default_path_from_the_stage},
     {"failures name the file and leave nothing", test_failures_name_the_file_and_leave_nothing},
     {"existing file replaced only on success", test_existing_file_replaced_only_on_success},
+    {"the e prompt exports under the whole name", test_prompt_exports_under_the_whole_name},
+    {"the e prompt refuses a name longer than its line",
+     test_prompt_refuses_a_name_longer_than_the_line},
     CU_TEST_INFO_NULL,
 };

@@ -527,6 +527,22 @@ if [ -n "$DEMO" ]; then
         FAILED=$((FAILED + 1)); LAST_FAILURE="the exported .npy has the wrong size"
         echo "viewer_tmux: FAILED: $LAST_FAILURE" >&2
     fi
+    # a name longer than the 255 characters the line once held is written whole,
+    # not cut short into another file (a folder of 150 characters, a file of 164)
+    long_dir=$WORK/$(printf '%0150d' 0)
+    long_name=$long_dir/$(printf '%0160d' 1).npy
+    mkdir -p "$long_dir"
+    keys e
+    keys -l "$long_name"
+    keys Enter
+    check "e exports under a name of over 300 characters" "wrote …0+1"
+    if [ "$(wc -c <"$long_name" 2>/dev/null)" = "12928" ] &&
+        [ "$(find "$long_dir" -type f | wc -l)" -eq 1 ]; then
+        PASSED=$((PASSED + 1))
+    else
+        FAILED=$((FAILED + 1)); LAST_FAILURE="a long export name was not written whole"
+        echo "viewer_tmux: FAILED: $LAST_FAILURE" >&2
+    fi
     keys B
     keys -l "-"
     keys Enter

@@ -12,6 +12,7 @@
 #ifndef VIEWER_STATE_H
 #define VIEWER_STATE_H
 
+#include <limits.h>
 #include <stdbool.h>
 
 #include "colour.h"
@@ -148,7 +149,10 @@ typedef struct {
     int help_scroll;      /**< first line of the key list shown */
     bool prompting;       /**< the status row is reading a line */
     PromptKind prompt_kind; /**< what the line is for */
-    char prompt[256];     /**< what has been typed */
+    char prompt[PATH_MAX]; /**< what has been typed: as long as any path may be
+                                (prompt_line.h types into it, never cutting) */
+    bool prompt_overflow; /**< a key was refused because the line was full: the
+                               line is not what was typed, and Enter refuses it */
     char message[200];    /**< feedback for the last action, shown in the title row */
     bool running;         /**< the forward pass is running (any key pauses) */
     ColourMode colour;    /**< what the terminal can show */

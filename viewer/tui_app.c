@@ -12,6 +12,7 @@
 #include "app.h"
 #include "format.h"
 #include "patch.h"
+#include "prompt_line.h"
 #include "train.h" // index_of_max()
 #include "tui.h"
 
@@ -119,9 +120,7 @@ static UiAction cmd_picture(State *s, int key) {
 }
 
 static UiAction cmd_test_image(State *s, int key) {
-    s->prompting = true;
-    s->prompt_kind = PROMPT_TEST_IMAGE;
-    s->prompt[0] = '\0';
+    prompt_line_open(s, PROMPT_TEST_IMAGE);
     return ACT_NONE;
 }
 
@@ -145,9 +144,7 @@ static UiAction cmd_backward(State *s, int key) {
         return ACT_NONE;
     }
     if (key == 'D') {
-        s->prompting = true;
-        s->prompt_kind = PROMPT_CLASS;
-        s->prompt[0] = '\0';
+        prompt_line_open(s, PROMPT_CLASS);
         return ACT_NONE;
     }
     s->request = REQ_BACKWARD;
@@ -159,10 +156,8 @@ static UiAction cmd_quit(State *s, int key) { return ACT_QUIT; }
 
 // B / e W: a line to type in the status row (tui_prompt.c).
 static UiAction cmd_prompt(State *s, int key) {
-    s->prompting = true;
-    s->prompt_kind = key == '/' ? PROMPT_GOTO : key == 'e' ? PROMPT_EXPORT
-                   : key == 'W' ? PROMPT_WATCH : PROMPT_BREAKPOINT;
-    s->prompt[0] = '\0';
+    prompt_line_open(s, key == '/' ? PROMPT_GOTO : key == 'e' ? PROMPT_EXPORT
+                        : key == 'W' ? PROMPT_WATCH : PROMPT_BREAKPOINT);
     return ACT_NONE;
 }
 
@@ -443,6 +438,13 @@ static void make_input(App *app) {
         if (s->masked[p]) pictures_mask_patch(app->pictures, &app->input, s->cfg->patch_size, p);
 }
 
+// A failure in the title row, escaped: the message may quote a file name, and a
+// name may hold escape sequences.
+static void message_error(State *s, const VitError *err) {
+    char safe[sizeof s->message];
+    state_message(s, "%s", vit_escape(safe, sizeof safe, err->msg));
+}
+
 static void set_title(App *app, const char *picture) {
     snprintf(app->state.title, sizeof app->state.title, "%s · %s", app->model, picture);
 }
@@ -466,7 +468,7 @@ static void new_picture(App *app, Request r, int arg) {
                                       : pictures_load_test(app->pictures, arg, &input, desc,
                                                            sizeof desc, &err);
     if (st != VIT_OK) {
-        state_message(s, "%s", err.msg);
+        message_error(s, &err);
         return;
     }
     const bool had_whatif = state_whatif(s);
@@ -532,7 +534,7 @@ static void do_request(App *app) {
         state_message(s, "what-ifs undone: the unmodified pass");
     } else {
         VitError err;
-        if (whatif_apply(app, r, &err) != VIT_OK) state_message(s, "%s", err.msg);
+        if (whatif_apply(app, r, &err) != VIT_OK) message_error(s, &err);
     }
     rerun_to(app, state_whatif(s) ? end : frontier); // a what-if shows its logits
 }
@@ -593,7 +595,7 @@ static bool between_passes(App *app, bool *run_forward) {
         s->request = REQ_NONE;
         VitError err;
         if (backward_pass(app, s->request_arg, &err) != VIT_OK) {
-            state_message(s, "%s", err.msg);
+            message_error(s, &err);
             app->abandon = ACT_NONE;
         }
     }

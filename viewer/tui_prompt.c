@@ -3,11 +3,15 @@
  * @brief The line typed in the status row: a breakpoint (B), a stage to go to
  *        (/), a test image (T), a class (D), a file to export to (e), a
  *        threshold to watch (W). Tab completes stage names.
+ *
+ * This file draws the line and dispatches its keys; the line itself (typed
+ * whole or refused, never cut) and the export are prompt_line.c's, which the
+ * tests reach without a terminal.
  */
 #include "tui.h"
 #include "complete.h"
 #include "export.h"
-#include "fileio.h"
+#include "prompt_line.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,7 +43,16 @@ void prompt_draw(const State *s, Rect r) {
     char ask[320];
     prompt_question(s, ask, sizeof ask);
     int x = r.x + ui_text(r.y, r.x, r.w, ROLE_STATUS, ask);
-    x += ui_text(r.y, x, r.x + r.w - x, ROLE_STATUS, s->prompt);
+    // a line longer than the room left shows its end, where the typing is, after
+    // "…" (the line holds printable ASCII only: one byte is one column)
+    const int room = r.x + r.w - x - 1; // and one column for the cursor
+    const char *typed = s->prompt;
+    const size_t len = strlen(typed);
+    if (room > 1 && len > (size_t)room) {
+        x += ui_text(r.y, x, 1, ROLE_STATUS, "…");
+        typed += len - (size_t)(room - 1);
+    }
+    x += ui_text(r.y, x, r.x + r.w - x, ROLE_STATUS, typed);
     ui_text(r.y, x, r.x + r.w - x, ROLE_KEY, "_");
 }
 
@@ -93,36 +106,6 @@ static void goto_entered(State *s) {
     state_clamp(s);
 }
 
-// e: write the tensor shown to a file, .npy unless the name ends in .safetensors.
-static void export_entered(State *s) {
-    const PipeNode *n = state_node(s);
-    const HistEntry *e = state_entry(s);
-    char path[256];
-    if (s->prompt[0]) snprintf(path, sizeof path, "%s", s->prompt);
-    else export_default_path(path, sizeof path, n->name, "npy");
-    if (!e || !e->kept) {
-        state_message(s, "%s: nothing to export (not computed yet, or dropped)", n->name);
-        return;
-    }
-    VitError err;
-    const char *inputs[2][2] = {{s->weights_path, "the weights"}, {s->picture_path, "the picture"}};
-    for (int i = 0; i < 2; i++) // never over the files the pass reads
-        if (inputs[i][0] && inputs[i][0][0] &&
-            file_check_not_input(path, "the export", inputs[i][0], inputs[i][1], &err) != VIT_OK) {
-            char safe[200];
-            state_message(s, "%s", vit_escape(safe, sizeof safe, err.msg));
-            return;
-        }
-    const size_t len = strlen(path), ext = strlen(".safetensors");
-    const bool st = len > ext && !strcmp(path + len - ext, ".safetensors");
-    VitStatus status = st ? export_safetensors(&e->t, n->name, path, &err)
-                          : export_npy(&e->t, path, &err);
-    char safe[200];
-    if (status != VIT_OK) state_message(s, "%s", vit_escape(safe, sizeof safe, err.msg));
-    else state_message(s, "wrote %s (%s, %zu values)", vit_escape(safe, sizeof safe, path),
-                       n->name, e->t.numel);
-}
-
 static void watch_entered(State *s) {
     char *end;
     const double v = strtod(s->prompt, &end);
@@ -139,7 +122,7 @@ static void watch_entered(State *s) {
 static void complete_typed(State *s) {
     const Stepper *fwd = state_forward_stepper(s);
     const Stepper *bwd = s->backward ? &s->stepper : &s->other_stepper;
-    char out[256], list[200];
+    char out[sizeof s->prompt], list[200];
     const int n = complete_stage(fwd, bwd, s->prompt, out, sizeof out, list, sizeof list);
     snprintf(s->prompt, sizeof s->prompt, "%s", out);
     if (n == 0) state_message(s, "no stage starts with '%s'", s->prompt);
@@ -149,11 +132,12 @@ static void complete_typed(State *s) {
 
 static UiAction entered(State *s) {
     s->prompting = false;
+    if (!prompt_line_whole(s)) return ACT_NONE; // keys were refused: not what was typed
     switch (s->prompt_kind) {
     case PROMPT_TEST_IMAGE:
     case PROMPT_CLASS: return number_entered(s);
     case PROMPT_GOTO: goto_entered(s); break;
-    case PROMPT_EXPORT: export_entered(s); break;
+    case PROMPT_EXPORT: prompt_line_export(s); break;
     case PROMPT_WATCH: watch_entered(s); break;
     default: breakpoint_entered(s);
     }
@@ -161,7 +145,6 @@ static UiAction entered(State *s) {
 }
 
 UiAction prompt_key(State *s, int key) {
-    size_t len = strlen(s->prompt);
     const bool names = s->prompt_kind == PROMPT_BREAKPOINT || s->prompt_kind == PROMPT_GOTO;
     if (key == 27) { // Esc
         s->prompting = false;
@@ -171,10 +154,9 @@ UiAction prompt_key(State *s, int key) {
     } else if (key == '\t' && names) {
         complete_typed(s);
     } else if (key == KEY_BACKSPACE || key == 127 || key == 8) {
-        if (len) s->prompt[len - 1] = '\0';
-    } else if (key >= 32 && key < 127 && len + 1 < sizeof s->prompt) {
-        s->prompt[len] = (char)key;
-        s->prompt[len + 1] = '\0';
+        prompt_line_erase(s);
+    } else {
+        (void)prompt_line_type(s, key); // a full line refuses the key and says so
     }
     return ACT_NONE;
 }
