@@ -109,13 +109,49 @@ git_state() {
     fi
 }
 
-# build_runner WORK FILE.c...: compile the files into WORK/obj and link WORK/tests/run
-# with the runner's objects and lib; the compiler's messages go to WORK/build.log.
-# Returns 1 when something did not compile or link.
+# The functions exercise NAME hands out, one "function file.c" per line: the
+# global functions of each lib file its skeleton's files replace (lib/softmax.c's
+# for softmax.c). A student's files must define every one of them.
+handed_out() {
+    for h_src in "$ROOT/exercises/$1"/*.c; do
+        h_base=${h_src##*/}
+        h_obj=$BUILD/lib/${h_base%.c}.o
+        [ -f "$h_obj" ] || continue
+        # T: a function; i: one compiled per CPU (target_clones), e.g. softmax
+        nm -g --defined-only "$h_obj" | awk -v file="$h_base" '$2 == "T" || $2 == "i" { print $3, file }'
+    done
+}
+
+# missing_functions NAME OBJ...: says in the build log which handed-out function
+# the objects do not define; returns 1 if any. Without this check the runner
+# would take the function from lib, and a renamed softmax() would score full marks.
+missing_functions() {
+    m_name=$1
+    shift
+    m_defined=$(nm -g --defined-only "$@" 2>/dev/null | awk '$2 == "T" || $2 == "i" || $2 == "W" { print $3 }')
+    m_missing=0
+    m_list=$(handed_out "$m_name")
+    while read -r m_fn m_file; do
+        [ -n "$m_fn" ] || continue
+        printf '%s\n' "$m_defined" | grep -qx -- "$m_fn" && continue
+        say "error: $m_fn() is not defined in your files: did you rename it? (exercises/$m_name/$m_file hands it out; write it there, with that name)"
+        m_missing=1
+    done <<EOF_LIST
+$m_list
+EOF_LIST
+    return "$m_missing"
+}
+
+# build_runner WORK NAME FILE.c...: compile the files into WORK/obj and link
+# WORK/tests/run with the runner's objects and lib; the compiler's messages go
+# to WORK/build.log. NAME is the exercise (empty for the grader's own checks):
+# every function it hands out must be defined in the files, and lib is linked
+# without the files that define them, so nothing the student did not write is
+# taken from lib. Returns 1 when something did not compile or link.
 # (sh has no local variables: this one's names start with b_.)
 build_runner() {
-    b_work=$1
-    shift
+    b_work=$1 b_name=$2
+    shift 2
     rm -rf "$b_work/obj" "$b_work/tests"
     mkdir -p "$b_work/obj" "$b_work/tests"
     : >"$b_work/build.log"
@@ -128,9 +164,23 @@ build_runner() {
         $EX_CC $EX_CFLAGS -c "$b_src" -o "$b_work/obj/${b_base%.c}.o" >>"$b_work/build.log" 2>&1 ||
             b_ok=1
     done
-    [ "$b_ok" -eq 0 ] || { set +f; return 1; }
+    set +f
+    [ "$b_ok" -eq 0 ] || return 1
+    b_lib=$EX_LIB
+    if [ -n "$b_name" ]; then
+        # shellcheck disable=SC2086 # the objects are words (no spaces, as above)
+        missing_functions "$b_name" $b_objs >>"$b_work/build.log" || return 1
+        # lib without the members the exercise hands out
+        b_lib=$b_work/libvit-without-exercise.a
+        cp "$EX_LIB" "$b_lib"
+        for b_src in "$ROOT/exercises/$b_name"/*.c; do
+            b_member=${b_src##*/}
+            ar d "$b_lib" "${b_member%.c}.o"
+        done
+    fi
+    set -f
     # shellcheck disable=SC2086
-    $EX_CC $EX_CFLAGS $b_objs $EX_OBJS "$EX_LIB" $EX_LIBS -o "$b_work/tests/run" \
+    $EX_CC $EX_CFLAGS $b_objs $EX_OBJS "$b_lib" $EX_LIBS -o "$b_work/tests/run" \
         >>"$b_work/build.log" 2>&1 || b_ok=1
     set +f
     if [ "$b_ok" -ne 0 ]; then
@@ -173,7 +223,7 @@ grade_one() {
     for f in "$src"/*.c; do set -- "$@" --source "$(shorter "$f")"; done
     [ -z "$json" ] || set -- "$@" --json "$json"
     [ -z "$EX_TIMEOUT" ] || set -- "$@" --timeout "$EX_TIMEOUT"
-    if build_runner "$work" "$src"/*.c; then
+    if build_runner "$work" "$name" "$src"/*.c; then
         runner=$work/tests/run
         [ ! -s "$work/build.log" ] || set -- "$@" --build-log "$work/build.log"
     else
@@ -378,7 +428,7 @@ cmd_check_skeleton() {
         from="the committed skeleton"
     fi
     ls "$src"/*.c >/dev/null 2>&1 || check_failed "" "exercises/$name holds no .c file"
-    build_runner "$d" "$src"/*.c || check_failed "$d/build.log" "$name: $from does not compile and link"
+    build_runner "$d" "$name" "$src"/*.c || check_failed "$d/build.log" "$name: $from does not compile and link"
     status=0
     "$d/tests/run" --grade --key "$key" >"$d/output.txt" 2>&1 || status=$?
     expect_failing_grade "$d/output.txt" "$status" "$name: $from"
@@ -388,9 +438,11 @@ cmd_check_skeleton() {
 # A wrong implementation compiles, fails the key, and the output holds its hint.
 # Its first line is "// hint: TEXT"; among its first ten lines it may have
 # "// key: SUITE[/TEST]" lines (a key of its own instead of its exercise's),
-# "// timeout: SECONDS" and "// build: fails" (it must not compile: the
-# report of a build that failed is what is checked). tests/grader/*.c, the
-# grader's own checks, use them; tests/wrong/NN_name/*.c need none.
+# "// timeout: SECONDS", "// build: fails" (it must not compile or link: the
+# report of a build that failed is what is checked), "// submitted: alone"
+# (the exercise's other files missing) and "// exercise: NN" (a grader check
+# graded under that exercise's rules). tests/grader/*.c, the grader's own
+# checks, use them; tests/wrong/NN_name/*.c mostly need none.
 cmd_check_wrong() {
     file=$1
     rel=$(shorter "$file")
@@ -414,16 +466,30 @@ cmd_check_wrong() {
         key=$(key_of "$name")
         d=$(check_dir "$name/wrong-${base%.c}")
     fi
-    set -- --key "$key"
-    timeout=$(header timeout)
-    [ -z "$timeout" ] || set -- "$@" --timeout "$timeout"
+    # What is graded: the file, and for an exercise of several files (08's gelu.c,
+    # layernorm.c, block.c) lib's own copies of the others, as a student who got
+    # only this one wrong would hand in; "// submitted: alone" grades the file by
+    # itself (the others missing). A grader check (its own key) is graded against
+    # all of lib, unless "// exercise: NN" names an exercise whose rules it tests.
+    ex=$name
+    [ "$name" != grader ] || ex=$(find_exercise "$(header exercise)") || ex=""
+    set -- "$file"
+    if [ "$name" != grader ] && [ "$(header submitted)" != alone ]; then
+        replaces=$(sed -n '1,12s|^ \* @file *\([^ ]*\.c\).*|\1|p' "$file" | head -n 1)
+        for g in "$ROOT/exercises/$name"/*.c; do
+            [ "${g##*/}" = "$replaces" ] || set -- "$@" "$ROOT/lib/${g##*/}"
+        done
+    fi
     status=0 of=""
+    timeout=$(header timeout)
     if [ "$(header build)" = fails ]; then
-        ! build_runner "$d" "$file" || check_failed "$d/build.log" "$rel compiles: it should not"
+        ! build_runner "$d" "$ex" "$@" || check_failed "$d/build.log" "$rel compiles: it should not"
+        set -- --key "$key" ${timeout:+--timeout "$timeout"}
         "$EX_RUNNER" --grade --build-failed --build-log "$d/build.log" "$@" \
             >"$d/output.txt" 2>&1 || status=$?
     else
-        build_runner "$d" "$file" || check_failed "$d/build.log" "$rel does not compile and link"
+        build_runner "$d" "$ex" "$@" || check_failed "$d/build.log" "$rel does not compile and link"
+        set -- --key "$key" ${timeout:+--timeout "$timeout"}
         # First the key without its chapter-against-golden tests, the slow ones (a
         # chapter replayed): when the rest already fail with the hint, the whole key
         # fails with it too, since those tests are in it. Only otherwise the whole key.
