@@ -750,8 +750,9 @@ static void wrong_kernel(Chapter *ch, Work *w) {
                "For each size it keeps OpenBLAS "
                "only when it is measurably faster (a tie keeps lib's own): products under "
                "GEMM_SMALL_FLOPS, %.0f MFLOP, take the small one's answer. It remembers "
-               "both for this CPU, library, kernel and thread count%s%s (VIT_GEMM=tiled or "
-               "blas overrules them). In this run:", GEMM_SMALL_FLOPS / 1e6,
+               "both for this CPU, library, kernel and thread count%s%s, when the machine "
+               "was quiet while it timed (VIT_GEMM=tiled or blas overrules them). In this "
+               "run:", GEMM_SMALL_FLOPS / 1e6,
                cache[0] ? " in " : "", cache);
     ch_line(ch, "    %s", choice);
     ch_line(ch, "%s", "");

@@ -85,7 +85,8 @@ typedef struct {
 /** `--threads N`, the same in every command that computes. */
 #define CLI_OPTION_THREADS(ptr)                                                               \
     {"--threads", CLI_INT, (ptr), "N",                                                        \
-     "threads for the computation; 0 = all cores (default $OMP_NUM_THREADS, else all cores)", \
+     "threads for the computation; 0 = all cores (default $OMP_NUM_THREADS, else all cores); " \
+     "capped at the cores and at OpenBLAS's build maximum",                                   \
      .lo = 0, .hi = 4096}
 
 /** A subcommand's command line: its flags, and its help. */

@@ -23,9 +23,11 @@ static const char description[] =
     "    how it was mapped: used in place from the file (float32), converted to\n"
     "    float32 (from F16, BF16 or F64), or zeros for a bias the file lacks;\n"
     "  - tensors of the file that no parameter uses;\n"
-    "  - how this machine runs it: the threads, and which matrix product is the\n"
-    "    default (the project's own kernel or OpenBLAS, whichever was measured\n"
-    "    faster here; VIT_GEMM=tiled|blas forces one).\n"
+    "  - how this machine runs it: the threads (at most the cores this process may\n"
+    "    run on, and what OpenBLAS was built for: --threads and OMP_NUM_THREADS are\n"
+    "    capped there), and which matrix product is the default (the project's own\n"
+    "    kernel or OpenBLAS, whichever was measured faster here; VIT_GEMM=tiled|blas\n"
+    "    forces one).\n"
     "Run it first when a checkpoint does not load or its results look wrong.\n";
 
 static const char examples[] =
@@ -81,19 +83,22 @@ static void print_config(const Vit *vit) {
     }
 }
 
-// How this machine will run it: threads, and which matrix product (gemm_choice()).
+// How this machine will run it: threads and what caps them (vit_describe_threads()),
+// and which matrix product (gemm_choice()).
 static void print_compute(void) {
-    char gemm[1024];
+    char gemm[1024], threads[256];
     gemm_choice_describe(gemm, sizeof gemm);
-    printf("compute: %d threads; matrix products: %s\n", vit_get_threads(), gemm);
+    printf("compute: %s; matrix products: %s\n", vit_describe_threads(threads, sizeof threads),
+           gemm);
     const GemmChoice *choice = gemm_choice();
-    char safe[1024];
+    char safe[1024], why[4 * sizeof choice->not_kept]; // both hold a path from the environment
     if (choice->remembered)
         printf("  (the choice is kept in %s; VIT_GEMM=tiled|blas forces one)\n",
                vit_escape(safe, sizeof safe, choice->cache));
     else if (choice->cache[0] && choice->tiled_gflops > 0)
-        printf("  (this choice is not remembered: %s was left as it was; VIT_GEMM=tiled|blas forces one)\n",
-               vit_escape(safe, sizeof safe, choice->cache));
+        printf("  (this choice is not remembered: %s %s; VIT_GEMM=tiled|blas forces one)\n",
+               vit_escape(safe, sizeof safe, choice->cache),
+               vit_escape(why, sizeof why, choice->not_kept));
     printf("\n");
 }
 

@@ -99,8 +99,9 @@ typedef struct {
     GemmBackend small_backend; /**< the default for smaller ones */
     const char *how;      /**< why: "measured now", "cached: measured before on this machine",
                                "set by VIT_GEMM", "the only fast backend in this build (no OpenBLAS)"
-                               or "measured now, on a busy machine (…): not remembered" */
-    char how_text[128];   /**< where a `how` with numbers in it is kept */
+                               or "measured now, on a busy machine (…): not remembered"; a
+                               remembered answer measured again says why after "measured now; " */
+    char how_text[320];   /**< where a `how` with numbers in it is kept */
     double tiled_gflops;  /**< the measurement on 197×768×2304 (0 when nothing was timed) */
     double blas_gflops;   /**< the same for OpenBLAS */
     double small_tiled_gflops; /**< the measurement on one block of a training shard (gemm_choice.c), one per thread */
@@ -108,6 +109,9 @@ typedef struct {
     char blas_core[32];   /**< the kernel OpenBLAS picked for this CPU ("Haswell"), "" without it */
     char cache[4096];     /**< the file that remembers the choice, "" when none */
     bool remembered;      /**< the choice was read from the cache, or written to it now */
+    char not_kept[1200];  /**< when the cache does not hold this answer, why, to follow its
+                               path: "was left as it was" (a busy machine: `how` says so),
+                               "is a symbolic link: left as it was", "could not be written (…)" */
 } GemmChoice;
 
 /**
@@ -117,14 +121,20 @@ typedef struct {
  * Measuring times tiled and blas on ViT-B/16's QKV projection, and on the
  * products of one block of a training step of the model `vit train` ships,
  * forward and backward for 64 images, the whole list on each thread at once
- * as the training shards run it (about 0.2 s in all),
+ * as the training shards run it (about 0.2 s in all; a slow or busy machine
+ * gets fewer rounds of timing, not a longer wait),
  * and keeps blas for each size only when it is at least 2 % faster there
  * (GEMM_SMALL_FLOPS draws the line); the answer goes to
  * $XDG_CACHE_HOME/vit-from-scratch/gemm-choice (else ~/.cache/…), or to
  * VIT_GEMM_CACHE (off: nowhere), keyed by the CPU, OpenBLAS's build and
- * kernel, the tiled micro-kernel and the thread count; unless the timing had
- * less than 90 % of the cores (other programs running), when it holds for
- * this run only. gemm_choice.c says why.
+ * kernel, the tiled micro-kernel and the thread count; unless the machine
+ * was busy while it timed (the timing had less than 90 % of its cores, other
+ * programs used more than 10 % of them, or its two halves disagree), when it
+ * holds for this run only. A remembered answer is checked by timing one
+ * product (about 20 ms on a 2-core machine) and measured again when that
+ * runs much faster than the figure remembered. The cache is read and replaced only when it is
+ * a regular file of this user's that starts with the program's own first
+ * line; never through a symbolic link. gemm_choice.c says why.
  */
 const GemmChoice *gemm_choice(void);
 /** @brief One line for where timings are printed: "blas (measured now; tiled (avx2) 149, blas 168 GFLOP/s …)". */

@@ -1,11 +1,16 @@
 /**
  * @file util.c
  * @brief Errors, memory, clocks, number parsing and thread control.
+ *
+ * Threads: the count is bounded by vit_thread_limit() (util.h says why), and
+ * a constructor below applies that bound to OMP_NUM_THREADS before main().
  */
 #include "util.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -242,16 +247,78 @@ void vit_print_error(const char *program, const VitError *err) {
     fprintf(stderr, "%s: %s\n", program, safe);
 }
 
+/* --------------------------------------------------------------- threads */
+
+// What bounds the thread count, found once by vit_thread_limit().
+static int cores_allowed;   // the cores this process may run on, e.g. 2
+static int blas_built_for;  // OpenBLAS's MAX_THREADS, e.g. 64; 0: no OpenBLAS, or it does not say
+// The last count a program asked for that was cut to the limit, and who asked
+// (NULL: the program, through vit_set_threads()); 0 when the last one fitted.
+static int threads_asked;
+static const char *threads_asked_by;
+
+// The CPUs this process may run on: its affinity (taskset, a container's
+// cpuset), which may be fewer than the machine's; else the online ones.
+static int cores_available(void) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+    const long online = sysconf(_SC_NPROCESSORS_ONLN); // e.g. more than 1024 CPUs: too many for set
+    return online > 0 && online < INT_MAX ? (int)online : 1;
+}
+
+// The most threads OpenBLAS was compiled for, from its build line, e.g.
+// "OpenBLAS 0.3.21 ... USE_OPENMP Cooperlake MAX_THREADS=64"; 0 when unknown.
+// Its tables of per-thread buffers have that many rows: more threads calling
+// it at once (each thread of a parallel loop may) write past them.
+static int blas_max_threads(void) {
+#ifdef VIT_HAVE_BLAS
+    const char *config = openblas_get_config();
+    const char *at = config ? strstr(config, "MAX_THREADS=") : NULL;
+    if (at) {
+        const long n = strtol(at + strlen("MAX_THREADS="), NULL, 10);
+        if (n > 0 && n < INT_MAX) return (int)n;
+    }
+#endif
+    return 0;
+}
+
+int vit_thread_limit(void) {
+    // the constructor below asks first, before main(): no other thread exists yet
+    if (cores_allowed == 0) {
+        blas_built_for = blas_max_threads();
+        cores_allowed = cores_available();
+    }
+    return blas_built_for > 0 && blas_built_for < cores_allowed ? blas_built_for : cores_allowed;
+}
+
 void vit_set_threads(int n) {
+    const int limit = vit_thread_limit();
+    threads_asked = n > limit ? n : 0; // remembered for vit_describe_threads()
+    threads_asked_by = NULL;
+    if (n <= 0 || n > limit) n = limit;
+#ifdef VIT_HAVE_BLAS
+    openblas_set_num_threads(n); // first: its OpenMP build sets OpenMP's count as well
+#endif
 #ifdef _OPENMP
-    if (n <= 0) n = omp_get_num_procs();
     omp_set_num_threads(n);
 #endif
-#ifdef VIT_HAVE_BLAS
-    if (n <= 0) n = 1;
-    openblas_set_num_threads(n);
+}
+
+// Before main(), in every program that links lib (vit, vitview, the chapters,
+// bench, the test runner: each uses this file, so the linker always takes
+// it, constructor and all): OpenMP read OMP_NUM_THREADS when it started, and a
+// count above the limit would reach the first parallel region, and OpenBLAS
+// from every thread of it, before any flag is parsed (OMP_NUM_THREADS=200
+// crashed `vit classify` in the GEMM choice's timing). So it is cut to the
+// limit here, once. A program's constructors run after those of the
+// libraries it loads, so OpenMP and OpenBLAS are ready by now.
+__attribute__((constructor)) static void threads_within_limit_at_start(void) {
+#ifdef _OPENMP
+    const int asked = omp_get_max_threads();
+    if (asked <= vit_thread_limit()) return;
+    vit_set_threads(asked);
+    threads_asked_by = getenv("OMP_NUM_THREADS") ? "OMP_NUM_THREADS" : "OpenMP's default";
 #endif
-    (void)n;
 }
 
 int vit_get_threads(void) {
@@ -260,6 +327,22 @@ int vit_get_threads(void) {
 #else
     return 1;
 #endif
+}
+
+char *vit_describe_threads(char *buf, size_t size) {
+    const int n = vit_get_threads(), limit = vit_thread_limit();
+    char asked[64] = "", other[64] = "";
+    if (threads_asked > 0)
+        snprintf(asked, sizeof asked, "%d asked for%s%s; ", threads_asked,
+                 threads_asked_by ? " by " : "", threads_asked_by ? threads_asked_by : "");
+    const bool by_cores = limit == cores_allowed; // else OpenBLAS's maximum is the lower
+    if (by_cores && blas_built_for > 0)
+        snprintf(other, sizeof other, "; OpenBLAS is built for up to %d", blas_built_for);
+    else if (!by_cores)
+        snprintf(other, sizeof other, "; this process may run on %d cores", cores_allowed);
+    snprintf(buf, size, "%d thread%s (%sat most %d, %s%s)", n, n == 1 ? "" : "s", asked, limit,
+             by_cores ? "the cores this process may run on" : "what OpenBLAS was built for", other);
+    return buf;
 }
 
 const char *vit_build_info(void) {

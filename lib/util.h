@@ -146,10 +146,34 @@ char *vit_escape(char *out, size_t size, const char *s);
  */
 void vit_print_error(const char *program, const VitError *err);
 
-/** @brief Use @p n threads for OpenMP loops and for OpenBLAS (n <= 0: all cores). */
+/**
+ * @name Threads
+ * How many threads the parallel loops and OpenBLAS use has a ceiling,
+ * vit_thread_limit(): the cores this process may run on (more threads than
+ * cores only take turns), and the most threads OpenBLAS was built for
+ * (Debian's: 64; more threads calling it at once overrun its tables and
+ * corrupt memory). Every way in respects it: vit_set_threads() caps what it
+ * is asked for, and an OMP_NUM_THREADS above it is brought down to it before
+ * main() runs (a constructor in util.c), in every program that links lib.
+ * @{
+ */
+/** @brief The most threads a run uses: the fewer of the cores this process
+ *         may run on and OpenBLAS's build maximum (when built with it). */
+int vit_thread_limit(void);
+/** @brief Use @p n threads for OpenMP loops and for OpenBLAS (n <= 0: all
+ *         cores), at most vit_thread_limit(). */
 void vit_set_threads(int n);
-/** @brief How many threads parallel regions will use. */
+/** @brief How many threads parallel regions will use (within vit_thread_limit(),
+ *         unless a program set OpenMP's count itself). */
 int vit_get_threads(void);
+/**
+ * @brief The thread count for people, and what bounds it, e.g. "2 threads
+ *        (1000 asked for; at most 2: the cores this process may run on;
+ *        OpenBLAS takes up to 64)".
+ * @return @p buf
+ */
+char *vit_describe_threads(char *buf, size_t size);
+/** @} */
 /** @brief One line naming the compute back ends this build has, e.g. "OpenMP, OpenBLAS". */
 const char *vit_build_info(void);
 

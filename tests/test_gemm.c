@@ -12,6 +12,7 @@
  *     and tiled on every edge residue of its tiles (M, N from 1 to two tiles + 1);
  *   - tiled gives the same bits for 1, 2 or 3 threads, and may be called from
  *     several threads at once;
+ *   - vit_set_threads() caps the thread count at vit_thread_limit();
  *   - the backend and kernel switches behave as gemm.h documents.
  *
  * Inputs are uniform in [-1, 1), drawn from PCG32 exactly as the golden script
@@ -36,6 +37,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#ifdef VIT_HAVE_BLAS
+#include <cblas.h>
+#endif
 
 #include "check.h"
 #include "gemm.h"
@@ -348,10 +356,22 @@ static void test_tiled_handles_every_edge_residue(void) {
 
 /* ------------------------------------------------------------- threads */
 
+// OpenMP's thread count set directly, not through vit_set_threads(), which
+// caps it at the cores: on a 2-core machine 3 threads would become 2, and
+// the test below would no longer see a split that leaves a thread an uneven
+// share. The tiled kernel calls no OpenBLAS, so its limit does not apply.
+static void set_openmp_threads(int threads) {
+#ifdef _OPENMP
+    omp_set_num_threads(threads);
+#else
+    (void)threads;
+#endif
+}
+
 // out = a·b (or a·bᵀ, or out += aᵀ·b from zeros) with the tiled kernel on
 // `threads` threads.
 static void tiled_product(float *out, const Operands *op, int form, int threads) {
-    vit_set_threads(threads);
+    set_openmp_threads(threads);
     const int M = op->M, K = op->K, N = op->N;
     if (form == 2) { // op->a read as (K,M): the backward pass's weight gradients
         memset(out, 0, (size_t)M * N * sizeof(float));
@@ -391,6 +411,38 @@ static void test_tiled_same_bits_for_any_thread_count(void) {
             }
     }
     gemm_set_tiled_kernel(NULL);
+    set_openmp_threads(saved);
+}
+
+// vit_set_threads() keeps within vit_thread_limit(): the cores this process
+// may run on and, with OpenBLAS, the threads it was built for (its build line
+// says "MAX_THREADS=64"); 0 or less means the limit itself.
+static void test_set_threads_stays_within_the_limit(void) {
+    const int saved = vit_get_threads(), limit = vit_thread_limit();
+    const long online = sysconf(_SC_NPROCESSORS_ONLN);
+    CU_ASSERT(limit >= 1);
+    CU_ASSERT(online < 1 || limit <= online);
+#ifdef VIT_HAVE_BLAS
+    const char *built_for = strstr(openblas_get_config(), "MAX_THREADS=");
+    if (built_for) CU_ASSERT(limit <= atoi(built_for + strlen("MAX_THREADS=")));
+#endif
+#ifdef _OPENMP
+    char line[256];
+    const int asked[] = {limit + 1000, 0, -3, 1};
+    const int want[] = {limit, limit, limit, 1};
+    for (size_t i = 0; i < sizeof asked / sizeof asked[0]; i++) {
+        vit_set_threads(asked[i]);
+        CU_ASSERT_EQUAL(vit_get_threads(), want[i]);
+    }
+    // and says what was asked for while it holds
+    char want_text[64];
+    vit_set_threads(limit + 1000);
+    snprintf(want_text, sizeof want_text, "(%d asked for; at most %d, ", limit + 1000, limit);
+    CU_ASSERT_PTR_NOT_NULL(strstr(vit_describe_threads(line, sizeof line), want_text));
+    vit_set_threads(1);
+    CU_ASSERT_PTR_NULL(strstr(vit_describe_threads(line, sizeof line), "asked for"));
+    CU_ASSERT_EQUAL(strncmp(line, "1 thread (at most ", strlen("1 thread (at most ")), 0);
+#endif
     vit_set_threads(saved);
 }
 
@@ -472,6 +524,7 @@ CU_TestInfo tests_gemm[] = {
     {"tiled handles every edge residue", test_tiled_handles_every_edge_residue},
     {"tiled gives the same bits for any thread count", test_tiled_same_bits_for_any_thread_count},
     {"tiled can be called from many threads", test_tiled_can_be_called_from_many_threads},
+    {"vit_set_threads stays within the limit", test_set_threads_stays_within_the_limit},
     {"backend switch", test_backend_switch},
     {"tiled kernel switch", test_tiled_kernel_switch},
     CU_TEST_INFO_NULL,
