@@ -225,6 +225,7 @@ grade_one() {
     [ -z "$EX_TIMEOUT" ] || set -- "$@" --timeout "$EX_TIMEOUT"
     if build_runner "$work" "$name" "$src"/*.c; then
         runner=$work/tests/run
+        set -- "$@" --reference "$EX_RUNNER" # lib's own time, for a test past the time limit
         [ ! -s "$work/build.log" ] || set -- "$@" --build-log "$work/build.log"
     else
         runner=$EX_RUNNER
@@ -440,8 +441,9 @@ cmd_check_skeleton() {
 # "// key: SUITE[/TEST]" lines (a key of its own instead of its exercise's),
 # "// timeout: SECONDS", "// build: fails" (it must not compile or link: the
 # report of a build that failed is what is checked), "// submitted: alone"
-# (the exercise's other files missing) and "// exercise: NN" (a grader check
-# graded under that exercise's rules). tests/grader/*.c, the grader's own
+# (the exercise's other files missing), "// exercise: NN" (a grader check
+# graded under that exercise's rules) and "// grade: passes" (a grader check
+# of a right answer: the grade must pass, its output still holding the hint). tests/grader/*.c, the grader's own
 # checks, use them; tests/wrong/NN_name/*.c mostly need none.
 cmd_check_wrong() {
     file=$1
@@ -489,7 +491,7 @@ cmd_check_wrong() {
             >"$d/output.txt" 2>&1 || status=$?
     else
         build_runner "$d" "$ex" "$@" || check_failed "$d/build.log" "$rel does not compile and link"
-        set -- --key "$key" ${timeout:+--timeout "$timeout"}
+        set -- --key "$key" ${timeout:+--timeout "$timeout"} --reference "$EX_RUNNER"
         # First the key without its chapter-against-golden tests, the slow ones (a
         # chapter replayed): when the rest already fail with the hint, the whole key
         # fails with it too, since those tests are in it. Only otherwise the whole key.
@@ -503,6 +505,14 @@ cmd_check_wrong() {
             fi
         fi
         [ -n "$of" ] || "$d/tests/run" --grade "$@" >"$d/output.txt" 2>&1 || status=$?
+    fi
+    if [ "$(header grade)" = passes ]; then # a grader check of a right answer
+        [ "$status" -eq 0 ] ||
+            check_failed "$d/output.txt" "$rel: the grader exited $status; this right answer should pass"
+        grep -qF -- "$hint" "$d/output.txt" ||
+            check_failed "$d/output.txt" "$rel passes, but the grader's output never says \"$hint\""
+        say "exercises: the grader passes ${base} ($(score_of "$d/output.txt" | sed 's/ / passed, /') failed), saying \"$hint\""
+        return 0
     fi
     expect_failing_grade "$d/output.txt" "$status" "$rel"
     grep -qF -- "$hint" "$d/output.txt" ||

@@ -10,8 +10,12 @@
  *  - the child runs only that CUnit test, its stdout and stderr captured
  *    through a pipe, stdin from /dev/null, in a process group of its own;
  *  - a child that runs past the time limit (30 s, `--timeout SECONDS`) is
- *    killed with its whole group and reported "timed out after N s (an
- *    endless loop?)"; one killed by a signal is reported "crashed: SIGSEGV (a
+ *    killed with its whole group. With `--reference RUNNER` (the runner linked
+ *    with lib alone) lib's own code is then timed on the same test, here and
+ *    now, and when five times that is longer than the limit the test runs
+ *    again with that long: a busy machine must not fail a right answer. What
+ *    still times out is reported "timed out after N s (an endless loop? lib's
+ *    own code took T s on this test, here and now)"; one killed by a signal is reported "crashed: SIGSEGV (a
  *    read or write outside an array?)" and so on, with the functions it was
  *    in ("crashed in softmax() <- chapter03_run()", from a handler on a stack
  *    of its own; the runner is linked with -rdynamic for the names);
@@ -35,7 +39,9 @@
  *    execution_time, output, visibility, and per test name, score, max_score,
  *    status and output) through an OutFile: atomically, and never over an
  *    input (the KEY, a `--source`, the build log);
- *  - `--timeout SECONDS`: each test's time limit;
+ *  - `--timeout SECONDS`: each test's time limit, at least;
+ *  - `--reference RUNNER`: the runner that times lib's own code on a test that
+ *    ran past the limit (make exercise passes the normal build/tests/run);
  *  - `--title TEXT`: a line printed first and put in the results' output;
  *  - `--source FILE`: a file the grade is about (a student's .c), named in the
  *    output and protected from `--json`;
