@@ -41,6 +41,7 @@
 set -eu
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BOX_SOURCE="" BOX_HIDE="" # the student's folder and the one to hide (boxed(), below)
 cd "$ROOT" # BUILD and the objects are named from here, as make names them
 : "${BUILD:=build}"
 : "${EX_CC:=cc}" "${EX_CFLAGS:=}" "${EX_OBJS:=}" "${EX_LIB:=$BUILD/libvit.a}" "${EX_LIBS:=}"
@@ -109,6 +110,96 @@ git_state() {
     fi
 }
 
+# ------------------------------------------------------------------ the box
+#
+# A student's code is compiled, linked and run inside a box (bubblewrap, which
+# scripts/deps.sh installs): new namespaces for everything (no network, its own
+# processes, its own /tmp), the whole file system read-only but the grade's own
+# work folder, home folders and the folder of the other submissions hidden, no
+# privileges; and within it, limits (prlimit) on memory, CPU time, processes
+# and file size. When the box ends, so does every process started inside it
+# (the PID namespace dies with its first process): a setsid() child included.
+# A machine whose kernel refuses namespaces (some containers) gets the limits
+# alone, and every grade says so in one line: never unboxed in silence.
+#
+# Settings (environment): EX_BOX=0 turns the box off (said in every grade);
+# EX_MEMORY (default 8G: address space, not under the sanitizers, whose
+# shadow memory needs terabytes of it), EX_CPU (seconds of CPU time per
+# process, default 900), EX_PROCS (default 256), EX_FILE_SIZE (default 64M).
+: "${EX_BOX:=1}" "${EX_MEMORY:=8G}" "${EX_CPU:=900}" "${EX_PROCS:=256}" "${EX_FILE_SIZE:=64M}"
+
+# Whether bubblewrap can make a box here; why not into BOX_WHY.
+BOX_WHY="" BOX_CHECKED=""
+box_works() {
+    if [ -z "$BOX_CHECKED" ]; then
+        BOX_CHECKED=yes
+        if [ "$EX_BOX" = 0 ]; then
+            BOX_WHY="EX_BOX=0"
+        elif ! command -v bwrap >/dev/null 2>&1; then
+            BOX_WHY="bubblewrap (bwrap) is not installed: scripts/deps.sh installs it"
+        elif ! b_err=$(bwrap --unshare-all --die-with-parent --ro-bind / / true 2>&1); then
+            BOX_WHY="this kernel refuses the namespaces bubblewrap needs (${b_err:-no reason given})"
+        fi
+    fi
+    [ -z "$BOX_WHY" ]
+}
+
+# The line every grade carries about the box.
+box_note() {
+    if box_works; then
+        say "boxed: no network, the file system read-only but its work folder, other submissions and home folders hidden; limits: memory $EX_MEMORY, CPU ${EX_CPU} s a process, $EX_PROCS processes, files of $EX_FILE_SIZE"
+    else
+        say "NOT BOXED: $BOX_WHY; only limits hold (memory $EX_MEMORY, CPU ${EX_CPU} s a process, $EX_PROCS processes, files of $EX_FILE_SIZE): grade only code you trust"
+    fi
+}
+
+# "8G", "64M", "512K" or a number of bytes, in bytes (prlimit takes bytes).
+bytes() {
+    case $1 in
+        *[Gg]) echo $((${1%?} * 1024 * 1024 * 1024)) ;;
+        *[Mm]) echo $((${1%?} * 1024 * 1024)) ;;
+        *[Kk]) echo $((${1%?} * 1024)) ;;
+        *) echo "$1" ;;
+    esac
+}
+
+# boxed WORK CMD...: run CMD in the box. WORK is the one folder it may write;
+# BOX_SOURCE (a global: the student's folder) stays visible, read-only, and
+# BOX_HIDE (a global: the folder of all the submissions, or "") is hidden.
+boxed() {
+    x_work=$(cd "$1" && pwd) # bubblewrap binds absolute paths
+    shift
+    x_as=""
+    case " $EX_CFLAGS " in *" -fsanitize="*) ;; *) x_as=--as=$(bytes "$EX_MEMORY") ;; esac
+    set -- prlimit --cpu="$EX_CPU" --nproc="$EX_PROCS" --fsize="$(bytes "$EX_FILE_SIZE")" \
+        ${x_as:+"$x_as"} -- "$@"
+    if ! box_works; then
+        "$@"
+        return
+    fi
+    # bubblewrap's arguments, put in front of the command last first: hide, then show again
+    set -- --chdir "$ROOT" -- "$@"
+    set -- --bind "$x_work" "$x_work" "$@"
+    [ -z "${BOX_SOURCE:-}" ] || set -- --ro-bind "$BOX_SOURCE" "$BOX_SOURCE" "$@"
+    [ -z "${BOX_HIDE:-}" ] || [ ! -d "$BOX_HIDE" ] || set -- --tmpfs "$BOX_HIDE" "$@"
+    set -- --ro-bind "$ROOT" "$ROOT" "$@" # the checkout, if it was in a hidden folder
+    [ ! -f /etc/shadow ] || set -- --ro-bind /dev/null /etc/shadow "$@"
+    for x_dir in /home /root /mnt /media /srv; do
+        [ ! -d "$x_dir" ] || set -- --tmpfs "$x_dir" "$@"
+    done
+    set -- bwrap --unshare-all --die-with-parent --new-session --ro-bind / / --dev /dev \
+        --proc /proc --tmpfs /tmp --tmpfs /dev/shm "$@"
+    "$@"
+}
+
+# The folder to hide for a student's folder SRC: the one holding it and its
+# neighbours (the other submissions), unless that holds the checkout too.
+hide_for() {
+    h_parent=$(dirname "$1")
+    case "$ROOT/" in "$h_parent"/*) return 0 ;; esac
+    [ "$h_parent" = / ] || printf '%s\n' "$h_parent"
+}
+
 # The functions exercise NAME hands out, one "function file.c" per line: the
 # global functions of each lib file its skeleton's files replace (lib/softmax.c's
 # for softmax.c). A student's files must define every one of them.
@@ -161,7 +252,8 @@ build_runner() {
         b_base=$(printf %s "${b_src##*/}" | tr " " _) # an object name without spaces
         b_objs="$b_objs $b_work/obj/${b_base%.c}.o"
         # shellcheck disable=SC2086 # the flags are words
-        $EX_CC $EX_CFLAGS -c "$b_src" -o "$b_work/obj/${b_base%.c}.o" >>"$b_work/build.log" 2>&1 ||
+        boxed "$b_work" $EX_CC $EX_CFLAGS -c "$b_src" -o "$b_work/obj/${b_base%.c}.o" \
+            >>"$b_work/build.log" 2>&1 ||
             b_ok=1
     done
     set +f
@@ -180,7 +272,7 @@ build_runner() {
     fi
     set -f
     # shellcheck disable=SC2086
-    $EX_CC $EX_CFLAGS $b_objs $EX_OBJS "$b_lib" $EX_LIBS -o "$b_work/tests/run" \
+    boxed "$b_work" $EX_CC $EX_CFLAGS $b_objs $EX_OBJS "$b_lib" $EX_LIBS -o "$b_work/tests/run" \
         >>"$b_work/build.log" 2>&1 || b_ok=1
     set +f
     if [ "$b_ok" -ne 0 ]; then
@@ -218,11 +310,19 @@ grade_one() {
         "" | text) [ -z "$EX_JSON" ] || json=$EX_JSON ;;
         *) die "FORMAT=$EX_FORMAT: the formats are json (results.json for Gradescope) and text" ;;
     esac
+    if [ -n "$json" ]; then # never over a file graded; its folder must be there
+        for f in "$src"/*.c; do
+            [ ! "$json" -ef "$f" ] || die "JSON=$json is $f, a file being graded"
+        done
+        [ -d "$(dirname "$json")" ] || die "JSON=$json: the folder $(dirname "$json") does not exist"
+    fi
     title=$(exercise_title "$name")
     set -- --key "$key" --title "${title:-exercise $name}: $(shorter "$src")"
     for f in "$src"/*.c; do set -- "$@" --source "$(shorter "$f")"; done
-    [ -z "$json" ] || set -- "$@" --json "$json"
+    # written inside the work folder, the one the box may write, then put in place
+    [ -z "$json" ] || { rm -f "$work/results.json.new"; set -- "$@" --json "$work/results.json.new"; }
     [ -z "$EX_TIMEOUT" ] || set -- "$@" --timeout "$EX_TIMEOUT"
+    BOX_SOURCE=$src BOX_HIDE=$(hide_for "$src")
     if build_runner "$work" "$name" "$src"/*.c; then
         runner=$work/tests/run
         set -- "$@" --reference "$EX_RUNNER" # lib's own time, for a test past the time limit
@@ -233,14 +333,23 @@ grade_one() {
     fi
     rm -f "$work/status"
     if [ "$quiet" = 1 ]; then
-        { g_st=0; "$runner" --grade "$@" 2>&1 || g_st=$?; echo "$g_st" >"$work/status"; } \
-            >"$work/output.txt.tmp"
+        { box_note; g_st=0; boxed "$work" "$runner" --grade "$@" 2>&1 || g_st=$?
+          echo "$g_st" >"$work/status"; } >"$work/output.txt.tmp"
     else
-        { g_st=0; "$runner" --grade "$@" 2>&1 || g_st=$?; echo "$g_st" >"$work/status"; } |
-            tee "$work/output.txt.tmp"
+        { box_note; g_st=0; boxed "$work" "$runner" --grade "$@" 2>&1 || g_st=$?
+          echo "$g_st" >"$work/status"; } | tee "$work/output.txt.tmp"
     fi
     mv "$work/output.txt.tmp" "$work/output.txt"
     status=$(cat "$work/status")
+    if [ -n "$json" ] && [ -f "$work/results.json.new" ]; then
+        if [ "$json" -ef "$work/results.json" ] || [ "$json" = "$work/results.json" ]; then
+            mv "$work/results.json.new" "$work/results.json"
+        else # a temporary file beside the destination, renamed: never half a file there
+            cp "$work/results.json.new" "$json.tmp.$$" && mv "$json.tmp.$$" "$json" ||
+                { rm -f "$json.tmp.$$"; die "JSON=$json: cannot write it"; }
+            rm -f "$work/results.json.new"
+        fi
+    fi
     result=$(score_of "$work/output.txt")
     if [ -n "$result" ]; then
         printf '%s\t%s\t%s\n' "$result" "$src" "$(date '+%Y-%m-%d %H:%M')" >"$work/score"
@@ -431,7 +540,7 @@ cmd_check_skeleton() {
     ls "$src"/*.c >/dev/null 2>&1 || check_failed "" "exercises/$name holds no .c file"
     build_runner "$d" "$name" "$src"/*.c || check_failed "$d/build.log" "$name: $from does not compile and link"
     status=0
-    "$d/tests/run" --grade --key "$key" >"$d/output.txt" 2>&1 || status=$?
+    boxed "$d" "$d/tests/run" --grade --key "$key" >"$d/output.txt" 2>&1 || status=$?
     expect_failing_grade "$d/output.txt" "$status" "$name: $from"
     say "exercises: $name: $from compiles and fails its key ($(score_of "$d/output.txt" | sed 's/ / passed, /') failed)"
 }
@@ -442,8 +551,12 @@ cmd_check_skeleton() {
 # "// timeout: SECONDS", "// build: fails" (it must not compile or link: the
 # report of a build that failed is what is checked), "// submitted: alone"
 # (the exercise's other files missing), "// exercise: NN" (a grader check
-# graded under that exercise's rules) and "// grade: passes" (a grader check
-# of a right answer: the grade must pass, its output still holding the hint). tests/grader/*.c, the grader's own
+# graded under that exercise's rules), "// grade: passes" (a grader check
+# of a right answer: the grade must pass, its output still holding the hint),
+# and for the box's checks "// canary: PATH" (a file under the checkout the
+# code tries to remove: made before, there after), "// hides: PATH" (a folder
+# of another student's work beside it, hidden from the code) and
+# "// orphan: NAME" (no process of that name may be left after the grade). tests/grader/*.c, the grader's own
 # checks, use them; tests/wrong/NN_name/*.c mostly need none.
 cmd_check_wrong() {
     file=$1
@@ -482,6 +595,16 @@ cmd_check_wrong() {
             [ "${g##*/}" = "$replaces" ] || set -- "$@" "$ROOT/lib/${g##*/}"
         done
     fi
+    # the box's own checks: a file the code must not remove, a neighbour's folder
+    # it must not see, a process it must not leave behind
+    canary=$(header canary) hides=$(header hides) orphan=$(header orphan)
+    BOX_SOURCE="" BOX_HIDE=""
+    [ -z "$canary" ] || printf 'the teacher'"'"'s\n' >"$ROOT/$canary"
+    if [ -n "$hides" ]; then
+        mkdir -p "$ROOT/$hides/another-student"
+        printf 'float dot(void); /* another student'"'"'s work */\n' >"$ROOT/$hides/another-student/dot.c"
+        BOX_HIDE=$ROOT/$hides
+    fi
     status=0 of=""
     timeout=$(header timeout)
     if [ "$(header build)" = fails ]; then
@@ -498,13 +621,24 @@ cmd_check_wrong() {
         if [ "$name" != grader ] && grep -q '/chapter matches PyTorch golden$' "$key"; then
             grep -v '/chapter matches PyTorch golden$' "$key" >"$d/KEY.quick"
             quick=0
-            "$d/tests/run" --grade --key "$d/KEY.quick" ${timeout:+--timeout "$timeout"} \
+            boxed "$d" "$d/tests/run" --grade --key "$d/KEY.quick" ${timeout:+--timeout "$timeout"} \
                 >"$d/output.txt" 2>&1 || quick=$?
             if [ "$quick" -eq 1 ] && grep -qF -- "$hint" "$d/output.txt"; then
                 status=1 of=", the key without its chapter test"
             fi
         fi
-        [ -n "$of" ] || "$d/tests/run" --grade "$@" >"$d/output.txt" 2>&1 || status=$?
+        [ -n "$of" ] || boxed "$d" "$d/tests/run" --grade "$@" >"$d/output.txt" 2>&1 || status=$?
+    fi
+    if [ -n "$canary" ]; then
+        [ -f "$ROOT/$canary" ] || check_failed "$d/output.txt" "$rel removed $canary: the box did not hold"
+        rm -f "$ROOT/$canary"
+    fi
+    [ -z "$hides" ] || rm -rf "${ROOT:?}/$hides"
+    if [ -n "$orphan" ]; then # given a moment to be reaped
+        n=0
+        while pgrep -x "$orphan" >/dev/null 2>&1 && [ "$n" -lt 20 ]; do sleep 0.1; n=$((n + 1)); done
+        ! pgrep -x "$orphan" >/dev/null 2>&1 ||
+            { pkill -9 -x "$orphan"; check_failed "$d/output.txt" "$rel left processes named $orphan running after its grade"; }
     fi
     if [ "$(header grade)" = passes ]; then # a grader check of a right answer
         [ "$status" -eq 0 ] ||
