@@ -16,6 +16,8 @@
 #                   grade a student's functions with the exercise's answer key
 #   make exercise   list the exercises, their state and last grade
 #   make exercise-all [DIR=path]  grade every exercise, a table of the results
+#   make grade-class CH=NN SUBMISSIONS=DIR [OUT=dir] [JOBS=n]  grade a class: a
+#                   gradebook CSV and each student's results.json
 #   make clean
 #
 # Options: BLAS=0 (no OpenBLAS), NO_OMP=1 (no OpenMP), WERROR=1 (warnings are
@@ -125,7 +127,7 @@ GRADER_CHECK_SRC := $(sort $(wildcard tests/grader/*.c))
 ALL_OBJ      := $(LIB_OBJ) $(CHAPTER_OBJ) $(CHAPTER_TOBJ) $(TEST_OBJ) $(VIT_OBJ) $(BENCH_OBJ) $(VIEWER_OBJ)
 
 .PHONY: all run test sanitize docs docs-check bench clean deps config chapters chapters-run lib fuzz goldens FORCE \
-        exercise exercise-all exercise-checks
+        exercise exercise-all exercise-checks grade-class
 .DEFAULT_GOAL := all
 
 all: config $(LIB) $(CHAPTER_BIN) $(VIT_BIN) $(VIEWER_BIN) $(BENCH_BIN) $(TEST_RUNNER)
@@ -254,6 +256,13 @@ else
 	@tests/exercises.sh grade "$$EX_CH" "$$EX_DIR"
 endif
 
+# make grade-class CH=NN SUBMISSIONS=DIR [OUT=dir] [JOBS=n]: every student folder
+# of DIR graded (an LMS bulk download: one folder per student, any names), JOBS
+# at a time, into OUT (default build/class/NN_name): gradebook.csv, results/*.json
+grade-class: deps
+	@$(MAKE) --no-print-directory all
+	@tests/exercises.sh class "$$EX_CH" "$$EX_SUBMISSIONS" "$$EX_OUT"
+
 exercise-all: deps
 ifeq ($(SANITIZE),1)
 	@$(SAN_EXERCISE) exercise-all
@@ -274,10 +283,10 @@ endif
 EXERCISE_CHECKS := $(EXERCISES:%=exercise-check/key/%) $(EXERCISES:%=exercise-check/skeleton/%) \
                    $(WRONG_SRC:tests/wrong/%=exercise-check/wrong/%) \
                    $(GRADER_CHECK_SRC:tests/grader/%=exercise-check/grader/%) \
-                   $(if $(EXERCISES),exercise-check/quoting)
+                   $(if $(EXERCISES),exercise-check/quoting exercise-check/class)
 
 # the environment of tests/exercises.sh (see above): the same for every rule that runs it
-EXERCISE_TARGETS := exercise exercise-all $(EXERCISE_CHECKS)
+EXERCISE_TARGETS := exercise exercise-all grade-class $(EXERCISE_CHECKS)
 $(EXERCISE_TARGETS): export BUILD := $(BUILD)
 $(EXERCISE_TARGETS): export EX_CC = $(CC)
 $(EXERCISE_TARGETS): export EX_CFLAGS = $(filter-out -Werror,$(ALL_CFLAGS))
@@ -290,12 +299,15 @@ $(EXERCISE_TARGETS): export EX_JSON = $(JSON)
 $(EXERCISE_TARGETS): export EX_TIMEOUT = $(TIMEOUT)
 $(EXERCISE_TARGETS): export EX_CH = $(CH)
 $(EXERCISE_TARGETS): export EX_DIR = $(DIR)
+$(EXERCISE_TARGETS): export EX_SUBMISSIONS = $(SUBMISSIONS)
+$(EXERCISE_TARGETS): export EX_OUT = $(OUT)
+$(EXERCISE_TARGETS): export EX_JOBS = $(JOBS)
 # under make -j the cases run side by side: one OpenMP thread each, or
 # their spinning threads fight over the cores (twice as slow on two)
 CHECK_ENV = $(if $(findstring jobserver,$(MAKEFLAGS)),OMP_NUM_THREADS=1)
 .PHONY: $(EXERCISE_CHECKS)
 exercise-checks: $(EXERCISE_CHECKS)
-	@echo "exercises: $(words $(EXERCISES)) exercises, $(words $(WRONG_SRC)) wrong implementations, $(words $(GRADER_CHECK_SRC)) grader checks and make exercise's quoting passed"
+	@echo "exercises: $(words $(EXERCISES)) exercises, $(words $(WRONG_SRC)) wrong implementations, $(words $(GRADER_CHECK_SRC)) grader checks, make exercise's quoting and a class passed"
 $(filter exercise-check/key/%,$(EXERCISE_CHECKS)): exercise-check/key/%: $(TEST_RUNNER)
 	@$(CHECK_ENV) tests/exercises.sh check-key $*
 $(filter exercise-check/skeleton/%,$(EXERCISE_CHECKS)): exercise-check/skeleton/%: $(TEST_RUNNER)
@@ -304,6 +316,8 @@ $(filter exercise-check/wrong/%,$(EXERCISE_CHECKS)): exercise-check/wrong/%: $(T
 	@$(CHECK_ENV) tests/exercises.sh check-wrong tests/wrong/$*
 $(filter exercise-check/grader/%,$(EXERCISE_CHECKS)): exercise-check/grader/%: $(TEST_RUNNER)
 	@$(CHECK_ENV) tests/exercises.sh check-wrong tests/grader/$*
+exercise-check/class: $(TEST_RUNNER)
+	@$(CHECK_ENV) tests/exercises.sh check-class $(firstword $(EXERCISES))
 # it runs make exercise, which builds all first: built here, before the checks
 # run side by side ('+': that make shares this one's jobs, as $(MAKE) would)
 exercise-check/quoting: export EX_MAKE = $(MAKE)

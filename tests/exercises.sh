@@ -322,7 +322,8 @@ grade_one() {
     # written inside the work folder, the one the box may write, then put in place
     [ -z "$json" ] || { rm -f "$work/results.json.new"; set -- "$@" --json "$work/results.json.new"; }
     [ -z "$EX_TIMEOUT" ] || set -- "$@" --timeout "$EX_TIMEOUT"
-    BOX_SOURCE=$src BOX_HIDE=$(hide_for "$src")
+    # hidden from the code: the whole class (make grade-class), else the folder beside it
+    BOX_SOURCE=$src BOX_HIDE=${CLASS_ROOT:-$(hide_for "$src")}
     if build_runner "$work" "$name" "$src"/*.c; then
         runner=$work/tests/run
         set -- "$@" --reference "$EX_RUNNER" # lib's own time, for a test past the time limit
@@ -463,6 +464,124 @@ cmd_all() {
     printf '%s' "$table"
     printf '%-22s %7s %7s\n' all "$total_p" "$total_f"
     return "$worst"
+}
+
+# ------------------------------------------------------------------ a class
+
+# The folder of a student's submission that holds exercise NAME's files: the
+# shallowest one holding a file of the skeleton's names (an LMS download nests
+# them: "Sean O'Brien_456_assignsubmission_file_/hw3/softmax.c"), else the
+# shallowest holding any .c file; nothing when there is none.
+submission_folder() {
+    f_want=$(for f in "$ROOT/exercises/$1"/*.c; do printf '%s\n' "${f##*/}"; done)
+    f_best="" f_any=""
+    # shallowest first: find lists a folder's files before its subfolders' (-depth is not given)
+    f_list=$(find "$2" -type f -name '*.c' 2>/dev/null | awk -F/ '{ print NF "\t" $0 }' | sort -n | cut -f 2-)
+    while IFS= read -r f_c; do
+        [ -n "$f_c" ] || continue
+        [ -n "$f_any" ] || f_any=$(dirname "$f_c")
+        if printf '%s\n' "$f_want" | grep -qxF -- "${f_c##*/}"; then
+            f_best=$(dirname "$f_c")
+            break
+        fi
+    done <<EOF_FILES
+$f_list
+EOF_FILES
+    printf '%s\n' "${f_best:-$f_any}"
+}
+
+# A student's folder name made safe for a file name, and its checksum: "a b"
+# and "a_b" stay two students.
+student_id() {
+    printf '%s-%s\n' "$(printf '%s' "$1" | tr -c 'A-Za-z0-9._-' _)" \
+        "$(printf '%s' "$1" | cksum | cut -d ' ' -f 1)"
+}
+
+# A CSV field: in double quotes, its own double quotes doubled.
+csv() { printf '"%s"' "$(printf '%s' "$1" | sed 's/"/""/g')"; }
+
+# class-one NAME OUT STUDENT_FOLDER: grade one student of a class (run by
+# cmd_class, several at once), into OUT/work/ID/ and OUT/results/ID.json; one
+# gradebook row into OUT/rows/ID.csv. ID is the folder's name made safe.
+cmd_class_one() {
+    name=$1 out=$2 student=$3
+    who=${student##*/}
+    id=$(student_id "$who")
+    row=$out/rows/$id.csv json=$out/results/$id.json
+    src=$(submission_folder "$name" "$student")
+    # resumable: a row newer than every file of the submission stands
+    if [ -f "$row" ] && [ -z "$(find "$student" -newer "$row" -type f 2>/dev/null | head -n 1)" ]; then
+        return 0
+    fi
+    score="" max="" status=""
+    if [ -z "$src" ]; then
+        status="no .c file"
+        if [ -n "$(find "$student" -name '*.zip' 2>/dev/null | head -n 1)" ]; then
+            status="no .c file (a .zip: unzip it first)"
+        fi
+    else
+        EX_WORK=$out/work/$id EX_FORMAT=json EX_JSON=$json
+        export EX_WORK EX_FORMAT EX_JSON
+        g_status=0
+        # the submission's time budget; the box (BOX_HIDE) hides the whole class
+        timeout -k 10 "$EX_SUBMISSION_TIME" "$0" grade-one "$name" "$src" >/dev/null 2>&1 ||
+            g_status=$?
+        result=$(score_of "$EX_WORK/${name%%_*}/output.txt" 2>/dev/null || true)
+        if [ "$g_status" -eq 124 ] || [ "$g_status" -eq 137 ]; then
+            status="stopped: over its ${EX_SUBMISSION_TIME} s"
+        elif [ -z "$result" ]; then
+            status="the grader stopped (exit $g_status)"
+        else
+            score=${result% *} max=$((${result% *} + ${result#* }))
+            status=graded
+            grep -q '^the code did not compile' "$EX_WORK/${name%%_*}/output.txt" &&
+                status="did not compile"
+        fi
+    fi
+    mkdir -p "$out/rows"
+    { csv "$who"; printf ','; csv "$name"; printf ',%s,%s,' "$score" "$max"; csv "$status"; printf ','
+      csv "${src:-}"; printf '\n'; } >"$row.tmp"
+    mv "$row.tmp" "$row"
+}
+
+# grade-one NAME SRC: one grade, quiet (the class runs it in a process of its own).
+cmd_grade_one() { grade_one "$1" "$2" 1; }
+
+# class NN SUBMISSIONS [OUT]: grade every student folder of SUBMISSIONS (each
+# folder directly inside it is one student, whatever its name) with exercise
+# NN, EX_JOBS at once (default: the cores), into OUT (default
+# BUILD/class/NN_name): results/ID.json per student, gradebook.csv for all.
+cmd_class() {
+    [ -n "${1:-}" ] || die "which exercise? make grade-class CH=NN SUBMISSIONS=DIR"
+    name=$(find_exercise "$1") || die "no exercise '$1' (make exercise lists them)"
+    [ -n "${2:-}" ] || die "make grade-class CH=NN SUBMISSIONS=DIR: which folder holds the submissions?"
+    CLASS_ROOT=$(absolute "$2")
+    [ -d "$CLASS_ROOT" ] || die "SUBMISSIONS=$2 is not a folder"
+    CLASS_ROOT=$(cd "$CLASS_ROOT" && pwd)
+    out=${3:-$BUILD/class/$name}
+    out=$(absolute "$out")
+    case "$out/" in "$CLASS_ROOT"/*) die "OUT=$out is inside SUBMISSIONS: the grades go elsewhere" ;; esac
+    mkdir -p "$out/rows" "$out/results" "$out/work"
+    : "${EX_JOBS:=$(nproc 2>/dev/null || echo 2)}" "${EX_SUBMISSION_TIME:=600}"
+    export CLASS_ROOT EX_SUBMISSION_TIME
+    n=$(find "$CLASS_ROOT" -mindepth 1 -maxdepth 1 -type d | wc -l)
+    say "grading $n submissions of $name in $(shorter "$CLASS_ROOT"), $EX_JOBS at a time ..."
+    box_note
+    started=$(date +%s)
+    # each folder's name is an argument of its own, never shell text (-print0, xargs -0)
+    find "$CLASS_ROOT" -mindepth 1 -maxdepth 1 -type d -print0 |
+        xargs -0 -r -n 1 -P "$EX_JOBS" "$0" class-one "$name" "$out"
+    took=$(($(date +%s) - started))
+    # the rows of the students there are now (a folder removed since has no row)
+    { printf 'student,exercise,score,max,status,folder\n'
+      find "$CLASS_ROOT" -mindepth 1 -maxdepth 1 -type d | sort | while IFS= read -r c_student; do
+          c_row=$out/rows/$(student_id "${c_student##*/}").csv
+          [ ! -f "$c_row" ] || cat "$c_row"
+      done; } >"$out/gradebook.csv.tmp"
+    mv "$out/gradebook.csv.tmp" "$out/gradebook.csv"
+    graded=$(grep -c ',"graded",' "$out/gradebook.csv" || true)
+    say "$n submissions in $took s on $(nproc 2>/dev/null || echo '?') cores: $graded graded, $((n - graded)) not (did not compile, no file, stopped: the status column says)"
+    say "gradebook: $(shorter "$out/gradebook.csv"); each student's results.json in $(shorter "$out/results")/"
 }
 
 # ------------------------------------------------------------ make test's checks
@@ -713,6 +832,50 @@ cmd_check_quoting() {
     say "exercises: make exercise takes CH, DIR, JSON and TIMEOUT as values, never as shell text ($name graded in \"it's here\" and \"x'; touch ...; '\")"
 }
 
+# A class, as an LMS bulk download lays it out: one folder per student with a
+# quote, spaces, a semicolon, $(...) and backquotes, non-ASCII letters, the
+# files nested in a subfolder, none at all, a renamed function and a wrong one.
+# One command grades them all into a gradebook, each name only ever a value
+# (no command in a name runs), and a second run grades nothing again.
+cmd_check_class() {
+    name=$1
+    d=$(check_dir class)
+    d=$(cd "$d" && pwd)
+    sub=$d/submissions ran=$d/a-command-ran
+    right=$ROOT/lib/dot.c
+    [ "$name" = 01_dot_product ] || check_failed "" "check-class grades exercise 01 (dot.c)"
+    mkdir -p "$sub/Sean O'Brien_456_assignsubmission_file_/hw 1" "$sub/Zoë Ålund_7_" \
+        "$sub/x; touch $(basename "$ran")_8_" "$sub/\$(touch $(basename "$ran"))_9_" \
+        "$sub/\`touch $(basename "$ran")\`_10_" "$sub/empty_11_" "$sub/renamer_12_" "$sub/wrong_13_"
+    cp "$right" "$sub/Sean O'Brien_456_assignsubmission_file_/hw 1/"
+    for s in "Zoë Ålund_7_" "x; touch $(basename "$ran")_8_" "\$(touch $(basename "$ran"))_9_" \
+        "\`touch $(basename "$ran")\`_10_"; do cp "$right" "$sub/$s/"; done
+    cp "$ROOT/tests/wrong/01_dot_product/renamed_dot.c" "$sub/renamer_12_/dot.c"
+    cp "$ROOT/tests/wrong/01_dot_product/skips_last_product.c" "$sub/wrong_13_/dot.c"
+    (cd "$d" && EX_JOBS=2 "$ROOT/tests/exercises.sh" class "$name" "$sub" "$d/out") >"$d/class.txt" 2>&1 ||
+        check_failed "$d/class.txt" "grading a class failed"
+    [ ! -e "$ran" ] && [ ! -e "$d/out/$(basename "$ran")" ] ||
+        check_failed "$d/class.txt" "a folder's name ran as a command"
+    book=$d/out/gradebook.csv
+    [ "$(wc -l <"$book")" -eq 9 ] || check_failed "$book" "the gradebook should have a header and 8 rows"
+    for want in "\"Sean O'Brien_456_assignsubmission_file_\",\"$name\",9,9,\"graded\"" \
+        "\"Zoë Ålund_7_\",\"$name\",9,9,\"graded\"" \
+        "\"x; touch $(basename "$ran")_8_\",\"$name\",9,9,\"graded\"" \
+        "\"\$(touch $(basename "$ran"))_9_\",\"$name\",9,9,\"graded\"" \
+        "\"empty_11_\",\"$name\",,,\"no .c file\"" \
+        "\"renamer_12_\",\"$name\",0,9,\"did not compile\"" \
+        "\"wrong_13_\",\"$name\",1,9,\"graded\""; do
+        grep -qF -- "$want" "$book" || check_failed "$book" "the gradebook has no row $want"
+    done
+    [ "$(find "$d/out/results" -name '*.json' | wc -l)" -eq 7 ] ||
+        check_failed "$book" "7 students' results.json were expected in $d/out/results"
+    cp "$book" "$d/first.csv"
+    (cd "$d" && "$ROOT/tests/exercises.sh" class "$name" "$sub" "$d/out") >"$d/again.txt" 2>&1 ||
+        check_failed "$d/again.txt" "grading the class again failed"
+    cmp -s "$book" "$d/first.csv" || check_failed "$book" "grading again changed the gradebook"
+    say "exercises: a class of 8 folders (quotes, spaces, \$(...), nested, empty, renamed, wrong) graded into a gradebook ($(sed -n 's/.* in \([0-9]*\) s on .*/\1 s/p' "$d/class.txt")), and resumed"
+}
+
 cmd=${1:-}
 [ $# -eq 0 ] || shift
 case $cmd in
@@ -723,5 +886,9 @@ case $cmd in
     check-skeleton) cmd_check_skeleton "$1" ;;
     check-wrong) cmd_check_wrong "$(absolute "$1")" ;;
     check-quoting) cmd_check_quoting "$1" ;;
-    *) die "usage: tests/exercises.sh grade NN [DIR] | list | all [DIR] | check-key NN_name | check-skeleton NN_name | check-wrong FILE | check-quoting NN_name" ;;
+    class) cmd_class "$@" ;;
+    check-class) cmd_check_class "$1" ;;
+    class-one) cmd_class_one "$@" ;;
+    grade-one) cmd_grade_one "$@" ;;
+    *) die "usage: tests/exercises.sh grade NN [DIR] | list | all [DIR] | class NN SUBMISSIONS [OUT] | check-key NN_name | check-skeleton NN_name | check-wrong FILE | check-quoting NN_name" ;;
 esac
