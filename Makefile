@@ -13,6 +13,7 @@
 #   make fuzz       libFuzzer on the safetensors and image parsers (clang)
 #   make goldens    regenerate tests/golden with PyTorch (tools/gen_golden*.py; dev-time only)
 #   make exercise CH=NN [DIR=path] [FORMAT=json] [JSON=path] [TIMEOUT=s] [SANITIZE=1]
+#                   [POINTS=p] [VISIBILITY=hidden|after_due_date|...] (results.json)
 #                   grade a student's functions with the exercise's answer key
 #   make exercise   list the exercises, their state and last grade
 #   make exercise-all [DIR=path]  grade every exercise, a table of the results
@@ -302,6 +303,8 @@ $(EXERCISE_TARGETS): export EX_DIR = $(DIR)
 $(EXERCISE_TARGETS): export EX_SUBMISSIONS = $(SUBMISSIONS)
 $(EXERCISE_TARGETS): export EX_OUT = $(OUT)
 $(EXERCISE_TARGETS): export EX_JOBS = $(JOBS)
+$(EXERCISE_TARGETS): export EX_POINTS = $(POINTS)
+$(EXERCISE_TARGETS): export EX_VISIBILITY = $(VISIBILITY)
 # under make -j the cases run side by side: one OpenMP thread each, or
 # their spinning threads fight over the cores (twice as slow on two)
 CHECK_ENV = $(if $(findstring jobserver,$(MAKEFLAGS)),OMP_NUM_THREADS=1)

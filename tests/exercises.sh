@@ -322,6 +322,8 @@ grade_one() {
     # written inside the work folder, the one the box may write, then put in place
     [ -z "$json" ] || { rm -f "$work/results.json.new"; set -- "$@" --json "$work/results.json.new"; }
     [ -z "$EX_TIMEOUT" ] || set -- "$@" --timeout "$EX_TIMEOUT"
+    [ -z "${EX_POINTS:-}" ] || set -- "$@" --points "$EX_POINTS"
+    [ -z "${EX_VISIBILITY:-}" ] || set -- "$@" --visibility "$EX_VISIBILITY"
     # hidden from the code: the whole class (make grade-class), else the folder beside it
     BOX_SOURCE=$src BOX_HIDE=${CLASS_ROOT:-$(hide_for "$src")}
     if build_runner "$work" "$name" "$src"/*.c; then
@@ -852,7 +854,8 @@ cmd_check_class() {
         "\`touch $(basename "$ran")\`_10_"; do cp "$right" "$sub/$s/"; done
     cp "$ROOT/tests/wrong/01_dot_product/renamed_dot.c" "$sub/renamer_12_/dot.c"
     cp "$ROOT/tests/wrong/01_dot_product/skips_last_product.c" "$sub/wrong_13_/dot.c"
-    (cd "$d" && EX_JOBS=2 "$ROOT/tests/exercises.sh" class "$name" "$sub" "$d/out") >"$d/class.txt" 2>&1 ||
+    (cd "$d" && EX_JOBS=2 EX_POINTS=18 EX_VISIBILITY=after_due_date \
+        "$ROOT/tests/exercises.sh" class "$name" "$sub" "$d/out") >"$d/class.txt" 2>&1 ||
         check_failed "$d/class.txt" "grading a class failed"
     [ ! -e "$ran" ] && [ ! -e "$d/out/$(basename "$ran")" ] ||
         check_failed "$d/class.txt" "a folder's name ran as a command"
@@ -869,6 +872,11 @@ cmd_check_class() {
     done
     [ "$(find "$d/out/results" -name '*.json' | wc -l)" -eq 7 ] ||
         check_failed "$book" "7 students' results.json were expected in $d/out/results"
+    # Gradescope's points out of POINTS, and its visibility
+    sean=$d/out/results/$(student_id "Sean O'Brien_456_assignsubmission_file_").json
+    grep -q '"max_score":.18,' "$sean" && grep -q '"score":.18,' "$sean" &&
+        grep -q '"visibility":.*"after_due_date"' "$sean" ||
+        check_failed "$sean" "results.json should give 18 of POINTS=18, visibility after_due_date"
     cp "$book" "$d/first.csv"
     (cd "$d" && "$ROOT/tests/exercises.sh" class "$name" "$sub" "$d/out") >"$d/again.txt" 2>&1 ||
         check_failed "$d/again.txt" "grading the class again failed"

@@ -581,6 +581,8 @@ static Outcome run_one(const GradeTest *g, double timeout, const char *reference
 typedef struct {
     const char *json, *title, *build_log;
     const char *reference; // the runner linked with lib alone, to time lib's own code
+    double points;          // --points: what the exercise is worth in results.json; 0: 1 a test
+    const char *visibility; // --visibility: Gradescope's, e.g. "after_due_date"
     const char *inputs[MAX_INPUTS], *input_roles[MAX_INPUTS];
     int n_inputs;
     const char *sources[MAX_INPUTS];
@@ -602,7 +604,9 @@ static void usage(FILE *f, const char *program) {
             "more when lib's own code, timed by RUNNER, takes more than a fifth of it), prints PASS or\n"
             "FAIL for each, what a failure printed (shortened) and its hints, and last the line\n"
             "'N passed, M failed'. Exit status 0 when nothing failed, 1 otherwise, 2 bad usage.\n"
-            "--json FILE also writes Gradescope's results.json there.\n",
+            "--json FILE also writes Gradescope's results.json there, worth --points P (shared\n"
+            "by the tests; default 1 a test), with --visibility V (visible, hidden,\n"
+            "after_due_date, after_published; default visible).\n",
             program, GRADE_TIMEOUT);
 }
 
@@ -667,7 +671,8 @@ static int parse_args(GradeArgs *a, const char *program, int argc, char **argv) 
             a->build_failed = true;
         } else if (options && arg[0] == '-' && arg[1] == '-') {
             static const char *const with_value[] = {"--key", "--json", "--timeout", "--title",
-                                                     "--source", "--build-log", "--reference"};
+                                                     "--source", "--build-log", "--reference",
+                                                     "--points", "--visibility"};
             bool known = false;
             for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++)
                 known = known || strcmp(arg, with_value[k]) == 0;
@@ -689,6 +694,28 @@ static int parse_args(GradeArgs *a, const char *program, int argc, char **argv) 
                 a->title = v;
             } else if (strcmp(arg, "--reference") == 0) {
                 a->reference = v;
+            } else if (strcmp(arg, "--visibility") == 0) {
+                static const char *const kinds[] = {"visible", "hidden", "after_due_date",
+                                                    "after_published"};
+                bool ok = false;
+                for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) ok = ok || !strcmp(v, kinds[k]);
+                if (!ok) {
+                    char esc[LINE_MAX_SHOWN];
+                    fprintf(stderr, "%s: --visibility is visible, hidden, after_due_date or "
+                            "after_published (Gradescope's); not '%s'\n", program, shown(esc, v));
+                    return 2;
+                }
+                a->visibility = v;
+            } else if (strcmp(arg, "--points") == 0) {
+                VitError err;
+                float p;
+                if (vit_parse_float(&p, v, "--points", &err) != VIT_OK || !(p > 0 && p <= 1e6)) {
+                    char esc[LINE_MAX_SHOWN];
+                    fprintf(stderr, "%s: --points takes what the exercise is worth, more than 0; "
+                            "not '%s'\n", program, shown(esc, v));
+                    return 2;
+                }
+                a->points = p;
             } else if (strcmp(arg, "--source") == 0) {
                 if (a->n_sources == MAX_INPUTS) {
                     fprintf(stderr, "%s: too many --source files\n", program);
@@ -746,22 +773,27 @@ static bool json_destination_ok(const GradeArgs *a, const char *program) {
     return true;
 }
 
+static double hundredths(double x) { return (double)(long long)(x * 100 + 0.5) / 100; }
+
 static bool write_json(const GradeArgs *a, const GradeTest *tests, const Outcome *out, int n,
                        int passed, double seconds, const char *summary, const char *program) {
+    // --points P: the exercise is worth P, shared equally by its tests (Gradescope's
+    // assignment is then set to P, not to the count of tests); else 1 a test
+    const double total = a->points > 0 ? a->points : n, each = n ? total / n : 0;
     cJSON *root = cJSON_CreateObject(), *list = cJSON_CreateArray();
-    cJSON_AddNumberToObject(root, "score", passed);
-    cJSON_AddNumberToObject(root, "max_score", n);
-    cJSON_AddNumberToObject(root, "execution_time", (double)(long)(seconds * 100 + 0.5) / 100);
+    cJSON_AddNumberToObject(root, "score", hundredths(passed * each));
+    cJSON_AddNumberToObject(root, "max_score", hundredths(total));
+    cJSON_AddNumberToObject(root, "execution_time", hundredths(seconds));
     cJSON_AddStringToObject(root, "output", summary);
-    cJSON_AddStringToObject(root, "visibility", "visible");
+    cJSON_AddStringToObject(root, "visibility", a->visibility ? a->visibility : "visible");
     cJSON_AddItemToObject(root, "tests", list);
     for (int i = 0; i < n; i++) {
         char name[512];
         snprintf(name, sizeof name, "%s/%s", tests[i].suite->pName, tests[i].test->pName);
         cJSON *t = cJSON_CreateObject();
         cJSON_AddStringToObject(t, "name", name);
-        cJSON_AddNumberToObject(t, "score", out[i].passed ? 1 : 0);
-        cJSON_AddNumberToObject(t, "max_score", 1);
+        cJSON_AddNumberToObject(t, "score", out[i].passed ? hundredths(each) : 0);
+        cJSON_AddNumberToObject(t, "max_score", hundredths(each));
         cJSON_AddStringToObject(t, "status", out[i].passed ? "passed" : "failed");
         cJSON_AddStringToObject(t, "output", text_str(&out[i].detail));
         cJSON_AddItemToArray(list, t);
