@@ -293,6 +293,40 @@ score_of() {
     sed -n 's/^\([0-9][0-9]*\) passed, \([0-9][0-9]*\) failed$/\1 \2/p' "$1" | tail -n 1
 }
 
+# The tests exercise NAME's untouched skeleton passes, one "SUITE/TEST" a
+# line, into BUILD/exercises/baseline/NN/passing.txt (its path is printed; it
+# is empty when the skeleton does not build). Made again when the runner, the
+# key or the exercise's folder is newer. The skeleton is the committed one
+# when git has it, so a student solving it in place is not its baseline.
+skeleton_baseline() {
+    k_name=$1
+    k_dir=$BUILD/exercises/baseline/${k_name%%_*}
+    k_out=$k_dir/passing.txt
+    if [ -f "$k_out" ] && [ -z "$(find "$EX_RUNNER" "$ROOT/exercises/$k_name" -newer "$k_out" 2>/dev/null | head -n 1)" ]; then
+        printf '%s\n' "$k_out"
+        return 0
+    fi
+    # made in a folder of this process's own, then renamed into place: two grades
+    # at once (make -j, a class) each make it, and neither sees half of the other's
+    k_tmp=$k_dir.tmp.$$
+    rm -rf "$k_tmp"
+    mkdir -p "$k_tmp/src" "$k_dir"
+    for k_f in "$ROOT/exercises/$k_name"/*.c; do
+        k_rel=exercises/$k_name/${k_f##*/}
+        git -C "$ROOT" show "HEAD:$k_rel" >"$k_tmp/src/${k_f##*/}" 2>/dev/null || cp "$k_f" "$k_tmp/src/"
+    done
+    : >"$k_tmp/passing.txt"
+    if BOX_SOURCE="" BOX_HIDE="" build_runner "$k_tmp" "$k_name" "$k_tmp/src"/*.c; then
+        boxed "$k_tmp" "$k_tmp/tests/run" --grade --key "$ROOT/exercises/$k_name/KEY" \
+            >"$k_tmp/output.txt" 2>&1 || true
+        sed -n 's/^PASS  //p' "$k_tmp/output.txt" | sed 's/  (.*$//' >"$k_tmp/passing.txt"
+    fi
+    cp "$k_tmp/output.txt" "$k_dir/output.txt" 2>/dev/null || true
+    mv "$k_tmp/passing.txt" "$k_out"
+    rm -rf "$k_tmp"
+    printf '%s\n' "$k_out"
+}
+
 # grade_one NAME SRCDIR QUIET: grade the .c files of SRCDIR with exercises/NAME/KEY.
 # The grader's exit status; its output is in EX_WORK/NN/output.txt
 # (and on the terminal unless QUIET is 1).
@@ -326,6 +360,8 @@ grade_one() {
     [ -z "${EX_VISIBILITY:-}" ] || set -- "$@" --visibility "$EX_VISIBILITY"
     # hidden from the code: the whole class (make grade-class), else the folder beside it
     BOX_SOURCE=$src BOX_HIDE=${CLASS_ROOT:-$(hide_for "$src")}
+    baseline=$(skeleton_baseline "$name")
+    [ ! -s "$baseline" ] || set -- "$@" --baseline "$baseline"
     if build_runner "$work" "$name" "$src"/*.c; then
         runner=$work/tests/run
         set -- "$@" --reference "$EX_RUNNER" # lib's own time, for a test past the time limit
@@ -529,12 +565,16 @@ cmd_class_one() {
         timeout -k 10 "$EX_SUBMISSION_TIME" "$0" grade-one "$name" "$src" >/dev/null 2>&1 ||
             g_status=$?
         result=$(score_of "$EX_WORK/${name%%_*}/output.txt" 2>/dev/null || true)
+        # the points (the tests the untouched skeleton fails, those earned), else the tests
+        points=$(sed -n 's/^score: \([0-9]*\) of \([0-9]*\) .*/\1 \2/p' \
+            "$EX_WORK/${name%%_*}/output.txt" 2>/dev/null | tail -n 1)
         if [ "$g_status" -eq 124 ] || [ "$g_status" -eq 137 ]; then
             status="stopped: over its ${EX_SUBMISSION_TIME} s"
         elif [ -z "$result" ]; then
             status="the grader stopped (exit $g_status)"
         else
             score=${result% *} max=$((${result% *} + ${result#* }))
+            [ -z "$points" ] || score=${points% *} max=${points#* }
             status=graded
             grep -q '^the code did not compile' "$EX_WORK/${name%%_*}/output.txt" &&
                 status="did not compile"
@@ -570,6 +610,7 @@ cmd_class() {
     say "grading $n submissions of $name in $(shorter "$CLASS_ROOT"), $EX_JOBS at a time ..."
     box_note
     started=$(date +%s)
+    skeleton_baseline "$name" >/dev/null # once, before the workers that read it
     # each folder's name is an argument of its own, never shell text (-print0, xargs -0)
     find "$CLASS_ROOT" -mindepth 1 -maxdepth 1 -type d -print0 |
         xargs -0 -r -n 1 -P "$EX_JOBS" "$0" class-one "$name" "$out"
@@ -861,13 +902,14 @@ cmd_check_class() {
         check_failed "$d/class.txt" "a folder's name ran as a command"
     book=$d/out/gradebook.csv
     [ "$(wc -l <"$book")" -eq 9 ] || check_failed "$book" "the gradebook should have a header and 8 rows"
-    for want in "\"Sean O'Brien_456_assignsubmission_file_\",\"$name\",9,9,\"graded\"" \
-        "\"Zoë Ålund_7_\",\"$name\",9,9,\"graded\"" \
-        "\"x; touch $(basename "$ran")_8_\",\"$name\",9,9,\"graded\"" \
-        "\"\$(touch $(basename "$ran"))_9_\",\"$name\",9,9,\"graded\"" \
+    # 8 points: the 9 tests of the key less the one the untouched skeleton passes
+    for want in "\"Sean O'Brien_456_assignsubmission_file_\",\"$name\",8,8,\"graded\"" \
+        "\"Zoë Ålund_7_\",\"$name\",8,8,\"graded\"" \
+        "\"x; touch $(basename "$ran")_8_\",\"$name\",8,8,\"graded\"" \
+        "\"\$(touch $(basename "$ran"))_9_\",\"$name\",8,8,\"graded\"" \
         "\"empty_11_\",\"$name\",,,\"no .c file\"" \
-        "\"renamer_12_\",\"$name\",0,9,\"did not compile\"" \
-        "\"wrong_13_\",\"$name\",1,9,\"graded\""; do
+        "\"renamer_12_\",\"$name\",0,8,\"did not compile\"" \
+        "\"wrong_13_\",\"$name\",0,8,\"graded\""; do
         grep -qF -- "$want" "$book" || check_failed "$book" "the gradebook has no row $want"
     done
     [ "$(find "$d/out/results" -name '*.json' | wc -l)" -eq 7 ] ||

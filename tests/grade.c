@@ -582,6 +582,7 @@ typedef struct {
     const char *json, *title, *build_log;
     const char *reference; // the runner linked with lib alone, to time lib's own code
     double points;          // --points: what the exercise is worth in results.json; 0: 1 a test
+    char *baseline;         // --baseline: the tests the untouched skeleton passes, one a line
     const char *visibility; // --visibility: Gradescope's, e.g. "after_due_date"
     const char *inputs[MAX_INPUTS], *input_roles[MAX_INPUTS];
     int n_inputs;
@@ -672,7 +673,7 @@ static int parse_args(GradeArgs *a, const char *program, int argc, char **argv) 
         } else if (options && arg[0] == '-' && arg[1] == '-') {
             static const char *const with_value[] = {"--key", "--json", "--timeout", "--title",
                                                      "--source", "--build-log", "--reference",
-                                                     "--points", "--visibility"};
+                                                     "--points", "--visibility", "--baseline"};
             bool known = false;
             for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++)
                 known = known || strcmp(arg, with_value[k]) == 0;
@@ -694,6 +695,16 @@ static int parse_args(GradeArgs *a, const char *program, int argc, char **argv) 
                 a->title = v;
             } else if (strcmp(arg, "--reference") == 0) {
                 a->reference = v;
+            } else if (strcmp(arg, "--baseline") == 0) {
+                size_t size;
+                VitError err;
+                free(a->baseline);
+                if (file_read_all(&a->baseline, &size, v, 1 << 20, "the skeleton's passing tests",
+                                  &err) != VIT_OK) {
+                    vit_print_error(program, &err);
+                    return 2;
+                }
+                rc = add_input(a, v, "--baseline", program);
             } else if (strcmp(arg, "--visibility") == 0) {
                 static const char *const kinds[] = {"visible", "hidden", "after_due_date",
                                                     "after_published"};
@@ -752,6 +763,7 @@ static int parse_args(GradeArgs *a, const char *program, int argc, char **argv) 
 }
 
 static void free_args(GradeArgs *a) {
+    free(a->baseline);
     for (int i = 0; i < a->n_keys; i++) free(a->key_text[i]);
     free(a->names);
 }
@@ -773,15 +785,59 @@ static bool json_destination_ok(const GradeArgs *a, const char *program) {
     return true;
 }
 
+// Whether the untouched skeleton passes test g: its "SUITE/TEST" is a line of
+// the --baseline file.
+static bool in_baseline(const char *baseline, const GradeTest *g) {
+    char name[1024];
+    snprintf(name, sizeof name, "%s/%s", g->suite->pName, g->test->pName);
+    const size_t n = strlen(name);
+    for (const char *line = baseline; line && *line;) {
+        const char *end = strchr(line, '\n');
+        const size_t len = end ? (size_t)(end - line) : strlen(line);
+        if (len == n && strncmp(line, name, n) == 0) return true;
+        line = end ? end + 1 : NULL;
+    }
+    return false;
+}
+
+/** The grade in points (run_score()). */
+typedef struct {
+    int earned;  ///< tests passed that the untouched skeleton fails
+    int lost;    ///< tests failed that the untouched skeleton passes: a point each
+    int max;     ///< the tests the untouched skeleton fails: all there is to earn
+    int kept;    ///< the tests the untouched skeleton passes
+} Score;
+
+// With a --baseline, a test the untouched skeleton already passes (its output
+// does not depend on the student's code, or only says what zeros say: "softmax
+// ignores an added constant" holds for all zeros) earns nothing, and failing
+// it costs a point: so the skeleton scores 0, whatever the key holds, and a
+// solution that breaks what the skeleton got right pays for it. Without one,
+// every test is a point.
+static Score run_score(const GradeArgs *a, const GradeTest *tests, const Outcome *out, int n) {
+    Score sc = {0};
+    for (int i = 0; i < n; i++) {
+        const bool kept = a->baseline && in_baseline(a->baseline, &tests[i]);
+        sc.kept += kept;
+        sc.max += !kept;
+        sc.earned += !kept && out[i].passed;
+        sc.lost += kept && !out[i].passed;
+    }
+    return sc;
+}
+static int score_points(const Score *sc) {
+    return sc->earned > sc->lost ? sc->earned - sc->lost : 0;
+}
+
 static double hundredths(double x) { return (double)(long long)(x * 100 + 0.5) / 100; }
 
 static bool write_json(const GradeArgs *a, const GradeTest *tests, const Outcome *out, int n,
-                       int passed, double seconds, const char *summary, const char *program) {
-    // --points P: the exercise is worth P, shared equally by its tests (Gradescope's
-    // assignment is then set to P, not to the count of tests); else 1 a test
-    const double total = a->points > 0 ? a->points : n, each = n ? total / n : 0;
+                       const Score *sc, double seconds, const char *summary, const char *program) {
+    // --points P: the exercise is worth P, shared equally by the tests that earn
+    // (Gradescope's assignment is then set to P, not to a count of tests); else 1 a test
+    const double total = a->points > 0 ? a->points : sc->max, each = sc->max ? total / sc->max : 0;
     cJSON *root = cJSON_CreateObject(), *list = cJSON_CreateArray();
-    cJSON_AddNumberToObject(root, "score", hundredths(passed * each));
+    cJSON_AddNumberToObject(root, "score", hundredths(score_points(sc) * each));
     cJSON_AddNumberToObject(root, "max_score", hundredths(total));
     cJSON_AddNumberToObject(root, "execution_time", hundredths(seconds));
     cJSON_AddStringToObject(root, "output", summary);
@@ -792,8 +848,10 @@ static bool write_json(const GradeArgs *a, const GradeTest *tests, const Outcome
         snprintf(name, sizeof name, "%s/%s", tests[i].suite->pName, tests[i].test->pName);
         cJSON *t = cJSON_CreateObject();
         cJSON_AddStringToObject(t, "name", name);
-        cJSON_AddNumberToObject(t, "score", out[i].passed ? hundredths(each) : 0);
-        cJSON_AddNumberToObject(t, "max_score", hundredths(each));
+        const bool kept = a->baseline && in_baseline(a->baseline, &tests[i]);
+        const double score = kept ? (out[i].passed ? 0 : -each) : out[i].passed ? each : 0;
+        cJSON_AddNumberToObject(t, "score", hundredths(score));
+        cJSON_AddNumberToObject(t, "max_score", kept ? 0 : hundredths(each));
         cJSON_AddStringToObject(t, "status", out[i].passed ? "passed" : "failed");
         cJSON_AddStringToObject(t, "output", text_str(&out[i].detail));
         cJSON_AddItemToArray(list, t);
@@ -895,13 +953,19 @@ int grade_main(const char *program, int argc, char **argv) {
         fflush(stdout);
     }
     double seconds = vit_now() - t0;
-    char score[96];
+    const Score sc = run_score(&a, tests, out, n);
+    char score[96], points[256] = "";
+    if (a.baseline)
+        snprintf(points, sizeof points, "score: %d of %d (the %d test%s the untouched skeleton "
+                 "already passes earn%s nothing; failing one costs a point%s)\n",
+                 score_points(&sc), sc.max, sc.kept, sc.kept == 1 ? "" : "s",
+                 sc.kept == 1 ? "s" : "", sc.lost ? ": here it cost some" : "");
     snprintf(score, sizeof score, "%d passed, %d failed", passed, n - passed);
-    text_add(&head, "%s\n", score);
-    printf("%s\n", score);
+    text_add(&head, "%s%s\n", points, score);
+    printf("%s%s\n", points, score);
     fflush(stdout);
 
-    bool json_ok = !a.json || write_json(&a, tests, out, n, passed, seconds, text_str(&head), program);
+    bool json_ok = !a.json || write_json(&a, tests, out, n, &sc, seconds, text_str(&head), program);
     for (int i = 0; i < n; i++) free(out[i].detail.s);
     free(out);
     free(head.s);

@@ -42,6 +42,11 @@
  *  - `--timeout SECONDS`: each test's time limit, at least;
  *  - `--reference RUNNER`: the runner that times lib's own code on a test that
  *    ran past the limit (make exercise passes the normal build/tests/run);
+ *  - `--baseline FILE`: the tests the untouched skeleton passes ("SUITE/TEST"
+ *    a line): they earn nothing and failing one costs a point, and the line
+ *    `score: S of M` comes before the count (make exercise makes the file);
+ *  - `--points P`, `--visibility V`: results.json worth P (shared by the
+ *    tests that earn points), with Gradescope's visibility V;
  *  - `--title TEXT`: a line printed first and put in the results' output;
  *  - `--source FILE`: a file the grade is about (a student's .c), named in the
  *    output and protected from `--json`;
