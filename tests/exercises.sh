@@ -718,7 +718,10 @@ cmd_check_skeleton() {
 # and for the box's checks "// canary: PATH" (a file under the checkout the
 # code tries to remove: made before, there after), "// hides: PATH" (a folder
 # of another student's work beside it, hidden from the code) and
-# "// orphan: NAME" (no process of that name may be left after the grade). tests/grader/*.c, the grader's own
+# "// orphan: NAME" (no process of that name may be left after the grade).
+# Every hint the grade prints must hold the hint's TEXT or that of one of the
+# file's "// also: TEXT" lines (the same mistake, as another probe sees it):
+# a hint that names another mistake fails the check. tests/grader/*.c, the grader's own
 # checks, use them; tests/wrong/NN_name/*.c mostly need none.
 cmd_check_wrong() {
     file=$1
@@ -813,6 +816,17 @@ cmd_check_wrong() {
     expect_failing_grade "$d/output.txt" "$status" "$rel"
     grep -qF -- "$hint" "$d/output.txt" ||
         check_failed "$d/output.txt" "$rel fails, but the grader's output never says \"$hint\""
+    # and no hint names another mistake: each says the hint, or one of the
+    # "// also: TEXT" lines (the same mistake seen by another probe)
+    also=$(sed -n '1,12s|^// *also: *||p' "$file" | sed 's/[[:space:]]*$//')
+    sed -n 's/^ *hint: //p' "$d/output.txt" | sort -u >"$d/hints.txt"
+    while IFS= read -r h; do
+        printf '%s\n' "$h" | grep -qF -- "$hint" && continue
+        printf '%s\n' "$also" | while IFS= read -r a; do
+            [ -n "$a" ] && printf '%s\n' "$h" | grep -qF -- "$a" && echo yes
+        done | grep -q yes && continue
+        check_failed "$d/output.txt" "$rel: a hint names something else than its mistake (add '// also: TEXT' if it is the same one): $h"
+    done <"$d/hints.txt"
     result="$(score_of "$d/output.txt" | sed 's/ / passed, /') failed$of"
     if [ "$name" = grader ]; then
         say "exercises: the grader survives ${base} ($result), saying \"$hint\""

@@ -1,4 +1,5 @@
 // hint: not Dh: the scores were divided by Dh
+// also: √Dh, not Dh
 /**
  * @file scale_mask.c
  * @brief A wrong scale_mask.c for exercise 02 (tests/wrong/): the scale is 1/Dh instead of 1/√Dh.

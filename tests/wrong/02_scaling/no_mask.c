@@ -1,4 +1,5 @@
 // hint: the (N, N) mask was not added
+// also: only the key-padding mask was added
 /**
  * @file scale_mask.c
  * @brief A wrong scale_mask.c for exercise 02 (tests/wrong/): opt->mask is never added.

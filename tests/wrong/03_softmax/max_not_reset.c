@@ -1,4 +1,5 @@
 // hint: each row needs its own maximum
+// also: each row is normalised on its own
 /**
  * @file softmax.c
  * @brief A wrong softmax.c for exercise 03 (tests/wrong/): the maximum carried over from row to row.

@@ -1,4 +1,5 @@
 // hint: reset the sum (and the maximum) for every row
+// also: each row is normalised on its own
 /**
  * @file softmax.c
  * @brief A wrong softmax.c for exercise 03 (tests/wrong/): one running sum for all the rows.

@@ -1,4 +1,5 @@
 // hint: softmax over the wrong axis
+// also: each row is normalised on its own
 /**
  * @file softmax.c
  * @brief A wrong softmax.c for exercise 03 (tests/wrong/): each column normalised instead of each row.

@@ -1,4 +1,5 @@
 // hint: flattened channels-last (p, p, C)
+// also: patch_unfold() is wrong
 /**
  * @file patch.c
  * @brief A wrong patch.c for exercise 06 (tests/wrong/): each patch flattened pixel by pixel, channels last.

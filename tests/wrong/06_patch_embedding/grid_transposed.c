@@ -1,4 +1,5 @@
 // hint: the patch grid is transposed
+// also: patch_unfold() is wrong
 /**
  * @file patch.c
  * @brief A wrong patch.c for exercise 06 (tests/wrong/): the patches numbered column by column.

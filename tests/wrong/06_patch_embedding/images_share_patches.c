@@ -1,4 +1,5 @@
 // hint: every image gets image 0's patches
+// also: patch_unfold() is wrong
 /**
  * @file patch.c
  * @brief A wrong patch.c for exercise 06 (tests/wrong/): the image's offset b·C·S·S forgotten.

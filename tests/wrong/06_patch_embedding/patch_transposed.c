@@ -1,4 +1,5 @@
 // hint: rows and columns are swapped inside each patch
+// also: patch_unfold() is wrong
 /**
  * @file patch.c
  * @brief A wrong patch.c for exercise 06 (tests/wrong/): each patch stored transposed.

@@ -1,4 +1,5 @@
 // hint: the step was counted twice
+// also: the run is over
 /**
  * @file train_step.c
  * @brief A wrong train_step.c for exercise 11 (tests/wrong/): the step is counted twice.

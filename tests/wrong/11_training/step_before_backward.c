@@ -1,4 +1,5 @@
 // hint: adamw_step() ran before the backward
+// also: the step was refused only after adamw_step() had run
 /**
  * @file train_step.c
  * @brief A wrong train_step.c for exercise 11 (tests/wrong/): adamw_step() before the forward and backward, on zeroed gradients.

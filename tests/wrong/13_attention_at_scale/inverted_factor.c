@@ -1,4 +1,5 @@
 // hint: c is e^(m' - m), the inverse
+// also: NaN or inf where PyTorch has numbers
 /**
  * @file online_softmax.c
  * @brief A wrong online_softmax.c for exercise 13 (tests/wrong/): the factor is e^(m' − m), upside down.

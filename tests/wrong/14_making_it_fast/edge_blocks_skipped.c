@@ -1,4 +1,5 @@
 // hint: the blocks cut short by the edge are skipped
+// also: blocks cut short by the edge skipped
 /**
  * @file gemm_blocked.c
  * @brief A wrong gemm_blocked.c for exercise 14 (tests/wrong/): only whole blocks are computed: the loops stop before a block that the edge cuts short.
