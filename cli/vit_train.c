@@ -229,12 +229,15 @@ static char *default_log(const char *out) {
 // writing is the usual case: it is read whole before the first write. A
 // failure here is a message now, not after the last epoch.
 static VitStatus check_files(const TrainFlags *f, const char *dir, VitError *err) {
-    if (f->resume && (file_same(f->resume, f->out) || file_same(f->resume, f->log))) {
+    const char *resumed = !f->resume                     ? NULL
+                          : file_same(f->resume, f->out) ? "out"
+                          : file_same(f->resume, f->log) ? "log"
+                                                         : NULL;
+    if (resumed) {
         char resume[512], ckpt[512];
         return vit_fail(err, VIT_ERR_USAGE, "--resume %s names the file --%s writes: resume "
                         "from the checkpoint (%s)", vit_escape(resume, sizeof resume, f->resume),
-                        file_same(f->resume, f->out) ? "out" : "log",
-                        vit_escape(ckpt, sizeof ckpt, f->checkpoint));
+                        resumed, vit_escape(ckpt, sizeof ckpt, f->checkpoint));
     }
     const CliInput outputs[] = {{f->out, "--out"}, {f->checkpoint, "--checkpoint"},
                                 {f->log, "--log"}};

@@ -222,14 +222,11 @@ static void remove_live_files(int sig, siginfo_t *info, void *context) {
     // The program stops in good order on SIGINT and SIGTERM itself (vit train:
     // after the step, with a checkpoint), and said so: the file being written
     // is finished too. Its own handler runs; nothing is removed.
-    const bool stop = sig == SIGINT || sig == SIGTERM;
-    if (stop && atomic_load(&finish_on_stop) && (before->sa_flags & SA_SIGINFO)) {
-        before->sa_sigaction(sig, info, context);
-        return;
-    }
-    if (stop && atomic_load(&finish_on_stop) && before->sa_handler != SIG_DFL &&
-        before->sa_handler != SIG_IGN) {
-        before->sa_handler(sig);
+    const bool own_handler = (before->sa_flags & SA_SIGINFO) ||
+                             (before->sa_handler != SIG_DFL && before->sa_handler != SIG_IGN);
+    if ((sig == SIGINT || sig == SIGTERM) && own_handler && atomic_load(&finish_on_stop)) {
+        if (before->sa_flags & SA_SIGINFO) before->sa_sigaction(sig, info, context);
+        else before->sa_handler(sig);
         return;
     }
     for (int i = 0; i < MAX_OUTPUTS; i++) {

@@ -344,7 +344,15 @@ grade_one() {
         "" | text) [ -z "$EX_JSON" ] || json=$EX_JSON ;;
         *) die "FORMAT=$EX_FORMAT: the formats are json (results.json for Gradescope) and text" ;;
     esac
-    if [ -n "$json" ]; then # never over a file graded; its folder must be there
+    if [ -n "$json" ]; then # as lib's outputs (fileio.h), checked before any work:
+        # a link is followed to its target, and a link to nothing refused
+        if [ -L "$json" ]; then
+            [ -e "$json" ] || die "JSON=$json is a symbolic link to a file that does not exist"
+            json=$(readlink -f -- "$json")
+        fi
+        # never over what is not a regular file (/dev/null), nor over a file graded
+        [ ! -e "$json" ] || [ -f "$json" ] ||
+            die "JSON=$json is not a regular file: refusing to replace it"
         for f in "$src"/*.c; do
             [ ! "$json" -ef "$f" ] || die "JSON=$json is $f, a file being graded"
         done
@@ -384,7 +392,10 @@ grade_one() {
         if [ "$json" -ef "$work/results.json" ] || [ "$json" = "$work/results.json" ]; then
             mv "$work/results.json.new" "$work/results.json"
         else # a temporary file beside the destination, renamed: never half a file there
-            cp "$work/results.json.new" "$json.tmp.$$" && mv "$json.tmp.$$" "$json" ||
+            # (the mode of the file it replaces kept, as lib's outputs keep it)
+            cp "$work/results.json.new" "$json.tmp.$$" &&
+                { [ ! -f "$json" ] || chmod --reference="$json" "$json.tmp.$$"; } &&
+                mv "$json.tmp.$$" "$json" ||
                 { rm -f "$json.tmp.$$"; die "JSON=$json: cannot write it"; }
             rm -f "$work/results.json.new"
         fi
@@ -933,6 +944,14 @@ cmd_check_class() {
     grep -q '"max_score":.18,' "$sean" && grep -q '"score":.18,' "$sean" &&
         grep -q '"visibility":.*"after_due_date"' "$sean" ||
         check_failed "$sean" "results.json should give 18 of POINTS=18, visibility after_due_date"
+    # a results file that is not a regular file is refused before any work, and left
+    # as it was (a FIFO here: /dev/null as root was once replaced by a rename)
+    mkfifo "$d/fifo.json"
+    f_status=0
+    (cd "$d" && EX_FORMAT=json EX_JSON=$d/fifo.json "$ROOT/tests/exercises.sh" grade "$name" \
+        "$sub/wrong_13_") >"$d/fifo.txt" 2>&1 || f_status=$?
+    [ "$f_status" -eq 2 ] && [ -p "$d/fifo.json" ] && grep -q 'not a regular file' "$d/fifo.txt" ||
+        check_failed "$d/fifo.txt" "JSON= naming a FIFO should be refused (exit 2) and left a FIFO"
     cp "$book" "$d/first.csv"
     (cd "$d" && "$ROOT/tests/exercises.sh" class "$name" "$sub" "$d/out") >"$d/again.txt" 2>&1 ||
         check_failed "$d/again.txt" "grading the class again failed"
