@@ -4,11 +4,15 @@
  */
 #include "check.h"
 
+#include <CUnit/TestRun.h>
+#include <dlfcn.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "record.h"
 
 #ifndef VIT_TEST_DIR
 #define VIT_TEST_DIR "tests"
@@ -44,6 +48,47 @@ Tensor golden_tensor_at(const char *file, const char *name, const char *src, int
     }
     st_close(&st);
     return t;
+}
+
+/* ------------------------------------------------------- every assertion */
+
+// Every CU_ASSERT of every test ends here, before CUnit's own: in record mode
+// (record.h) the assertion is also written down for the grader, which judges
+// it in a process of its own. Defined in the runner, so a student's file that
+// defines it too does not link.
+typedef CU_BOOL (*AssertFn)(CU_BOOL, unsigned int, const char *, const char *, const char *,
+                            CU_BOOL);
+
+// CUnit's own CU_assertImplementation(), which this file's replaces.
+static AssertFn cunit_assert(void) {
+    static AssertFn cunit;
+    if (!cunit) {
+        void *found = dlsym(RTLD_NEXT, "CU_assertImplementation");
+        memcpy(&cunit, &found, sizeof cunit); // a data pointer to a function pointer, as POSIX allows
+        if (!cunit) {
+            fprintf(stderr, "check: CUnit's CU_assertImplementation() is not found\n");
+            abort();
+        }
+    }
+    return cunit;
+}
+
+CU_BOOL CU_assertImplementation(CU_BOOL value, unsigned int line, const char *condition,
+                                const char *file, const char *function, CU_BOOL fatal) {
+    record_bool(value, line, file, condition);
+    return cunit_assert()(value, line, condition, file, function, fatal);
+}
+
+void check_assert_number(bool held, double actual, double expected, double tolerance,
+                         const char *condition, const char *file, int line, CU_BOOL fatal) {
+    record_number(held, actual, expected, tolerance, (unsigned)line, file, condition);
+    cunit_assert()(held ? CU_TRUE : CU_FALSE, (unsigned)line, condition, file, "", fatal);
+}
+
+void check_assert_within(double actual, double expected, double granularity,
+                         const char *condition, const char *file, int line, CU_BOOL fatal) {
+    const bool held = fabs(actual - expected) <= fabs(granularity);
+    check_assert_number(held, actual, expected, fabs(granularity), condition, file, line, fatal);
 }
 
 /* ------------------------------------------------------------ one comparison */
@@ -228,6 +273,7 @@ void check_hint(const char *fmt, ...) {
 bool tensor_close(const Tensor *actual, const Tensor *expected, float atol, float rtol,
                   const char *label) {
     TensorDiff d;
+    record_tensor(label, actual, expected, atol, rtol);
     if (tensor_diff(&d, actual, expected, atol, rtol)) return true;
     tensor_diff_print(&d, actual, expected, atol, rtol, label, CHECK_FULL);
     return false;
@@ -236,6 +282,7 @@ bool tensor_close(const Tensor *actual, const Tensor *expected, float atol, floa
 bool check_assert_close(const Tensor *actual, const Tensor *expected, float atol, float rtol,
                         const char *label, const char *src, int line, const char *func) {
     TensorDiff d;
+    record_tensor(label, actual, expected, atol, rtol);
     bool ok = tensor_diff(&d, actual, expected, atol, rtol);
     char msg[900] = "";
     if (!ok) {
@@ -268,6 +315,7 @@ bool tensor_close_in(CheckReport *r, const Tensor *actual, const Tensor *expecte
                      float rtol, const char *label) {
     TensorDiff d;
     r->compared++;
+    record_tensor(label, actual, expected, atol, rtol);
     if (tensor_diff(&d, actual, expected, atol, rtol)) return true;
     tensor_diff_print(&d, actual, expected, atol, rtol, label, check_report_fail(r, label));
     return false;

@@ -32,6 +32,44 @@
 #include "safetensors.h"
 #include "tensor.h"
 
+/* ------------------------------------------------- CUnit's number assertions */
+
+/*
+ * CUnit's CU_ASSERT_EQUAL and CU_ASSERT_DOUBLE_EQUAL, made to write both
+ * numbers down in record mode (record.h), so the grader compares them itself
+ * rather than trusting whether they held. Same meaning as CUnit's: C's ==,
+ * and |actual − expected| ≤ |granularity|.
+ */
+#undef CU_ASSERT_EQUAL
+#undef CU_ASSERT_EQUAL_FATAL
+#undef CU_ASSERT_DOUBLE_EQUAL
+#undef CU_ASSERT_DOUBLE_EQUAL_FATAL
+#define CHECK_ASSERT_EQUAL(actual, expected, name, fatal)                                      \
+    do { /* each side evaluated once, as CUnit does: it may call the student's function */     \
+        const __typeof__(actual) check_actual_ = (actual);                                     \
+        const __typeof__(expected) check_expected_ = (expected);                               \
+        check_assert_number(check_actual_ == check_expected_, (double)check_actual_,           \
+                            (double)check_expected_, -1.0,                                     \
+                            name "(" #actual "," #expected ")", __FILE__, __LINE__, fatal);    \
+    } while (0)
+#define CU_ASSERT_EQUAL(actual, expected) CHECK_ASSERT_EQUAL(actual, expected, "CU_ASSERT_EQUAL", CU_FALSE)
+#define CU_ASSERT_EQUAL_FATAL(actual, expected)                                                \
+    CHECK_ASSERT_EQUAL(actual, expected, "CU_ASSERT_EQUAL_FATAL", CU_TRUE)
+#define CU_ASSERT_DOUBLE_EQUAL(actual, expected, granularity)                                  \
+    check_assert_within((double)(actual), (double)(expected), (double)(granularity),           \
+                        "CU_ASSERT_DOUBLE_EQUAL(" #actual "," #expected "," #granularity ")",  \
+                        __FILE__, __LINE__, CU_FALSE)
+#define CU_ASSERT_DOUBLE_EQUAL_FATAL(actual, expected, granularity)                            \
+    check_assert_within((double)(actual), (double)(expected), (double)(granularity),           \
+                        "CU_ASSERT_DOUBLE_EQUAL_FATAL(" #actual "," #expected "," #granularity \
+                        ")", __FILE__, __LINE__, CU_TRUE)
+/** CU_ASSERT_EQUAL's work: @p held is C's ==, the values are recorded as doubles. */
+void check_assert_number(bool held, double actual, double expected, double tolerance,
+                         const char *condition, const char *file, int line, CU_BOOL fatal);
+/** CU_ASSERT_DOUBLE_EQUAL's work: |actual − expected| ≤ |granularity|. */
+void check_assert_within(double actual, double expected, double granularity,
+                         const char *condition, const char *file, int line, CU_BOOL fatal);
+
 /** Defaults for float32 against PyTorch float32 on short reductions. */
 #define CHECK_ATOL 1e-5f
 #define CHECK_RTOL 1e-4f

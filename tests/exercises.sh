@@ -147,7 +147,7 @@ box_works() {
 # The line every grade carries about the box.
 box_note() {
     if box_works; then
-        say "boxed: no network, the file system read-only but its work folder, other submissions and home folders hidden; limits: memory $EX_MEMORY, CPU ${EX_CPU} s a process, $EX_PROCS processes, files of $EX_FILE_SIZE"
+        say "boxed: no network, the file system read-only, other submissions, other grades, lib's runner and home folders hidden, the verdict made outside; limits: memory $EX_MEMORY, CPU ${EX_CPU} s a process, $EX_PROCS processes, files of $EX_FILE_SIZE"
     else
         say "NOT BOXED: $BOX_WHY; only limits hold (memory $EX_MEMORY, CPU ${EX_CPU} s a process, $EX_PROCS processes, files of $EX_FILE_SIZE): grade only code you trust"
     fi
@@ -166,37 +166,85 @@ bytes() {
 # boxed WORK CMD...: run CMD in the box. WORK is the one folder it may write;
 # BOX_SOURCE (a global: the student's folder) stays visible, read-only, and
 # BOX_HIDE (a global: the folder of all the submissions, or "") is hidden.
+# With BOX_OUTER=N (a global) the first N words of CMD run outside the box and
+# are given the rest, boxed, as their last arguments: that is how the grader,
+# which never runs a student's code, runs each test of it (graded()). Then the
+# student's code writes nothing at all, WORK included, and sees neither the
+# build folder (lib's runner, lib's records of the tests, the other grades) nor
+# the class's grades (CLASS_OUT): only WORK, read-only, the vit programs and
+# the matrix product's timing.
 boxed() {
+    [ -z "${BOX_DEBUG:-}" ] || set -x
     x_work=$(cd "$1" && pwd) # bubblewrap binds absolute paths
     shift
+    x_outer=${BOX_OUTER:-0}
+    x_i=0 # the outer words to the end for now: the box goes in front of the rest
+    while [ "$x_i" -lt "$x_outer" ]; do set -- "$@" "$1"; shift; x_i=$((x_i + 1)); done
     x_as=""
     case " $EX_CFLAGS " in *" -fsanitize="*) ;; *) x_as=--as=$(bytes "$EX_MEMORY") ;; esac
     set -- prlimit --cpu="$EX_CPU" --nproc="$EX_PROCS" --fsize="$(bytes "$EX_FILE_SIZE")" \
         ${x_as:+"$x_as"} -- "$@"
-    if ! box_works; then
-        "$@"
-        return
+    if box_works; then
+        # bubblewrap's arguments, put in front of the command last first: hide, then show again
+        set -- --chdir "$ROOT" -- "$@"
+        if [ "$x_outer" -gt 0 ]; then
+            # (in the order bubblewrap takes them: hide, show again, then make it all read-only)
+            x_build=$(cd "$BUILD" && pwd)
+            x_class=""
+            [ -z "${CLASS_OUT:-}" ] || [ ! -d "$CLASS_OUT" ] || x_class=$CLASS_OUT
+            set -- --remount-ro "$x_build" "$@"
+            [ -z "$x_class" ] || set -- --remount-ro "$x_class" "$@"
+            # the vit programs the command-line tests start, and the matrix product's
+            # timing (tests/gemm-choice, which the grader's runner names in the
+            # environment: without it each test would time the product again)
+            for x_p in vitview vit tests/gemm-choice; do
+                [ ! -e "$x_build/$x_p" ] || set -- --ro-bind "$x_build/$x_p" "$x_build/$x_p" "$@"
+            done
+            set -- --ro-bind "$x_work" "$x_work" "$@"
+            [ -z "$x_class" ] || set -- --tmpfs "$x_class" "$@"
+            set -- --tmpfs "$x_build" "$@"
+        else
+            set -- --bind "$x_work" "$x_work" "$@"
+        fi
+        [ -z "${BOX_SOURCE:-}" ] || set -- --ro-bind "$BOX_SOURCE" "$BOX_SOURCE" "$@"
+        [ -z "${BOX_HIDE:-}" ] || [ ! -d "$BOX_HIDE" ] || set -- --tmpfs "$BOX_HIDE" "$@"
+        set -- --ro-bind "$ROOT" "$ROOT" "$@" # the checkout, if it was in a hidden folder
+        [ ! -f /etc/shadow ] || set -- --ro-bind /dev/null /etc/shadow "$@"
+        for x_dir in /home /root /mnt /media /srv; do
+            [ ! -d "$x_dir" ] || set -- --tmpfs "$x_dir" "$@"
+        done
+        set -- bwrap --unshare-all --die-with-parent --new-session --ro-bind / / --dev /dev \
+            --proc /proc --tmpfs /tmp --tmpfs /dev/shm "$@"
     fi
-    # bubblewrap's arguments, put in front of the command last first: hide, then show again
-    set -- --chdir "$ROOT" -- "$@"
-    set -- --bind "$x_work" "$x_work" "$@"
-    [ -z "${BOX_SOURCE:-}" ] || set -- --ro-bind "$BOX_SOURCE" "$BOX_SOURCE" "$@"
-    [ -z "${BOX_HIDE:-}" ] || [ ! -d "$BOX_HIDE" ] || set -- --tmpfs "$BOX_HIDE" "$@"
-    set -- --ro-bind "$ROOT" "$ROOT" "$@" # the checkout, if it was in a hidden folder
-    [ ! -f /etc/shadow ] || set -- --ro-bind /dev/null /etc/shadow "$@"
-    for x_dir in /home /root /mnt /media /srv; do
-        [ ! -d "$x_dir" ] || set -- --tmpfs "$x_dir" "$@"
-    done
-    set -- bwrap --unshare-all --die-with-parent --new-session --ro-bind / / --dev /dev \
-        --proc /proc --tmpfs /tmp --tmpfs /dev/shm "$@"
+    x_i=0 x_n=$(($# - x_outer)) # and the outer words back in front
+    while [ "$x_i" -lt "$x_n" ]; do set -- "$@" "$1"; shift; x_i=$((x_i + 1)); done
     "$@"
 }
 
+# graded WORK RUNNER ARG...: grade the student's RUNNER (built in WORK) with
+# the grader's ARGs. The grader is lib's runner, outside the box: it runs each
+# test twice, with lib's code and, boxed, with RUNNER, each writing down its
+# checks, and judges the student's checks against lib's itself
+# (tests/verdict.h): nothing the student's code does in its own process can
+# make a failure pass. lib's records are kept in BUILD/exercises/records.
+graded() {
+    d_work=$1 d_runner=$2
+    shift 2
+    set -- "$EX_RUNNER" --grade --records "$BUILD/exercises/records" "$@" --student "$d_runner"
+    BOX_OUTER=$(($# - 1)) # (not as a prefix: sh keeps a function's prefix assignments)
+    d_status=0
+    boxed "$d_work" "$@" || d_status=$?
+    BOX_OUTER=0
+    return "$d_status"
+}
+
 # The folder to hide for a student's folder SRC: the one holding it and its
-# neighbours (the other submissions), unless that holds the checkout too.
+# neighbours (the other submissions), unless that holds the checkout or the
+# build folder too.
 hide_for() {
     h_parent=$(dirname "$1")
     case "$ROOT/" in "$h_parent"/*) return 0 ;; esac
+    case "$(cd "$BUILD" && pwd)/" in "$h_parent"/*) return 0 ;; esac # the grade's own tree
     [ "$h_parent" = / ] || printf '%s\n' "$h_parent"
 }
 
@@ -317,7 +365,7 @@ skeleton_baseline() {
     done
     : >"$k_tmp/passing.txt"
     if BOX_SOURCE="" BOX_HIDE="" build_runner "$k_tmp" "$k_name" "$k_tmp/src"/*.c; then
-        boxed "$k_tmp" "$k_tmp/tests/run" --grade --key "$ROOT/exercises/$k_name/KEY" \
+        graded "$k_tmp" "$k_tmp/tests/run" --key "$ROOT/exercises/$k_name/KEY" \
             >"$k_tmp/output.txt" 2>&1 || true
         sed -n 's/^PASS  //p' "$k_tmp/output.txt" | sed 's/  (.*$//' >"$k_tmp/passing.txt"
     fi
@@ -361,7 +409,7 @@ grade_one() {
     title=$(exercise_title "$name")
     set -- --key "$key" --title "${title:-exercise $name}: $(shorter "$src")"
     for f in "$src"/*.c; do set -- "$@" --source "$(shorter "$f")"; done
-    # written inside the work folder, the one the box may write, then put in place
+    # written inside the work folder by the grader (outside the box), then put in place
     [ -z "$json" ] || { rm -f "$work/results.json.new"; set -- "$@" --json "$work/results.json.new"; }
     [ -z "$EX_TIMEOUT" ] || set -- "$@" --timeout "$EX_TIMEOUT"
     [ -z "${EX_POINTS:-}" ] || set -- "$@" --points "$EX_POINTS"
@@ -371,19 +419,17 @@ grade_one() {
     baseline=$(skeleton_baseline "$name")
     [ ! -s "$baseline" ] || set -- "$@" --baseline "$baseline"
     if build_runner "$work" "$name" "$src"/*.c; then
-        runner=$work/tests/run
-        set -- "$@" --reference "$EX_RUNNER" # lib's own time, for a test past the time limit
         [ ! -s "$work/build.log" ] || set -- "$@" --build-log "$work/build.log"
-    else
-        runner=$EX_RUNNER
-        set -- "$@" --build-failed --build-log "$work/build.log"
+        set -- graded "$work" "$work/tests/run" "$@"
+    else # nothing runs: every test fails with the compiler's messages
+        set -- "$EX_RUNNER" --grade "$@" --build-failed --build-log "$work/build.log"
     fi
     rm -f "$work/status"
     if [ "$quiet" = 1 ]; then
-        { box_note; g_st=0; boxed "$work" "$runner" --grade "$@" 2>&1 || g_st=$?
+        { box_note; g_st=0; "$@" 2>&1 || g_st=$?
           echo "$g_st" >"$work/status"; } >"$work/output.txt.tmp"
     else
-        { box_note; g_st=0; boxed "$work" "$runner" --grade "$@" 2>&1 || g_st=$?
+        { box_note; g_st=0; "$@" 2>&1 || g_st=$?
           echo "$g_st" >"$work/status"; } | tee "$work/output.txt.tmp"
     fi
     mv "$work/output.txt.tmp" "$work/output.txt"
@@ -615,8 +661,9 @@ cmd_class() {
     out=$(absolute "$out")
     case "$out/" in "$CLASS_ROOT"/*) die "OUT=$out is inside SUBMISSIONS: the grades go elsewhere" ;; esac
     mkdir -p "$out/rows" "$out/results" "$out/work"
+    CLASS_OUT=$(cd "$out" && pwd) # hidden from the students' code, as the submissions are
     : "${EX_JOBS:=$(nproc 2>/dev/null || echo 2)}" "${EX_SUBMISSION_TIME:=600}"
-    export CLASS_ROOT EX_SUBMISSION_TIME
+    export CLASS_ROOT CLASS_OUT EX_SUBMISSION_TIME
     n=$(find "$CLASS_ROOT" -mindepth 1 -maxdepth 1 -type d | wc -l)
     say "grading $n submissions of $name in $(shorter "$CLASS_ROOT"), $EX_JOBS at a time ..."
     box_note
@@ -681,7 +728,8 @@ cmd_check_key() {
     key=$(key_of "$name")
     d=$(check_dir "$name/key")
     status=0
-    "$EX_RUNNER" --grade --key "$key" >"$d/output.txt" 2>&1 || status=$?
+    "$EX_RUNNER" --grade --records "$BUILD/exercises/records" --key "$key" >"$d/output.txt" 2>&1 ||
+        status=$?
     result=$(score_of "$d/output.txt")
     # shellcheck disable=SC2015 # both must hold: exit 0 and a score line
     [ "$status" -eq 0 ] && [ -n "$result" ] ||
@@ -713,7 +761,7 @@ cmd_check_skeleton() {
     ls "$src"/*.c >/dev/null 2>&1 || check_failed "" "exercises/$name holds no .c file"
     build_runner "$d" "$name" "$src"/*.c || check_failed "$d/build.log" "$name: $from does not compile and link"
     status=0
-    boxed "$d" "$d/tests/run" --grade --key "$key" >"$d/output.txt" 2>&1 || status=$?
+    graded "$d" "$d/tests/run" --key "$key" >"$d/output.txt" 2>&1 || status=$?
     expect_failing_grade "$d/output.txt" "$status" "$name: $from"
     say "exercises: $name: $from compiles and fails its key ($(score_of "$d/output.txt" | sed 's/ / passed, /') failed)"
 }
@@ -790,20 +838,20 @@ cmd_check_wrong() {
             >"$d/output.txt" 2>&1 || status=$?
     else
         build_runner "$d" "$ex" "$@" || check_failed "$d/build.log" "$rel does not compile and link"
-        set -- --key "$key" ${timeout:+--timeout "$timeout"} --reference "$EX_RUNNER"
+        set -- --key "$key" ${timeout:+--timeout "$timeout"}
         # First the key without its chapter-against-golden tests, the slow ones (a
         # chapter replayed): when the rest already fail with the hint, the whole key
         # fails with it too, since those tests are in it. Only otherwise the whole key.
         if [ "$name" != grader ] && grep -q '/chapter matches PyTorch golden$' "$key"; then
             grep -v '/chapter matches PyTorch golden$' "$key" >"$d/KEY.quick"
             quick=0
-            boxed "$d" "$d/tests/run" --grade --key "$d/KEY.quick" ${timeout:+--timeout "$timeout"} \
+            graded "$d" "$d/tests/run" --key "$d/KEY.quick" ${timeout:+--timeout "$timeout"} \
                 >"$d/output.txt" 2>&1 || quick=$?
             if [ "$quick" -eq 1 ] && grep -qF -- "$hint" "$d/output.txt"; then
                 status=1 of=", the key without its chapter test"
             fi
         fi
-        [ -n "$of" ] || boxed "$d" "$d/tests/run" --grade "$@" >"$d/output.txt" 2>&1 || status=$?
+        [ -n "$of" ] || graded "$d" "$d/tests/run" "$@" >"$d/output.txt" 2>&1 || status=$?
     fi
     if [ -n "$canary" ]; then
         [ -f "$ROOT/$canary" ] || check_failed "$d/output.txt" "$rel removed $canary: the box did not hold"
@@ -927,14 +975,15 @@ cmd_check_class() {
         check_failed "$d/class.txt" "a folder's name ran as a command"
     book=$d/out/gradebook.csv
     [ "$(wc -l <"$book")" -eq 9 ] || check_failed "$book" "the gradebook should have a header and 8 rows"
-    # 8 points: the 9 tests of the key less the one the untouched skeleton passes
-    for want in "\"Sean O'Brien_456_assignsubmission_file_\",\"$name\",8,8,\"graded\"" \
-        "\"Zoë Ålund_7_\",\"$name\",8,8,\"graded\"" \
-        "\"x; touch $(basename "$ran")_8_\",\"$name\",8,8,\"graded\"" \
-        "\"\$(touch $(basename "$ran"))_9_\",\"$name\",8,8,\"graded\"" \
+    # 9 points: the 9 tests of the key, none of which the untouched skeleton passes
+    # (its zeros are symmetric, but they are not lib's numbers)
+    for want in "\"Sean O'Brien_456_assignsubmission_file_\",\"$name\",9,9,\"graded\"" \
+        "\"Zoë Ålund_7_\",\"$name\",9,9,\"graded\"" \
+        "\"x; touch $(basename "$ran")_8_\",\"$name\",9,9,\"graded\"" \
+        "\"\$(touch $(basename "$ran"))_9_\",\"$name\",9,9,\"graded\"" \
         "\"empty_11_\",\"$name\",,,\"no .c file\"" \
-        "\"renamer_12_\",\"$name\",0,8,\"did not compile\"" \
-        "\"wrong_13_\",\"$name\",0,8,\"graded\""; do
+        "\"renamer_12_\",\"$name\",0,9,\"did not compile\"" \
+        "\"wrong_13_\",\"$name\",0,9,\"graded\""; do
         grep -qF -- "$want" "$book" || check_failed "$book" "the gradebook has no row $want"
     done
     [ "$(find "$d/out/results" -name '*.json' | wc -l)" -eq 7 ] ||

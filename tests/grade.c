@@ -21,21 +21,25 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "fileio.h"
+#include "record.h"
 #include "util.h"
+#include "verdict.h"
 
 enum {
     CAPTURE_MAX = 256 * 1024, // bytes of a test's output kept; the rest is read and dropped
-    VERDICT_MAX = 16 * 1024,  // the verdict pipe: PASS/FAIL and a few assertions
+    RECORD_MAX = 256 << 20,   // bytes of a test's record read; a longer one is judged cut
+    REFERENCE_TIMEOUT = 3600, // seconds lib's own code may take to make its record
     LINE_MAX_SHOWN = 400,     // bytes of one line shown (escaped)
-    CONDITION_MAX = 120,      // bytes of a failed assertion's condition shown
     MAX_INPUTS = 32,          // --key, --source and --build-log files
 };
 
@@ -173,7 +177,7 @@ static void on_crash(int sig) {
         const char *name = found && info.dli_sname ? info.dli_sname : NULL;
         if (!name && found && info.dli_fname && strstr(info.dli_fname, "/libc.")) continue;
         if (name && (strcmp(name, "on_crash") == 0 || strncmp(name, "__libc", 6) == 0)) continue;
-        if (name && (strncmp(name, "CU_", 3) == 0 || strcmp(name, "child_run") == 0)) break;
+        if (name && (strncmp(name, "CU_", 3) == 0 || strcmp(name, "grade_record_main") == 0)) break;
         if (!name && last_unknown) continue;
         if (name && previous && strcmp(name, previous) == 0) { // a function calling itself
             repeats++;
@@ -219,63 +223,34 @@ static void install_crash_handlers(void) {
 #endif
 }
 
-static bool same_text(const char *a, const char *b) { return strcmp(a ? a : "", b ? b : "") == 0; }
-
-// The child: run one CUnit test, its output into out_fd, its verdict into verdict_fd.
-static void child_run(const GradeTest *g, int out_fd, int verdict_fd) {
-    for (int i = 0; i < STOP_SIGNALS; i++) signal(stop_signals[i], SIG_DFL);
-    signal(SIGPIPE, SIG_DFL);
-    setpgid(0, 0);
-    int null = open("/dev/null", O_RDONLY);
-    if (null >= 0) {
-        dup2(null, 0);
-        close(null);
+// Record mode, in the process that runs the test (`run --record FD SUITE/TEST`,
+// started by the grader): run that one test with every check written to FD
+// (record.h), then the end mark. Nothing here decides a verdict: the grader
+// judges the record in a process of its own.
+int grade_record_main(const char *program, int argc, char **argv) {
+    char *end = NULL;
+    const long fd = argc == 2 ? strtol(argv[0], &end, 10) : -1;
+    if (argc != 2 || !end || *end || fd < 3 || fd > 1023 || fcntl((int)fd, F_GETFD) < 0) {
+        fprintf(stderr, "usage: %s --record FD SUITE/TEST (FD: an open descriptor, 3 or more)\n",
+                program);
+        return 2;
     }
-    dup2(out_fd, 1);
-    dup2(out_fd, 2);
-    close(out_fd);
-    setvbuf(stdout, NULL, _IOLBF, 0); // a report on stderr and a hint on stdout stay in order
+    GradeTest *g;
+    const int n = grade_select(&g, (const char *const *)argv + 1, 1, program);
+    if (n != 1) {
+        if (n > 1) fprintf(stderr, "%s: --record runs one test, SUITE/TEST; not a suite\n", program);
+        free(g);
+        return 2;
+    }
+    fcntl((int)fd, F_SETFD, FD_CLOEXEC); // the programs a test starts (vit) do not get it
+    setvbuf(stdout, NULL, _IOLBF, 0);    // a report on stderr and a hint on stdout stay in order
     install_crash_handlers();
-    CU_ErrorCode rc = CU_run_test(g->suite, g->test);
+    record_start((int)fd);
+    CU_run_test(g->suite, g->test);
     fflush(stdout);
     fflush(stderr);
-    bool passed = rc == CUE_SUCCESS && CU_get_number_of_tests_failed() == 0 &&
-                  CU_get_number_of_failure_records() == 0;
-    FILE *v = fdopen(verdict_fd, "w");
-    if (v) {
-        fprintf(v, "%s %u\n", passed ? "PASS" : "FAIL", CU_get_number_of_failure_records());
-        if (rc != CUE_SUCCESS) fprintf(v, "CUnit: %s\n", CU_get_error_msg());
-        // the distinct assertions that failed (one in a loop fails many times), and how often
-        CU_pFailureRecord distinct[GRADE_ASSERT_LINES];
-        unsigned times[GRADE_ASSERT_LINES];
-        int n = 0;
-        for (CU_pFailureRecord f = CU_get_failure_list(); f; f = f->pNext) {
-            int k = 0;
-            while (k < n && !(distinct[k]->uiLineNumber == f->uiLineNumber &&
-                              same_text(distinct[k]->strFileName, f->strFileName) &&
-                              same_text(distinct[k]->strCondition, f->strCondition)))
-                k++;
-            if (k < n) times[k]++;
-            else if (n < GRADE_ASSERT_LINES) distinct[n] = f, times[n++] = 1;
-        }
-        for (int k = 0; k < n; k++) {
-            // one line each: a condition never spans lines in the verdict
-            // and short: the report above already says in full what differed
-            char cond[LINE_MAX_SHOWN];
-            snprintf(cond, sizeof cond, "%s", distinct[k]->strCondition ? distinct[k]->strCondition : "");
-            for (char *c = cond; *c; c++)
-                if (*c == '\n' || *c == '\r') *c = ' ';
-            size_t cut = CONDITION_MAX;
-            if (strlen(cond) > cut) {
-                while (cut > 0 && (cond[cut] & 0xC0) == 0x80) cut--; // not inside a UTF-8 character
-                memcpy(cond + cut, "...", 4);
-            }
-            fprintf(v, "%u %s:%u: %s\n", times[k],
-                    distinct[k]->strFileName ? distinct[k]->strFileName : "?",
-                    distinct[k]->uiLineNumber, cond);
-        }
-        fclose(v);
-    }
+    record_end();
+    free(g);
     CU_cleanup_registry();
     exit(0); // exit, not _exit: a sanitizer's leak check runs, and its report is captured
 }
@@ -337,7 +312,7 @@ static bool hint_line(const char *line, const char **text) {
 
 // The failure's text: why it stopped, the report, the assertions, the hints.
 static void compose(Outcome *o, const char *why, char *output, size_t dropped,
-                    const char *verdict, const char *program, const GradeTest *g) {
+                    const Verdict *v, const char *program, const GradeTest *g) {
     char esc[LINE_MAX_SHOWN];
     Text *d = &o->detail;
     if (why) text_add(d, "%s\n", why);
@@ -369,94 +344,152 @@ static void compose(Outcome *o, const char *why, char *output, size_t dropped,
                  lines > GRADE_REPORT_LINES ? lines - GRADE_REPORT_LINES : 0,
                  dropped ? " (and more output than was kept)" : "", program, g->suite->pName,
                  g->test->pName);
-    // the assertions that failed, from the verdict: "PASS|FAIL COUNT" then file:line lines
-    if (verdict && *verdict) {
-        unsigned count = 0;
-        sscanf(verdict, "%*s %u", &count);
-        const char *line = strchr(verdict, '\n');
+    // the checks that failed, as the grader judged them
+    if (v) {
         unsigned listed = 0;
-        while (line && line[1]) {
-            line++;
-            const char *end = strchr(line, '\n');
-            char one[LINE_MAX_SHOWN];
-            size_t len = end ? (size_t)(end - line) : strlen(line);
-            if (len >= sizeof one) len = sizeof one - 1;
-            memcpy(one, line, len);
-            one[len] = '\0';
-            unsigned times = 0;
-            int skip = 0;
-            if (strncmp(one, "CUnit: ", 7) == 0) {
-                text_add(d, "%s\n", shown(esc, one));
-            } else if (sscanf(one, "%u %n", &times, &skip) == 1 && skip > 0) {
-                if (times > 1) text_add(d, "failed %u times: %s\n", times, shown(esc, one + skip));
-                else text_add(d, "failed: %s\n", shown(esc, one + skip));
-                listed += times;
-            }
-            line = end;
+        for (int k = 0; k < v->listed; k++) {
+            if (v->times[k] > 1) text_add(d, "failed %u times: %s\n", v->times[k], shown(esc, v->line[k]));
+            else text_add(d, "failed: %s\n", shown(esc, v->line[k]));
+            listed += v->times[k];
         }
-        if (count > listed)
-            text_add(d, "... and %u more failed assertions elsewhere\n", count - listed);
+        if ((unsigned)v->failed > listed)
+            text_add(d, "... and %u more failed checks\n", (unsigned)v->failed - listed);
     }
     for (int k = 0; k < n_hints; k++) text_add(d, "hint: %s\n", shown(esc, hints[k]));
     if (more_hints) text_add(d, "... and %d more hints\n", more_hints);
 }
 
-/** What one test's child did, before anything is judged of it. */
+/* ------------------------------------------------------------ one test */
+
+// What `--grade` was asked.
 typedef struct {
-    char *output;    ///< its stdout and stderr, at most CAPTURE_MAX bytes (owned)
-    size_t dropped;  ///< bytes past that
-    char *verdict;   ///< what it wrote on the verdict pipe (owned)
-    int status;      ///< its wait status
-    bool timed_out;  ///< killed at the time limit
-    double seconds;  ///< wall time
+    const char *json, *title, *build_log;
+    char **student;           // --student CMD...: runs the student's code (else this runner)
+    int n_student;
+    const char *runner_shown; // the runner a student reruns a test with, in messages
+    const char *records;      // --records DIR: lib's records of the tests, kept between grades
+    double points;          // --points: what the exercise is worth in results.json; 0: 1 a test
+    char *baseline;         // --baseline: the tests the untouched skeleton passes, one a line
+    const char *visibility; // --visibility: Gradescope's, e.g. "after_due_date"
+    const char *inputs[MAX_INPUTS], *input_roles[MAX_INPUTS];
+    int n_inputs;
+    const char *sources[MAX_INPUTS];
+    int n_sources;
+    double timeout;
+    bool build_failed;
+    const char **names; // what to grade, in order
+    int n_names;
+    char *key_text[MAX_INPUTS]; // the KEY files read, owning the names in them
+    int n_keys;
+} GradeArgs;
+
+/** What one test's process did, before anything is judged of it. */
+typedef struct {
+    char *output;     ///< its stdout and stderr, at most CAPTURE_MAX bytes (owned)
+    size_t dropped;   ///< bytes past that
+    char *record;     ///< what it wrote on the record pipe (owned), at most RECORD_MAX bytes
+    size_t record_len;
+    bool record_cut;  ///< it wrote more than RECORD_MAX: the rest was dropped
+    int status;       ///< its wait status
+    bool timed_out;   ///< killed at the time limit
+    double seconds;   ///< wall time
 } ChildRun;
 
-// Run one test in a child; wait for it at most `timeout` seconds. On false,
-// o->detail says why it could not run.
-static bool run_child(ChildRun *c, Outcome *o, const GradeTest *g, double timeout) {
+static void child_free(ChildRun *c) {
+    free(c->output);
+    free(c->record);
     memset(c, 0, sizeof *c);
-    int out[2], ver[2];
-    double t0 = vit_now();
+}
+
+// Appends what is readable on fd to a growing *buf (at most max bytes kept,
+// *cut when more came); false at end of file.
+static bool drain_grow(int fd, char **buf, size_t *len, size_t *cap, size_t max, bool *cut) {
+    char chunk[65536];
+    for (;;) {
+        ssize_t n = read(fd, chunk, sizeof chunk);
+        if (n > 0) {
+            size_t keep = *len + (size_t)n <= max ? (size_t)n : max - *len;
+            *cut = *cut || keep < (size_t)n;
+            if (*len + keep > *cap) {
+                *cap = (*len + keep) * 2;
+                *buf = vit_realloc(*buf, *cap);
+            }
+            memcpy(*buf + *len, chunk, keep);
+            *len += keep;
+            continue;
+        }
+        if (n == 0) return false;
+        if (errno == EINTR) continue;
+        return errno == EAGAIN || errno == EWOULDBLOCK; // nothing more for now
+    }
+}
+
+// In the forked child: the test's descriptors (stdin /dev/null, stdout and
+// stderr the output pipe, 3 the record pipe, nothing else of the grader's:
+// not make's job server either), then CMD... --record 3 NAME.
+static void exec_test(char *const *cmd, int n_cmd, const char *name, int out_fd, int record_fd) {
+    for (int i = 0; i < STOP_SIGNALS; i++) signal(stop_signals[i], SIG_DFL);
+    signal(SIGPIPE, SIG_DFL);
+    setpgid(0, 0);
+    const int out = fcntl(out_fd, F_DUPFD_CLOEXEC, 10), rec = fcntl(record_fd, F_DUPFD_CLOEXEC, 10);
+    const int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (out < 0 || rec < 0 || null < 0 || dup2(null, 0) < 0 || dup2(out, 1) < 0 ||
+        dup2(out, 2) < 0 || dup2(rec, 3) < 0)
+        _exit(127);
+    close_range(4, ~0u, 0);
+    char **argv = vit_calloc((size_t)n_cmd + 4, sizeof *argv);
+    for (int i = 0; i < n_cmd; i++) argv[i] = cmd[i];
+    argv[n_cmd] = "--record";
+    argv[n_cmd + 1] = "3";
+    argv[n_cmd + 2] = (char *)name;
+    execvp(argv[0], argv);
+    fprintf(stderr, "could not start %s: %s\n", argv[0], strerror(errno));
+    _exit(127);
+}
+
+// Runs test NAME as `CMD... --record 3 NAME`, in a process group of its own,
+// reading its output and its record while it runs, for at most `timeout`
+// seconds. On false, *error says why it could not start.
+static bool run_child(ChildRun *c, Text *error, char *const *cmd, int n_cmd, const char *name,
+                      double timeout) {
+    memset(c, 0, sizeof *c);
+    int out[2], rec[2];
+    const double t0 = vit_now();
     if (pipe2(out, O_CLOEXEC) != 0) {
-        text_add(&o->detail, "could not run: pipe: %s\n", strerror(errno));
+        text_add(error, "could not run: pipe: %s\n", strerror(errno));
         return false;
     }
-    if (pipe2(ver, O_CLOEXEC) != 0) {
-        text_add(&o->detail, "could not run: pipe: %s\n", strerror(errno));
-        close(out[0]);
-        close(out[1]);
+    if (pipe2(rec, O_CLOEXEC) != 0) {
+        text_add(error, "could not run: pipe: %s\n", strerror(errno));
+        close(out[0]), close(out[1]);
         return false;
     }
     fflush(stdout);
     fflush(stderr);
     pid_t pid = fork();
     if (pid < 0) {
-        text_add(&o->detail, "could not run: fork: %s\n", strerror(errno));
-        close(out[0]), close(out[1]), close(ver[0]), close(ver[1]);
+        text_add(error, "could not run: fork: %s\n", strerror(errno));
+        close(out[0]), close(out[1]), close(rec[0]), close(rec[1]);
         return false;
     }
-    if (pid == 0) {
-        close(out[0]);
-        close(ver[0]);
-        child_run(g, out[1], ver[1]);
-    }
+    if (pid == 0) exec_test(cmd, n_cmd, name, out[1], rec[1]);
     setpgid(pid, pid); // also done by the child: whichever runs first
     running_group = pid;
     close(out[1]);
-    close(ver[1]);
+    close(rec[1]);
     fcntl(out[0], F_SETFL, O_NONBLOCK);
-    fcntl(ver[0], F_SETFL, O_NONBLOCK);
+    fcntl(rec[0], F_SETFL, O_NONBLOCK);
 
-    char *output = vit_malloc(CAPTURE_MAX + 1), *verdict = vit_malloc(VERDICT_MAX + 1);
-    size_t out_len = 0, ver_len = 0, dropped = 0, ver_dropped = 0;
-    bool out_open = true, ver_open = true, exited = false, timed_out = false;
+    char *output = vit_malloc(CAPTURE_MAX + 1), *record = NULL;
+    size_t out_len = 0, dropped = 0, rec_len = 0, rec_cap = 0;
+    bool out_open = true, rec_open = true, exited = false, timed_out = false, cut = false;
     int status = 0;
     double exit_time = 0;
-    while (out_open || ver_open) {
-        struct pollfd p[2] = {{out_open ? out[0] : -1, POLLIN, 0}, {ver_open ? ver[0] : -1, POLLIN, 0}};
+    while (out_open || rec_open) {
+        struct pollfd p[2] = {{out_open ? out[0] : -1, POLLIN, 0}, {rec_open ? rec[0] : -1, POLLIN, 0}};
         poll(p, 2, 20);
         if (out_open) out_open = drain(out[0], output, &out_len, CAPTURE_MAX, &dropped);
-        if (ver_open) ver_open = drain(ver[0], verdict, &ver_len, VERDICT_MAX, &ver_dropped);
+        if (rec_open) rec_open = drain_grow(rec[0], &record, &rec_len, &rec_cap, RECORD_MAX, &cut);
         double now = vit_now();
         if (!exited) {
             siginfo_t info = {0};
@@ -477,137 +510,259 @@ static bool run_child(ChildRun *c, Outcome *o, const GradeTest *g, double timeou
     waitpid(pid, &status, 0);
     running_group = 0;
     close(out[0]);
-    close(ver[0]);
+    close(rec[0]);
     output[out_len] = '\0';
-    verdict[ver_len] = '\0';
-    *c = (ChildRun){.output = output, .dropped = dropped, .verdict = verdict, .status = status,
-                    .timed_out = timed_out, .seconds = vit_now() - t0};
+    *c = (ChildRun){.output = output, .dropped = dropped, .record = record, .record_len = rec_len,
+                    .record_cut = cut, .status = status, .timed_out = timed_out,
+                    .seconds = vit_now() - t0};
     return true;
 }
 
-// How long lib's own code takes on test g, here and now: the reference runner
-// (the normal one, linked with lib alone) grading that test by itself. -1 when
-// it cannot say (it could not run, or lib's own code failed the test).
-static double reference_seconds(const char *reference, const GradeTest *g) {
-    char name[1024];
-    snprintf(name, sizeof name, "%s/%s", g->suite->pName, g->test->pName);
-    fflush(stdout);
-    fflush(stderr);
-    const double t0 = vit_now();
-    pid_t pid = fork();
-    if (pid < 0) return -1;
-    if (pid == 0) {
-        setpgid(0, 0); // a group of its own, which a Ctrl-C of the grader's stops too
-        int null = open("/dev/null", O_RDWR);
-        if (null >= 0) dup2(null, 0), dup2(null, 1), dup2(null, 2);
-        execl(reference, reference, "--grade", "--timeout", "3600", "--", name, (char *)NULL);
-        _exit(127);
-    }
-    setpgid(pid, pid);
-    running_group = pid;
-    int status;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    running_group = 0;
-    const double seconds = vit_now() - t0;
-    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? seconds : -1;
+/* ------------------------------------------------------------ the reference */
+
+// lib's own record of a test: what the test checks and what it should find.
+typedef struct {
+    char *data;
+    size_t len;
+    double seconds; // lib's time on the test when the record was made
+    bool now;       // made in this run (else read from --records)
+} Reference;
+
+// The identity of this runner, which a kept reference must have been made by.
+typedef struct {
+    uint64_t size;
+    int64_t sec, nsec;
+    double seconds;
+    uint32_t name_len;
+} ReferenceHead;
+
+static const char reference_magic[] = "vit-reference-record 1\n";
+
+static bool this_runner(ReferenceHead *h) {
+    struct stat st;
+    memset(h, 0, sizeof *h);
+    if (stat("/proc/self/exe", &st) != 0) return false;
+    h->size = (uint64_t)st.st_size;
+    h->sec = st.st_mtim.tv_sec;
+    h->nsec = st.st_mtim.tv_nsec;
+    return true;
 }
 
-// The outcome of a child's run: passed only when it finished and said PASS;
-// otherwise why, its report and its hints. limit: the time it had; lib: lib's
-// own time on the test (for a timeout's message), or -1.
-static Outcome judge(ChildRun *c, double limit, double lib, const char *program,
-                     const GradeTest *g) {
+// DIR/HASH.rec for test NAME: one file per test, named by a hash of its name.
+static void reference_path(char *buf, size_t size, const char *dir, const char *name) {
+    uint64_t h = 1469598103934665603ull; // FNV-1a
+    for (const char *p = name; *p; p++) h = (h ^ (uint8_t)*p) * 1099511628211ull;
+    snprintf(buf, size, "%s/%016llx.rec", dir, (unsigned long long)h);
+}
+
+// The kept reference of NAME, when this runner made it; false otherwise.
+static bool reference_load(Reference *ref, const char *dir, const char *name) {
+    char path[4096];
+    reference_path(path, sizeof path, dir, name);
+    char *data;
+    size_t size;
+    VitError err;
+    ReferenceHead want, got;
+    const size_t magic = sizeof reference_magic - 1, head = magic + sizeof got;
+    if (!this_runner(&want) ||
+        file_read_all(&data, &size, path, RECORD_MAX + 4096, "a reference record", &err) != VIT_OK)
+        return false;
+    bool ok = size >= head && memcmp(data, reference_magic, magic) == 0;
+    if (ok) memcpy(&got, data + magic, sizeof got);
+    ok = ok && got.size == want.size && got.sec == want.sec && got.nsec == want.nsec &&
+         size - head >= got.name_len && got.name_len == strlen(name) &&
+         memcmp(data + head, name, got.name_len) == 0;
+    if (!ok) {
+        free(data);
+        return false;
+    }
+    const size_t at = head + got.name_len;
+    ref->len = size - at;
+    ref->data = vit_malloc(ref->len + 1);
+    memcpy(ref->data, data + at, ref->len);
+    ref->seconds = got.seconds;
+    ref->now = false;
+    free(data);
+    return true;
+}
+
+// Keeps the reference of NAME in DIR for the next grade (a temporary file
+// renamed: two grades at once each write a whole one). Failing, it is only
+// made again next time.
+static void reference_keep(const Reference *ref, const char *dir, const char *name) {
+    char path[4096], tmp[4200];
+    reference_path(path, sizeof path, dir, name);
+    snprintf(tmp, sizeof tmp, "%s.XXXXXX", path);
+    ReferenceHead h;
+    if (!this_runner(&h)) return;
+    h.seconds = ref->seconds;
+    h.name_len = (uint32_t)strlen(name);
+    int fd = mkstemp(tmp);
+    if (fd < 0) return;
+    FILE *f = fdopen(fd, "wb");
+    bool ok = f && fwrite(reference_magic, 1, sizeof reference_magic - 1, f) == sizeof reference_magic - 1 &&
+              fwrite(&h, sizeof h, 1, f) == 1 && fwrite(name, 1, h.name_len, f) == h.name_len &&
+              fwrite(ref->data, 1, ref->len, f) == ref->len;
+    ok = f && fclose(f) == 0 && ok;
+    if (!f) close(fd);
+    if (!ok || rename(tmp, path) != 0) unlink(tmp);
+}
+
+// lib's record of test NAME: kept in a->records (unless `now`), else made now
+// by this runner, which holds lib alone, and then kept. On false, *error says
+// why there is none (lib's own code failed or could not run the test).
+static bool reference_get(Reference *ref, Text *error, const GradeArgs *a, const char *name, bool now) {
+    memset(ref, 0, sizeof *ref);
+    if (!now && a->records && reference_load(ref, a->records, name)) return true;
+    ChildRun c;
+    char *self[] = {"/proc/self/exe"};
+    if (!run_child(&c, error, self, 1, name, REFERENCE_TIMEOUT)) return false;
+    Record r;
+    char why[256] = "";
+    const bool whole = !c.record_cut && WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0 &&
+                       record_read(&r, c.record ? c.record : "", c.record_len, why, sizeof why);
+    if (c.record) record_free(&r);
+    if (!whole) {
+        char esc[LINE_MAX_SHOWN];
+        text_add(error, "lib's own code could not run this test here (%s); its output:\n",
+                 why[0] ? why : "it did not finish");
+        for (char *line = c.output, *next; line && *line; line = next) {
+            next = strchr(line, '\n');
+            if (next) *next++ = '\0';
+            text_add(error, "%s\n", shown(esc, line));
+        }
+        child_free(&c);
+        return false;
+    }
+    *ref = (Reference){.data = c.record, .len = c.record_len, .seconds = c.seconds, .now = true};
+    c.record = NULL;
+    child_free(&c);
+    if (a->records) reference_keep(ref, a->records, name);
+    return true;
+}
+
+/* ------------------------------------------------------------ the verdict */
+
+// The outcome of the student's run: passed only when its record is whole and
+// the verdict (verdict.h) finds nothing wrong; otherwise why, its report, the
+// checks that failed and its hints. limit: the time it had; lib: lib's own
+// time on the test (for a timeout's message), or -1.
+static Outcome judge(ChildRun *c, const Reference *ref, double limit, double lib,
+                     const char *runner, const GradeTest *g) {
     Outcome o = {.seconds = c->seconds};
     const int status = c->status;
-    const char *verdict = c->verdict, *output = c->output;
-    char why[512] = "", sig[256];
-    bool finished = strncmp(verdict, "PASS ", 5) == 0 || strncmp(verdict, "FAIL ", 5) == 0;
+    Record s, r;
+    char damage[256] = "", ignored[8], why[600] = "", sig[256];
+    const bool whole = record_read(&s, c->record ? c->record : "", c->record_len, damage, sizeof damage);
+    record_read(&r, ref->data, ref->len, ignored, sizeof ignored);
+    // a box (bubblewrap) exits with 128 + the signal that ended the test
+    const int signal_no = WIFSIGNALED(status) ? WTERMSIG(status)
+                          : WIFEXITED(status) && !whole && WEXITSTATUS(status) > 128 && WEXITSTATUS(status) < 160
+                              ? WEXITSTATUS(status) - 128 : 0;
+    const int exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     if (c->timed_out && lib >= 0) {
         snprintf(why, sizeof why, "timed out after %.3g s (an endless loop? lib's own code took "
                  "%.2g s on this test, here and now)", limit, lib);
     } else if (c->timed_out) {
         snprintf(why, sizeof why, "timed out after %.3g s (an endless loop?)", limit);
-    } else if (WIFSIGNALED(status)) {
-        signal_words(sig, sizeof sig, WTERMSIG(status));
+    } else if (signal_no) {
+        signal_words(sig, sizeof sig, signal_no);
         snprintf(why, sizeof why, "crashed: %s", sig);
-    } else if (!finished && (strstr(output, "Sanitizer") || strstr(output, ": runtime error: "))) {
+    } else if (c->record_cut) {
+        snprintf(why, sizeof why, "the test's record of its checks passed %d MB: stopped reading it",
+                 RECORD_MAX >> 20);
+    } else if (!whole && (strstr(c->output, "Sanitizer") || strstr(c->output, ": runtime error: "))) {
         snprintf(why, sizeof why, "stopped by a sanitizer (exit status %d): its report follows",
-                 WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-    } else if (!finished) {
+                 exit_status);
+    } else if (!whole && s.ended) {
+        snprintf(why, sizeof why, "the test's record of its checks is damaged: %s (does the code "
+                 "write to a file descriptor it was not given?)", damage);
+    } else if (!whole && c->record_len && strncmp(damage, "the record has no end", 21) != 0) {
+        snprintf(why, sizeof why, "the test's record of its checks is damaged: %s (does the code "
+                 "write to a file descriptor it was not given?)", damage);
+    } else if (!whole) {
         snprintf(why, sizeof why,
                  "stopped before the test finished: exit status %d (does the code call exit()?)",
-                 WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-    } else if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
+                 exit_status);
+    } else if (exit_status != 0) {
         snprintf(why, sizeof why,
                  "the test finished, then the process exited with status %d (a leak or an error "
-                 "a sanitizer found?)", WEXITSTATUS(status));
+                 "a sanitizer found?)", exit_status);
     }
-    o.passed = !why[0] && strncmp(verdict, "PASS ", 5) == 0;
-    if (!o.passed) compose(&o, why[0] ? why : NULL, c->output, c->dropped,
-                           finished ? verdict : NULL, program, g);
-    free(c->output);
-    free(c->verdict);
+    const Verdict v = verdict_judge(&s, &r);
+    o.passed = !why[0] && v.passed;
+    if (!o.passed) compose(&o, why[0] ? why : NULL, c->output, c->dropped, whole ? &v : NULL, runner, g);
+    record_free(&s);
+    record_free(&r);
+    child_free(c);
     return o;
 }
 
 // One test, within its time limit: --timeout (30 s) at least, and more when
 // lib's own code needs more. A test still running at the limit is not judged
-// yet: the reference runner times lib on the same test, here and now, and if
-// five times that is longer than the limit, the test runs again with that long
-// (on a busy 2-core machine lib's own ViT-B/16 tests take 14 to 25 s, and a
-// right answer written more slowly must not lose its point to the machine).
-// A timeout then says how long lib took.
-static Outcome run_one(const GradeTest *g, double timeout, const char *reference,
-                       const char *program) {
+// yet: lib's own code is timed on the same test, here and now, and if five
+// times that is longer than the limit, the test runs again with that long (on
+// a busy 2-core machine lib's own ViT-B/16 tests take 14 to 25 s, and a right
+// answer written more slowly must not lose its point to the machine). A
+// timeout then says how long lib took.
+static Outcome run_one(const GradeArgs *a, const GradeTest *g) {
     Outcome o = {0};
+    char name[1024];
+    snprintf(name, sizeof name, "%s/%s", g->suite->pName, g->test->pName);
+    Reference ref;
+    if (!reference_get(&ref, &o.detail, a, name, false)) return o;
     ChildRun c;
-    if (!run_child(&c, &o, g, timeout)) return o;
-    if (!c.timed_out || !reference) return judge(&c, timeout, -1, program, g);
-    const double lib = reference_seconds(reference, g), longer = 5 * lib;
-    if (lib < 0 || longer <= timeout) return judge(&c, timeout, lib, program, g);
-    free(c.output);
-    free(c.verdict);
-    const double first = c.seconds;
-    if (!run_child(&c, &o, g, longer)) return o;
-    o = judge(&c, longer, lib, program, g);
+    if (!run_child(&c, &o.detail, a->student, a->n_student, name, a->timeout)) {
+        free(ref.data);
+        return o;
+    }
+    double limit = a->timeout, lib = -1, first = 0;
+    if (c.timed_out) {
+        if (!ref.now) { // lib's time here and now, not when the reference was kept
+            free(ref.data);
+            if (!reference_get(&ref, &o.detail, a, name, true)) {
+                child_free(&c);
+                return o;
+            }
+        }
+        lib = ref.seconds;
+        if (5 * lib > limit) {
+            first = c.seconds, limit = 5 * lib;
+            child_free(&c);
+            if (!run_child(&c, &o.detail, a->student, a->n_student, name, limit)) {
+                free(ref.data);
+                return o;
+            }
+        }
+    }
+    o = judge(&c, &ref, limit, lib, a->runner_shown, g);
+    free(ref.data);
     o.seconds += first;
-    o.given = longer, o.lib = lib;
+    if (first > 0) o.given = limit, o.lib = lib;
     return o;
 }
 
 /* ------------------------------------------------------------ the run */
 
-typedef struct {
-    const char *json, *title, *build_log;
-    const char *reference; // the runner linked with lib alone, to time lib's own code
-    double points;          // --points: what the exercise is worth in results.json; 0: 1 a test
-    char *baseline;         // --baseline: the tests the untouched skeleton passes, one a line
-    const char *visibility; // --visibility: Gradescope's, e.g. "after_due_date"
-    const char *inputs[MAX_INPUTS], *input_roles[MAX_INPUTS];
-    int n_inputs;
-    const char *sources[MAX_INPUTS];
-    int n_sources;
-    double timeout;
-    bool build_failed;
-    const char **names; // what to grade, in order
-    int n_names;
-    char *key_text[MAX_INPUTS]; // the KEY files read, owning the names in them
-    int n_keys;
-} GradeArgs;
 
 static void usage(FILE *f, const char *program) {
     fprintf(f,
             "usage: %s --grade [--key FILE] [--json FILE] [--timeout SECONDS] [--title TEXT]\n"
-            "       [--source FILE]... [--build-log FILE] [--build-failed] [--reference RUNNER]\n"
-            "       [SUITE[/TEST]]...\n"
-            "Runs each selected test in a process of its own (time limit %.0f s; with --reference,\n"
-            "more when lib's own code, timed by RUNNER, takes more than a fifth of it), prints PASS or\n"
-            "FAIL for each, what a failure printed (shortened) and its hints, and last the line\n"
-            "'N passed, M failed'. Exit status 0 when nothing failed, 1 otherwise, 2 bad usage.\n"
-            "--json FILE also writes Gradescope's results.json there, worth --points P (shared\n"
-            "by the tests; default 1 a test), with --visibility V (visible, hidden,\n"
-            "after_due_date, after_published; default visible).\n",
+            "       [--source FILE]... [--build-log FILE] [--build-failed] [--records DIR]\n"
+            "       [--points P] [--visibility V] [--baseline FILE] [SUITE[/TEST]]...\n"
+            "       [--student CMD...]\n"
+            "Runs each selected test twice, each time in a process of its own: with lib's code\n"
+            "(this runner) and with the student's (--student CMD..., the student's runner and\n"
+            "whatever boxes it; it is run as CMD... --record 3 SUITE/TEST). Each run writes down\n"
+            "its checks; this process, which never runs the student's code, judges the student's\n"
+            "against lib's. Time limit %.0f s a test, more when lib's own code takes more than a\n"
+            "fifth of it. Prints PASS or FAIL for each, what a failure printed (shortened), the\n"
+            "checks that failed and its hints, and last the line 'N passed, M failed'. Exit\n"
+            "status 0 when nothing failed, 1 otherwise, 2 bad usage.\n"
+            "--records DIR keeps lib's records there for the next grade. --json FILE also\n"
+            "writes Gradescope's results.json there, worth --points P (shared by the tests;\n"
+            "default 1 a test), with --visibility V (visible, hidden, after_due_date,\n"
+            "after_published; default visible).\n",
             program, GRADE_TIMEOUT);
 }
 
@@ -657,6 +812,10 @@ static int add_input(GradeArgs *a, const char *path, const char *role, const cha
 
 static int parse_args(GradeArgs *a, const char *program, int argc, char **argv) {
     memset(a, 0, sizeof *a);
+    static char *self[] = {"/proc/self/exe"}; // no --student: lib's own code is graded
+    a->student = self;
+    a->n_student = 1;
+    a->runner_shown = program;
     a->timeout = GRADE_TIMEOUT;
     bool options = true;
     for (int i = 0; i < argc; i++) {
@@ -670,9 +829,19 @@ static int parse_args(GradeArgs *a, const char *program, int argc, char **argv) 
             exit(0);
         } else if (options && strcmp(arg, "--build-failed") == 0) {
             a->build_failed = true;
+        } else if (options && strcmp(arg, "--student") == 0) {
+            // the rest is the command: it runs `CMD... --record 3 SUITE/TEST` for each test
+            if (!has_value) {
+                fprintf(stderr, "%s: --student needs a command (the student's runner)\n", program);
+                return 2;
+            }
+            a->student = argv + i + 1;
+            a->n_student = argc - i - 1;
+            a->runner_shown = argv[argc - 1];
+            break;
         } else if (options && arg[0] == '-' && arg[1] == '-') {
             static const char *const with_value[] = {"--key", "--json", "--timeout", "--title",
-                                                     "--source", "--build-log", "--reference",
+                                                     "--source", "--build-log", "--records",
                                                      "--points", "--visibility", "--baseline"};
             bool known = false;
             for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++)
@@ -693,8 +862,8 @@ static int parse_args(GradeArgs *a, const char *program, int argc, char **argv) 
                 a->json = v;
             } else if (strcmp(arg, "--title") == 0) {
                 a->title = v;
-            } else if (strcmp(arg, "--reference") == 0) {
-                a->reference = v;
+            } else if (strcmp(arg, "--records") == 0) {
+                a->records = v;
             } else if (strcmp(arg, "--baseline") == 0) {
                 size_t size;
                 VitError err;
@@ -924,17 +1093,23 @@ int grade_main(const char *program, int argc, char **argv) {
     if (!a.build_failed)
         text_add(&head, "%d test%s, each in a process of its own, at most %.3g s each%s\n", n,
                  n == 1 ? "" : "s", a.timeout,
-                 a.reference ? " (more when lib's own code needs more than a fifth of that)" : "");
+                 " (more when lib's own code needs more than a fifth of that)");
     fputs(text_str(&head), stdout);
     fflush(stdout);
 
+    if (a.records && mkdir(a.records, 0755) != 0 && errno != EEXIST) {
+        char e2[LINE_MAX_SHOWN];
+        fprintf(stderr, "%s: --records %s: %s (lib's records are not kept)\n", program,
+                shown(e2, a.records), strerror(errno));
+        a.records = NULL;
+    }
     install_stop_handlers();
     Outcome *out = vit_calloc((size_t)n, sizeof *out);
     int passed = 0;
     double t0 = vit_now();
     for (int i = 0; i < n; i++) {
         if (a.build_failed) text_add(&out[i].detail, "not run: the code did not compile\n");
-        else out[i] = run_one(&tests[i], a.timeout, a.reference, program);
+        else out[i] = run_one(&a, &tests[i]);
         passed += out[i].passed;
         printf("%s  %s/%s", out[i].passed ? "PASS" : "FAIL", tests[i].suite->pName,
                tests[i].test->pName);

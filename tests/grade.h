@@ -3,31 +3,44 @@
  * @brief Grade mode of the test runner: `build/tests/run --grade SUITE[/TEST]...`.
  *
  * The answer key of an exercise is a list of suites and tests of the normal
- * runner (its KEY file). Grading runs each of them in a child process of its
- * own, so a student's function that crashes, loops for ever or calls exit()
- * fails that one test and never the grader:
+ * runner (its KEY file). The grader is this runner, linked with lib alone,
+ * and it never runs a student's code itself. Each test of the key runs twice,
+ * each time in a process of its own that runs only that test (`--record`,
+ * record.h) and writes down every check it makes:
  *
- *  - the child runs only that CUnit test, its stdout and stderr captured
- *    through a pipe, stdin from /dev/null, in a process group of its own;
- *  - a child that runs past the time limit (30 s, `--timeout SECONDS`) is
- *    killed with its whole group. With `--reference RUNNER` (the runner linked
- *    with lib alone) lib's own code is then timed on the same test, here and
- *    now, and when five times that is longer than the limit the test runs
- *    again with that long: a busy machine must not fail a right answer. What
- *    still times out is reported "timed out after N s (an endless loop? lib's
- *    own code took T s on this test, here and now)"; one killed by a signal is reported "crashed: SIGSEGV (a
- *    read or write outside an array?)" and so on, with the functions it was
- *    in ("crashed in softmax() <- chapter03_run()", from a handler on a stack
- *    of its own; the runner is linked with -rdynamic for the names);
- *  - the child reports its verdict on a second pipe once the test has
- *    finished, so a test that ends any other way (exit() in the student's
- *    code) fails and says so instead of passing.
+ *  - once with lib's own code (this runner): the reference, kept in
+ *    `--records DIR` for the next grades until the runner is rebuilt;
+ *  - once with the student's (`--student CMD...`: the student's runner, and
+ *    whatever boxes it), its stdout and stderr captured through a pipe,
+ *    stdin from /dev/null, in a process group of its own, no other
+ *    descriptor of the grader's open in it.
+ *
+ * The student's record is then judged against lib's here (verdict.h): the
+ * test must have returned, made the same checks, and found by the reference's
+ * measure what lib's code found. So a student's function that crashes, loops
+ * for ever, calls exit() or forges a verdict fails that one test and never
+ * the grader:
+ *
+ *  - a test still running at the time limit (30 s, `--timeout SECONDS`) is
+ *    killed with its whole group; lib's own code is then timed on the same
+ *    test, here and now, and when five times that is longer than the limit
+ *    the test runs again with that long: a busy machine must not fail a right
+ *    answer. What still times out is reported "timed out after N s (an
+ *    endless loop? lib's own code took T s on this test, here and now)"; one
+ *    killed by a signal is reported "crashed: SIGSEGV (a read or write outside
+ *    an array?)" and so on, with the functions it was in ("crashed in
+ *    softmax() <- chapter03_run()", from a handler on a stack of its own; the
+ *    runner is linked with -rdynamic for the names);
+ *  - a test whose record has no end mark (exit() in the student's code), or
+ *    is damaged (bytes written on a descriptor the code was not given), fails
+ *    and says so.
  *
  * For each test it prints PASS or FAIL and the name; for a failure the
  * captured report shortened (what was expected, what came out, the worst
  * element and the largest difference, as tests/check.c prints them: the
- * first GRADE_REPORT_LINES lines), the failed assertions (file:line and what
- * was asserted) and every `hint:` line the test printed (check_hint()). The
+ * first GRADE_REPORT_LINES lines), the checks that failed as the verdict found
+ * them (file:line and what was asserted, or the tensor and how it differs) and
+ * every `hint:` line the test printed (check_hint()). The
  * last line is the score, `N passed, M failed`, alone on its line; the exit
  * status is 0 only when nothing failed (1 otherwise, 2 for bad usage).
  *
@@ -40,8 +53,11 @@
  *    status and output) through an OutFile: atomically, and never over an
  *    input (the KEY, a `--source`, the build log);
  *  - `--timeout SECONDS`: each test's time limit, at least;
- *  - `--reference RUNNER`: the runner that times lib's own code on a test that
- *    ran past the limit (make exercise passes the normal build/tests/run);
+ *  - `--student CMD...` (last: the rest of the line is the command): run the
+ *    student's code as `CMD... --record 3 SUITE/TEST` (make exercise passes
+ *    bubblewrap's box and the student's runner); without it, lib's own code
+ *    is graded;
+ *  - `--records DIR`: keep lib's records of the tests there;
  *  - `--baseline FILE`: the tests the untouched skeleton passes ("SUITE/TEST"
  *    a line): they earn nothing and failing one costs a point, and the line
  *    `score: S of M` comes before the count (make exercise makes the file);
@@ -64,8 +80,6 @@
 #define GRADE_TIMEOUT 30.0
 /** Lines of a failure's captured report shown (and put in the results file). */
 #define GRADE_REPORT_LINES 16
-/** Failed assertions shown per test; the rest are counted. */
-#define GRADE_ASSERT_LINES 5
 /** Distinct hint lines shown per test. */
 #define GRADE_HINT_LINES 8
 /** Lines of the compiler's messages shown. */
@@ -95,5 +109,12 @@ int grade_select(GradeTest **out, const char *const *names, int count, const cha
  * @return the exit status: 0 all passed, 1 some failed, 2 bad usage
  */
 int grade_main(const char *program, int argc, char **argv);
+
+/**
+ * @brief `run --record FD SUITE/TEST`: run one test with every check written
+ *        to descriptor FD (record.h), for the grader to judge; exits.
+ * @return 2 for bad usage (otherwise it does not return)
+ */
+int grade_record_main(const char *program, int argc, char **argv);
 
 #endif

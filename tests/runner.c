@@ -88,6 +88,11 @@ int main(int argc, char **argv) {
         CU_cleanup_registry();
         return 1;
     }
+    if (argc > 1 && strcmp(argv[1], "--record") == 0) {
+        int status = grade_record_main(argv[0], argc - 2, argv + 2);
+        CU_cleanup_registry();
+        return status;
+    }
     if (argc > 1 && strcmp(argv[1], "--grade") == 0) {
         int status = grade_main(argv[0], argc - 2, argv + 2);
         CU_cleanup_registry();

@@ -26,6 +26,7 @@
 #include <CUnit/CUnit.h>
 #include <stdio.h>
 
+#include "check.h"
 #include "dataset.h"
 #include "image.h"
 #include "labels.h"

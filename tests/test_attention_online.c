@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "attention.h"
 #include "ops.h"
 #include "rng.h"

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "check.h"
 #include "cli_run.h"
 #include "dataset.h"
 #include "idx.h"

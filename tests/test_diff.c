@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "check.h"
 #include "cli_run.h"
 #include "rng.h"
 #include "safetensors.h"
@@ -701,7 +702,7 @@ static void test_cli_escapes_names(void) {
     CU_ASSERT_PTR_NULL(strchr(r.err, '\x1b'));
     CU_ASSERT_PTR_NULL(strchr(r.out, '\x07'));
     CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "first at logits\\x1b]0;pwned\\x07\\nsummary"));
-    CU_ASSERT_EQUAL(strchr(r.err, '\n'), r.err + strlen(r.err) - 1); // one line
+    CU_ASSERT_PTR_EQUAL(strchr(r.err, '\n'), r.err + strlen(r.err) - 1); // one line
     cli_result_free(&r);
     scratch_remove(&dir);
 }

@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "cli_run.h"
 #include "fileio.h"
 #include "safetensors.h"

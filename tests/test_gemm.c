@@ -488,7 +488,7 @@ static void test_backend_switch(void) {
     CU_ASSERT_EQUAL(gemm_get_backend(), GEMM_TILED);
     // asking for BLAS in a build without it selects tiled
     gemm_set_backend(GEMM_BLAS);
-    CU_ASSERT_EQUAL(gemm_get_backend(), gemm_have_blas() ? GEMM_BLAS : GEMM_TILED);
+    CU_ASSERT_EQUAL(gemm_get_backend(), (GemmBackend)(gemm_have_blas() ? GEMM_BLAS : GEMM_TILED));
     // a backend set holds for products of every size
     CU_ASSERT_EQUAL(gemm_backend_for(50, 16, 50), gemm_get_backend());
     CU_ASSERT_EQUAL(gemm_backend_for(197, 768, 2304), gemm_get_backend());

@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "cli_run.h"
 #include "gemm.h"
 #include "util.h"

@@ -5,6 +5,7 @@
 #include <CUnit/CUnit.h>
 #include <math.h>
 
+#include "check.h"
 #include "hints.h"
 
 static void test_all_zero(void) {

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <zlib.h>
 
+#include "check.h"
 #include "cli_run.h"
 #include "idx.h"
 

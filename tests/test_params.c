@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "check.h"
 #include "stages.h"
 #include "vit.h"
 

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "check.h"
 #include "rng.h"
 
 static void test_pcg32_reference_stream(void) {

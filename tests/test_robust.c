@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "cli_run.h"
 #include "safetensors.h"
 #include "util.h"

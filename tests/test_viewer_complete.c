@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "check.h"
 #include "../viewer/complete.h"
 
 typedef struct {

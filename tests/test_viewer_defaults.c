@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "../viewer/defaults.h"
 #include "../viewer/render_image.h"
 #include "image.h"

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "../viewer/colour.h"
 #include "../viewer/format.h"
 #include "../viewer/heatmap.h"

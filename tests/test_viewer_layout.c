@@ -4,6 +4,7 @@
  */
 #include <CUnit/CUnit.h>
 
+#include "check.h"
 #include "../viewer/layout.h"
 
 static bool inside(Rect r, int cols, int rows) {

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "../viewer/format.h"
 #include "../viewer/render_image.h"
 #include "../viewer/state.h"

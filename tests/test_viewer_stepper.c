@@ -7,6 +7,7 @@
 #include <CUnit/CUnit.h>
 #include <string.h>
 
+#include "check.h"
 #include "../viewer/history.h"
 #include "../viewer/stepper.h"
 #include "vit.h"

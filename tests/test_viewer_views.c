@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "../viewer/state.h"
 #include "vit.h"
 

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "../viewer/pictures.h"
 #include "../viewer/state.h"
 #include "dataset.h"
