@@ -286,8 +286,12 @@ EXERCISE_CHECKS := $(EXERCISES:%=exercise-check/key/%) $(EXERCISES:%=exercise-ch
                    $(GRADER_CHECK_SRC:tests/grader/%=exercise-check/grader/%) \
                    $(if $(EXERCISES),exercise-check/quoting exercise-check/class)
 
+# the model answers (tests/answers/NN_name/): each passes every suite (make answers-check)
+ANSWER_DIRS   := $(sort $(patsubst %/,%,$(dir $(wildcard tests/answers/*/*.c))))
+ANSWER_CHECKS := $(ANSWER_DIRS:tests/answers/%=answer-check/%)
+
 # the environment of tests/exercises.sh (see above): the same for every rule that runs it
-EXERCISE_TARGETS := exercise exercise-all grade-class $(EXERCISE_CHECKS)
+EXERCISE_TARGETS := exercise exercise-all grade-class $(EXERCISE_CHECKS) $(ANSWER_CHECKS)
 $(EXERCISE_TARGETS): export BUILD := $(BUILD)
 $(EXERCISE_TARGETS): export EX_CC = $(CC)
 $(EXERCISE_TARGETS): export EX_CFLAGS = $(filter-out -Werror,$(ALL_CFLAGS))
@@ -319,6 +323,11 @@ $(filter exercise-check/wrong/%,$(EXERCISE_CHECKS)): exercise-check/wrong/%: $(T
 	@$(CHECK_ENV) tests/exercises.sh check-wrong tests/wrong/$*
 $(filter exercise-check/grader/%,$(EXERCISE_CHECKS)): exercise-check/grader/%: $(TEST_RUNNER)
 	@$(CHECK_ENV) tests/exercises.sh check-wrong tests/grader/$*
+.PHONY: answers-check $(ANSWER_CHECKS)
+answers-check: $(ANSWER_CHECKS)
+	@echo "answers: $(words $(ANSWER_CHECKS)) model answers pass every suite and get full marks"
+$(ANSWER_CHECKS): answer-check/%: all $(TEST_RUNNER)
+	@$(CHECK_ENV) tests/exercises.sh check-answer tests/answers/$*
 exercise-check/class: $(TEST_RUNNER)
 	@$(CHECK_ENV) tests/exercises.sh check-class $(firstword $(EXERCISES))
 # it runs make exercise, which builds all first: built here, before the checks

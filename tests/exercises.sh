@@ -174,7 +174,6 @@ bytes() {
 # the class's grades (CLASS_OUT): only WORK, read-only, the vit programs and
 # the matrix product's timing.
 boxed() {
-    [ -z "${BOX_DEBUG:-}" ] || set -x
     x_work=$(cd "$1" && pwd) # bubblewrap binds absolute paths
     shift
     x_outer=${BOX_OUTER:-0}
@@ -722,6 +721,31 @@ key_of() {
     printf '%s\n' "$key"
 }
 
+# A model answer (tests/answers/NN_name/*.c: the exercise solved from its
+# skeleton, not copied from lib) is a drop-in for lib: linked in place of lib's
+# files, it passes every suite of make test, not only its exercise's key, and
+# the grader gives it full marks. A skeleton that does not say lib's whole
+# contract (a buffer lib's training reads, a path the tests take) shows here.
+cmd_check_answer() {
+    dir=$1
+    rel=$(shorter "$dir")
+    nn=${dir##*/}
+    nn=${nn%%_*}
+    name=$(find_exercise "$nn") || check_failed "" "$rel: there is no exercises/${nn}_*/ it answers"
+    d=$(check_dir "$name/answer")
+    for f in "$ROOT/exercises/$name"/*.c; do
+        [ -f "$dir/${f##*/}" ] || check_failed "" "$rel has no ${f##*/}: an answer has every file of the exercise"
+    done
+    build_runner "$d" "$name" "$dir"/*.c || check_failed "$d/build.log" "$rel does not compile and link"
+    status=0 # every suite, as make test runs them, with the answer in lib's place
+    "$d/tests/run" >"$d/suites.txt" 2>&1 || status=$?
+    [ "$status" -eq 0 ] || check_failed "$d/suites.txt" "$rel fails a suite of make test (exit $status)"
+    tests=$(sed -n 's/^ *tests *\([0-9]*\) .*/\1/p' "$d/suites.txt")
+    graded "$d" "$d/tests/run" --key "$(key_of "$name")" >"$d/output.txt" 2>&1 || status=$?
+    [ "$status" -eq 0 ] || check_failed "$d/output.txt" "$rel does not get full marks from the grader"
+    say "exercises: $name: the model answer passes all ${tests:-?} tests of make test and gets full marks ($(score_of "$d/output.txt" | sed 's/ .*//') of its key)"
+}
+
 # lib's own functions pass the exercise's key, in grade mode.
 cmd_check_key() {
     name=$1
@@ -1017,6 +1041,7 @@ case $cmd in
     check-key) cmd_check_key "$1" ;;
     check-skeleton) cmd_check_skeleton "$1" ;;
     check-wrong) cmd_check_wrong "$(absolute "$1")" ;;
+    check-answer) cmd_check_answer "$(absolute "$1")" ;;
     check-quoting) cmd_check_quoting "$1" ;;
     class) cmd_class "$@" ;;
     check-class) cmd_check_class "$1" ;;
