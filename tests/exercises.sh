@@ -746,6 +746,50 @@ cmd_check_answer() {
     say "exercises: $name: the model answer passes all ${tests:-?} tests of make test and gets full marks ($(score_of "$d/output.txt" | sed 's/ .*//') of its key)"
 }
 
+# Every hint the exercise's README promises (the first column of the table in
+# its section on hints) is printed for a wrong implementation in
+# tests/wrong/NN_name/: a row is kept by a file whose "// hint:" or "// also:"
+# text is part of the row, or holds a part of it (the row's text cut at
+# "…"). So the README promises nothing no test shows; cmd_check_wrong()
+# proves the grader prints it.
+cmd_check_promised() {
+    name=$1
+    readme=$ROOT/exercises/$name/README.md
+    d=$(check_dir "$name/promised")
+    # shellcheck disable=SC2012 # the names hold no newline
+    if ls "$ROOT/tests/wrong/$name"/*.c >/dev/null 2>&1; then
+        sed -s -n '1,12{s|^// *hint: *||p;s|^// *also: *||p}' "$ROOT/tests/wrong/$name"/*.c |
+            sed 's/[[:space:]]*$//' >"$d/hints.txt"
+    else
+        : >"$d/hints.txt"
+    fi
+    # the rows of the tables in the section whose title holds "hints", less each table's header
+    awk '/^## / { on = /hints/; next }
+         !on || !/^\|/ { first = 1; next }
+         first { first = 0; next }
+         /^\| *-/ { next }
+         { split($0, cell, "|"); row = cell[2]; gsub(/`/, "", row)
+           sub(/^ +/, "", row); sub(/ +$/, "", row); print row }' "$readme" >"$d/rows.txt"
+    [ -s "$d/rows.txt" ] ||
+        check_failed "" "exercises/$name/README.md has no table of hints (in a section titled '## The hints': | hint says | the mistake |)"
+    awk 'NR == FNR { if (length($0)) hint[++n] = $0; next }
+         { row = $0; kept = 0
+           for (i = 1; i <= n && !kept; i++) {
+               if (index(row, hint[i])) kept = 1
+               parts = split(row, part, /…|\.\.\./)
+               for (k = 1; k <= parts && !kept; k++) {
+                   p = part[k]; sub(/^ +/, "", p); sub(/ +$/, "", p)
+                   if (length(p) > 8 && index(hint[i], p)) kept = 1
+               }
+           }
+           if (!kept) print row }' "$d/hints.txt" "$d/rows.txt" >"$d/missing.txt"
+    if [ -s "$d/missing.txt" ]; then
+        sed 's/^/    | /' "$d/missing.txt" >&2
+        check_failed "" "exercises/$name/README.md promises $(wc -l <"$d/missing.txt") hints that no wrong implementation in tests/wrong/$name/ shows (above)"
+    fi
+    say "exercises: $name: each of the $(wc -l <"$d/rows.txt") hints its README promises is shown by a wrong implementation"
+}
+
 # lib's own functions pass the exercise's key, in grade mode.
 cmd_check_key() {
     name=$1
@@ -1042,6 +1086,7 @@ case $cmd in
     check-skeleton) cmd_check_skeleton "$1" ;;
     check-wrong) cmd_check_wrong "$(absolute "$1")" ;;
     check-answer) cmd_check_answer "$(absolute "$1")" ;;
+    check-promised) cmd_check_promised "$1" ;;
     check-quoting) cmd_check_quoting "$1" ;;
     class) cmd_class "$@" ;;
     check-class) cmd_check_class "$1" ;;
