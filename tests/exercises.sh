@@ -622,7 +622,7 @@ cmd_class_one() {
             g_status=$?
         result=$(score_of "$EX_WORK/${name%%_*}/output.txt" 2>/dev/null || true)
         # the points (the tests the untouched skeleton fails, those earned), else the tests
-        points=$(sed -n 's/^score: \([0-9]*\) of \([0-9]*\) .*/\1 \2/p' \
+        points=$(sed -n 's/^score: \([0-9.]*\) of \([0-9]*\) .*/\1 \2/p' \
             "$EX_WORK/${name%%_*}/output.txt" 2>/dev/null | tail -n 1)
         if [ "$g_status" -eq 124 ] || [ "$g_status" -eq 137 ]; then
             status="stopped: over its ${EX_SUBMISSION_TIME} s"

@@ -121,6 +121,7 @@ int grade_select(GradeTest **out, const char *const *names, int count, const cha
 // What happened to one test.
 typedef struct {
     bool passed;
+    bool near;      // failed, but a near miss (verdict.h): half a point
     double seconds;
     Text detail;  // the failure, as shown and as put in the results file
     double given; // > 0: the time limit was raised to this for lib's sake (run_one())
@@ -691,6 +692,7 @@ static Outcome judge(ChildRun *c, const Reference *ref, double limit, double lib
     }
     const Verdict v = verdict_judge(&s, &r);
     o.passed = !why[0] && v.passed;
+    o.near = !why[0] && v.near_miss;
     if (!o.passed) compose(&o, why[0] ? why : NULL, c->output, c->dropped, whole ? &v : NULL, runner, g);
     record_free(&s);
     record_free(&r);
@@ -971,11 +973,14 @@ static bool in_baseline(const char *baseline, const GradeTest *g) {
 
 /** The grade in points (run_score()). */
 typedef struct {
-    int earned;  ///< tests passed that the untouched skeleton fails
+    double earned; ///< tests passed that the untouched skeleton fails (a near miss: half)
     int lost;    ///< tests failed that the untouched skeleton passes: a point each
     int max;     ///< the tests the untouched skeleton fails: all there is to earn
     int kept;    ///< the tests the untouched skeleton passes
 } Score;
+
+// A test's point: 1 passed, half for a near miss (verdict.h), else 0.
+static double test_points(const Outcome *o) { return o->passed ? 1.0 : o->near ? 0.5 : 0.0; }
 
 // With a --baseline, a test the untouched skeleton already passes (its output
 // does not depend on the student's code, or only says what zeros say: "softmax
@@ -989,12 +994,12 @@ static Score run_score(const GradeArgs *a, const GradeTest *tests, const Outcome
         const bool kept = a->baseline && in_baseline(a->baseline, &tests[i]);
         sc.kept += kept;
         sc.max += !kept;
-        sc.earned += !kept && out[i].passed;
+        sc.earned += kept ? 0 : test_points(&out[i]);
         sc.lost += kept && !out[i].passed;
     }
     return sc;
 }
-static int score_points(const Score *sc) {
+static double score_points(const Score *sc) {
     return sc->earned > sc->lost ? sc->earned - sc->lost : 0;
 }
 
@@ -1018,7 +1023,7 @@ static bool write_json(const GradeArgs *a, const GradeTest *tests, const Outcome
         cJSON *t = cJSON_CreateObject();
         cJSON_AddStringToObject(t, "name", name);
         const bool kept = a->baseline && in_baseline(a->baseline, &tests[i]);
-        const double score = kept ? (out[i].passed ? 0 : -each) : out[i].passed ? each : 0;
+        const double score = kept ? (out[i].passed ? 0 : -each) : test_points(&out[i]) * each;
         cJSON_AddNumberToObject(t, "score", hundredths(score));
         cJSON_AddNumberToObject(t, "max_score", kept ? 0 : hundredths(each));
         cJSON_AddStringToObject(t, "status", out[i].passed ? "passed" : "failed");
@@ -1114,6 +1119,7 @@ int grade_main(const char *program, int argc, char **argv) {
         printf("%s  %s/%s", out[i].passed ? "PASS" : "FAIL", tests[i].suite->pName,
                tests[i].test->pName);
         if (out[i].seconds >= 1.0) printf("  (%.1f s)", out[i].seconds);
+        if (out[i].near) printf("  (a near miss: half a point)");
         if (out[i].given > 0)
             printf("  (given %.3g s: lib's own code took %.2g s on this test here)", out[i].given,
                    out[i].lib);
@@ -1131,7 +1137,7 @@ int grade_main(const char *program, int argc, char **argv) {
     const Score sc = run_score(&a, tests, out, n);
     char score[96], points[256] = "";
     if (a.baseline)
-        snprintf(points, sizeof points, "score: %d of %d (the %d test%s the untouched skeleton "
+        snprintf(points, sizeof points, "score: %g of %d (the %d test%s the untouched skeleton "
                  "already passes earn%s nothing; failing one costs a point%s)\n",
                  score_points(&sc), sc.max, sc.kept, sc.kept == 1 ? "" : "s",
                  sc.kept == 1 ? "s" : "", sc.lost ? ": here it cost some" : "");

@@ -90,12 +90,21 @@ void record_tensor(const char *label, const Tensor *actual, const Tensor *expect
     send(&b);
 }
 
-void record_bool(bool value, unsigned line, const char *file, const char *condition) {
+static void record_assertion(RecordKind kind, bool value, unsigned line, const char *file,
+                             const char *condition) {
     if (record_fd < 0) return;
     Buf b = {0};
-    put_head(&b, RECORD_BOOL, line, file, condition);
+    put_head(&b, kind, line, file, condition);
     put_u8(&b, value);
     send(&b);
+}
+
+void record_bool(bool value, unsigned line, const char *file, const char *condition) {
+    record_assertion(RECORD_BOOL, value, line, file, condition);
+}
+
+void record_sum(bool value, unsigned line, const char *file, const char *condition) {
+    record_assertion(RECORD_SUM, value, line, file, condition);
 }
 
 void record_number(bool value, double actual, double expected, double tolerance, unsigned line,
@@ -192,7 +201,7 @@ static bool parse(Record *r, const char *data, size_t size, bool fill, int *entr
                   take_text(&c, &e.text, fill ? r->strings : NULL, chars);
         e.kind = (RecordKind)kind;
         e.line = line;
-        if (ok && kind == RECORD_BOOL) {
+        if (ok && (kind == RECORD_BOOL || kind == RECORD_SUM)) {
             uint8_t v;
             ok = take(&c, &v, 1) && v <= 1;
             e.value = v;

@@ -26,7 +26,7 @@
  *
  * Format (host byte order: both ends run on the one machine). Each entry:
  * `u8 kind, u32 line, u16 length + file, u16 length + text`, then for
- * RECORD_BOOL `u8 value`; for RECORD_NUMBER `u8 value, f64 actual, f64
+ * RECORD_BOOL and RECORD_SUM `u8 value`; for RECORD_NUMBER `u8 value, f64 actual, f64
  * expected, f64 tolerance`; for RECORD_TENSOR `f32 atol, f32 rtol` and two
  * tensors (actual, expected), each `u8 ndim, i32 shape[ndim], f32 data[numel]`;
  * nothing more for RECORD_END.
@@ -42,6 +42,8 @@
 /** The kinds of entry. */
 typedef enum {
     RECORD_BOOL = 'B',   /**< an assertion that held or not */
+    RECORD_SUM = 'S',    /**< an assertion that sums up tensor comparisons recorded before it
+                              (assert_tensor_close, a series, a golden): judged as RECORD_BOOL */
     RECORD_NUMBER = 'N', /**< two numbers compared: CU_ASSERT_EQUAL, CU_ASSERT_DOUBLE_EQUAL */
     RECORD_TENSOR = 'T', /**< two tensors compared */
     RECORD_END = 'Z'     /**< the test returned */
@@ -60,6 +62,8 @@ void record_tensor(const char *label, const Tensor *actual, const Tensor *expect
 /** Two numbers compared at @p file:@p line: equal by C's == (@p tolerance < 0), or within it. */
 void record_number(bool value, double actual, double expected, double tolerance, unsigned line,
                    const char *file, const char *condition);
+/** An assertion summing up the tensor comparisons recorded before it (RECORD_SUM). */
+void record_sum(bool value, unsigned line, const char *file, const char *condition);
 /** A CUnit assertion at @p file:@p line that held or not. */
 void record_bool(bool value, unsigned line, const char *file, const char *condition);
 /** The test returned: the end mark (without it, the record says the test never finished). */

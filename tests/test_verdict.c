@@ -110,6 +110,27 @@ static void write_no_end(void) {
     record_bool(true, 10, "tests/test_x.c", "p != NULL");
 }
 
+// Near misses: 6 against 6.001 (100 times atol 1e-5 is 1e-3, rtol off), 6 against 7.
+static float near_values[6] = {1, 2, 3, 4, 5, 6.0005f};
+static void write_reference_exact(void) {
+    Tensor got = view(values), want = view(values);
+    record_tensor("gelu", &got, &want, 1e-5f, 0.0f);
+    record_sum(true, 20, "tests/test_x.c", "");
+    record_end();
+}
+static void write_near(void) {
+    Tensor got = view(near_values), want = view(values);
+    record_tensor("gelu", &got, &want, 1e-5f, 0.0f);
+    record_sum(false, 20, "tests/test_x.c", "assert_tensor_close(gelu) ...");
+    record_end();
+}
+static void write_far(void) {
+    Tensor got = view(wrong_values), want = view(values);
+    record_tensor("gelu", &got, &want, 1e-5f, 0.0f);
+    record_sum(false, 20, "tests/test_x.c", "assert_tensor_close(gelu) ...");
+    record_end();
+}
+
 static Record read_back(Writer w, bool *whole) {
     size_t size;
     char *data = written(w, &size), why[200];
@@ -263,6 +284,22 @@ static void test_a_failing_reference_judges_nothing(void) {
     CU_ASSERT_TRUE(v.reference_failed);
 }
 
+// A tanh GELU where the erf one belongs is off by 4.7e-4: within 100 times the
+// tolerance, a near miss (half a point); a GELU of zeros is not.
+static void test_a_near_miss_is_told_from_a_miss(void) {
+    Verdict near = judged(write_near, write_reference_exact);
+    CU_ASSERT_FALSE(near.passed);
+    CU_ASSERT_TRUE(near.near_miss);
+    CU_ASSERT_EQUAL(near.listed, 1); // the sum of the comparison is not listed again
+    Verdict far = judged(write_far, write_reference_exact);
+    CU_ASSERT_FALSE(far.passed);
+    CU_ASSERT_FALSE(far.near_miss);
+    Verdict number = judged(write_wrong_number, write_right); // an == is never near
+    CU_ASSERT_FALSE(number.near_miss);
+    Verdict path = judged(write_early_end, write_right);
+    CU_ASSERT_FALSE(path.near_miss);
+}
+
 CU_TestInfo tests_verdict[] = {
     {"a record reads back whole", test_a_record_reads_back_whole},
     {"every cut of a record is refused", test_every_cut_is_refused},
@@ -275,5 +312,6 @@ CU_TestInfo tests_verdict[] = {
     {"fewer checks than lib's fail", test_fewer_checks_fail},
     {"a record without its end mark fails", test_no_end_mark_fails},
     {"a reference that fails judges nothing", test_a_failing_reference_judges_nothing},
+    {"a near miss is told from a miss", test_a_near_miss_is_told_from_a_miss},
     CU_TEST_INFO_NULL,
 };

@@ -22,6 +22,11 @@
  *    is made again here, and that expected side must also be close to lib's
  *    (within ten times the test's tolerance, and at least 1e-4 + 1e-3·|lib's|).
  *
+ * A failure is a *near miss* when every check that failed is a comparison
+ * against the reference's expected side that would hold within VERDICT_NEAR
+ * times its tolerance (a tanh GELU, 4.7e-4 from the erf one), and nothing
+ * else went wrong: the grader gives it half a point.
+ *
  * So nothing the student's process says about itself decides: not its exit
  * status, not CUnit's count of failures, not a line it prints.
  */
@@ -34,6 +39,8 @@
 
 /** Failures listed (the rest counted). */
 #define VERDICT_LINES 5
+/** A near miss: every failed comparison holds within this many times its tolerance. */
+#define VERDICT_NEAR 100
 
 /** What the judgement found. */
 typedef struct {
@@ -44,6 +51,9 @@ typedef struct {
     char line[VERDICT_LINES][480]; /**< the first failures, one sentence each */
     unsigned times[VERDICT_LINES]; /**< how often each failed (a check in a loop) */
     bool reference_failed;       /**< lib's own record fails: the test, not the student, is wrong */
+    bool near_miss;              /**< failed, but only by comparisons of numbers or tensors that
+                                      hold within VERDICT_NEAR times their tolerance (a tanh GELU
+                                      where the erf one belongs), on the path lib's code took */
 } Verdict;
 
 /** Judges @p student against @p reference (both read with record_read()). */
