@@ -416,7 +416,7 @@ grade_one() {
     # hidden from the code: the whole class (make grade-class), else the folder beside it
     BOX_SOURCE=$src BOX_HIDE=${CLASS_ROOT:-$(hide_for "$src")}
     baseline=$(skeleton_baseline "$name")
-    [ ! -s "$baseline" ] || set -- "$@" --baseline "$baseline"
+    [ ! -f "$baseline" ] || set -- "$@" --baseline "$baseline"
     if build_runner "$work" "$name" "$src"/*.c; then
         [ ! -s "$work/build.log" ] || set -- "$@" --build-log "$work/build.log"
         set -- graded "$work" "$work/tests/run" "$@"

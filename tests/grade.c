@@ -1136,7 +1136,10 @@ int grade_main(const char *program, int argc, char **argv) {
     double seconds = vit_now() - t0;
     const Score sc = run_score(&a, tests, out, n);
     char score[96], points[256] = "";
-    if (a.baseline)
+    if (a.baseline && sc.kept == 0)
+        snprintf(points, sizeof points, "score: %g of %d (the untouched skeleton passes none of "
+                 "these tests)\n", score_points(&sc), sc.max);
+    else if (a.baseline)
         snprintf(points, sizeof points, "score: %g of %d (the %d test%s the untouched skeleton "
                  "already passes earn%s nothing; failing one costs a point%s)\n",
                  score_points(&sc), sc.max, sc.kept, sc.kept == 1 ? "" : "s",
