@@ -6,14 +6,16 @@
  * tokens, D width, Y classes (the book's glossary).
  *
  * The set-up is given: the input is checked, the activations are allocated,
- * the input is handed to the trace. Fill in the seven steps of the recipe,
- * one per line of timm's VisionTransformer.forward. Each TODO's TODO_ZEROS()
- * line stands for the step until you write it: delete it then. The trace
- * lines are given: they hand each stage to whoever listens, under the names
- * of the contract (docs/contract.md), and the tests compare them with
- * PyTorch's, stage by stage. You may call lib's patch_embed() (patch.h),
+ * vit_logits() is told to read this pass's logits, the input is handed to the
+ * trace. Fill in the seven steps of the recipe, one per line of timm's
+ * VisionTransformer.forward. Each TODO's TODO_ZEROS() line stands for the
+ * step until you write it: delete it then. The trace lines are given: they
+ * hand each stage to whoever listens, under the names of the contract
+ * (docs/contract.md), and the tests compare them with PyTorch's, stage by
+ * stage. You may call lib's patch_embed() (patch.h),
  * tokens_prepend_cls() and tokens_add_positions() (tokens.h),
- * vit_block_forward() (block.h), layernorm() and linear() (ops.h).
+ * vit_block_forward() (block.h), layernorm() and linear() (ops.h), and
+ * vit_acts_stream() and vit_acts_block() (vit_internal.h) for the blocks' buffers.
  * `make exercise CH=09` grades it; README.md says what the tests check.
  */
 #include "vit.h"
@@ -46,6 +48,7 @@ VitStatus vit_forward(Vit *vit, const Tensor *input, TraceFn trace, void *user, 
     const int B = input->shape[0], C = c->channels, S = c->image_size, p = c->patch_size;
     const int P = vit_num_patches(c), N = P + 1, D = c->dim, Y = c->num_classes;
     if ((status = vit_acts_ensure(vit, B, err)) != VIT_OK) return status;
+    vit_shards_stale(vit); // vit_logits() reads this pass's logits, not an older sharded step's
     VitActivations *a = &vit->acts;
     const Tracer tr = {trace, user, NULL};
     // listeners may read, never write, what they are shown
@@ -66,16 +69,20 @@ VitStatus vit_forward(Vit *vit, const Tensor *input, TraceFn trace, void *user, 
 
     // TODO 3. x = x + self.pos_embed: the same (N, D) table w->pos_embed added to every
     //         image, row i to token i (row 0 to [cls]): a->tokens → x (B, N, D).
-    float *x = a->x[0], *next = a->x[1]; // the residual stream and its other buffer
+    float *x = vit_acts_stream(a, 0); // the residual stream: block 0's input
     TODO_ZEROS(x, (size_t)B * N * D);
     trace_emit(&tr, "embed", x, 3, B, N, D);
 
     // TODO 4. x = self.blocks(x): for each block i < c->depth, the stream goes through
     //         vit_block_forward() with the weights w->blocks[i] and the working memory
-    //         &a->block (shared by all blocks), x (B, N, D) → next (B, N, D); then next is
-    //         the stream the following block reads (swap the two pointers). Give each
-    //         block a tracer whose prefix is "blocks.{i}.", so its stages are named
-    //         blocks.0.norm1 … blocks.{L-1}.out:
+    //         vit_acts_block(a, i), x (B, N, D) → vit_acts_stream(a, i + 1) (B, N, D);
+    //         then that output is x, the stream the following block reads. Take both
+    //         buffers from these two functions, not a->x[] and a->block directly: for
+    //         inference they ping-pong between a->x[0] and a->x[1] and share a->block,
+    //         but a model prepared for training (vit_train_prepare()) keeps every
+    //         block's input and working memory apart, for vit_backward() to read.
+    //         Give each block a tracer whose prefix is "blocks.{i}.", so its stages
+    //         are named blocks.0.norm1 … blocks.{L-1}.out:
     //             char prefix[32];
     //             snprintf(prefix, sizeof prefix, "blocks.%d.", i);
     //             const Tracer block_tr = {trace, user, prefix};
@@ -97,6 +104,6 @@ VitStatus vit_forward(Vit *vit, const Tensor *input, TraceFn trace, void *user, 
     TODO_ZEROS(a->logits, (size_t)B * Y);
     trace_emit(&tr, "logits", a->logits, 2, B, Y);
     // [recipe]
-    (void)w, (void)p, (void)next; // used by the steps: delete this line with the placeholders
+    (void)w, (void)p; // used by the steps: delete this line with the placeholders
     return VIT_OK;
 }
