@@ -1,0 +1,15 @@
+// hint: dot() multiplied a by itself
+/**
+ * @file dot.c
+ * @brief A wrong dot.c for exercise 01 (tests/wrong/): a[i] * a[i] where a[i] * b[i] belongs.
+ *
+ * `make test` checks that the grader fails it and prints the hint above.
+ */
+#include "ops.h"
+
+float dot(const float *a, const float *b, int n) {
+    // a is (n), b is (n)
+    double sum = 0.0;
+    for (int i = 0; i < n; i++) sum += (double)a[i] * (double)a[i]; // WRONG: * b[i]
+    return (float)sum;
+}

@@ -1,0 +1,28 @@
+// hint: the (N, N) mask is shared by every sequence and head
+/**
+ * @file scale_mask.c
+ * @brief A wrong scale_mask.c for exercise 02 (tests/wrong/): the (N, N) mask indexed like `scaled`, as if it were (B, H, N, N).
+ *
+ * `make test` checks that the grader fails it and prints the hint above.
+ */
+#include "attention.h"
+
+#include <stddef.h>
+
+void attention_scale_mask(float *scaled, const float *scores, const AttentionOptions *opt, int B,
+                          int H, int N, int Dh) {
+    // scores and scaled are (B, H, N, N); opt->mask is (N, N), opt->key_padding_mask (B, N).
+    const float s = attention_scale(opt, Dh);
+    const float *mask = opt ? opt->mask : NULL;
+    const float *pad = opt ? opt->key_padding_mask : NULL;
+    const size_t nn = (size_t)N * N;
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (size_t ij = 0; ij < nn; ij++) {
+                const size_t g = ((size_t)b * H + h) * nn;
+                float v = scores[g + ij] * s;
+                if (mask) v += mask[g + ij]; // WRONG: mask[ij]
+                if (pad) v += pad[(size_t)b * N + ij % (size_t)N];
+                scaled[g + ij] = v;
+            }
+}

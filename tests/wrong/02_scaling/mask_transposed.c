@@ -1,0 +1,31 @@
+// hint: the mask was added transposed
+/**
+ * @file scale_mask.c
+ * @brief A wrong scale_mask.c for exercise 02 (tests/wrong/): mask[j][i] added where mask[i][j] belongs.
+ *
+ * `make test` checks that the grader fails it and prints the hint above.
+ */
+#include "attention.h"
+
+#include <stddef.h>
+
+void attention_scale_mask(float *scaled, const float *scores, const AttentionOptions *opt, int B,
+                          int H, int N, int Dh) {
+    // scores and scaled are (B, H, N, N); opt->mask is (N, N), opt->key_padding_mask (B, N).
+    const float s = attention_scale(opt, Dh);
+    const float *mask = opt ? opt->mask : NULL;
+    const float *pad = opt ? opt->key_padding_mask : NULL;
+    const size_t nn = (size_t)N * N;
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++) {
+            const size_t g = ((size_t)b * H + h) * nn;
+            for (int i = 0; i < N; i++)
+                for (int j = 0; j < N; j++) {
+                    const size_t ij = (size_t)i * N + j;
+                    float v = scores[g + ij] * s;
+                    if (mask) v += mask[(size_t)j * N + i]; // WRONG: mask[i*N + j]
+                    if (pad) v += pad[(size_t)b * N + j];
+                    scaled[g + ij] = v;
+                }
+        }
+}

@@ -1,0 +1,40 @@
+// hint: softmax() did not write
+/**
+ * @file softmax.c
+ * @brief A wrong softmax.c for exercise 03 (tests/wrong/): each row worked out in a buffer of its own, never copied into out.
+ *
+ * `make test` checks that the grader fails it and prints the hint above.
+ */
+#include "ops.h"
+
+#include <math.h>
+#include <stdbool.h>
+
+void softmax(float *out, const float *x, int rows, int cols) {
+    // x is (rows, cols), out is (rows, cols)
+    float yr[cols]; // a row's weights, so that out may be x (in place)
+    for (int r = 0; r < rows; r++) {
+        const float *xr = x + (size_t)r * cols;
+        float max = -INFINITY;
+        bool has_nan = false;
+        for (int j = 0; j < cols; j++) {
+            if (isnan(xr[j])) has_nan = true;
+            else if (xr[j] > max) max = xr[j];
+        }
+        if (has_nan || max == INFINITY) {
+            for (int j = 0; j < cols; j++) yr[j] = NAN;
+        } else if (max == -INFINITY) {
+            for (int j = 0; j < cols; j++) yr[j] = 0.0f;
+        } else {
+            double sum = 0.0;
+            for (int j = 0; j < cols; j++) {
+                yr[j] = expf(xr[j] - max);
+                sum += yr[j];
+            }
+            float inv = (float)(1.0 / sum);
+            for (int j = 0; j < cols; j++) yr[j] *= inv;
+        }
+        // WRONG: memcpy(out + (size_t)r * cols, yr, sizeof yr) forgotten
+    }
+    (void)out;
+}

@@ -1,0 +1,40 @@
+// hint: the ordinary last row [1, 2, 3] came out
+/**
+ * @file softmax.c
+ * @brief A wrong softmax.c for exercise 03 (tests/wrong/): the "row has a NaN" flag set once for the matrix, so every row after a NaN is NaN too.
+ *
+ * `make test` checks that the grader fails it and prints the hint above.
+ */
+#include "ops.h"
+
+#include <math.h>
+#include <stdbool.h>
+
+void softmax(float *out, const float *x, int rows, int cols) {
+    // x is (rows, cols), out is (rows, cols)
+    bool has_nan = false; // WRONG: declared (and cleared) once, not once per row
+    for (int r = 0; r < rows; r++) {
+        const float *xr = x + (size_t)r * cols;
+        float *yr = out + (size_t)r * cols;
+        float max = -INFINITY;
+        for (int j = 0; j < cols; j++) {
+            if (isnan(xr[j])) has_nan = true;
+            else if (xr[j] > max) max = xr[j];
+        }
+        if (has_nan || max == INFINITY) {
+            for (int j = 0; j < cols; j++) yr[j] = NAN;
+            continue;
+        }
+        if (max == -INFINITY) {
+            for (int j = 0; j < cols; j++) yr[j] = 0.0f;
+            continue;
+        }
+        double sum = 0.0;
+        for (int j = 0; j < cols; j++) {
+            yr[j] = expf(xr[j] - max);
+            sum += yr[j];
+        }
+        float inv = (float)(1.0 / sum);
+        for (int j = 0; j < cols; j++) yr[j] *= inv;
+    }
+}

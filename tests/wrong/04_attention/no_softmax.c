@@ -1,0 +1,37 @@
+// hint: probs are the scaled scores
+// also: masked positions got non-zero probability
+// also: masked keys got non-zero probability
+/**
+ * @file attention_head.c
+ * @brief A wrong attention_head.c for exercise 04 (tests/wrong/): the softmax is left out: probs hold the scaled, masked scores.
+ *
+ * `make test` checks that the grader fails it and prints the hint above. With a mask, the
+ * probes see the -inf left in probs as a masked key's non-zero probability, hence the also's.
+ */
+#include "attention.h"
+#include "ops.h"
+
+#include <math.h>
+#include <stddef.h>
+
+void attention(float *out, float *probs, const float *q, const float *k, const float *v,
+               const AttentionOptions *opt, int N, int Dh) {
+    // q, k, v are (N, Dh), probs is (N, N), out is (N, Dh): one sequence, one head
+    const float s = attention_scale(opt, Dh);
+    const float *mask = opt ? opt->mask : NULL;
+    const float *pad = opt ? opt->key_padding_mask : NULL;
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < N; j++) {
+            float x = s * dot(q + (size_t)i * Dh, k + (size_t)j * Dh, Dh);
+            if (mask) x += mask[(size_t)i * N + j];
+            if (pad) x += pad[j];
+            probs[(size_t)i * N + j] = x;
+        }
+    // WRONG: softmax(probs, probs, N, N) forgotten
+    for (int i = 0; i < N; i++)
+        for (int d = 0; d < Dh; d++) {
+            double o = 0;
+            for (int j = 0; j < N; j++) o += (double)probs[(size_t)i * N + j] * v[(size_t)j * Dh + d];
+            out[(size_t)i * Dh + d] = (float)o;
+        }
+}

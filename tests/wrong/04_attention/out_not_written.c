@@ -1,0 +1,30 @@
+// hint: probs are right but out was not written
+/**
+ * @file attention_head.c
+ * @brief A wrong attention_head.c for exercise 04 (tests/wrong/): steps 1 to 3 done, the weighted sum (step 4) never written.
+ *
+ * `make test` checks that the grader fails it and prints the hint above.
+ */
+#include "attention.h"
+#include "ops.h"
+
+#include <math.h>
+#include <stddef.h>
+
+void attention(float *out, float *probs, const float *q, const float *k, const float *v,
+               const AttentionOptions *opt, int N, int Dh) {
+    // q, k, v are (N, Dh), probs is (N, N), out is (N, Dh): one sequence, one head
+    const float s = attention_scale(opt, Dh);
+    const float *mask = opt ? opt->mask : NULL;
+    const float *pad = opt ? opt->key_padding_mask : NULL;
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < N; j++) {
+            float x = s * dot(q + (size_t)i * Dh, k + (size_t)j * Dh, Dh);
+            if (mask) x += mask[(size_t)i * N + j];
+            if (pad) x += pad[j];
+            probs[(size_t)i * N + j] = x;
+        }
+    softmax(probs, probs, N, N);
+    // WRONG: out[i][d] = sum_j probs[i][j]·v[j][d] never computed
+    (void)out, (void)v;
+}

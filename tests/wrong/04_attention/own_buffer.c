@@ -1,0 +1,36 @@
+// hint: probs was not written
+/**
+ * @file attention_head.c
+ * @brief A wrong attention_head.c for exercise 04 (tests/wrong/): the work done in a buffer of its own, so probs is never written.
+ *
+ * `make test` checks that the grader fails it and prints the hint above.
+ */
+#include "attention.h"
+#include "ops.h"
+
+#include <math.h>
+#include <stddef.h>
+
+void attention(float *out, float *probs, const float *q, const float *k, const float *v,
+               const AttentionOptions *opt, int N, int Dh) {
+    // q, k, v are (N, Dh), probs is (N, N), out is (N, Dh): one sequence, one head
+    const float s = attention_scale(opt, Dh);
+    const float *mask = opt ? opt->mask : NULL;
+    const float *pad = opt ? opt->key_padding_mask : NULL;
+    float p[N * N]; // WRONG: a buffer of its own; probs is the caller's, to be filled
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < N; j++) {
+            float x = s * dot(q + (size_t)i * Dh, k + (size_t)j * Dh, Dh);
+            if (mask) x += mask[(size_t)i * N + j];
+            if (pad) x += pad[j];
+            p[(size_t)i * N + j] = x;
+        }
+    softmax(p, p, N, N);
+    for (int i = 0; i < N; i++)
+        for (int d = 0; d < Dh; d++) {
+            double o = 0;
+            for (int j = 0; j < N; j++) o += (double)p[(size_t)i * N + j] * v[(size_t)j * Dh + d];
+            out[(size_t)i * Dh + d] = (float)o;
+        }
+    (void)probs;
+}

@@ -1,0 +1,29 @@
+// hint: heads_merge() wrote nothing (or only zeros): is it still the exercise's placeholder?
+// also: 'context' is all zeros: the first stage still to compute
+/**
+ * @file heads.c
+ * @brief A wrong heads.c for exercise 05 (tests/wrong/): heads_split() done, heads_merge() still the skeleton's placeholder.
+ *
+ * `make test` checks that the grader fails it and prints the hint above.
+ */
+#include "attention.h"
+
+#include <stddef.h>
+#include <string.h>
+
+void heads_split(float *out, const float *x, int B, int N, int H, int Dh) {
+    // x is (B, N, H·Dh), out is (B, H, N, Dh): out[b][h][n][d] = x[b][n][h·Dh + d]
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (int n = 0; n < N; n++) // head h of token n: Dh contiguous values on both sides
+                memcpy(out + (((size_t)b * H + h) * N + n) * Dh,
+                       x + ((size_t)b * N + n) * H * Dh + (size_t)h * Dh,
+                       (size_t)Dh * sizeof(float));
+}
+
+void heads_merge(float *out, const float *x, int B, int N, int H, int Dh) {
+    // x is (B, H, N, Dh), out is (B, N, H·Dh)
+    // WRONG: the TODO not done yet, the skeleton's placeholder still there
+    memset(out, 0, sizeof(float) * (size_t)B * N * H * Dh); // placeholder: delete it
+    (void)x;
+}

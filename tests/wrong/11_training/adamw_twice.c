@@ -1,0 +1,47 @@
+// hint: adamw_step() must run exactly once per step
+// also: after 6 steps the weights are not those of the loop body
+/**
+ * @file train_step.c
+ * @brief A wrong train_step.c for exercise 11 (tests/wrong/): adamw_step() called twice in a step, so AdamW counts two steps for each of the Trainer's.
+ *
+ * `make test` checks that the grader fails it and prints the hint above.
+ */
+#include "train.h"
+
+#include <math.h>
+
+#include "ops.h"
+
+VitStatus trainer_step(Trainer *t, TrainStep *out, VitError *err) {
+    const TrainConfig *c = &t->config;
+    const VitConfig *m = &t->vit.config;
+    if (t->step >= trainer_total_steps(t))
+        return vit_fail(err, VIT_ERR_INPUT, "the run is over: all %lld steps are taken",
+                        (long long)trainer_total_steps(t));
+    // [step]
+    trainer_next_batch(t);                                  // images, labels = next(loader)
+    const int shape[4] = {c->batch, m->channels, m->image_size, m->image_size};
+    const Tensor images = tensor_view_shape(t->images, 4, shape);
+    const double lr = lr_at(&t->schedule, (int)t->step);    // warm-up, then cosine
+    vit_grads_zero(&t->grads);                              // opt.zero_grad()
+    float loss;                                             // loss = F.cross_entropy(...)
+    VitStatus s = vit_forward_backward(&t->vit, &t->grads, &images, t->labels, c->smoothing,
+                                       &loss, NULL, NULL, err); // loss.backward()
+    if (s != VIT_OK) return s;
+    const double norm = c->clip > 0 ? clip_grad_norm(t->opt.params, t->opt.count, c->clip)
+                                    : optim_grad_norm(t->opt.params, t->opt.count);
+    if (!isfinite(loss) || !isfinite(norm))
+        return vit_fail(err, VIT_ERR_INPUT, "step %lld: the %s is not finite (%g): the "
+                        "learning rate %g is likely too high; the weights were not updated",
+                        (long long)t->step + 1, isfinite(loss) ? "gradient norm" : "loss",
+                        isfinite(loss) ? norm : (double)loss, lr);
+    adamw_step(&t->opt, lr);                                // opt.step()
+    adamw_step(&t->opt, lr);                                // WRONG: a second update
+    // [step]
+    const Tensor logits = vit_logits(&t->vit);
+    *out = (TrainStep){.loss = loss, .grad_norm = norm, .lr = lr,
+                       .correct = logits_correct(logits.data, t->labels, c->batch, m->num_classes)};
+    t->step++;
+    return VIT_OK;
+}
+

@@ -1,0 +1,38 @@
+// hint: online_softmax_block(): m' = max(m, max_j s_j)
+/**
+ * @file online_softmax.c
+ * @brief A wrong online_softmax.c for exercise 13 (tests/wrong/): the new maximum never stored in the state.
+ *
+ * `make test` checks that the grader fails it and prints the hint above.
+ */
+#include "attention.h"
+
+#include <math.h>
+
+float online_softmax_block(OnlineSoftmax *st, float *s, int n) {
+    // s: (n) one block of a row's scores, replaced by its weights exp(s_j − m')
+    float block_max = -INFINITY;
+    for (int j = 0; j < n; j++) {
+        if (isnan(s[j]) || s[j] == INFINITY) st->max = NAN; // the row is meaningless
+        else if (s[j] > block_max) block_max = s[j];
+    }
+    if (isnan(st->max)) { // once broken, every weight and factor says so
+        for (int j = 0; j < n; j++) s[j] = NAN;
+        st->sum = NAN;
+        return NAN;
+    }
+    const float m_new = block_max > st->max ? block_max : st->max;
+    if (m_new == -INFINITY) { // every score so far hidden: nothing to weigh yet
+        for (int j = 0; j < n; j++) s[j] = 0.0f;
+        return 1.0f;
+    }
+    const float c = expf(st->max - m_new); // exp(−inf) = 0 on the first visible block
+    double block_sum = 0.0;
+    for (int j = 0; j < n; j++) {
+        s[j] = expf(s[j] - m_new); // exponent ≤ 0: cannot overflow; exp(−inf) = 0
+        block_sum += s[j];
+    }
+    st->sum = (float)((double)c * st->sum + block_sum);
+    // WRONG: st->max = m_new forgotten
+    return c;
+}
