@@ -45,6 +45,11 @@ BOX_SOURCE="" BOX_HIDE="" # the student's folder and the one to hide (boxed(), b
 cd "$ROOT" # BUILD and the objects are named from here, as make names them
 : "${BUILD:=build}"
 : "${EX_CC:=cc}" "${EX_CFLAGS:=}" "${EX_OBJS:=}" "${EX_LIB:=$BUILD/libvit.a}" "${EX_LIBS:=}"
+# The student's own files get one flag more: every local variable they forget to
+# set starts as the same pattern of bytes (a float of about -1.7e38), never as
+# what the stack held before, so code that reads one fails the same way, with
+# the same score, every time it is graded.
+: "${EX_STUDENT_CFLAGS=-ftrivial-auto-var-init=pattern}"
 : "${EX_RUNNER:=$BUILD/tests/run}" "${EX_FORMAT:=}" "${EX_JSON:=}" "${EX_TIMEOUT:=}"
 : "${EX_WORK:=$BUILD/exercises}"
 
@@ -299,7 +304,7 @@ build_runner() {
         b_base=$(printf %s "${b_src##*/}" | tr " " _) # an object name without spaces
         b_objs="$b_objs $b_work/obj/${b_base%.c}.o"
         # shellcheck disable=SC2086 # the flags are words
-        boxed "$b_work" $EX_CC $EX_CFLAGS -c "$b_src" -o "$b_work/obj/${b_base%.c}.o" \
+        boxed "$b_work" $EX_CC $EX_CFLAGS $EX_STUDENT_CFLAGS -c "$b_src" -o "$b_work/obj/${b_base%.c}.o" \
             >>"$b_work/build.log" 2>&1 ||
             b_ok=1
     done
@@ -842,7 +847,8 @@ cmd_check_skeleton() {
 # (the exercise's other files missing), "// exercise: NN" (a grader check
 # graded under that exercise's rules), "// grade: passes" (a grader check
 # of a right answer: the grade must pass, its output still holding the hint),
-# and for the box's checks "// canary: PATH" (a file under the checkout the
+# "// twice: same" (graded a second time, the same tests must fail the same
+# way), and for the box's checks "// canary: PATH" (a file under the checkout the
 # code tries to remove: made before, there after), "// hides: PATH" (a folder
 # of another student's work beside it, hidden from the code) and
 # "// orphan: NAME" (no process of that name may be left after the grade).
@@ -931,6 +937,13 @@ cmd_check_wrong() {
         while pgrep -x "$orphan" >/dev/null 2>&1 && [ "$n" -lt 20 ]; do sleep 0.1; n=$((n + 1)); done
         ! pgrep -x "$orphan" >/dev/null 2>&1 ||
             { pkill -9 -x "$orphan"; check_failed "$d/output.txt" "$rel left processes named $orphan running after its grade"; }
+    fi
+    if [ "$(header twice)" = same ]; then # graded again: the same tests fail, the same way
+        graded "$d" "$d/tests/run" "$@" >"$d/output2.txt" 2>&1 || true
+        grep '^PASS\|^FAIL\|failed' "$d/output.txt" | sed 's/  ([0-9.]* s)//' >"$d/verdicts1.txt"
+        grep '^PASS\|^FAIL\|failed' "$d/output2.txt" | sed 's/  ([0-9.]* s)//' >"$d/verdicts2.txt"
+        cmp -s "$d/verdicts1.txt" "$d/verdicts2.txt" ||
+            check_failed "$d/output2.txt" "$rel: graded twice, it got two different grades"
     fi
     if [ "$(header grade)" = passes ]; then # a grader check of a right answer
         [ "$status" -eq 0 ] ||
