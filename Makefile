@@ -282,6 +282,7 @@ endif
 # exercise-check/quoting runs make exercise itself with a DIR, a JSON and a CH
 # that would run commands if they were pasted into the shell, and proves none ran.
 EXERCISE_CHECKS := $(EXERCISES:%=exercise-check/key/%) $(EXERCISES:%=exercise-check/skeleton/%) \
+                   $(EXERCISES:%=exercise-check/promised/%) \
                    $(WRONG_SRC:tests/wrong/%=exercise-check/wrong/%) \
                    $(GRADER_CHECK_SRC:tests/grader/%=exercise-check/grader/%) \
                    $(if $(EXERCISES),exercise-check/quoting exercise-check/class)
@@ -314,11 +315,13 @@ $(EXERCISE_TARGETS): export EX_VISIBILITY = $(VISIBILITY)
 CHECK_ENV = $(if $(findstring jobserver,$(MAKEFLAGS)),OMP_NUM_THREADS=1)
 .PHONY: $(EXERCISE_CHECKS)
 exercise-checks: $(EXERCISE_CHECKS)
-	@echo "exercises: $(words $(EXERCISES)) exercises, $(words $(WRONG_SRC)) wrong implementations, $(words $(GRADER_CHECK_SRC)) grader checks, make exercise's quoting and a class passed"
+	@echo "exercises: $(words $(EXERCISES)) exercises (each README's hints shown), $(words $(WRONG_SRC)) wrong implementations, $(words $(GRADER_CHECK_SRC)) grader checks, make exercise's quoting and a class passed"
 $(filter exercise-check/key/%,$(EXERCISE_CHECKS)): exercise-check/key/%: $(TEST_RUNNER)
 	@$(CHECK_ENV) tests/exercises.sh check-key $*
 $(filter exercise-check/skeleton/%,$(EXERCISE_CHECKS)): exercise-check/skeleton/%: $(TEST_RUNNER)
 	@$(CHECK_ENV) tests/exercises.sh check-skeleton $*
+$(filter exercise-check/promised/%,$(EXERCISE_CHECKS)): exercise-check/promised/%:
+	@tests/exercises.sh check-promised $*
 $(filter exercise-check/wrong/%,$(EXERCISE_CHECKS)): exercise-check/wrong/%: $(TEST_RUNNER)
 	@$(CHECK_ENV) tests/exercises.sh check-wrong tests/wrong/$*
 $(filter exercise-check/grader/%,$(EXERCISE_CHECKS)): exercise-check/grader/%: $(TEST_RUNNER)
