@@ -16,11 +16,12 @@ set -eu
 # build of OpenBLAS, which shares our OpenMP threads (the default pthreads build
 # fights them for the cores); ncurses-term: the descriptions of more terminal
 # types, xterm-direct's (true colour) among them; bubblewrap: the box a
-# student's code is compiled and run in when an exercise is graded; the rest are
+# student's code is compiled and run in when an exercise is graded; unzip: a
+# class's submissions handed in as .zip files; the rest are
 # the libraries and tools the README lists.
 PACKAGES="build-essential pkg-config libncurses-dev ncurses-term libcunit1-dev doxygen graphviz libstb-dev
 libcjson-dev libopenblas-dev libopenblas-openmp-dev libjs-mathjax tmux zlib1g-dev dataset-fashion-mnist
-bubblewrap"
+bubblewrap unzip"
 
 if [ "${1:-}" = "--list" ]; then
     echo $PACKAGES

@@ -602,6 +602,19 @@ csv() { printf '"%s"' "$(printf '%s' "$1" | sed 's/"/""/g')"; }
 # class-one NAME OUT STUDENT_FOLDER: grade one student of a class (run by
 # cmd_class, several at once), into OUT/work/ID/ and OUT/results/ID.json; one
 # gradebook row into OUT/rows/ID.csv. ID is the folder's name made safe.
+# unpack ZIP DEST STUDENT: a submission's .zip into DEST (emptied first), in
+# the box: the student's folder read-only, the rest of the class hidden, files
+# of at most EX_FILE_SIZE, at most 1000 entries and 60 s. unzip itself refuses
+# a path with ".." and drops a leading "/". Returns 1 when it cannot.
+unpack() {
+    rm -rf "$2"
+    mkdir -p "$2"
+    [ "$(unzip -Z1 "$1" 2>/dev/null | wc -l)" -le 1000 ] || return 1
+    BOX_SOURCE=$3
+    BOX_HIDE=${CLASS_ROOT:-}
+    boxed "$2" timeout 60 unzip -qq -o "$1" -d "$2" >/dev/null 2>&1
+}
+
 cmd_class_one() {
     name=$1 out=$2 student=$3
     who=${student##*/}
@@ -613,11 +626,17 @@ cmd_class_one() {
         return 0
     fi
     score="" max="" status=""
-    if [ -z "$src" ]; then
-        status="no .c file"
-        if [ -n "$(find "$student" -name '*.zip' 2>/dev/null | head -n 1)" ]; then
-            status="no .c file (a .zip: unzip it first)"
+    zip=""
+    [ -n "$src" ] || zip=$(find "$student" -type f -name '*.zip' 2>/dev/null | sort | head -n 1)
+    if [ -n "$zip" ]; then # handed in as a .zip: unpacked into the work folder, then graded
+        if unpack "$zip" "$out/work/$id/unzipped" "$student"; then
+            src=$(submission_folder "$name" "$out/work/$id/unzipped")
+        else
+            status="no .c file (its .zip could not be unpacked, or is too large)"
         fi
+    fi
+    if [ -z "$src" ]; then
+        [ -n "$status" ] || status="no .c file${zip:+ (nor in its .zip)}"
     else
         EX_WORK=$out/work/$id EX_FORMAT=json EX_JSON=$json
         export EX_WORK EX_FORMAT EX_JSON
@@ -1043,7 +1062,10 @@ cmd_check_class() {
     [ "$name" = 01_dot_product ] || check_failed "" "check-class grades exercise 01 (dot.c)"
     mkdir -p "$sub/Sean O'Brien_456_assignsubmission_file_/hw 1" "$sub/Zoë Ålund_7_" \
         "$sub/x; touch $(basename "$ran")_8_" "$sub/\$(touch $(basename "$ran"))_9_" \
-        "$sub/\`touch $(basename "$ran")\`_10_" "$sub/empty_11_" "$sub/renamer_12_" "$sub/wrong_13_"
+        "$sub/\`touch $(basename "$ran")\`_10_" "$sub/empty_11_" "$sub/renamer_12_" "$sub/wrong_13_" \
+        "$sub/zipped_14_/onlinetext"
+    # handed in as a .zip in a subfolder (hw1/dot.c inside), as LMS downloads keep them
+    cp "$ROOT/tests/data/class/hw1-dot.zip" "$sub/zipped_14_/onlinetext/submission.zip"
     cp "$right" "$sub/Sean O'Brien_456_assignsubmission_file_/hw 1/"
     for s in "Zoë Ålund_7_" "x; touch $(basename "$ran")_8_" "\$(touch $(basename "$ran"))_9_" \
         "\`touch $(basename "$ran")\`_10_"; do cp "$right" "$sub/$s/"; done
@@ -1055,7 +1077,7 @@ cmd_check_class() {
     [ ! -e "$ran" ] && [ ! -e "$d/out/$(basename "$ran")" ] ||
         check_failed "$d/class.txt" "a folder's name ran as a command"
     book=$d/out/gradebook.csv
-    [ "$(wc -l <"$book")" -eq 9 ] || check_failed "$book" "the gradebook should have a header and 8 rows"
+    [ "$(wc -l <"$book")" -eq 10 ] || check_failed "$book" "the gradebook should have a header and 9 rows"
     # 9 points: the 9 tests of the key, none of which the untouched skeleton passes
     # (its zeros are symmetric, but they are not lib's numbers)
     for want in "\"Sean O'Brien_456_assignsubmission_file_\",\"$name\",9,9,\"graded\"" \
@@ -1064,11 +1086,14 @@ cmd_check_class() {
         "\"\$(touch $(basename "$ran"))_9_\",\"$name\",9,9,\"graded\"" \
         "\"empty_11_\",\"$name\",,,\"no .c file\"" \
         "\"renamer_12_\",\"$name\",0,9,\"did not compile\"" \
-        "\"wrong_13_\",\"$name\",0,9,\"graded\""; do
+        "\"wrong_13_\",\"$name\",0,9,\"graded\"" \
+        "\"zipped_14_\",\"$name\",9,9,\"graded\""; do
         grep -qF -- "$want" "$book" || check_failed "$book" "the gradebook has no row $want"
     done
-    [ "$(find "$d/out/results" -name '*.json' | wc -l)" -eq 7 ] ||
-        check_failed "$book" "7 students' results.json were expected in $d/out/results"
+    [ "$(find "$d/out/results" -name '*.json' | wc -l)" -eq 8 ] ||
+        check_failed "$book" "8 students' results.json were expected in $d/out/results"
+    [ ! -e "$sub/zipped_14_/onlinetext/hw1" ] ||
+        check_failed "$book" "the .zip was unpacked beside the submission: it must go to the work folder"
     # Gradescope's points out of POINTS, and its visibility
     sean=$d/out/results/$(student_id "Sean O'Brien_456_assignsubmission_file_").json
     grep -q '"max_score":.18,' "$sean" && grep -q '"score":.18,' "$sean" &&
@@ -1086,7 +1111,7 @@ cmd_check_class() {
     (cd "$d" && "$ROOT/tests/exercises.sh" class "$name" "$sub" "$d/out") >"$d/again.txt" 2>&1 ||
         check_failed "$d/again.txt" "grading the class again failed"
     cmp -s "$book" "$d/first.csv" || check_failed "$book" "grading again changed the gradebook"
-    say "exercises: a class of 8 folders (quotes, spaces, \$(...), nested, empty, renamed, wrong) graded into a gradebook ($(sed -n 's/.* in \([0-9]*\) s on .*/\1 s/p' "$d/class.txt")), and resumed"
+    say "exercises: a class of 9 folders (quotes, spaces, \$(...), nested, zipped, empty, renamed, wrong) graded into a gradebook ($(sed -n 's/.* in \([0-9]*\) s on .*/\1 s/p' "$d/class.txt")), and resumed"
 }
 
 cmd=${1:-}
