@@ -186,6 +186,28 @@ static bool probe_check(const float *got, const float *want, const char *label) 
     return assert_tensor_close(&g, &w, 1e-6f, 1e-6f, label);
 }
 
+static const char INT_DIVISION_HINT[] =
+    "every scaled score is 0: the scale came out 0 (an integer division? 1 / 4 is 0 in C, "
+    "1.0f / sqrtf(Dh) is 0.25)";
+
+// attention_scale_mask() on the probe's scores with @p opt (NULL or a causal mask only):
+// is the result exactly what a scale of 0 gives (0, plus the mask)?
+static bool gives_scale_zero(bool with_mask) {
+    float scores[PSIZE], got[PSIZE], want[PSIZE], causal[PNN];
+    probe_scores(scores);
+    attention_mask_causal(causal, PN);
+    const AttentionOptions mask_only = {.mask = causal};
+    fill_nan(got, PSIZE);
+    attention_scale_mask(got, scores, with_mask ? &mask_only : NULL, PB, PH, PN, PDH);
+    probe_expected(want, scores, 0.0f, with_mask ? causal : NULL, NULL);
+    return probe_near(got, want);
+}
+
+// A scale of 0 whatever opt says, the mask still added: the scale itself computes to 0
+// (1 / (int)sqrtf(Dh)), not the placeholder (which adds no mask either) nor a
+// misread opt->scale (which a NULL opt would not reach).
+static bool scale_is_zero_everywhere(void) { return gives_scale_zero(false) && gives_scale_zero(true); }
+
 // Did attention_scale_mask() write nothing, or only part? Hints and true when so.
 static bool diagnose_unwritten(const float *got) {
     int nan = 0, zero = 0, blocks_nan = 0;
@@ -196,6 +218,10 @@ static bool diagnose_unwritten(const float *got) {
         blocks_nan += in_block == PNN;
     }
     for (int i = 0; i < PSIZE; i++) zero += got[i] == 0.0f;
+    if (zero == PSIZE && scale_is_zero_everywhere()) {
+        check_hint("%s", INT_DIVISION_HINT);
+        return true;
+    }
     if (nan == PSIZE || zero == PSIZE) {
         check_hint("attention_scale_mask() %s: is it still the exercise's placeholder?",
                    nan == PSIZE ? "did not write `scaled` at all" : "wrote only zeros");
@@ -238,11 +264,11 @@ static void diagnose_scale(const float *got, const float *scores, float s, const
                "1/√Dh = 0.25"},
         {1.0f / PN, "the scores were divided by N = 3, the number of tokens: the scale comes "
                     "from the head width, 1/√Dh"},
-        {0.0f, opt_given ? "every scaled score is 0 (plus the masks): the scale came out 0; "
-                           "opt->scale = 0 means the default 1/√Dh, not a scale of 0 "
-                           "(attention_scale(opt, Dh) returns the right one)"
-                         : "every scaled score is 0: the scale came out 0 (an integer "
-                           "division? 1 / 4 is 0 in C, 1.0f / sqrtf(Dh) is 0.25)"},
+        {0.0f, opt_given && !scale_is_zero_everywhere()
+                   ? "every scaled score is 0 (plus the masks): the scale came out 0; "
+                     "opt->scale = 0 means the default 1/√Dh, not a scale of 0 "
+                     "(attention_scale(opt, Dh) returns the right one)"
+                   : INT_DIVISION_HINT},
     };
     float cand[PSIZE];
     for (size_t w = 0; w < sizeof wrong / sizeof wrong[0]; w++) {
@@ -325,6 +351,8 @@ static void test_probe_a_chosen_scale_replaces_the_default(void) {
         probe_expected(cand, scores, 0.0f, causal, NULL);
         if (diagnose_unwritten(scaled))
             return;
+        else if (probe_near(scaled, cand) && scale_is_zero_everywhere())
+            check_hint("%s", INT_DIVISION_HINT);
         else if (probe_near(scaled, cand))
             check_hint("opt->scale = 0 means the default 1/√Dh, not a scale of 0: options "
                        "that only carry a mask leave .scale at 0; attention_scale(opt, Dh) "
@@ -455,7 +483,9 @@ static void test_probe_scaled_unit_scores_have_variance_one(void) {
     bool ok = so.n_nan == 0 && so.n_inf == 0 && var > 0.9 && var < 1.1;
     CU_ASSERT(ok);
     if (!ok) {
-        if (so.n_nan == (size_t)VN * VN || (so.min == 0.0f && so.max == 0.0f))
+        if (so.n_nan == 0 && so.min == 0.0f && so.max == 0.0f && scale_is_zero_everywhere())
+            check_hint("%s", INT_DIVISION_HINT);
+        else if (so.n_nan == (size_t)VN * VN || (so.min == 0.0f && so.max == 0.0f))
             check_hint("attention_scale_mask() %s: is it still the exercise's placeholder?",
                        so.n_nan ? "did not write `scaled` at all" : "wrote only zeros");
         else if (fabs(var / var_raw - 1) < 0.01)
