@@ -333,12 +333,13 @@ static void diagnose_head(const HeadCase *c, const float *out, const float *prob
                        "out[i][d] = sum_j probs[i][j]*v[j][d]");
         return;
     }
-    // masked keys must get exactly 0
+    // masked keys must get exactly 0. (An infinity there is no probability at all: the
+    // softmax left out, or the mask added after it; the candidates below name those.)
     if (mask) {
         bool leak = false, zero_masked = true;
         for (int i = 0; i < nn; i++)
             if (isinf(mask[i])) {
-                leak |= probs[i] != 0.0f;
+                leak |= probs[i] != 0.0f && !isinf(probs[i]);
                 zero_masked &= probs[i] == 0.0f;
             }
         if (leak && c->opt.key_padding_mask) {
@@ -364,12 +365,6 @@ static void diagnose_head(const HeadCase *c, const float *out, const float *prob
                        "weight among the visible keys");
             return;
         }
-    }
-    if (nonfinite > want_nonfinite) {
-        check_hint("%d of the %d probabilities came out NaN or inf: subtract the row maximum "
-                   "before exp (scaled scores of several hundred overflow e^x in float32)",
-                   nonfinite - want_nonfinite, nn);
-        return;
     }
     const struct {
         double scale;
@@ -401,6 +396,13 @@ static void diagnose_head(const HeadCase *c, const float *out, const float *prob
             check_hint("%s", wrong[w].hint);
             return;
         }
+    }
+    // after the candidates: the softmax left out also leaves the masks' -inf in probs
+    if (nonfinite > want_nonfinite) {
+        check_hint("%d of the %d probabilities came out NaN or inf: subtract the row maximum "
+                   "before exp (scaled scores of several hundred overflow e^x in float32)",
+                   nonfinite - want_nonfinite, nn);
+        return;
     }
     bool rows_one = true, cols_one = true;
     for (int i = 0; i < n; i++) {

@@ -237,7 +237,16 @@ static void test_probe_embed(void) {
              "(B*P, C*p*p) -> (B*P, D)", one},
         };
         int found = name_suspects(&got, s, 3, 1e-5f, 1e-4f);
-        if (own_patches_wrong && tensor_near(&got, &own, 1e-5f, 1e-4f))
+        // is it the unfolding itself, or patch_embed() not calling it?
+        Tensor unfolded = tensor_new(3, nb, np, k);
+        patch_unfold(unfolded.data, img.data, nb, nc, side, p);
+        const bool unfold_right = tensor_near(&unfolded, &patches, 0.0f, 0.0f);
+        tensor_free(&unfolded);
+        if (own_patches_wrong && tensor_near(&got, &own, 1e-5f, 1e-4f) && unfold_right)
+            check_hint("the linear layer is right, but the patches it multiplies are not: "
+                       "patch_embed() must unfold with patch_unfold() first, into the scratch "
+                       "it then multiplies (patch_unfold() itself is right)");
+        else if (own_patches_wrong && tensor_near(&got, &own, 1e-5f, 1e-4f))
             check_hint("the linear layer is right, but the patches it multiplies are not: "
                        "patch_embed() must unfold with patch_unfold() first, and "
                        "patch_unfold() is wrong (see its probe)");

@@ -142,11 +142,13 @@ static bool inverted_factor(const Row *r, const Expected *e) {
     return checked > 0;
 }
 
-// The weights of a block that raised the maximum are e^(s − m) with the old m.
+// The weights of a block that raised the maximum are e^(s − m) with the old m. Only
+// where that old m is a number: before the first visible block it is -inf, and
+// e^(s - (-inf)) is inf, as e^s of no maximum at all would be (no_max_subtracted()).
 static bool old_max_subtracted(const Row *r, const Expected *e) {
     float before = -INFINITY;
     for (int k = 0, at = 0; k < r->blocks; at += r->size[k++]) {
-        if (e->c.data[k] < 1.0f && !isnan(e->max.data[k])) { // this block raised the max
+        if (isfinite(before) && e->c.data[k] < 1.0f && !isnan(e->max.data[k])) { // it raised the max
             float old[MAX_ROW];
             for (int j = 0; j < r->size[k]; j++) old[j] = expf(r->scores[at + j] - before);
             if (near(r->weights + at, old, r->size[k]) && !near(old, e->weights.data + at, r->size[k]))

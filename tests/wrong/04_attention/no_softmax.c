@@ -1,12 +1,9 @@
 // hint: probs are the scaled scores
-// also: masked positions got non-zero probability
-// also: masked keys got non-zero probability
 /**
  * @file attention_head.c
  * @brief A wrong attention_head.c for exercise 04 (tests/wrong/): the softmax is left out: probs hold the scaled, masked scores.
  *
- * `make test` checks that the grader fails it and prints the hint above. With a mask, the
- * probes see the -inf left in probs as a masked key's non-zero probability, hence the also's.
+ * `make test` checks that the grader fails it and prints the hint above.
  */
 #include "attention.h"
 #include "ops.h"

@@ -1,13 +1,11 @@
 // hint: the weights are e^(s_j), no maximum subtracted
-// also: with the old maximum
 // also: online_softmax_block(): m' = max(m, max_j s_j)
 /**
  * @file online_softmax.c
  * @brief A wrong online_softmax.c for exercise 13 (tests/wrong/): the weights are e^(s_j), no maximum subtracted at all.
  *
- * `make test` checks that the grader fails it and prints the hint above. On the
- * first block the old maximum is -inf, and e^(s - (-inf)) = inf is e^1000 = inf: the probe
- * names both; where the row breaks (NaN, +inf) it restates the formula.
+ * `make test` checks that the grader fails it and prints the hint above. Where the
+ * row breaks (NaN, +inf) the probe restates the formula.
  */
 #include "attention.h"
 
