@@ -112,7 +112,8 @@ static bool near(const float *got, const float *want, int n) {
 // The state never moved from ONLINE_SOFTMAX_START, though the row has visible scores.
 static bool untouched(const Row *r, const Expected *e) {
     const int last = r->blocks - 1;
-    return r->max[last] == -INFINITY && r->sum[last] == 0.0f && isfinite(e->max.data[last]);
+    // (a row PyTorch leaves at -inf, all hidden, is right untouched; a NaN row is not)
+    return r->max[last] == -INFINITY && r->sum[last] == 0.0f && e->max.data[last] != -INFINITY;
 }
 
 // Some block left the state's max at the block's own max, below the running one.
@@ -188,6 +189,7 @@ static bool broken_where_finite(const Row *r, const Expected *e) {
 
 // Where PyTorch's state is NaN (a NaN or +inf score seen), the student's is a number.
 static bool nan_overlooked(const Row *r, const Expected *e) {
+    if (untouched(r, e)) return false; // nothing was looked at: untouched() says so
     for (int k = 0; k < r->blocks; k++)
         if (isnan(e->max.data[k]) && !(isnan(r->max[k]) && isnan(r->sum[k]))) return true;
     return false;

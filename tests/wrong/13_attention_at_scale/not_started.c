@@ -1,5 +1,4 @@
 // hint: the state never left ONLINE_SOFTMAX_START
-// also: a NaN or +inf score must break the row
 /**
  * @file online_softmax.c
  * @brief A wrong online_softmax.c for exercise 13 (tests/wrong/): the skeleton as handed out, the TODO never done.
