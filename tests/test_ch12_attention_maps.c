@@ -45,6 +45,11 @@ typedef enum {
     WRONG_AXIS,          // entry (i, j) divided by row j's sum
     NORMALISED_BEFORE_I, // J ← (rownorm(F) + I) · J
     RIGHT_MULTIPLIED,    // J ← J · rownorm(F + I)
+    UNCHANGED,           // J ← J: nothing written (the skeleton)
+    COLUMNS_NORMALISED,  // each column of F + I divided by its own sum
+    LAST_LAYER_ONLY,     // J ← rownorm(F + I): the product forgotten
+    J_TRANSPOSED,        // J ← rownorm(F + I) · Jᵀ
+    IN_PLACE,            // J ← A · J written into J while J is still read
     MISTAKES
 } Way;
 
@@ -62,6 +67,16 @@ static const char *const hint_of[MISTAKES] = {
     [RIGHT_MULTIPLIED] = "the new layer is multiplied on the right (J · A): it must come on "
                          "the left, J' = A · J, since the new layer reads what the earlier "
                          "ones made",
+    [UNCHANGED] = "joint never changed: is rollout_layer() still the exercise's placeholder? "
+                  "J' = rownorm(F + I) · J, written back into joint",
+    [COLUMNS_NORMALISED] = "each column is normalised, not each row: row i of F + I is token "
+                           "i's mix, divide it by its own sum",
+    [LAST_LAYER_ONLY] = "joint holds only the last layer's A: multiply, J' = A · J, so every "
+                        "earlier layer stays in the product",
+    [J_TRANSPOSED] = "J is read transposed in the product: J'[i][j] = sum_m A[i][m]·J[m][j], "
+                     "row m of J, not column m",
+    [IN_PLACE] = "the product was written into joint while joint was still being read: "
+                 "compute A · J into scratch, then copy it into joint",
 };
 
 // One layer done `way`; joint and fused are (N, N).
@@ -74,19 +89,28 @@ static void layer_done(double *joint, const float *fused, int N, Way way) {
             a[(size_t)i * N + j] = fused[(size_t)i * N + j] + eye;
             sums[i] += a[(size_t)i * N + j];
         }
+    double *col_sums = calloc((size_t)N, sizeof *col_sums);
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < N; j++) col_sums[j] += a[(size_t)i * N + j];
     for (int i = 0; i < N; i++)
         for (int j = 0; j < N; j++) {
             double *e = &a[(size_t)i * N + j];
             if (way == WRONG_AXIS) *e /= sums[j];
+            else if (way == COLUMNS_NORMALISED) *e /= col_sums[j];
             else if (way != NO_NORMALISATION) *e /= sums[i];
             if (way == NORMALISED_BEFORE_I) *e += i == j;
         }
-    for (int i = 0; i < N; i++)
+    free(col_sums);
+    if (way == UNCHANGED) memcpy(out, joint, nn * sizeof *joint);
+    if (way == LAST_LAYER_ONLY) memcpy(out, a, nn * sizeof *a);
+    for (int i = 0; i < N && way != UNCHANGED && way != LAST_LAYER_ONLY; i++)
         for (int j = 0; j < N; j++) {
             double s = 0;
             for (int m = 0; m < N; m++)
                 s += way == RIGHT_MULTIPLIED ? joint[(size_t)i * N + m] * a[(size_t)m * N + j]
+                     : way == J_TRANSPOSED   ? a[(size_t)i * N + m] * joint[(size_t)j * N + m]
                                              : a[(size_t)i * N + m] * joint[(size_t)m * N + j];
+            if (way == IN_PLACE) joint[(size_t)i * N + j] = s; // read again below: the bug
             out[(size_t)i * N + j] = s;
         }
     memcpy(joint, out, nn * sizeof *joint);

@@ -1,0 +1,39 @@
+// hint: the product was written into joint while joint was still being read
+// also: one layer from the identity should give
+/**
+ * @file rollout_layer.c
+ * @brief A wrong rollout_layer.c for exercise 12 (tests/wrong/): A · J written into joint entry by entry, while later entries still read it.
+ *
+ * `make test` checks that the grader fails it and prints the hint above.
+ */
+#include "rollout.h"
+
+#include <string.h>
+
+void rollout_layer(double *joint, const float *fused, int N, double *scratch) {
+    // joint and fused are (N, N), row-major; scratch is (2, N, N): A, then the product
+    size_t NN = (size_t)N * N;
+    double *A = scratch, *prod = scratch + NN;
+
+    for (int i = 0; i < N; i++) {
+        double *a = A + (size_t)i * N;
+        // 1. A = F + I: the residual x + Attention(x), every token also keeps itself
+        double sum = 0.0;
+        for (int j = 0; j < N; j++) {
+            a[j] = fused[(size_t)i * N + j] + (i == j ? 1.0 : 0.0);
+            sum += a[j];
+        }
+        // 2. row i divided by its own sum: the fractions token i's new state takes
+        //    from each token (the +1 keeps the sum ≥ 1, never 0)
+        for (int j = 0; j < N; j++) a[j] /= sum;
+    }
+
+    // 3. J' = A · J: the new layer on the LEFT, it reads what the earlier layers made
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < N; j++) {
+            double s = 0.0;
+            for (int k = 0; k < N; k++) s += A[(size_t)i * N + k] * joint[(size_t)k * N + j];
+            joint[(size_t)i * N + j] = s; // WRONG: joint is still read for later entries
+        }
+    (void)prod;
+}
