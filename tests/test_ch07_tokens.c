@@ -292,7 +292,7 @@ static void test_probe_add_positions(void) {
                              "tokens_add_positions: embed[n, i] = tokens[n, i] + E_pos[i] "
                              "(-999: never written)")) {
         if (nothing_yet(&g, "tokens_add_positions")) return;
-        static Suspect s[3] = {
+        static Suspect s[5] = {
             {"positions are shifted by one: token i gets E_pos row i, so [cls] (row 0) gets "
              "row 0; yours look added before [cls] was prepended (token i got row i - 1, "
              "[cls] none)", {0}},
@@ -300,14 +300,20 @@ static void test_probe_add_positions(void) {
              "of the batch", {0}},
             {"only image 0 got the positions: the same (N, D) table is added to every image "
              "of the batch (image 1 was never written)", {0}},
+            {"every token got E_pos row 0: token i gets row i of the table, "
+             "pos[i*D + d]", {0}},
+            {"embed holds the positions alone: add them to the tokens, "
+             "embed[n, i] = tokens[n, i] + E_pos[i]", {0}},
         };
         for (int k = 0; k < TB * TN * TD; k++) {
             int i = k / TD % TN, d = k % TD; // token i, feature d
             s[0].rows[k] = i == 0 ? tokens[k] : tokens[k] + pos[(i - 1) * TD + d];
             s[1].rows[k] = k < TN * TD ? want[k] : tokens[k];
             s[2].rows[k] = k < TN * TD ? want[k] : UNWRITTEN;
+            s[3].rows[k] = tokens[k] + pos[d];
+            s[4].rows[k] = pos[i * TD + d];
         }
-        name_suspects(&g, s, 3);
+        name_suspects(&g, s, 5);
         return;
     }
     // embed may be the very buffer tokens is (tokens.h): the same sums in place
