@@ -285,6 +285,25 @@ EOF_LIST
     return "$m_missing"
 }
 
+# lib_without NAME: the path of lib's archive without the members exercise NAME
+# hands out, made once per build of lib (BUILD/exercises/lib/NAME.a; in a
+# folder of its own first, then renamed: graders running side by side each
+# make a whole one).
+lib_without() {
+    l_out=$BUILD/exercises/lib/$1.a
+    if [ ! -f "$l_out" ] || [ "$EX_LIB" -nt "$l_out" ]; then
+        mkdir -p "$BUILD/exercises/lib"
+        l_tmp=$l_out.tmp.$$
+        cp "$EX_LIB" "$l_tmp"
+        for l_src in "$ROOT/exercises/$1"/*.c; do
+            l_member=${l_src##*/}
+            ar d "$l_tmp" "${l_member%.c}.o"
+        done
+        mv "$l_tmp" "$l_out"
+    fi
+    printf '%s\n' "$l_out"
+}
+
 # build_runner WORK NAME FILE.c...: compile the files into WORK/obj and link
 # WORK/tests/run with the runner's objects and lib; the compiler's messages go
 # to WORK/build.log. NAME is the exercise (empty for the grader's own checks):
@@ -314,13 +333,7 @@ build_runner() {
     if [ -n "$b_name" ]; then
         # shellcheck disable=SC2086 # the objects are words (no spaces, as above)
         missing_functions "$b_name" $b_objs >>"$b_work/build.log" || return 1
-        # lib without the members the exercise hands out
-        b_lib=$b_work/libvit-without-exercise.a
-        cp "$EX_LIB" "$b_lib"
-        for b_src in "$ROOT/exercises/$b_name"/*.c; do
-            b_member=${b_src##*/}
-            ar d "$b_lib" "${b_member%.c}.o"
-        done
+        b_lib=$(lib_without "$b_name")
     fi
     set -f
     # shellcheck disable=SC2086
