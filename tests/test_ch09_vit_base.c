@@ -28,6 +28,7 @@
 #include "hints.h"
 #include "report.h"
 #include "ops.h"
+#include "rng.h"
 #include "stages.h"
 #include "tracediff.h"
 #include "util.h"
@@ -322,6 +323,62 @@ static void test_probe_forward(void) {
     trace_file_close(&ref);
 }
 
+/* The final LayerNorm's epsilon: the model's c->ln_eps (timm's ViT: 1e-6), not
+ * nn.LayerNorm's default 1e-5. On ViT-B's tokens the two differ by less than the
+ * golden's tolerance, so a model with ε = 0.5, as large as the variance of its
+ * tokens, shows which one was used. */
+typedef struct {
+    int last;              // blocks.{last}.out is the final norm's input
+    Tensor stream, normed; // copies of blocks.{last}.out and norm
+} FinalNorm;
+
+static void keep_final_norm(void *user, const char *name, const Tensor *t) {
+    FinalNorm *f = user;
+    char last[32];
+    snprintf(last, sizeof last, "blocks.%d.out", f->last);
+    Tensor *keep = strcmp(name, last) == 0 ? &f->stream : strcmp(name, "norm") == 0 ? &f->normed : NULL;
+    if (!keep) return;
+    tensor_free(keep);
+    *keep = tensor_new(t->ndim, t->shape[0], t->shape[1], t->shape[2]);
+    memcpy(keep->data, t->data, t->numel * sizeof(float));
+}
+
+static void test_probe_final_norm_epsilon(void) {
+    VitConfig c = {.image_size = 16, .patch_size = 8, .channels = 3, .dim = 16, .depth = 2,
+                   .heads = 2, .mlp_dim = 32, .num_classes = 5, .ln_eps = 0.5f};
+    Vit vit;
+    VitInit init = vit_init_timm(9);
+    CU_ASSERT_EQUAL_FATAL(vit_build_random(&vit, &c, &init, NULL), VIT_OK);
+    Tensor image = tensor_new(4, 2, 3, 16, 16);
+    Rng rng;
+    rng_seed(&rng, 9);
+    rng_fill_normal(&rng, image.data, image.numel, 0.0f, 1.0f);
+    FinalNorm f = {.last = c.depth - 1};
+    CU_ASSERT_EQUAL_FATAL(vit_forward(&vit, &image, keep_final_norm, &f, NULL), VIT_OK);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f.stream.data);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f.normed.data);
+    const int rows = f.stream.shape[0] * f.stream.shape[1];
+    Tensor want = tensor_new(3, f.stream.shape[0], f.stream.shape[1], c.dim);
+    layernorm(want.data, f.stream.data, vit.weights.norm_w, vit.weights.norm_b, rows, c.dim,
+              c.ln_eps);
+    if (!assert_tensor_close(&f.normed, &want, 1e-6f, 1e-5f,
+                             "norm: the last block's output normalised with the model's ε = 0.5")) {
+        static const float defaults[] = {1e-5f, 1e-6f, 0.0f};
+        for (int k = 0; k < 3; k++) {
+            layernorm(want.data, f.stream.data, vit.weights.norm_w, vit.weights.norm_b, rows,
+                      c.dim, defaults[k]);
+            if (tensor_near(&f.normed, &want, 1e-6f, 1e-5f)) {
+                check_hint("the final LayerNorm used ε = %g, not the model's c->ln_eps (0.5 "
+                           "here, 1e-6 in timm's ViT): layernorm(..., c->ln_eps)",
+                           (double)defaults[k]);
+                break;
+            }
+        }
+    }
+    tensor_free(&want), tensor_free(&f.stream), tensor_free(&f.normed), tensor_free(&image);
+    vit_free(&vit);
+}
+
 CU_TestInfo tests_ch09_vit_base[] = {
     {"chapter matches PyTorch golden", test_chapter_matches_pytorch},
     {"ViT-Base has 86,567,656 parameters", test_vit_base_has_86567656_parameters},
@@ -331,5 +388,6 @@ CU_TestInfo tests_ch09_vit_base[] = {
     {"the stage clock times every stage and passes it on",
      test_stage_clock_times_every_stage_and_passes_it_on},
     {"probe: vit_forward, stage by stage against PyTorch", test_probe_forward},
+    {"probe: the final LayerNorm uses the model's epsilon", test_probe_final_norm_epsilon},
     CU_TEST_INFO_NULL,
 };
