@@ -286,10 +286,13 @@ static const VitConfig PROBE_MODEL = {.image_size = 28, .patch_size = 7, .channe
                                       .ln_eps = 1e-6f};
 enum { PROBE_IMAGES = 64, PROBE_STEPS = 6 };
 
+// The probes' clip: 0.25, which always bites; 0 for the probe of "no clipping".
+static float probe_clip = 0.25f;
+
 static TrainConfig probe_config(void) {
     TrainConfig c = train_defaults();
     c.epochs = 2, c.batch = 16, c.lr = 1e-2, c.warmup_epochs = 1, c.weight_decay = 0.5;
-    c.clip = 0.25f, c.seed = 3;
+    c.clip = probe_clip, c.seed = 3;
     c.augment = (Augment){.pad = 0, .flip = true}; // mirrored, not cropped; smoothing 0.1
     return c;
 }
@@ -615,6 +618,30 @@ static void test_probe_trainer_step_counts(void) {
     snapshot_free(&two);
 }
 
+// A clip of 0 means no clipping (PyTorch's loop has no clip_grad_norm_ then):
+// clip_grad_norm() called with 0 would scale every gradient to length 0.
+static void test_probe_trainer_step_clip_zero(void) {
+    Snapshot got, want;
+    probe_clip = 0.0f;
+    const bool ran = probe_run(&want, 2, RIGHT) && probe_run(&got, 2, -1);
+    probe_clip = 0.25f;
+    CU_ASSERT_FATAL(ran);
+    if (got.status != VIT_OK) {
+        CU_FAIL("trainer_step() failed on an ordinary step with a clip of 0");
+        diagnose_error(got.error, got.steps + 1);
+    } else {
+        const Tensor g = tensor_view(got.theta, 1, (int)got.n), w = tensor_view(want.theta, 1, (int)want.n);
+        if (!assert_tensor_close(&g, &w, SAME_ATOL, SAME_RTOL,
+                                 "the weights after 2 steps with a clip of 0 (no clipping)"))
+            check_hint("a clip of 0 means no clipping: call clip_grad_norm() only when "
+                       "t->config.clip > 0 (with 0 it scales every gradient to length 0), and "
+                       "report optim_grad_norm() then");
+        CU_ASSERT_DOUBLE_EQUAL(got.out[1].grad_norm, want.out[1].grad_norm, 1e-4 * want.out[1].grad_norm);
+    }
+    snapshot_free(&got);
+    snapshot_free(&want);
+}
+
 static void test_probe_trainer_step_refuses_nan(void) {
     // a loss that is not finite: VIT_ERR_INPUT, and nothing moved, not even AdamW's moments
     const Dataset *d = probe_data();
@@ -672,5 +699,6 @@ CU_TestInfo tests_ch11_training[] = {
      test_probe_trainer_step_reports},
     {"probe: trainer_step counts each step once", test_probe_trainer_step_counts},
     {"probe: trainer_step refuses a loss that is not finite", test_probe_trainer_step_refuses_nan},
+    {"probe: trainer_step with a clip of 0 does not clip", test_probe_trainer_step_clip_zero},
     CU_TEST_INFO_NULL,
 };
