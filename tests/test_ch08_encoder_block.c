@@ -417,6 +417,8 @@ enum {
     BLOCK_MLP_RESIDUAL_FROM_X, // out = x + mlp(norm2(resid1))
     BLOCK_NORM2_OF_X,        // norm2 = LN2(x)
     BLOCK_NO_GELU,           // mlp = fc2(fc1(·))
+    BLOCK_GELU_AFTER_FC2,    // mlp = gelu(fc2(fc1(·)))
+    BLOCK_NORM2_WITH_NORM1,  // norm2 = LN(resid1) with norm1's γ and β
     BLOCK_MISTAKES,
 };
 static const char *const BLOCK_HINT[BLOCK_MISTAKES] = {
@@ -430,6 +432,8 @@ static const char *const BLOCK_HINT[BLOCK_MISTAKES] = {
     "attention, not the block's input x",
     "norm2 normalises x: it must normalise resid1 = x + attn, the stream after attention",
     "the GELU is missing: mlp = fc2(gelu(fc1(norm2)))",
+    "the GELU comes after fc2: it belongs between the two layers, mlp = fc2(gelu(fc1(norm2)))",
+    "norm2 uses norm1's weights: the MLP's LayerNorm has its own, w->norm2_w and w->norm2_b",
 };
 
 // out (nb, N, D) = block @p w on x, with @p mistake; LayerNorm and GELU in double, the
@@ -451,12 +455,15 @@ static void block_with(float *out, const float *x, const VitBlockWeights *w, con
     else add(r1, x, attn, nd);
     if (post) layernorm_with(r1, r1, w->norm1_w, w->norm1_b, n, dim, c->ln_eps, LN_RIGHT);
     const float *mlp_in = post ? r1 : h;
+    const bool norm1_again = mistake == BLOCK_NORM2_WITH_NORM1;
     if (!post)
-        layernorm_with(h, mistake == BLOCK_NORM2_OF_X ? x : r1, w->norm2_w, w->norm2_b, n, dim,
-                       c->ln_eps, LN_RIGHT);
+        layernorm_with(h, mistake == BLOCK_NORM2_OF_X ? x : r1, norm1_again ? w->norm1_w : w->norm2_w,
+                       norm1_again ? w->norm1_b : w->norm2_b, n, dim, c->ln_eps, LN_RIGHT);
     linear(f1, mlp_in, w->fc1_w, w->fc1_b, n, dim, mlp);
-    if (mistake != BLOCK_NO_GELU) gelu_with(f1, f1, (size_t)n * mlp, GELU_RIGHT);
+    if (mistake != BLOCK_NO_GELU && mistake != BLOCK_GELU_AFTER_FC2)
+        gelu_with(f1, f1, (size_t)n * mlp, GELU_RIGHT);
     linear(f2, f1, w->fc2_w, w->fc2_b, n, mlp, dim);
+    if (mistake == BLOCK_GELU_AFTER_FC2) gelu_with(f2, f2, nd, GELU_RIGHT);
     if (mistake == BLOCK_NO_MLP_RESIDUAL) memcpy(out, f2, sizeof(float) * nd);
     else add(out, mistake == BLOCK_MLP_RESIDUAL_FROM_X ? x : r1, f2, nd);
     if (post) layernorm_with(out, out, w->norm2_w, w->norm2_b, n, dim, c->ln_eps, LN_RIGHT);
