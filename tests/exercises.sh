@@ -46,9 +46,9 @@ cd "$ROOT" # BUILD and the objects are named from here, as make names them
 : "${BUILD:=build}"
 : "${EX_CC:=cc}" "${EX_CFLAGS:=}" "${EX_OBJS:=}" "${EX_LIB:=$BUILD/libvit.a}" "${EX_LIBS:=}"
 # The student's own files get one flag more: every local variable they forget to
-# set starts as the same pattern of bytes (a float of about -1.7e38), never as
-# what the stack held before, so code that reads one fails the same way, with
-# the same score, every time it is graded.
+# set starts as the same pattern of bytes (gcc: a float of about -1.7e38;
+# clang: NaN), never as what the stack held before, so code that reads one
+# fails the same way, with the same score, every time it is graded.
 : "${EX_STUDENT_CFLAGS=-ftrivial-auto-var-init=pattern}"
 : "${EX_RUNNER:=$BUILD/tests/run}" "${EX_FORMAT:=}" "${EX_JSON:=}" "${EX_TIMEOUT:=}"
 : "${EX_WORK:=$BUILD/exercises}"
