@@ -328,6 +328,7 @@ typedef enum {
     COUNT_NONE,   // step not counted
     MISTAKES,
     LOSS_AFTER = MISTAKES, // right, but reporting the loss of a forward after the update
+    CLIP_ZERO,             // clip_grad_norm() called with a clip of 0 too
 } Mistake;
 
 static const char *const HINT[MISTAKES] = {
@@ -377,7 +378,7 @@ static VitStatus reference_step(Trainer *t, TrainStep *out, VitError *err, Mista
                                         m == NO_SMOOTHING ? 0.0f : c->smoothing, &loss, NULL, NULL,
                                         err);
     if (st != VIT_OK) return st;
-    const bool clip = c->clip > 0 && m != NO_CLIP && m != CLIP_AFTER;
+    const bool clip = (c->clip > 0 || m == CLIP_ZERO) && m != NO_CLIP && m != CLIP_AFTER;
     const double norm = clip ? clip_grad_norm(t->opt.params, t->opt.count, c->clip)
                              : optim_grad_norm(t->opt.params, t->opt.count);
     if (!isfinite(loss) || !isfinite(norm)) return vit_fail(err, VIT_ERR_INPUT, "not finite");
@@ -621,9 +622,10 @@ static void test_probe_trainer_step_counts(void) {
 // A clip of 0 means no clipping (PyTorch's loop has no clip_grad_norm_ then):
 // clip_grad_norm() called with 0 would scale every gradient to length 0.
 static void test_probe_trainer_step_clip_zero(void) {
-    Snapshot got, want;
+    Snapshot got, want, clipped;
     probe_clip = 0.0f;
-    const bool ran = probe_run(&want, 2, RIGHT) && probe_run(&got, 2, -1);
+    const bool ran = probe_run(&want, 2, RIGHT) && probe_run(&clipped, 2, CLIP_ZERO) &&
+                     probe_run(&got, 2, -1);
     probe_clip = 0.25f;
     CU_ASSERT_FATAL(ran);
     if (got.status != VIT_OK) {
@@ -632,7 +634,8 @@ static void test_probe_trainer_step_clip_zero(void) {
     } else {
         const Tensor g = tensor_view(got.theta, 1, (int)got.n), w = tensor_view(want.theta, 1, (int)want.n);
         if (!assert_tensor_close(&g, &w, SAME_ATOL, SAME_RTOL,
-                                 "the weights after 2 steps with a clip of 0 (no clipping)"))
+                                 "the weights after 2 steps with a clip of 0 (no clipping)") &&
+            same_state(&got, &clipped))
             check_hint("a clip of 0 means no clipping: call clip_grad_norm() only when "
                        "t->config.clip > 0 (with 0 it scales every gradient to length 0), and "
                        "report optim_grad_norm() then");
@@ -640,6 +643,7 @@ static void test_probe_trainer_step_clip_zero(void) {
     }
     snapshot_free(&got);
     snapshot_free(&want);
+    snapshot_free(&clipped);
 }
 
 static void test_probe_trainer_step_refuses_nan(void) {
