@@ -58,6 +58,7 @@
  *    bubblewrap's box and the student's runner); without it, lib's own code
  *    is graded;
  *  - `--records DIR`: keep lib's records of the tests there;
+ *  - `--except SUITE/TEST`: leave that test out of what the names select;
  *  - `--baseline FILE`: the tests the untouched skeleton passes ("SUITE/TEST"
  *    a line): they earn nothing and failing one costs a point, and the line
  *    `score: S of M` comes before the count (make exercise makes the file);

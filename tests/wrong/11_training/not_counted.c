@@ -1,10 +1,13 @@
 // hint: the step was not counted
-// timeout: 5
+// key: ch11_training/probe: trainer_step counts each step once
+// exercise: 11
 /**
  * @file train_step.c
  * @brief A wrong train_step.c for exercise 11 (tests/wrong/): the step is never counted, so the run never moves on.
  *
- * `make test` checks that the grader fails it and prints the hint above.
+ * `make test` checks that the grader fails it and prints the hint above, on the probe
+ * that counts the steps: the key's training runs never end with it (each stops at its
+ * time limit), which would take a minute to show.
  */
 #include "train.h"
 
