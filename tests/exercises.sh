@@ -14,15 +14,17 @@
 #                                   tests/exercises.sh check-wrong tests/grader/FILE.c
 #                                   tests/exercises.sh check-quoting NN_name
 #
-# How a student's code is graded: each of their .c files is compiled with the
-# project's flags (less -Werror) and linked BEFORE build/libvit.a, together
-# with exactly the objects of the normal runner (build/tests/run): the linker
-# takes a function from the first place that defines it, so the student's
-# softmax() replaces lib's, and lib's file of the same name is never pulled
-# in. The answer key is the list of suites/tests in exercises/NN_name/KEY, run
-# by that runner in grade mode (`--grade`, tests/grade.h): each test in a
-# process of its own with a time limit. A compile or link error is the
-# result (score 0, the compiler's messages), reported by the normal runner.
+# How a student's code is graded: each of their .c files is compiled (in the
+# box, below) with the project's flags (less -Werror) and linked with exactly
+# the objects of the normal runner (build/tests/run) and lib's archive
+# without the files the exercise hands out, so a function the student did
+# not write is a link error, never lib's. The answer key is the list of
+# suites/tests in exercises/NN_name/KEY. The normal runner grades it
+# (`--grade`, tests/grade.h), outside the box: it runs each test twice, each
+# time in a process of its own, with lib's code and (boxed) with the
+# student's runner, each writing down its checks, and judges the student's
+# record against lib's (tests/verdict.h). A compile or link error is the
+# result (score 0, the compiler's messages).
 #
 # Files: BUILD/exercises/NN/ (EX_WORK/NN) holds the objects (obj/), the linked runner
 # (tests/run, to re-run one test by hand), build.log, output.txt (what the
