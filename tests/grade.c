@@ -677,10 +677,7 @@ static Outcome judge(ChildRun *c, const Reference *ref, double limit, double lib
     } else if (!whole && (strstr(c->output, "Sanitizer") || strstr(c->output, ": runtime error: "))) {
         snprintf(why, sizeof why, "stopped by a sanitizer (exit status %d): its report follows",
                  exit_status);
-    } else if (!whole && s.ended) {
-        snprintf(why, sizeof why, "the test's record of its checks is damaged: %s (does the code "
-                 "write to a file descriptor it was not given?)", damage);
-    } else if (!whole && c->record_len && strncmp(damage, "the record has no end", 21) != 0) {
+    } else if (s.damaged) {
         snprintf(why, sizeof why, "the test's record of its checks is damaged: %s (does the code "
                  "write to a file descriptor it was not given?)", damage);
     } else if (!whole) {

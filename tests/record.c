@@ -187,10 +187,12 @@ static bool parse(Record *r, const char *data, size_t size, bool fill, int *entr
                   size_t *chars, size_t *floats, char *why, size_t why_size) {
     Cursor c = {data, size};
     *entries = 0, *chars = 0, *floats = 0;
-    r->ended = false;
+    r->ended = r->damaged = false;
     while (c.left > 0) {
         if (r->ended) {
             snprintf(why, why_size, "the record goes on after its end mark");
+            r->ended = false;
+            r->damaged = true;
             return false;
         }
         RecordEntry e = {0};
@@ -223,6 +225,7 @@ static bool parse(Record *r, const char *data, size_t size, bool fill, int *entr
         if (!ok) {
             snprintf(why, why_size, "entry %d of the record is damaged (%zu bytes in)",
                      *entries + 1, size - c.left);
+            r->damaged = true;
             return false;
         }
         if (fill && kind != RECORD_END) r->entries[*entries] = e;
@@ -242,9 +245,11 @@ bool record_read(Record *r, const char *data, size_t size, char *why, size_t why
     r->strings = vit_malloc(chars + 1);
     r->values = vit_malloc(floats * sizeof(float) + sizeof(float));
     char ignored[8];
+    const bool damaged = r->damaged;
     parse(r, data, size, true, &r->count, &chars, &floats, ignored, sizeof ignored);
     r->count = entries;
     r->ended = whole;
+    r->damaged = damaged;
     return whole;
 }
 

@@ -87,6 +87,8 @@ typedef struct {
     RecordEntry *entries;
     int count;
     bool ended;      /**< the end mark came, last */
+    bool damaged;    /**< an entry is malformed, or bytes follow the end mark (not merely
+                          a record that stops before its end mark) */
     char *strings;   /**< the entries' strings */
     float *values;   /**< the entries' tensor data, aligned copies */
 } Record;

@@ -198,6 +198,7 @@ static void test_lying_lengths_are_refused(void) {
     bad[0] = 'Q'; // no such kind
     CU_ASSERT_FALSE(record_read(&r, bad, size, why, sizeof why));
     CU_ASSERT_PTR_NOT_NULL(strstr(why, "damaged"));
+    CU_ASSERT_TRUE(r.damaged);
     record_free(&r);
 
     memcpy(bad, data, size);
@@ -208,6 +209,7 @@ static void test_lying_lengths_are_refused(void) {
     memcpy(bad, data, size);
     memcpy(bad + size, "ZZZZZZZZ", 8); // something after the end mark
     CU_ASSERT_FALSE(record_read(&r, bad, size + 8, why, sizeof why));
+    CU_ASSERT_TRUE(r.damaged);
     record_free(&r);
     free(bad);
     free(data);
@@ -276,6 +278,11 @@ static void test_fewer_checks_fail(void) {
 static void test_no_end_mark_fails(void) {
     Verdict v = judged(write_no_end, write_right);
     CU_ASSERT_FALSE(v.passed);
+    bool whole;
+    Record r = read_back(write_no_end, &whole); // stopped, not damaged: the process ended early
+    CU_ASSERT_FALSE(whole);
+    CU_ASSERT_FALSE(r.damaged);
+    record_free(&r);
 }
 
 static void test_a_failing_reference_judges_nothing(void) {
