@@ -870,7 +870,30 @@ cmd_check_skeleton() {
     status=0
     graded "$d" "$d/tests/run" --key "$key" >"$d/output.txt" 2>&1 || status=$?
     expect_failing_grade "$d/output.txt" "$status" "$name: $from"
-    say "exercises: $name: $from compiles and fails its key ($(score_of "$d/output.txt" | sed 's/ / passed, /') failed)"
+    check_points_table "$name" "$key" "$d"
+    say "exercises: $name: $from compiles and fails its key ($(score_of "$d/output.txt" | sed 's/ / passed, /') failed); its README's points are the grader's"
+}
+
+# The table of points in exercise NAME's README (section "## How it is scored":
+# | points | test |) is what the grader gives, the tests the skeleton passed
+# (D/output.txt) at 0. On a difference, the table the README should hold.
+check_points_table() {
+    name=$1 key=$2 d=$3
+    sed -n 's/^PASS  //p' "$d/output.txt" | sed 's/  (.*$//' >"$d/passing.txt"
+    "$EX_RUNNER" --grade --list --key "$key" --baseline "$d/passing.txt" >"$d/points.txt" ||
+        check_failed "" "$name: the grader could not list the points of $key"
+    awk '/^## / { on = /scored/; next }
+         !on || !/^\|/ { first = 1; next }
+         first { first = 0; next }
+         /^\| *-/ { next }
+         { split($0, cell, "|"); p = cell[2]; t = cell[3]; gsub(/`/, "", t)
+           sub(/^ +/, "", p); sub(/ +$/, "", p); sub(/^ +/, "", t); sub(/ +$/, "", t)
+           print p "\t" t }' "$ROOT/exercises/$name/README.md" >"$d/readme_points.txt"
+    if ! cmp -s "$d/points.txt" "$d/readme_points.txt"; then
+        awk -F '\t' '$2 == "in all" { print "    | " $1 " | in all |"; next }
+                     { print "    | " $1 " | `" $2 "` |" }' "$d/points.txt" >&2
+        check_failed "" "exercises/$name/README.md: its table of points (## How it is scored) is not what the grader gives; it should be the table above"
+    fi
 }
 
 # A wrong implementation compiles, fails the key, and the output holds its hint.
@@ -1098,16 +1121,16 @@ cmd_check_class() {
         check_failed "$d/class.txt" "a folder's name ran as a command"
     book=$d/out/gradebook.csv
     [ "$(wc -l <"$book")" -eq 10 ] || check_failed "$book" "the gradebook should have a header and 9 rows"
-    # 9 points: the 9 tests of the key, none of which the untouched skeleton passes
-    # (its zeros are symmetric, but they are not lib's numbers)
-    for want in "\"Sean O'Brien_456_assignsubmission_file_\",\"$name\",9,9,\"graded\"" \
-        "\"Zoë Ålund_7_\",\"$name\",9,9,\"graded\"" \
-        "\"x; touch $(basename "$ran")_8_\",\"$name\",9,9,\"graded\"" \
-        "\"\$(touch $(basename "$ran"))_9_\",\"$name\",9,9,\"graded\"" \
+    # 12 points: the 9 tests of the key (the chapter's 3, PyTorch's 2, 1 each), none
+    # of which the untouched skeleton passes (its zeros are symmetric, but not lib's numbers)
+    for want in "\"Sean O'Brien_456_assignsubmission_file_\",\"$name\",12,12,\"graded\"" \
+        "\"Zoë Ålund_7_\",\"$name\",12,12,\"graded\"" \
+        "\"x; touch $(basename "$ran")_8_\",\"$name\",12,12,\"graded\"" \
+        "\"\$(touch $(basename "$ran"))_9_\",\"$name\",12,12,\"graded\"" \
         "\"empty_11_\",\"$name\",,,\"no .c file\"" \
-        "\"renamer_12_\",\"$name\",0,9,\"did not compile\"" \
-        "\"wrong_13_\",\"$name\",0,9,\"graded\"" \
-        "\"zipped_14_\",\"$name\",9,9,\"graded\""; do
+        "\"renamer_12_\",\"$name\",0,12,\"did not compile\"" \
+        "\"wrong_13_\",\"$name\",0,12,\"graded\"" \
+        "\"zipped_14_\",\"$name\",12,12,\"graded\""; do
         grep -qF -- "$want" "$book" || check_failed "$book" "the gradebook has no row $want"
     done
     [ "$(find "$d/out/results" -name '*.json' | wc -l)" -eq 8 ] ||
@@ -1119,6 +1142,18 @@ cmd_check_class() {
     grep -q '"max_score":.18,' "$sean" && grep -q '"score":.18,' "$sean" &&
         grep -q '"visibility":.*"after_due_date"' "$sean" ||
         check_failed "$sean" "results.json should give 18 of POINTS=18, visibility after_due_date"
+    # shared by weight: the chapter's test, 3 of 12 points, is worth 4.5 of the 18
+    awk '/"name":.*"ch01_dot_product\/chapter matches PyTorch golden"/ { on = 1 }
+         on && /"max_score":/ { ok = /"max_score":[ \t]*4.5,/; exit } END { exit !ok }' "$sean" ||
+        check_failed "$sean" "the chapter's test should be worth 4.5 of POINTS=18 (3 of the key's 12 points)"
+    # a slip in a KEY's weight line stops the grade before any test runs, naming it
+    for slip in "weight 2 ops/no such test" "weight 11 ops/dot matches PyTorch" "weight two ops"; do
+        printf 'ops/dot matches PyTorch\n%s\n' "$slip" >"$d/slip.KEY"
+        w_status=0
+        "$EX_RUNNER" --grade --list --key "$d/slip.KEY" >"$d/slip.txt" 2>&1 || w_status=$?
+        [ "$w_status" -eq 2 ] && grep -qF "$(printf '%s' "$slip" | cut -c 1-15)" "$d/slip.txt" ||
+            check_failed "$d/slip.txt" "the KEY line '$slip' should stop the grade (exit 2) and be named"
+    done
     # a results file that is not a regular file is refused before any work, and left
     # as it was (a FIFO here: /dev/null as root was once replaced by a rename)
     mkfifo "$d/fifo.json"

@@ -121,7 +121,7 @@ int grade_select(GradeTest **out, const char *const *names, int count, const cha
 // What happened to one test.
 typedef struct {
     bool passed;
-    bool near;      // failed, but a near miss (verdict.h): half a point
+    bool near;      // failed, but a near miss (verdict.h): half its points
     double seconds;
     Text detail;  // the failure, as shown and as put in the results file
     double given; // > 0: the time limit was raised to this for lib's sake (run_one())
@@ -384,6 +384,10 @@ typedef struct {
     int n_except;
     char *key_text[MAX_INPUTS]; // the KEY files read, owning the names in them
     int n_keys;
+    const char **weighed;  // a KEY's `weight N NAME` lines: NAME (a suite or SUITE/TEST) ...
+    int *weights;          // ... is worth N points a test; a test no line names is worth 1
+    int n_weights;
+    bool list;             // --list: print each test's points and what it is, run nothing
 } GradeArgs;
 
 /** What one test's process did, before anything is judged of it. */
@@ -751,7 +755,7 @@ static void usage(FILE *f, const char *program) {
             "usage: %s --grade [--key FILE] [--json FILE] [--timeout SECONDS] [--title TEXT]\n"
             "       [--source FILE]... [--build-log FILE] [--build-failed] [--records DIR]\n"
             "       [--points P] [--visibility V] [--baseline FILE] [--except SUITE/TEST]...\n"
-            "       [SUITE[/TEST]]...\n"
+            "       [--list] [SUITE[/TEST]]...\n"
             "       [--student CMD...]\n"
             "Runs each selected test twice, each time in a process of its own: with lib's code\n"
             "(this runner) and with the student's (--student CMD..., the student's runner and\n"
@@ -760,7 +764,9 @@ static void usage(FILE *f, const char *program) {
             "against lib's. Time limit %.0f s a test, more when lib's own code takes more than a\n"
             "fifth of it. Prints PASS or FAIL for each, what a failure printed (shortened), the\n"
             "checks that failed and its hints, and last the line 'N passed, M failed'. Exit\n"
-            "status 0 when nothing failed, 1 otherwise, 2 bad usage.\n"
+            "status 0 when nothing failed, 1 otherwise, 2 bad usage. A test is worth 1 point, or\n"
+            "N when a line 'weight N SUITE[/TEST]' of a KEY names it; --list prints each\n"
+            "test's points and name and runs nothing.\n"
             "--records DIR keeps lib's records there for the next grade. --json FILE also\n"
             "writes Gradescope's results.json there, worth --points P (shared by the tests;\n"
             "default 1 a test), with --visibility V (visible, hidden, after_due_date,\n"
@@ -768,7 +774,26 @@ static void usage(FILE *f, const char *program) {
             program, GRADE_TIMEOUT);
 }
 
-// The lines of a KEY file become names to grade.
+// A KEY's line `weight N NAME`: each test of NAME (a suite, or SUITE/TEST) is
+// worth N points, 1 to GRADE_WEIGHT_MAX, instead of 1.
+static int add_weight(GradeArgs *a, char *line, const char *path, const char *program) {
+    char *end;
+    const long w = strtol(line + 7, &end, 10);
+    if (end == line + 7 || *end != ' ' || w < 1 || w > GRADE_WEIGHT_MAX) {
+        char esc[LINE_MAX_SHOWN], e2[LINE_MAX_SHOWN];
+        fprintf(stderr, "%s: %s: '%s' is not 'weight N SUITE[/TEST]' with N from 1 to %d\n",
+                program, shown(esc, path), shown(e2, line), GRADE_WEIGHT_MAX);
+        return 2;
+    }
+    while (*end == ' ') end++;
+    a->weighed = vit_realloc(a->weighed, sizeof *a->weighed * (size_t)(a->n_weights + 1));
+    a->weights = vit_realloc(a->weights, sizeof *a->weights * (size_t)(a->n_weights + 1));
+    a->weighed[a->n_weights] = end;
+    a->weights[a->n_weights++] = (int)w;
+    return 0;
+}
+
+// The lines of a KEY file become names to grade, and weights.
 static int add_key(GradeArgs *a, const char *path, const char *program) {
     char *data;
     size_t size;
@@ -790,6 +815,10 @@ static int add_key(GradeArgs *a, const char *path, const char *program) {
         size_t len = strlen(line);
         while (len && strchr(" \t\r", line[len - 1])) line[--len] = '\0';
         if (!len || line[0] == '#') continue;
+        if (strncmp(line, "weight ", 7) == 0) {
+            if (add_weight(a, line, path, program)) return 2;
+            continue;
+        }
         a->names = vit_realloc(a->names, sizeof *a->names * (size_t)(a->n_names + 1));
         a->names[a->n_names++] = line;
         lines++;
@@ -831,6 +860,8 @@ static int parse_args(GradeArgs *a, const char *program, int argc, char **argv) 
             exit(0);
         } else if (options && strcmp(arg, "--build-failed") == 0) {
             a->build_failed = true;
+        } else if (options && strcmp(arg, "--list") == 0) {
+            a->list = true;
         } else if (options && strcmp(arg, "--student") == 0) {
             // the rest is the command: it runs `CMD... --record 3 SUITE/TEST` for each test
             if (!has_value) {
@@ -937,6 +968,8 @@ static int parse_args(GradeArgs *a, const char *program, int argc, char **argv) 
 }
 
 static void free_args(GradeArgs *a) {
+    free(a->weighed);
+    free(a->weights);
     free(a->except);
     free(a->baseline);
     for (int i = 0; i < a->n_keys; i++) free(a->key_text[i]);
@@ -977,29 +1010,31 @@ static bool in_baseline(const char *baseline, const GradeTest *g) {
 
 /** The grade in points (run_score()). */
 typedef struct {
-    double earned; ///< tests passed that the untouched skeleton fails (a near miss: half)
-    int lost;    ///< tests failed that the untouched skeleton passes: a point each
-    int max;     ///< the tests the untouched skeleton fails: all there is to earn
-    int kept;    ///< the tests the untouched skeleton passes
+    double earned; ///< points of the tests passed that the untouched skeleton fails (near miss: half)
+    double lost;   ///< points of the tests failed that the untouched skeleton passes
+    double max;    ///< points of the tests the untouched skeleton fails: all there is to earn
+    int kept;      ///< the tests the untouched skeleton passes
 } Score;
 
-// A test's point: 1 passed, half for a near miss (verdict.h), else 0.
-static double test_points(const Outcome *o) { return o->passed ? 1.0 : o->near ? 0.5 : 0.0; }
+// What a test earned of its weight w: all of it passed, half for a near miss
+// (verdict.h), else nothing.
+static double test_points(const Outcome *o, int w) { return o->passed ? w : o->near ? 0.5 * w : 0; }
 
 // With a --baseline, a test the untouched skeleton already passes (its output
 // does not depend on the student's code, or only says what zeros say: "softmax
 // ignores an added constant" holds for all zeros) earns nothing, and failing
-// it costs a point: so the skeleton scores 0, whatever the key holds, and a
+// it costs its points: so the skeleton scores 0, whatever the key holds, and a
 // solution that breaks what the skeleton got right pays for it. Without one,
-// every test is a point.
-static Score run_score(const GradeArgs *a, const GradeTest *tests, const Outcome *out, int n) {
+// every test earns its points.
+static Score run_score(const GradeArgs *a, const GradeTest *tests, const int *weight,
+                       const Outcome *out, int n) {
     Score sc = {0};
     for (int i = 0; i < n; i++) {
         const bool kept = a->baseline && in_baseline(a->baseline, &tests[i]);
         sc.kept += kept;
-        sc.max += !kept;
-        sc.earned += kept ? 0 : test_points(&out[i]);
-        sc.lost += kept && !out[i].passed;
+        sc.max += kept ? 0 : weight[i];
+        sc.earned += kept ? 0 : test_points(&out[i], weight[i]);
+        sc.lost += kept && !out[i].passed ? weight[i] : 0;
     }
     return sc;
 }
@@ -1009,10 +1044,12 @@ static double score_points(const Score *sc) {
 
 static double hundredths(double x) { return (double)(long long)(x * 100 + 0.5) / 100; }
 
-static bool write_json(const GradeArgs *a, const GradeTest *tests, const Outcome *out, int n,
-                       const Score *sc, double seconds, const char *summary, const char *program) {
-    // --points P: the exercise is worth P, shared equally by the tests that earn
-    // (Gradescope's assignment is then set to P, not to a count of tests); else 1 a test
+static bool write_json(const GradeArgs *a, const GradeTest *tests, const int *weight,
+                       const Outcome *out, int n, const Score *sc, double seconds,
+                       const char *summary, const char *program) {
+    // --points P: the exercise is worth P, shared by the tests that earn in
+    // proportion to their weights (Gradescope's assignment is then set to P);
+    // else each test is worth its weight
     const double total = a->points > 0 ? a->points : sc->max, each = sc->max ? total / sc->max : 0;
     cJSON *root = cJSON_CreateObject(), *list = cJSON_CreateArray();
     cJSON_AddNumberToObject(root, "score", hundredths(score_points(sc) * each));
@@ -1027,9 +1064,10 @@ static bool write_json(const GradeArgs *a, const GradeTest *tests, const Outcome
         cJSON *t = cJSON_CreateObject();
         cJSON_AddStringToObject(t, "name", name);
         const bool kept = a->baseline && in_baseline(a->baseline, &tests[i]);
-        const double score = kept ? (out[i].passed ? 0 : -each) : test_points(&out[i]) * each;
+        const double worth = weight[i] * each;
+        const double score = kept ? (out[i].passed ? 0 : -worth) : test_points(&out[i], weight[i]) * each;
         cJSON_AddNumberToObject(t, "score", hundredths(score));
-        cJSON_AddNumberToObject(t, "max_score", kept ? 0 : hundredths(each));
+        cJSON_AddNumberToObject(t, "max_score", kept ? 0 : hundredths(worth));
         cJSON_AddStringToObject(t, "status", out[i].passed ? "passed" : "failed");
         cJSON_AddStringToObject(t, "output", text_str(&out[i].detail));
         cJSON_AddItemToArray(list, t);
@@ -1070,6 +1108,40 @@ static void add_build_log(Text *t, const char *path, const char *program) {
     free(data);
 }
 
+// Each selected test's points: the last `weight` line of the KEYs that names
+// it, else 1. A weight line that names no selected test is a slip in the KEY.
+static int *test_weights(const GradeArgs *a, const GradeTest *tests, int n, const char *program) {
+    int *w = vit_calloc((size_t)(n > 0 ? n : 1), sizeof *w);
+    for (int i = 0; i < n; i++) w[i] = 1;
+    for (int k = 0; k < a->n_weights; k++) {
+        int matched = 0;
+        for (int i = 0; i < n; i++)
+            if (names_test(a->weighed[k], tests[i].suite, tests[i].test)) w[i] = a->weights[k], matched++;
+        if (matched == 0) {
+            char esc[LINE_MAX_SHOWN];
+            fprintf(stderr, "%s: 'weight %d %s' names no test the key grades\n", program,
+                    a->weights[k], shown(esc, a->weighed[k]));
+            free(w);
+            return NULL;
+        }
+    }
+    return w;
+}
+
+// --list: each test's points and name, a tab between, as an exercise's README
+// shows them; a test the untouched skeleton passes (--baseline) earns nothing.
+static void list_points(const GradeArgs *a, const GradeTest *tests, const int *weight, int n) {
+    int total = 0;
+    for (int i = 0; i < n; i++) {
+        if (a->baseline && in_baseline(a->baseline, &tests[i]))
+            printf("0 (the skeleton passes it: failing it costs %d)", weight[i]);
+        else
+            printf("%d", weight[i]), total += weight[i];
+        printf("\t%s/%s\n", tests[i].suite->pName, tests[i].test->pName);
+    }
+    printf("%d\tin all\n", total);
+}
+
 int grade_main(const char *program, int argc, char **argv) {
     GradeArgs a;
     int rc = parse_args(&a, program, argc, argv);
@@ -1079,17 +1151,29 @@ int grade_main(const char *program, int argc, char **argv) {
     }
     GradeTest *tests;
     int n = grade_select(&tests, a.names, a.n_names, program);
-    for (int i = 0; i < n; i++) { // --except: named tests left out (a quicker first grade)
+    int *weight = n < 0 ? NULL : test_weights(&a, tests, n, program);
+    for (int i = 0; weight && i < n; i++) { // --except: named tests left out (a quicker first grade)
         char name[1024];
         snprintf(name, sizeof name, "%s/%s", tests[i].suite->pName, tests[i].test->pName);
         bool out = false;
         for (int k = 0; k < a.n_except && !out; k++) out = strcmp(a.except[k], name) == 0;
-        if (out) memmove(&tests[i], &tests[i + 1], sizeof *tests * (size_t)(n - i - 1)), n--, i--;
+        if (!out) continue;
+        memmove(&tests[i], &tests[i + 1], sizeof *tests * (size_t)(n - i - 1));
+        memmove(&weight[i], &weight[i + 1], sizeof *weight * (size_t)(n - i - 1));
+        n--, i--;
     }
-    if (n < 0 || (a.json && !json_destination_ok(&a, program))) {
+    if (!weight || (a.json && !a.list && !json_destination_ok(&a, program))) {
         free_args(&a);
         free(tests);
+        free(weight);
         return 2;
+    }
+    if (a.list) {
+        list_points(&a, tests, weight, n);
+        free_args(&a);
+        free(tests);
+        free(weight);
+        return 0;
     }
 
     Text head = {0}; // what the whole submission's output starts with
@@ -1129,8 +1213,9 @@ int grade_main(const char *program, int argc, char **argv) {
         passed += out[i].passed;
         printf("%s  %s/%s", out[i].passed ? "PASS" : "FAIL", tests[i].suite->pName,
                tests[i].test->pName);
+        if (weight[i] != 1) printf("  (%d points)", weight[i]);
         if (out[i].seconds >= 1.0) printf("  (%.1f s)", out[i].seconds);
-        if (out[i].near) printf("  (a near miss: half a point)");
+        if (out[i].near) printf("  (a near miss: half its points)");
         if (out[i].given > 0)
             printf("  (given %.3g s: lib's own code took %.2g s on this test here)", out[i].given,
                    out[i].lib);
@@ -1145,24 +1230,27 @@ int grade_main(const char *program, int argc, char **argv) {
         fflush(stdout);
     }
     double seconds = vit_now() - t0;
-    const Score sc = run_score(&a, tests, out, n);
+    const Score sc = run_score(&a, tests, weight, out, n);
     char score[96], points[256] = "";
     if (a.baseline && sc.kept == 0)
-        snprintf(points, sizeof points, "score: %g of %d (the untouched skeleton passes none of "
+        snprintf(points, sizeof points, "score: %g of %g (the untouched skeleton passes none of "
                  "these tests)\n", score_points(&sc), sc.max);
     else if (a.baseline)
-        snprintf(points, sizeof points, "score: %g of %d (the %d test%s the untouched skeleton "
-                 "already passes earn%s nothing; failing one costs a point%s)\n",
+        snprintf(points, sizeof points, "score: %g of %g (the %d test%s the untouched skeleton "
+                 "already passes earn%s nothing; failing one costs its points%s)\n",
                  score_points(&sc), sc.max, sc.kept, sc.kept == 1 ? "" : "s",
                  sc.kept == 1 ? "s" : "", sc.lost ? ": here it cost some" : "");
+    else if (a.n_weights)
+        snprintf(points, sizeof points, "score: %g of %g\n", score_points(&sc), sc.max);
     snprintf(score, sizeof score, "%d passed, %d failed", passed, n - passed);
     text_add(&head, "%s%s\n", points, score);
     printf("%s%s\n", points, score);
     fflush(stdout);
 
-    bool json_ok = !a.json || write_json(&a, tests, out, n, &sc, seconds, text_str(&head), program);
+    bool json_ok = !a.json || write_json(&a, tests, weight, out, n, &sc, seconds, text_str(&head), program);
     for (int i = 0; i < n; i++) free(out[i].detail.s);
     free(out);
+    free(weight);
     free(head.s);
     free(tests);
     free_args(&a);

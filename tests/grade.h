@@ -47,7 +47,12 @@
  * Options:
  *  - `--key FILE`: add the lines of FILE to the selection (an exercise's KEY:
  *    one SUITE or SUITE/TEST per line; blank lines and lines starting with `#`
- *    are skipped); every line must name something, or the run stops (exit 2);
+ *    are skipped); every line must name something, or the run stops (exit 2).
+ *    A line `weight N SUITE[/TEST]` makes each test it names worth N points
+ *    (1 to GRADE_WEIGHT_MAX) instead of 1; it must name a test of the key;
+ *  - `--list`: print each selected test's points and name (a tab between;
+ *    with `--baseline`, the tests the skeleton passes as 0) and a last line
+ *    with the total, and run nothing: the table an exercise's README shows;
  *  - `--json FILE`: also write Gradescope's results.json (score, max_score,
  *    execution_time, output, visibility, and per test name, score, max_score,
  *    status and output) through an OutFile: atomically, and never over an
@@ -60,7 +65,7 @@
  *  - `--records DIR`: keep lib's records of the tests there;
  *  - `--except SUITE/TEST`: leave that test out of what the names select;
  *  - `--baseline FILE`: the tests the untouched skeleton passes ("SUITE/TEST"
- *    a line): they earn nothing and failing one costs a point, and the line
+ *    a line): they earn nothing and failing one costs its points, and the line
  *    `score: S of M` comes before the count (make exercise makes the file);
  *  - `--points P`, `--visibility V`: results.json worth P (shared by the
  *    tests that earn points), with Gradescope's visibility V;
@@ -85,6 +90,8 @@
 #define GRADE_HINT_LINES 8
 /** Lines of the compiler's messages shown. */
 #define GRADE_BUILD_LINES 40
+/** The most points a KEY's `weight` line may give one test. */
+#define GRADE_WEIGHT_MAX 10
 
 /** One selected test. */
 typedef struct {

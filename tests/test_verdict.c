@@ -292,7 +292,7 @@ static void test_a_failing_reference_judges_nothing(void) {
 }
 
 // A tanh GELU where the erf one belongs is off by 4.7e-4: within 100 times the
-// tolerance, a near miss (half a point); a GELU of zeros is not.
+// tolerance, a near miss (half its points); a GELU of zeros is not.
 static void test_a_near_miss_is_told_from_a_miss(void) {
     Verdict near = judged(write_near, write_reference_exact);
     CU_ASSERT_FALSE(near.passed);

@@ -25,7 +25,7 @@
  * A failure is a *near miss* when every check that failed is a comparison
  * against the reference's expected side that would hold within VERDICT_NEAR
  * times its tolerance (a tanh GELU, 4.7e-4 from the erf one), and nothing
- * else went wrong: the grader gives it half a point.
+ * else went wrong: the grader gives it half its points.
  *
  * So nothing the student's process says about itself decides: not its exit
  * status, not CUnit's count of failures, not a line it prints.
