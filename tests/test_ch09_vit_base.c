@@ -13,10 +13,10 @@
  * its whole trace is compared with PyTorch's stage by stage
  * (lib/tracediff.h), so a failure says at which stage of the recipe the pass
  * first went wrong. Then the stages are compared with what each likely
- * mistake gives, built from PyTorch's own stages (the positions added before
- * [cls], blocks that all read the embedding, the final LayerNorm forgotten,
- * pre_logits from the last token, …), and the one that matches is named with
- * check_hint().
+ * mistake gives, built from PyTorch's own stages ([cls] after the patches,
+ * the positions added before [cls], blocks that all read the embedding, the
+ * final LayerNorm forgotten, pre_logits from the last token, …), and the one
+ * that matches is named with check_hint().
  */
 #include <CUnit/CUnit.h>
 #include <stdio.h>
@@ -193,12 +193,15 @@ static const Tensor *pytorch_stage(const TraceFile *ref, const char *name) {
 
 // One likely mistake of the recipe: the stage it shows in, its hint.
 typedef enum {
-    POS_BEFORE_CLS, NO_POSITIONS, BLOCKS_NOT_CHAINED, NO_FINAL_NORM, NO_FINAL_NORM_ROW,
-    LAST_TOKEN, MEAN_OF_TOKENS, IMAGE_0_ROW, RECIPE_MISTAKES,
+    CLS_APPENDED, POS_BEFORE_CLS, NO_POSITIONS, BLOCKS_NOT_CHAINED, NO_FINAL_NORM,
+    NO_FINAL_NORM_ROW, LAST_TOKEN, MEAN_OF_TOKENS, IMAGE_0_ROW, RECIPE_MISTAKES,
 } RecipeMistake;
 static const struct {
     const char *stage, *hint;
 } RECIPE_MISTAKE[RECIPE_MISTAKES] = {
+    {"tokens", "[cls] was appended after the patches (torch.cat((x, cls), dim=1)): it goes in "
+               "front, row 0 of every image, the patches in rows 1 ... N - 1, as "
+               "tokens_prepend_cls() does; x[:, 0] (step 6) reads it there"},
     {"embed", "the positions were added before [cls] was prepended: token i got E_pos row "
               "i - 1 and [cls] none; prepend [cls] first (step 2), then add the (N, D) table "
               "(step 3), row i to token i, row 0 to [cls]"},
@@ -231,6 +234,10 @@ static void recipe_with(Tensor *out, const TraceFile *ref, const Vit *vit, Recip
         float *o = out->data + (size_t)b * (out->numel / nb); // image b's part of the stage
         const float *nr = norm->data + (size_t)b * n * dim; // image b's rows of norm
         switch (m) {
+        case CLS_APPENDED: // rows 0 … P − 1 = the patches, row P = cls
+            memcpy(o, pe->data + (size_t)b * np * dim, sizeof(float) * np * dim);
+            memcpy(o + (size_t)np * dim, w->cls_token, sizeof(float) * dim);
+            break;
         case POS_BEFORE_CLS: // row 0 = cls, row i = patch i - 1 + pos[i - 1]
         case NO_POSITIONS:   // row 0 = cls, row i = patch i - 1
             memcpy(o, w->cls_token, sizeof(float) * dim);

@@ -15,9 +15,9 @@
  * formula written out here in double. When a check fails, the result is
  * compared with what each likely mistake gives (the average of softmax's
  * backward left out or unweighted, the sign flipped, LayerNorm's x̂ term or
- * mean term missing, the unbiased variance, γ forgotten, dγ of the last row
- * only, an overwrite instead of +=, …), and the one that matches is named with
- * check_hint().
+ * mean term missing, the mean of dout taken for mean(ĝ), the unbiased
+ * variance, γ forgotten, dγ of the last row only, an overwrite instead of +=,
+ * …), and the one that matches is named with check_hint().
  */
 #include <CUnit/CUnit.h>
 #include <math.h>
@@ -91,6 +91,7 @@ enum {
     LN_NO_XHAT_TERM,  // dx = r·(ĝ − mean ĝ)
     LN_NO_MEAN_TERM,  // dx = r·(ĝ − x̂·mean(ĝ x̂))
     LN_XHAT_SIGN,     // dx = r·(ĝ − mean ĝ + x̂·mean(ĝ x̂))
+    LN_MEAN_OF_DOUT,  // dx = r·(ĝ − mean(dout) − x̂·mean(ĝ x̂)): γ left out of the mean term
     LN_UNBIASED,      // σ² = Σ(x − μ)² / (D − 1), in r and x̂
     LN_NO_GAMMA,      // ĝ = dout, γ forgotten (in dx)
     LN_NO_RSTD,       // dx = ĝ − mean ĝ − x̂·mean(ĝ x̂), the factor r forgotten
@@ -108,6 +109,9 @@ static const char *const LN_HINT[LN_MISTAKES] = {
     "It is the path through the mean mu, which every x_j moves by 1/D",
     "the x_hat term has the wrong sign: dx = r*(g_hat - mean(g_hat) - x_hat*mean(g_hat*x_hat)), "
     "minus, since a larger variance makes r smaller",
+    "the mean term is the mean of dout, not of g_hat = dout*gamma: dx = r*(g_hat - "
+    "mean(g_hat) - x_hat*mean(g_hat*x_hat)), gamma in every term; the sum of dout alone is "
+    "dbeta",
     "r and x_hat come from the unbiased variance, / (D - 1): the forward, and so the backward, "
     "uses the biased variance, sum (x - mu)^2 / D, as nn.LayerNorm does",
     "g_hat = dout * gamma: the gradient of x_hat is dout times gamma (y = gamma*x_hat + beta), "
@@ -140,7 +144,7 @@ static void layernorm_backward_with(float *dx, float *dgamma, float *dbeta, cons
         for (int j = 0; j < dim; j++) {
             const double gm = gamma ? gamma[j] : 1.0;
             const double ghat = mistake == LN_NO_GAMMA ? gr[j] : gr[j] * gm;
-            mean_g += ghat / dim;
+            mean_g += (mistake == LN_MEAN_OF_DOUT ? gr[j] : ghat) / dim;
             mean_gx += ghat * (xr[j] - mu) * rstd / dim;
         }
         for (int j = 0; j < dim; j++) {

@@ -1,0 +1,92 @@
+// hint: [cls] was appended after the patches
+/**
+ * @file forward.c
+ * @brief A wrong forward.c for exercise 09 (tests/wrong/): torch.cat((x, cls), dim=1), the
+ *        [cls] token put after the patches (row N − 1) instead of in front of them (row 0).
+ *
+ * `make test` checks that the grader fails it and prints the hint above.
+ */
+#include "vit.h"
+#include "ops.h"
+#include "patch.h"
+#include "vit_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static VitStatus check_input(const Vit *vit, const Tensor *input, VitError *err) {
+    const VitConfig *c = &vit->config;
+    char got[64];
+    if (input->ndim != 4 || input->shape[0] < 1 || input->shape[1] != c->channels ||
+        input->shape[2] != c->image_size || input->shape[3] != c->image_size)
+        return vit_fail(err, VIT_ERR_INPUT, "input has shape %s, the model expects (B, %d, %d, %d)",
+                        tensor_shape_str(input, got, sizeof got), c->channels, c->image_size,
+                        c->image_size);
+    return VIT_OK;
+}
+
+VitStatus vit_forward(Vit *vit, const Tensor *input, TraceFn trace, void *user, VitError *err) {
+    VitStatus status = check_input(vit, input, err);
+    if (status != VIT_OK) return status;
+    const VitConfig *c = &vit->config;
+    const VitWeights *w = &vit->weights;
+    const int B = input->shape[0], C = c->channels, S = c->image_size, p = c->patch_size;
+    const int P = vit_num_patches(c), N = P + 1, D = c->dim, Y = c->num_classes;
+    if ((status = vit_acts_ensure(vit, B, err)) != VIT_OK) return status;
+    vit_shards_stale(vit); // vit_logits() reads this pass's logits, not an older sharded step's
+    VitActivations *a = &vit->acts;
+    const Tracer tr = {trace, user, NULL};
+    // listeners may read, never write, what they are shown
+    trace_emit(&tr, "input", input->data, 4, B, C, S, S);
+
+    // [recipe]
+    // 1. x = self.patch_embed(x): the stride-p convolution as unfold + linear,
+    //    (B, C, S, S) → a->patch_embed (B, P, D), a->patches (B, P, C·p·p) its scratch
+    patch_embed(a->patch_embed, a->patches, input->data, w->patch_w, w->patch_b, B, C, S, p, D);
+    trace_emit(&tr, "patch_embed", a->patch_embed, 3, B, P, D);
+
+    // 2. x = torch.cat((self.cls_token.expand(B, -1, -1), x), dim=1): the learned [cls]
+    //    token joined to every image's patches, (B, P, D) → a->tokens (B, N, D)
+    // WRONG: the patches first, then [cls] after them, as torch.cat((x, cls), dim=1)
+    for (int b = 0; b < B; b++) {
+        float *t = a->tokens + (size_t)b * N * D;
+        memcpy(t, a->patch_embed + (size_t)b * P * D, sizeof(float) * P * D);
+        memcpy(t + (size_t)P * D, w->cls_token, sizeof(float) * D);
+    }
+    trace_emit(&tr, "tokens", a->tokens, 3, B, N, D);
+
+    // 3. x = x + self.pos_embed: the same (N, D) table added to every image, row i to
+    //    token i (row 0 to [cls]), after the cat: a->tokens → x (B, N, D)
+    float *x = vit_acts_stream(a, 0); // the residual stream: block 0's input
+    tokens_add_positions(x, a->tokens, w->pos_embed, B, N, D);
+    trace_emit(&tr, "embed", x, 3, B, N, D);
+
+    // 4. x = self.blocks(x): block i reads block i − 1's output, (B, N, D) → (B, N, D).
+    //    The buffers come from vit_acts_stream() and vit_acts_block(): for inference they
+    //    ping-pong between a->x[0] and a->x[1] and share a->block; a model prepared for
+    //    training keeps every block's input and working memory for vit_backward().
+    for (int i = 0; i < c->depth; i++) {
+        char prefix[32];
+        snprintf(prefix, sizeof prefix, "blocks.%d.", i);
+        const Tracer block_tr = {trace, user, prefix}; // stages blocks.{i}.norm1 … .out
+        float *out = vit_acts_stream(a, i + 1);
+        vit_block_forward(out, x, &w->blocks[i], c, vit_acts_block(a, i), B, &block_tr);
+        x = out; // the stream the next block reads
+    }
+
+    // 5. x = self.norm(x): the final LayerNorm of every token, B·N rows of D
+    layernorm(a->norm, x, w->norm_w, w->norm_b, B * N, D, c->ln_eps);
+    trace_emit(&tr, "norm", a->norm, 3, B, N, D);
+
+    // 6. x = x[:, 0]: the [cls] token's row of each image is its summary,
+    //    (B, N, D) → a->pre_logits (B, D); image b's row 0 starts at a->norm + b·N·D
+    for (int b = 0; b < B; b++)
+        memcpy(a->pre_logits + (size_t)b * D, a->norm + (size_t)b * N * D, sizeof(float) * D);
+    trace_emit(&tr, "pre_logits", a->pre_logits, 2, B, D);
+
+    // 7. x = self.head(x): Y class scores per image, (B, D) · W_headᵀ (D, Y) + b → (B, Y)
+    linear(a->logits, a->pre_logits, w->head_w, w->head_b, B, D, Y);
+    trace_emit(&tr, "logits", a->logits, 2, B, Y);
+    // [recipe]
+    return VIT_OK;
+}
