@@ -155,14 +155,16 @@ FLAGS_FILE := $(BUILD)/flags
 FLAGS_TEXT := '$(CC)' '$(ALL_CFLAGS)' '$(ALL_LDLIBS)'
 PATHS_FILE := $(BUILD)/paths
 # (The line saying what the build found is printed when the flags are first
-# recorded or change; `make config` prints it any time.)
+# recorded or change; `make config` prints it any time.) What record_if_changed
+# answers is assigned, never left alone on a line: a line reading "changed"
+# would stop make with "missing separator".
 record_if_changed = $(shell mkdir -p $(dir $(1)) && printf '%s\n' $(2) > $(1).tmp && \
   { cmp -s $(1).tmp $(1) && rm -f $(1).tmp || { mv $(1).tmp $(1) && echo changed; }; })
 ifeq ($(filter clean,$(MAKECMDGOALS)),)
   ifneq ($(call record_if_changed,$(FLAGS_FILE),$(FLAGS_TEXT)),)
     $(info $(CONFIG_LINE))
   endif
-  $(call record_if_changed,$(PATHS_FILE),'$(CURDIR)')
+  PATHS_CHANGED := $(call record_if_changed,$(PATHS_FILE),'$(CURDIR)')
 endif
 
 $(BUILD)/%.o: %.c $(FLAGS_FILE)
@@ -191,7 +193,7 @@ $(BUILD)/tests/chapters/%.o: chapters/%.c $(FLAGS_FILE)
 # tests/test_foo.c (which defines CU_TestInfo tests_foo[]) adds suite "foo".
 # Written, like the flags, as make reads this file, and only when it changes.
 ifeq ($(filter clean,$(MAKECMDGOALS)),)
-  $(call record_if_changed,$(BUILD)/tests/suites.h,$(foreach s,$(TEST_SUITES),'SUITE($(s))'))
+  SUITES_CHANGED := $(call record_if_changed,$(BUILD)/tests/suites.h,$(foreach s,$(TEST_SUITES),'SUITE($(s))'))
 endif
 
 $(BUILD)/tests/%.o: ALL_CFLAGS += -I$(BUILD)/tests -DVIT_TEST_DIR=\"$(CURDIR)/tests\"
