@@ -1,4 +1,4 @@
-// hint: of the B*H = 4 (N, N) blocks
+// hint: the key-padding mask was read per head, row b*H + h
 /**
  * @file scale_mask.c
  * @brief A wrong scale_mask.c for exercise 02 (tests/wrong/): the key-padding mask read per head, row b·H + h instead of row b.
