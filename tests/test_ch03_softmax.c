@@ -10,8 +10,8 @@
  * rows whose answer ops.h fixes (masked, NaN, +inf), and when the result is
  * wrong compares it with what each likely mistake gives (the textbook formula
  * without the maximum, the wrong axis, a sum or a maximum carried from row to
- * row, a fully masked row left to 0/0), naming the one that matches with
- * check_hint().
+ * row, a fully masked row left to 0/0, a partly masked one left undivided),
+ * naming the one that matches with check_hint().
  */
 #include <CUnit/CUnit.h>
 #include <math.h>
@@ -182,8 +182,9 @@ static double sum_col(const float *p, int rows, int cols, int c) {
 
 // Softmax of each row the way a mistake would compute it, in double, into out (rows, cols):
 // COLUMNS normalises down each column, GLOBAL over the whole matrix at once, SUM_CARRIED
-// divides row r by the sum of rows 0…r (a sum never reset), UNNORMALISED leaves e^(x - max).
-enum { COLUMNS = 1, GLOBAL = 2, SUM_CARRIED = 4, UNNORMALISED = 8 };
+// divides row r by the sum of rows 0…r (a sum never reset), UNNORMALISED leaves e^(x - max),
+// MASKED_UNDIVIDED leaves it so only in the rows that hold a -inf (the division skipped there).
+enum { COLUMNS = 1, GLOBAL = 2, SUM_CARRIED = 4, UNNORMALISED = 8, MASKED_UNDIVIDED = 16 };
 
 // Where element k of line l (a row, a column or the whole matrix, of len elements) is.
 static size_t line_at(int how, int cols, int len, int l, int k) {
@@ -196,10 +197,13 @@ static void softmax_like(float *out, const float *x, int rows, int cols, int how
     double carried = 0;
     for (int l = 0; l < lines; l++) {
         double m = -INFINITY, sum = 0;
+        bool masked = false;
         for (int k = 0; k < len; k++) m = fmax(m, x[line_at(how, cols, len, l, k)]);
+        for (int k = 0; k < len; k++) masked |= x[line_at(how, cols, len, l, k)] == -INFINITY;
         for (int k = 0; k < len; k++) sum += exp(x[line_at(how, cols, len, l, k)] - m);
         carried += sum;
-        const double by = how & UNNORMALISED ? 1 : how & SUM_CARRIED ? carried : sum;
+        const bool undivided = how & UNNORMALISED || (how & MASKED_UNDIVIDED && masked);
+        const double by = undivided ? 1 : how & SUM_CARRIED ? carried : sum;
         for (int k = 0; k < len; k++) {
             const size_t at = line_at(how, cols, len, l, k);
             out[at] = m == -INFINITY ? 0.0f : (float)(exp(x[at] - m) / by);
@@ -207,6 +211,11 @@ static void softmax_like(float *out, const float *x, int rows, int cols, int how
     }
 }
 
+
+static const char MASKED_UNDIVIDED_HINT[] =
+    "the rows with a masked (-inf) score were never divided by their sum: they are "
+    "e^(x - max) and sum to more than 1. A -inf adds e^-inf = 0 to the sum, so divide such a "
+    "row as any other; only a row that is all -inf (sum 0) is left as zeros";
 
 // softmax() of the (rows, cols) @p x went wrong (want is the right answer): name the mistake.
 static void diagnose_rows(const float *got, const float *x, const float *want, int rows,
@@ -257,6 +266,11 @@ static void diagnose_rows(const float *got, const float *x, const float *want, i
     if (tensor_near(&g, &c, 1e-6f, 1e-4f)) {
         check_hint("the weights are e^(x - max) but were never divided by their row's sum: "
                    "p_j = e^(x_j - m) / sum_k e^(x_k - m)");
+        return;
+    }
+    softmax_like(cand, x, rows, cols, MASKED_UNDIVIDED);
+    if (tensor_near(&g, &c, 1e-6f, 1e-4f)) {
+        check_hint("%s", MASKED_UNDIVIDED_HINT);
         return;
     }
     for (size_t i = 0; i < n; i++)
@@ -371,7 +385,10 @@ static void test_probe_masked_nan_and_inf_rows(void) {
     else if (row0[0] != 0.0f || row0[1] != 0.0f || row0[2] != 0.0f)
         check_hint("a fully masked row (every score -inf) must give zeros (ops.h), not %g %g %g",
                    (double)row0[0], (double)row0[1], (double)row0[2]);
-    if (row1[1] != 0.0f && !isnan(row1[1]))
+    // [0.5, -inf, 0.5] left as e^(x - max) = [1, 0, 1]
+    if (row1[0] == 1.0f && row1[1] == 0.0f && row1[2] == 1.0f)
+        check_hint("%s", MASKED_UNDIVIDED_HINT);
+    else if (row1[1] != 0.0f && !isnan(row1[1]))
         check_hint("a -inf (masked) score got weight %g, not exactly 0: e^(-inf - max) is 0",
                    (double)row1[1]);
     if (row2[0] == 0.0f && row2[1] == 0.0f && row2[2] == 0.0f)
