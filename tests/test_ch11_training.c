@@ -22,8 +22,9 @@
  * or AdamW's moments differ, each likely mistake (the gradients not zeroed,
  * adamw_step() before the backward, no clipping or clipping after the step,
  * the learning rate of step 0 or the peak or one step ahead, no label
- * smoothing, the step counted twice or not at all) is run from the same start,
- * and the one that lands where the student's did is named with check_hint().
+ * smoothing, the step counted twice or not at all, adamw_step() run twice) is
+ * run from the same start, and the one that lands where the student's did is
+ * named with check_hint().
  * Three more probes: what a step reports, the step count, and a loss that is
  * not finite.
  */
@@ -326,6 +327,7 @@ typedef enum {
     NO_SMOOTHING, // the cross-entropy without label smoothing
     COUNT_TWICE,  // step += 2
     COUNT_NONE,   // step not counted
+    ADAMW_TWICE,  // adamw_step() called a second time after the first
     MISTAKES,
     LOSS_AFTER = MISTAKES, // right, but reporting the loss of a forward after the update
     CLIP_ZERO,             // clip_grad_norm() called with a clip of 0 too
@@ -355,6 +357,8 @@ static const char *const HINT[MISTAKES] = {
     "its own)",
     "the step was not counted: t->step++ at the end, or the next step takes the same batch "
     "and the same learning rate",
+    "adamw_step() ran twice in each step: one call per step (opt.step()); a second one moves "
+    "the weights again with the same gradient and counts an extra AdamW step",
 };
 
 static VitStatus reference_step(Trainer *t, TrainStep *out, VitError *err, Mistake m) {
@@ -383,6 +387,7 @@ static VitStatus reference_step(Trainer *t, TrainStep *out, VitError *err, Mista
                              : optim_grad_norm(t->opt.params, t->opt.count);
     if (!isfinite(loss) || !isfinite(norm)) return vit_fail(err, VIT_ERR_INPUT, "not finite");
     if (m != STEP_FIRST && m != STEP_LATE) adamw_step(&t->opt, lr);
+    if (m == ADAMW_TWICE) adamw_step(&t->opt, lr);
     if (m == CLIP_AFTER) clip_grad_norm(t->opt.params, t->opt.count, c->clip);
     const Tensor logits = vit_logits(&t->vit);
     *out = (TrainStep){.loss = loss, .grad_norm = norm, .lr = lr,
@@ -611,6 +616,8 @@ static void test_probe_trainer_step_counts(void) {
         CU_ASSERT_EQUAL(two.adam_step, 2);
         if (one.step == 2 || two.step == 4) check_hint("%s", HINT[COUNT_TWICE]);
         else if (one.step == 0 || two.step == 0) check_hint("%s", HINT[COUNT_NONE]);
+        else if (one.adam_step == 2 * one.step && two.adam_step == 2 * two.step)
+            check_hint("%s", HINT[ADAMW_TWICE]);
         else if (one.adam_step != one.step || two.adam_step != two.step)
             check_hint("adamw_step() must run exactly once per step: AdamW has taken %lld "
                        "steps in %lld", (long long)two.adam_step, (long long)two.step);

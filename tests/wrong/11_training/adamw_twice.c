@@ -1,5 +1,4 @@
-// hint: adamw_step() must run exactly once per step
-// also: after 6 steps the weights are not those of the loop body
+// hint: adamw_step() ran twice in each step
 /**
  * @file train_step.c
  * @brief A wrong train_step.c for exercise 11 (tests/wrong/): adamw_step() called twice in a step, so AdamW counts two steps for each of the Trainer's.
