@@ -19,7 +19,8 @@
  * copied implementation does, the normalisation before the identity is
  * added, the new layer multiplied on the right) is computed here from the
  * same layers, and the one that lands where the student's did is named with
- * check_hint().
+ * check_hint(); when several land there, or the rollout has NaN, one small
+ * layer on which no two mistakes agree names the one.
  */
 #include <CUnit/CUnit.h>
 #include <math.h>
@@ -154,6 +155,66 @@ static Tensor roll(const Layers *r, Way way, bool students) {
     return t;
 }
 
+/* A small layer on which no two mistakes land on the same numbers: F's rows sum to 0.4,
+ * 1.5 and 0.9, not 1 (so the identity added before or after normalising differ), none to 0
+ * (so nothing is divided by 0), and J is neither the identity nor symmetric (so A · J,
+ * J · A, A · Jᵀ and A alone differ). The recorded layers cannot always tell mistakes apart
+ * (with the heads' mean, F's rows already sum to 1); this one can. */
+enum { SMALL_N = 3, SMALL_NN = SMALL_N * SMALL_N };
+static const float SMALL_F[SMALL_NN] = {0.1f, 0.2f, 0.1f, 0.5f, 0.3f, 0.7f, 0.2f, 0.6f, 0.1f};
+static const double SMALL_J[SMALL_NN] = {0.5, 0.3, 0.2, 0.1, 0.6, 0.3, 0.25, 0.25, 0.5};
+
+// The student's rollout_layer() on the small layer, into joint (SMALL_N, SMALL_N).
+static void small_layer_students(double *joint) {
+    double scratch[2 * SMALL_NN];
+    for (int e = 0; e < 2 * SMALL_NN; e++) scratch[e] = NAN; // nothing to be read from it
+    memcpy(joint, SMALL_J, sizeof SMALL_J);
+    rollout_layer(joint, SMALL_F, SMALL_N, scratch);
+}
+
+// Does @p got (the student's small layer) land where `way` does?
+static bool small_layer_is(const double *got, Way way) {
+    double joint[SMALL_NN];
+    memcpy(joint, SMALL_J, sizeof SMALL_J);
+    layer_done(joint, SMALL_F, SMALL_N, way);
+    for (int e = 0; e < SMALL_NN; e++)
+        if (!(fabs(got[e] - joint[e]) <= 1e-9 + 1e-7 * fabs(joint[e]))) return false;
+    return true;
+}
+
+// Of the n mistakes that landed where the student did, the one that does on the small
+// layer too; MISTAKES when none or several do.
+static Way the_one_mistake(const Way *matched, int n) {
+    if (n == 1) return matched[0];
+    double small[SMALL_NN];
+    small_layer_students(small);
+    int kept = 0;
+    Way one = MISTAKES;
+    for (int k = 0; k < n; k++)
+        if (small_layer_is(small, matched[k])) one = matched[k], kept++;
+    return kept == 1 ? one : MISTAKES;
+}
+
+// A rollout with NaN or inf cannot be compared with the mistakes: the small layer names it.
+static void diagnose_not_finite(void) {
+    double got[SMALL_NN];
+    small_layer_students(got);
+    bool finite = true;
+    for (int e = 0; e < SMALL_NN; e++) finite &= isfinite(got[e]) != 0;
+    int found = MISTAKES;
+    for (int w = NO_IDENTITY; w < MISTAKES && finite; w++)
+        if (small_layer_is(got, (Way)w)) found = w;
+    if (!finite)
+        check_hint("rollout_layer() gives NaN or inf even on a small layer where no row sums to "
+                   "0: is scratch (NaN in the probes) read before it is written?");
+    else if (found < MISTAKES) // the NaN: a row of F all 0 after discarding, divided by its sum
+        check_hint("the rollout has NaN or inf, as a row of F that discarding left all 0 gives "
+                   "when divided by its own sum: %s", hint_of[found]);
+    else
+        check_hint("the rollout has NaN or inf where PyTorch's has none: after discarding, a row "
+                   "of F can be all 0, and only the identity keeps its sum above 0");
+}
+
 // The student's rollout against PyTorch's golden NAME; on a miss, the mistake it matches.
 static void probe(HeadFuse fuse, double discard, const char *golden, const char *label) {
     Layers r = recorded_layers(fuse, discard);
@@ -161,22 +222,19 @@ static void probe(HeadFuse fuse, double discard, const char *golden, const char 
     if (!assert_tensor_close(&got, &want, 1e-6f, 1e-5f, label)) {
         bool finite = true;
         for (size_t e = 0; e < got.numel; e++) finite &= isfinite(got.data[e]) != 0;
-        int named = 0;
+        Way matched[MISTAKES];
+        int n = 0;
         for (int w = NO_IDENTITY; w < MISTAKES && finite; w++) {
-            // several mistakes can land on the same numbers (with the heads' mean, F's rows
-            // already sum to 1): each that matches is named
             Tensor wrong = roll(&r, (Way)w, false);
-            if (tensor_near(&got, &wrong, 1e-6f, 1e-5f)) {
-                check_hint("%s%s", named ? "or: " : "", hint_of[w]);
-                named++;
-            }
+            if (tensor_near(&got, &wrong, 1e-6f, 1e-5f)) matched[n++] = (Way)w;
             tensor_free(&wrong);
         }
+        const Way one = the_one_mistake(matched, n);
         if (!finite)
-            check_hint("the rollout has NaN or inf: after discarding, a row of F can be all 0, "
-                       "and only the identity keeps its sum above 0, so add it before dividing "
-                       "(or is scratch read before it is written?)");
-        else if (!named)
+            diagnose_not_finite();
+        else if (one < MISTAKES)
+            check_hint("%s", hint_of[one]);
+        else
             check_hint("rollout_layer(): A = rownorm(F + I), each row of F plus the identity "
                        "divided by its own sum, then J' = A · J");
     }
@@ -203,10 +261,21 @@ static void test_probe_one_layer_by_hand(void) {
     bool ok = true;
     for (int e = 0; e < 4; e++) ok &= fabs(joint[e] - once[e]) < 1e-7;
     CU_ASSERT(ok);
-    if (!ok)
-        check_hint("one layer from the identity should give A = rownorm(F + I) = "
-                   "[[0.65, 0.35], [0.3, 0.7]]; got [[%.4g, %.4g], [%.4g, %.4g]]",
-                   joint[0], joint[1], joint[2], joint[3]);
+    if (ok) return;
+    Way matched[MISTAKES]; // the mistakes that give the same numbers from the identity
+    int n = 0;
+    for (int w = NO_IDENTITY; w < MISTAKES; w++) {
+        double wrong[4] = {1, 0, 0, 1};
+        layer_done(wrong, fused, 2, (Way)w);
+        bool same = true;
+        for (int e = 0; e < 4; e++) same &= fabs(joint[e] - wrong[e]) < 1e-7;
+        if (same) matched[n++] = (Way)w;
+    }
+    const Way one = the_one_mistake(matched, n);
+    check_hint("one layer from the identity should give A = rownorm(F + I) = "
+               "[[0.65, 0.35], [0.3, 0.7]]; got [[%.4g, %.4g], [%.4g, %.4g]]%s%s", joint[0],
+               joint[1], joint[2], joint[3], one < MISTAKES ? ": " : "",
+               one < MISTAKES ? hint_of[one] : "");
 }
 
 CU_TestInfo tests_ch12_attention_maps[] = {

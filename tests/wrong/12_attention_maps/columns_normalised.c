@@ -1,5 +1,4 @@
 // hint: each column is normalised, not each row
-// also: one layer from the identity should give
 /**
  * @file rollout_layer.c
  * @brief A wrong rollout_layer.c for exercise 12 (tests/wrong/): each column of F + I divided by its own sum.

@@ -1,7 +1,4 @@
 // hint: the identity is added after normalising
-// also: one layer from the identity should give
-// also: the rollout has NaN or inf
-// also: the rows are not normalised
 /**
  * @file rollout_layer.c
  * @brief A wrong rollout_layer.c for exercise 12 (tests/wrong/): F normalised first, the identity added after, so each row sums to 2.

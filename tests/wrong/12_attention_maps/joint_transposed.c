@@ -1,5 +1,4 @@
 // hint: J is read transposed in the product
-// also: one layer from the identity should give
 /**
  * @file rollout_layer.c
  * @brief A wrong rollout_layer.c for exercise 12 (tests/wrong/): the product reads J transposed, A · Jᵀ.

@@ -1,5 +1,4 @@
 // hint: joint holds only the last layer's A
-// also: one layer from the identity should give
 /**
  * @file rollout_layer.c
  * @brief A wrong rollout_layer.c for exercise 12 (tests/wrong/): joint replaced by this layer's A: the product with J forgotten.

@@ -1,6 +1,4 @@
 // hint: the identity is missing
-// also: one layer from the identity should give
-// also: only the identity keeps its sum above 0
 /**
  * @file rollout_layer.c
  * @brief A wrong rollout_layer.c for exercise 12 (tests/wrong/): the residual's identity is never added.

@@ -1,6 +1,4 @@
 // hint: the rows are not normalised
-// also: one layer from the identity should give
-// also: so the rows sum to 2
 /**
  * @file rollout_layer.c
  * @brief A wrong rollout_layer.c for exercise 12 (tests/wrong/): the rows of F + I are never divided by their sums.

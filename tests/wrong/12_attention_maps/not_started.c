@@ -1,5 +1,4 @@
 // hint: joint never changed: is rollout_layer() still the exercise
-// also: one layer from the identity should give
 /**
  * @file rollout_layer.c
  * @brief A wrong rollout_layer.c for exercise 12 (tests/wrong/): nothing written: joint stays as it was.

@@ -1,5 +1,4 @@
 // hint: the product was written into joint while joint was still being read
-// also: one layer from the identity should give
 /**
  * @file rollout_layer.c
  * @brief A wrong rollout_layer.c for exercise 12 (tests/wrong/): A · J written into joint entry by entry, while later entries still read it.
