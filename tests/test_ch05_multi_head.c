@@ -15,7 +15,12 @@
  * likely mistake gives there (a split without the permute, a bias or the
  * scale or the options left out, one softmax per head, the heads merged in
  * (H, N, Dh) order, the output projection forgotten), and check_hint() names
- * the one that matches.
+ * the one that matches; a right out with a stage never traced is named too.
+ * The last two run mha_forward() on both of its roads: one checks that the
+ * (N, N) matrices are written exactly when someone reads them
+ * (s->keep_matrices || trace_active(tr)) and names the choice of road made
+ * instead, the other that a head switched off (w->head_off) looks nowhere on
+ * either road.
  */
 #include <CUnit/CUnit.h>
 #include <math.h>
@@ -349,6 +354,7 @@ enum {
     MERGE_COPY = 32,       // context: the (B, H, N, Dh) heads copied as they are
     NO_PROJ = 64,          // out = context
     NO_PROJ_BIAS = 128,    // out = context·Wᵀ
+    HEADS_ON = 256,        // w->head_off ignored: every head attends
     N_STAGES = 8,
 };
 static const char *const STAGE[N_STAGES] = {"q", "k", "v", "scores", "scaled", "probs",
@@ -423,6 +429,9 @@ static Stages mha_by_hand(const float *x, const AttentionWeights *w, const Atten
         for (int j = 0; j < len; j++)
             probs[(size_t)r * len + j] = m == -INFINITY ? 0.0f : (float)(exp(xr[j] - m) / sum);
     }
+    // a head switched off (w->head_off, Hugging Face's head_mask of 0) looks nowhere
+    for (int g = 0; g < G && w->head_off && !(how & HEADS_ON); g++)
+        if (w->head_off[g % H]) memset(probs + (size_t)g * N * N, 0, sizeof(float) * N * N);
     for (int g = 0; g < G; g++)
         for (int i = 0; i < N; i++)
             for (int d = 0; d < DH; d++) {
@@ -471,14 +480,31 @@ static const StageMistake MISTAKES[] = {
 
 static bool stage_near(const Tensor *a, const Tensor *b) { return tensor_near(a, b, 1e-4f, 1e-4f); }
 
+static const char TRACED_NOTHING_HINT[] =
+    "mha_forward() traced nothing: keep the skeleton's trace_emit() lines, the tests read q, "
+    "k, v, scores, scaled, probs, context and proj from them";
+
+// Did nothing write x (n floats filled with NaN beforehand)?
+static bool never_written(const float *x, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!isnan(x[i])) return false;
+    return true;
+}
+
+// The first of the eight stages the trace lacks, or -1 when every one is there.
+static int first_untraced(const TraceRecorder *rec) {
+    for (int i = 0; i < N_STAGES; i++)
+        if (!trace_find(rec, STAGE[i])) return i;
+    return -1;
+}
+
 // mha_forward() went wrong on this input: find the first stage that differs and name it.
 static void diagnose_mha(const TraceRecorder *rec, const Tensor *out, const float *x,
                          const AttentionWeights *w, const AttentionOptions *opt, int B, int N,
                          int D, int H) {
     Stages ref = mha_by_hand(x, w, opt, B, N, D, H, 0);
     if (rec->count == 0) {
-        check_hint("mha_forward() traced nothing: keep the skeleton's trace_emit() lines, the "
-                   "tests read q, k, v, scores, scaled, probs, context and proj from them");
+        check_hint("%s", TRACED_NOTHING_HINT);
         Stages no_proj = mha_by_hand(x, w, opt, B, N, D, H, NO_PROJ);
         if (stage_near(out, &no_proj.t[7])) check_hint("%s", MISTAKES[8].hint);
         stages_free(&no_proj);
@@ -582,6 +608,19 @@ static void probe_mha(const char *label, const float *x, const AttentionWeights 
                        "exercise's placeholder?");
         else
             diagnose_mha(&rec, &out, x, w, opt, B, N, D, H);
+    } else if (first_untraced(&rec) >= 0) { // out right, but the tests read every stage
+        const int missing = first_untraced(&rec);
+        CU_FAIL("mha_forward() did not trace every stage");
+        fprintf(stderr, "\n    %s: stage '%s' was not traced (%d traced)\n", label,
+                STAGE[missing], rec.count);
+        // the (N, N) stages untraced because the online road was taken under a listener:
+        // the probe of the roads names that
+        const bool kept = !never_written(sc.probs, (size_t)B * H * N * N);
+        if (rec.count == 0 && kept)
+            check_hint("%s", TRACED_NOTHING_HINT);
+        else if (kept)
+            check_hint("stage '%s' was never traced: keep every trace_emit() line of the "
+                       "skeleton, in order", STAGE[missing]);
     }
     trace_recorder_free(&rec);
     tensor_free(&out);
@@ -625,6 +664,154 @@ static void test_probe_mha_takes_the_key_padding_mask(void) {
     tensor_free(&proj_b), tensor_free(&lengths), tensor_free(&want), tensor_free(&want_probs);
 }
 
+/* The two roads (README, "Two roads"): the (N, N) matrices are computed, kept and traced
+ * exactly when somebody reads them, s->keep_matrices || trace_active(tr); otherwise the
+ * online road leaves s->scores, s->scaled and s->probs as they were. */
+
+// One run of mha_forward() on a random layer, the scratch and out filled with NaN first:
+// which road it took, and whether out is `want` (and `alt`, another answer, when given).
+typedef struct {
+    bool kept;    // scores, scaled or probs written: the road that keeps the matrices
+    bool out_ok;  // out equals want
+    bool out_alt; // out equals alt
+    bool out_nan; // out never written
+} RoadRun;
+
+static RoadRun run_road(const AttentionWeights *w, const float *x, int B, int N, int D, int H,
+                        bool keep, bool listener, const Tensor *want, const Tensor *alt) {
+    const size_t floats = mha_scratch_floats(B, N, D, H), bhnn = (size_t)B * H * N * N;
+    float *mem = malloc(sizeof(float) * floats);
+    MhaScratch s;
+    mha_scratch_carve(&s, mem, B, N, D, H);
+    fill_nan(mem, floats);
+    s.keep_matrices = keep;
+    TraceRecorder rec = {0};
+    Tracer tr = {trace_record, &rec, NULL};
+    Tensor out = tensor_new(3, B, N, D);
+    fill_nan(out.data, out.numel);
+    mha_forward(out.data, x, w, NULL, &s, B, N, D, H, listener ? &tr : NULL);
+    RoadRun r = {.kept = !never_written(s.scores, bhnn) || !never_written(s.scaled, bhnn) ||
+                         !never_written(s.probs, bhnn),
+                 .out_ok = stage_near(&out, want),
+                 .out_alt = alt && stage_near(&out, alt),
+                 .out_nan = never_written(out.data, out.numel)};
+    trace_recorder_free(&rec);
+    tensor_free(&out);
+    free(mem);
+    return r;
+}
+
+// The road a run should take, and what each wrong choice of roads looks like: which of the
+// four runs (keep_matrices false/true × no listener/a listener, run c = 2·keep + listener)
+// kept the matrices, one bit per run.
+enum { ROADS_RIGHT = 0xE }; // kept in runs 1, 2 and 3: every run but the unread one
+static const struct {
+    unsigned kept;
+    const char *hint;
+} WRONG_ROADS[] = {
+    {0xF, "the (N, N) matrices were computed with keep_matrices false and no listener, when "
+          "nobody reads them: that run takes the online road, attention_online() (TODO 8), "
+          "under the skeleton's if (s->keep_matrices || trace_active(tr))"},
+    {0x0, "the online road was taken even when the (N, N) matrices are read (keep_matrices "
+          "true, or a listener): compute scores, scaled and probs there (TODOs 4-7), under the "
+          "skeleton's if (s->keep_matrices || trace_active(tr))"},
+    {0xC, "the online road was taken with a listener and keep_matrices false: the trace reads "
+          "scores, scaled and probs too, so the road's test is s->keep_matrices || "
+          "trace_active(tr), not s->keep_matrices alone"},
+    {0xA, "the online road was taken with keep_matrices true and no listener: the backward "
+          "reads s->probs, so the road's test is s->keep_matrices || trace_active(tr), not "
+          "trace_active(tr) alone"},
+    {0x8, "the (N, N) matrices were kept only when keep_matrices is true and a listener is "
+          "there both: either is enough, s->keep_matrices || trace_active(tr), not &&"},
+    {0x1, "the two roads are swapped: the (N, N) matrices were computed only when nobody reads "
+          "them (keep_matrices false, no listener); if (s->keep_matrices || trace_active(tr)) "
+          "keeps them, else the online road"},
+};
+
+// What the four runs did against what they should: which road each took wrongly (on
+// stderr), and the one wrong choice of roads it matches.
+static const char *wrong_roads(const RoadRun run[4], unsigned kept) {
+    fprintf(stderr, "\n");
+    for (int c = 0; c < 4; c++)
+        if (run[c].kept != ((ROADS_RIGHT >> c) & 1))
+            fprintf(stderr, "    keep_matrices %s, %s: the (N, N) matrices %s, they should %s\n",
+                    c & 2 ? "true" : "false", c & 1 ? "a listener" : "no listener",
+                    run[c].kept ? "were computed" : "were not", run[c].kept ? "not" : "be");
+    for (size_t k = 0; k < sizeof WRONG_ROADS / sizeof WRONG_ROADS[0]; k++)
+        if (WRONG_ROADS[k].kept == kept) return WRONG_ROADS[k].hint;
+    return "the road taken does not follow the skeleton's if (s->keep_matrices || "
+           "trace_active(tr)): the (N, N) matrices are computed exactly when one of them holds";
+}
+
+static void test_probe_mha_takes_the_right_road(void) {
+    enum { B = 2, N = 5, D = 8, H = 2 };
+    RandomLayer L = layer_new(D, H, 61);
+    float x[B * N * D];
+    Rng rng;
+    rng_seed(&rng, 62);
+    rng_fill_normal(&rng, x, B * N * D, 0.0f, 1.0f);
+    Stages ref = mha_by_hand(x, &L.w, NULL, B, N, D, H, 0);
+    RoadRun run[4];
+    unsigned kept = 0;
+    bool outs_ok = true;
+    for (int c = 0; c < 4; c++) {
+        run[c] = run_road(&L.w, x, B, N, D, H, c & 2, c & 1, &ref.t[7], NULL);
+        kept |= (unsigned)run[c].kept << c;
+        outs_ok &= run[c].out_ok;
+    }
+    CU_ASSERT_EQUAL(kept, ROADS_RIGHT);
+    CU_ASSERT(run[0].out_ok); // the online road's out; the probes above check the other road's
+    const char *hint = kept != ROADS_RIGHT ? wrong_roads(run, kept) : NULL;
+    if (hint && outs_ok) { // every out right: the choice of road alone is wrong
+        check_hint("%s", hint);
+    } else if (kept == ROADS_RIGHT && !run[0].out_ok && run[1].out_ok && run[2].out_ok &&
+               run[3].out_ok) {
+        check_hint("the online road (keep_matrices false, no listener) gives %s, while the road "
+                   "that keeps the matrices is right: TODO 8, attention_online(s->heads, s->q, "
+                   "s->k, s->v, opt, B, H, N, Dh, MHA_KEY_BLOCK)",
+                   run[0].out_nan ? "no out at all (s->heads never written)" : "another out");
+    }
+    stages_free(&ref);
+    layer_free(&L);
+}
+
+// Head 1 switched off (w->head_off, Hugging Face's head_mask), on either road.
+static void test_probe_mha_switches_heads_off(void) {
+    enum { B = 2, N = 5, D = 8, H = 2 };
+    RandomLayer L = layer_new(D, H, 63);
+    const bool off[H] = {false, true};
+    AttentionWeights w = L.w;
+    w.head_off = off;
+    float x[B * N * D];
+    Rng rng;
+    rng_seed(&rng, 64);
+    rng_fill_normal(&rng, x, B * N * D, 0.0f, 1.0f);
+    Stages ref = mha_by_hand(x, &w, NULL, B, N, D, H, 0), on = mha_by_hand(x, &w, NULL, B, N, D, H, HEADS_ON);
+    const RoadRun kept = run_road(&w, x, B, N, D, H, true, false, &ref.t[7], &on.t[7]);
+    const RoadRun online = run_road(&w, x, B, N, D, H, false, false, &ref.t[7], &on.t[7]);
+    CU_ASSERT(kept.out_ok);   // keep_matrices true: the matrices' road
+    CU_ASSERT(online.out_ok); // keep_matrices false, no listener: the online road
+    // out as if every head were on, the rest right: the switch was ignored, on which road?
+    // (a run meant for the online road that kept the matrices took the other road)
+    bool kept_on = !kept.out_ok && kept.out_alt, online_on = !online.out_ok && online.out_alt;
+    if (online.kept) kept_on |= online_on, online_on = false;
+    if (kept_on && online_on)
+        check_hint("a head switched off (w->head_off[h]) still attends, on both roads: its (N, N) "
+                   "probabilities become 0 after the softmax (TODO 6), and on the online road "
+                   "its context becomes 0 after attention_online() (TODO 8)");
+    else if (kept_on)
+        check_hint("a head switched off (w->head_off[h]) still attends on the road that keeps "
+                   "the matrices: after the softmax, set its (N, N) probabilities to 0 in every "
+                   "sequence b, s->probs + (b*H + h)*N*N (TODO 6)");
+    else if (online_on)
+        check_hint("a head switched off (w->head_off[h]) still attends on the online road: after "
+                   "attention_online(), set its context to 0 in every sequence b, s->heads + "
+                   "(b*H + h)*N*Dh (TODO 8)");
+    stages_free(&ref);
+    stages_free(&on);
+    layer_free(&L);
+}
+
 CU_TestInfo tests_ch05_multi_head[] = {
     {"chapter matches PyTorch golden", test_chapter_matches_pytorch},
     {"heads_split layout", test_heads_split_layout},
@@ -643,5 +830,8 @@ CU_TestInfo tests_ch05_multi_head[] = {
     {"probe: mha_forward equals torch, stage by stage",
      test_probe_mha_matches_torch_stage_by_stage},
     {"probe: mha_forward takes the key-padding mask", test_probe_mha_takes_the_key_padding_mask},
+    {"probe: mha_forward keeps the (N, N) matrices only when they are read",
+     test_probe_mha_takes_the_right_road},
+    {"probe: mha_forward switches heads off on both roads", test_probe_mha_switches_heads_off},
     CU_TEST_INFO_NULL,
 };

@@ -1,5 +1,5 @@
-// hint: head_off/one head off, as PyTorch's head_mask
-// also: the online road equals the kept matrices
+// hint: a head switched off (w->head_off[h]) still attends on the road that keeps the matrices
+// also: the (N, N) matrices were computed with keep_matrices false and no listener
 // mha_forward() written as exercise 05's skeleton once said: every head's
 // (N, N) matrices, always. The chapter's tests pass; but a head switched off
 // (w->head_off, PyTorch's head_mask) still attends, and an untraced pass

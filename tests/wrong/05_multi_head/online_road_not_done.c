@@ -1,0 +1,63 @@
+// hint: the online road (keep_matrices false, no listener) gives no out at all
+/**
+ * @file mha.c
+ * @brief A wrong mha.c for exercise 05 (tests/wrong/): TODO 8, the online road, left undone: s->heads is never written when keep_matrices is false and nobody listens.
+ *
+ * `make test` checks that the grader fails it and prints the hint above.
+ */
+#include "attention.h"
+#include "ops.h"
+
+#include <stddef.h>
+#include <string.h>
+
+void mha_forward(float *out, const float *x, const AttentionWeights *w,
+                 const AttentionOptions *opt, MhaScratch *s, int B, int N, int D, int H,
+                 const Tracer *tr) {
+    // x is (B, N, D), out is (B, N, D); opt NULL: scale 1/√Dh, no mask.
+    // Self-attention: q, k and v are all projections of the same tokens x.
+    const int Dh = D / H, G = B * H; // G independent (N, Dh) heads
+
+    // q, k, v: x·Wᵀ + b (B·N rows, D → D) into s->flat, then split (B, N, D) → (B, H, N, Dh)
+    linear(s->flat, x, w->q_w, w->q_b, B * N, D, D);
+    heads_split(s->q, s->flat, B, N, H, Dh);
+    trace_emit(tr, "q", s->q, 4, B, H, N, Dh);
+    linear(s->flat, x, w->k_w, w->k_b, B * N, D, D);
+    heads_split(s->k, s->flat, B, N, H, Dh);
+    trace_emit(tr, "k", s->k, 4, B, H, N, Dh);
+    linear(s->flat, x, w->v_w, w->v_b, B * N, D, D);
+    heads_split(s->v, s->flat, B, N, H, Dh);
+    trace_emit(tr, "v", s->v, 4, B, H, N, Dh);
+
+    if (s->keep_matrices || trace_active(tr)) {
+        // the road that keeps the (N, N) matrices: the trace and the backward read them
+        // scores = q·kᵀ per head, (N, Dh)·(Dh, N) → (N, N)
+        attention_scores(s->scores, s->q, s->k, G, N, Dh);
+        trace_emit(tr, "scores", s->scores, 4, B, H, N, N);
+        // scaled = scale·scores + masks; opt carries both (NULL: 1/√Dh, no mask)
+        attention_scale_mask(s->scaled, s->scores, opt, B, H, N, Dh);
+        trace_emit(tr, "scaled", s->scaled, 4, B, H, N, N);
+        // probs = softmax of each row of N keys, B·H·N rows in all; a head switched off
+        // looks nowhere: its (N, N) block is 0 in every sequence
+        softmax(s->probs, s->scaled, G * N, N);
+        for (int b = 0; b < B; b++)
+            for (int h = 0; h < H; h++)
+                if (w->head_off && w->head_off[h])
+                    memset(s->probs + ((size_t)b * H + h) * N * N, 0, sizeof(float) * N * N);
+        trace_emit(tr, "probs", s->probs, 4, B, H, N, N);
+        // each head's probs·V, (N, N)·(N, Dh) → (N, Dh)
+        attention_context(s->heads, s->probs, s->v, G, N, Dh);
+    } else {
+        // WRONG: TODO 8 still to do, so s->heads is never written on this road:
+        // attention_online(s->heads, s->q, s->k, s->v, opt, B, H, N, Dh, MHA_KEY_BLOCK), then
+        // a context of 0 for each head switched off
+    }
+
+    // context: the heads side by side again, (B, H, N, Dh) → (B, N, D)
+    heads_merge(s->context, s->heads, B, N, H, Dh);
+    trace_emit(tr, "context", s->context, 3, B, N, D);
+
+    // proj: the output projection mixes the heads
+    linear(out, s->context, w->proj_w, w->proj_b, B * N, D, D);
+    trace_emit(tr, "proj", out, 3, B, N, D);
+}
