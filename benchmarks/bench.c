@@ -46,6 +46,7 @@
 #include "optim.h"
 #include "rng.h"
 #include "safetensors.h"
+#include "shards.h"
 #include "stages.h"
 #include "util.h"
 #include "vit.h"
@@ -623,9 +624,9 @@ static void bench_targets(void) {
  *   optimizer  vit_grads_zero(), clip_grad_norm(), adamw_step()
  * on a model built here (it owns its weights, so AdamW may write them), with
  * a warm-up + cosine learning rate, the same batch every step. With shards
- * (vit_train_shards(), what `vit train` does), forward and backward are one
- * call, vit_forward_backward(), each shard on its own thread, and are timed
- * together.
+ * (vit_shards_new(), what `vit train` does), forward and backward are one
+ * call, vit_shards_forward_backward(), each shard on its own thread, and are
+ * timed together.
  */
 static const VitConfig train_config = {.image_size = 28, .patch_size = 4, .channels = 1,
                                        .dim = 64, .depth = 6, .heads = 4, .mlp_dim = 128,
@@ -640,6 +641,7 @@ typedef struct {
 /** Everything one training run holds. */
 typedef struct {
     Vit vit;
+    VitShards *sharded; // the model with each batch split over `shards` threads
     VitGrads grads;
     AdamW opt;
     Tensor input;
@@ -660,7 +662,8 @@ static void train_setup(TrainRun *t, int shards) {
     memset(t, 0, sizeof *t);
     t->shards = shards;
     if (vit_build_random(&t->vit, &train_config, &init, &err)) train_fail("build", &err);
-    if (vit_train_shards(&t->vit, shards, TRAIN_BATCH, &err)) train_fail("prepare", &err);
+    if (vit_shards_new(&t->sharded, &t->vit, shards, TRAIN_BATCH, &err))
+        train_fail("prepare", &err);
     if (vit_grads_init(&t->grads, &t->vit, &err)) train_fail("gradients", &err);
     AdamWConfig cfg = adamw_defaults();
     cfg.weight_decay = 0.05;
@@ -681,6 +684,7 @@ static void train_free(TrainRun *t) {
     vit_grads_free(&t->grads);
     tensor_free(&t->input);
     free(t->dlogits);
+    vit_shards_free(t->sharded);
     vit_free(&t->vit);
 }
 
@@ -692,8 +696,8 @@ static float train_step(TrainRun *t, int step, double times[3]) {
     double t0 = vit_now(), t1, t2;
     float loss;
     if (t->shards > 1) {
-        if (vit_forward_backward(&t->vit, &t->grads, &t->input, t->targets, 0.0f, &loss, NULL,
-                                 NULL, &err))
+        if (vit_shards_forward_backward(t->sharded, &t->grads, &t->input, t->targets, 0.0f,
+                                        &loss, &err))
             train_fail("forward and backward", &err);
         t1 = t2 = vit_now();
     } else {

@@ -3,7 +3,8 @@
  * @brief vit_backward(): the forward recipe (forward.c) read backwards, one
  *        commented step per stage, each naming the line of timm's
  *        VisionTransformer.forward it undoes; and vit_forward_backward(),
- *        forward + loss + backward for a batch.
+ *        forward + loss + backward for a batch (shards.c splits it over threads,
+ *        from outside).
  *
  * Shape legend: B batch, C channels, S side, p patch, P patches, N = P + 1
  * tokens, D width, Y classes (the book's glossary).
@@ -145,23 +146,29 @@ VitStatus vit_backward(Vit *vit, VitGrads *grads, const float *dlogits, TraceFn 
 }
 // [vit_backward]
 
-VitStatus vit_forward_backward(Vit *vit, VitGrads *grads, const Tensor *input, const int *targets,
-                               float smoothing, float *loss, TraceFn trace, void *user,
-                               VitError *err) {
+VitStatus vit_check_targets(const Vit *vit, int B, const int *targets, float smoothing,
+                            VitError *err) {
     const int Y = vit->config.num_classes;
     if (!(smoothing >= 0.0f && smoothing <= 1.0f))
         return vit_fail(err, VIT_ERR_INPUT, "label smoothing must lie in [0, 1], not %g",
                         (double)smoothing);
-    if (input->ndim == 4) // otherwise vit_forward() says what is wrong with the shape
-        for (int b = 0; b < input->shape[0]; b++)
-            if (targets[b] < 0 || targets[b] >= Y)
-                return vit_fail(err, VIT_ERR_INPUT, "the target of image %d is class %d; the "
-                                "model has %d classes, 0 to %d", b, targets[b], Y, Y - 1);
-    if (vit->shards && !trace && input->ndim == 4) // split over replicas (shards.c)
-        return vit_forward_backward_sharded(vit, grads, input, targets, smoothing, loss, err);
-    if (vit->keep == VIT_KEEP_NONE) vit->keep = VIT_KEEP_DEFAULT;
-    VitStatus s = vit_forward(vit, input, trace, user, err);
+    for (int b = 0; b < B; b++)
+        if (targets[b] < 0 || targets[b] >= Y)
+            return vit_fail(err, VIT_ERR_INPUT, "the target of image %d is class %d; the "
+                            "model has %d classes, 0 to %d", b, targets[b], Y, Y - 1);
+    return VIT_OK;
+}
+
+VitStatus vit_forward_backward(Vit *vit, VitGrads *grads, const Tensor *input, const int *targets,
+                               float smoothing, float *loss, TraceFn trace, void *user,
+                               VitError *err) {
+    const int Y = vit->config.num_classes;
+    // otherwise vit_forward() says what is wrong with the shape
+    const int B = input->ndim == 4 ? input->shape[0] : 0;
+    VitStatus s = vit_check_targets(vit, B, targets, smoothing, err);
     if (s != VIT_OK) return s;
+    if (vit->keep == VIT_KEEP_NONE) vit->keep = VIT_KEEP_DEFAULT;
+    if ((s = vit_forward(vit, input, trace, user, err)) != VIT_OK) return s;
     VitActivations *a = &vit->acts;
     // loss = F.cross_entropy(logits, targets, label_smoothing=smoothing), and its gradient
     zero(a->grad.logits, (size_t)a->batch * Y);

@@ -1,8 +1,8 @@
 /**
  * @file shards.c
- * @brief Data-parallel training on one machine: vit_forward_backward() with
- *        the batch split into shards, one per thread, each on a replica of
- *        the model that shares its weights (vit_train_shards()).
+ * @brief Data-parallel training on one machine (shards.h): vit_forward_backward()
+ *        with the batch split into shards, one per thread, each on a replica of
+ *        the model that shares its weights.
  *
  * Shape legend: B batch, B_s the images of shard s, Y classes.
  *
@@ -12,7 +12,9 @@
  * trained the Fashion-MNIST model barely faster than one. Splitting the
  * batch instead gives each thread a whole forward and backward pass of its
  * own, with no waiting until the end: the way PyTorch's DistributedDataParallel
- * splits a batch over GPUs, here over cores.
+ * splits a batch over GPUs, here over cores. Like DDP, it wraps the model from
+ * outside: the model, its forward and its backward know nothing of shards,
+ * and whoever trains holds this object (the Trainer, train.h).
  *
  * The arithmetic. The loss of the batch is the mean over its B images, so
  * with shard s holding B_s of them and its own mean loss L_s,
@@ -35,19 +37,17 @@
 #include <cblas.h>
 #endif
 
+#include "shards.h"
 #include "util.h"
-#include "vit.h"
 #include "vit_internal.h"
 
-/** The replicas, their gradients, and the batch's logits gathered from them. */
+/** The model, its replicas and their gradients. */
 struct VitShards {
-    int count;          /**< shards */
-    Vit *replicas;      /**< (count) the model's weights, activations of their own */
-    VitGrads *grads;    /**< (count) each replica's gradients */
-    float *losses;      /**< (count) each shard's mean loss */
-    float *logits;      /**< (B, Y) the last sharded step's logits, in batch order */
-    int logits_room;    /**< the batch they have room for */
-    int logits_batch;   /**< B of those logits; 0 when the model's own are newer */
+    Vit *vit;           /**< the model whose batches are split (borrowed) */
+    int count;          /**< shards; 1: the model itself, no replica */
+    Vit *replicas;      /**< (count) the model's weights, activations of their own; NULL for 1 */
+    VitGrads *grads;    /**< (count) each replica's gradients; NULL for 1 */
+    float *losses;      /**< (count) each shard's mean loss; NULL for 1 */
 };
 
 // Shard s of a batch of B split n ways: images [first, first + count).
@@ -56,57 +56,49 @@ static void shard_range(int B, int n, int s, int *first, int *count) {
     *count = (int)((long)B * (s + 1) / n) - *first;
 }
 
-void vit_shards_free(Vit *vit) {
-    VitShards *sh = vit->shards;
+void vit_shards_free(VitShards *sh) {
     if (!sh) return;
-    for (int s = 0; s < sh->count; s++) {
-        vit_acts_free(&sh->replicas[s]);
+    for (int s = 0; sh->replicas && s < sh->count; s++) {
+        vit_acts_free(&sh->replicas[s]); // their weights are the model's
         vit_grads_free(&sh->grads[s]);
     }
     free(sh->replicas);
     free(sh->grads);
     free(sh->losses);
-    free(sh->logits);
     free(sh);
-    vit->shards = NULL;
 }
 
-VitStatus vit_train_shards(Vit *vit, int n, int B, VitError *err) {
+// Replica s: the model's sizes and weights, activations and gradients of its own
+// for its share of a batch of B.
+static VitStatus replica_init(VitShards *sh, int s, int B, VitError *err) {
+    int first, count;
+    shard_range(B, sh->count, s, &first, &count);
+    Vit *r = &sh->replicas[s];
+    r->config = sh->vit->config;
+    r->weights = sh->vit->weights; // borrowed: the same parameters, read by every shard
+    VitStatus st = vit_train_prepare(r, VIT_KEEP_DEFAULT, count, err);
+    return st == VIT_OK ? vit_grads_init(&sh->grads[s], sh->vit, err) : st;
+}
+
+VitStatus vit_shards_new(VitShards **shards, Vit *vit, int n, int B, VitError *err) {
+    *shards = NULL;
     if (n < 1 || n > B)
         return vit_fail(err, VIT_ERR_USAGE, "%d shards of a batch of %d: give 1 to %d", n, B, B);
-    vit_shards_free(vit);
-    if (n == 1) return vit_train_prepare(vit, VIT_KEEP_DEFAULT, B, err);
     VitShards *sh = vit_calloc(1, sizeof *sh);
+    sh->vit = vit;
     sh->count = n;
-    sh->replicas = vit_calloc((size_t)n, sizeof *sh->replicas);
-    sh->grads = vit_calloc((size_t)n, sizeof *sh->grads);
-    sh->losses = vit_calloc((size_t)n, sizeof *sh->losses);
-    sh->logits = vit_calloc((size_t)B * (size_t)vit->config.num_classes, sizeof *sh->logits);
-    sh->logits_room = B;
-    vit->shards = sh;
     VitStatus st = VIT_OK;
-    for (int s = 0; s < n && st == VIT_OK; s++) {
-        int first, count;
-        shard_range(B, n, s, &first, &count);
-        Vit *r = &sh->replicas[s];
-        r->config = vit->config;
-        r->weights = vit->weights; // borrowed: the same parameters, read by every shard
-        if ((st = vit_train_prepare(r, VIT_KEEP_DEFAULT, count, err)) == VIT_OK)
-            st = vit_grads_init(&sh->grads[s], vit, err);
+    if (n == 1) { // one shard: the model itself, prepared for training
+        st = vit_train_prepare(vit, VIT_KEEP_DEFAULT, B, err);
+    } else {
+        sh->losses = vit_calloc((size_t)n, sizeof *sh->losses);
+        sh->replicas = vit_calloc((size_t)n, sizeof *sh->replicas);
+        sh->grads = vit_calloc((size_t)n, sizeof *sh->grads);
+        for (int s = 0; s < n && st == VIT_OK; s++) st = replica_init(sh, s, B, err);
     }
-    if (st != VIT_OK) vit_shards_free(vit);
+    if (st != VIT_OK) vit_shards_free(sh);
+    else *shards = sh;
     return st;
-}
-
-const float *vit_shards_logits(const Vit *vit, int *B) {
-    const VitShards *sh = vit->shards;
-    if (!sh || sh->logits_batch == 0) return NULL;
-    *B = sh->logits_batch;
-    return sh->logits;
-}
-
-void vit_shards_stale(Vit *vit) {
-    if (vit->shards) vit->shards->logits_batch = 0;
 }
 
 // Adds scale · from into to, n floats.
@@ -114,22 +106,13 @@ static void add_scaled(float *to, const float *from, size_t n, float scale) {
     for (size_t i = 0; i < n; i++) to[i] += scale * from[i];
 }
 
-VitStatus vit_forward_backward_sharded(Vit *vit, VitGrads *grads, const Tensor *input,
-                                       const int *targets, float smoothing, float *loss,
-                                       VitError *err) {
-    // input is (B, C, S, S), targets (B); each shard's slice of both, in order
-    VitShards *sh = vit->shards;
-    const int B = input->shape[0], n = sh->count, Y = vit->config.num_classes;
+// Each shard's forward, loss and backward on its slice of the batch, one thread
+// per shard; VIT_OK, or the first failing shard's status and message.
+static VitStatus run_shards(VitShards *sh, const Tensor *input, const int *targets,
+                            float smoothing, VitError *err) {
+    // input is (B, C, S, S), targets (B); shard s reads its slice of both, in place
+    const int B = input->shape[0], n = sh->count;
     const size_t image = input->numel / (size_t)B;
-    if (B < n) return vit_fail(err, VIT_ERR_INPUT, "a batch of %d split into %d shards", B, n);
-    if (grads->floats != sh->grads[0].floats)
-        return vit_fail(err, VIT_ERR_INPUT, "the gradients hold %zu floats; this model has %zu "
-                        "parameters", grads->floats, sh->grads[0].floats);
-    if (B > sh->logits_room) { // a larger batch than the shards were made for
-        free(sh->logits);
-        sh->logits = vit_calloc((size_t)B * (size_t)Y, sizeof *sh->logits);
-        sh->logits_room = B;
-    }
     VitStatus *status = vit_calloc((size_t)n, sizeof *status);
     VitError *errors = vit_calloc((size_t)n, sizeof *errors);
     const int threads = vit_get_threads(); // before OpenBLAS's, which may set OpenMP's too
@@ -160,7 +143,31 @@ VitStatus vit_forward_backward_sharded(Vit *vit, VitGrads *grads, const Tensor *
         if ((failed = status[s]) != VIT_OK && err) *err = errors[s]; // the first shard's message
     free(status);
     free(errors);
-    if (failed != VIT_OK) return failed;
+    return failed;
+}
+
+VitStatus vit_shards_forward_backward(VitShards *sh, VitGrads *grads, const Tensor *input,
+                                      const int *targets, float smoothing, float *loss,
+                                      VitError *err) {
+    Vit *vit = sh->vit;
+    if (sh->count == 1) // the model itself: the unsplit step
+        return vit_forward_backward(vit, grads, input, targets, smoothing, loss, NULL, NULL, err);
+    const int n = sh->count, Y = vit->config.num_classes;
+    char got[64];
+    if (input->ndim != 4)
+        return vit_fail(err, VIT_ERR_INPUT, "input has shape %s, the model expects (B, %d, %d, %d)",
+                        tensor_shape_str(input, got, sizeof got), vit->config.channels,
+                        vit->config.image_size, vit->config.image_size);
+    const int B = input->shape[0];
+    VitStatus st = vit_check_targets(vit, B, targets, smoothing, err); // the batch's image numbers
+    if (st != VIT_OK) return st;
+    if (B < n) return vit_fail(err, VIT_ERR_INPUT, "a batch of %d split into %d shards", B, n);
+    if (grads->floats != sh->grads[0].floats)
+        return vit_fail(err, VIT_ERR_INPUT, "the gradients hold %zu floats; this model has %zu "
+                        "parameters", grads->floats, sh->grads[0].floats);
+    // the batch's logits go where vit_logits() reads them, as after an unsplit step
+    if ((st = vit_acts_ensure(vit, B, err)) != VIT_OK) return st;
+    if ((st = run_shards(sh, input, targets, smoothing, err)) != VIT_OK) return st;
     // the batch's loss, gradients and logits from the shards', shard 0 first
     double total = 0;
     for (int s = 0; s < n; s++) {
@@ -169,10 +176,9 @@ VitStatus vit_forward_backward_sharded(Vit *vit, VitGrads *grads, const Tensor *
         const float w = (float)count / (float)B; // B_s / B
         total += (double)w * sh->losses[s];
         add_scaled(grads->memory, sh->grads[s].memory, grads->floats, w);
-        memcpy(sh->logits + (size_t)first * Y, sh->replicas[s].acts.logits,
+        memcpy(vit->acts.logits + (size_t)first * Y, sh->replicas[s].acts.logits,
                sizeof(float) * (size_t)count * Y);
     }
-    sh->logits_batch = B;
     *loss = (float)total;
     return VIT_OK;
 }

@@ -104,8 +104,8 @@ VitStatus trainer_init(Trainer *t, const VitConfig *model, const TrainConfig *cf
                                .total_steps = (int)trainer_total_steps(t)};
     if ((s = lr_schedule_check(&t->schedule, err)) != VIT_OK ||
         (s = vit_build_random(&t->vit, model, &init, err)) != VIT_OK ||
-        (s = vit_train_shards(&t->vit, cfg->shards > 1 ? cfg->shards : 1, cfg->batch, err)) !=
-            VIT_OK ||
+        (s = vit_shards_new(&t->shards, &t->vit, cfg->shards > 1 ? cfg->shards : 1, cfg->batch,
+                            err)) != VIT_OK ||
         (s = vit_grads_init(&t->grads, &t->vit, err)) != VIT_OK ||
         (s = adamw_init_vit(&t->opt, &t->vit, &t->grads.weights, &adamw, err)) != VIT_OK) {
         trainer_free(t);
@@ -159,6 +159,7 @@ void trainer_next_batch(Trainer *t) {
 void trainer_free(Trainer *t) {
     adamw_free(&t->opt);
     vit_grads_free(&t->grads);
+    vit_shards_free(t->shards); // the replicas borrow the model's weights: first
     vit_free(&t->vit);
     free(t->order);
     free(t->images);

@@ -16,10 +16,11 @@
 
 #include "dataset.h"
 #include "optim.h"
+#include "shards.h"
 #include "vit.h"
 
 /** @defgroup train Training
- *  @brief The loop around vit_forward_backward() and adamw_step():
+ *  @brief The loop around vit_shards_forward_backward() and adamw_step():
  *  shuffle, batch, augment, step, evaluate, save, resume.
  *
  *  One step is PyTorch's training loop line for line:
@@ -58,7 +59,7 @@ typedef struct {
     Augment augment;     /**< random crop after padding, horizontal flip; {0, false}: none */
     uint64_t seed;       /**< of the weights' init, the shuffles and the augmentation */
     int shards;          /**< each batch split over this many replicas, one per thread
-                              (vit_train_shards()); 1: unsplit. The weights depend on it,
+                              (vit_shards_new()); 1: unsplit. The weights depend on it,
                               not on the thread count */
     float mean;          /**< the normalisation (pixel/255 − mean)/std of every image: its mean */
     float std;           /**< … and its standard deviation */
@@ -70,6 +71,9 @@ TrainConfig train_defaults(void);
 /** A training run in progress: the model, its gradients and optimizer, where it is. */
 typedef struct {
     Vit vit;             /**< the model being trained; its parameters are its own */
+    VitShards *shards;   /**< the model with each batch split over TrainConfig::shards
+                              replicas, one per thread (shards.h); one shard: the model
+                              itself. A step's forward and backward go through it */
     VitGrads grads;      /**< d loss / d θ of the last step */
     AdamW opt;           /**< AdamW over every parameter, timm's decay groups */
     LrSchedule schedule; /**< warm-up + cosine over every step of the run */

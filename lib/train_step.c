@@ -7,10 +7,11 @@
  * Shape legend: B batch, C channels, S side, Y classes.
  *
  * The step in five lines: the batch, the learning rate of this step, the
- * gradients zeroed (the backward adds to them), forward + loss + backward,
- * the gradient clipped to a global norm, AdamW. A loss or gradient that is
- * not finite stops the run before the update: one bad step must not write
- * NaN into every weight.
+ * gradients zeroed (the backward adds to them), forward + loss + backward
+ * (through the Trainer's shards, one per thread: PyTorch's model wrapped in
+ * DistributedDataParallel), the gradient clipped to a global norm, AdamW. A
+ * loss or gradient that is not finite stops the run before the update: one
+ * bad step must not write NaN into every weight.
  */
 #include "train.h"
 
@@ -30,8 +31,8 @@ VitStatus trainer_step(Trainer *t, TrainStep *out, VitError *err) {
     const double lr = lr_at(&t->schedule, (int)t->step);    // warm-up, then cosine
     vit_grads_zero(&t->grads);                              // opt.zero_grad()
     float loss;                                             // loss = F.cross_entropy(...)
-    VitStatus s = vit_forward_backward(&t->vit, &t->grads, &images, t->labels, c->smoothing,
-                                       &loss, NULL, NULL, err); // loss.backward()
+    VitStatus s = vit_shards_forward_backward(t->shards, &t->grads, &images, t->labels,
+                                              c->smoothing, &loss, err); // loss.backward()
     if (s != VIT_OK) return s;
     const double norm = c->clip > 0 ? clip_grad_norm(t->opt.params, t->opt.count, c->clip)
                                     : optim_grad_norm(t->opt.params, t->opt.count);

@@ -254,9 +254,6 @@ VitStatus vit_train_prepare(Vit *vit, VitKeep keep, int B, VitError *err) {
 
 // [vit_logits]
 Tensor vit_logits(const Vit *vit) {
-    int B;
-    const float *sharded = vit_shards_logits(vit, &B); // a sharded step's, when newer
-    if (sharded) return tensor_view((float *)sharded, 2, B, vit->config.num_classes);
     return tensor_view(vit->acts.logits, 2, vit->acts.batch, vit->config.num_classes);
 }
 // [vit_logits]
@@ -264,7 +261,6 @@ Tensor vit_logits(const Vit *vit) {
 void vit_acts_free(Vit *vit) { acts_free(&vit->acts); }
 
 void vit_free(Vit *vit) {
-    vit_shards_free(vit);
     acts_free(&vit->acts);
     for (int i = 0; i < vit->owned_count; i++) free(vit->owned[i]);
     free(vit->owned);

@@ -24,7 +24,8 @@
  * one block in block.c; the switches that turn heads off in head_off.c. The
  * backward pass (@ref backward): vit_backward() in backward.c, a block's in
  * block_backward.c, attention's in mha_backward.c, the gradient buffers in
- * grads.c; the optimizer is optim.h's.
+ * grads.c; the optimizer is optim.h's. Training on several threads with the
+ * batch split (shards.h) wraps a model from outside: the model does not know it.
  *
  * Deliberately omitted: dropout and drop-path (identity at inference, and
  * left out of training too), distillation tokens, register tokens, global
@@ -127,9 +128,6 @@ typedef struct {
     const char *how;    /**< "mapped in place", "converted from BF16", "zeros (missing bias)", … */
 } VitMapEntry;
 
-/** Replicas a training batch is split over (shards.c, vit_train_shards()); opaque. */
-typedef struct VitShards VitShards;
-
 /** A ready-to-run model. Zero-initialise, then vit_build() or vit_build_random(). */
 typedef struct {
     VitConfig config;        /**< sizes */
@@ -148,8 +146,6 @@ typedef struct {
     int map_count;           /**< entries in map */
     VitKeep keep;            /**< what vit_forward() keeps for vit_backward(): VIT_KEEP_NONE
                                   (inference) unless vit_train_prepare() said otherwise */
-    VitShards *shards;       /**< vit_train_shards(): vit_forward_backward() splits each batch
-                                  over replicas, one per thread; NULL: it does not */
     bool *heads_off;         /**< (L, H) vit_set_head_off(): true where a head is switched
                                   off; row l is block l's AttentionWeights::head_off (owned,
                                   allocated at the first switch), or NULL: every head on */
@@ -307,8 +303,8 @@ VitStatus vit_check_batch(const VitConfig *cfg, int B, double extra_bytes, const
  *
  * The switches live in the model (Vit::heads_off) and in its block table, so
  * they hold across vit_resize_positions(), and for the replicas of
- * vit_train_shards(), which share that table, whether they were made before
- * or after the switch. Training with a head off trains the rest without it
+ * vit_shards_new() (shards.h), which share that table, whether they were made
+ * before or after the switch. Training with a head off trains the rest without it
  * (its own weights get no gradient, though AdamW's weight decay still shrinks
  * them). The switches are not parameters: vit_save() does not write them.
  * @param[in] layer  the block, 0 … L−1
@@ -406,25 +402,6 @@ void vit_grads_free(VitGrads *g);
  * @return VIT_ERR_INPUT when the activations do not fit (the message says how much they need)
  */
 VitStatus vit_train_prepare(Vit *vit, VitKeep keep, int B, VitError *err);
-
-/**
- * @brief Prepare a model for data-parallel training: from now on
- *        vit_forward_backward() splits each batch (of up to @p B) into @p n
- *        shards of about B/n images, runs each on its own thread over a
- *        replica that shares the model's weights, and adds the shards'
- *        gradients, weighted by their share of the batch (shards.c).
- *
- * The point is speed on several cores for a small model, whose operations
- * are too small to split between threads. The gradients are the batch's
- * (within float rounding of the unsharded step's), and the same @p n gives
- * the same bits on any number of threads. n = 1 is vit_train_prepare() with
- * VIT_KEEP_DEFAULT. A traced vit_forward_backward() runs unsharded. The
- * replicas hold the model's weight pointers: make the shards again after
- * vit_resize_positions(), which moves the position table.
- * @param[in] n  shards, 1 to B
- * @return VIT_ERR_USAGE for n outside [1, B]; VIT_ERR_INPUT when memory is short
- */
-VitStatus vit_train_shards(Vit *vit, int n, int B, VitError *err);
 
 /**
  * @brief Bytes of the activations for a batch of @p B when keeping @p keep:

@@ -1,8 +1,8 @@
 /**
  * @file vit_internal.h
- * @brief Helpers shared by vit.c, forward.c, backward.c, weights.c and init.c, not
- *        part of the public API: the memory a Vit owns (defined in vit.c, freed by
- *        vit_free()).
+ * @brief Helpers shared by vit.c, forward.c, backward.c, weights.c, init.c and
+ *        shards.c, not part of the public API: the memory a Vit owns (defined in
+ *        vit.c, freed by vit_free()), and the checks of a training step (backward.c).
  */
 #ifndef VIT_VIT_INTERNAL_H
 #define VIT_VIT_INTERNAL_H
@@ -37,17 +37,13 @@ VitBlockActs *vit_acts_block(VitActivations *a, int i);
 /** @brief Free the activations only (a replica's weights are another model's). */
 void vit_acts_free(Vit *vit);
 
-/* ------------------------------------------------- shards (shards.c) */
-
-/** @brief vit_forward_backward() of a model with shards (vit_train_shards()), no trace. */
-VitStatus vit_forward_backward_sharded(Vit *vit, VitGrads *grads, const Tensor *input,
-                                       const int *targets, float smoothing, float *loss,
-                                       VitError *err);
-/** @brief Free the shards and their replicas; the model is as before vit_train_shards(). */
-void vit_shards_free(Vit *vit);
-/** @brief The last sharded step's logits (B, Y) when they are newer than the model's own, else NULL. */
-const float *vit_shards_logits(const Vit *vit, int *B);
-/** @brief The model's own forward ran: its logits are the newer. */
-void vit_shards_stale(Vit *vit);
+/**
+ * @brief What vit_forward_backward() checks before any pass, and the shards
+ *        (shards.c) before they split a batch: a label smoothing in [0, 1],
+ *        and each of the @p B targets a class of the model.
+ * @return VIT_ERR_INPUT naming the first bad target by its image in the batch
+ */
+VitStatus vit_check_targets(const Vit *vit, int B, const int *targets, float smoothing,
+                            VitError *err);
 
 #endif

@@ -351,7 +351,7 @@ static const char *const HINT[MISTAKES] = {
     "lr_at(&t->schedule, t->step), warm-up and cosine",
     "the learning rate is one step ahead: lr_at(&t->schedule, t->step) before the step is "
     "counted; step 0 has the first learning rate",
-    "label smoothing is missing: pass t->config.smoothing to vit_forward_backward(), as "
+    "label smoothing is missing: pass t->config.smoothing to vit_shards_forward_backward(), as "
     "F.cross_entropy(..., label_smoothing=eps)",
     "the step was counted twice: t->step grows by exactly 1 per step (and adamw_step() counts "
     "its own)",
@@ -378,9 +378,8 @@ static VitStatus reference_step(Trainer *t, TrainStep *out, VitError *err, Mista
     if (m != NO_ZERO) vit_grads_zero(&t->grads);
     if (m == STEP_FIRST) adamw_step(&t->opt, lr);
     float loss;
-    VitStatus st = vit_forward_backward(&t->vit, &t->grads, &images, t->labels,
-                                        m == NO_SMOOTHING ? 0.0f : c->smoothing, &loss, NULL, NULL,
-                                        err);
+    VitStatus st = vit_shards_forward_backward(t->shards, &t->grads, &images, t->labels,
+                                               m == NO_SMOOTHING ? 0.0f : c->smoothing, &loss, err);
     if (st != VIT_OK) return st;
     const bool clip = (c->clip > 0 || m == CLIP_ZERO) && m != NO_CLIP && m != CLIP_AFTER;
     const double norm = clip ? clip_grad_norm(t->opt.params, t->opt.count, c->clip)
@@ -486,10 +485,10 @@ static void diagnose_error(const char *msg, int step) {
         check_hint("trainer_step() returned the skeleton's error (\"%s\"): is the exercise's "
                    "TODO still there?", msg);
     else if (strstr(msg, "kept its activations"))
-        check_hint("the forward kept nothing for the backward: the Trainer's model is prepared "
-                   "for training (trainer_init() called vit_train_prepare()); use "
-                   "vit_forward_backward(), or vit_forward() then vit_backward() on that model "
-                   "as it is, never an inference forward (VIT_KEEP_NONE)");
+        check_hint("the forward kept nothing for the backward: trainer_init() prepared the "
+                   "model for training (or its shards' replicas, when the batch is split); use "
+                   "vit_shards_forward_backward(t->shards, …), which runs forward and backward "
+                   "on them as they are, never an inference forward (VIT_KEEP_NONE)");
     else
         check_hint("step %d failed where PyTorch's loop body does not: \"%s\"", step, msg);
 }
@@ -529,7 +528,7 @@ static void test_probe_trainer_step(void) {
             if (!found)
                 check_hint("after %d steps the weights are not those of the loop body: the "
                            "batch (trainer_next_batch()), lr_at(&t->schedule, t->step), "
-                           "vit_grads_zero(), vit_forward_backward() with the smoothing, "
+                           "vit_grads_zero(), vit_shards_forward_backward() with the smoothing, "
                            "clip_grad_norm() to t->config.clip, adamw_step(), t->step++, in "
                            "that order", PROBE_STEPS);
         }
@@ -561,9 +560,9 @@ static void test_probe_trainer_step_reports(void) {
                     later &= same_value(got.out[j].loss, after.out[j].loss);
                 if (later)
                     check_hint("the loss reported is the one after the update: report the "
-                               "loss vit_forward_backward() returned, before adamw_step()");
+                               "loss vit_shards_forward_backward() returned, before adamw_step()");
                 else
-                    check_hint("TrainStep.loss is the loss vit_forward_backward() returns "
+                    check_hint("TrainStep.loss is the loss vit_shards_forward_backward() returns "
                                "(with label smoothing), before the update");
                 break;
             }

@@ -18,7 +18,7 @@
  *    is bit for bit the plain pass's; switched off and on again, the whole
  *    trace is the plain one, bit for bit.
  *  - Where the switch must hold: both ways of keeping activations for the
- *    backward, the replicas of vit_train_shards(), vit_resize_positions().
+ *    backward, the replicas of vit_shards_new(), vit_resize_positions().
  *  - The API: the count, and a layer or head outside the model refused.
  */
 #include <CUnit/CUnit.h>
@@ -29,6 +29,7 @@
 
 #include "check.h"
 #include "rng.h"
+#include "shards.h"
 #include "vit.h"
 
 #define GOLDEN "head_off.safetensors"
@@ -307,13 +308,16 @@ static float sharded_step(int n, bool switch_first, Tensor *dqkv) {
     Vit vit = model();
     Tensor x = images(S);
     VitError err;
+    VitShards *shards = NULL;
     if (switch_first) set_off(&vit, 1, 1, true);
-    if (n > 0) CU_ASSERT_FATAL(vit_train_shards(&vit, n, B, &err) == VIT_OK);
+    if (n > 0) CU_ASSERT_FATAL(vit_shards_new(&shards, &vit, n, B, &err) == VIT_OK);
     if (!switch_first) set_off(&vit, 1, 1, true); // after the replicas were made
     VitGrads grads = {0};
     CU_ASSERT_FATAL(vit_grads_init(&grads, &vit, &err) == VIT_OK);
     float loss = NAN;
-    VitStatus s = vit_forward_backward(&vit, &grads, &x, CLASSES, 0.0f, &loss, NULL, NULL, &err);
+    VitStatus s =
+        shards ? vit_shards_forward_backward(shards, &grads, &x, CLASSES, 0.0f, &loss, &err)
+               : vit_forward_backward(&vit, &grads, &x, CLASSES, 0.0f, &loss, NULL, NULL, &err);
     if (s != VIT_OK) fprintf(stderr, "\n    %s\n", err.msg);
     CU_ASSERT_FATAL(s == VIT_OK);
     VitParam params[64];
@@ -323,6 +327,7 @@ static float sharded_step(int n, bool switch_first, Tensor *dqkv) {
             *dqkv = tensor_from(params[i].data, 2, (int[]){3 * D, D});
     vit_grads_free(&grads);
     tensor_free(&x);
+    vit_shards_free(shards);
     vit_free(&vit);
     return loss;
 }

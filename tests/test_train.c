@@ -271,14 +271,16 @@ static float shard_step(int n, const Tensor *x, const int *y, VitGrads *g, float
     Vit vit;
     VitError err;
     const VitInit init = vit_init_timm(3);
+    VitShards *shards;
     CU_ASSERT_EQUAL_FATAL(vit_build_random(&vit, &tiny, &init, &err), VIT_OK);
-    CU_ASSERT_EQUAL_FATAL(vit_train_shards(&vit, n, x->shape[0], &err), VIT_OK);
+    CU_ASSERT_EQUAL_FATAL(vit_shards_new(&shards, &vit, n, x->shape[0], &err), VIT_OK);
     CU_ASSERT_EQUAL_FATAL(vit_grads_init(g, &vit, &err), VIT_OK);
     float loss = NAN;
-    CU_ASSERT_EQUAL(vit_forward_backward(&vit, g, x, y, 0.1f, &loss, NULL, NULL, &err), VIT_OK);
+    CU_ASSERT_EQUAL(vit_shards_forward_backward(shards, g, x, y, 0.1f, &loss, &err), VIT_OK);
     const Tensor l = vit_logits(&vit);
     CU_ASSERT_EQUAL(l.shape[0], x->shape[0]);
     memcpy(logits, l.data, l.numel * sizeof(float));
+    vit_shards_free(shards);
     vit_free(&vit);
     return loss;
 }

@@ -6,8 +6,7 @@
  * tokens, D width, Y classes (the book's glossary).
  *
  * The set-up is given: the input is checked, the activations are allocated,
- * vit_logits() is told to read this pass's logits, the input is handed to the
- * trace. Fill in the seven steps of the recipe, one per line of timm's
+ * the input is handed to the trace. Fill in the seven steps of the recipe, one per line of timm's
  * VisionTransformer.forward. Each TODO's TODO_ZEROS() line stands for the
  * step until you write it: delete it then. The trace lines are given: they
  * hand each stage to whoever listens, under the names of the contract
@@ -48,7 +47,6 @@ VitStatus vit_forward(Vit *vit, const Tensor *input, TraceFn trace, void *user, 
     const int B = input->shape[0], C = c->channels, S = c->image_size, p = c->patch_size;
     const int P = vit_num_patches(c), N = P + 1, D = c->dim, Y = c->num_classes;
     if ((status = vit_acts_ensure(vit, B, err)) != VIT_OK) return status;
-    vit_shards_stale(vit); // vit_logits() reads this pass's logits, not an older sharded step's
     VitActivations *a = &vit->acts;
     const Tracer tr = {trace, user, NULL};
     // listeners may read, never write, what they are shown

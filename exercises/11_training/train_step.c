@@ -23,10 +23,12 @@ VitStatus trainer_step(Trainer *t, TrainStep *out, VitError *err) {
     //   lr = schedule(step)               lr_at(&t->schedule, (int)t->step)
     //   opt.zero_grad()                   vit_grads_zero(&t->grads)
     //   loss = F.cross_entropy(model(images), labels, label_smoothing=eps)
-    //   loss.backward()                   both: vit_forward_backward(&t->vit, &t->grads,
-    //                                       &images, t->labels, t->config.smoothing, &loss,
-    //                                       NULL, NULL, err), images a (B, C, S, S) view
-    //                                       of t->images (tensor_view_shape())
+    //   loss.backward()                   both: vit_shards_forward_backward(t->shards,
+    //                                       &t->grads, &images, t->labels,
+    //                                       t->config.smoothing, &loss, err), images a
+    //                                       (B, C, S, S) view of t->images
+    //                                       (tensor_view_shape()); t->shards is the model
+    //                                       t->vit with each batch split over threads
     //   clip_grad_norm_(params, clip)     clip_grad_norm(t->opt.params, t->opt.count,
     //                                       t->config.clip); it returns the norm before
     //                                       clipping. clip 0: no clipping, and the norm
@@ -36,7 +38,7 @@ VitStatus trainer_step(Trainer *t, TrainStep *out, VitError *err) {
     //
     //   - First, refuse a step past the end of the run: t->step ≥ trainer_total_steps(t)
     //     returns VIT_ERR_INPUT (vit_fail()) with a message that says the run is over.
-    //   - A failed vit_forward_backward() returns its status as it is.
+    //   - A failed vit_shards_forward_backward() returns its status as it is.
     //   - If the loss or the norm is not finite (isfinite()), return VIT_ERR_INPUT before
     //     adamw_step(): one bad step must not write NaN into every weight. A refused step
     //     is not counted.

@@ -26,8 +26,8 @@ VitStatus trainer_step(Trainer *t, TrainStep *out, VitError *err) {
     // opt.zero_grad(); loss = F.cross_entropy(model(images), labels, eps); loss.backward()
     vit_grads_zero(&t->grads);  // the backward ADDS to the gradients
     float loss = 0.0f;
-    VitStatus st = vit_forward_backward(&t->vit, &t->grads, &images, t->labels,
-                                        t->config.smoothing, &loss, NULL, NULL, err);
+    VitStatus st = vit_shards_forward_backward(t->shards, &t->grads, &images, t->labels,
+                                               t->config.smoothing, &loss, err);
     if (st != VIT_OK) return st;
 
     // clip_grad_norm_(params, clip): after the backward, before the update; the norm before

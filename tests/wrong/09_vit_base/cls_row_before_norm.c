@@ -32,7 +32,6 @@ VitStatus vit_forward(Vit *vit, const Tensor *input, TraceFn trace, void *user, 
     const int B = input->shape[0], C = c->channels, S = c->image_size, p = c->patch_size;
     const int P = vit_num_patches(c), N = P + 1, D = c->dim, Y = c->num_classes;
     if ((status = vit_acts_ensure(vit, B, err)) != VIT_OK) return status;
-    vit_shards_stale(vit); // vit_logits() reads this pass's logits, not an older sharded step's
     VitActivations *a = &vit->acts;
     const Tracer tr = {trace, user, NULL};
     // listeners may read, never write, what they are shown

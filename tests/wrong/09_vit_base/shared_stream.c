@@ -1,10 +1,9 @@
 // hint: vit_backward/every gradient equals autograd
 // A forward pass written as exercise 09's skeleton once said: the stream in
-// a->x[0] and a->x[1], swapped, one a->block shared by every block, and
-// vit_shards_stale() never called. Every stage of an inference is right, so
-// the chapter's tests pass; a model prepared for training then loses each
-// block's input and activations, and its gradients are wrong. The key runs
-// the backward's tests for that.
+// a->x[0] and a->x[1], swapped, one a->block shared by every block. Every
+// stage of an inference is right, so the chapter's tests pass; a model
+// prepared for training then loses each block's input and activations, and
+// its gradients are wrong. The key runs the backward's tests for that.
 /**
  * @file forward.c
  * @brief A wrong vit_forward(): the old skeleton's buffers (see the first lines).

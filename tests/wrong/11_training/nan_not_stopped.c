@@ -24,8 +24,8 @@ VitStatus trainer_step(Trainer *t, TrainStep *out, VitError *err) {
     const double lr = lr_at(&t->schedule, (int)t->step);    // warm-up, then cosine
     vit_grads_zero(&t->grads);                              // opt.zero_grad()
     float loss;                                             // loss = F.cross_entropy(...)
-    VitStatus s = vit_forward_backward(&t->vit, &t->grads, &images, t->labels, c->smoothing,
-                                       &loss, NULL, NULL, err); // loss.backward()
+    VitStatus s = vit_shards_forward_backward(t->shards, &t->grads, &images, t->labels,
+                                              c->smoothing, &loss, err); // loss.backward()
     if (s != VIT_OK) return s;
     const double norm = c->clip > 0 ? clip_grad_norm(t->opt.params, t->opt.count, c->clip)
                                     : optim_grad_norm(t->opt.params, t->opt.count);

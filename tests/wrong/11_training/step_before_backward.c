@@ -26,8 +26,8 @@ VitStatus trainer_step(Trainer *t, TrainStep *out, VitError *err) {
     vit_grads_zero(&t->grads);                              // opt.zero_grad()
     adamw_step(&t->opt, lr); // WRONG: before this batch's gradient exists
     float loss;                                             // loss = F.cross_entropy(...)
-    VitStatus s = vit_forward_backward(&t->vit, &t->grads, &images, t->labels, c->smoothing,
-                                       &loss, NULL, NULL, err); // loss.backward()
+    VitStatus s = vit_shards_forward_backward(t->shards, &t->grads, &images, t->labels,
+                                              c->smoothing, &loss, err); // loss.backward()
     if (s != VIT_OK) return s;
     const double norm = c->clip > 0 ? clip_grad_norm(t->opt.params, t->opt.count, c->clip)
                                     : optim_grad_norm(t->opt.params, t->opt.count);
