@@ -1,6 +1,15 @@
 /**
  * @file gemm.c
- * @brief Matrix multiplication: naive reference, own tiled kernel, OpenBLAS.
+ * @brief Matrix multiplication's backends: naive reference, own tiled kernel,
+ *        OpenBLAS, each called by name.
+ *
+ * Which one matmul() calls is decided in two other files, and the calls go
+ * one way only (a → b: a calls b):
+ *   gemm_dispatch.c → gemm_choice.c → gemm.c,   gemm_dispatch.c → gemm.c
+ * gemm_dispatch.c has matmul(), matmul_bt() and matmul_*_acc(), which take the
+ * backend gemm_set_backend() set, else the default; gemm_choice.c chooses the
+ * default once, by timing the backends here; this file calls neither, so it
+ * can be read, tested and timed on its own.
  *
  * Shapes (row-major, float32):
  *   a (M,K)    left operand, always K-contiguous
@@ -794,33 +803,7 @@ void matmul_bt_blas(float *out, const float *a, const float *b, int M, int K, in
 #endif
 }
 
-/* -------------------------------------------------------------- dispatch */
-
-// The backend gemm_set_backend() set, or -1: then each product takes the
-// default for its size, which gemm_choice() (gemm_choice.c) decides on the
-// first product. Atomic because products may come from several threads at once.
-static int set_backend = -1;
-
-void gemm_set_backend(GemmBackend backend) {
-    if (backend == GEMM_BLAS && !gemm_have_blas()) backend = GEMM_TILED;
-    __atomic_store_n(&set_backend, (int)backend, __ATOMIC_RELAXED);
-}
-
-void gemm_use_choice(void) { __atomic_store_n(&set_backend, -1, __ATOMIC_RELAXED); }
-
-GemmBackend gemm_get_backend(void) {
-    const int set = __atomic_load_n(&set_backend, __ATOMIC_RELAXED);
-    return set >= 0 ? (GemmBackend)set : gemm_choice()->backend;
-}
-
-// [gemm_backend_for]
-GemmBackend gemm_backend_for(int M, int K, int N) {
-    const int set = __atomic_load_n(&set_backend, __ATOMIC_RELAXED);
-    if (set >= 0) return (GemmBackend)set;
-    const GemmChoice *c = gemm_choice();
-    return 2.0 * M * K * N < GEMM_SMALL_FLOPS ? c->small_backend : c->backend;
-}
-// [gemm_backend_for]
+/* ---------------------------------------------------------------- names */
 
 const char *gemm_backend_name(GemmBackend backend) {
     switch (backend) {
@@ -831,26 +814,6 @@ const char *gemm_backend_name(GemmBackend backend) {
     return "?";
 }
 
-// [matmul]
-void matmul(float *out, const float *a, const float *b, int M, int K, int N) {
-    switch (gemm_backend_for(M, K, N)) {
-    case GEMM_NAIVE: matmul_naive(out, a, b, M, K, N); break;
-    case GEMM_TILED: matmul_tiled(out, a, b, M, K, N); break;
-    case GEMM_BLAS: matmul_blas(out, a, b, M, K, N); break;
-    }
-}
-// [matmul]
-
-// [matmul_bt]
-void matmul_bt(float *out, const float *a, const float *b, int M, int K, int N) {
-    switch (gemm_backend_for(M, K, N)) {
-    case GEMM_NAIVE: matmul_bt_naive(out, a, b, M, K, N); break;
-    case GEMM_TILED: matmul_bt_tiled(out, a, b, M, K, N); break;
-    case GEMM_BLAS: matmul_bt_blas(out, a, b, M, K, N); break;
-    }
-}
-// [matmul_bt]
-
 /* ------------------------------------------------- accumulating products
  *
  * The backward pass adds each gradient to what is there (a weight used
@@ -859,7 +822,8 @@ void matmul_bt(float *out, const float *a, const float *b, int M, int K, int N) 
  * transposed. These are the three layouts as products out += …, in the
  * same three implementations: naive loops, the tiled kernel (the only change
  * is in pack_a() and in not overwriting out on the first k block) and
- * cblas_sgemm with beta = 1.
+ * cblas_sgemm with beta = 1, all three behind gemm_acc_on(). matmul_acc() and
+ * its twins, which pick the backend, are in gemm_dispatch.c.
  */
 
 void matmul_acc_naive(float *out, const float *a, const float *b, int M, int K, int N) {
@@ -916,21 +880,3 @@ void gemm_acc_on(GemmBackend backend, float *out, const float *a, const float *b
                                .N = N, .a_transposed = at, .accumulate = true});
 }
 // [gemm_acc_on]
-
-// out (M,N) += op(a)·op(b) with the default backend for its size
-static void gemm_acc(float *out, const float *a, const float *b, bool at, bool bt, int M, int K,
-                     int N) {
-    gemm_acc_on(gemm_backend_for(M, K, N), out, a, b, at, bt, M, K, N);
-}
-
-void matmul_acc(float *out, const float *a, const float *b, int M, int K, int N) {
-    gemm_acc(out, a, b, false, false, M, K, N);
-}
-
-void matmul_bt_acc(float *out, const float *a, const float *b, int M, int K, int N) {
-    gemm_acc(out, a, b, false, true, M, K, N);
-}
-
-void matmul_at_acc(float *out, const float *a, const float *b, int M, int K, int N) {
-    gemm_acc(out, a, b, true, false, M, K, N);
-}

@@ -20,7 +20,9 @@
  *   blas   cblas_sgemm from OpenBLAS, when the build found it.
  * matmul() and matmul_bt() use the faster of tiled and blas on this machine,
  * measured on the first product and remembered (gemm_choice()), unless
- * gemm_set_backend() or the VIT_GEMM variable says otherwise.
+ * gemm_set_backend() or the VIT_GEMM variable says otherwise. The backends
+ * are in gemm.c, the measuring in gemm_choice.c, the products that pick a
+ * backend in gemm_dispatch.c; each calls only the ones before it in that list.
  *
  * Threads: every product may be called from several threads at once; called
  * inside an OpenMP parallel region, the tiled kernel runs on the calling

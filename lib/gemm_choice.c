@@ -3,6 +3,9 @@
  * @brief Which backend matmul() uses when nobody says: measured once on this
  *        machine, remembered in a small file (gemm.h, gemm_choice()).
  *
+ * It times the backends by name (gemm.c) and never calls matmul() and its
+ * dispatch (gemm_dispatch.c), which is what asks it: gemm_dispatch.c says why.
+ *
  * A BLAS library is only as fast as the kernel it picks for the CPU it finds.
  * Debian's OpenBLAS 0.3.21 picks well on the CPUs it knows and falls back to
  * its SSE3 kernels ("Prescott") on newer ones it does not, four times slower
@@ -16,9 +19,9 @@
  * attention's (50 × 16 × 50). So the same is done on the products of one
  * block of that model's training step, forward and backward, for a shard of
  * 64 images, the whole list on each thread at once as the training shards
- * run it, and products under GEMM_SMALL_FLOPS take that answer (gemm.c's
- * gemm_backend_for()). This is FFTW's "wisdom" in miniature: the answer is
- * written to $XDG_CACHE_HOME/vit-from-scratch/gemm-choice (else
+ * run it, and products under GEMM_SMALL_FLOPS take that answer
+ * (gemm_dispatch.c's gemm_backend_for()). This is FFTW's "wisdom" in
+ * miniature: the answer is written to $XDG_CACHE_HOME/vit-from-scratch/gemm-choice (else
  * ~/.cache/…), keyed by the CPU, OpenBLAS's build and kernel, the tiled
  * micro-kernel and the thread count, so later runs skip the ~0.2 s of timing
  * and, above all, make the same choice: the two backends round differently,
@@ -734,23 +737,3 @@ const GemmChoice *gemm_choice(void) {
     return &choice;
 }
 // [gemm_choice]
-
-void gemm_choice_describe(char *buf, size_t size) {
-    const GemmChoice *c = gemm_choice();
-    const GemmBackend now = gemm_get_backend();
-    char blas[64] = "", measured[320] = "";
-    if (gemm_have_blas()) snprintf(blas, sizeof blas, "OpenBLAS's kernel: %.31s", c->blas_core);
-    if (c->tiled_gflops > 0)
-        snprintf(measured, sizeof measured,
-                 "; tiled (%s) %.0f, blas %.0f GFLOP/s on 197x768x2304; under %.0f MFLOP: "
-                 "%s (tiled %.0f, blas %.0f GFLOP/s on a training shard's block, one per thread)",
-                 gemm_tiled_kernel(), c->tiled_gflops, c->blas_gflops, GEMM_SMALL_FLOPS / 1e6,
-                 gemm_backend_name(c->small_backend), c->small_tiled_gflops,
-                 c->small_blas_gflops);
-    if (now != c->backend) // bench and the tests switch backends themselves
-        snprintf(buf, size, "%s (set by the program%s%s)", gemm_backend_name(now),
-                 blas[0] ? "; " : "", blas);
-    else
-        snprintf(buf, size, "%s (%s%s%s%s)", gemm_backend_name(now), c->how, measured,
-                 blas[0] ? "; " : "", blas);
-}
