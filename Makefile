@@ -3,7 +3,8 @@
 #   make            build the library, chapters, tools, viewer and tests
 #   make run        install missing packages, build, open vitview on the trained
 #                   Fashion-MNIST model and a test image (ARGS='...' for vitview's options)
-#   make test       install missing packages, build, run every test suite
+#   make test       install missing packages, build, check lib's link graph has no
+#                   cycle (make link-graph), run every test suite
 #   make sanitize   the same tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make docs       Doxygen book into docs/html (warnings are errors)
 #   make docs-check the book opened in headless Chromium: formulas, pictures, links
@@ -128,7 +129,7 @@ GRADER_CHECK_SRC := $(sort $(wildcard tests/grader/*.c))
 ALL_OBJ      := $(LIB_OBJ) $(CHAPTER_OBJ) $(CHAPTER_TOBJ) $(TEST_OBJ) $(VIT_OBJ) $(BENCH_OBJ) $(VIEWER_OBJ)
 
 .PHONY: all run test sanitize docs docs-check bench clean deps config chapters chapters-run lib fuzz goldens \
-        exercise exercise-all exercise-checks grade-class
+        exercise exercise-all exercise-checks grade-class link-graph
 .DEFAULT_GOAL := all
 
 all: $(LIB) $(CHAPTER_BIN) $(VIT_BIN) $(VIEWER_BIN) $(BENCH_BIN) $(TEST_RUNNER)
@@ -217,6 +218,12 @@ $(BUILD)/vitview: $(VIEWER_OBJ) $(LIB)
 chapters: $(CHAPTER_BIN)
 lib: $(LIB)
 
+# lib's link graph (scripts/link-graph.sh, from nm of lib's objects): a file
+# that uses another's symbols never also serves, directly or through others,
+# one that file uses. A cycle fails, its files named; make test runs this first.
+link-graph: $(LIB_OBJ)
+	@scripts/link-graph.sh $(LIB_OBJ)
+
 # run, test, sanitize and bench install packages first, then re-enter make so
 # that the detection above sees what was just installed.
 # make run opens vitview with its defaults: data/models/vit-fashion.safetensors
@@ -244,6 +251,7 @@ test sanitize: export OMP_WAIT_POLICY ?= passive
 test: deps
 	@start=$$(date +%s); status=0; \
 	{ $(MAKE) --no-print-directory $(PARALLEL) all && \
+	  scripts/link-graph.sh $(LIB_OBJ) && \
 	  $(TEST_RUNNER) && \
 	  $(MAKE) --no-print-directory $(PARALLEL) exercise-checks && \
 	  if [ -x tests/viewer_tmux.sh ] && [ -x $(BUILD)/vitview ]; then tests/viewer_tmux.sh $(BUILD)/vitview; fi; \
