@@ -162,11 +162,6 @@ VitStatus labels_for_weights(Labels *l, const char *labels_file, const char *con
     return VIT_OK;
 }
 
-VitStatus labels_for_model(Labels *l, const char *labels_file, const char *config_json,
-                           int classes, VitError *err) {
-    return labels_for_weights(l, labels_file, config_json, NULL, classes, err);
-}
-
 const char *labels_name(const Labels *l, int i) {
     return l && i >= 0 && i < l->count ? l->names[i] : NULL;
 }

@@ -72,18 +72,13 @@ VitStatus labels_load_metadata(Labels *labels, const SafeTensors *weights, VitEr
  * @param[out] labels       the names; empty when there are none
  * @param[in] labels_file   a file of names given by the user, or NULL
  * @param[in] config_json   the model's config.json, or NULL
+ * @param[in] weights       the open weights file (e.g. Vit::file), or NULL
  * @param[in] classes       Y, the model's number of classes
  * @param[out] err          the message on failure
- * @return VIT_ERR_INPUT when a file given or found is unreadable or malformed, or
- *         names another number of classes than @p classes (the message says both).
- */
-VitStatus labels_for_model(Labels *labels, const char *labels_file, const char *config_json,
-                           int classes, VitError *err);
-/**
- * @brief labels_for_model() that also reads the weights file's own "class_names".
- * @param[in] weights  the open weights file (e.g. Vit::file), or NULL
- * @return as labels_for_model(); VIT_ERR_INPUT naming the file and the key when
- *         "class_names" is malformed or names another number of classes.
+ * @return VIT_ERR_INPUT when a file given or found is unreadable or malformed
+ *         (the weights' "class_names" too: the message names the file and the
+ *         key), or names another number of classes than @p classes (the
+ *         message says both).
  */
 VitStatus labels_for_weights(Labels *labels, const char *labels_file, const char *config_json,
                              const SafeTensors *weights, int classes, VitError *err);

@@ -118,6 +118,14 @@ static void test_ramps(void) {
     CU_ASSERT(neg.b > neg.r); // negative is blue
     CU_ASSERT(pos.r > pos.b); // positive is red
     CU_ASSERT(rgb_eq(ramp_rgb(RAMP_SEQUENTIAL, NAN), 128, 128, 128));
+    // one map, one set of colours: the screen's ramp is the PNGs' viridis (picture.h)
+    for (int i = 0; i <= 36; i++) {
+        const Rgb v = viridis(i / 36.0f), r = ramp_rgb(RAMP_SEQUENTIAL, i / 36.0f);
+        CU_ASSERT(rgb_eq(r, v.r, v.g, v.b));
+    }
+    // and near matplotlib's viridis(0.5) = (0.127568, 0.566949, 0.550556) = (33, 145, 140)
+    const Rgb mid = ramp_rgb(RAMP_SEQUENTIAL, 0.5f);
+    CU_ASSERT(abs(mid.r - 33) <= 3 && abs(mid.g - 145) <= 3 && abs(mid.b - 140) <= 3);
     // the sequential ramp gets brighter monotonically (so it reads in grey too)
     float last = -1;
     for (int i = 0; i <= 20; i++) {

@@ -7,10 +7,9 @@
 #include <math.h>
 #include <string.h>
 
-// A ramp is a few anchor colours, evenly spaced on [0, 1], interpolated linearly.
-static const Rgb sequential[] = {
-    {68, 1, 84}, {59, 82, 139}, {33, 145, 140}, {94, 201, 98}, {253, 231, 37}, // viridis
-};
+// The sequential ramp is lib's viridis() (picture.h), so a map has the same
+// colours on the screen and in a PNG. The diverging one is a few anchor
+// colours, evenly spaced on [0, 1], interpolated linearly.
 static const Rgb diverging[] = {
     {33, 102, 172}, {146, 197, 222}, {247, 247, 247}, {244, 165, 130}, {178, 24, 43}, // RdBu
 };
@@ -24,13 +23,13 @@ Rgb rgb_mix(Rgb a, Rgb b, float w) {
 }
 
 Rgb ramp_rgb(RampKind kind, float t) {
-    if (isnan(t)) return (Rgb){128, 128, 128};
-    const Rgb *anchors = kind == RAMP_DIVERGING ? diverging : sequential;
-    const int segments = 4; // both ramps have 5 anchors
+    if (isnan(t)) return (Rgb){128, 128, 128}; // grey on screen: the text beside says NaN
+    if (kind == RAMP_SEQUENTIAL) return viridis(t);
+    const int segments = 4; // 5 anchors
     float x = clamp01(t) * segments;
     int i = (int)x;
     if (i >= segments) i = segments - 1;
-    return rgb_mix(anchors[i], anchors[i + 1], x - (float)i);
+    return rgb_mix(diverging[i], diverging[i + 1], x - (float)i);
 }
 
 char ramp_ascii(float t) {

@@ -17,17 +17,12 @@
 
 #include <stdint.h>
 
+#include "picture.h" // Rgb and viridis(): the terminal's colours are the PNGs'
+
 /** @defgroup viewer_colour Viewer colours
  *  @brief Ramps from a number in [0, 1] to a colour, and RGB to terminal colours.
  *  @{
  */
-
-/** An 8-bit-per-channel colour. */
-typedef struct {
-    uint8_t r; /**< red, 0–255 */
-    uint8_t g; /**< green, 0–255 */
-    uint8_t b; /**< blue, 0–255 */
-} Rgb;
 
 /** Which ramp a heatmap uses. */
 typedef enum {
