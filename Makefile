@@ -12,7 +12,8 @@
 #                   safetensors-parsing benchmarks, the speed targets; the forward and
 #                   the training step beside PyTorch's when /usr/bin/python3 has torch
 #   make fuzz       libFuzzer on the safetensors and image parsers (clang)
-#   make goldens    regenerate tests/golden with PyTorch (tools/gen_golden*.py; dev-time only)
+#   make goldens    regenerate tests/golden with PyTorch (tools/gen_golden*.py; dev-time only),
+#                   then say which files changed and by how much [GOLDEN_DIR=dir]
 #   make exercise CH=NN [DIR=path] [FORMAT=json] [JSON=path] [TIMEOUT=s] [SANITIZE=1]
 #                   [POINTS=p] [VISIBILITY=hidden|after_due_date|...] (results.json)
 #                   grade a student's functions with the exercise's answer key
@@ -447,37 +448,43 @@ bench: deps
 # Every tools/gen_golden*.py, one after another, with Debian's Python and
 # PyTorch; no network. They need the vit program (make-weights draws the
 # models' weights). GOLDEN_DIR=dir writes the goldens (and the test images
-# they draw) into dir instead of tests/golden (and tests/data), then compares
-# each with the committed one, byte for byte.
+# they draw) into dir instead of tests/golden (and tests/data); either way
+# tools/compare_goldens.py then says which files changed and by how much, against
+# the committed files (GOLDEN_DIR) or the files as they were before (in place):
+# each tensor that differs, its largest difference and how much of its tolerance
+# that is, and where the old and the new file were made (their "cpu" and "isa").
 PYTHON         ?= /usr/bin/python3
 GOLDEN_DIR     ?= tests/golden
 GOLDEN_SCRIPTS := $(sort $(wildcard tools/gen_golden*.py))
 GOLDEN_OUT     := $(if $(filter $(abspath tests/golden),$(abspath $(GOLDEN_DIR))),,--out-dir $(abspath $(GOLDEN_DIR)))
-GOLDEN_NOTE    := goldens made on another machine or with another PyTorch version may differ \
-                  in the last bit; what matters is that make test passes
+GOLDEN_NOTE    := goldens made on another CPU or with another PyTorch version may differ \
+                  in the last bit (above: by how much, within or beyond each tolerance); what matters is that make test passes
 goldens: $(BUILD)/vit
 	@$(PYTHON) -c 'import torch, torchvision, PIL' 2>/dev/null || { echo "goldens: $(PYTHON) needs \
 	    PyTorch, torchvision and Pillow: apt-get install python3-torch python3-torchvision python3-pil" >&2; \
 	    exit 1; }
 	@echo "goldens: $(words $(GOLDEN_SCRIPTS)) scripts, $(PYTHON), torch $$($(PYTHON) -c 'import torch; print(torch.__version__)') -> $(GOLDEN_DIR)/"
-	@failed=""; for s in $(GOLDEN_SCRIPTS); do \
+	@failed=""; before=""; \
+	if [ -z "$(GOLDEN_OUT)" ]; then \
+	    before=$$(mktemp -d) && mkdir $$before/golden $$before/data && \
+	    find tests/golden -maxdepth 1 -type f -exec cp -p {} $$before/golden \; && \
+	    find tests/data -maxdepth 1 -type f -exec cp -p {} $$before/data \; || exit 1; \
+	    trap 'rm -rf "$$before"' EXIT; \
+	fi; \
+	for s in $(GOLDEN_SCRIPTS); do \
 	    echo "== $$s"; \
 	    VIT_BIN=$(abspath $(BUILD)/vit) PYTHONDONTWRITEBYTECODE=1 $(PYTHON) $$s $(GOLDEN_OUT) \
 	        || failed="$$failed $$s"; \
 	done; \
 	if [ -n "$(GOLDEN_OUT)" ]; then \
 	    echo "== $(GOLDEN_DIR)/ against the committed files"; \
-	    same=0; differ=0; \
-	    for f in $(GOLDEN_DIR)/*; do \
-	        b=$${f##*/}; ref=tests/golden/$$b; [ -e $$ref ] || ref=tests/data/$$b; \
-	        if cmp -s $$f $$ref; then same=$$((same + 1)); echo "  identical $$b"; \
-	        else differ=$$((differ + 1)); echo "  DIFFERENT $$b"; fi; \
-	    done; \
-	    for f in tests/golden/*; do \
-	        [ -e $(GOLDEN_DIR)/$${f##*/} ] || echo "  not made  $${f##*/}"; \
-	    done; \
-	    echo "goldens: $$same identical, $$differ different"; \
+	    PYTHONDONTWRITEBYTECODE=1 $(PYTHON) tools/compare_goldens.py $(GOLDEN_DIR); \
+	else \
+	    echo "== tests/golden/ and tests/data/ against the files they replaced"; \
+	    PYTHONDONTWRITEBYTECODE=1 $(PYTHON) tools/compare_goldens.py \
+	        --old $$before/golden --old $$before/data tests/golden tests/data; \
 	fi; \
+	[ $$? -le 1 ] || failed="$$failed tools/compare_goldens.py"; \
 	echo "goldens: note: $(GOLDEN_NOTE)"; \
 	if [ -n "$$failed" ]; then \
 	    echo "goldens: FAILED:$$failed$(if $(GOLDEN_OUT), (does each take --out-dir DIR?))" >&2; \

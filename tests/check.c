@@ -412,6 +412,17 @@ void golden_check(void *user, const char *name, const Tensor *t) {
     tensor_free(&expected);
 }
 
+// "    ch05_multi_head.safetensors: golden made on AMD EPYC (torch AVX2; cpu avx ...), torch
+// 1.13.0a0": under a failure, so a learner on another machine sees where the expected values
+// were computed (tools/golden_common.py records it). Nothing when the golden does not say.
+static void golden_origin_print(const GoldenCheck *g) {
+    const char *cpu = st_meta(&g->golden, "cpu");
+    if (!cpu) return;
+    const char *isa = st_meta(&g->golden, "isa"), *torch = st_meta(&g->golden, "torch");
+    fprintf(stderr, "    %s: golden made on %s%s%s%s%s%s\n", g->file, cpu, isa ? " (" : "",
+            isa ? isa : "", isa ? ")" : "", torch ? ", torch " : "", torch ? torch : "");
+}
+
 void golden_finish_at(GoldenCheck *g, const char *src, int line) {
     if (!g->loaded) return;
     int missing = 0;
@@ -424,6 +435,7 @@ void golden_finish_at(GoldenCheck *g, const char *src, int line) {
                         g->golden.tensors[i].name);
         }
     check_report_end(&g->report, "stages");
+    if (g->mismatches) golden_origin_print(g);
     char msg[512];
     snprintf(msg, sizeof msg, "%s: nothing was compared", g->file);
     CU_assertImplementation(g->checked > 0, (unsigned)line, msg, src, "", CU_FALSE);

@@ -12,7 +12,10 @@ Unlike the other golden scripts these are .npy files, not safetensors, and
 need NumPy only. The values are exact in float32 (multiples of 1/4), so no
 rounding stands between this script and the C test that builds them again.
 NumPy 1.24 lays the header out as the C writer does; another version that
-pads differently would show up as a DIFFERENT file under `make goldens`.
+pads differently would show up as a changed file under `make goldens`. A .npy
+file has no room for metadata (an extra header key would break that byte for
+byte comparison), so these, alone among the goldens, do not say where they were
+made: being exact, they are the same on every CPU.
 
 Run with /usr/bin/python3 (Debian's python3-numpy). Tests never need Python.
 """

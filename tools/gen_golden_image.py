@@ -27,7 +27,7 @@ from PIL import Image
 from torchvision import transforms as T
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from golden_common import golden, main, test_data  # noqa: E402
+from golden_common import golden, main, test_data, write_image  # noqa: E402
 from vitrng import Rng  # noqa: E402
 
 
@@ -44,7 +44,8 @@ def pattern(w, h, seed):
 
 
 def images():
-    """Writes the test images tests/data/img_NAME.png and returns them read back."""
+    """Writes the test images tests/data/img_NAME.png (golden_common.write_image()) and
+    returns them read back."""
     made = {
         "wide": Image.fromarray(pattern(160, 120, 1)),        # landscape, shrink
         "tall": Image.fromarray(pattern(45, 70, 2)),          # portrait, enlarge
@@ -56,7 +57,7 @@ def images():
     rgba = np.concatenate([pattern(40, 40, 5), np.full((40, 40, 1), 77, np.uint8)], axis=-1)
     made["rgba"] = Image.fromarray(rgba, "RGBA")
     for name, im in made.items():
-        im.save(test_data(f"img_{name}.png"))
+        write_image(f"img_{name}.png", im)  # with where it was made, as text chunks
     return {k: Image.open(test_data(f"img_{k}.png")) for k in made}
 
 

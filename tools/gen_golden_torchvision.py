@@ -48,7 +48,8 @@ def small_model():
 def torchvision_small():
     """The weights as a user gets them: torch.save(model.state_dict()), then
     tools/to_safetensors.py --meta num_heads=4. The file is the converter's,
-    its metadata too (no generator entry)."""
+    its metadata too (no generator entry), but for where it was made ("cpu"
+    and "isa": torch.randn may round otherwise on another CPU)."""
     with tempfile.TemporaryDirectory() as tmp:
         pth = os.path.join(tmp, "vit_small.pth")
         out = os.path.join(tmp, "torchvision_small.safetensors")

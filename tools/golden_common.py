@@ -11,9 +11,24 @@ PyTorch. As in tools/gen_golden.py, a function returns
 
 A tolerance becomes the metadata entry "tol.NAME" = "ATOL RTOL", read by
 tests/check.c, for a value that needs another one than the checker's default.
-The metadata always holds "generator" (the script) and "torch" (its version),
-then the function's own entries; an entry given as None is left out. Tensors
-are stored in their own dtype: float32, unless a test reads another on purpose.
+The metadata always holds where the golden was made:
+
+    "generator"  the script, e.g. "tools/gen_golden_ops.py"
+    "torch"      its version, e.g. "1.13.0a0"
+    "cpu"        the processor's model name (/proc/cpuinfo), e.g. "AMD EPYC"
+    "isa"        the vector instructions: first the set torch's own kernels
+                 use (its CPU capability), then the CPU's vector extensions
+                 that torch's libraries (oneDNN, the BLAS) choose among,
+                 e.g. "torch AVX2; cpu avx f16c fma avx2 avx512f avx512bw
+                 avx512vl avx512_vnni avx512_bf16" (one line)
+
+then the function's own entries; an entry given as None is left out. The same
+float32 computation on another CPU may round differently (another kernel,
+another order of a sum): `make goldens` compares what it made with the files
+it replaced, tensor by tensor (tools/compare_goldens.py), and "cpu" and "isa"
+say where each side was made. Tensors are stored in their own dtype: float32,
+unless a test reads another on purpose. A test image a script makes
+(write_image()) is a PNG carrying the same entries as text chunks.
 
 Every script has the same command line:
 
@@ -26,7 +41,10 @@ Every script has the same command line:
 `make goldens` runs every script. Run with /usr/bin/python3 (Debian's
 python3-torch); the tests never need Python.
 """
+import functools
 import os
+import platform
+import re
 import sys
 
 import torch
@@ -39,6 +57,14 @@ GOLDEN_DIR = os.path.join(ROOT, "tests", "golden")  # where write() puts the gol
 DATA_DIR = os.path.join(ROOT, "tests", "data")      # where test_data() puts test inputs
 
 GOLDENS = {}  # module name -> {golden name: function}, in definition order
+PROGRAM = None  # the golden script being run, relative to the checkout (set by main())
+
+# The CPU's vector extensions that decide how float32 arithmetic is rounded
+# (which kernels torch, oneDNN and the BLAS pick), as /proc/cpuinfo names them:
+# x86-64's, then arm64's.
+ISA_FLAGS = ("avx", "f16c", "fma", "avx2", "avx512f", "avx512bw", "avx512vl", "avx512_vnni",
+             "avx512_bf16", "avx512_fp16", "avx_vnni", "amx_tile", "amx_bf16", "amx_int8",
+             "asimd", "asimdhp", "asimddp", "sve", "sve2", "bf16", "i8mm")
 
 USAGE = """\
 Every golden script takes:
@@ -60,6 +86,74 @@ def test_data(filename):
     return os.path.join(DATA_DIR, filename)
 
 
+def write_image(filename, image):
+    """Save the PIL image as the PNG test input tests/data/FILENAME, with text
+    chunks saying where it was made (generator, cpu, isa, and the versions of
+    Pillow and NumPy, which drew it); returns the path."""
+    import numpy
+    import PIL
+    from PIL.PngImagePlugin import PngInfo
+
+    info = PngInfo()
+    meta = {"generator": PROGRAM, "Pillow": PIL.__version__, "numpy": numpy.__version__,
+            **made_on()}
+    for k, v in meta.items():
+        if v is not None:
+            info.add_text(k, str(v))
+    path = test_data(filename)
+    try:
+        image.save(path + ".tmp", format="PNG", pnginfo=info)  # complete, then renamed
+        os.replace(path + ".tmp", path)
+    finally:
+        if os.path.exists(path + ".tmp"):
+            os.unlink(path + ".tmp")
+    return path
+
+
+def _cpuinfo():
+    """The first value of each field of /proc/cpuinfo ({} where there is none)."""
+    fields = {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, sep, value = line.partition(":")
+                if sep:
+                    fields.setdefault(key.strip(), value.strip())
+    except OSError:
+        pass
+    return fields
+
+
+def torch_capability():
+    """The vector instruction set torch's own CPU kernels use, e.g. "AVX2", or
+    "NO AVX" when none (torch >= 2.0 says it directly; 1.13 in its build
+    summary, which honours ATEN_CPU_CAPABILITY), or None."""
+    get = getattr(getattr(torch.backends, "cpu", None), "get_cpu_capability", None)
+    if get is not None:
+        return str(get())
+    m = re.search(r"CPU capability usage: *(.*\S)", torch.__config__.show())
+    return m.group(1) if m else None
+
+
+@functools.lru_cache(maxsize=None)
+def _machine():
+    info = _cpuinfo()
+    cpu = info.get("model name") or info.get("Model name") or info.get("Hardware") \
+        or platform.processor() or platform.machine() or None
+    flags = set((info.get("flags") or info.get("Features") or "").split())
+    has = " ".join(f for f in ISA_FLAGS if f in flags)
+    cap = torch_capability()
+    parts = ([f"torch {cap}"] if cap else []) + ([f"cpu {has}"] if has else [])
+    return cpu, "; ".join(parts) or None
+
+
+def made_on():
+    """{"cpu": the processor's model name, "isa": the vector instructions} of
+    this machine, the entries every golden carries (see the top of this file)."""
+    cpu, isa = _machine()
+    return {"cpu": cpu, "isa": isa}
+
+
 def write(name, fn, program):
     """Compute golden `name` with fn() and save it, with its metadata, as NAME.safetensors."""
     result = fn()
@@ -68,7 +162,7 @@ def write(name, fn, program):
     unknown = set(tol) - set(tensors)
     if unknown:
         raise SystemExit(f"{program}: {name}: tolerance for unknown values {sorted(unknown)}")
-    meta = {"generator": program, "torch": torch.__version__}
+    meta = {"generator": program, "torch": torch.__version__, **made_on()}
     meta.update(extra)
     meta.update({f"tol.{k}": f"{a:.3g} {r:g}" for k, (a, r) in tol.items()})
     meta = {k: str(v) for k, v in meta.items() if v is not None}
@@ -88,9 +182,9 @@ def write(name, fn, program):
 
 def main(doc):
     """The command line of the golden script being run: [NAME...], --list, --out-dir DIR."""
-    global GOLDEN_DIR, DATA_DIR
+    global GOLDEN_DIR, DATA_DIR, PROGRAM
     script = os.path.abspath(sys.modules["__main__"].__file__)
-    program = os.path.relpath(script, ROOT)
+    program = PROGRAM = os.path.relpath(script, ROOT)
     goldens = GOLDENS.get("__main__", {})
     args = sys.argv[1:]
     if "-h" in args or "--help" in args:
