@@ -228,134 +228,192 @@ static VitStatus check_args(const AttentionArgs *a, const CliSpec *spec, VitErro
     return VIT_OK;
 }
 
-/** The pass, its maps, the picture and the numbers. */
-static VitStatus draw_attention(const AttentionArgs *a, const CliSpec *spec, VitError *err) {
+/** What one run of the command holds, from the model to the picture. */
+typedef struct {
     Vit vit;
-    VitStatus s = vit_build(&vit, a->weights, err);
-    if (s != VIT_OK) return s;
-    const VitConfig *c = &vit.config;
-    HeadFuse fuse = FUSE_MEAN;
-    if (a->fuse_name && !head_fuse_parse(a->fuse_name, &fuse))
-        s = vit_fail(err, VIT_ERR_USAGE, "--fuse: '%s' is not mean, max or min", a->fuse_name);
-    if (s == VIT_OK && cli_given(spec, "--layer") && a->layer >= c->depth)
-        s = vit_fail(err, VIT_ERR_USAGE, "--layer %d: %s has layers 0 to %d", a->layer,
-                     a->weights, c->depth - 1);
-    if (s == VIT_OK && cli_given(spec, "--head") && a->head >= c->heads)
-        s = vit_fail(err, VIT_ERR_USAGE, "--head %d: %s has heads 0 to %d", a->head, a->weights,
-                     c->heads - 1);
-    if (s == VIT_OK && a->grad && cli_given(spec, "--class") && a->cls >= c->num_classes)
-        s = vit_fail(err, VIT_ERR_USAGE, "--class %d: %s has classes 0 to %d", a->cls,
-                     a->weights, c->num_classes - 1);
+    HeadFuse fuse;
+    Preprocess pre;
+    Labels labels;
+    Tensor input;      // (1, C, S, S) the image as the model sees it
+    TraceRecorder fwd; // the attention probabilities of every layer
+    TraceRecorder bwd; // --grad: their gradients
+    int cls;           // the class of the gradients (--grad)
+    Map m;             // the one map, (side, side), and its title
+    float *grid;       // --grid: (L, H + 1, side, side) every head's map and the mean
+    Tensor joint;      // the rollout's (N, N) product
+    Tensor raw;        // what --raw writes: a view of m.values or of grid
+    float cls_self;    // [cls]'s attention to itself, where the map has one
+    Image seen, pic;   // the image as seen, and the picture drawn over it
+} AttentionRun;
+
+static void attention_run_free(AttentionRun *r) {
+    if (r->pic.pixels) image_free(&r->pic);
+    if (r->seen.pixels) image_free(&r->seen);
+    free(r->grid);
+    free(r->m.values);
+    tensor_free(&r->joint);
+    trace_recorder_free(&r->fwd);
+    trace_recorder_free(&r->bwd);
+    tensor_free(&r->input);
+    labels_free(&r->labels);
+    vit_free(&r->vit);
+}
+
+// The flags that depend on the model (layer, head and class in range), and the
+// files to write: never over an input, and each writable before the pass (a
+// folder that is not there, or a link to nothing that --out could bring to
+// life before --raw follows it).
+static VitStatus check_against_model(AttentionRun *r, const AttentionArgs *a, const CliSpec *spec,
+                                     VitError *err) {
+    const VitConfig *c = &r->vit.config;
+    r->fuse = FUSE_MEAN;
+    if (a->fuse_name && !head_fuse_parse(a->fuse_name, &r->fuse))
+        return vit_fail(err, VIT_ERR_USAGE, "--fuse: '%s' is not mean, max or min", a->fuse_name);
+    if (cli_given(spec, "--layer") && a->layer >= c->depth)
+        return vit_fail(err, VIT_ERR_USAGE, "--layer %d: %s has layers 0 to %d", a->layer,
+                        a->weights, c->depth - 1);
+    if (cli_given(spec, "--head") && a->head >= c->heads)
+        return vit_fail(err, VIT_ERR_USAGE, "--head %d: %s has heads 0 to %d", a->head,
+                        a->weights, c->heads - 1);
+    if (a->grad && cli_given(spec, "--class") && a->cls >= c->num_classes)
+        return vit_fail(err, VIT_ERR_USAGE, "--class %d: %s has classes 0 to %d", a->cls,
+                        a->weights, c->num_classes - 1);
     CliInput inputs[4] = {{a->weights, "--weights"}, {a->images[0], "IMAGE"},
-                          {a->labels, "--labels"}, {vit.config_json, "config.json"}};
-    if (s == VIT_OK) s = cli_check_output(a->out, "--out", inputs, 4, err);
+                          {a->labels, "--labels"}, {r->vit.config_json, "config.json"}};
+    VitStatus s = cli_check_output(a->out, "--out", inputs, 4, err);
     if (s == VIT_OK) s = cli_check_output(a->raw, "--raw", inputs, 4, err);
-    // and each can be written, before the pass: a folder that is not there, or a
-    // link to nothing (which --out could bring to life before --raw follows it)
     if (s == VIT_OK && a->out) s = outfile_check(a->out, err);
     if (s == VIT_OK && a->raw) s = outfile_check(a->raw, err);
-    Preprocess pre;
-    Labels labels = {0};
-    Tensor input = {0}, joint = {0}, raw = {0};
-    TraceRecorder fwd = {0}, bwd = {0};
-    Map m = {0};
-    Image seen = {0}, pic = {0};
-    float *grid = NULL;
-    if (s == VIT_OK && (s = cli_apply_image_size(&vit, &a->image, err)) == VIT_OK &&
-        (s = cli_preprocess(&pre, &a->image, &vit, err)) == VIT_OK &&
-        (s = labels_for_weights(&labels, a->labels, vit.config_json, &vit.file, c->num_classes,
-                                err)) == VIT_OK)
-        s = cli_load_images(&input, a->images, 1, &pre, err);
-    // 1. the pass: probabilities (and their gradients for --grad), nothing else kept
-    int cls = -1;
-    const int wanted = a->cls;
+    return s;
+}
+
+// The image at the model's input size, the class names, then the pass:
+// probabilities (and their gradients for --grad), nothing else kept.
+static VitStatus read_and_pass(AttentionRun *r, AttentionArgs *a, const CliSpec *spec,
+                               VitError *err) {
+    VitStatus s = cli_apply_image_size(&r->vit, &a->image, err);
+    if (s == VIT_OK) s = cli_preprocess(&r->pre, &a->image, &r->vit, err);
     if (s == VIT_OK)
-        s = rollout_record(&vit, &input, a->grad && cli_given(spec, "--class") ? &wanted : NULL,
-                           &cls, &fwd, a->grad ? &bwd : NULL, err);
-    if (s == VIT_OK) s = vit_check_finite(&vit, &input, err);
-    const int side = c->image_size / c->patch_size, P = side * side, N = P + 1, L = c->depth;
-    const float uniform = 1.0f / (float)N;
-    float cls_self = NAN;
-    // 2. the map
-    if (s == VIT_OK && a->grid) {
-        const int H = c->heads;
-        grid = vit_malloc(sizeof(float) * (size_t)L * (H + 1) * P);
-        for (int l = 0; l < L; l++)
-            for (int h = 0; h <= H; h++)
-                layer_map(grid + ((size_t)l * (H + 1) + h) * P, probs_of(&fwd, l), h < H ? h : -1,
-                          FUSE_MEAN);
-        raw = tensor_view(grid, 4, L, H + 1, side, side);
-        snprintf(m.title, sizeof m.title, "[cls] attention, %d layers x %d heads and their mean",
-                 L, H);
-    } else if (s == VIT_OK && cli_given(spec, "--layer")) {
-        m.values = vit_malloc(sizeof(float) * (size_t)P);
-        const Tensor *p = probs_of(&fwd, a->layer);
-        layer_map(m.values, p, cli_given(spec, "--head") ? a->head : -1, fuse);
-        if (cli_given(spec, "--head")) {
-            cls_self = p->data[(size_t)a->head * N * N]; // head h's row 0, column 0
-            snprintf(m.title, sizeof m.title, "layer %d, head %d: [cls] attention", a->layer,
-                     a->head);
-        } else {
-            snprintf(m.title, sizeof m.title, "layer %d: [cls] attention, heads fused by %s",
-                     a->layer, head_fuse_name(fuse));
-        }
-    } else if (s == VIT_OK) {
-        const RolloutOptions o = {fuse, a->discard};
-        s = rollout_from_trace(&joint, &fwd, a->grad ? &bwd : NULL, L, 0, &o, err);
-        if (s == VIT_OK) {
-            m.values = vit_malloc(sizeof(float) * (size_t)P);
-            memcpy(m.values, joint.data + 1, sizeof(float) * (size_t)P); // row 0, columns 1..P
-            cls_self = joint.data[0];
-            if (a->grad)
-                snprintf(m.title, sizeof m.title, "gradient-weighted rollout for class %d, "
-                         "discard %g", cls, (double)a->discard);
-            else
-                snprintf(m.title, sizeof m.title, "rollout, heads fused by %s, discard %g",
-                         head_fuse_name(fuse), (double)a->discard);
-        }
+        s = labels_for_weights(&r->labels, a->labels, r->vit.config_json, &r->vit.file,
+                               r->vit.config.num_classes, err);
+    if (s == VIT_OK) s = cli_load_images(&r->input, a->images, 1, &r->pre, err);
+    const int wanted = a->cls;
+    r->cls = -1;
+    if (s == VIT_OK)
+        s = rollout_record(&r->vit, &r->input,
+                           a->grad && cli_given(spec, "--class") ? &wanted : NULL, &r->cls,
+                           &r->fwd, a->grad ? &r->bwd : NULL, err);
+    if (s == VIT_OK) s = vit_check_finite(&r->vit, &r->input, err);
+    return s;
+}
+
+// --grid: every layer's and head's [cls] row, and each layer's mean.
+static void grid_maps(AttentionRun *r, int side) {
+    const VitConfig *c = &r->vit.config;
+    const int L = c->depth, H = c->heads, P = side * side;
+    r->grid = vit_malloc(sizeof(float) * (size_t)L * (H + 1) * P);
+    for (int l = 0; l < L; l++)
+        for (int h = 0; h <= H; h++)
+            layer_map(r->grid + ((size_t)l * (H + 1) + h) * P, probs_of(&r->fwd, l),
+                      h < H ? h : -1, FUSE_MEAN);
+    r->raw = tensor_view(r->grid, 4, L, H + 1, side, side);
+    snprintf(r->m.title, sizeof r->m.title, "[cls] attention, %d layers x %d heads and their mean",
+             L, H);
+}
+
+// --layer L: that layer's [cls] row, for one head or the heads fused.
+static void layer_maps(AttentionRun *r, const AttentionArgs *a, const CliSpec *spec, int side) {
+    const int N = side * side + 1;
+    r->m.values = vit_malloc(sizeof(float) * (size_t)(N - 1));
+    const Tensor *p = probs_of(&r->fwd, a->layer);
+    const bool one_head = cli_given(spec, "--head");
+    layer_map(r->m.values, p, one_head ? a->head : -1, r->fuse);
+    if (one_head) {
+        r->cls_self = p->data[(size_t)a->head * N * N]; // head h's row 0, column 0
+        snprintf(r->m.title, sizeof r->m.title, "layer %d, head %d: [cls] attention", a->layer,
+                 a->head);
+    } else {
+        snprintf(r->m.title, sizeof r->m.title, "layer %d: [cls] attention, heads fused by %s",
+                 a->layer, head_fuse_name(r->fuse));
     }
-    m.rows = m.cols = side;
-    if (s == VIT_OK && !a->grid) raw = tensor_view(m.values, 2, side, side);
-    // 3. what the model predicted, and the picture. Every file name printed goes
-    // through vit_escape(): a name may hold escape sequences or a newline, and
-    // each such byte becomes at most four characters ("\x1b"), so a path of
-    // PATH_MAX bytes fits whole.
-    char caption[192] = "", shown[4 * PATH_MAX];
-    if (s == VIT_OK) {
-        const Tensor logits = vit_logits(&vit);
-        float *prob = vit_malloc(sizeof(float) * (size_t)c->num_classes);
-        softmax(prob, logits.data, 1, c->num_classes);
-        const int pred = index_of_max(prob, c->num_classes);
-        const char *name = labels_name(&labels, pred);
-        char safe[128];
-        snprintf(caption, sizeof caption, "predicted: %s (%.1f%%)",
-                 name ? vit_escape(safe, sizeof safe, name) : "?", 100.0 * prob[pred]);
-        printf("%s: %s\n", vit_escape(shown, sizeof shown, a->images[0]), caption);
-        free(prob);
-        if (!a->grid) print_summary(&m, cls_self, uniform);
-        else printf("  %s\n", m.title);
-        seen = picture_from_input(input.data, c->channels, c->image_size, pre.mean, pre.std);
-        const float alpha = a->opacity;
-        pic = a->grid ? draw_grid(&seen, grid, L, c->heads, side, side, caption, uniform, alpha)
-                      : draw_single(&seen, &m, caption, uniform, alpha);
-    }
-    // 4. the files
-    if (s == VIT_OK && a->out && (s = picture_write_png(&pic, a->out, err)) == VIT_OK)
-        printf("  wrote %s (%d×%d)\n", vit_escape(shown, sizeof shown, a->out), pic.width,
-               pic.height);
+}
+
+// The rollout (gradient-weighted for --grad): the [cls] row of the product over the patches.
+static VitStatus rollout_maps(AttentionRun *r, const AttentionArgs *a, int side, VitError *err) {
+    const RolloutOptions o = {r->fuse, a->discard};
+    VitStatus s = rollout_from_trace(&r->joint, &r->fwd, a->grad ? &r->bwd : NULL,
+                                     r->vit.config.depth, 0, &o, err);
+    if (s != VIT_OK) return s;
+    const int P = side * side;
+    r->m.values = vit_malloc(sizeof(float) * (size_t)P);
+    memcpy(r->m.values, r->joint.data + 1, sizeof(float) * (size_t)P); // row 0, columns 1..P
+    r->cls_self = r->joint.data[0];
+    if (a->grad)
+        snprintf(r->m.title, sizeof r->m.title, "gradient-weighted rollout for class %d, "
+                 "discard %g", r->cls, (double)a->discard);
+    else
+        snprintf(r->m.title, sizeof r->m.title, "rollout, heads fused by %s, discard %g",
+                 head_fuse_name(r->fuse), (double)a->discard);
+    return VIT_OK;
+}
+
+// What the model predicted, printed, and the picture drawn. Every file name
+// printed goes through vit_escape(): a name may hold escape sequences or a
+// newline, and each such byte becomes at most four characters ("\x1b"), so a
+// path of PATH_MAX bytes fits whole.
+static void predict_and_draw(AttentionRun *r, const AttentionArgs *a, int side) {
+    const VitConfig *c = &r->vit.config;
+    const float uniform = 1.0f / (float)(side * side + 1);
+    const Tensor logits = vit_logits(&r->vit);
+    float *prob = vit_malloc(sizeof(float) * (size_t)c->num_classes);
+    softmax(prob, logits.data, 1, c->num_classes);
+    const int pred = index_of_max(prob, c->num_classes);
+    const char *name = labels_name(&r->labels, pred);
+    char caption[192], safe[128], shown[4 * PATH_MAX];
+    snprintf(caption, sizeof caption, "predicted: %s (%.1f%%)",
+             name ? vit_escape(safe, sizeof safe, name) : "?", 100.0 * prob[pred]);
+    printf("%s: %s\n", vit_escape(shown, sizeof shown, a->images[0]), caption);
+    free(prob);
+    if (!a->grid) print_summary(&r->m, r->cls_self, uniform);
+    else printf("  %s\n", r->m.title);
+    r->seen = picture_from_input(r->input.data, c->channels, c->image_size, r->pre.mean,
+                                 r->pre.std);
+    r->pic = a->grid ? draw_grid(&r->seen, r->grid, c->depth, c->heads, side, side, caption,
+                                 uniform, a->opacity)
+                     : draw_single(&r->seen, &r->m, caption, uniform, a->opacity);
+}
+
+// --out (the PNG) and --raw (the numbers), each said when written.
+static VitStatus write_files(const AttentionRun *r, const AttentionArgs *a, VitError *err) {
+    char shown[4 * PATH_MAX];
+    VitStatus s = VIT_OK;
+    if (a->out && (s = picture_write_png(&r->pic, a->out, err)) == VIT_OK)
+        printf("  wrote %s (%d×%d)\n", vit_escape(shown, sizeof shown, a->out), r->pic.width,
+               r->pic.height);
     if (s == VIT_OK && a->raw &&
-        (s = write_raw(a->raw, a, &raw, joint.data ? &joint : NULL, m.title, cls, err)) == VIT_OK)
+        (s = write_raw(a->raw, a, &r->raw, r->joint.data ? &r->joint : NULL, r->m.title, r->cls,
+                       err)) == VIT_OK)
         printf("  wrote %s\n", vit_escape(shown, sizeof shown, a->raw));
-    if (pic.pixels) image_free(&pic);
-    if (seen.pixels) image_free(&seen);
-    free(grid);
-    free(m.values);
-    tensor_free(&joint);
-    trace_recorder_free(&fwd);
-    trace_recorder_free(&bwd);
-    tensor_free(&input);
-    labels_free(&labels);
-    vit_free(&vit);
+    return s;
+}
+
+/** The model → its checks → the pass → the map → the prediction and picture → the files. */
+static VitStatus draw_attention(AttentionArgs *a, const CliSpec *spec, VitError *err) {
+    AttentionRun r = {.cls_self = NAN, .cls = -1};
+    VitStatus s = vit_build(&r.vit, a->weights, err);
+    if (s != VIT_OK) return s;
+    if ((s = check_against_model(&r, a, spec, err)) == VIT_OK)
+        s = read_and_pass(&r, a, spec, err);
+    // patches a side, at the input size the image was read at (--image-size may change it)
+    const int side = r.vit.config.image_size / r.vit.config.patch_size;
+    if (s == VIT_OK && a->grid) grid_maps(&r, side);
+    else if (s == VIT_OK && cli_given(spec, "--layer")) layer_maps(&r, a, spec, side);
+    else if (s == VIT_OK) s = rollout_maps(&r, a, side, err);
+    r.m.rows = r.m.cols = side;
+    if (s == VIT_OK && !a->grid) r.raw = tensor_view(r.m.values, 2, side, side);
+    if (s == VIT_OK) predict_and_draw(&r, a, side);
+    if (s == VIT_OK) s = write_files(&r, a, err);
+    attention_run_free(&r);
     return s;
 }
 

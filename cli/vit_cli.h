@@ -208,6 +208,8 @@ VitStatus cli_train_check_args(const TrainArgs *a, const char *command, VitError
 VitStatus cli_train_batch(TrainBatch *tb, const TrainArgs *a, const Vit *vit,
                           const TrainExtra *extra, VitError *err);
 void cli_train_batch_free(TrainBatch *tb);
+VitStatus cli_train_open(Vit *vit, TrainBatch *tb, const TrainArgs *a, const char *out,
+                         const TrainExtra *extra, VitError *err);
 int cli_train_inputs(CliInput *in, const TrainArgs *a, const Vit *vit);
 double cli_train_bytes(const Vit *vit, int B);
 char *cli_train_targets_text(char *buf, size_t size, const TrainBatch *tb);

@@ -173,6 +173,30 @@ VitStatus cli_train_batch(TrainBatch *tb, const TrainArgs *a, const Vit *vit,
     return s;
 }
 
+/**
+ * @brief The start `vit grad` and `vit step` share, after their flags are
+ *        checked: the model, at the input size asked for; @p out checked
+ *        against every file read (never written over an input); then the
+ *        batch and its targets, once there is room for the run (cli_train_batch()).
+ * @param[out] vit, tb  the model and the batch: vit_free() and
+ *                      cli_train_batch_free() them; on failure nothing is left
+ * @param[in] out       the file the command will write, or NULL
+ * @return VIT_OK, or the first failure's status (its message in @p err)
+ */
+VitStatus cli_train_open(Vit *vit, TrainBatch *tb, const TrainArgs *a, const char *out,
+                         const TrainExtra *extra, VitError *err) {
+    memset(tb, 0, sizeof *tb);
+    VitStatus s = vit_build(vit, a->weights, err);
+    if (s != VIT_OK) return s;
+    CliInput inputs[3 + MAX_IMAGES];
+    if ((s = cli_check_output(out, "--out", inputs, cli_train_inputs(inputs, a, vit), err)) ==
+            VIT_OK &&
+        (s = cli_apply_image_size(vit, &a->image, err)) == VIT_OK)
+        s = cli_train_batch(tb, a, vit, extra, err);
+    if (s != VIT_OK) vit_free(vit);
+    return s;
+}
+
 /** @brief Free what cli_train_batch() read (safe on a zeroed one). */
 void cli_train_batch_free(TrainBatch *tb) {
     tensor_free(&tb->images);
@@ -353,24 +377,14 @@ VitStatus cmd_grad(const VitCommand *self, int argc, char **argv, VitError *err)
     if ((s = cli_train_check_args(&a, "grad", err)) != VIT_OK) return s;
     cli_apply_threads(&spec, a.threads);
 
-    // 2. the model, at the input size asked for; never write over an input
+    // 2. the model, never writing over an input; the batch and its targets
     Vit vit;
-    if ((s = vit_build(&vit, a.weights, err)) != VIT_OK) return s;
-    CliInput inputs[3 + MAX_IMAGES];
-    if ((s = cli_check_output(out, "--out", inputs, cli_train_inputs(inputs, &a, &vit), err)) !=
-            VIT_OK ||
-        (s = cli_apply_image_size(&vit, &a.image, err)) != VIT_OK) {
-        vit_free(&vit);
-        return s;
-    }
-
-    // 3. the batch and its targets, once there is room for the run
     TrainBatch tb;
     const TrainExtra extra = {grad_bytes, "the backward pass, the gradients and a copy of "
                                           "every stage's gradient"};
-    s = cli_train_batch(&tb, &a, &vit, &extra, err);
+    if ((s = cli_train_open(&vit, &tb, &a, out, &extra, err)) != VIT_OK) return s;
 
-    // 4. forward, loss, backward: the parameters' gradients in grads, the stages' in rec
+    // 3. forward, loss, backward: the parameters' gradients in grads, the stages' in rec
     VitGrads grads = {0};
     TraceRecorder rec = {0};
     float loss = NAN;
@@ -384,7 +398,7 @@ VitStatus cmd_grad(const VitCommand *self, int argc, char **argv, VitError *err)
         seconds = vit_now() - t0;
     }
 
-    // 5. write, and say what was written
+    // 4. write, and say what was written
     if (s == VIT_OK) s = write_gradients(out, loss, &grads, &rec, &vit, &a, &tb, err);
     if (s == VIT_OK) {
         char path[1024], values[VIT_NUM_BUF];

@@ -226,23 +226,14 @@ VitStatus cmd_step(const VitCommand *self, int argc, char **argv, VitError *err)
         return s;
     cli_apply_threads(&spec, a.threads);
 
-    // 2. the model, at the input size asked for; never write over an input
+    // 2. the model, never writing over an input; the batch and its targets
     Vit vit;
-    if ((s = vit_build(&vit, a.weights, err)) != VIT_OK) return s;
-    CliInput inputs[3 + MAX_IMAGES];
-    if ((s = cli_check_output(sa.out, "--out", inputs, cli_train_inputs(inputs, &a, &vit), err)) !=
-            VIT_OK ||
-        (s = cli_apply_image_size(&vit, &a.image, err)) != VIT_OK) {
-        vit_free(&vit);
-        return s;
-    }
-
-    // 3. the batch and its targets, once there is room for the run; then the
-    //    weights in memory of our own, their gradients and AdamW's state
     TrainBatch tb;
     const TrainExtra extra = {step_bytes, "the backward pass, the gradients, AdamW's state and "
                                           "a copy of the weights"};
-    s = cli_train_batch(&tb, &a, &vit, &extra, err);
+    if ((s = cli_train_open(&vit, &tb, &a, sa.out, &extra, err)) != VIT_OK) return s;
+
+    // 3. the weights in memory of our own, their gradients and AdamW's state
     float *owned = NULL;
     VitGrads grads = {0};
     AdamW opt = {0};

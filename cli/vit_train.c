@@ -614,6 +614,70 @@ static VitStatus run(Run *r, const TrainFlags *f, int argc, char **argv, VitErro
     return s;
 }
 
+// The flags before the command line: the shipped recipe (train_defaults()).
+static TrainFlags default_flags(void) {
+    const TrainConfig d = train_defaults();
+    return (TrainFlags){.data = "fashion-mnist", .arch = "vit-fashion", .epochs = d.epochs,
+                        .batch = d.batch, .warmup = d.warmup_epochs, .crop_pad = d.augment.pad,
+                        .flip = d.augment.flip, .seed = (int)d.seed, .lr = (float)d.lr,
+                        .min_lr = (float)d.min_lr, .weight_decay = (float)d.weight_decay,
+                        .clip = d.clip, .smoothing = d.smoothing, .shards = d.shards, .test = 1};
+}
+
+// The command line into *f (its table of options: `vit train --help` prints it).
+static VitStatus parse_flags(TrainFlags *f, const VitCommand *self, int argc, char **argv,
+                             bool *help, VitError *err) {
+    CliOption options[] = {
+        {"--out", CLI_STRING, &f->out, "FILE", "write the trained model here", .required = true},
+        {"--data", CLI_STRING, &f->data, "DIR", "fashion-mnist (Debian's files) or a folder "
+         "holding the same four .gz files", .show_default = true},
+        {"--arch", CLI_STRING, &f->arch, "NAME", "the architecture", .show_default = true},
+        {"--patch", CLI_INT, &f->patch, "p", "patch side (default 4: 7×7 patches)", .lo = 1, .hi = 28},
+        {"--dim", CLI_INT, &f->dim, "D", "width (default 64)", .lo = 1, .hi = 4096},
+        {"--depth", CLI_INT, &f->depth, "L", "blocks (default 6)", .lo = 1, .hi = 64},
+        {"--heads", CLI_INT, &f->heads, "H", "heads (default 4)", .lo = 1, .hi = 64},
+        {"--mlp", CLI_INT, &f->mlp, "M", "MLP width (default 128)", .lo = 1, .hi = 16384},
+        {"--epochs", CLI_INT, &f->epochs, "E", "passes over the training images",
+         .show_default = true, .lo = 1, .hi = 10000},
+        {"--batch", CLI_INT, &f->batch, "B", "images per step", .show_default = true, .lo = 1,
+         .hi = 65536},
+        {"--lr", CLI_FLOAT, &f->lr, "LR", "the peak learning rate", .show_default = true,
+         .lo = 0, .hi = 10},
+        {"--min-lr", CLI_FLOAT, &f->min_lr, "LR", "the learning rate of the last step",
+         .show_default = true, .lo = 0, .hi = 10},
+        {"--warmup", CLI_INT, &f->warmup, "E", "epochs of linear warm-up from 0",
+         .show_default = true, .lo = 0, .hi = 10000},
+        {"--weight-decay", CLI_FLOAT, &f->weight_decay, "WD", "AdamW's decoupled weight decay",
+         .show_default = true, .lo = 0, .hi = 10},
+        {"--clip", CLI_FLOAT, &f->clip, "NORM", "the largest gradient norm; 0: never clip",
+         .show_default = true, .lo = 0, .hi = 1e6},
+        {"--label-smoothing", CLI_FLOAT, &f->smoothing, "EPS", "label smoothing of the loss",
+         .show_default = true, .lo = 0, .hi = 0.99},
+        {"--crop-pad", CLI_INT, &f->crop_pad, "N", "random crop after padding by N pixels; 0: "
+         "no crop", .show_default = true, .lo = 0, .hi = 14},
+        {"--flip", CLI_INT, &f->flip, "0|1", "mirror half the images left-right",
+         .show_default = true, .lo = 0, .hi = 1},
+        {"--seed", CLI_INT, &f->seed, "S", "of the init, the shuffles and the augmentation",
+         .show_default = true, .lo = 0, .hi = 2147483647},
+        {"--limit", CLI_INT, &f->limit, "N", "train on the first N of the 55,000 images only",
+         .lo = 1, .hi = 55000},
+        {"--shards", CLI_INT, &f->shards, "N", "split each batch into N parts, one per thread",
+         .show_default = true, .lo = 1, .hi = 64},
+        {"--checkpoint", CLI_STRING, &f->checkpoint, "FILE",
+         "the checkpoint written each epoch and on Ctrl-C (default: OUT.ckpt)", .required = false},
+        {"--resume", CLI_STRING, &f->resume, "FILE", "continue the run of this checkpoint", .required = false},
+        {"--log", CLI_STRING, &f->log, "FILE", "the CSV of each epoch (default: OUT without .safetensors, plus .csv)", .required = false},
+        {"--test", CLI_INT, &f->test, "0|1", "evaluate the test split at the end",
+         .show_default = true, .lo = 0, .hi = 1},
+        CLI_OPTION_THREADS(&f->threads),
+    };
+    CliSpec spec = {.command = self, .description = description, .examples = examples,
+                    .options = options, .option_count = sizeof options / sizeof options[0]};
+    VitStatus s = cli_parse(&spec, argc, argv, help, err);
+    if (s == VIT_OK && !*help) cli_apply_threads(&spec, f->threads);
+    return s;
+}
+
 /**
  * @brief `vit train`: parse → data → model (→ resume) → epochs → test → write.
  * @param[in] self        this command's row of the command table
@@ -622,64 +686,11 @@ static VitStatus run(Run *r, const TrainFlags *f, int argc, char **argv, VitErro
  * @return the exit status: VIT_OK, VIT_ERR_INPUT or VIT_ERR_USAGE
  */
 VitStatus cmd_train(const VitCommand *self, int argc, char **argv, VitError *err) {
-    const TrainConfig d = train_defaults();
-    TrainFlags f = {.data = "fashion-mnist", .arch = "vit-fashion", .epochs = d.epochs,
-                    .batch = d.batch, .warmup = d.warmup_epochs, .crop_pad = d.augment.pad,
-                    .flip = d.augment.flip, .seed = (int)d.seed, .lr = (float)d.lr,
-                    .min_lr = (float)d.min_lr, .weight_decay = (float)d.weight_decay,
-                    .clip = d.clip, .smoothing = d.smoothing, .shards = d.shards, .test = 1};
-    CliOption options[] = {
-        {"--out", CLI_STRING, &f.out, "FILE", "write the trained model here", .required = true},
-        {"--data", CLI_STRING, &f.data, "DIR", "fashion-mnist (Debian's files) or a folder "
-         "holding the same four .gz files", .show_default = true},
-        {"--arch", CLI_STRING, &f.arch, "NAME", "the architecture", .show_default = true},
-        {"--patch", CLI_INT, &f.patch, "p", "patch side (default 4: 7×7 patches)", .lo = 1, .hi = 28},
-        {"--dim", CLI_INT, &f.dim, "D", "width (default 64)", .lo = 1, .hi = 4096},
-        {"--depth", CLI_INT, &f.depth, "L", "blocks (default 6)", .lo = 1, .hi = 64},
-        {"--heads", CLI_INT, &f.heads, "H", "heads (default 4)", .lo = 1, .hi = 64},
-        {"--mlp", CLI_INT, &f.mlp, "M", "MLP width (default 128)", .lo = 1, .hi = 16384},
-        {"--epochs", CLI_INT, &f.epochs, "E", "passes over the training images",
-         .show_default = true, .lo = 1, .hi = 10000},
-        {"--batch", CLI_INT, &f.batch, "B", "images per step", .show_default = true, .lo = 1,
-         .hi = 65536},
-        {"--lr", CLI_FLOAT, &f.lr, "LR", "the peak learning rate", .show_default = true,
-         .lo = 0, .hi = 10},
-        {"--min-lr", CLI_FLOAT, &f.min_lr, "LR", "the learning rate of the last step",
-         .show_default = true, .lo = 0, .hi = 10},
-        {"--warmup", CLI_INT, &f.warmup, "E", "epochs of linear warm-up from 0",
-         .show_default = true, .lo = 0, .hi = 10000},
-        {"--weight-decay", CLI_FLOAT, &f.weight_decay, "WD", "AdamW's decoupled weight decay",
-         .show_default = true, .lo = 0, .hi = 10},
-        {"--clip", CLI_FLOAT, &f.clip, "NORM", "the largest gradient norm; 0: never clip",
-         .show_default = true, .lo = 0, .hi = 1e6},
-        {"--label-smoothing", CLI_FLOAT, &f.smoothing, "EPS", "label smoothing of the loss",
-         .show_default = true, .lo = 0, .hi = 0.99},
-        {"--crop-pad", CLI_INT, &f.crop_pad, "N", "random crop after padding by N pixels; 0: "
-         "no crop", .show_default = true, .lo = 0, .hi = 14},
-        {"--flip", CLI_INT, &f.flip, "0|1", "mirror half the images left-right",
-         .show_default = true, .lo = 0, .hi = 1},
-        {"--seed", CLI_INT, &f.seed, "S", "of the init, the shuffles and the augmentation",
-         .show_default = true, .lo = 0, .hi = 2147483647},
-        {"--limit", CLI_INT, &f.limit, "N", "train on the first N of the 55,000 images only",
-         .lo = 1, .hi = 55000},
-        {"--shards", CLI_INT, &f.shards, "N", "split each batch into N parts, one per thread",
-         .show_default = true, .lo = 1, .hi = 64},
-        {"--checkpoint", CLI_STRING, &f.checkpoint, "FILE",
-         "the checkpoint written each epoch and on Ctrl-C (default: OUT.ckpt)", .required = false},
-        {"--resume", CLI_STRING, &f.resume, "FILE", "continue the run of this checkpoint", .required = false},
-        {"--log", CLI_STRING, &f.log, "FILE", "the CSV of each epoch (default: OUT without .safetensors, plus .csv)", .required = false},
-        {"--test", CLI_INT, &f.test, "0|1", "evaluate the test split at the end",
-         .show_default = true, .lo = 0, .hi = 1},
-        CLI_OPTION_THREADS(&f.threads),
-    };
-    CliSpec spec = {.command = self, .description = description, .examples = examples,
-                    .options = options, .option_count = sizeof options / sizeof options[0]};
-
     // 1. parse; the files the run writes, checked before any work
+    TrainFlags f = default_flags();
     bool help;
-    VitStatus s = cli_parse(&spec, argc, argv, &help, err);
+    VitStatus s = parse_flags(&f, self, argc, argv, &help, err);
     if (s != VIT_OK || help) return s;
-    cli_apply_threads(&spec, f.threads);
     char *ckpt = f.checkpoint ? NULL : default_checkpoint(f.out);
     char *csv = f.log ? NULL : default_log(f.out);
     if (ckpt) f.checkpoint = ckpt;
