@@ -81,7 +81,7 @@ VitStatus vit_backward(Vit *vit, VitGrads *grads, const float *dlogits, TraceFn 
     const size_t bnd = (size_t)B * N * D;
     const Tracer tr = {trace, user, "grad."};
     // listeners may read, never write, what they are shown
-    trace_emit(&tr, "logits", (float *)dlogits, 2, B, Y);
+    trace_emit(&tr, "logits", dlogits, 2, B, Y);
 
     // [recipe]
     // 7. x = self.head(x): dpre_logits = dlogits·W, dW += dlogitsᵀ·pre_logits, db += Σ dlogits
@@ -126,7 +126,7 @@ VitStatus vit_backward(Vit *vit, VitGrads *grads, const float *dlogits, TraceFn 
     // 3. x = x + self.pos_embed: dpos += Σ_b dembed; the tokens' gradient is dembed itself
     tokens_add_positions_backward(NULL, writable(dw->pos_embed), dx, B, N, D);
     const float *dtokens = dx;
-    trace_emit(&tr, "tokens", (float *)dtokens, 3, B, N, D);
+    trace_emit(&tr, "tokens", dtokens, 3, B, N, D);
 
     // 2. x = torch.cat((self.cls_token.expand(B, -1, -1), x), dim=1): rows 0 to the
     //    [cls] token, summed over the images; the other rows to their patches

@@ -40,11 +40,11 @@ void vit_block_backward(float *dx, const VitBlockWeights *dw, const float *dout,
     const int N = vit_num_tokens(cfg), D = cfg->dim, M = cfg->mlp_dim, BN = B * N;
     const size_t bnd = (size_t)BN * D, bnm = (size_t)BN * M;
     // listeners may read, never write, what they are shown
-    trace_emit(tr, "out", (float *)dout, 3, B, N, D);
+    trace_emit(tr, "out", dout, 3, B, N, D);
 
     // [block_backward]
     // x = x + self.mlp(self.norm2(x)): the add hands d(out) to the MLP's fc2 ...
-    trace_emit(tr, "mlp.fc2", (float *)dout, 3, B, N, D);
+    trace_emit(tr, "mlp.fc2", dout, 3, B, N, D);
     zero(g->gelu, bnm);
     linear_backward(g->gelu, writable(dw->fc2_w), writable(dw->fc2_b), dout, a->gelu, w->fc2_w,
                     BN, M, D);

@@ -53,7 +53,7 @@ void mha_backward(float *dx, const AttentionWeights *dw, const float *dout, cons
     const int Dh = D / H, G = B * H;
     const size_t bnd = (size_t)B * N * D, bhnn = (size_t)G * N * N;
     // listeners may read, never write, what they are shown
-    trace_emit(tr, "proj", (float *)dout, 3, B, N, D);
+    trace_emit(tr, "proj", dout, 3, B, N, D);
 
     // x = self.proj(x): dcontext = dout·W_o, dW_o += doutᵀ·context, db_o += Σ dout
     zero(g->context, bnd);

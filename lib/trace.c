@@ -30,14 +30,15 @@ Tracer trace_part(const Tracer *tr, char *prefix, size_t size, const char *part)
     return (Tracer){tr ? tr->fn : NULL, tr ? tr->user : NULL, prefix};
 }
 
-void trace_emit(const Tracer *tr, const char *name, float *data, int ndim, ...) {
+void trace_emit(const Tracer *tr, const char *name, const float *data, int ndim, ...) {
     if (!trace_active(tr)) return;
     int shape[TENSOR_MAX_DIMS] = {0};
     va_list ap;
     va_start(ap, ndim);
     for (int i = 0; i < ndim && i < TENSOR_MAX_DIMS; i++) shape[i] = va_arg(ap, int);
     va_end(ap);
-    Tensor t = tensor_view_shape(data, ndim, shape);
+    // a Tensor's data is not const, but the listener gets a const Tensor *: it only reads
+    Tensor t = tensor_view_shape((float *)data, ndim, shape);
     char full[128];
     snprintf(full, sizeof full, "%s%s", tr->prefix ? tr->prefix : "", name);
     tr->fn(tr->user, full, &t);

@@ -38,8 +38,9 @@ typedef struct {
 /**
  * @brief Emit `prefix + name` with @p data viewed as a tensor of the given shape,
  *        e.g. `trace_emit(tr, "attn.probs", probs, 4, B, H, N, N)`. No-op when tr->fn is NULL.
+ *        The listener only reads it (a `const Tensor *`), so @p data is const.
  */
-void trace_emit(const Tracer *tr, const char *name, float *data, int ndim, ...);
+void trace_emit(const Tracer *tr, const char *name, const float *data, int ndim, ...);
 
 /**
  * @brief A tracer for a part of what @p tr traces: the same listener, its
