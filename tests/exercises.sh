@@ -782,7 +782,7 @@ cmd_check_answer() {
     tests=$(sed -n 's/^ *tests *\([0-9]*\) .*/\1/p' "$d/suites.txt")
     graded "$d" "$d/tests/run" --key "$(key_of "$name")" >"$d/output.txt" 2>&1 || status=$?
     [ "$status" -eq 0 ] || check_failed "$d/output.txt" "$rel does not get full marks from the grader"
-    say "exercises: $name: the model answer passes all ${tests:-?} tests of make test and gets full marks ($(score_of "$d/output.txt" | sed 's/ .*//') of its key)"
+    say "exercises: $name: the model answer passes all ${tests:-?} tests of make test and gets full marks ($(sed -n 's/^score: \([0-9.]* of [0-9.]*\).*/\1 points, /p' "$d/output.txt" | tail -n 1)$(score_of "$d/output.txt" | sed 's/ .*//') tests of its key)"
 }
 
 # Every hint the exercise's README promises (the first column of the table in
