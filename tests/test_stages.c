@@ -1,6 +1,6 @@
 /**
  * @file test_stages.c
- * @brief The stage table (lib/stages.h): costs, parameter counts, shapes and
+ * @brief The stage table (lib/model/trace_stages.h): costs, parameter counts, shapes and
  *        name lookup, checked against figures worked out here from first principles.
  */
 #include <CUnit/CUnit.h>
@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "stages.h"
-#include "vit.h"
+#include "model/trace_stages.h"
+#include "model/vit.h"
 
 static VitConfig arch(const char *name) {
     VitConfig c;

@@ -1,6 +1,6 @@
 /**
  * @file mha.c
- * @brief Exercise 05: multi-head self-attention (timm's `Attention`, lib/attention.h),
+ * @brief Exercise 05: multi-head self-attention (timm's `Attention`, lib/attention/attention.h),
  *        built from the pieces in attention.c and heads.c, your version.
  *
  * Shape legend: B sequences, N tokens, D width, H heads, Dh = D/H per head.
@@ -12,8 +12,8 @@
  * check, what you may call and what the hints mean. Until the TODOs are done
  * out is all zeros, so the tests fail without crashing.
  */
-#include "attention.h"
-#include "ops.h"
+#include "attention/attention.h"
+#include "ops/ops.h"
 
 #include <stddef.h>
 #include <string.h>
