@@ -49,7 +49,7 @@ enum { SHRUNK = sizeof SHRINK / sizeof SHRINK[0] };
 /* ------------------------------------------------------------ helpers */
 
 // [memory]
-// Working memory of one block, carved out of one allocation by lib (as vit.c does).
+// Working memory of one block, carved out of one allocation by lib (as model/vit_memory.c does).
 typedef struct {
     float *memory;
     VitBlockActs acts;

@@ -43,7 +43,7 @@ void mha_forward(float *out, const float *x, const AttentionWeights *w,
     // - the (N, N) matrices kept (timm's lines, TODOs 4-7): when s->keep_matrices is true
     //   (mha_scratch_carve()'s default: the backward reads s->probs) or someone listens to
     //   the trace (trace_active(tr));
-    // - otherwise nobody reads scores, scaled or probs (a model's inference: vit.c sets
+    // - otherwise nobody reads scores, scaled or probs (a model's inference: vit_memory.c sets
     //   keep_matrices false and may leave those buffers' pages untouched): TODO 8.
     if (s->keep_matrices || trace_active(tr)) {
         // TODO 4, scores (chapter 01): every query against every key in each of the B·H heads,

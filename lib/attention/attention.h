@@ -365,7 +365,7 @@ typedef struct {
     bool keep_matrices; /**< true (mha_scratch_carve()'s default): scores, scaled and probs
                              are computed and kept, as the trace and the backward read
                              them; false: an untraced pass runs attention_online() and
-                             never writes them (a model's inference buffers, vit.c) */
+                             never writes them (a model's inference buffers, vit_memory.c) */
 } MhaScratch;
 
 /** Keys per block when mha_forward() runs attention_online(). */

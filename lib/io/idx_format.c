@@ -1,7 +1,7 @@
 /**
- * @file idx.c
+ * @file idx_format.c
  * @brief Reading IDX images and labels through zlib, every header field checked
- *        before memory is taken for it (see idx.h).
+ *        before memory is taken for it (see idx_format.h).
  */
 #include "io/idx_format.h"
 #include "base/fileio.h"

@@ -1,5 +1,5 @@
 /**
- * @file idx.h
+ * @file idx_format.h
  * @brief IDX files, the format of MNIST and Fashion-MNIST: images and labels
  *        as unsigned bytes, gzip-compressed or plain, read through zlib.
  *

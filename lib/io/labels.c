@@ -132,33 +132,33 @@ VitStatus labels_load_metadata(Labels *labels, const SafeTensors *weights, VitEr
     return s;
 }
 
-VitStatus labels_for_weights(Labels *l, const char *labels_file, const char *config_json,
+VitStatus labels_for_weights(Labels *labels, const char *labels_file, const char *config_json,
                              const SafeTensors *weights, int classes, VitError *err) {
-    memset(l, 0, sizeof *l);
+    memset(labels, 0, sizeof *labels);
     // the first source that has names: a file given, config.json's id2label, the metadata
     const char *source = labels_file ? labels_file : config_json, *what = "has", *unit = "labels";
     VitStatus s = VIT_OK;
-    if (labels_file) s = labels_load(l, labels_file, err);
-    else if (config_json) s = labels_load_hf_config(l, config_json, err), what = "id2label has";
-    if (s == VIT_OK && l->count == 0 && !labels_file && weights) {
-        s = labels_load_metadata(l, weights, err);
+    if (labels_file) s = labels_load(labels, labels_file, err);
+    else if (config_json) s = labels_load_hf_config(labels, config_json, err), what = "id2label has";
+    if (s == VIT_OK && labels->count == 0 && !labels_file && weights) {
+        s = labels_load_metadata(labels, weights, err);
         source = weights->label ? weights->label : "the weights";
         what = "__metadata__ \"class_names\" has", unit = "names";
     }
     if (s != VIT_OK) return s;
-    if (l->count > 0 && l->count != classes) {
+    if (labels->count > 0 && labels->count != classes) {
         s = vit_fail(err, VIT_ERR_INPUT, "%s: %s %d %s but the model has %d classes", source,
-                     what, l->count, unit, classes);
-        labels_free(l);
+                     what, labels->count, unit, classes);
+        labels_free(labels);
         return s;
     }
-    if (l->count > 0 || labels_file || classes != 1000) return VIT_OK;
+    if (labels->count > 0 || labels_file || classes != 1000) return VIT_OK;
     // a 1000-class head without names of its own: ImageNet-1k, if the list is there
     char path[4096];
     VitError ignored; // a missing list only costs the names
-    if (labels_load(l, vit_data_path(path, sizeof path, "labels/imagenet1k.txt"), &ignored) ==
-            VIT_OK && l->count != classes)
-        labels_free(l);
+    if (labels_load(labels, vit_data_path(path, sizeof path, "labels/imagenet1k.txt"), &ignored) ==
+            VIT_OK && labels->count != classes)
+        labels_free(labels);
     return VIT_OK;
 }
 

@@ -55,7 +55,7 @@ VitStatus vit_forward(Vit *vit, const Tensor *input, TraceFn trace, void *user, 
     trace_emit(&tr, "embed", x, 3, B, N, D);
 
     // 4. x = self.blocks(x): L pre-norm encoder blocks, the residual stream ping-pongs
-    //    (a model prepared for training keeps every block's input instead, vit.c)
+    //    (a model prepared for training keeps every block's input instead, vit_memory.c)
     for (int i = 0; i < c->depth; i++) {
         char prefix[32];
         snprintf(prefix, sizeof prefix, "blocks.%d.", i);

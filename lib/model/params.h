@@ -20,7 +20,7 @@
  * - its names in Hugging Face and torchvision files.
  *
  * Everything that needs the list of parameters walks this table:
- * random initialisation (init.c), saving and vit_params() (save.c), the
+ * random initialisation (init.c), saving and vit_params() (params_save.c), the
  * loader's mapping for all three naming conventions (weights.c), and the two
  * counts, vit_param_count() and vit_stage_params(). To visit every parameter
  * tensor of a model with its name, shape and pointer, use vit_params() (a

@@ -1,5 +1,5 @@
 /**
- * @file save.c
+ * @file params_save.c
  * @brief vit_params(), vit_writer_add() and vit_save(): a model's parameters
  *        under timm's names, listed, queued and written to a safetensors file.
  *

@@ -1,5 +1,5 @@
 /**
- * @file stages.c
+ * @file trace_stages.c
  * @brief The table of trace stages (the trace contract, docs/contract.md) and their costs.
  *
  * Shape legend: B batch, C channels, S image side, P patches, N tokens,

@@ -1,8 +1,8 @@
 /**
- * @file stages.h
+ * @file trace_stages.h
  * @brief The trace contract as data: every stage's name, axes, formula and cost.
  *
- * One table (stages.c) describes each stage vit_forward() emits (@ref contract):
+ * One table (trace_stages.c) describes each stage vit_forward() emits (@ref contract):
  * the viewer shows its formula and named axes, chapter 09 prints its FLOPs,
  * the tests check names and shapes against it. Block stages are listed once
  * with the suffix after "blocks.{i}.". The backward pass (vit_backward())
@@ -10,7 +10,7 @@
  * recognise those names as their stage's.
  *
  * FLOP counts are multiply–adds × 2 for matrix products and small constant
- * costs per element for the rest (stated per row in stages.c); they are for
+ * costs per element for the rest (stated per row in trace_stages.c); they are for
  * comparing stages, not for a cycle-exact model.
  */
 #ifndef VIT_STAGES_H

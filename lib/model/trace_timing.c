@@ -1,5 +1,5 @@
 /**
- * @file report.c
+ * @file trace_timing.c
  * @brief The trace stopwatch: wall time per stage of a forward pass.
  */
 #include "model/trace_timing.h"

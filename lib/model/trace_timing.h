@@ -1,5 +1,5 @@
 /**
- * @file report.h
+ * @file trace_timing.h
  * @brief A stopwatch for the trace: how long each stage of a forward pass took.
  *
  * A ::StageClock is a TraceFn. Handed to vit_forward(), it charges the time

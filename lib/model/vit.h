@@ -19,8 +19,8 @@
  * block.h and params.h, so `#include "vit.h"` is all a program needs.
  *
  * Where things are: the forward pass in forward.c; activations and position
- * resizing in vit.c; loading in weights.c; random initialisation in init.c;
- * saving in save.c; the sizes in config.c; the parameter table in params.c;
+ * resizing in vit_memory.c; loading in weights.c; random initialisation in init.c;
+ * saving in params_save.c; the sizes in config.c; the parameter table in params.c;
  * one block in block.c; the switches that turn heads off in head_off.c. The
  * backward pass (@ref backward): vit_backward() in backward.c, a block's in
  * block_backward.c, attention's in mha_backward.c, the gradient buffers in
@@ -223,7 +223,7 @@ VitStatus vit_resize_positions(Vit *vit, int image_size, VitError *err);
 VitStatus vit_build_random(Vit *vit, const VitConfig *cfg, const VitInit *init, VitError *err);
 /**
  * @brief Every parameter tensor of the model with its name, shape and values,
- *        in the order of timm's state_dict (save.c; vit_weights_params() on
+ *        in the order of timm's state_dict (params_save.c; vit_weights_params() on
  *        the model's weights).
  *
  * q, k and v are one fused "attn.qkv" tensor, as timm stores them, unless the

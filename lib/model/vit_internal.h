@@ -1,8 +1,8 @@
 /**
  * @file vit_internal.h
- * @brief Helpers shared by vit.c, forward.c, backward.c, weights.c, init.c and
+ * @brief Helpers shared by vit_memory.c, forward.c, backward.c, weights.c, init.c and
  *        shards.c, not part of the public API: the memory a Vit owns (defined in
- *        vit.c, freed by vit_free()), and the checks of a training step (backward.c).
+ *        vit_memory.c, freed by vit_free()), and the checks of a training step (backward.c).
  */
 #ifndef VIT_VIT_INTERNAL_H
 #define VIT_VIT_INTERNAL_H

@@ -1,5 +1,5 @@
 /**
- * @file vit.c
+ * @file vit_memory.c
  * @brief The model's memory: its activations (checked, then carved), position
  *        resizing, and what a Vit owns.
  *
@@ -8,7 +8,7 @@
  *
  * The rest of the model lives beside it: the forward recipe in forward.c, the
  * sizes in config.c, one block in block.c, the parameter table in params.c, loading in weights.c, random
- * initialisation in init.c, saving in save.c.
+ * initialisation in init.c, saving in params_save.c.
  *
  * A model prepared for training (vit_train_prepare()) carves more from the
  * same allocation: every block's input, every block's activations when they

@@ -11,7 +11,7 @@
  * Fashion-MNIST (H. Xiao, K. Rasul, R. Vollgraf, 2017) is 70,000 grey 28×28
  * photographs of clothing in 10 classes: 60,000 to train on, 10,000 to test
  * on, as Debian's `dataset-fashion-mnist` installs them under
- * FASHION_MNIST_DIR (IDX files, idx.h). Its published statistics, over every
+ * FASHION_MNIST_DIR (IDX files, idx_format.h). Its published statistics, over every
  * pixel of the training set in [0, 1] units: mean 0.2860, std 0.3530.
  *
  * The project's fixed validation split: the last FASHION_MNIST_VAL (5,000) of
