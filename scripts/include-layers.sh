@@ -8,8 +8,9 @@
 # written relative to lib/ with its folder ("base/tensor.h"), so the folder of
 # each edge is in its text: an include without a folder, with "..", or of a
 # folder that is not a layer fails too (no include path that hides a layer).
-# The Modules page follows the same order: docs/modules.dox's layer groups
-# (lib_base, lib_gemm, ...) must come in this order, one per folder.
+# The tree's README and the Modules page follow the same order: lib/README.md's
+# numbered list and docs/modules.dox's layer groups (lib_base, lib_gemm, ...)
+# must name the layers in this order, one per folder.
 #
 # Usage: scripts/include-layers.sh [LIB_DIR [MODULES_DOX]]
 #   (defaults lib and docs/modules.dox)
@@ -82,6 +83,16 @@ done | awk -v layers="$LAYERS" -v lib="$LIB" -v files="$(find "$LIB" -mindepth 2
         }
         printf "lib: %d files, %d includes in %d layers, no upward edge\n", files, includes, n
     }' || status=1
+
+# lib/README.md, the tree's reading order, lists them in this order ("1. `base/`: ...")
+if [ -f "$LIB/README.md" ]; then
+    found=$(sed -n 's/^[0-9]*\. `\([a-z]*\)\/`.*/\1/p' "$LIB/README.md" | tr '\n' ' ' | sed 's/ $//')
+    if [ "$found" != "$LAYERS" ]; then
+        printf 'include-layers: %s lists the layers as "%s", not in the order "%s"\n' \
+            "$LIB/README.md" "$found" "$LAYERS" >&2
+        status=1
+    fi
+fi
 
 # the Modules page lists the layers in the same order
 if [ -f "$MODULES" ]; then

@@ -424,7 +424,7 @@ grade_one() {
         "" | text) [ -z "$EX_JSON" ] || json=$EX_JSON ;;
         *) die "FORMAT=$EX_FORMAT: the formats are json (results.json for Gradescope) and text" ;;
     esac
-    if [ -n "$json" ]; then # as lib's outputs (fileio.h), checked before any work:
+    if [ -n "$json" ]; then # as lib's outputs (base/fileio.h), checked before any work:
         # a link is followed to its target, and a link to nothing refused
         if [ -L "$json" ]; then
             [ -e "$json" ] || die "JSON=$json is a symbolic link to a file that does not exist"
