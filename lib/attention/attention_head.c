@@ -2,8 +2,8 @@
  * @file attention_head.c
  * @brief One attention head, start to finish (attention.h), alone in its file so a student's version can replace it.
  */
-#include "attention/attention.h"
 #include "ops/ops.h"
+#include "attention/attention.h"
 
 // [attention]
 void attention(float *out, float *probs, const float *q, const float *k, const float *v,

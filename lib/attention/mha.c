@@ -8,8 +8,8 @@
  * the trace and the backward read), and, when nobody will read them,
  * attention_online(), which computes the same context without forming them.
  */
-#include "attention/attention.h"
 #include "ops/ops.h"
+#include "attention/attention.h"
 
 #include <stddef.h>
 #include <string.h>

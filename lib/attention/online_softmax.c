@@ -13,8 +13,8 @@
  * The caller multiplies its running output by the same c before adding the
  * block's exp(s_j − m')·v_j; at the end, out = acc / l equals softmax(s)·V.
  */
-#include "attention/attention.h"
 #include "ops/vecmath.h"
+#include "attention/attention.h"
 
 // [online_softmax_block]
 // (VIT_VECTOR_CLONES: compiled for AVX2 too, where expf() runs 8 floats at a time)

@@ -19,8 +19,8 @@
  * What it omits: dropout on the probabilities, and the fused ("flash")
  * backward that recomputes P block by block instead of keeping it.
  */
-#include "attention/attention.h"
 #include "gemm/gemm.h"
+#include "attention/attention.h"
 
 #include <stddef.h>
 

@@ -36,9 +36,9 @@
  * Deliberately omitted: dropout and drop-path, mixed precision, a gradient
  * of the attention masks (a ViT has none).
  */
-#include "model/vit.h"
 #include "ops/ops.h"
 #include "model/patch.h"
+#include "model/vit.h"
 #include "model/vit_internal.h"
 
 #include <stdio.h>

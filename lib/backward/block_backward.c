@@ -22,8 +22,8 @@
  *
  * Deliberately omitted: dropout and drop-path (stochastic depth), layer scale.
  */
-#include "model/block.h"
 #include "ops/ops.h"
+#include "model/block.h"
 
 #include <string.h>
 

@@ -25,8 +25,8 @@
  * Deliberately omitted: dropout (attn_drop, proj_drop), the fused ("flash")
  * backward that recomputes P block by block instead of reading it.
  */
-#include "attention/attention.h"
 #include "ops/ops.h"
+#include "attention/attention.h"
 
 #include <string.h>
 

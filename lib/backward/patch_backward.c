@@ -16,10 +16,10 @@
  * permutation and its backward is its inverse, patch_fold(), adding where
  * fold copies.
  */
+#include "base/util.h"
 #include "gemm/gemm.h"
 #include "ops/ops.h"
 #include "model/patch.h"
-#include "base/util.h"
 
 #include <stdlib.h>
 

@@ -48,10 +48,10 @@
 
 #include <stdbool.h>
 
-#include "train/dataset.h"
 #include "base/trace.h"
 #include "base/util.h"
 #include "model/vit.h"
+#include "train/dataset.h"
 
 /** @defgroup rollout Attention rollout
  *  @brief Fusing heads, discarding weak links, rolling attention out through the layers.

@@ -33,10 +33,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "io/safetensors.h"
 #include "base/tensor.h"
 #include "base/trace.h"
 #include "base/util.h"
+#include "io/safetensors.h"
 
 /** @defgroup tracediff Trace comparison
  *  @brief The first stage where two traces of a forward pass disagree.

@@ -32,10 +32,10 @@
 
 #include <stdbool.h>
 
-#include "io/resample.h"
-#include "io/safetensors.h"
 #include "base/tensor.h"
 #include "base/util.h"
+#include "io/resample.h"
+#include "io/safetensors.h"
 
 /** @defgroup image Images
  *  @brief Decode, convert to grey like Pillow, resize like Pillow, crop, normalise:

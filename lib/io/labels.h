@@ -13,8 +13,8 @@
 #ifndef VIT_LABELS_H
 #define VIT_LABELS_H
 
-#include "io/safetensors.h"
 #include "base/util.h"
+#include "io/safetensors.h"
 
 /** @defgroup labels Class labels
  *  @brief Index → name for the classifier's outputs.

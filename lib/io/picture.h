@@ -20,8 +20,8 @@
 #ifndef VIT_PICTURE_H
 #define VIT_PICTURE_H
 
-#include "io/image.h"
 #include "base/util.h"
+#include "io/image.h"
 
 /** @defgroup picture Pictures
  *  @brief Maps over images, colour bars and text, drawn into RGB pictures and saved as PNG.

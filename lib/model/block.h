@@ -18,9 +18,9 @@
 
 #include <stddef.h>
 
+#include "base/trace.h"
 #include "attention/attention.h"
 #include "model/config.h"
-#include "base/trace.h"
 
 /** @addtogroup vit
  *  @{

@@ -7,9 +7,9 @@
  * Shape legend: B batch, C channels, S side, p patch, P patches, N = P + 1
  * tokens, D width, Y classes (the book's glossary).
  */
-#include "model/vit.h"
 #include "ops/ops.h"
 #include "model/patch.h"
+#include "model/vit.h"
 #include "model/vit_internal.h"
 
 #include <stdio.h>

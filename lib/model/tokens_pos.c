@@ -2,8 +2,8 @@
  * @file tokens_pos.c
  * @brief Adding the position embeddings (tokens.h), alone in its file so a student's version can replace it.
  */
-#include "model/tokens.h"
 #include "ops/ops.h"
+#include "model/tokens.h"
 
 #include <stddef.h>
 

@@ -3,8 +3,8 @@
  * @brief The trace stopwatch: wall time per stage of a forward pass.
  */
 #include "model/trace_timing.h"
-#include "model/trace_stages.h"
 #include "base/util.h"
+#include "model/trace_stages.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -16,16 +16,18 @@
  * (borrowed pointers, usually into the mmap of a safetensors file, params.h),
  * VitActivations (one allocation carved into named buffers, here). Vit holds
  * all three and owns what they point to. This header includes config.h,
- * block.h and params.h, so `#include "vit.h"` is all a program needs.
+ * block.h and params.h, so `#include "model/vit.h"` is all a program needs.
  *
- * Where things are: the forward pass in forward.c; activations and position
- * resizing in vit_memory.c; loading in weights.c; random initialisation in init.c;
- * saving in params_save.c; the sizes in config.c; the parameter table in params.c;
- * one block in block.c; the switches that turn heads off in head_off.c. The
- * backward pass (@ref backward): vit_backward() in backward.c, a block's in
+ * Where things are, in lib/model: the forward pass in forward.c; activations
+ * and position resizing in vit_memory.c; loading in weights.c; random
+ * initialisation in init.c; saving in params_save.c; the sizes in config.c;
+ * the parameter table in params.c; one block in block.c; the switches that
+ * turn heads off in head_off.c. The backward pass (@ref backward), declared
+ * here and defined in lib/backward: vit_backward() in backward.c, a block's in
  * block_backward.c, attention's in mha_backward.c, the gradient buffers in
- * grads.c; the optimizer is optim.h's. Training on several threads with the
- * batch split (shards.h) wraps a model from outside: the model does not know it.
+ * grads.c. In lib/train: the optimizer (optim.h); training on several threads
+ * with the batch split (shards.h) wraps a model from outside: the model does
+ * not know it.
  *
  * Deliberately omitted: dropout and drop-path (identity at inference, and
  * left out of training too), distillation tokens, register tokens, global
@@ -36,15 +38,15 @@
 
 #include <stdint.h>
 
+#include "base/tensor.h"
+#include "base/trace.h"
+#include "base/util.h"
 #include "attention/attention.h"
+#include "io/safetensors.h"
 #include "model/block.h"
 #include "model/config.h"
 #include "model/params.h"
-#include "io/safetensors.h"
-#include "base/tensor.h"
 #include "model/tokens.h"
-#include "base/trace.h"
-#include "base/util.h"
 
 /** @defgroup vit Vision Transformer
  *  @brief \f$ \text{logits} = \mathrm{head}(\mathrm{LN}(\mathrm{Block}^{L}([x_{cls}; x_p W_E] + E_{pos}))_0) \f$

@@ -17,10 +17,10 @@
  * Deliberately omitted (vit.h lists it): dropout and drop-path, distillation
  * and register tokens, pooling other than the [cls] row.
  */
-#include "model/vit.h"
 #include "ops/ops.h"
-#include "model/patch.h"
 #include "io/resample.h"
+#include "model/patch.h"
+#include "model/vit.h"
 #include "model/vit_internal.h"
 
 #include <stdio.h>

@@ -16,8 +16,8 @@
  * Deliberately omitted: other ViT families' names (DeiT's dist_token, BEiT,
  * …), and guessing a convention from anything but the [cls] token.
  */
-#include "model/vit.h"
 #include "base/fileio.h"
+#include "model/vit.h"
 #include "model/vit_internal.h"
 
 #include <cJSON.h>

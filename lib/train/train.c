@@ -25,8 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops/ops.h"
 #include "base/rng.h"
+#include "ops/ops.h"
 #include "io/safetensors.h"
 
 // [train_defaults]

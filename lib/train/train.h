@@ -14,10 +14,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "model/vit.h"
 #include "train/dataset.h"
 #include "train/optim.h"
 #include "train/shards.h"
-#include "model/vit.h"
 
 /** @defgroup train Training
  *  @brief The loop around vit_shards_forward_backward() and adamw_step():
