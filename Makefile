@@ -3,8 +3,9 @@
 #   make            build the library, chapters, tools, viewer and tests
 #   make run        install missing packages, build, open vitview on the trained
 #                   Fashion-MNIST model and a test image (ARGS='...' for vitview's options)
-#   make test       install missing packages, build, check lib's link graph has no
-#                   cycle (make link-graph), run every test suite
+#   make test       install missing packages, build, check lib's include graph has
+#                   no upward edge between its layer folders (make include-layers)
+#                   and its link graph no cycle (make link-graph), run every test suite
 #   make sanitize   the same tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make docs       Doxygen book into docs/html (warnings are errors)
 #   make docs-check the book opened in headless Chromium: formulas, pictures, links
@@ -85,7 +86,7 @@ ALL_CFLAGS := $(CPPFLAGS_BASE) $(BLAS_FLAGS) $(OMP_FLAGS) $(WARN) $(CFLAGS) $(EX
 ALL_LDLIBS := $(LDLIBS_BASE) $(BLAS_LIBS) $(OMP_FLAGS) $(EXTRA_LDFLAGS)
 
 # ------------------------------------------------------------------ sources
-LIB_SRC      := $(sort $(wildcard lib/*.c))
+LIB_SRC      := $(sort $(wildcard lib/*/*.c))
 LIB_OBJ      := $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIB          := $(BUILD)/libvit.a
 
@@ -130,7 +131,7 @@ GRADER_CHECK_SRC := $(sort $(wildcard tests/grader/*.c))
 ALL_OBJ      := $(LIB_OBJ) $(CHAPTER_OBJ) $(CHAPTER_TOBJ) $(TEST_OBJ) $(VIT_OBJ) $(BENCH_OBJ) $(VIEWER_OBJ)
 
 .PHONY: all run test sanitize docs docs-check bench clean deps config chapters chapters-run lib fuzz goldens \
-        exercise exercise-all exercise-checks grade-class link-graph
+        exercise exercise-all exercise-checks grade-class link-graph include-layers
 .DEFAULT_GOAL := all
 
 all: $(LIB) $(CHAPTER_BIN) $(VIT_BIN) $(VIEWER_BIN) $(BENCH_BIN) $(TEST_RUNNER)
@@ -199,8 +200,8 @@ ifeq ($(filter clean,$(MAKECMDGOALS)),)
 endif
 
 $(BUILD)/tests/%.o: ALL_CFLAGS += -I$(BUILD)/tests -DVIT_TEST_DIR=\"$(CURDIR)/tests\"
-$(BUILD)/lib/labels.o: ALL_CFLAGS += -DVIT_DATA_DIR=\"$(CURDIR)/data\"
-$(TEST_OBJ) $(CHAPTER_TOBJ) $(BUILD)/lib/labels.o: $(PATHS_FILE)
+$(BUILD)/lib/io/labels.o: ALL_CFLAGS += -DVIT_DATA_DIR=\"$(CURDIR)/data\"
+$(TEST_OBJ) $(CHAPTER_TOBJ) $(BUILD)/lib/io/labels.o: $(PATHS_FILE)
 $(BUILD)/tests/runner.o: $(BUILD)/tests/suites.h
 
 $(TEST_RUNNER): $(RUNNER_OBJ) $(LIB)
@@ -224,6 +225,14 @@ lib: $(LIB)
 # one that file uses. A cycle fails, its files named; make test runs this first.
 link-graph: $(LIB_OBJ)
 	@scripts/link-graph.sh $(LIB_OBJ)
+
+# lib's include graph (scripts/include-layers.sh, from the #include lines of
+# lib/*/*.[ch]): lib is a folder per layer in the book's order (base, gemm, ops,
+# attention, io, model, backward, train, explain, teach; the script holds the
+# list), and a file includes only its own folder and the folders below it. An
+# upward edge fails, its file, line and include named; make test runs this first.
+include-layers:
+	@scripts/include-layers.sh lib docs/modules.dox
 
 # run, test, sanitize and bench install packages first, then re-enter make so
 # that the detection above sees what was just installed.
@@ -252,6 +261,7 @@ test sanitize: export OMP_WAIT_POLICY ?= passive
 test: deps
 	@start=$$(date +%s); status=0; \
 	{ $(MAKE) --no-print-directory $(PARALLEL) all && \
+	  scripts/include-layers.sh lib docs/modules.dox && \
 	  scripts/link-graph.sh $(LIB_OBJ) && \
 	  $(TEST_RUNNER) && \
 	  $(MAKE) --no-print-directory $(PARALLEL) exercise-checks && \

@@ -40,16 +40,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "fileio.h"
-#include "gemm.h"
-#include "ops.h"
-#include "optim.h"
-#include "rng.h"
-#include "safetensors.h"
-#include "shards.h"
-#include "stages.h"
-#include "util.h"
-#include "vit.h"
+#include "base/fileio.h"
+#include "gemm/gemm.h"
+#include "ops/ops.h"
+#include "train/optim.h"
+#include "base/rng.h"
+#include "io/safetensors.h"
+#include "train/shards.h"
+#include "model/trace_stages.h"
+#include "base/util.h"
+#include "model/vit.h"
 
 /* ------------------------------------------------------------- timing */
 
@@ -496,7 +496,7 @@ static void bench_vit(void) {
         printf("vit: could not write or load the ViT-B/16 weights; section skipped\n\n");
         return;
     }
-    const double flops = vit_forward_flops(&vit.config, 1); // every stage (lib/stages.h)
+    const double flops = vit_forward_flops(&vit.config, 1); // every stage (lib/model/trace_stages.h)
     Tensor input = tensor_new(4, 1, 3, 224, 224);
     Rng rng;
     rng_seed(&rng, 7);

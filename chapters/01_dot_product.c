@@ -19,12 +19,12 @@
 #include <math.h>
 #include <string.h>
 
-#include "chapter.h"
+#include "teach/chapter.h"
 #include "chapters.h"
-#include "gemm.h"
-#include "ops.h"
-#include "rng.h"
-#include "tensor.h"
+#include "gemm/gemm.h"
+#include "ops/ops.h"
+#include "base/rng.h"
+#include "base/tensor.h"
 
 enum {
     TOKENS = 4,  // tokens in the Q·Kᵀ example
@@ -194,7 +194,7 @@ static void matrix_product(Chapter *ch) {
     ch_line(ch, "%s", "");
     ch_say(ch, "Often both matrices hold vectors as rows, like a list of tokens. Then "
                "we want every row of A against every row of B, which is A times the "
-               "transpose of B, written A·Bᵀ. lib/gemm.h provides it as matmul_bt() "
+               "transpose of B, written A·Bᵀ. lib/gemm/gemm.h provides it as matmul_bt() "
                "(PyTorch writes a @ b.transpose(-2, -1)), and it is exactly the "
                "product attention needs next.");
 }

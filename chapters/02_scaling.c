@@ -26,14 +26,14 @@
  */
 #include <math.h>
 
-#include "attention.h"
-#include "chapter.h"
+#include "attention/attention.h"
+#include "teach/chapter.h"
 #include "chapters.h"
-#include "gemm.h"
-#include "ops.h"
-#include "rng.h"
-#include "tensor.h"
-#include "util.h"
+#include "gemm/gemm.h"
+#include "ops/ops.h"
+#include "base/rng.h"
+#include "base/tensor.h"
+#include "base/util.h"
 
 static const int WIDTHS[] = {4, 16, 64, 256, 768}; // Dh, the query/key width
 enum {

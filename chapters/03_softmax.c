@@ -19,13 +19,13 @@
 #include <float.h>
 #include <math.h>
 
-#include "attention.h"
-#include "chapter.h"
+#include "attention/attention.h"
+#include "teach/chapter.h"
 #include "chapters.h"
-#include "gemm.h"
-#include "ops.h"
-#include "rng.h"
-#include "tensor.h"
+#include "gemm/gemm.h"
+#include "ops/ops.h"
+#include "base/rng.h"
+#include "base/tensor.h"
 
 enum {
     N = 4,      // scores per row in every example

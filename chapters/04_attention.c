@@ -20,12 +20,12 @@
  */
 #include <math.h>
 
-#include "attention.h"
-#include "chapter.h"
+#include "attention/attention.h"
+#include "teach/chapter.h"
 #include "chapters.h"
-#include "ops.h"
-#include "rng.h"
-#include "tensor.h"
+#include "ops/ops.h"
+#include "base/rng.h"
+#include "base/tensor.h"
 
 enum {
     N = 5,  // tokens
@@ -114,7 +114,7 @@ static void attention_matrix(Chapter *ch, Head *h) {
     ch_section(ch, "2. Scores, scaling, softmax: the attention matrix");
     ch_say(ch, "Every query is compared with every key (Chapter 01), the scores are "
                "divided by √Dh (Chapter 02) and each row goes through softmax "
-               "(Chapter 03). lib/attention.h has one function per step, for G "
+               "(Chapter 03). lib/attention/attention.h has one function per step, for G "
                "independent heads (here one sequence, one head). attention_scores() "
                "is lib's matmul_bt(), Q times K transposed: timm writes "
                "q @ k.transpose(-2, -1), MindSpore ops.BatchMatMul(transpose_b=True)(q, k).");

@@ -25,14 +25,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attention.h"
-#include "chapter.h"
+#include "attention/attention.h"
+#include "teach/chapter.h"
 #include "chapters.h"
-#include "ops.h"
-#include "rng.h"
-#include "tensor.h"
-#include "trace.h"
-#include "vit.h"
+#include "ops/ops.h"
+#include "base/rng.h"
+#include "base/tensor.h"
+#include "base/trace.h"
+#include "model/vit.h"
 
 enum {
     B = 1,       // images in the batch

@@ -19,12 +19,12 @@
  */
 #include <stdlib.h>
 
-#include "chapter.h"
+#include "teach/chapter.h"
 #include "chapters.h"
-#include "patch.h"
-#include "rng.h"
-#include "tensor.h"
-#include "util.h"
+#include "model/patch.h"
+#include "base/rng.h"
+#include "base/tensor.h"
+#include "base/util.h"
 
 enum {
     C = 3,              // colour channels

@@ -23,13 +23,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attention.h"
-#include "chapter.h"
+#include "attention/attention.h"
+#include "teach/chapter.h"
 #include "chapters.h"
-#include "ops.h"
-#include "rng.h"
-#include "tensor.h"
-#include "util.h"
+#include "ops/ops.h"
+#include "base/rng.h"
+#include "base/tensor.h"
+#include "base/util.h"
 
 enum {
     P = 196,   // patches of a 224 × 224 image (chapter 06)

@@ -24,16 +24,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attention.h"
-#include "chapter.h"
+#include "attention/attention.h"
+#include "teach/chapter.h"
 #include "chapters.h"
-#include "ops.h"
-#include "rng.h"
-#include "stages.h"
-#include "tensor.h"
-#include "trace.h"
-#include "util.h"
-#include "vit.h"
+#include "ops/ops.h"
+#include "base/rng.h"
+#include "model/trace_stages.h"
+#include "base/tensor.h"
+#include "base/trace.h"
+#include "base/util.h"
+#include "model/vit.h"
 
 enum { B = 1 };                         // one image
 static const uint64_t WEIGHT_SEED = 9;  // the weights of chapter 09's ViT-Base
@@ -49,7 +49,7 @@ enum { SHRUNK = sizeof SHRINK / sizeof SHRINK[0] };
 /* ------------------------------------------------------------ helpers */
 
 // [memory]
-// Working memory of one block, carved out of one allocation by lib (as vit.c does).
+// Working memory of one block, carved out of one allocation by lib (as model/vit_memory.c does).
 typedef struct {
     float *memory;
     VitBlockActs acts;
@@ -318,7 +318,7 @@ static void by_hand(Chapter *ch, Work *w) {
     vit_block_forward(w->out, w->x, w->block, w->cfg, &w->mem.acts, B, &keep);
     float diff = ch_max_diff(ch, "by_hand_max_diff", w->hand, w->out, n);
     // [compare]
-    ch_say(ch, "lib's vit_block_forward() (lib/block.c) is the same eight calls, with "
+    ch_say(ch, "lib's vit_block_forward() (lib/model/block.c) is the same eight calls, with "
                "the trace handed each result. Run both on the same %d tokens: the "
                "largest difference between their outputs is %g. %s",
            w->N, diff, diff == 0.0f

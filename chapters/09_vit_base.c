@@ -16,7 +16,7 @@
  * Every number printed is pinned by name and checked against PyTorch
  * (tools/ref_vit.py on the same weights) by tests/test_ch09_vit_base.c,
  * except the timings and the thread count, which depend on the machine and
- * are printed only. The stopwatch is lib/report.h; the table and the
+ * are printed only. The stopwatch is lib/model/trace_timing.h; the table and the
  * listener that measures the stream are plumbing, at the end of this file.
  *
  * Run: `build/chapters/09_vit_base`
@@ -25,16 +25,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chapter.h"
+#include "teach/chapter.h"
 #include "chapters.h"
-#include "ops.h"
-#include "report.h"
-#include "rng.h"
-#include "stages.h"
-#include "tensor.h"
-#include "trace.h"
-#include "util.h"
-#include "vit.h"
+#include "ops/ops.h"
+#include "model/trace_timing.h"
+#include "base/rng.h"
+#include "model/trace_stages.h"
+#include "base/tensor.h"
+#include "base/trace.h"
+#include "base/util.h"
+#include "model/vit.h"
 
 enum {
     B = 1,      // one image
@@ -45,7 +45,7 @@ enum {
 static const uint64_t WEIGHT_SEED = 9;  // the same ViT-Base as chapter 08
 static const uint64_t IMAGE_SEED = 99;  // the input pixels
 
-// The seven steps of vit_forward() (lib/forward.c), each with the stage it hands
+// The seven steps of vit_forward() (lib/model/forward.c), each with the stage it hands
 // to the trace and the line of timm's VisionTransformer.forward it is.
 static const struct {
     const char *stage, *timm;
@@ -80,7 +80,7 @@ typedef struct {
     const VitConfig *cfg;
     Tensor image;       // (1, C, S, S)
     Watch watch;        // the stream, as the listener saw it
-    StageClock clock;   // time per stage (lib/report.h)
+    StageClock clock;   // time per stage (lib/model/trace_timing.h)
     double build_seconds, forward_seconds;
     float gflop;        // total work of one forward pass (pinned as gflop.total)
 } Work;
@@ -145,7 +145,7 @@ static void build(Chapter *ch, Work *w) {
                "cut at ±2, so far out in the tails that the cut never happens; "
                "every bias 0; every LayerNorm γ = 1 and β = 0. One rule, so that it is "
                "easy to reproduce: each tensor draws from its own PCG32 stream "
-               "(lib/rng.h), seeded by its place in the model, so the model is the "
+               "(lib/base/rng.h), seeded by its place in the model, so the model is the "
                "same on every machine and with any number of threads, and "
                "tools/vitrng.py draws the same numbers in Python. The tests go one "
                "step further: PyTorch loads the file that `vit make-weights --arch "
@@ -187,10 +187,10 @@ static void recipe(Chapter *ch, Work *w) {
     const VitConfig *c = w->cfg;
     ch_say(ch, "The input is an image of random pixels, uniform in [-1, 1) (already "
                "normalised). With random weights the content does not matter; a real "
-               "photo goes with real weights. vit_forward() (lib/forward.c) is written as "
+               "photo goes with real weights. vit_forward() (lib/model/forward.c) is written as "
                "a recipe of seven steps, each commented with the line of timm's "
                "VisionTransformer.forward it is, and it hands the result of every "
-               "stage to a trace callback. Ours is a stopwatch (lib/report.h) that "
+               "stage to a trace callback. Ours is a stopwatch (lib/model/trace_timing.h) that "
                "passes each stage on to watch_stream(), which measures the stream.");
     w->image = tensor_new(4, B, c->channels, c->image_size, c->image_size);
     Rng rng;

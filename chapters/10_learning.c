@@ -24,15 +24,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attention.h"
-#include "chapter.h"
+#include "attention/attention.h"
+#include "teach/chapter.h"
 #include "chapters.h"
-#include "ops.h"
-#include "optim.h"
-#include "rng.h"
-#include "tensor.h"
-#include "util.h"
-#include "vit.h"
+#include "ops/ops.h"
+#include "train/optim.h"
+#include "base/rng.h"
+#include "base/tensor.h"
+#include "base/util.h"
+#include "model/vit.h"
 
 enum { B = 1 };                          // one image
 static const uint64_t MODEL_SEED = 10;   // the small ViT's weights
@@ -121,7 +121,7 @@ static void the_loss(Chapter *ch, Work *w) {
     w->loss = ch_value(ch, "loss", loss);
     ch_say(ch, "The loss is the cross-entropy: minus the logarithm of the probability "
                "the model gives the right class, ℓ = −ln softmax(z)_t. Here p_%d = %.4f, so "
-               "ℓ = −ln %.4f = %.4f. cross_entropy() (lib/loss.c) computes it as "
+               "ℓ = −ln %.4f = %.4f. cross_entropy() (lib/ops/loss.c) computes it as "
                "log Σ_y e^(z_y) − z_t, the log-sum-exp, which never takes the logarithm of "
                "a probability too small for a float.",
            TARGET, ch_value(ch, "p_target", probs[TARGET]), probs[TARGET], loss);
@@ -154,8 +154,8 @@ static void the_loss(Chapter *ch, Work *w) {
     ch_show(ch, "dlogits", &td);
     ch_say(ch, "Everything before the logits gets its gradient from this one by the chain "
                "rule, layer by layer from the last back to the first: backpropagation. "
-               "Every forward function of lib has its backward beside it (lib/ops.h, "
-               "lib/attention.h), which takes the gradient of its output and adds the "
+               "Every forward function of lib has its backward beside it (lib/ops/ops.h, "
+               "lib/attention/attention.h), which takes the gradient of its output and adds the "
                "gradients of its inputs. Sections 2 to 4 follow it through attention, "
                "softmax and LayerNorm; Section 5 runs the whole model's.");
     free(probs), free(dlogits);
@@ -313,7 +313,7 @@ static void softmax_gradient(Chapter *ch) {
     ch_say(ch, "Σ_j p_j·dp_j is the average of dp under p: each x_i is pushed by how much "
                "its own dp_i exceeds that average, scaled by p_i. One dot product and one "
                "pass over the row, never the %d × %d Jacobian. That is all of "
-               "softmax_backward(), lib/softmax_backward.c:", SM, SM);
+               "softmax_backward(), lib/backward/softmax_backward.c:", SM, SM);
     SoftmaxRow s;
     memcpy(s.x, SM_X, sizeof s.x);
     softmax(s.p, s.x, 1, SM);
@@ -423,7 +423,7 @@ static void layernorm_gradient(Chapter *ch) {
                "Step 4 reads: of the gradient ĝ, LayerNorm passes back only the part that "
                "is neither a constant shift of the row (mean(ĝ): the subtraction of μ "
                "removes any shift) nor a multiple of x̂ (the division by σ removes any "
-               "rescaling), times r. lib/layernorm_backward.c is these lines. By hand, in "
+               "rescaling), times r. lib/backward/layernorm_backward.c is these lines. By hand, in "
                "double, for one row:");
     LayerNormRow r;
     memcpy(r.x, LN_X, sizeof r.x);
@@ -621,7 +621,7 @@ static bool step_backward(Chapter *ch, Work *w, Step *s) {
     VitError err;
     VitGrads *grads = &s->grads;
     float *dlogits = s->dlogits;
-    ch_say(ch, "Now the whole model, on Section 1's image. vit_backward() (lib/backward.c) "
+    ch_say(ch, "Now the whole model, on Section 1's image. vit_backward() (lib/backward/backward.c) "
                "is vit_forward()'s recipe run backwards: from dlogits through the head, "
                "the final LayerNorm and the blocks from the last to the first, each "
                "block's MLP and attention undone by the functions of Sections 2–4, back "
@@ -831,7 +831,7 @@ static void warmup_and_decay(Chapter *ch, Work *w) {
     pin_row(ch, "schedule.step", steps, AT);
     pin_row(ch, "schedule.lr", lr, AT);
     ch_say(ch, "A training run does not use one learning rate throughout. lr_at() "
-               "(lib/optim.h) gives timm's usual schedule: a linear warm-up from 0 to the "
+               "(lib/train/optim.h) gives timm's usual schedule: a linear warm-up from 0 to the "
                "peak over the first %d steps, then a cosine down to the floor at the last "
                "step. For a run of %d steps, peak %g and floor %g:",
            schedule.warmup_steps, schedule.total_steps, schedule.peak_lr, schedule.min_lr);

@@ -32,18 +32,18 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "chapter.h"
+#include "teach/chapter.h"
 #include "chapters.h"
-#include "dataset.h"
-#include "fileio.h"
-#include "labels.h"
-#include "ops.h"
-#include "rng.h"
-#include "safetensors.h"
-#include "tensor.h"
-#include "train.h"
-#include "util.h"
-#include "vit.h"
+#include "train/dataset.h"
+#include "base/fileio.h"
+#include "io/labels.h"
+#include "ops/ops.h"
+#include "base/rng.h"
+#include "io/safetensors.h"
+#include "base/tensor.h"
+#include "train/train.h"
+#include "base/util.h"
+#include "model/vit.h"
 
 enum {
     BATCH = 32,        // images per step, every run of the chapter
@@ -269,7 +269,7 @@ static void the_data(Chapter *ch, Work *w) {
     ch_say(ch, "Fashion-MNIST (H. Xiao, K. Rasul and R. Vollgraf, 2017) is photographs of "
                "clothes, grey, %d×%d pixels, in %d classes: %s to train on and %s to test on. "
                "Debian's dataset-fashion-mnist installs them as four gzipped IDX files, and "
-               "fashion_mnist_load() (lib/dataset.h) reads them through zlib into one block "
+               "fashion_mnist_load() (lib/train/dataset.h) reads them through zlib into one block "
                "of bytes per split, 0 for black and 255 for white, beside one label per "
                "image. %s",
            all->size, all->size, all->classes, n_train, n_test,
@@ -517,7 +517,7 @@ static void the_loss_falling(Chapter *ch, Work *w) {
     pin_run(ch, r);
     ch_say(ch, "trainer_init() draws the weights from the seed (%d), sets up the gradients, "
                "AdamW with timm's two groups, and the schedule over all %d steps. Each "
-               "trainer_step() (lib/train_step.c) is PyTorch's loop body: the next batch of "
+               "trainer_step() (lib/train/train_step.c) is PyTorch's loop body: the next batch of "
                "the epoch's shuffled order, the gradients zeroed, forward, loss and "
                "backward, the gradient clipped to length %g, one AdamW step at this step's "
                "learning rate, and the step counted. The first %d steps:",

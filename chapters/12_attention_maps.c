@@ -28,14 +28,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chapter.h"
+#include "teach/chapter.h"
 #include "chapters.h"
-#include "dataset.h"
-#include "labels.h"
-#include "ops.h"
-#include "rollout.h"
-#include "train.h"
-#include "vit.h"
+#include "train/dataset.h"
+#include "io/labels.h"
+#include "ops/ops.h"
+#include "explain/rollout.h"
+#include "train/train.h"
+#include "model/vit.h"
 
 enum {
     SHOWN = 10,          // the test images of Section 1 (the shipped PNGs are these)
@@ -218,7 +218,7 @@ static void rolled_out(Chapter *ch, Work *w) {
                "the heads' mean plus the identity, each row divided by its sum, "
                "A = rownorm(P̄ + I), and multiplies them, J = A_%d ··· A_0: row i of J says "
                "what fraction of token i's final state came from each input token "
-               "(rollout_layer(), lib/rollout_layer.c).", w->L - 1);
+               "(rollout_layer(), lib/explain/rollout_layer.c).", w->L - 1);
     const int q = peak_of(map, P);
     double on_patches = 0;
     for (int p = 0; p < P; p++) on_patches += map[p];

@@ -25,16 +25,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attention.h"
-#include "chapter.h"
+#include "attention/attention.h"
+#include "teach/chapter.h"
 #include "chapters.h"
-#include "dataset.h"
-#include "gemm.h"
-#include "labels.h"
-#include "ops.h"
-#include "resample.h"
-#include "rng.h"
-#include "vit.h"
+#include "train/dataset.h"
+#include "gemm/gemm.h"
+#include "io/labels.h"
+#include "ops/ops.h"
+#include "io/resample.h"
+#include "base/rng.h"
+#include "model/vit.h"
 
 enum {
     SIZES = 5,         // the image sizes of Section 1
@@ -173,7 +173,7 @@ static void more_tokens(Chapter *ch, Work *w) {
                "trained for %d. To read a bigger image, timm resamples the table's %d × %d "
                "grid of rows to the new grid (resample_abs_pos_embed: bicubic, antialiased) "
                "and keeps [cls]'s row; lib's vit_resize_positions() does the same with "
-               "resample_grid() (lib/resample.c). Here is a table of that shape, drawn at "
+               "resample_grid() (lib/io/resample.c). Here is a table of that shape, drawn at "
                "random (normal, std 0.02), resampled for each size:",
            PATCH, PATCH, SIDE[0], TRAINED_GRID, TRAINED_GRID, TRAINED_GRID * TRAINED_GRID,
            TRAINED_GRID * TRAINED_GRID + 1, WIDTH, TRAINED_GRID * TRAINED_GRID + 1, TRAINED_GRID,
@@ -370,11 +370,11 @@ static void online(Chapter *ch, Work *w) {
     ch_line(ch, "    m' = max(m, max_j s_j),   c = e^(m - m'),   l' = c·l + Σ_j e^(s_j - m')");
     ch_line(ch, "    acc' = c·acc + Σ_j e^(s_j - m')·v_j,          and at the end  out = acc / l");
     ch_line(ch, "%s", "");
-    ch_say(ch, "online_softmax_block() (lib/online_softmax.c) is that step for one block of "
+    ch_say(ch, "online_softmax_block() (lib/attention/online_softmax.c) is that step for one block of "
                "one row. A row of %d scores in blocks of %d, %d and %d:", ROW, ROW_BLOCK[0],
            ROW_BLOCK[1], ROW_BLOCK[2]);
     online_by_hand(ch);
-    ch_say(ch, "attention_online() (lib/attention_online.c) runs that step for every query "
+    ch_say(ch, "attention_online() (lib/attention/attention_online.c) runs that step for every query "
                "of a block of queries against a block of %d keys at a time, so both of its "
                "products are matrix products. Per query it keeps %d scores, %d accumulators "
                "and m and l: %d bytes, whatever N is. The same head as above:", KEY_BLOCK,
@@ -444,7 +444,7 @@ static void local(Chapter *ch, Work *w) {
                "token, and every token sees [cls], so information can cross the image in "
                "two steps, patch to [cls] to patch. A patch's query scores at most %d keys "
                "whatever N is: the work grows like N, not N² (attention_local(), "
-               "lib/attention_local.c). Within the window it is the exact softmax: the same "
+               "lib/attention/attention_local.c). Within the window it is the exact softmax: the same "
                "as exact attention with the window as a mask (attention_mask_window()), which "
                "at N = %d it equals to %.2g. The weights outside the window are dropped and "
                "the window's renormalised to sum to 1. That is the approximation:", RADIUS,
@@ -494,7 +494,7 @@ static void linear_attention(Chapter *ch, Work *w) {
     const float bytes = ch_value(ch, "linear.bytes", (float)(8 * (DH * DH + DH)));
     ch_say(ch, "φ(K)ᵀV is a (%d, %d) matrix and φ(K)ᵀ1 a vector of %d: %.0f bytes per head in "
                "double, whatever N is, and the work is N·Dh² instead of N²·Dh "
-               "(attention_linear(), lib/attention_linear.c). The weights are still positive "
+               "(attention_linear(), lib/attention/attention_linear.c). The weights are still positive "
                "and sum to 1, but they are other weights: φ grows like x where e^x grows "
                "exponentially, so they are much flatter.", DH, DH, DH, bytes);
     float err[SIZES];

@@ -6,7 +6,7 @@
  * \f[ \text{out}_{ij} = \sum_{k} a_{ik}\, b_{kj}, \qquad 2MKN \text{ floating-point operations}. \f]
  * The chapter takes the product from matmul_naive() to lib's fast kernel one
  * idea at a time (the loop order, cache blocking, packing with a register
- * tile, SIMD, threads; lib/gemm_steps.h and lib/gemm.c), timing each step
+ * tile, SIMD, threads; lib/gemm/gemm_steps.h and lib/gemm/gemm.c), timing each step
  * on the reader's machine, then measures the machine's peak, runs ViT-B/16's
  * forward pass against it, and ends with the lesson of a library that runs
  * the wrong kernel for a CPU it does not know.
@@ -26,17 +26,17 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "chapter.h"
+#include "teach/chapter.h"
 #include "chapters.h"
-#include "gemm.h"
-#include "gemm_steps.h"
-#include "params.h"
-#include "rng.h"
-#include "safetensors.h"
-#include "stages.h"
-#include "tensor.h"
-#include "util.h"
-#include "vit.h"
+#include "gemm/gemm.h"
+#include "gemm/gemm_steps.h"
+#include "model/params.h"
+#include "base/rng.h"
+#include "io/safetensors.h"
+#include "model/trace_stages.h"
+#include "base/tensor.h"
+#include "base/util.h"
+#include "model/vit.h"
 
 enum {
     RUNS = 3, // every timing: one untimed run, then the median (the peak: the best) of 3
@@ -61,7 +61,7 @@ typedef struct {
     bool one_thread;   // run with vit_set_threads(1)
 } Step;
 
-// The ladder, in order. The last three are lib's real kernels (lib/gemm.h).
+// The ladder, in order. The last three are lib's real kernels (lib/gemm/gemm.h).
 enum { NAIVE, IKJ, BLOCKED, PACKED, TILED_1, TILED, BLAS, N_STEPS };
 // [steps]
 static const Step STEPS[N_STEPS] = {
@@ -265,7 +265,7 @@ static void same_sums(Chapter *ch, Work *w) {
 
 static void naive(Chapter *ch, Work *w) {
     ch_section(ch, "3. The textbook loop");
-    ch_say(ch, "matmul_naive() (lib/gemm.c) is the definition written as three loops, i, "
+    ch_say(ch, "matmul_naive() (lib/gemm/gemm.c) is the definition written as three loops, i, "
                "j, then k: one output at a time, a dot product of row i of a and column "
                "j of b.");
     ch_line(ch, "    for i, for j:  sum = 0;  for k: sum += a[i][k] · b[k][j];  out[i][j] = sum");
@@ -298,7 +298,7 @@ static void loop_order(Chapter *ch, Work *w) {
                "each other. It does more memory operations than before (%d per "
                "multiply-add: load b, load out, store out, where naive kept its sum in a "
                "register), but they are sequential and independent. matmul_ikj() in "
-               "lib/gemm_steps.c:", ops);
+               "lib/gemm/gemm_steps.c:", ops);
     char words[64];
     run_rung(ch, w, IKJ, NAIVE, words, sizeof words);
     ch_say(ch, "On this machine the loop order alone made it %s the textbook loop.", words);
@@ -383,7 +383,7 @@ static void packing(Chapter *ch, Work *w) {
                "(one sliver, %d × %d floats = %s bytes, stays in the L1 cache while the "
                "whole a block streams past it), a's as %d-tall slivers stored column by "
                "column, the edges padded with zeros so the kernel always computes whole "
-               "tiles. The micro-kernel, in plain C (lib/gemm_steps.c):",
+               "tiles. The micro-kernel, in plain C (lib/gemm/gemm_steps.c):",
            GEMM_STEP_NR, GEMM_STEP_KC, GEMM_STEP_NR,
            vit_thousands(sliver, (int64_t)ch_value(ch, "packed.b_sliver_bytes",
                                                    4.0f * GEMM_STEP_KC * GEMM_STEP_NR)),
@@ -410,7 +410,7 @@ static void simd(Chapter *ch, Work *w) {
                "in a 512-bit AVX-512 one, and a fused multiply-add (FMA) does the multiply "
                "and the add in one instruction. lib is built for generic x86-64, which "
                "only promises SSE2 (so a compiler can turn the plain-C kernel of the step "
-               "before into 128-bit SSE at best, without FMA), and lib/gemm.c compiles its "
+               "before into 128-bit SSE at best, without FMA), and lib/gemm/gemm.c compiles its "
                "micro-kernel once per "
                "instruction set (DEFINE_MICRO_KERNEL, with GCC's vector types) and picks "
                "at run time, with __builtin_cpu_supports(), the best this CPU has. This "
@@ -424,7 +424,7 @@ static void simd(Chapter *ch, Work *w) {
             __builtin_cpu_supports("avx512f") ? "yes" : "no");
     // [cpu]
     ch_line(ch, "%s", "");
-    ch_say(ch, "and lib runs its \"%s\" micro-kernel here (lib/gemm.h lists each one's "
+    ch_say(ch, "and lib runs its \"%s\" micro-kernel here (lib/gemm/gemm.h lists each one's "
                "tile; on AMD's Zen 4 lib prefers avx2 to avx512, because Zen 4 splits a "
                "512-bit operation into two 256-bit halves, while Zen 5 does not). The "
                "packing, the blocking "
@@ -743,7 +743,7 @@ static void wrong_kernel(Chapter *ch, Work *w) {
         vit_escape(cache, sizeof cache, c->cache); // a path from $XDG_CACHE_HOME or VIT_GEMM_CACHE
     }
     ch_say(ch, "That is why lib does not take a library's speed on trust. The first time "
-               "a program asks for the default backend, gemm_choice() (lib/gemm_choice.c) "
+               "a program asks for the default backend, gemm_choice() (lib/gemm/gemm_choice.c) "
                "times both kernels on that q, k, v product, and on the small products of "
                "one block of chapter 11's training step, forward and backward for 64 "
                "Fashion-MNIST images, the whole list on each thread as training runs it. "
@@ -769,8 +769,8 @@ static void wrong_kernel(Chapter *ch, Work *w) {
 
 static void whats_next(Chapter *ch) {
     ch_section(ch, "What's next");
-    ch_say(ch, "The steps are in lib/gemm_steps.c and lib/gemm_blocked.c, the real kernel "
-               "in lib/gemm.c, whose long comment retells this chapter for matmul_tiled(). "
+    ch_say(ch, "The steps are in lib/gemm/gemm_steps.c and lib/gemm/gemm_blocked.c, the real kernel "
+               "in lib/gemm/gemm.c, whose long comment retells this chapter for matmul_tiled(). "
                "`make bench` times the kernels, the forward pass and a training step at "
                "more sizes, and exercise 14 asks you to write matmul_blocked() yourself.");
 }

@@ -9,7 +9,7 @@
 #ifndef VIT_CHAPTERS_H
 #define VIT_CHAPTERS_H
 
-#include "chapter.h"
+#include "teach/chapter.h"
 
 /** @brief Chapter 01 · The dot product: similarity, angles, Q·Kᵀ. */
 void chapter01_run(Chapter *ch);

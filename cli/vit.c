@@ -25,7 +25,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fileio.h"
+#include "base/fileio.h"
 #include "vit_cli.h"
 
 static VitStatus cmd_help(const VitCommand *self, int argc, char **argv, VitError *err);

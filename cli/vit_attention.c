@@ -14,12 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fileio.h"
-#include "labels.h"
-#include "ops.h"
-#include "picture.h"
-#include "rollout.h"
-#include "train.h" // index_of_max()
+#include "base/fileio.h"
+#include "io/labels.h"
+#include "ops/ops.h"
+#include "io/picture.h"
+#include "explain/rollout.h"
+#include "train/train.h" // index_of_max()
 #include "vit_cli.h"
 
 /** Everything the command line can say. */

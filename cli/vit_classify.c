@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "labels.h"
-#include "ops.h"
-#include "stages.h"
+#include "io/labels.h"
+#include "ops/ops.h"
+#include "model/trace_stages.h"
 #include "vit_cli.h"
 
 /** Everything the command line can say. */

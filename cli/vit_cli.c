@@ -13,8 +13,8 @@
  */
 #include "vit_cli.h"
 
-#include "dataset.h"
-#include "fileio.h"
+#include "train/dataset.h"
+#include "base/fileio.h"
 
 #include <stdlib.h>
 #include <string.h>

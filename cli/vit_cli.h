@@ -31,9 +31,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "image.h"
-#include "util.h"
-#include "vit.h"
+#include "io/image.h"
+#include "base/util.h"
+#include "model/vit.h"
 
 /* ------------------------------------------------------------ subcommands */
 

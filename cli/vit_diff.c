@@ -3,7 +3,7 @@
  * @brief `vit diff`: two traces compared stage by stage; where is the first difference?
  *
  * The recipe: parse the flags → open both traces (st_open(): regular files
- * only) → tracediff_compare() (lib/tracediff.h), which refuses traces that
+ * only) → tracediff_compare() (lib/explain/tracediff.h), which refuses traces that
  * cannot be compared → print the first difference and a summary.
  *
  * Exit status: 0 when every stage agrees, 1 when one differs (and for a file
@@ -14,7 +14,7 @@
  */
 #include <stdio.h>
 
-#include "tracediff.h"
+#include "explain/tracediff.h"
 #include "vit_cli.h"
 
 /** The largest tolerance: the largest number vit_parse_float() takes. */

@@ -28,12 +28,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dataset.h"
-#include "image.h"
-#include "labels.h"
-#include "rollout.h"
-#include "train.h"
-#include "vit.h"
+#include "train/dataset.h"
+#include "io/image.h"
+#include "io/labels.h"
+#include "explain/rollout.h"
+#include "train/train.h"
+#include "model/vit.h"
 #include "vit_cli.h"
 
 /** Everything the command line can say. */

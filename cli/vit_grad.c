@@ -21,9 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops.h"
-#include "stages.h"
-#include "vit.h"
+#include "ops/ops.h"
+#include "model/trace_stages.h"
+#include "model/vit.h"
 #include "vit_cli.h"
 
 /* ------------------------------------------------------------ targets */

@@ -4,7 +4,7 @@
  *        `vit classify`, `vit trace`, `vit grad` and `vit step`, and turning
  *        image files into a batch.
  *
- * The recipe for each image: decode (lib/image.h) → grey (Pillow's
+ * The recipe for each image: decode (lib/io/image.h) → grey (Pillow's
  * convert("L")) when the model takes 1 channel → resize and crop as the
  * chosen preset says → normalise with the mean and std (the flags', else the
  * weights' own metadata, else the preset's) → one (C, S, S) slice of the
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "image.h"
+#include "io/image.h"
 #include "vit_cli.h"
 
 // The preset that matches how the weights were trained, by their naming convention

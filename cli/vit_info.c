@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "gemm.h"
-#include "vit.h"
+#include "gemm/gemm.h"
+#include "model/vit.h"
 #include "vit_cli.h"
 
 static const char description[] =

@@ -8,7 +8,7 @@
  */
 #include <stdio.h>
 
-#include "vit.h"
+#include "model/vit.h"
 #include "vit_cli.h"
 
 /** Everything the command line can say. Sizes left at 0 come from --arch. */

@@ -30,9 +30,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops.h"
-#include "optim.h"
-#include "vit.h"
+#include "ops/ops.h"
+#include "train/optim.h"
+#include "model/vit.h"
 #include "vit_cli.h"
 
 /** What `vit step` adds to the training flags. */

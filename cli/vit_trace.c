@@ -5,7 +5,7 @@
  * The recipe: parse the flags → vit_build() from the weights → read the batch
  * → vit_forward() with a TraceRecorder listening → write what it recorded,
  * in the order it arrived, under the contract's names (the book's contract page, docs/contract.md, and
- * lib/stages.h), atomically.
+ * lib/model/trace_stages.h), atomically.
  *
  * The batch comes from a safetensors file (--input) or from image files,
  * preprocessed as `vit classify` does (vit_images.c).
@@ -13,8 +13,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "stages.h"
-#include "vit.h"
+#include "model/trace_stages.h"
+#include "model/vit.h"
 #include "vit_cli.h"
 
 /** Everything the command line can say. */

@@ -24,9 +24,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fileio.h"
-#include "gemm.h"
-#include "train.h"
+#include "base/fileio.h"
+#include "gemm/gemm.h"
+#include "train/train.h"
 #include "vit_cli.h"
 
 /** The flags of `vit train`. */

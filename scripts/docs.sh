@@ -378,12 +378,12 @@ done
 
 # ------------------------------------------------------------ links both ways
 # function_links.dox: on each lib function's documentation, the chapters whose
-# pages teach it (they name it, NAME(), or quote its body, \snippet x.c NAME
-# with x.c in lib/), the chapters whose programs also call it, and the suites
+# pages teach it (they name it, NAME(), or quote its body, \snippet dir/x.c NAME
+# with lib/dir/x.c one of lib's), the chapters whose programs also call it, and the suites
 # that pin it (they call it). Written from the sources on every build, so the links
 # follow the code; Doxygen adds an "@fn NAME" block to NAME's own documentation.
 # lib's functions, "NAME<tab>PROTOTYPE": every prototype (or inline definition)
-# in lib/*.h, outside comments, its lines joined. The @fn needs the parameter
+# in lib/*/*.h, outside comments, its lines joined. The @fn needs the parameter
 # list: without it Doxygen cannot match a function declared in a header and
 # defined in a .c file. Not vecmath.h, which declares only libm's expf and erff.
 awk '
@@ -400,8 +400,8 @@ awk '
         name = text; sub(/\(.*/, "", name); sub(/.*[ *]/, "", name)
         print name "\t" text
         proto = 0
-    }' $(ls lib/*.h | grep -v '^lib/vecmath\.h$') | sort -u >"$KEYS/functions.txt"
-[ -s "$KEYS/functions.txt" ] || fail "found no function prototypes in lib/*.h"
+    }' $(ls lib/*/*.h | grep -v '^lib/ops/vecmath\.h$') | sort -u >"$KEYS/functions.txt"
+[ -s "$KEYS/functions.txt" ] || fail "found no function prototypes in lib/*/*.h"
 # "page|program|suite FILE NAME" for every NAME( in a chapter page, chapter program or test
 for f in docs/chapters/[0-9][0-9]_*.md chapters/[0-9][0-9]_*.c tests/test_*.c; do
     [ -e "$f" ] || continue
@@ -411,10 +411,10 @@ for f in docs/chapters/[0-9][0-9]_*.md chapters/[0-9][0-9]_*.c tests/test_*.c; d
     space='[[:space:]]*'
     [ $kind = page ] && space=''
     grep -oE "\\b[a-z][a-z0-9_]*$space\\(" "$f" | tr -d '( \t' | sed "s|^|$kind $f |"
-    # and a page that quotes a lib function's body, \snippet FILE.c NAME with
-    # FILE.c one of lib's, teaches it
+    # and a page that quotes a lib function's body, \snippet DIR/FILE.c NAME
+    # with lib/DIR/FILE.c one of lib's, teaches it
     if [ $kind = page ]; then
-        sed -n 's|^\\snippet \([a-z0-9_]*\.c\) \([a-z0-9_]*\)$|\1 \2|p' "$f" |
+        sed -n 's|^\\snippet \([a-z0-9_/]*\.c\) \([a-z0-9_]*\)$|\1 \2|p' "$f" |
             while read -r file marker; do
                 if [ -e "lib/$file" ]; then echo "page $f $marker"; fi
             done
@@ -485,7 +485,7 @@ done >>"$KEYS/folders.dox"
 
 # every group of lib and the viewer is in docs/modules.dox, which sets the
 # order of the Modules page; lib's groups name their chapters and suites
-for h in lib/*.h viewer/*.h; do
+for h in lib/*/*.h viewer/*.h; do
     [ -e "$h" ] || continue
     for g in $(sed -n 's/.*@defgroup \([a-z_0-9]*\) .*/\1/p' "$h"); do
         grep -q "@defgroup $g " docs/modules.dox ||

@@ -2,15 +2,17 @@
 # make test: lib's link graph has no cycle.
 #
 # Reads the symbols of lib's objects (nm), draws an arrow from a file to each
-# other file whose symbols it uses (shards -> backward: shards.o calls
-# vit_forward_backward(), which backward.o defines), and fails when the arrows
+# other file whose symbols it uses (shards -> backward: train/shards.o calls
+# vit_forward_backward(), which backward/backward.o defines; files are named
+# by their base name, unique in lib), and fails when the arrows
 # make a cycle, naming its files in order (a -> b -> a). Without a cycle lib
 # reads in layers: each file can be understood, tested and swapped knowing
 # only the files it points to, never the ones that point at it.
 #
 # Usage: scripts/link-graph.sh [OBJECT.o ... | DIR]
 #   the objects to read (make test names lib's, so a stale object of a file
-#   deleted since is not read), or every *.o of DIR (default build/lib)
+#   deleted since is not read), or every *.o of DIR's layer folders (DIR/*/*.o,
+#   default build/lib)
 # Prints "lib: N objects, M edges between files, no cycle", or each cycle
 # found (one per arrow that closes one) and exits 1; exits 2 when there are
 # no objects or nm is missing.
@@ -21,7 +23,7 @@ fail() { printf 'link-graph: %s\n' "$*" >&2; exit 2; }
 command -v nm >/dev/null 2>&1 || fail "no nm on the PATH (Debian's binutils)"
 if [ $# -le 1 ] && [ -d "${1:-build/lib}" ]; then
     DIR=${1:-build/lib}
-    set -- "$DIR"/*.o
+    set -- "$DIR"/*/*.o
 fi
 for o in "$@"; do [ -f "$o" ] || fail "no object $o: build lib first (make lib)"; done
 

@@ -30,9 +30,9 @@
 #include <CUnit/CUnit.h>
 #include <stdbool.h>
 
-#include "chapter.h"
-#include "safetensors.h"
-#include "tensor.h"
+#include "teach/chapter.h"
+#include "io/safetensors.h"
+#include "base/tensor.h"
 
 /* ------------------------------------------------- CUnit's number assertions */
 

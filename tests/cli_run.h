@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "util.h" // VitError
+#include "base/util.h" // VitError
 
 /** What one run of the program did. */
 typedef struct {

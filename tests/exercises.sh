@@ -58,6 +58,16 @@ cd "$ROOT" # BUILD and the objects are named from here, as make names them
 say() { printf '%s\n' "$*"; }
 die() { printf 'exercise: %s\n' "$*" >&2; exit 2; }
 
+# lib_file FILE.c: lib's file of that name, in whichever layer folder holds it
+# (lib/ops/softmax.c for softmax.c: a student's file keeps its plain name, and
+# base names are unique in lib); empty when lib has none.
+lib_file() {
+    for l_f in "$ROOT"/lib/*/"$1"; do
+        [ -f "$l_f" ] && printf '%s\n' "$l_f" && return 0
+    done
+    return 0
+}
+
 # An absolute path for one given relative to where make was run (the root).
 absolute() {
     case $1 in
@@ -255,12 +265,15 @@ hide_for() {
 }
 
 # The functions exercise NAME hands out, one "function file.c" per line: the
-# global functions of each lib file its skeleton's files replace (lib/softmax.c's
+# global functions of each lib file its skeleton's files replace (lib/ops/softmax.c's
 # for softmax.c). A student's files must define every one of them.
 handed_out() {
     for h_src in "$ROOT/exercises/$1"/*.c; do
         h_base=${h_src##*/}
-        h_obj=$BUILD/lib/${h_base%.c}.o
+        h_lib=$(lib_file "$h_base")
+        [ -n "$h_lib" ] || continue
+        h_obj=$BUILD/${h_lib#"$ROOT"/}
+        h_obj=${h_obj%.c}.o
         [ -f "$h_obj" ] || continue
         # T: a function; i: one compiled per CPU (target_clones), e.g. softmax
         nm -g --defined-only "$h_obj" | awk -v file="$h_base" '$2 == "T" || $2 == "i" { print $3, file }'
@@ -346,7 +359,7 @@ build_runner() {
         if grep -q 'multiple definition' "$b_work/build.log"; then
             say "note: a function is defined twice, in these files and in the lib file that" \
                 "defines it too. A file replaces a lib file whole: write every function of the" \
-                "lib/*.c file of the same name, and no main()." >>"$b_work/build.log"
+                "lib/*/*.c file of the same name, and no main()." >>"$b_work/build.log"
         fi
         return 1
     fi
@@ -411,7 +424,7 @@ grade_one() {
         "" | text) [ -z "$EX_JSON" ] || json=$EX_JSON ;;
         *) die "FORMAT=$EX_FORMAT: the formats are json (results.json for Gradescope) and text" ;;
     esac
-    if [ -n "$json" ]; then # as lib's outputs (fileio.h), checked before any work:
+    if [ -n "$json" ]; then # as lib's outputs (base/fileio.h), checked before any work:
         # a link is followed to its target, and a link to nothing refused
         if [ -L "$json" ]; then
             [ -e "$json" ] || die "JSON=$json is a symbolic link to a file that does not exist"
@@ -947,7 +960,7 @@ cmd_check_wrong() {
     if [ "$name" != grader ] && [ "$(header submitted)" != alone ]; then
         replaces=$(sed -n '1,12s|^ \* @file *\([^ ]*\.c\).*|\1|p' "$file" | head -n 1)
         for g in "$ROOT/exercises/$name"/*.c; do
-            [ "${g##*/}" = "$replaces" ] || set -- "$@" "$ROOT/lib/${g##*/}"
+            [ "${g##*/}" = "$replaces" ] || set -- "$@" "$(lib_file "${g##*/}")"
         done
     fi
     # the box's own checks: a file the code must not remove, a neighbour's folder
@@ -1055,9 +1068,9 @@ cmd_check_quoting() {
     odd=$d/"x'; touch $ran; '" # the '/' of $ran make it folders within folders: fine
     mkdir -p "$plain" "$odd"
     for f in "$ROOT/exercises/$name"/*.c; do # lib's files of the same names: the right answer
-        lib=$ROOT/lib/${f##*/}
-        [ -f "$lib" ] ||
-            check_failed "" "exercises/$name/${f##*/} has no lib/${f##*/} to grade as the right answer"
+        lib=$(lib_file "${f##*/}")
+        [ -n "$lib" ] ||
+            check_failed "" "exercises/$name/${f##*/} has no lib/*/${f##*/} to grade as the right answer"
         cp "$lib" "$plain/" && cp "$lib" "$odd/"
     done
     # a learner's make exercise, in this build (MAKEFLAGS passes this make's flags on)
@@ -1101,7 +1114,7 @@ cmd_check_class() {
     d=$(check_dir class)
     d=$(cd "$d" && pwd)
     sub=$d/submissions ran=$d/a-command-ran
-    right=$ROOT/lib/dot.c
+    right=$(lib_file dot.c)
     [ "$name" = 01_dot_product ] || check_failed "" "check-class grades exercise 01 (dot.c)"
     mkdir -p "$sub/Sean O'Brien_456_assignsubmission_file_/hw 1" "$sub/Zoë Ålund_7_" \
         "$sub/x; touch $(basename "$ran")_8_" "$sub/\$(touch $(basename "$ran"))_9_" \

@@ -30,9 +30,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "fileio.h"
+#include "base/fileio.h"
 #include "record.h"
-#include "util.h"
+#include "base/util.h"
 #include "verdict.h"
 
 enum {

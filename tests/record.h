@@ -37,7 +37,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "tensor.h"
+#include "base/tensor.h"
 
 /** The kinds of entry. */
 typedef enum {

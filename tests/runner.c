@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "grade.h"
-#include "util.h"
+#include "base/util.h"
 
 #define SUITE(name) extern CU_TestInfo tests_##name[];
 #include "suites.h"
@@ -58,7 +58,7 @@ static bool select_tests(int argc, char **argv) {
     return true;
 }
 
-// The default matrix product is measured once and remembered (lib/gemm_choice.c);
+// The default matrix product is measured once and remembered (lib/gemm/gemm_choice.c);
 // the tests keep that memory beside the runner, in the build tree, rather than in
 // the user's ~/.cache. The `vit` and `vitview` runs of the tests inherit it.
 // They also remember a timing however busy the machine is (VIT_GEMM_QUIET=0):

@@ -15,9 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attention.h"
+#include "attention/attention.h"
 #include "check.h"
-#include "ops.h"
+#include "ops/ops.h"
 
 // Float32 against a float64 reference on sums of ≤ 12 terms of size ~1-10:
 // a few float32 roundings, ~1e-6; 1e-5 keeps a margin of ~10.

@@ -18,10 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attention.h"
+#include "attention/attention.h"
 #include "check.h"
-#include "ops.h"
-#include "rng.h"
+#include "ops/ops.h"
+#include "base/rng.h"
 
 static const char GOLDEN[] = "attention_approx.safetensors";
 

@@ -18,9 +18,9 @@
 
 #include "check.h"
 #include "cli_run.h"
-#include "image.h"
-#include "labels.h"
-#include "safetensors.h"
+#include "io/image.h"
+#include "io/labels.h"
+#include "io/safetensors.h"
 
 enum { PATH_SIZE = 512 };
 

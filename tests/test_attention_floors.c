@@ -27,11 +27,11 @@
 #include <stdio.h>
 
 #include "check.h"
-#include "dataset.h"
-#include "image.h"
-#include "labels.h"
-#include "rollout.h"
-#include "vit.h"
+#include "train/dataset.h"
+#include "io/image.h"
+#include "io/labels.h"
+#include "explain/rollout.h"
+#include "model/vit.h"
 
 enum { IMAGES = 1000, BATCH = 250, GARMENT = 32, SEED = 12 }; // vit eval's threshold and seed
 

@@ -13,9 +13,9 @@
 #include <string.h>
 
 #include "check.h"
-#include "attention.h"
-#include "ops.h"
-#include "rng.h"
+#include "attention/attention.h"
+#include "ops/ops.h"
+#include "base/rng.h"
 
 // The traced path: S = QKᵀ, S' = s·S + masks, P = softmax(S'), out = P·V.
 static void reference(float *out, const float *q, const float *k, const float *v,

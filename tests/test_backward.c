@@ -44,14 +44,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attention.h"
+#include "attention/attention.h"
 #include "check.h"
-#include "gemm.h"
-#include "ops.h"
-#include "patch.h"
-#include "rng.h"
-#include "tokens.h"
-#include "util.h"
+#include "gemm/gemm.h"
+#include "ops/ops.h"
+#include "model/patch.h"
+#include "base/rng.h"
+#include "model/tokens.h"
+#include "base/util.h"
 
 // The small odd shapes of the goldens (tools/gen_golden_backward.py)
 enum { B = 2, N = 7, D = 12, H = 3, DH = 4, M = 20, Y = 5, C = 3, S = 6, PS = 2 };

@@ -20,12 +20,12 @@
 #include <string.h>
 
 #include "../chapters/chapters.h"
-#include "attention.h"
+#include "attention/attention.h"
 #include "check.h"
-#include "gemm.h"
-#include "ops.h"
-#include "rng.h"
-#include "trace.h"
+#include "gemm/gemm.h"
+#include "ops/ops.h"
+#include "base/rng.h"
+#include "base/trace.h"
 
 static const int WIDTHS[] = {4, 16, 64, 256, 768}; // the head widths Dh the chapter measures
 enum { N_WIDTHS = sizeof WIDTHS / sizeof WIDTHS[0] };

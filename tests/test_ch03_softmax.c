@@ -21,8 +21,8 @@
 
 #include "../chapters/chapters.h"
 #include "check.h"
-#include "ops.h"
-#include "trace.h"
+#include "ops/ops.h"
+#include "base/trace.h"
 
 // Run the chapter silently, keeping a copy of every value it pins.
 static void record_chapter(TraceRecorder *rec) {

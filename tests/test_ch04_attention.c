@@ -23,11 +23,11 @@
 #include <string.h>
 
 #include "../chapters/chapters.h"
-#include "attention.h"
+#include "attention/attention.h"
 #include "check.h"
-#include "ops.h"
-#include "rng.h"
-#include "trace.h"
+#include "ops/ops.h"
+#include "base/rng.h"
+#include "base/trace.h"
 
 enum { N = 6, DH = 5 };
 

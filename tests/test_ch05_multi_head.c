@@ -30,12 +30,12 @@
 #include <string.h>
 
 #include "../chapters/chapters.h"
-#include "attention.h"
+#include "attention/attention.h"
 #include "check.h"
-#include "ops.h"
-#include "rng.h"
-#include "trace.h"
-#include "vit.h"
+#include "ops/ops.h"
+#include "base/rng.h"
+#include "base/trace.h"
+#include "model/vit.h"
 
 // A random multi-head attention layer of width D: fused qkv (3D, D) + proj.
 typedef struct {

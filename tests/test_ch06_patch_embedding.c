@@ -21,8 +21,8 @@
 #include "../chapters/chapters.h"
 #include "check.h"
 #include "hints.h"
-#include "patch.h"
-#include "rng.h"
+#include "model/patch.h"
+#include "base/rng.h"
 
 // Small sizes that still have several patches, channels and images.
 enum {

@@ -24,14 +24,14 @@
 #include <string.h>
 
 #include "../chapters/chapters.h"
-#include "attention.h"
+#include "attention/attention.h"
 #include "check.h"
 #include "hints.h"
-#include "ops.h"
-#include "rng.h"
-#include "tokens.h"
-#include "trace.h"
-#include "vit.h"
+#include "ops/ops.h"
+#include "base/rng.h"
+#include "model/tokens.h"
+#include "base/trace.h"
+#include "model/vit.h"
 
 enum { N = 7, D = 8, H = 2 };
 static const int PERM[N] = {0, 4, 2, 6, 1, 5, 3}; // [cls] stays, patches shuffled

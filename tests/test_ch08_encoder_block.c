@@ -10,7 +10,7 @@
  * gelu() run on crafted rows and are compared with the formulas written out
  * here in double; vit_block_forward() runs block 0 of the small ViT that
  * tests/golden/vit_small.safetensors pins (tools/ref_vit.py in float64) and
- * its trace is compared with PyTorch's stage by stage (lib/tracediff.h), so a
+ * its trace is compared with PyTorch's stage by stage (lib/explain/tracediff.h), so a
  * failure says at which stage the block first went wrong. When a check
  * fails, the result is compared with what each likely mistake gives (the
  * unbiased variance, the tanh GELU, a post-norm block, a missing residual,
@@ -24,11 +24,11 @@
 #include "../chapters/chapters.h"
 #include "check.h"
 #include "hints.h"
-#include "ops.h"
-#include "rng.h"
-#include "trace.h"
-#include "tracediff.h"
-#include "vit.h"
+#include "ops/ops.h"
+#include "base/rng.h"
+#include "base/trace.h"
+#include "explain/tracediff.h"
+#include "model/vit.h"
 
 // A small block: 8×8 images of 4×4 patches give N = 5 tokens; D 8, H 2, M 32.
 enum { B = 2, N = 5, D = 8, H = 2, M = 32 };

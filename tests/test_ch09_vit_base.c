@@ -4,14 +4,14 @@
  *
  * The chapter builds and runs the full ViT-Base (a few seconds), so it runs
  * once, in the first test; the other tests check the bookkeeping the table
- * relies on (lib/stages.h, and lib/report.h's stopwatch) on several
+ * relies on (lib/model/trace_stages.h, and lib/model/trace_timing.h's stopwatch) on several
  * configurations, which is cheap. Times are never compared with a number.
  *
  * The probe at the end is exercise 09's diagnosis: vit_forward() (lib's, or
  * a student's at link time) runs the small ViT that
  * tests/golden/vit_small.safetensors pins (tools/ref_vit.py in float64), and
  * its whole trace is compared with PyTorch's stage by stage
- * (lib/tracediff.h), so a failure says at which stage of the recipe the pass
+ * (lib/explain/tracediff.h), so a failure says at which stage of the recipe the pass
  * first went wrong. Then the stages are compared with what each likely
  * mistake gives, built from PyTorch's own stages ([cls] after the patches,
  * the positions added before [cls], blocks that all read the embedding, the
@@ -26,13 +26,13 @@
 #include "../chapters/chapters.h"
 #include "check.h"
 #include "hints.h"
-#include "report.h"
-#include "ops.h"
-#include "rng.h"
-#include "stages.h"
-#include "tracediff.h"
-#include "util.h"
-#include "vit.h"
+#include "model/trace_timing.h"
+#include "ops/ops.h"
+#include "base/rng.h"
+#include "model/trace_stages.h"
+#include "explain/tracediff.h"
+#include "base/util.h"
+#include "model/vit.h"
 
 static void test_chapter_matches_pytorch(void) {
     check_chapter_against_golden(chapter09_run, "ch09_vit_base.safetensors");
@@ -106,7 +106,7 @@ static void seen(void *user, const char *name, const Tensor *t) {
 }
 
 static void test_stage_clock_times_every_stage_and_passes_it_on(void) {
-    // lib/report.h, which the chapter's table reads: on a small model every stage is
+    // lib/model/trace_timing.h, which the chapter's table reads: on a small model every stage is
     // timed, block stages summed, and the listener behind it sees the whole trace
     VitConfig c = {.image_size = 32, .patch_size = 8, .channels = 3, .dim = 24, .depth = 3,
                    .heads = 4, .mlp_dim = 40, .num_classes = 7, .ln_eps = 1e-6f};

@@ -27,9 +27,9 @@
 #include "../chapters/chapters.h"
 #include "check.h"
 #include "hints.h"
-#include "ops.h"
-#include "optim.h"
-#include "rng.h"
+#include "ops/ops.h"
+#include "train/optim.h"
+#include "base/rng.h"
 
 static void test_chapter_matches_pytorch(void) {
     check_chapter_against_golden(chapter10_run, "ch10_learning.safetensors");

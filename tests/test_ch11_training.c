@@ -5,7 +5,7 @@
  *
  * `build/tests/run ch11_training` grades a student's own trainer_step() too
  * (exercise 11): the chapter's runs and the claims below call lib's version,
- * or whatever replaced lib/train_step.c at link time.
+ * or whatever replaced lib/train/train_step.c at link time.
  *
  * The golden is two files. ch11_training.safetensors holds every number of
  * the data and of the chapter's runs, each run repeated in PyTorch by
@@ -38,9 +38,9 @@
 
 #include "../chapters/chapters.h"
 #include "check.h"
-#include "labels.h"
-#include "ops.h"
-#include "train.h"
+#include "io/labels.h"
+#include "ops/ops.h"
+#include "train/train.h"
 
 /* ------------------------------------------------- the chapter's values */
 

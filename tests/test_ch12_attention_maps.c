@@ -4,7 +4,7 @@
  *
  * `build/tests/run ch12_attention_maps` grades a student's rollout_layer()
  * (exercise 12) too: the chapter and the probes call lib's version, or
- * whatever replaced lib/rollout_layer.c at link time.
+ * whatever replaced lib/explain/rollout_layer.c at link time.
  *
  * The golden, ch12_attention_maps.safetensors, holds every number the
  * chapter prints, each computed again by tools/gen_golden_ch12.py in PyTorch
@@ -30,7 +30,7 @@
 
 #include "../chapters/chapters.h"
 #include "check.h"
-#include "rollout.h"
+#include "explain/rollout.h"
 
 static void test_chapter_matches_pytorch(void) {
     check_chapter_against_golden(chapter12_run, "ch12_attention_maps.safetensors");

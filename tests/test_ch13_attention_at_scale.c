@@ -5,7 +5,7 @@
  * `build/tests/run ch13_attention_at_scale` grades a student's
  * online_softmax_block() (exercise 13) too: the chapter's worked row and
  * attention_online() call lib's version, or whatever replaced
- * lib/online_softmax.c at link time.
+ * lib/attention/online_softmax.c at link time.
  *
  * The golden, ch13_attention_at_scale.safetensors, holds every number the
  * chapter pins, each computed again by tools/gen_golden_ch13.py in PyTorch
@@ -30,7 +30,7 @@
 #include <string.h>
 
 #include "../chapters/chapters.h"
-#include "attention.h"
+#include "attention/attention.h"
 #include "check.h"
 
 static const char PROBES[] = "ch13_online_softmax.safetensors";

@@ -5,7 +5,7 @@
  *
  * `build/tests/run ch14_making_it_fast` grades a student's matmul_blocked()
  * too (exercise 14): the chapter and the tests below call lib's version, or
- * whatever replaced lib/gemm_blocked.c at link time.
+ * whatever replaced lib/gemm/gemm_blocked.c at link time.
  *
  * The sizes 1, 7, 33, 65, 130, 300 and 530 are multiples of none of the block
  * sizes (64 rows, 128 values of k, 512 columns, a 4 × 8 tile), so every
@@ -26,10 +26,10 @@
 
 #include "../chapters/chapters.h"
 #include "check.h"
-#include "gemm.h"
-#include "gemm_steps.h"
+#include "gemm/gemm.h"
+#include "gemm/gemm_steps.h"
 #include "hints.h"
-#include "rng.h"
+#include "base/rng.h"
 
 typedef void StepFn(float *out, const float *a, const float *b, int M, int K, int N);
 

@@ -15,11 +15,11 @@
 
 #include "check.h"
 #include "cli_run.h"
-#include "image.h"
-#include "labels.h"
-#include "ops.h"
-#include "safetensors.h"
-#include "vit.h"
+#include "io/image.h"
+#include "io/labels.h"
+#include "ops/ops.h"
+#include "io/safetensors.h"
+#include "model/vit.h"
 
 enum { PATH_SIZE = 256, MSG_SIZE = 1024 };
 

@@ -5,7 +5,7 @@
  * Every test runs the built program (cli_run.h) on a small model, so the
  * suite stays fast: D 64, L 2, H 4, 32×32 images in 8×8 patches, 10 classes.
  * What the program writes is checked against the library called in-process
- * (the trace contract of lib/stages.h, vit_forward(), vit_build_random()),
+ * (the trace contract of lib/model/trace_stages.h, vit_forward(), vit_build_random()),
  * and every failure against its exit status (1 bad input, 2 bad usage) and
  * its one-line message, which must name the file or the flag at fault.
  */
@@ -18,9 +18,9 @@
 
 #include "check.h"
 #include "cli_run.h"
-#include "safetensors.h"
-#include "stages.h"
-#include "vit.h"
+#include "io/safetensors.h"
+#include "model/trace_stages.h"
+#include "model/vit.h"
 
 /* ---------------------------------------------------------------- helpers */
 

@@ -1,6 +1,6 @@
 /**
  * @file test_dataset.c
- * @brief Datasets (lib/dataset.h): the installed Fashion-MNIST against its
+ * @brief Datasets (lib/train/dataset.h): the installed Fashion-MNIST against its
  *        published facts, views, batches (normalisation, crop, flip,
  *        determinism), shuffling and statistics.
  *
@@ -18,8 +18,8 @@
 
 #include "check.h"
 #include "cli_run.h"
-#include "dataset.h"
-#include "idx.h"
+#include "train/dataset.h"
+#include "io/idx_format.h"
 
 enum { PATH_SIZE = 512 };
 

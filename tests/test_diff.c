@@ -1,6 +1,6 @@
 /**
  * @file test_diff.c
- * @brief Trace comparison (lib/tracediff.h) and `vit diff`, run for real.
+ * @brief Trace comparison (lib/explain/tracediff.h) and `vit diff`, run for real.
  *
  * The library is tested on hand-made traces, whose every value is known: a
  * difference planted at a chosen stage and index must be found there, with
@@ -21,11 +21,11 @@
 
 #include "check.h"
 #include "cli_run.h"
-#include "rng.h"
-#include "safetensors.h"
-#include "stages.h"
-#include "tracediff.h"
-#include "vit.h"
+#include "base/rng.h"
+#include "io/safetensors.h"
+#include "model/trace_stages.h"
+#include "explain/tracediff.h"
+#include "model/vit.h"
 
 enum { PATH_SIZE = 256, MSG_SIZE = 8 * PATH_SIZE }; // a message names up to six paths
 

@@ -21,10 +21,10 @@
 
 #include "check.h"
 #include "cli_run.h"
-#include "dataset.h"
-#include "safetensors.h"
-#include "train.h"
-#include "vit.h"
+#include "train/dataset.h"
+#include "io/safetensors.h"
+#include "train/train.h"
+#include "model/vit.h"
 
 enum { PATH_SIZE = 512, MSG_SIZE = 3 * PATH_SIZE, Y = 10 };
 

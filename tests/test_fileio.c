@@ -1,6 +1,6 @@
 /**
  * @file test_fileio.c
- * @brief Files (lib/fileio.h): what is read must be a regular file, what is
+ * @brief Files (lib/base/fileio.h): what is read must be a regular file, what is
  *        written never destroys anything, and the terminal sees no raw bytes.
  *
  * Everything happens in a scratch directory: device nodes are made there
@@ -22,8 +22,8 @@
 
 #include "check.h"
 #include "cli_run.h"
-#include "fileio.h"
-#include "safetensors.h"
+#include "base/fileio.h"
+#include "io/safetensors.h"
 
 enum { PATH_SIZE = 512 };
 

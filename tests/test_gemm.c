@@ -1,6 +1,6 @@
 /**
  * @file test_gemm.c
- * @brief lib/gemm.h: every backend and every tiled micro-kernel, against the
+ * @brief lib/gemm/gemm.h: every backend and every tiled micro-kernel, against the
  *        naive loops and against PyTorch (goldens by tools/gen_golden_gemm.py).
  *
  * What is checked:
@@ -46,9 +46,9 @@
 #endif
 
 #include "check.h"
-#include "gemm.h"
-#include "rng.h"
-#include "util.h"
+#include "gemm/gemm.h"
+#include "base/rng.h"
+#include "base/util.h"
 
 /* ------------------------------------------------------------ helpers */
 

@@ -1,7 +1,7 @@
 /**
  * @file test_gemm_choice.c
  * @brief The default matrix product: measured once, remembered, forced by
- *        VIT_GEMM, and reported by `vit info` (lib/gemm_choice.c).
+ *        VIT_GEMM, and reported by `vit info` (lib/gemm/gemm_choice.c).
  *
  * The choice is made once per process, so each case runs the real `vit info`
  * in a process of its own with the variables set, and reads its "compute:"
@@ -23,9 +23,9 @@
 
 #include "check.h"
 #include "cli_run.h"
-#include "gemm.h"
-#include "util.h"
-#include "vit.h"
+#include "gemm/gemm.h"
+#include "base/util.h"
+#include "model/vit.h"
 
 enum { PATH_SIZE = 512 };
 

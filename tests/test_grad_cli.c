@@ -22,11 +22,11 @@
 
 #include "check.h"
 #include "cli_run.h"
-#include "image.h"
-#include "optim.h"
-#include "safetensors.h"
-#include "stages.h"
-#include "vit.h"
+#include "io/image.h"
+#include "train/optim.h"
+#include "io/safetensors.h"
+#include "model/trace_stages.h"
+#include "model/vit.h"
 
 /* ---------------------------------------------------------------- helpers */
 

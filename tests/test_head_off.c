@@ -1,6 +1,6 @@
 /**
  * @file test_head_off.c
- * @brief Attention heads switched off (lib/head_off.c, vit_set_head_off())
+ * @brief Attention heads switched off (lib/model/head_off.c, vit_set_head_off())
  *        against PyTorch's Hugging Face-style `head_mask`, forward and backward.
  *
  * The golden, tests/golden/head_off.safetensors, comes from
@@ -28,9 +28,9 @@
 #include <string.h>
 
 #include "check.h"
-#include "rng.h"
-#include "shards.h"
-#include "vit.h"
+#include "base/rng.h"
+#include "train/shards.h"
+#include "model/vit.h"
 
 #define GOLDEN "head_off.safetensors"
 

@@ -17,8 +17,8 @@
 
 #include "check.h"
 #include "cli_run.h"
-#include "fileio.h"
-#include "vit.h"
+#include "base/fileio.h"
+#include "model/vit.h"
 
 enum { PATH_SIZE = 256 };
 

@@ -1,6 +1,6 @@
 /**
  * @file test_idx.c
- * @brief IDX files (lib/idx.h): tiny files written here, plain and gzip,
+ * @brief IDX files (lib/io/idx_format.h): tiny files written here, plain and gzip,
  *        decode to the exact bytes; every bad file is refused with a message
  *        that names it and the problem, and leaves the output zeroed.
  *
@@ -16,7 +16,7 @@
 
 #include "check.h"
 #include "cli_run.h"
-#include "idx.h"
+#include "io/idx_format.h"
 
 enum { PATH_SIZE = 512, IMG_N = 3, IMG_ROWS = 2, IMG_COLS = 4, IMG_BYTES = IMG_N * IMG_ROWS * IMG_COLS };
 

@@ -21,8 +21,8 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "image.h"
-#include "safetensors.h"
+#include "io/image.h"
+#include "io/safetensors.h"
 
 static const char *const IMAGES[] = {"wide", "tall", "square32", "grey", "rgba", "strip"};
 enum { N_IMAGES = sizeof IMAGES / sizeof IMAGES[0] };

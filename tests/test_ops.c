@@ -1,6 +1,6 @@
 /**
  * @file test_ops.c
- * @brief lib/ops.h against PyTorch goldens, plus the properties each op promises.
+ * @brief lib/ops/ops.h against PyTorch goldens, plus the properties each op promises.
  */
 #include <CUnit/CUnit.h>
 #include <math.h>
@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "ops.h"
-#include "rng.h"
+#include "ops/ops.h"
+#include "base/rng.h"
 
 // One tensor of tests/golden/ops.safetensors, owned (free it).
 static Tensor golden(const char *name) { return golden_tensor("ops.safetensors", name); }

@@ -1,6 +1,6 @@
 /**
  * @file test_optim.c
- * @brief lib/optim.h: AdamW, the schedule and clipping against PyTorch
+ * @brief lib/train/optim.h: AdamW, the schedule and clipping against PyTorch
  *        (goldens by tools/gen_golden_optim.py), and against steps worked by hand.
  *
  * What is checked:
@@ -38,8 +38,8 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "optim.h"
-#include "vit.h"
+#include "train/optim.h"
+#include "model/vit.h"
 
 /* ------------------------------------------------------------ helpers */
 

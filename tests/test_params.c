@@ -1,6 +1,6 @@
 /**
  * @file test_params.c
- * @brief The parameter table (lib/params.h) against facts counted by hand:
+ * @brief The parameter table (lib/model/params.h) against facts counted by hand:
  *        the size of ViT-B/16, every row's shape, the fields each row fills,
  *        the names in three conventions, the two orders of the walk.
  *
@@ -14,8 +14,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "stages.h"
-#include "vit.h"
+#include "model/trace_stages.h"
+#include "model/vit.h"
 
 // Every size a different number, so a row that uses the wrong letter shows:
 // C 3, p 4, N 26 (S 20), D 24, M 40, Y 7, L 2.

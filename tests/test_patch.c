@@ -10,8 +10,8 @@
 #include <stdlib.h>
 
 #include "check.h"
-#include "patch.h"
-#include "rng.h"
+#include "model/patch.h"
+#include "base/rng.h"
 
 // Float32 sums of 48 products against a float64 reference: ~1e-7; margin ~10.
 #define ATOL 1e-6f

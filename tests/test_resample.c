@@ -10,9 +10,9 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "labels.h"
-#include "resample.h"
-#include "vit.h"
+#include "io/labels.h"
+#include "io/resample.h"
+#include "model/vit.h"
 
 
 static void test_grid_resample_matches_torch(void) {

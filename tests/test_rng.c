@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 #include "check.h"
-#include "rng.h"
+#include "base/rng.h"
 
 static void test_pcg32_reference_stream(void) {
     // pcg32-demo from pcg-random.org, seed 42 on stream 54, "Round 1" 32-bit outputs

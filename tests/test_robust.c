@@ -25,8 +25,8 @@
 
 #include "check.h"
 #include "cli_run.h"
-#include "safetensors.h"
-#include "util.h"
+#include "io/safetensors.h"
+#include "base/util.h"
 
 enum { PATH_SIZE = 512 };
 

@@ -1,6 +1,6 @@
 /**
  * @file test_rollout.c
- * @brief Attention rollout (lib/rollout.c) against PyTorch: on a recorded
+ * @brief Attention rollout (lib/explain/rollout.c) against PyTorch: on a recorded
  *        trace, through the whole forward and backward pass, and against the
  *        mistakes of a widely copied implementation.
  *
@@ -27,9 +27,9 @@
 #include <string.h>
 
 #include "check.h"
-#include "image.h"
-#include "labels.h"
-#include "rollout.h"
+#include "io/image.h"
+#include "io/labels.h"
+#include "explain/rollout.h"
 
 #define GOLDEN "rollout.safetensors"
 

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "safetensors.h"
+#include "io/safetensors.h"
 
 /* ------------------------------------------------------------- helpers */
 

@@ -1,6 +1,6 @@
 /**
  * @file test_stages.c
- * @brief The stage table (lib/stages.h): costs, parameter counts, shapes and
+ * @brief The stage table (lib/model/trace_stages.h): costs, parameter counts, shapes and
  *        name lookup, checked against figures worked out here from first principles.
  */
 #include <CUnit/CUnit.h>
@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "stages.h"
-#include "vit.h"
+#include "model/trace_stages.h"
+#include "model/vit.h"
 
 static VitConfig arch(const char *name) {
     VitConfig c;
@@ -46,7 +46,7 @@ static int64_t sum_params(const VitConfig *c) {
 
 // ViT-B/16 on one 224×224 image, counted by hand:
 //   multiply–adds (MACs) of the matrix products, then the conventions of
-//   stages.h: 2 FLOPs per MAC, 1 per bias add, 1 per scale or residual add,
+//   trace_stages.h: 2 FLOPs per MAC, 1 per bias add, 1 per scale or residual add,
 //   5 per softmax element, 8 per LayerNorm element, 8 per GELU element.
 static void test_vit_base_flops_from_first_principles(void) {
     VitConfig c = arch("vit-base");

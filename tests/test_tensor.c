@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "tensor.h"
+#include "base/tensor.h"
 
 static void test_new_is_zero_and_shaped(void) {
     Tensor t = tensor_new(3, 2, 3, 4);

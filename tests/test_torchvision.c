@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "vit.h"
+#include "model/vit.h"
 
 static void test_logits_match_torchvision(void) {
     Vit vit;

@@ -18,8 +18,8 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "labels.h"
-#include "train.h"
+#include "io/labels.h"
+#include "train/train.h"
 
 static const VitConfig tiny = {.image_size = 28, .patch_size = 7, .channels = 1, .dim = 32,
                                .depth = 2, .heads = 2, .mlp_dim = 64, .num_classes = 10,

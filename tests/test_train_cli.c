@@ -20,8 +20,8 @@
 
 #include "check.h"
 #include "cli_run.h"
-#include "gemm.h"
-#include "safetensors.h"
+#include "gemm/gemm.h"
+#include "io/safetensors.h"
 
 enum { PATH_SIZE = 512 };
 

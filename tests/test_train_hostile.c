@@ -21,8 +21,8 @@
 
 #include "check.h"
 #include "cli_run.h"
-#include "dataset.h"
-#include "safetensors.h"
+#include "train/dataset.h"
+#include "io/safetensors.h"
 
 enum { PATH_SIZE = 512, DEEP_SIZE = 2048 };
 

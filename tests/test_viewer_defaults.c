@@ -13,8 +13,8 @@
 #include "check.h"
 #include "../viewer/defaults.h"
 #include "../viewer/render_image.h"
-#include "image.h"
-#include "labels.h"
+#include "io/image.h"
+#include "io/labels.h"
 
 static void test_weights_source(void) {
     // given, random asked, trained model there → where the weights come from

@@ -20,7 +20,7 @@
 #include "../viewer/prompt_line.h"
 #include "check.h"
 #include "cli_run.h"
-#include "safetensors.h"
+#include "io/safetensors.h"
 
 enum { PATH_SIZE = 512 };
 

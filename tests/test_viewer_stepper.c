@@ -10,7 +10,7 @@
 #include "check.h"
 #include "../viewer/history.h"
 #include "../viewer/stepper.h"
-#include "vit.h"
+#include "model/vit.h"
 
 /* A recorded trace of a tiny model (2 blocks), fed back name by name as
  * vit_forward() would: the viewer adds "patches" right after "input". */

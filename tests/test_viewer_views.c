@@ -12,7 +12,7 @@
 
 #include "check.h"
 #include "../viewer/state.h"
-#include "vit.h"
+#include "model/vit.h"
 
 // A small grey model like the shipped one: 28×28, patch 4 (7×7 grid), 2 blocks of 2 heads.
 static const VitConfig cfg = {.image_size = 28, .patch_size = 4, .channels = 1, .dim = 8,

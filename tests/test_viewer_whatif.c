@@ -14,8 +14,8 @@
 #include "check.h"
 #include "../viewer/pictures.h"
 #include "../viewer/state.h"
-#include "dataset.h"
-#include "vit.h"
+#include "train/dataset.h"
+#include "model/vit.h"
 
 // A small grey model like the shipped one: 28×28, patch 4, 2 blocks of 2 heads.
 static const VitConfig grey_cfg = {.image_size = 28, .patch_size = 4, .channels = 1, .dim = 8,

@@ -32,10 +32,10 @@
 #include <string.h>
 
 #include "check.h"
-#include "gemm.h"
-#include "rng.h"
-#include "stages.h"
-#include "vit.h"
+#include "gemm/gemm.h"
+#include "base/rng.h"
+#include "model/trace_stages.h"
+#include "model/vit.h"
 
 /* ------------------------------------------------------------ the models */
 
@@ -293,7 +293,7 @@ static void check_contract(const VitConfig *c, int B) {
                     a, want[i].name, b);
         CU_ASSERT_TRUE(name_ok && shape_ok);
 
-        // lib/stages.c must agree with the contract too
+        // lib/model/trace_stages.c must agree with the contract too
         int block = -2, shape[4] = {0};
         const VitStage *st = vit_stage_find(want[i].name, &block);
         CU_ASSERT_PTR_NOT_NULL(st);

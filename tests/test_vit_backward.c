@@ -27,7 +27,7 @@
  * 4. Central differences of the loss (computed in double from lib's float32
  *    logits) for a few elements of a dozen parameters, an independent check
  *    that owes nothing to PyTorch.
- * 5. Ten AdamW steps (lib/optim.h) with warm-up, cosine and clipping: the
+ * 5. Ten AdamW steps (lib/train/optim.h) with warm-up, cosine and clipping: the
  *    loss before each step and after the last equals PyTorch's run within
  *    1e-4 relative.
  *
@@ -40,9 +40,9 @@
 #include <string.h>
 
 #include "check.h"
-#include "optim.h"
-#include "stages.h"
-#include "vit.h"
+#include "train/optim.h"
+#include "model/trace_stages.h"
+#include "model/vit.h"
 
 /* ------------------------------------------------------------ the model */
 

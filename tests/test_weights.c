@@ -20,8 +20,8 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "rng.h"
-#include "vit.h"
+#include "base/rng.h"
+#include "model/vit.h"
 
 /* ---------------------------------------------------------------- helpers */
 

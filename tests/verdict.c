@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "util.h"
+#include "base/util.h"
 
 // Is t the same tensor in both runs, bit for bit (an input, a golden)?
 static bool same_bits(const Tensor *a, const Tensor *b) {

@@ -13,7 +13,7 @@ pre-norm blocks with LayerNorm eps 1e-6, fused qkv, exact (erf) GELU, the
 parameter groups (weights decay, biases / norms / cls_token / pos_embed do not),
 the learning rate of a warm-up + cosine schedule set before each step, and
 torch.nn.utils.clip_grad_norm_(max_norm=1) before it, so PyTorch does the same
-work as lib/optim.
+work as lib/train/optim.
 
 Each step is split into three timed parts, as the C side splits it:
 

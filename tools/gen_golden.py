@@ -15,7 +15,7 @@ tolerance other than the checker's default; that becomes the metadata entry
 
 The rules:
   * Inputs are rebuilt from the same seeds with tools/vitrng.py, which
-    reproduces lib/rng.c bit for bit, so both sides see identical numbers.
+    reproduces lib/base/rng.c bit for bit, so both sides see identical numbers.
   * Expected values are computed here with torch ops (torch.dot,
     torch.matmul, torch.softmax, torch.var, ...), never copied from the C code.
   * Every value a chapter pins must appear here under the same name, and
@@ -56,7 +56,7 @@ def f32(x):
 
 
 def normal(rng, *shape):
-    """rng_fill_normal(rng, x, numel, 0, 1) from lib/rng.h, as a float32 tensor."""
+    """rng_fill_normal(rng, x, numel, 0, 1) from lib/base/rng.h, as a float32 tensor."""
     n = math.prod(shape)
     return torch.from_numpy(rng.fill_normal(n, 0.0, 1.0)).reshape(shape)
 
@@ -210,7 +210,7 @@ def ch03_softmax():
     e = torch.exp(scores + earlier)                                 # the textbook formula,
     g["p_earlier_naive"] = e / e.sum(dim=-1, keepdim=True)          # row by row: 0/0 in row 0
     # torch.softmax gives NaN for the fully masked row too. lib's convention
-    # (lib/ops.h) is a row of zeros; pin that convention explicitly.
+    # (lib/ops/ops.h) is a row of zeros; pin that convention explicitly.
     p_torch = torch.softmax(scores + earlier, dim=-1)
     assert torch.isnan(p_torch[0]).all() and not torch.isnan(p_torch[1:]).any()
     g["p_earlier"] = torch.nan_to_num(p_torch, nan=0.0)
@@ -222,7 +222,7 @@ def ch03_softmax():
     return g
 
 
-# ------------------------------------------------------- attention, lib/attention.h
+# ------------------------------------------------------- attention, lib/attention/attention.h
 
 @golden
 def attention_cases():

@@ -14,7 +14,7 @@ one independently, under the same name:
     torch.autograd; the AdamW step is torch.optim.AdamW with timm's two
     parameter groups (no decay for biases, norms, cls_token and pos_embed);
   * the attention head, the softmax row and the LayerNorm row are rebuilt from
-    the chapter's seeds and constants (tools/vitrng.py reproduces lib/rng.c),
+    the chapter's seeds and constants (tools/vitrng.py reproduces lib/base/rng.c),
     and differentiated by autograd in float64;
   * the central differences are taken here too, in float64 at the very float32
     inputs the chapter uses (x ± h rounded to float32, divided by their

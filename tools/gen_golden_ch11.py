@@ -14,10 +14,10 @@ script computes each one again, independently, under the same name:
   * the data: Debian's Fashion-MNIST IDX files, read here with gzip and numpy;
     the counts per class, the validation split (the last 5,000 training images),
     the pixel mean and standard deviation in float64, training image 0, and its
-    crop and flip (tools/vitrng.py reproduces lib/rng.c; the offsets are drawn
-    as lib/dataset.c draws them, Lemire's multiply-and-reject);
+    crop and flip (tools/vitrng.py reproduces lib/base/rng.c; the offsets are drawn
+    as lib/train/dataset.c draws them, Lemire's multiply-and-reject);
   * the runs: the tiny ViT's initial weights are drawn here from the chapter's
-    seed by lib/init.c's rule (one PCG32 stream per tensor, a normal of std 0.02
+    seed by lib/model/init.c's rule (one PCG32 stream per tensor, a normal of std 0.02
     cut at ±2 for every weight, zero biases, LayerNorms 1 and 0), each epoch's
     order and each step's augmentation come from the streams train.c seeds (the
     seed, the purpose, the epoch or step, mixed as splitmix64), and the steps are
@@ -102,7 +102,7 @@ MASK64 = (1 << 64) - 1
 
 
 def data_dir():
-    """data/ as lib/labels.c's vit_data_path() finds it."""
+    """data/ as lib/io/labels.c's vit_data_path() finds it."""
     return os.environ.get("VIT_DATA_DIR") or os.path.join(ROOT, "data")
 
 
@@ -124,7 +124,7 @@ def fashion(split):
 
 
 def below(rng, n):
-    """lib/dataset.c's rng_below(): uniform in [0, n), Lemire's multiply-and-reject."""
+    """lib/train/dataset.c's rng_below(): uniform in [0, n), Lemire's multiply-and-reject."""
     m = rng.u32() * n
     low = m & 0xFFFFFFFF
     if low < n:
@@ -200,7 +200,7 @@ def pins_of_the_data(g, train_x, train_y, test_x, test_y):
 # ------------------------------------------------------------------ the runs
 
 def init_weights(cfg, seed):
-    """lib/init.c's vit_build_random() with vit_init_timm(seed), as timm-named float32 tensors."""
+    """lib/model/init.c's vit_build_random() with vit_init_timm(seed), as timm-named float32 tensors."""
     D, M, Y, C, p = cfg["dim"], cfg["mlp_dim"], cfg["classes"], cfg["chans"], cfg["patch"]
     N = (cfg["img"] // p) ** 2 + 1
     shapes = [("patch_embed.proj.weight", (D, C, p, p), "w"), ("patch_embed.proj.bias", (D,), "b"),
@@ -449,7 +449,7 @@ def pins_of_the_model(g, tol, test_x, test_y):
     g["mistakes.p_chosen"] = torch.tensor([float(probs[i, chosen[i]]) for i in wrong])
     g["mistakes.p_true"] = torch.tensor([float(probs[i, y[i]]) for i in wrong])
     tol["mistakes.p_chosen"] = tol["mistakes.p_true"] = MODEL_TOL
-    # the position embeddings, trained and as lib/init.c draws them from the chapter's seed
+    # the position embeddings, trained and as lib/model/init.c draws them from the chapter's seed
     # (pos_embed is tensor 3 of the forward order: its own stream)
     n, dim = model.pos_embed.shape[1], model.pos_embed.shape[2]
     grid = int(round(math.sqrt(n - 1)))

@@ -16,11 +16,11 @@ dataset_batch() does (tools/gen_golden_ch11.py's helpers):
   rollout.*        its rollout (heads' mean; heads' max with 90 % discarded)
   mistake.*        the row sums of vit-explain's wrong-axis normalisation
   grad.*           its gradient-weighted rollout for the predicted class (autograd)
-  measure.*        the four maps of lib/rollout_measure.c on the first 200 test
+  measure.*        the four maps of lib/explain/rollout_measure.c on the first 200 test
                    images: their share on the garment (pixels above 32), the
                    predicted class's probability with each map's top 1, 5, 10
                    patches black, and with random ones (tools/vitrng.py's PCG32
-                   and lib/dataset.c's shuffle, seed 12, one shuffle per image)
+                   and lib/train/dataset.c's shuffle, seed 12, one shuffle per image)
 
 Discarding ranks a layer's fused entries, and the deletion test a map's
 patches: where two values differ by less than float32 rounding, the C code

@@ -17,10 +17,10 @@ again, under the same names:
                  values for every step: they all compute this one product.
   timed.*, blocked.*, packed.*, naive.*, ikj.*, simd.*, peak.*
                  the sizes, FLOPs, bytes and counts the chapter derives from
-                 its shapes and the block sizes of lib/gemm_steps.h, counted
+                 its shapes and the block sizes of lib/gemm/gemm_steps.h, counted
                  here from the same shapes.
   vit.*          ViT-B/16's forward FLOPs for one image by the convention
-                 lib/stages.h states (2 per multiply-add plus 1 per bias; per
+                 lib/model/trace_stages.h states (2 per multiply-add plus 1 per bias; per
                  element 1 for an add or a scale, 5 for softmax, 8 for
                  LayerNorm and GELU), counted from the model's shapes; its
                  weights' bytes; its tokens and head width.
@@ -42,14 +42,14 @@ CHECK = (70, 300, 530)          # M, K, N of the checked product
 TIMED = (197, 768, 768)         # M, K, N of the timed product
 QKV = (197, 768, 2304)          # ViT-B/16's q, k, v projection
 SQUARE = 1024
-MC, KC, NC, MR, NR = 64, 128, 512, 4, 8   # lib/gemm_steps.h
+MC, KC, NC, MR, NR = 64, 128, 512, 4, 8   # lib/gemm/gemm_steps.h
 ROWS = [0, 63, 64, 69]
 COLS = list(range(0, 8)) + list(range(508, 516)) + list(range(522, 530))
 CACHE_LINE = 64                 # bytes, x86-64
 
 
 def vit_base_flops(S=224, p=16, C=3, D=768, L=12, H=12, M=3072, Y=1000):
-    """One image through ViT-B/16, stage by stage, by lib/stages.h's convention."""
+    """One image through ViT-B/16, stage by stage, by lib/model/trace_stages.h's convention."""
     P = (S // p) ** 2
     N = P + 1
     Dh = D // H

@@ -10,7 +10,7 @@ function per golden file, registered with @golden under its own name,
 returning {pinned name: tensor} or ({pinned name: tensor}, {name: (atol, rtol)}).
 
   * Inputs are rebuilt from the chapters' seeds with tools/vitrng.py, which
-    reproduces lib/rng.c bit for bit.
+    reproduces lib/base/rng.c bit for bit.
   * Expected values are computed here with torch (torch.nn.functional,
     nn.Linear, nn.Conv2d, tools/ref_vit.py for blocks and the whole model),
     never copied from the C code.
@@ -354,7 +354,7 @@ WEIGHT_SEED = 9  # chapters 08 and 09: the same ViT-Base
 def made_weights(*flags):
     """Run `vit make-weights FLAGS --out TMP` and yield TMP, removed afterwards.
 
-    The weights are the model's input, drawn by lib/vit.c's generator; every
+    The weights are the model's input, drawn by lib/model/vit_memory.c's generator; every
     value the goldens pin is then computed from them by PyTorch."""
     vit = os.environ.get("VIT_BIN", os.path.join(ROOT, "build", "vit"))
     if not os.access(vit, os.X_OK):
@@ -528,7 +528,7 @@ def stage_params(model, stage):
 def stage_flops(model, trace, stage):
     """FLOPs of a stage for one image, from its output shape: 2 per multiply-add
     plus 1 per bias for matrix products; per element 1 for an add or a scale,
-    5 for softmax, 8 for LayerNorm and for GELU (the convention lib/stages.h
+    5 for softmax, 8 for LayerNorm and for GELU (the convention lib/model/trace_stages.h
     states); all blocks summed."""
     L = len(model.blocks)
     name = f"blocks.0.{stage}" if stage in BLOCK_STAGES else stage

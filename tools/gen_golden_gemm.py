@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-"""PyTorch goldens for lib/gemm.h (suite `gemm` in tests/test_gemm.c).
+"""PyTorch goldens for lib/gemm/gemm.h (suite `gemm` in tests/test_gemm.c).
 
-Every case draws its inputs from lib/rng.h's PCG32 (reproduced bit for bit by
+Every case draws its inputs from lib/base/rng.h's PCG32 (reproduced bit for bit by
 vitrng.py): rng_seed(seed), then a (M,K) and then b, uniform in [-1, 1), b
 stored as (K,N) for `ab` cases (matmul) and as (N,K) for `abt` cases
 (matmul_bt, b like a Linear weight). The C test rebuilds the same inputs from

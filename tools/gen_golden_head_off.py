@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""PyTorch goldens for switching attention heads off (lib/head_off.c, suite
+"""PyTorch goldens for switching attention heads off (lib/model/head_off.c, suite
 `head_off`, tests/test_head_off.c): tests/golden/head_off.safetensors.
 
     tools/gen_golden_head_off.py         writes it
@@ -14,7 +14,7 @@ with that mask: an implementation of its own, not the C code's, and not
 tools/ref_vit.py's (which has no mask).
 
 The model (CONFIG below: S 12, p 4, so N 10; D 24, H 3 heads of Dh 8, L 3,
-M 40, Y 7) is lib/init.c's vit_build_random() with VitInit{seed, std,
+M 40, Y 7) is lib/model/init.c's vit_build_random() with VitInit{seed, std,
 bias_std, norm_std}, redrawn here bit for bit with tools/vitrng.py (tensor i
 of the forward order from PCG32 seeded seed·1000003 + i); the test builds it
 in C and checks one drawn tensor against "weights.blocks.1.attn.qkv.weight".
@@ -35,7 +35,7 @@ Three switchings (CASES), each stored under its name:
   CASE.blocks.{l+1}.attn.probs   (B, H, N, N) of the layer after it
 
 and, for `one`, autograd's gradients of sum_b logits[b, CLASSES[b]] (what
-lib/rollout.c's rollout_record() asks vit_backward() for: a one-hot
+lib/explain/rollout.c's rollout_record() asks vit_backward() for: a one-hot
 d loss / d logits per image):
 
   one.grad.input                        (B, 3, S, S)
@@ -82,7 +82,7 @@ def config_string(c=CONFIG):
 
 
 def param_shapes(c):
-    """The parameter table's forward order (lib/params.c), q, k, v fused: (name, shape, kind)."""
+    """The parameter table's forward order (lib/model/params.c), q, k, v fused: (name, shape, kind)."""
     D, M, Y, C, p = c["dim"], c["mlp_dim"], c["classes"], c["chans"], c["patch"]
     N = (c["img"] // p) ** 2 + 1
     rows = [("patch_embed.proj.weight", (D, C, p, p), "w"), ("patch_embed.proj.bias", (D,), "b"),
@@ -101,7 +101,7 @@ def param_shapes(c):
 
 
 def init_weights(c):
-    """lib/init.c's draws: weights trunc-normal(0, std) cut at +-2, biases normal(0,
+    """lib/model/init.c's draws: weights trunc-normal(0, std) cut at +-2, biases normal(0,
     bias_std), LayerNorm scales normal(1, norm_std) and shifts normal(0, norm_std)."""
     out = {}
     for index, (name, shape, kind) in enumerate(param_shapes(c)):

@@ -1,10 +1,10 @@
 #!/usr/bin/python3
-"""PyTorch goldens for the elementary ops in lib/ops.h (suite `ops`).
+"""PyTorch goldens for the elementary ops in lib/ops/ops.h (suite `ops`).
 
     tools/gen_golden_ops.py            writes tests/golden/ops.safetensors
     tools/gen_golden_ops.py --help     this text, then the options every golden script takes
 
-Inputs come from lib/rng.h's PCG32 (reproduced by vitrng.py), so the C test
+Inputs come from lib/base/rng.h's PCG32 (reproduced by vitrng.py), so the C test
 rebuilds exactly the same inputs; outputs come from torch.nn.functional, in
 float64, rounded once to float32.
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""PyTorch goldens for lib/optim.h (suite `optim` in tests/test_optim.c).
+"""PyTorch goldens for lib/train/optim.h (suite `optim` in tests/test_optim.c).
 
 Every expected value comes from PyTorch's own pieces, never from a formula
 typed again here: torch.optim.AdamW, the lr_scheduler classes and

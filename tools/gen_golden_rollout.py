@@ -1,12 +1,12 @@
 #!/usr/bin/python3
-"""PyTorch goldens for attention rollout (lib/rollout.c): tests/golden/rollout.safetensors.
+"""PyTorch goldens for attention rollout (lib/explain/rollout.c): tests/golden/rollout.safetensors.
 
     tools/gen_golden_rollout.py        writes it
     tools/gen_golden_rollout.py --help this text, then the options every golden script takes
 
 The model is the shipped one, data/models/vit-fashion.safetensors, run by
 tools/ref_vit.py in float64 on two of the shipped test images (IMAGES below),
-read as PNGs by torchvision and normalised as lib/image.c's fashion-mnist
+read as PNGs by torchvision and normalised as lib/io/image.c's fashion-mnist
 preset does, in float32: (v/255 - mean)/std. Two kinds of values:
 
 The rollout on a recorded trace. Image 0's probabilities and their gradients
@@ -68,7 +68,7 @@ def load_batch(meta):
     xs = []
     for name in IMAGES:
         v = torchvision.io.read_image(os.path.join(ROOT, "data", "images", "fashion-mnist", name))
-        xs.append((v.float() / 255.0 - mean) / std)  # float32 arithmetic, as lib/image.c
+        xs.append((v.float() / 255.0 - mean) / std)  # float32 arithmetic, as lib/io/image.c
     return torch.stack(xs).double()
 
 

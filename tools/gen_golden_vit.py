@@ -112,7 +112,7 @@ def load_model(c):
 
 
 def image_batch(c):
-    """(B, 3, S, S) uniform in [-1, 1): rng_fill_uniform(seed input_seed) in lib/rng.h."""
+    """(B, 3, S, S) uniform in [-1, 1): rng_fill_uniform(seed input_seed) in lib/base/rng.h."""
     shape = (c["batch"], 3, c["img"], c["img"])
     values = Rng(c["input_seed"]).fill_uniform(math.prod(shape), -1.0, 1.0)
     return torch.from_numpy(values).reshape(shape)

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""PCG32 exactly as lib/rng.c, so PyTorch goldens can rebuild the C inputs.
+"""PCG32 exactly as lib/base/rng.c, so PyTorch goldens can rebuild the C inputs.
 
 The float arithmetic is done in float32 (numpy) wherever the C code works in
 float, and in double where the C code uses double, so streams match bit for bit.

@@ -8,9 +8,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "labels.h"
+#include "io/labels.h"
 #include "pictures.h"
-#include "vit.h"
+#include "model/vit.h"
 
 /** @defgroup viewer_app Viewer main loop
  *  @brief The forward pass, stopped in its trace callback by the UI.

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util.h"
+#include "base/util.h"
 
 /** A candidate name: a node's full name (56 bytes) or "grad." + a block stage's. */
 typedef char Name[64];

@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fileio.h"
-#include "safetensors.h"
+#include "base/fileio.h"
+#include "io/safetensors.h"
 
 enum {
     NPY_PREFIX = 10,      // magic (6) + version (2) + header length (2)

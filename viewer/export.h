@@ -30,8 +30,8 @@
 
 #include <stddef.h>
 
-#include "tensor.h"
-#include "util.h"
+#include "base/tensor.h"
+#include "base/util.h"
 
 /** @defgroup viewer_export Viewer export
  *  @brief The current stage's tensor as a .npy or safetensors file for a notebook.

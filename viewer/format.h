@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#include "tensor.h"
+#include "base/tensor.h"
 
 /** @defgroup viewer_format Viewer number formatting
  *  @brief Short human-readable numbers for the info pane.

@@ -3,8 +3,8 @@
  * @brief Copies of computed stages under a memory budget (see history.h).
  */
 #include "history.h"
-#include "stages.h"
-#include "util.h"
+#include "model/trace_stages.h"
+#include "base/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

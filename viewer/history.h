@@ -28,8 +28,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "tensor.h"
-#include "vit.h"
+#include "base/tensor.h"
+#include "model/vit.h"
 
 /** @defgroup viewer_history Viewer history
  *  @brief Copies of computed stages under a memory budget.

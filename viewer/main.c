@@ -16,13 +16,13 @@
  */
 #include "app.h"
 #include "defaults.h"
-#include "fileio.h"
+#include "base/fileio.h"
 #include "history.h"
-#include "image.h"
-#include "labels.h"
+#include "io/image.h"
+#include "io/labels.h"
 #include "pictures.h"
 #include "synth.h"
-#include "vit.h"
+#include "model/vit.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -5,8 +5,8 @@
  */
 #include "pictures.h"
 #include "defaults.h"
-#include "labels.h"
-#include "util.h"
+#include "io/labels.h"
+#include "base/util.h"
 
 #include <dirent.h>
 #include <stdio.h>

@@ -13,10 +13,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "dataset.h"
-#include "image.h"
-#include "tensor.h"
-#include "vit.h"
+#include "train/dataset.h"
+#include "io/image.h"
+#include "base/tensor.h"
+#include "model/vit.h"
 
 /** @defgroup viewer_pictures Viewer pictures
  *  @brief The shipped pictures, the test images, and how each becomes an input.

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "export.h"
-#include "fileio.h"
+#include "base/fileio.h"
 
 void prompt_line_open(State *s, PromptKind kind) {
     s->prompting = true;

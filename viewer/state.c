@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops.h"
-#include "train.h" // index_of_max()
-#include "util.h"
+#include "ops/ops.h"
+#include "train/train.h" // index_of_max()
+#include "base/util.h"
 
 void state_init(State *s, const VitConfig *cfg, size_t budget) {
     memset(s, 0, sizeof *s);

@@ -17,10 +17,10 @@
 
 #include "colour.h"
 #include "history.h"
-#include "labels.h"
+#include "io/labels.h"
 #include "layout.h"
 #include "stepper.h"
-#include "vit.h"
+#include "model/vit.h"
 
 /** @defgroup viewer_state Viewer state
  *  @brief The one struct the panes draw from and the keys change.

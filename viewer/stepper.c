@@ -3,7 +3,7 @@
  * @brief Progress, run commands, breakpoints and the tree (see stepper.h).
  */
 #include "stepper.h"
-#include "util.h"
+#include "base/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

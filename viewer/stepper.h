@@ -23,7 +23,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "stages.h"
+#include "model/trace_stages.h"
 
 /** @defgroup viewer_stepper Viewer stepping
  *  @brief Stages, progress, run commands, breakpoints and the tree.

@@ -3,7 +3,7 @@
  * @brief The generated test picture (see synth.h).
  */
 #include "synth.h"
-#include "util.h"
+#include "base/util.h"
 
 #include <stdlib.h>
 

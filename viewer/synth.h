@@ -10,8 +10,8 @@
 #ifndef VIEWER_SYNTH_H
 #define VIEWER_SYNTH_H
 
-#include "tensor.h"
-#include "vit.h"
+#include "base/tensor.h"
+#include "model/vit.h"
 
 /** @defgroup viewer_synth Viewer test picture
  *  @brief A deterministic picture made of simple shapes.

@@ -11,9 +11,9 @@
  */
 #include "app.h"
 #include "format.h"
-#include "patch.h"
+#include "model/patch.h"
 #include "prompt_line.h"
-#include "train.h" // index_of_max()
+#include "train/train.h" // index_of_max()
 #include "tui.h"
 
 #include <locale.h>

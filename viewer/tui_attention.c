@@ -10,7 +10,7 @@
 #include "format.h"
 #include "heatmap.h"
 #include "render_image.h"
-#include "rollout.h"
+#include "explain/rollout.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -12,9 +12,9 @@
 #include "tui_draw.h"
 #include "format.h"
 #include "heatmap.h"
-#include "ops.h"
+#include "ops/ops.h"
 #include "render_image.h"
-#include "rollout.h"
+#include "explain/rollout.h"
 
 #include <math.h>
 #include <stdlib.h>

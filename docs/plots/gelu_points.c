@@ -8,7 +8,7 @@
  */
 #include <stdio.h>
 
-#include "ops.h"
+#include "ops/ops.h"
 
 /** x from -4 to 4 in steps of 0.05. */
 enum { POINTS = 161 };

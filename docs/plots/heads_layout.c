@@ -19,7 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "attention.h"
+#include "attention/attention.h"
 
 enum {
     B = 1,              // one image

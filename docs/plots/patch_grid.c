@@ -21,11 +21,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "config.h"
-#include "fileio.h"
-#include "image.h"
-#include "patch.h"
-#include "picture.h"
+#include "model/config.h"
+#include "base/fileio.h"
+#include "io/image.h"
+#include "model/patch.h"
+#include "io/picture.h"
 
 /**
  * The patches outlined and numbered: the four corners, the first two of rows 0

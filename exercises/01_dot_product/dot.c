@@ -1,12 +1,12 @@
 /**
  * @file dot.c
- * @brief Exercise 01: the dot product (lib/ops.h), your version.
+ * @brief Exercise 01: the dot product (lib/ops/ops.h), your version.
  *
  * Fill in the TODO. `make exercise CH=01` grades it; README.md says what the
  * tests check and what the hints mean. Until the TODO is done dot() returns
  * 0, so the tests fail without crashing.
  */
-#include "ops.h"
+#include "ops/ops.h"
 
 float dot(const float *a, const float *b, int n) {
     // a is (n), b is (n)

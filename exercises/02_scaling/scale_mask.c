@@ -1,6 +1,6 @@
 /**
  * @file scale_mask.c
- * @brief Exercise 02: scores × the scale, plus the masks (lib/attention.h), your version.
+ * @brief Exercise 02: scores × the scale, plus the masks (lib/attention/attention.h), your version.
  *
  * Shape legend: B sequences, H heads, N tokens, Dh = D/H the width of one head.
  *
@@ -8,7 +8,7 @@
  * tests check and what the hints mean. Until the TODO is done `scaled` is
  * all zeros, so the tests fail without crashing.
  */
-#include "attention.h"
+#include "attention/attention.h"
 
 #include <stddef.h>
 #include <string.h>

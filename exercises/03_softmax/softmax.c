@@ -1,12 +1,12 @@
 /**
  * @file softmax.c
- * @brief Exercise 03: the stable row-wise softmax (lib/ops.h), your version.
+ * @brief Exercise 03: the stable row-wise softmax (lib/ops/ops.h), your version.
  *
  * Fill in the TODO. `make exercise CH=03` grades it; README.md says what the
  * tests check and what the hints mean. Until the TODO is done `out` is all
  * zeros, so the tests fail without crashing.
  */
-#include "ops.h"
+#include "ops/ops.h"
 
 #include <math.h>
 #include <stdbool.h>

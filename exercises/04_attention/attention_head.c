@@ -1,6 +1,6 @@
 /**
  * @file attention_head.c
- * @brief Exercise 04: one attention head, start to finish (lib/attention.h), your version.
+ * @brief Exercise 04: one attention head, start to finish (lib/attention/attention.h), your version.
  *
  * Shape legend: N tokens, Dh the width of the head (of every query, key and value).
  *
@@ -9,8 +9,8 @@
  * TODOs are done out and probs are all zeros, so the tests fail without
  * crashing.
  */
-#include "attention.h"
-#include "ops.h"
+#include "attention/attention.h"
+#include "ops/ops.h"
 
 #include <stddef.h>
 #include <string.h>

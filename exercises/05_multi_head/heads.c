@@ -1,7 +1,7 @@
 /**
  * @file heads.c
  * @brief Exercise 05: splitting the width into heads and merging it back
- *        (lib/attention.h), your version.
+ *        (lib/attention/attention.h), your version.
  *
  * Shape legend: B sequences, N tokens, H heads, Dh = D/H the width of one head.
  *
@@ -9,7 +9,7 @@
  * README.md says what the tests check and what the hints mean. Until a TODO
  * is done its function writes zeros, so the tests fail without crashing.
  */
-#include "attention.h"
+#include "attention/attention.h"
 
 #include <stddef.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /**
  * @file mha.c
- * @brief Exercise 05: multi-head self-attention (timm's `Attention`, lib/attention.h),
+ * @brief Exercise 05: multi-head self-attention (timm's `Attention`, lib/attention/attention.h),
  *        built from the pieces in attention.c and heads.c, your version.
  *
  * Shape legend: B sequences, N tokens, D width, H heads, Dh = D/H per head.
@@ -12,8 +12,8 @@
  * check, what you may call and what the hints mean. Until the TODOs are done
  * out is all zeros, so the tests fail without crashing.
  */
-#include "attention.h"
-#include "ops.h"
+#include "attention/attention.h"
+#include "ops/ops.h"
 
 #include <stddef.h>
 #include <string.h>
@@ -43,7 +43,7 @@ void mha_forward(float *out, const float *x, const AttentionWeights *w,
     // - the (N, N) matrices kept (timm's lines, TODOs 4-7): when s->keep_matrices is true
     //   (mha_scratch_carve()'s default: the backward reads s->probs) or someone listens to
     //   the trace (trace_active(tr));
-    // - otherwise nobody reads scores, scaled or probs (a model's inference: vit.c sets
+    // - otherwise nobody reads scores, scaled or probs (a model's inference: vit_memory.c sets
     //   keep_matrices false and may leave those buffers' pages untouched): TODO 8.
     if (s->keep_matrices || trace_active(tr)) {
         // TODO 4, scores (chapter 01): every query against every key in each of the B·H heads,

@@ -1,6 +1,6 @@
 /**
  * @file patch.c
- * @brief Exercise 06: patch embedding by unfold + linear (lib/patch.h), your version.
+ * @brief Exercise 06: patch embedding by unfold + linear (lib/model/patch.h), your version.
  *
  * Shape legend: B images, C channels, S image side, p patch side,
  * grid = S/p patches per side, P = grid² patches, D width.
@@ -9,8 +9,8 @@
  * what the tests check and what the hints mean. Until a TODO is done its
  * function writes zeros, so the tests fail without crashing.
  */
-#include "patch.h"
-#include "ops.h"
+#include "model/patch.h"
+#include "ops/ops.h"
 
 #include <stddef.h>
 #include <string.h>

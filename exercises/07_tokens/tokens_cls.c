@@ -1,6 +1,6 @@
 /**
  * @file tokens_cls.c
- * @brief Exercise 07: prepending the [cls] token (lib/tokens.h), your version.
+ * @brief Exercise 07: prepending the [cls] token (lib/model/tokens.h), your version.
  *
  * Shape legend: B images, P patches, N = P + 1 tokens, D width.
  *
@@ -9,7 +9,7 @@
  * Until the TODO is done the function writes zeros, so the tests fail
  * without crashing.
  */
-#include "tokens.h"
+#include "model/tokens.h"
 
 #include <stddef.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /**
  * @file tokens_pos.c
- * @brief Exercise 07: adding the position embeddings (lib/tokens.h), your version.
+ * @brief Exercise 07: adding the position embeddings (lib/model/tokens.h), your version.
  *
  * Shape legend: B images, N tokens ([cls] first, then the patches), D width.
  *
@@ -9,8 +9,8 @@
  * Until the TODO is done the function writes zeros, so the tests fail
  * without crashing.
  */
-#include "tokens.h"
-#include "ops.h"
+#include "model/tokens.h"
+#include "ops/ops.h"
 
 #include <stddef.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /**
  * @file block.c
- * @brief Exercise 08: one pre-norm transformer encoder block (lib/block.h), your version.
+ * @brief Exercise 08: one pre-norm transformer encoder block (lib/model/block.h), your version.
  *
  * Shape legend: B images, N tokens, D width, H heads, M MLP width (4·D).
  *
@@ -11,8 +11,8 @@
  * result to whoever listens, under the names of the contract (docs/contract.md),
  * and the tests compare them with PyTorch's, stage by stage.
  */
-#include "block.h"
-#include "ops.h"
+#include "model/block.h"
+#include "ops/ops.h"
 
 #include <stdio.h>
 #include <string.h>

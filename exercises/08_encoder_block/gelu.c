@@ -1,13 +1,13 @@
 /**
  * @file gelu.c
- * @brief Exercise 08: the exact (erf) GELU (lib/ops.h), your version.
+ * @brief Exercise 08: the exact (erf) GELU (lib/ops/ops.h), your version.
  *
  * Fill in the TODO. `make exercise CH=08` grades it with layernorm.c and
  * block.c (your block's MLP calls your GELU); README.md says what the tests
  * check and what the hints mean. Until the TODO is done the function writes
  * zeros, so the tests fail without crashing.
  */
-#include "ops.h"
+#include "ops/ops.h"
 
 #include <math.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /**
  * @file layernorm.c
- * @brief Exercise 08: LayerNorm over the last axis (lib/ops.h), your version.
+ * @brief Exercise 08: LayerNorm over the last axis (lib/ops/ops.h), your version.
  *
  * Shape legend: rows (tokens, B·N in a block), dim features (D).
  *
@@ -9,7 +9,7 @@
  * what the hints mean. Until the TODO is done the function writes zeros, so
  * the tests fail without crashing.
  */
-#include "ops.h"
+#include "ops/ops.h"
 
 #include <math.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /**
  * @file forward.c
- * @brief Exercise 09: vit_forward(), the whole model as a recipe (lib/vit.h), your version.
+ * @brief Exercise 09: vit_forward(), the whole model as a recipe (lib/model/vit.h), your version.
  *
  * Shape legend: B batch, C channels, S side, p patch, P patches, N = P + 1
  * tokens, D width, Y classes (the book's glossary).
@@ -17,10 +17,10 @@
  * vit_acts_stream() and vit_acts_block() (vit_internal.h) for the blocks' buffers.
  * `make exercise CH=09` grades it; README.md says what the tests check.
  */
-#include "vit.h"
-#include "ops.h"
-#include "patch.h"
-#include "vit_internal.h"
+#include "model/vit.h"
+#include "ops/ops.h"
+#include "model/patch.h"
+#include "model/vit_internal.h"
 
 #include <stdio.h>
 #include <string.h>

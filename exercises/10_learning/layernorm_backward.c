@@ -1,6 +1,6 @@
 /**
  * @file layernorm_backward.c
- * @brief Exercise 10: the backward of LayerNorm (lib/ops.h), your version.
+ * @brief Exercise 10: the backward of LayerNorm (lib/ops/ops.h), your version.
  *
  * Shape legend: rows independent rows of dim features (the tokens and D).
  *
@@ -10,7 +10,7 @@
  * check and what the hints mean. Until the TODO is done the function adds
  * nothing, so the tests fail without crashing.
  */
-#include "ops.h"
+#include "ops/ops.h"
 
 #include <math.h>
 #include <stddef.h>

@@ -1,6 +1,6 @@
 /**
  * @file softmax_backward.c
- * @brief Exercise 10: the backward of the row-wise softmax (lib/ops.h), your version.
+ * @brief Exercise 10: the backward of the row-wise softmax (lib/ops/ops.h), your version.
  *
  * Shape legend: rows independent rows of cols values each.
  *
@@ -10,7 +10,7 @@
  * mean. Until the TODO is done the function adds nothing to dx, so the tests
  * fail without crashing.
  */
-#include "ops.h"
+#include "ops/ops.h"
 
 #include <stddef.h>
 

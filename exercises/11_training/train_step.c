@@ -1,6 +1,6 @@
 /**
  * @file train_step.c
- * @brief Exercise 11: one step of training, trainer_step() (lib/train.h), your version.
+ * @brief Exercise 11: one step of training, trainer_step() (lib/train/train.h), your version.
  *
  * Shape legend: B batch, C channels, S side, Y classes.
  *
@@ -10,7 +10,7 @@
  * is done the function refuses every step with an error, so the tests fail
  * without hanging.
  */
-#include "train.h"
+#include "train/train.h"
 
 #include <math.h>
 

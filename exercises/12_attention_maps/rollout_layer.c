@@ -1,6 +1,6 @@
 /**
  * @file rollout_layer.c
- * @brief Exercise 12: one layer of attention rollout, rollout_layer() (lib/rollout.h), your version.
+ * @brief Exercise 12: one layer of attention rollout, rollout_layer() (lib/explain/rollout.h), your version.
  *
  * Shape legend: N tokens.
  *
@@ -10,7 +10,7 @@
  * function leaves joint as it is (the identity), so the tests fail without
  * crashing.
  */
-#include "rollout.h"
+#include "explain/rollout.h"
 
 #include <string.h>
 

@@ -1,6 +1,6 @@
 /**
  * @file online_softmax.c
- * @brief Exercise 13: one step of the online softmax, online_softmax_block() (lib/attention.h), your version.
+ * @brief Exercise 13: one step of the online softmax, online_softmax_block() (lib/attention/attention.h), your version.
  *
  * Shape legend: n scores in the block.
  *
@@ -11,7 +11,7 @@
  * hints mean. Until the TODO is done the function leaves the state as it is
  * and returns 1, so the tests fail without crashing.
  */
-#include "attention.h"
+#include "attention/attention.h"
 
 #include <math.h>
 

@@ -1,6 +1,6 @@
 /**
  * @file gemm_blocked.c
- * @brief Exercise 14: the cache-blocked matrix product, matmul_blocked() (lib/gemm_steps.h), your version.
+ * @brief Exercise 14: the cache-blocked matrix product, matmul_blocked() (lib/gemm/gemm_steps.h), your version.
  *
  * Shapes: a (M,K), b (K,N), out (M,N), row-major float32.
  *
@@ -11,7 +11,7 @@
  * mean. Until the TODO is done the function leaves out zeroed, so the tests
  * fail without crashing.
  */
-#include "gemm_steps.h"
+#include "gemm/gemm_steps.h"
 
 #include <string.h>
 
@@ -20,7 +20,7 @@ void matmul_blocked(float *out, const float *a, const float *b, int M, int K, in
     enum { MC = GEMM_STEP_MC, KC = GEMM_STEP_KC, NC = GEMM_STEP_NC }; // 64, 128, 512
     memset(out, 0, (size_t)M * N * sizeof *out); // every block adds its part of the sums
 
-    // TODO: the ikj loops of matmul_ikj() (lib/gemm_steps.c), on blocks:
+    // TODO: the ikj loops of matmul_ikj() (lib/gemm/gemm_steps.c), on blocks:
     //
     //   for jc = 0, NC, 2·NC, … < N:      nc = min(NC, N - jc)   (the last block is cut short)
     //     for pc = 0, KC, … < K:          kc = min(KC, K - pc)

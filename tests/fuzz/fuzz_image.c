@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "image.h"
+#include "io/image.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     Image img;

@@ -11,8 +11,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "safetensors.h"
-#include "vit.h"
+#include "io/safetensors.h"
+#include "model/vit.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     SafeTensors st;

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <sys/socket.h>
 
-#include "ops.h"
+#include "ops/ops.h"
 
 static int outside_interfaces(void) {
     struct ifaddrs *all;

@@ -9,7 +9,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include "ops.h"
+#include "ops/ops.h"
 
 float dot(const float *a, const float *b, int n) {
     static int started;

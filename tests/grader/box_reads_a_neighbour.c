@@ -7,7 +7,7 @@
 // carry it out in its own output. The answer is right only if it could not.
 #include <stdio.h>
 
-#include "ops.h"
+#include "ops/ops.h"
 
 float dot(const float *a, const float *b, int n) {
     FILE *f = fopen("build/exercises/check/grader/box-class/another-student/dot.c", "r");

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "ops.h"
+#include "ops/ops.h"
 
 float dot(const float *a, const float *b, int n) {
     const int removed = unlink("build/exercises/check/grader/box-canary.txt") == 0;

@@ -7,7 +7,7 @@
 // the allocation was refused.
 #include <stdlib.h>
 
-#include "ops.h"
+#include "ops/ops.h"
 
 // The pointer goes through a volatile: a compiler may otherwise drop a
 // malloc() whose memory is never used, and with it the call (clang does).

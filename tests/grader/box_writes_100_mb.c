@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ops.h"
+#include "ops/ops.h"
 
 static int wrote_100_mb(void) {
     signal(SIGXFSZ, SIG_IGN); // past the limit a write fails (EFBIG) instead of killing us

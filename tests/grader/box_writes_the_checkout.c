@@ -6,7 +6,7 @@
 // only if every write failed.
 #include <stdio.h>
 
-#include "ops.h"
+#include "ops/ops.h"
 
 static int wrote(const char *path) {
     FILE *f = fopen(path, "a");
@@ -16,7 +16,7 @@ static int wrote(const char *path) {
 }
 
 float dot(const float *a, const float *b, int n) {
-    const int changed = wrote("tests/test_ch01_dot_product.c") + wrote("lib/dot.c") +
+    const int changed = wrote("tests/test_ch01_dot_product.c") + wrote("lib/ops/dot.c") +
                         wrote("build/libvit.a");
     double sum = 0.0;
     for (int i = 0; i < n; i++) sum += (double)a[i] * (double)b[i];

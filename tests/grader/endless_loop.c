@@ -5,7 +5,7 @@
 // time limit and reported with lib's own time on the same test (a fraction
 // of a second: five times that is still within the limit, so it is not run
 // again), and the next test still runs.
-#include "ops.h"
+#include "ops/ops.h"
 
 float dot(const float *a, const float *b, int n) {
     volatile float sum = 0.0f;

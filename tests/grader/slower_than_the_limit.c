@@ -9,7 +9,7 @@
 // that is more than the limit, and runs the test again with that long; the
 // PASS line says so. On a busy machine lib's ViT-B/16 tests take 14 to 25 s,
 // and a right answer must not lose its point to the machine.
-#include "ops.h"
+#include "ops/ops.h"
 
 float dot(const float *a, const float *b, int n) {
     // a is (n), b is (n)

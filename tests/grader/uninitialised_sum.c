@@ -9,7 +9,7 @@
 // sum always starts at the same value (a huge one with gcc, NaN with clang),
 // and the grade is the same every time (tests/exercises.sh grades this one
 // twice and compares).
-#include "ops.h"
+#include "ops/ops.h"
 
 float dot(const float *a, const float *b, int n) {
     double sum; // WRONG: never set to 0

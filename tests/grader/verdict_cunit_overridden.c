@@ -8,7 +8,7 @@
 // and scores 0.
 #include <CUnit/CUnit.h>
 
-#include "ops.h"
+#include "ops/ops.h"
 
 CU_BOOL CU_assertImplementation(CU_BOOL value, unsigned int line, const char *condition,
                                 const char *file, const char *function, CU_BOOL fatal) {

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ops.h"
+#include "ops/ops.h"
 
 float dot(const float *a, const float *b, int n) {
     (void)a, (void)b, (void)n;

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ops.h"
+#include "ops/ops.h"
 
 // One entry: kind, line, file, text (record.h), then what the kind adds.
 static size_t entry(char *p, char kind, const char *text) {

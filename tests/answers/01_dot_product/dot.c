@@ -4,7 +4,7 @@
  *
  * make answers-check links it in place of lib's and runs every suite.
  */
-#include "ops.h"
+#include "ops/ops.h"
 
 float dot(const float *a, const float *b, int n) {
     // a is (n), b is (n); the sum in a double, one rounding to float at the end

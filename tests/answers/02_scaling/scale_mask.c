@@ -6,7 +6,7 @@
  *
  * make answers-check links it in place of lib's and runs every suite.
  */
-#include "attention.h"
+#include "attention/attention.h"
 
 #include <stddef.h>
 

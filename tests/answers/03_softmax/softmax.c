@@ -4,7 +4,7 @@
  *
  * make answers-check links it in place of lib's and runs every suite.
  */
-#include "ops.h"
+#include "ops/ops.h"
 
 #include <math.h>
 #include <stdbool.h>

@@ -7,8 +7,8 @@
  *
  * make answers-check links it in place of lib's and runs every suite.
  */
-#include "attention.h"
-#include "ops.h"
+#include "attention/attention.h"
+#include "ops/ops.h"
 
 #include <stddef.h>
 #include <string.h>

@@ -7,8 +7,8 @@
  *
  * make answers-check links it in place of lib's and runs every suite.
  */
-#include "patch.h"
-#include "ops.h"
+#include "model/patch.h"
+#include "ops/ops.h"
 
 #include <stddef.h>
 #include <string.h>

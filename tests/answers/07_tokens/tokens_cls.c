@@ -4,7 +4,7 @@
  *
  * make answers-check links it in place of lib's and runs every suite.
  */
-#include "tokens.h"
+#include "model/tokens.h"
 
 #include <stddef.h>
 #include <string.h>

@@ -4,8 +4,8 @@
  *
  * make answers-check links it in place of lib's and runs every suite.
  */
-#include "tokens.h"
-#include "ops.h"
+#include "model/tokens.h"
+#include "ops/ops.h"
 
 #include <stddef.h>
 

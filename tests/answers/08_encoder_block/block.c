@@ -8,8 +8,8 @@
  * make answers-check links it (with this folder's layernorm.c and gelu.c) in
  * place of lib's and runs every suite.
  */
-#include "block.h"
-#include "ops.h"
+#include "model/block.h"
+#include "ops/ops.h"
 
 #include <stdio.h>
 

@@ -8,10 +8,10 @@
  *
  * make answers-check links it in place of lib's and runs every suite.
  */
-#include "vit.h"
-#include "ops.h"
-#include "patch.h"
-#include "vit_internal.h"
+#include "model/vit.h"
+#include "ops/ops.h"
+#include "model/patch.h"
+#include "model/vit_internal.h"
 
 #include <stdio.h>
 #include <string.h>

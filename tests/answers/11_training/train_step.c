@@ -4,7 +4,7 @@
  *
  * make answers-check links it in place of lib's and runs every suite.
  */
-#include "train.h"
+#include "train/train.h"
 
 #include <math.h>
 

@@ -4,7 +4,7 @@
  *
  * make answers-check links it in place of lib's and runs every suite.
  */
-#include "rollout.h"
+#include "explain/rollout.h"
 
 #include <string.h>
 

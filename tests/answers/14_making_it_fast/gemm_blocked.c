@@ -4,7 +4,7 @@
  *
  * make answers-check links it in place of lib's and runs every suite.
  */
-#include "gemm_steps.h"
+#include "gemm/gemm_steps.h"
 
 #include <string.h>
 

@@ -8,7 +8,7 @@
  * runner took lib's own dot(). Now lib is linked without the files the exercise
  * hands out, and a function the student never wrote scores 0.
  */
-#include "ops.h"
+#include "ops/ops.h"
 
 float dot_product(const float *a, const float *b, int n); // WRONG: the exercise's name is dot
 float dot_product(const float *a, const float *b, int n) {

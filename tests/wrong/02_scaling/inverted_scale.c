@@ -6,7 +6,7 @@
  *
  * `make test` checks that the grader fails it and prints the hint above.
  */
-#include "attention.h"
+#include "attention/attention.h"
 
 #include <math.h>
 #include <stddef.h>

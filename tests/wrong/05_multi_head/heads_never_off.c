@@ -9,8 +9,8 @@
  * @file mha.c
  * @brief A wrong mha_forward(): no head switched off, no online road (see the first lines).
  */
-#include "attention.h"
-#include "ops.h"
+#include "attention/attention.h"
+#include "ops/ops.h"
 
 #include <stddef.h>
 

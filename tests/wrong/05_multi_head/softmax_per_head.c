@@ -5,8 +5,8 @@
  *
  * `make test` checks that the grader fails it and prints the hint above.
  */
-#include "attention.h"
-#include "ops.h"
+#include "attention/attention.h"
+#include "ops/ops.h"
 
 #include <stddef.h>
 #include <string.h>

@@ -5,7 +5,7 @@
  *
  * `make test` checks that the grader fails it and prints the hint above.
  */
-#include "tokens.h"
+#include "model/tokens.h"
 
 #include <stddef.h>
 #include <string.h>

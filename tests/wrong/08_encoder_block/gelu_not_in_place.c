@@ -5,7 +5,7 @@
  *
  * `make test` checks that the grader fails it and prints the hint above.
  */
-#include "ops.h"
+#include "ops/ops.h"
 
 #include <math.h>
 

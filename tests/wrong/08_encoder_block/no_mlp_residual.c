@@ -5,8 +5,8 @@
  *
  * `make test` checks that the grader fails it and prints the hint above.
  */
-#include "block.h"
-#include "ops.h"
+#include "model/block.h"
+#include "ops/ops.h"
 
 #include <stdio.h>
 #include <string.h>

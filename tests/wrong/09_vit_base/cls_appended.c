@@ -6,10 +6,10 @@
  *
  * `make test` checks that the grader fails it and prints the hint above.
  */
-#include "vit.h"
-#include "ops.h"
-#include "patch.h"
-#include "vit_internal.h"
+#include "model/vit.h"
+#include "ops/ops.h"
+#include "model/patch.h"
+#include "model/vit_internal.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -8,10 +8,10 @@
  * @file forward.c
  * @brief A wrong vit_forward(): the old skeleton's buffers (see the first lines).
  */
-#include "vit.h"
-#include "ops.h"
-#include "patch.h"
-#include "vit_internal.h"
+#include "model/vit.h"
+#include "ops/ops.h"
+#include "model/patch.h"
+#include "model/vit_internal.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -5,11 +5,11 @@
  *
  * `make test` checks that the grader fails it and prints the hint above.
  */
-#include "train.h"
+#include "train/train.h"
 
 #include <math.h>
 
-#include "ops.h"
+#include "ops/ops.h"
 
 VitStatus trainer_step(Trainer *t, TrainStep *out, VitError *err) {
     const TrainConfig *c = &t->config;

@@ -9,11 +9,11 @@
  * that counts the steps: the key's training runs never end with it (each stops at its
  * time limit), which would take a minute to show.
  */
-#include "train.h"
+#include "train/train.h"
 
 #include <math.h>
 
-#include "ops.h"
+#include "ops/ops.h"
 
 VitStatus trainer_step(Trainer *t, TrainStep *out, VitError *err) {
     const TrainConfig *c = &t->config;

@@ -5,7 +5,7 @@
  *
  * `make test` checks that the grader fails it and prints the hint above.
  */
-#include "train.h"
+#include "train/train.h"
 
 #include <math.h>
 

@@ -5,7 +5,7 @@
  *
  * `make test` checks that the grader fails it and prints the hint above.
  */
-#include "rollout.h"
+#include "explain/rollout.h"
 
 #include <string.h>
 

@@ -7,7 +7,7 @@
  * `make test` checks that the grader fails it and prints the hint above. Where the
  * row breaks (NaN, +inf) the probe restates the formula.
  */
-#include "attention.h"
+#include "attention/attention.h"
 
 #include <math.h>
 

@@ -7,7 +7,7 @@
  * row holds a NaN or +inf, PyTorch's state is NaN and the untouched one is not: the probe
  * says the NaN was never looked for (nor was anything).
  */
-#include "attention.h"
+#include "attention/attention.h"
 
 #include <math.h>
 

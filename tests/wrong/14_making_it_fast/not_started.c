@@ -5,7 +5,7 @@
  *
  * `make test` checks that the grader fails it and prints the hint above.
  */
-#include "gemm_steps.h"
+#include "gemm/gemm_steps.h"
 
 #include <string.h>
 

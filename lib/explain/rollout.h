@@ -1,0 +1,244 @@
+/**
+ * @file rollout.h
+ * @brief Where the model looks: attention rollout, its head fusions and
+ *        discarding, and gradient-weighted attention.
+ *
+ * Shape legend: L blocks, H heads, N tokens ([cls] first, then the P = N − 1
+ * patches in row-major grid order).
+ *
+ * One layer's attention says how much each token reads from each other token
+ * in that layer alone. But a token's output also carries its own input along
+ * the residual connection, and the next layer mixes tokens that are already
+ * mixtures. Attention rollout (S. Abnar and W. Zuidema, "Quantifying Attention
+ * Flow in Transformers", 2020) follows the mixing through every layer:
+ *
+ *  1. fuse the heads of layer l into one (N, N) matrix F_l: their mean, max
+ *     or min, entry by entry;
+ *  2. optionally discard the weakest links: the ⌊r·N²⌋ lowest entries of F_l
+ *     are set to 0, except F_l(0, 0), [cls] reading itself, which is kept;
+ *  3. add the identity for the residual connection and normalise each row
+ *     to sum to 1: A_l = row_normalise(F_l + I);
+ *  4. multiply through the layers: J = A_L · … · A_2 · A_1.
+ *
+ * Row i of J says how much of token i's final state came from each input
+ * token; its [cls] row over the patches, J(0, 1…P) laid out on the patch
+ * grid, is the rollout map. Each row of J sums to 1.
+ *
+ * Gradient-weighted attention (H. Chefer et al.'s idea, as vit-explain's
+ * grad_rollout computes it) replaces step 1 by the mean over heads of
+ * max(0, P ⊙ ∂y_c/∂P), the attention weighted by how much the score y_c of
+ * the chosen class c moves with it, negatives clamped; steps 2–4 are the same.
+ *
+ * Three mistakes of a widely copied implementation (vit-explain) that these
+ * functions avoid and the tests pin: its rows are divided by a vector that
+ * broadcasts along the wrong axis, so they do not sum to 1 once heads are
+ * fused by max or min or links are discarded; its gradients, gathered by
+ * backward hooks, come in reverse layer order and meet the wrong layer's
+ * attention; and it reads attention from hooks that fused attention kernels
+ * skip. Here the probabilities and their gradients come from the trace
+ * (`blocks.{l}.attn.probs` and `grad.blocks.{l}.attn.probs`, @ref contract),
+ * which every forward and backward pass emits under the same names.
+ *
+ * What an attention map is not: an explanation. It shows where information
+ * flows, not what the prediction depends on; Chapter 12 measures how far the
+ * two agree (a deletion test).
+ */
+#ifndef VIT_ROLLOUT_H
+#define VIT_ROLLOUT_H
+
+#include <stdbool.h>
+
+#include "base/trace.h"
+#include "base/util.h"
+#include "model/vit.h"
+#include "train/dataset.h"
+
+/** @defgroup rollout Attention rollout
+ *  @brief Fusing heads, discarding weak links, rolling attention out through the layers.
+ *
+ *  With \f$F_l\f$ layer l's fused heads (after discarding):
+ *  \f[ A_l = \mathrm{rownorm}(F_l + I), \qquad J = A_L A_{L-1} \cdots A_1,
+ *      \qquad \mathrm{map}_p = J_{0,\,p}, \quad p = 1 \ldots N-1 \f]
+ *
+ *  Taught in @ref chapter12 "chapter 12" (where the model looks). Pinned by the suites
+ *  @ref test_rollout.c "rollout", @ref test_attention_floors.c "attention_floors",
+ *  @ref test_ch12_attention_maps.c "ch12_attention_maps" (@ref answer_keys "the answer keys").
+ *  @{
+ */
+
+/** How the H heads of a layer become one (N, N) matrix. */
+typedef enum {
+    FUSE_MEAN, /**< the heads' mean, entry by entry (the paper's choice) */
+    FUSE_MAX,  /**< the largest head at each entry */
+    FUSE_MIN,  /**< the smallest head at each entry */
+} HeadFuse;
+
+/** What attention_rollout() computes. */
+typedef struct {
+    HeadFuse fuse;  /**< how the heads are fused (ignored when gradients are given) */
+    double discard; /**< the fraction r in [0, 1) of each fused matrix's lowest entries set to 0 */
+} RolloutOptions;
+
+/** @brief "mean", "max" or "min". */
+const char *head_fuse_name(HeadFuse fuse);
+/** @brief The HeadFuse called @p name ("mean", "max", "min"); false for any other name. */
+bool head_fuse_parse(const char *name, HeadFuse *fuse);
+
+/**
+ * @brief One layer's heads fused entry by entry: out = mean, max or min over h of probs.
+ * @param[out] out    (N, N)
+ * @param[in]  probs  (H, N, N) one image's attention probabilities in one layer
+ */
+void attention_fuse_heads(float *out, const float *probs, int H, int N, HeadFuse fuse);
+
+/**
+ * @brief One layer's [cls] row: what [cls] reads from each token, for one head or the heads fused.
+ * @param[out] out    (N) token 0 ([cls] itself), then the N − 1 patches
+ * @param[in]  probs  (H, N, N) one image's attention probabilities in one layer
+ * @param[in]  head   the head, 0 to H − 1; −1: the heads fused by @p fuse
+ */
+void attention_cls_row(float *out, const float *probs, int H, int N, int head, HeadFuse fuse);
+
+/**
+ * @brief Gradient-weighted attention of one layer: out = mean over h of max(0, probs ⊙ grad).
+ * @param[out] out    (N, N)
+ * @param[in]  probs  (H, N, N) the layer's attention probabilities
+ * @param[in]  grad   (H, N, N) the gradient of the chosen class's score with respect to them
+ */
+void attention_grad_fuse(float *out, const float *probs, const float *grad, int H, int N);
+
+/**
+ * @brief Set the ⌊ratio·N²⌋ lowest entries of @p a to 0, keeping a(0, 0).
+ *
+ * The entries are ranked by value, ties by position (row-major), so the result
+ * does not depend on the sort. a(0, 0), [cls] reading itself, is kept even
+ * when it is among the lowest (as vit-explain does), so one entry fewer may
+ * be set to 0. NaN ranks above every number.
+ * @param[in,out] a      (N, N)
+ * @param[in]     ratio  in [0, 1]
+ */
+void attention_discard_lowest(float *a, int N, double ratio);
+
+/**
+ * @brief One layer of the rollout: joint ← rownorm(fused + I) · joint.
+ * @param[in,out] joint   (N, N) the product so far, in double; the identity before layer 0
+ * @param[in]     fused   (N, N) the layer's fused (and discarded) attention, entries ≥ 0
+ * @param[out]    scratch (2, N, N) working room
+ */
+void rollout_layer(double *joint, const float *fused, int N, double *scratch);
+
+/**
+ * @brief The rollout of one image's attention through L layers.
+ *
+ * Each layer is fused (attention_fuse_heads(), or attention_grad_fuse() when
+ * @p grads is given), discarded (attention_discard_lowest()) and multiplied
+ * in (rollout_layer()), layer 0 first.
+ * @param[out] joint  (N, N) J; its row 0 from column 1 is the map
+ * @param[in]  probs  L pointers, each to (H, N, N): layer l's attention probabilities
+ * @param[in]  grads  NULL, or L pointers, each to (H, N, N): layer l's gradients
+ * @return VIT_ERR_USAGE for sizes below 1 or a discard ratio outside [0, 1)
+ */
+VitStatus attention_rollout(float *joint, const float *const *probs, const float *const *grads,
+                            int L, int H, int N, const RolloutOptions *opt, VitError *err);
+
+/**
+ * @brief attention_rollout() for image @p b of a recorded pass: the layers'
+ *        `blocks.{l}.attn.probs` from @p forward, and (when @p backward is not
+ *        NULL) their `grad.blocks.{l}.attn.probs` from @p backward.
+ * @param[out] joint  J as a new (N, N) tensor (tensor_free() it), N read from the trace
+ * @return VIT_ERR_INPUT when a layer's tensors are missing, of another shape
+ *         than (B, H, N, N), or b is not below B; else as attention_rollout()
+ */
+VitStatus rollout_from_trace(Tensor *joint, const TraceRecorder *forward,
+                             const TraceRecorder *backward, int layers, int b,
+                             const RolloutOptions *opt, VitError *err);
+
+/**
+ * @brief A TraceFn that records only `…attn.probs` tensors (and their `grad.`
+ *        ones) into the TraceRecorder @p recorder: what a rollout reads, a
+ *        fraction of a whole trace.
+ */
+void rollout_record_probs(void *recorder, const char *name, const Tensor *t);
+
+/**
+ * @brief Run what a rollout reads: the forward's attention probabilities into
+ *        @p forward and, when @p backward is not NULL, their gradients for one
+ *        class's score per image into @p backward.
+ *
+ * The gradient is that of the logit y_c (not of a loss): dlogits is 1 at
+ * (b, classes[b]) and 0 elsewhere, so each image's gradient is its own class
+ * score's. A model not prepared for training is prepared with
+ * VIT_KEEP_INPUTS for this batch (the backward recomputes each block; the
+ * least memory), and stays so. Both recorders are emptied first.
+ * @param[in]  input    (B, C, S, S) normalised pixels
+ * @param[in]  classes  (B) each image's class; NULL: each image's predicted class
+ * @param[out] chosen   (B) the classes used, when not NULL
+ * @return VIT_ERR_INPUT for a class outside [0, Y); else as vit_forward() and vit_backward()
+ */
+VitStatus rollout_record(Vit *vit, const Tensor *input, const int *classes, int *chosen,
+                         TraceRecorder *forward, TraceRecorder *backward, VitError *err);
+
+/* ------------------------------------------------------------ measuring */
+
+/** The maps attention_measure() compares, each a value per patch for each image. */
+typedef enum {
+    MAP_ROLLOUT,      /**< rollout, heads fused by their mean, nothing discarded */
+    MAP_ROLLOUT_MAX,  /**< rollout, heads fused by max, the lowest 90 % discarded */
+    MAP_LAST_LAYER,   /**< the last layer's [cls] attention, heads averaged */
+    MAP_GRAD,         /**< gradient-weighted rollout for the predicted class */
+    MAP_COUNT
+} MapMethod;
+
+/** @brief "rollout (mean)", "rollout (max, discard 0.9)", "last layer", "gradient-weighted". */
+const char *map_method_name(MapMethod m);
+
+/** How many patches the deletion test masks: 1, 5 and 10. */
+#define MEASURE_KS 3
+/** The deletion test's k values, in patches. */
+extern const int measure_ks[MEASURE_KS];
+
+/** What attention_measure() found, averaged over the images. */
+typedef struct {
+    int images;                       /**< how many were measured */
+    int threshold;                    /**< a pixel above this (0–255) is the garment's */
+    double uniform_mass;              /**< the garment's share of the patches' area: what a
+                                           uniform map would put on it */
+    double mass[MAP_COUNT];           /**< each map's share on the garment */
+    double prob_full;                 /**< the predicted class's mean probability, nothing masked */
+    double prob_top[MAP_COUNT][MEASURE_KS]; /**< with each map's top k patches masked */
+    double prob_random[MEASURE_KS];   /**< with k random patches masked (seeded) */
+} AttentionMeasures;
+
+/**
+ * @brief The share of a map on the garment: Σ_p map_p·g_p / Σ_p map_p, with g_p
+ *        the fraction of patch p's pixels above @p threshold.
+ * @param[in] map     (P) values ≥ 0 over the patches, row-major
+ * @param[in] pixels  (S, S) grey bytes of the image
+ */
+double map_mass_on_object(const float *map, const unsigned char *pixels, int S, int patch,
+                          int threshold);
+
+/** @brief The patches in order of decreasing @p map value, ties by index: order is (P). */
+void map_rank(int *order, const float *map, int P);
+
+/**
+ * @brief Set the pixels of @p k patches of a (C, S, S) input to @p value (the
+ *        normalised black): the patches order[0 … k−1].
+ */
+void mask_patches(float *input, int C, int S, int patch, const int *order, int k, float value);
+
+/**
+ * @brief Measure the maps on the first @p count images of @p data (grey, as the
+ *        model's input): how much of each map lies on the garment, and the
+ *        deletion test, how far the predicted class's probability falls when
+ *        the k patches a map ranks highest are blacked out, against k random
+ *        patches (drawn from @p seed).
+ * @param[in] mean, std  the model's input normalisation
+ * @param[in] batch      images per forward pass
+ */
+VitStatus attention_measure(Vit *vit, const Dataset *data, int count, float mean, float std,
+                            int batch, int threshold, uint64_t seed, AttentionMeasures *out,
+                            VitError *err);
+
+/** @} */
+#endif

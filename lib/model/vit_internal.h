@@ -1,0 +1,49 @@
+/**
+ * @file vit_internal.h
+ * @brief Helpers shared by vit_memory.c, forward.c, backward.c, weights.c, init.c and
+ *        shards.c, not part of the public API: the memory a Vit owns (defined in
+ *        vit_memory.c, freed by vit_free()), and the checks of a training step (backward.c).
+ */
+#ifndef VIT_VIT_INTERNAL_H
+#define VIT_VIT_INTERNAL_H
+
+#include "model/vit.h"
+
+/** @brief Allocate the table of block weights (config.depth entries). */
+void vit_alloc_blocks(Vit *vit);
+/** @brief A new zeroed buffer of @p n floats that the model owns and frees. */
+float *vit_take_params(Vit *vit, size_t n);
+
+/**
+ * @brief (Re)allocate the activations for a batch of @p B, checking their
+ *        memory first (vit_check_batch()'s rule); what vit_forward() starts with.
+ *        They keep what Vit::keep says (vit_train_prepare()).
+ */
+VitStatus vit_acts_ensure(Vit *vit, int B, VitError *err);
+
+/**
+ * @brief The residual stream before block @p i (i = L: after the last block), (B, N, D).
+ *
+ * Training keeps every block's input (row i of VitActivations::stream); inference
+ * ping-pongs between two buffers, x[i % 2], so only the last two are valid.
+ */
+float *vit_acts_stream(const VitActivations *a, int i);
+/**
+ * @brief The buffers block @p i works in: its own when every block's are kept
+ *        (VIT_KEEP_ALL), else the one set all blocks share.
+ */
+VitBlockActs *vit_acts_block(VitActivations *a, int i);
+
+/** @brief Free the activations only (a replica's weights are another model's). */
+void vit_acts_free(Vit *vit);
+
+/**
+ * @brief What vit_forward_backward() checks before any pass, and the shards
+ *        (shards.c) before they split a batch: a label smoothing in [0, 1],
+ *        and each of the @p B targets a class of the model.
+ * @return VIT_ERR_INPUT naming the first bad target by its image in the batch
+ */
+VitStatus vit_check_targets(const Vit *vit, int B, const int *targets, float smoothing,
+                            VitError *err);
+
+#endif

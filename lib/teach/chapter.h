@@ -1,0 +1,71 @@
+/**
+ * @file chapter.h
+ * @brief The narrator every chapter program speaks through.
+ *
+ * A chapter is a function `void run(Chapter *ch)` that explains one idea in
+ * prose and computes with lib/. Every number it quotes goes through ch_value(),
+ * ch_show() or ch_pin(), which both print (when ch->out is set) and hand the
+ * value, by name, to ch->pin: the same TraceFn stream the model uses. Run as a
+ * program, the stream goes nowhere and the prose goes to stdout; run by the
+ * tests, the prose is silenced and the stream is compared with PyTorch goldens.
+ * So every number a student reads is a number a test has checked.
+ */
+#ifndef VIT_CHAPTER_H
+#define VIT_CHAPTER_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "base/tensor.h"
+#include "base/trace.h"
+
+/** @defgroup chapter Chapter narration
+ *  @brief Prose for the reader, named values for the tests.
+ *
+ *  Used by every chapter, from @ref chapter01 "chapter 01" on: it is the narrator they speak
+ *  through. Pinned by the suites @ref test_ch01_dot_product.c "ch01_dot_product" (@ref answer_keys "the answer keys").
+ *  @{
+ */
+
+/** Where a chapter's words and numbers go. */
+typedef struct {
+    FILE *out;      /**< prose destination; NULL keeps quiet (tests) */
+    TraceFn pin;    /**< receives every quoted value by name; NULL ignores them */
+    void *pin_user; /**< passed to pin */
+    int width;      /**< wrap prose at this column, e.g. 78 */
+} Chapter;
+
+/** A chapter's body. */
+typedef void (*ChapterFn)(Chapter *ch);
+
+/** @brief Print the chapter banner: "Chapter 01 · The dot product". */
+void ch_title(Chapter *ch, const char *number, const char *title);
+/** @brief Print a section heading, underlined. */
+void ch_section(Chapter *ch, const char *heading);
+/** @brief Print one paragraph (printf-style), word-wrapped, followed by a blank line. */
+void ch_say(Chapter *ch, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/** @brief Print one line verbatim (tables, formulas), no wrapping. */
+void ch_line(Chapter *ch, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/** @brief Pin a scalar under @p name and return it, for use inside ch_say(). */
+float ch_value(Chapter *ch, const char *name, float value);
+/** @brief ch_value() under a printf-style name: `ch_valuef(ch, v, "var_d%d", 768)`. */
+float ch_valuef(Chapter *ch, float value, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/** @brief Pin the largest \f$|a_i - b_i|\f$ over @p n floats under @p name, and return it. */
+float ch_max_diff(Chapter *ch, const char *name, const float *a, const float *b, size_t n);
+/** @brief Pin @p t under @p name and print it PyTorch-style. */
+void ch_show(Chapter *ch, const char *name, const Tensor *t);
+/** @brief Pin @p t under @p name without printing it. */
+void ch_pin(Chapter *ch, const char *name, const Tensor *t);
+
+
+/**
+ * @brief The `main` of every chapter program: parses --help, runs @p run
+ *        with prose on stdout, returns the exit code.
+ * @param[in] argc, argv  the program's arguments
+ * @param[in] run    the chapter's body
+ * @param[in] about  one line for --help
+ */
+int chapter_main(int argc, char **argv, ChapterFn run, const char *about);
+
+/** @} */
+#endif
