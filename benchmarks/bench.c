@@ -619,9 +619,9 @@ static void bench_targets(void) {
  * 28×28 images of 1 channel in 4×4 patches (49 patches + [cls] = 50 tokens),
  * D 64, L 6, H 4, M 128, 10 classes, a batch of 128. A step is what
  * tools/bench_torch_train.py times in PyTorch, in the same three parts:
- *   forward    vit_forward() and cross_entropy() (the loss and d loss / d logits)
+ *   forward    vit_forward() and loss_cross_entropy() (the loss and d loss / d logits)
  *   backward   vit_backward()
- *   optimizer  vit_grads_zero(), clip_grad_norm(), adamw_step()
+ *   optimizer  vit_grads_zero(), optim_clip_grad_norm(), adamw_step()
  * on a model built here (it owns its weights, so AdamW may write them), with
  * a warm-up + cosine learning rate, the same batch every step. With shards
  * (vit_shards_new(), what `vit train` does), forward and backward are one
@@ -703,13 +703,13 @@ static float train_step(TrainRun *t, int step, double times[3]) {
     } else {
         if (vit_forward(&t->vit, &t->input, NULL, NULL, &err)) train_fail("forward", &err);
         memset(t->dlogits, 0, sizeof(float) * TRAIN_BATCH * (size_t)Y);
-        loss = cross_entropy(t->dlogits, t->vit.acts.logits, t->targets, TRAIN_BATCH, Y, 0.0f);
+        loss = loss_cross_entropy(t->dlogits, t->vit.acts.logits, t->targets, TRAIN_BATCH, Y, 0.0f);
         t1 = vit_now();
         if (vit_backward(&t->vit, &t->grads, t->dlogits, NULL, NULL, &err))
             train_fail("backward", &err);
         t2 = vit_now();
     }
-    clip_grad_norm(t->opt.params, t->opt.count, 1.0);
+    optim_clip_grad_norm(t->opt.params, t->opt.count, 1.0);
     adamw_step(&t->opt, lr_at(&t->schedule, step));
     vit_grads_zero(&t->grads); // for the next step, as PyTorch's zero_grad()
     double t3 = vit_now();

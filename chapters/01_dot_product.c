@@ -123,11 +123,11 @@ static void length_and_angle(Chapter *ch) {
                "(orthogonal: the products 3, 0 and -3 cancel), and -a points exactly "
                "the other way (θ = 180 degrees):");
 
-    // The partners, built with lib's scale() where they derive from a.
+    // The partners, built with lib's ops_scale() where they derive from a.
     // [partners]
     float twice_a[3], neg_a[3], c[3] = {3, 0, -1};
-    scale(twice_a, a, 2.0f, 3);
-    scale(neg_a, a, -1.0f, 3);
+    ops_scale(twice_a, a, 2.0f, 3);
+    ops_scale(neg_a, a, -1.0f, 3);
     // [partners]
     const struct {
         const char *key;   // used in the pinned names, e.g. "dot_a_c"
@@ -238,7 +238,7 @@ static void first_scores(Chapter *ch) {
     Tensor best_key = tensor_new(1, TOKENS), best_score = tensor_new(1, TOKENS);
     for (int i = 0; i < TOKENS; i++) {
         int j;
-        top_k(&j, 1, &scores.data[i * TOKENS], TOKENS); // the largest, the first on ties
+        ops_top_k(&j, 1, &scores.data[i * TOKENS], TOKENS); // the largest, the first on ties
         best_key.data[i] = (float)j;
         best_score.data[i] = scores.data[i * TOKENS + j];
     }

@@ -134,7 +134,7 @@ static void measure_width(Chapter *ch, Rng *rng, Width *w) {
     Tensor scores = tensor_new(2, QUERIES, KEYS);    // (1024, 1024) = Q·Kᵀ
     matmul_bt(scores.data, Q.data, K.data, QUERIES, dh, KEYS);
     Tensor scaled = tensor_new(2, QUERIES, KEYS);    // Q·Kᵀ / √Dh
-    scale(scaled.data, scores.data, 1.0f / sqrtf((float)dh), scaled.numel);
+    ops_scale(scaled.data, scores.data, 1.0f / sqrtf((float)dh), scaled.numel);
     // [measure]
     TensorStats raw = tensor_stats(&scores);
 
@@ -149,7 +149,7 @@ static void measure_width(Chapter *ch, Rng *rng, Width *w) {
         w->row_scaled[j] = scaled.data[j];
     }
     // For the prose: divide by Dh instead of √Dh (overwrites `scaled`, no longer needed).
-    scale(scaled.data, scores.data, 1.0f / (float)dh, scaled.numel);
+    ops_scale(scaled.data, scores.data, 1.0f / (float)dh, scaled.numel);
     w->var_over_dh = variance(&scaled);
     tensor_free(&Q);
     tensor_free(&K);
@@ -290,10 +290,10 @@ static float measure_fresh(Chapter *ch, Rng *rng, const Tensor *x, int dh) {
     Tensor q = tensor_new(2, FRESH_N, dh), k = tensor_new(2, FRESH_N, dh);
     Tensor scores = tensor_new(2, FRESH_N, FRESH_N), scaled = tensor_new(2, FRESH_N, FRESH_N);
     // [fresh]
-    linear(q.data, x->data, w_q.data, NULL, FRESH_N, FRESH_D, dh);  // q = x·W_qᵀ, (N, Dh)
-    linear(k.data, x->data, w_k.data, NULL, FRESH_N, FRESH_D, dh);  // k = x·W_kᵀ, (N, Dh)
+    ops_linear(q.data, x->data, w_q.data, NULL, FRESH_N, FRESH_D, dh);  // q = x·W_qᵀ, (N, Dh)
+    ops_linear(k.data, x->data, w_k.data, NULL, FRESH_N, FRESH_D, dh);  // k = x·W_kᵀ, (N, Dh)
     matmul_bt(scores.data, q.data, k.data, FRESH_N, dh, FRESH_N);   // Q·Kᵀ, (N, N)
-    scale(scaled.data, scores.data, 1.0f / sqrtf((float)dh), scaled.numel); // / √Dh
+    ops_scale(scaled.data, scores.data, 1.0f / sqrtf((float)dh), scaled.numel); // / √Dh
     // [fresh]
     float var_q = ch_valuef(ch, variance(&q), "fresh_var_q_dh%d", dh);
     float var_k = ch_valuef(ch, variance(&k), "fresh_var_k_dh%d", dh);

@@ -193,7 +193,7 @@ static void masking(Chapter *ch) {
            TOKENS - 1);
     // [mask]
     attention_mask_padding(mask, TOKENS, TOKENS - 1);       // keys 0…2 real, key 3 padding
-    add(masked, scores, mask, TOKENS * TOKENS);             // scores + mask
+    ops_add(masked, scores, mask, TOKENS * TOKENS);             // scores + mask
     softmax(p, masked, TOKENS, TOKENS);                     // row by row
     // [mask]
     show_matrix(ch, "padding_mask", mask);
@@ -211,7 +211,7 @@ static void masking(Chapter *ch) {
                "so everything above the diagonal is masked:");
     // [causal]
     attention_mask_causal(mask, TOKENS); // 0 on and below the diagonal, -inf above
-    add(masked, scores, mask, TOKENS * TOKENS);
+    ops_add(masked, scores, mask, TOKENS * TOKENS);
     softmax(p, masked, TOKENS, TOKENS);
     // [causal]
     show_matrix(ch, "causal_mask", mask);
@@ -231,7 +231,7 @@ static void masking(Chapter *ch) {
                "at: every score in its row is -inf.", TOKENS - 1);
     float p_naive[TOKENS * TOKENS], exps[TOKENS];
     mask_earlier_only(mask);
-    add(masked, scores, mask, TOKENS * TOKENS);
+    ops_add(masked, scores, mask, TOKENS * TOKENS);
     show_matrix(ch, "earlier_mask", mask);
     for (int i = 0; i < TOKENS; i++) // the textbook formula, row by row
         softmax_textbook(&p_naive[i * TOKENS], exps, &masked[i * TOKENS], TOKENS);
@@ -270,7 +270,7 @@ static void temperature(Chapter *ch) {
     for (int i = 0; i < n_temps; i++) {
         float xt[N], p[N];
         // [temperature]
-        scale(xt, SCORES, 1.0f / temps[i].T, N); // x / T
+        ops_scale(xt, SCORES, 1.0f / temps[i].T, N); // x / T
         softmax(p, xt, 1, N);
         // [temperature]
         Tensor t = tensor_view(p, 1, N);

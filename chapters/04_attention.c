@@ -54,7 +54,7 @@ static void show_matrix(Chapter *ch, const char *name, float *m, int rows, int c
 static void row_max(float *out, const float *probs) {
     for (int i = 0; i < N; i++) {
         int j;
-        top_k(&j, 1, &probs[i * N], N);
+        ops_top_k(&j, 1, &probs[i * N], N);
         out[i] = probs[i * N + j];
     }
 }
@@ -95,9 +95,9 @@ static void projections(Chapter *ch, Head *h) {
             D, DH, N, DH);
     ch_line(ch, "%s", "");
     // [projections]
-    linear(h->q, h->x, h->w_q, NULL, N, D, DH); // q is (N, DH)
-    linear(h->k, h->x, h->w_k, NULL, N, D, DH);
-    linear(h->v, h->x, h->w_v, NULL, N, D, DH);
+    ops_linear(h->q, h->x, h->w_q, NULL, N, D, DH); // q is (N, DH)
+    ops_linear(h->k, h->x, h->w_k, NULL, N, D, DH);
+    ops_linear(h->v, h->x, h->w_v, NULL, N, D, DH);
     // [projections]
     show_matrix(ch, "Q", h->q, N, DH);
     show_matrix(ch, "K", h->k, N, DH);
@@ -132,14 +132,14 @@ static void attention_matrix(Chapter *ch, Head *h) {
     show_matrix(ch, "probs", h->probs, N, N);
 
     float ones[N] = {1, 1, 1, 1, 1}, sums[N];
-    linear(sums, h->probs, ones, NULL, N, N, 1); // row sums: a product with a row of ones
+    ops_linear(sums, h->probs, ones, NULL, N, N, 1); // row sums: a product with a row of ones
     Tensor t = tensor_view(sums, 1, N);
     ch_show(ch, "row_sums", &t);
 
     float best_key[N], best_weight[N];
     for (int i = 0; i < N; i++) {
         int j;
-        top_k(&j, 1, &h->probs[i * N], N); // the largest, the first on ties
+        ops_top_k(&j, 1, &h->probs[i * N], N); // the largest, the first on ties
         best_key[i] = (float)j;
         best_weight[i] = h->probs[i * N + j];
     }
@@ -166,16 +166,16 @@ static void weighted_sum(Chapter *ch, Head *h) {
     // [context]
     show_matrix(ch, "out", h->out, N, DH);
 
-    // Row 0 again, the long way: p_00·v_0 + p_01·v_1 + … with scale() and add().
+    // Row 0 again, the long way: p_00·v_0 + p_01·v_1 + … with ops_scale() and ops_add().
     // [by_hand]
     float by_hand[DH] = {0}, term[DH];
     for (int j = 0; j < N; j++) {
-        scale(term, &h->v[j * DH], h->probs[0 * N + j], DH);
-        add(by_hand, by_hand, term, DH);
+        ops_scale(term, &h->v[j * DH], h->probs[0 * N + j], DH);
+        ops_add(by_hand, by_hand, term, DH);
     }
     // [by_hand]
-    ch_say(ch, "Row 0 the long way, adding up p_0j · v_j for j = 0…%d with scale() "
-               "and add():", N - 1);
+    ch_say(ch, "Row 0 the long way, adding up p_0j · v_j for j = 0…%d with ops_scale() "
+               "and ops_add():", N - 1);
     ch_line(ch, "    out_0 = %.4f·v_0 + %.4f·v_1 + %.4f·v_2 + %.4f·v_3 + %.4f·v_4",
             h->probs[0], h->probs[1], h->probs[2], h->probs[3], h->probs[4]);
     ch_line(ch, "%s", "");

@@ -130,7 +130,7 @@ static void fused_projection(Chapter *ch, Layer *L) {
     show3(ch, "x", L->x, B, N, D);
     // [fused]
     // qkv = self.qkv(x): (B·N, D) · (3D, D)ᵀ + b → (B·N, 3D)
-    linear(L->qkv, L->x, L->w_qkv, L->b_qkv, B * N, D, 3 * D);
+    ops_linear(L->qkv, L->x, L->w_qkv, L->b_qkv, B * N, D, 3 * D);
     // [fused]
     ch_say(ch, "The %d numbers of one token are laid out as [q | k | v], and each "
                "third as [head 0 | head 1]. Token 0's row, viewed as (3, H, Dh) = "
@@ -186,7 +186,7 @@ static void fused_equals_separate(Chapter *ch, Layer *L) {
     for (int s = 0; s < 3; s++) {
         // [separate]
         const float *w = L->w_qkv + s * D * D, *b = L->b_qkv + s * D; // W_q, W_k or W_v
-        linear(flat, L->x, w, b, B * N, D, D);                       // (B, N, D)
+        ops_linear(flat, L->x, w, b, B * N, D, D);                       // (B, N, D)
         heads_split(separate, flat, B, N, H, DH);                    // (B, H, N, DH)
         // [separate]
         Tensor a = tensor_view(separate, 1, B * H * N * DH);
@@ -228,7 +228,7 @@ static void merge_and_project(Chapter *ch, Layer *L) {
                "H·Dh = %d again.", D);
     // [merge]
     heads_merge(L->context, L->heads, B, N, H, DH);                   // (B, N, D)
-    linear(L->out, L->context, L->w_proj, L->b_proj, B * N, D, D);    // self.proj
+    ops_linear(L->out, L->context, L->w_proj, L->b_proj, B * N, D, D);    // self.proj
     // [merge]
     show3(ch, "context", L->context, B, N, D);
     ch_say(ch, "Each head only saw its own %d columns. The output projection "
@@ -328,7 +328,7 @@ static void batch_permute(Chapter *ch, const Layer *L, Batch *b) {
                "(3, B, H, N, Dh) puts all of Q first, image 0's heads then image "
                "1's, then all of K, then all of V.", BATCH * N);
     // [permute_batch]
-    linear(b->qkv, b->x, L->w_qkv, L->b_qkv, BATCH * N, D, 3 * D); // (2, N, 3D)
+    ops_linear(b->qkv, b->x, L->w_qkv, L->b_qkv, BATCH * N, D, 3 * D); // (2, N, 3D)
     heads_split_qkv(b->qkv_heads, b->qkv, BATCH, N, H, DH);         // (3, 2, H, N, DH)
     // [permute_batch]
     const size_t block = (size_t)BATCH * H * N * DH; // one of q, k, v: (2, H, N, DH)

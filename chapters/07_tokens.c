@@ -119,7 +119,7 @@ static void positions(Chapter *ch, float *embed, const float *tokens, const floa
            N, D, vit_thousands(count, (int64_t)ch_value(ch, "pos_params", (float)(N * D))),
            ch_value(ch, "pos_std", (float)tensor_stats(&tp).std));
     // [pos]
-    add(embed, tokens, pos, (size_t)N * D); // x = x + self.pos_embed, (1, N, D)
+    ops_add(embed, tokens, pos, (size_t)N * D); // x = x + self.pos_embed, (1, N, D)
     // [pos]
     ch_say(ch, "Suppose patches %d and %d look exactly alike, two squares of clear "
                "sky. (The stand-ins were made that way: patch %d is a copy of patch "
@@ -216,10 +216,10 @@ static void positions_break_symmetry(Chapter *ch, Small *s) {
     float embed[SN * SD], out[SN * SD], x_shuffled[SN * SD], out_shuffled[SN * SD];
     float out_then_shuffled[SN * SD];
     // [with_pos]
-    add(embed, s->x, s->pos, SN * SD);                     // x + E_pos
+    ops_add(embed, s->x, s->pos, SN * SD);                     // x + E_pos
     small_mha(s, out, embed);
     permute_rows(x_shuffled, s->x, SHUFFLE, SN, SD);
-    add(embed, x_shuffled, s->pos, SN * SD);               // shuffled x + the same E_pos
+    ops_add(embed, x_shuffled, s->pos, SN * SD);               // shuffled x + the same E_pos
     small_mha(s, out_shuffled, embed);
     permute_rows(out_then_shuffled, out, SHUFFLE, SN, SD);
     // [with_pos]

@@ -103,13 +103,13 @@ static void block_by_hand(float *out, const float *x, const VitBlockWeights *w,
     // x = x + self.attn(self.norm1(x))
     layernorm(a->norm1, x, w->norm1_w, w->norm1_b, BN, D, c->ln_eps);
     mha_forward(a->attn, a->norm1, &w->attn, NULL, &a->mha, B, N, D, H, NULL);
-    add(a->resid1, x, a->attn, (size_t)BN * D);              // the first residual
+    ops_add(a->resid1, x, a->attn, (size_t)BN * D);              // the first residual
     // x = x + self.mlp(self.norm2(x)), mlp = fc2(gelu(fc1(·)))
     layernorm(a->norm2, a->resid1, w->norm2_w, w->norm2_b, BN, D, c->ln_eps);
-    linear(a->fc1, a->norm2, w->fc1_w, w->fc1_b, BN, D, M);  // (B·N, D) → (B·N, M)
+    ops_linear(a->fc1, a->norm2, w->fc1_w, w->fc1_b, BN, D, M);  // (B·N, D) → (B·N, M)
     gelu(a->gelu, a->fc1, (size_t)BN * M);
-    linear(a->fc2, a->gelu, w->fc2_w, w->fc2_b, BN, M, D);   // (B·N, M) → (B·N, D)
-    add(out, a->resid1, a->fc2, (size_t)BN * D);             // the second residual
+    ops_linear(a->fc2, a->gelu, w->fc2_w, w->fc2_b, BN, M, D);   // (B·N, M) → (B·N, D)
+    ops_add(out, a->resid1, a->fc2, (size_t)BN * D);             // the second residual
 }
 // [by_hand]
 
@@ -242,7 +242,7 @@ static void layer_norm(Chapter *ch, Work *w) {
     float *rows = vit_malloc(sizeof(float) * SHRUNK * D);
     float *timm = vit_malloc(sizeof(float) * SHRUNK * D), *hf = vit_malloc(sizeof(float) * SHRUNK * D);
     // [eps]
-    for (int r = 0; r < SHRUNK; r++) scale(&rows[r * D], x, SHRINK[r], D); // token 0, shrunk
+    for (int r = 0; r < SHRUNK; r++) ops_scale(&rows[r * D], x, SHRINK[r], D); // token 0, shrunk
     layernorm(timm, rows, NULL, NULL, SHRUNK, D, EPS_TIMM); // timm, torchvision
     layernorm(hf, rows, NULL, NULL, SHRUNK, D, EPS_HF);     // Hugging Face
     // [eps]
@@ -297,7 +297,7 @@ static void layer_norm(Chapter *ch, Work *w) {
 static void by_hand(Chapter *ch, Work *w) {
     ch_section(ch, "3. The block, assembled by hand");
     ch_say(ch, "Now the block itself. With the LayerNorm above, mha_forward() from "
-               "Chapter 05, add(), linear() and gelu() (Section 5) it is eight calls, "
+               "Chapter 05, ops_add(), ops_linear() and gelu() (Section 5) it is eight calls, "
                "in the order of timm's Block.forward:");
     ch_line(ch, "    x = x + self.attn(self.norm1(x))");
     ch_line(ch, "    x = x + self.mlp(self.norm2(x))      # mlp = fc2(gelu(fc1(.)))");
@@ -306,9 +306,9 @@ static void by_hand(Chapter *ch, Work *w) {
     ch_line(ch, "    2. attn   = mha_forward(norm1)            (N, D), multi-head attention");
     ch_line(ch, "    3. resid1 = x + attn                      the first residual");
     ch_line(ch, "    4. norm2  = layernorm(resid1; γ2, β2)     (N, D)");
-    ch_line(ch, "    5. fc1    = linear(norm2; W_1, b_1)       (N, D) → (N, M)");
+    ch_line(ch, "    5. fc1    = ops_linear(norm2; W_1, b_1)       (N, D) → (N, M)");
     ch_line(ch, "    6. gelu   = gelu(fc1)                     (N, M)");
-    ch_line(ch, "    7. fc2    = linear(gelu; W_2, b_2)        (N, M) → (N, D)");
+    ch_line(ch, "    7. fc2    = ops_linear(gelu; W_2, b_2)        (N, M) → (N, D)");
     ch_line(ch, "    8. out    = resid1 + fc2                  the second residual");
     ch_line(ch, "%s", "");
     const size_t n = (size_t)B * w->N * w->D;
@@ -377,7 +377,7 @@ static void prenorm(Chapter *ch, Work *w) {
     float *big = vit_malloc(sizeof(float) * n), *out = vit_malloc(sizeof(float) * n);
     const Tensor *attn_x = trace_find(&w->rec, "attn.proj");
     // [scaled]
-    scale(big, w->x, BIG, n);                                   // the stream, 10 times larger
+    ops_scale(big, w->x, BIG, n);                                   // the stream, 10 times larger
     vit_block_forward(out, big, w->block, w->cfg, &w->mem.acts, B, NULL);
     // [scaled]
     ch_say(ch, "A consequence: make the stream %g times larger and the attention "

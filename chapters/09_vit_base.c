@@ -379,7 +379,7 @@ static void head(Chapter *ch, Work *w) {
     float *probs = vit_malloc(sizeof(float) * c->num_classes);
     softmax(probs, logits.data, 1, c->num_classes);
     int best[TOP];
-    top_k(best, TOP, logits.data, c->num_classes); // the largest first
+    ops_top_k(best, TOP, logits.data, c->num_classes); // the largest first
     // [answer]
     float index[TOP], value[TOP], prob[TOP];
     for (int r = 0; r < TOP; r++)

@@ -112,7 +112,7 @@ static void the_loss(Chapter *ch, Work *w) {
         return;
     }
     Tensor logits = vit_logits(&w->vit);          // (B, Y): one score per class
-    const float loss = cross_entropy(dlogits, logits.data, &TARGET, B, Y, 0.0f);
+    const float loss = loss_cross_entropy(dlogits, logits.data, &TARGET, B, Y, 0.0f);
     // [loss]
     softmax(probs, logits.data, B, Y);
     ch_show(ch, "logits", &logits);
@@ -121,7 +121,7 @@ static void the_loss(Chapter *ch, Work *w) {
     w->loss = ch_value(ch, "loss", loss);
     ch_say(ch, "The loss is the cross-entropy: minus the logarithm of the probability "
                "the model gives the right class, ℓ = −ln softmax(z)_t. Here p_%d = %.4f, so "
-               "ℓ = −ln %.4f = %.4f. cross_entropy() (lib/ops/loss.c) computes it as "
+               "ℓ = −ln %.4f = %.4f. loss_cross_entropy() (lib/ops/loss.c) computes it as "
                "log Σ_y e^(z_y) − z_t, the log-sum-exp, which never takes the logarithm of "
                "a probability too small for a float.",
            TARGET, ch_value(ch, "p_target", probs[TARGET]), probs[TARGET], loss);
@@ -631,7 +631,7 @@ static bool step_backward(Chapter *ch, Work *w, Step *s) {
     vit_grads_zero(grads);                                  // the backward adds: zero first
     if (vit_forward(&w->vit, &w->image, NULL, NULL, &err) != VIT_OK) return failed(ch, &err);
     Tensor logits = vit_logits(&w->vit);                    // (B, Y)
-    s->loss = cross_entropy(dlogits, logits.data, &TARGET, B, Y, 0.0f); // ℓ and ∂ℓ/∂z
+    s->loss = loss_cross_entropy(dlogits, logits.data, &TARGET, B, Y, 0.0f); // ℓ and ∂ℓ/∂z
     if (vit_backward(&w->vit, grads, dlogits, NULL, NULL, &err) != VIT_OK) return failed(ch, &err);
     // [backward]
     for (int i = 0; i < s->count; i++)
@@ -746,7 +746,7 @@ static void step_update(Chapter *ch, Work *w, Step *s) {
         }
         const double eta = STEP_LR[r];
         // [update]
-        norm = clip_grad_norm(opt->params, opt->count, MAX_NORM); // the gradient's length ≤ 1
+        norm = optim_clip_grad_norm(opt->params, opt->count, MAX_NORM); // the gradient's length ≤ 1
         adamw_step(opt, eta);                                     // θ ← θ − η·(…)
         // [update]
         after[r] = (float)model_loss(w);
@@ -772,7 +772,7 @@ static void step_update(Chapter *ch, Work *w, Step *s) {
     pin_row(ch, "step.change", change, STEPS);
     pin_row(ch, "step.first_order", first_order, STEPS);
     pin_row(ch, "step.about_eta_percent", about_eta, STEPS);
-    ch_say(ch, "Then the update. clip_grad_norm() scales the whole gradient down to length "
+    ch_say(ch, "Then the update. optim_clip_grad_norm() scales the whole gradient down to length "
                "%g: it was %.4f. (At the first step that hardly matters to AdamW: its step "
                "is then g/(|g| + eps), whatever g's scale, as long as |g| is far above eps "
                "= 1e-8.) Then adamw_step(), with λ = %g. Twice here, each time from the "

@@ -269,7 +269,7 @@ static void the_data(Chapter *ch, Work *w) {
     ch_say(ch, "Fashion-MNIST (H. Xiao, K. Rasul and R. Vollgraf, 2017) is photographs of "
                "clothes, grey, %d×%d pixels, in %d classes: %s to train on and %s to test on. "
                "Debian's dataset-fashion-mnist installs them as four gzipped IDX files, and "
-               "fashion_mnist_load() (lib/train/dataset.h) reads them through zlib into one block "
+               "dataset_fashion_mnist_load() (lib/train/dataset.h) reads them through zlib into one block "
                "of bytes per split, 0 for black and 255 for white, beside one label per "
                "image. %s",
            all->size, all->size, all->classes, n_train, n_test,
@@ -277,7 +277,7 @@ static void the_data(Chapter *ch, Work *w) {
                     : "The images per class:");
     ch_line(ch, "    class                train    test   validation");
     for (int y = 0; y < 10; y++)
-        ch_line(ch, "    %d  %-14s %8d %7d %9d", y, FASHION_MNIST_CLASSES[y], train_count[y],
+        ch_line(ch, "    %d  %-14s %8d %7d %9d", y, DATASET_FASHION_MNIST_CLASSES[y], train_count[y],
                 test_count[y], val_count[y]);
     ch_line(ch, "%s", "");
     vit_thousands(n_split, (int64_t)ch_value(ch, "data.split_train", (float)w->train.count));
@@ -331,14 +331,14 @@ static void the_data(Chapter *ch, Work *w) {
     ch_say(ch, "Training image %d, whose label is %d, %s, drawn with one of ten characters "
                "per pixel from black to white (\"%s\"), two per pixel across, since a "
                "character is about twice as tall as it is wide:", SHOWN,
-           (int)ch_value(ch, "image.label", (float)label), FASHION_MNIST_CLASSES[label], RAMP);
+           (int)ch_value(ch, "image.label", (float)label), DATASET_FASHION_MNIST_CLASSES[label], RAMP);
     draw_image(ch, img, S);
     ch_line(ch, "%s", "");
     // [augment]
     const Augment aug = CROP_AND_FLIP; // vit train --crop-pad 2 --flip 1
     Rng rng;
     rng_seed(&rng, AUGMENT_SEED);
-    AugmentDraw draw = augment_draw(&aug, &rng); // what dataset_batch() would draw first
+    AugmentDraw draw = dataset_augment_draw(&aug, &rng); // what dataset_batch() would draw first
     rng_seed(&rng, AUGMENT_SEED);
     int index = SHOWN, ignored;
     dataset_batch(moved, &ignored, all, &index, 1, 0.0f, 1.0f, &aug, &rng); // μ 0, σ 1: [0, 1]
@@ -351,7 +351,7 @@ static void the_data(Chapter *ch, Work *w) {
                "up: augmentation. With `vit train --crop-pad %d --flip 1`, dataset_batch() "
                "pads the image with %d black pixels on every side, crops a %d×%d window back "
                "out at a random offset, and mirrors it left to right half the time. Here "
-               "augment_draw() put the window %d rows down and %d columns across, out of 0 "
+               "dataset_augment_draw() put the window %d rows down and %d columns across, out of 0 "
                "to %d, so the garment moved %+d pixels down and %+d right (a minus: up, "
                "left), and %s. Beside the original, at half height:",
            aug.pad, aug.pad, S, S, draw.dy, draw.dx, 2 * aug.pad, aug.pad - draw.dy,
@@ -430,7 +430,7 @@ static bool train_run(Chapter *ch, Work *w, int i) {
         if (epoch % every != 0) continue;
         const double at = vit_now();
         EvalResult val;                                  // the validation images, unseen
-        if (evaluate(&t.vit, &w->val_slice, c.mean, c.std, BATCH, &val, &err) != VIT_OK) break;
+        if (eval_run(&t.vit, &w->val_slice, c.mean, c.std, BATCH, &val, &err) != VIT_OK) break;
         eval_seconds += vit_now() - at;
         const int r = log->rows++;
         log->epoch[r] = (float)epoch;
@@ -444,7 +444,7 @@ static bool train_run(Chapter *ch, Work *w, int i) {
     const Dataset own = dataset_slice(&train, 0, images < FIT_IMAGES ? images : FIT_IMAGES);
     EvalResult fit;
     log->ok = log->rows * every == c.epochs &&
-              evaluate(&t.vit, &own, c.mean, c.std, BATCH, &fit, &err) == VIT_OK;
+              eval_run(&t.vit, &own, c.mean, c.std, BATCH, &fit, &err) == VIT_OK;
     if (log->ok) {
         log->fit_loss = (float)fit.loss, log->fit_acc = (float)eval_accuracy(&fit);
         eval_free(&fit);
@@ -921,13 +921,13 @@ static void the_trained_model(Chapter *ch, Work *w) {
                "patches, N = %d tokens of width D = %d, %d blocks of %d heads, M = %d, %s "
                "parameters. vit_build() maps it, and its metadata gives the normalisation "
                "it was trained with (μ = %.4f, σ = %.4f). Now, for the first time, the "
-               "test images: evaluate() runs it on the first %s and counts.",
+               "test images: eval_run() runs it on the first %s and counts.",
            shown, c->image_size, c->image_size, c->patch_size, c->patch_size,
            vit_num_tokens(c), c->dim, c->depth, c->heads, c->mlp_dim, params, (double)mean,
            (double)std, th(TEST_IMAGES));
     EvalResult r;
     // [evaluate]
-    if (evaluate(&vit, &slice, mean, std, 50, &r, &err) != VIT_OK) {
+    if (eval_run(&vit, &slice, mean, std, 50, &r, &err) != VIT_OK) {
         ch_say(ch, "the evaluation failed: %s", err.msg);
         vit_free(&vit);
         return;
@@ -951,7 +951,7 @@ static void the_trained_model(Chapter *ch, Work *w) {
     int worst_true = 0, worst_pred = 1;
     for (int y = 0; y < Y && Y <= 10; y++) {
         char row[160];
-        int n = 0, k = snprintf(row, sizeof row, "    %d %-12s", y, FASHION_MNIST_CLASSES[y]);
+        int n = 0, k = snprintf(row, sizeof row, "    %d %-12s", y, DATASET_FASHION_MNIST_CLASSES[y]);
         for (int x = 0; x < Y; x++) {
             k += snprintf(row + k, sizeof row - (size_t)k, "%5d", r.confusion[y * Y + x]);
             n += r.confusion[y * Y + x];
@@ -963,7 +963,7 @@ static void the_trained_model(Chapter *ch, Work *w) {
     }
     ch_line(ch, "%s", "");
     pin_row(ch, "test.per_class", per_class, Y);
-    const int easiest = index_of_max(per_class, Y);
+    const int easiest = ops_index_of_max(per_class, Y);
     int hardest = 0;
     for (int y = 1; y < Y; y++)
         if (per_class[y] < per_class[hardest]) hardest = y;
@@ -971,9 +971,9 @@ static void the_trained_model(Chapter *ch, Work *w) {
     const bool top[10] = {[0] = true, [2] = true, [4] = true, [6] = true};
     ch_say(ch, "The easiest class is %s (%.1f%% right), the hardest %s (%.1f%%). The most "
                "frequent mistake is a %s taken for a %s, %d times%s",
-           FASHION_MNIST_CLASSES[easiest], 100 * per_class[easiest],
-           FASHION_MNIST_CLASSES[hardest], 100 * per_class[hardest],
-           FASHION_MNIST_CLASSES[worst_true], FASHION_MNIST_CLASSES[worst_pred],
+           DATASET_FASHION_MNIST_CLASSES[easiest], 100 * per_class[easiest],
+           DATASET_FASHION_MNIST_CLASSES[hardest], 100 * per_class[hardest],
+           DATASET_FASHION_MNIST_CLASSES[worst_true], DATASET_FASHION_MNIST_CLASSES[worst_pred],
            r.confusion[worst_true * Y + worst_pred],
            Y == 10 && top[hardest] && top[worst_true] && top[worst_pred]
                ? ": the hard classes are the tops (T-shirt, pullover, coat, shirt), whose "
@@ -996,7 +996,7 @@ static void the_trained_model(Chapter *ch, Work *w) {
         const Tensor logits = vit_logits(&vit);
         for (int b = 0; b < CHUNK && found < MISTAKES; b++) {
             softmax(probs, logits.data + (size_t)b * Y, 1, Y);
-            const int chosen = index_of_max(probs, Y);
+            const int chosen = ops_index_of_max(probs, Y);
             if (chosen == labels[b]) continue;
             mi[found] = (float)(first + b), mt[found] = (float)labels[b], mp[found] = (float)chosen;
             mprob[found] = probs[chosen], mtrue_prob[found] = probs[labels[b]];
@@ -1017,8 +1017,8 @@ static void the_trained_model(Chapter *ch, Work *w) {
     for (int i = 0; i < found; i++) {
         image_values(img + i * image, &slice, (int)mi[i]);
         shown_img[i] = img + i * image;
-        snprintf(caption[i][0], 40, "test %d: %s", (int)mi[i], FASHION_MNIST_CLASSES[(int)mt[i]]);
-        snprintf(caption[i][1], 40, "as %s %.2f (%.2f)", FASHION_MNIST_CLASSES[(int)mp[i]],
+        snprintf(caption[i][0], 40, "test %d: %s", (int)mi[i], DATASET_FASHION_MNIST_CLASSES[(int)mt[i]]);
+        snprintf(caption[i][1], 40, "as %s %.2f (%.2f)", DATASET_FASHION_MNIST_CLASSES[(int)mp[i]],
                  (double)mprob[i], (double)mtrue_prob[i]);
     }
     for (int i = 0; i < found; i += 2)
@@ -1174,8 +1174,8 @@ void chapter11_run(Chapter *ch) {
     Work w = {0};
     VitError err;
     // [load]
-    if (fashion_mnist_load(&w.all, NULL, "train", &err) != VIT_OK ||
-        fashion_mnist_load(&w.test, NULL, "test", &err) != VIT_OK ||
+    if (dataset_fashion_mnist_load(&w.all, NULL, "train", &err) != VIT_OK ||
+        dataset_fashion_mnist_load(&w.test, NULL, "test", &err) != VIT_OK ||
         dataset_split_validation(&w.train, &w.val, &w.all, FASHION_MNIST_VAL, &err) != VIT_OK) {
         ch_say(ch, "Fashion-MNIST cannot be loaded (%s). Install Debian's "
                    "dataset-fashion-mnist (scripts/deps.sh does) and run the chapter again.",

@@ -398,7 +398,7 @@ static void measured(Chapter *ch, Work *w) {
     ch_line(ch, "    %-28s %8s %9s   %7s %7s %7s", "map", "garment", "x uniform", "k = 1", "k = 5",
             "k = 10");
     for (int i = 0; i < MAP_COUNT; i++)
-        ch_line(ch, "    %-28s %8.3f %8.2fx   %7.3f %7.3f %7.3f", map_method_name((MapMethod)i),
+        ch_line(ch, "    %-28s %8.3f %8.2fx   %7.3f %7.3f %7.3f", rollout_map_method_name((MapMethod)i),
                 mass[i], mass[i] / uniform, top[i * MEASURE_KS], top[i * MEASURE_KS + 1],
                 top[i * MEASURE_KS + 2]);
     ch_line(ch, "    %-28s %8s %9s   %7.3f %7.3f %7.3f", "k random patches", "", "", random[0],
@@ -419,8 +419,8 @@ static void measured(Chapter *ch, Work *w) {
                "map puts there. Blacking out 10 patches: %d of the 4 maps lower the "
                "probability more than 10 random patches do (%.3f), %d of them by less than "
                "0.01; the best, the %s, takes it to %.3f, %.3f %s random.",
-           map_method_name((MapMethod)most_on), mass[most_on] / uniform, beats, random[2], slight,
-           map_method_name((MapMethod)best), top[best * MEASURE_KS + 2], fabsf(margin[best]),
+           rollout_map_method_name((MapMethod)most_on), mass[most_on] / uniform, beats, random[2], slight,
+           rollout_map_method_name((MapMethod)best), top[best * MEASURE_KS + 2], fabsf(margin[best]),
            margin[best] >= 0 ? "below" : "above");
     char verdict[512];
     int at = clearly == 0
@@ -429,11 +429,11 @@ static void measured(Chapter *ch, Work *w) {
              : clearly == 1
                  ? snprintf(verdict, sizeof verdict, "So one map, the %s, does find patches the "
                                                      "prediction needs, better than chance",
-                            map_method_name((MapMethod)best))
+                            rollout_map_method_name((MapMethod)best))
                  : snprintf(verdict, sizeof verdict, "So %d of the maps find patches the "
                                                      "prediction needs clearly better than "
                                                      "chance, the %s best",
-                            clearly, map_method_name((MapMethod)best));
+                            clearly, rollout_map_method_name((MapMethod)best));
     if (best != MAP_ROLLOUT && fabsf(margin[MAP_ROLLOUT]) < 0.01f)
         at += snprintf(verdict + at, sizeof verdict - (size_t)at, "; the rollout, the map most "
                        "tools draw, does no better than random patches here");
@@ -451,7 +451,7 @@ static void measured(Chapter *ch, Work *w) {
 static bool load(Chapter *ch, Work *w) {
     char path[1024];
     VitError err;
-    if (fashion_mnist_load(&w->test, NULL, "test", &err) != VIT_OK) {
+    if (dataset_fashion_mnist_load(&w->test, NULL, "test", &err) != VIT_OK) {
         ch_say(ch, "Fashion-MNIST cannot be loaded (%s). Install Debian's "
                    "dataset-fashion-mnist (scripts/deps.sh does) and run the chapter again.",
                err.msg);

@@ -127,7 +127,7 @@ static void attention_query_chunks(float *out, const float *q, const float *k, c
     for (int i0 = 0; i0 < N; i0 += chunk) {
         const int rows = i0 + chunk < N ? chunk : N - i0;
         matmul_bt(s, q + (size_t)i0 * DH, k, rows, DH, N); // (rows, N) = Q_c·Kᵀ
-        scale(s, s, scale_by, (size_t)rows * N);
+        ops_scale(s, s, scale_by, (size_t)rows * N);
         softmax(s, s, rows, N);
         matmul(out + (size_t)i0 * DH, s, v, rows, N, DH);  // (rows, Dh) = P_c·V
     }
@@ -283,7 +283,7 @@ static void query_chunks(Chapter *ch, Work *w) {
     ch_line(ch, "    // attention_query_chunks(), chapters/13_attention_at_scale.c");
     ch_line(ch, "    for (int i0 = 0; i0 < N; i0 += chunk) {");
     ch_line(ch, "        matmul_bt(s, q + i0·Dh, k, rows, Dh, N);    // (rows, N) = Q_c·Kᵀ");
-    ch_line(ch, "        scale(s, s, 1/√Dh, rows·N);  softmax(s, s, rows, N);");
+    ch_line(ch, "        ops_scale(s, s, 1/√Dh, rows·N);  softmax(s, s, rows, N);");
     ch_line(ch, "        matmul(out + i0·Dh, s, v, rows, N, Dh);     // (rows, Dh) = P_c·V");
     ch_line(ch, "    }");
     ch_line(ch, "%s", "");
@@ -592,18 +592,18 @@ static void block_with(Pass *p, const VitBlockWeights *w, With with) {
     const float *proj_b[3] = {w->attn.q_b, w->attn.k_b, w->attn.v_b};
     float *heads[3] = {p->q, p->k, p->v};
     for (int t = 0; t < 3; t++) { // q, k, v: project, then split into heads (B, H, N, Dh)
-        linear(p->flat, p->h, proj_w[t], proj_b[t], BN, D, D);
+        ops_linear(p->flat, p->h, proj_w[t], proj_b[t], BN, D, D);
         heads_split(heads[t], p->flat, p->B, p->N, H, Dh);
     }
     attend(p, with);                                  // the only line that differs
     heads_merge(p->flat, p->heads, p->B, p->N, H, Dh);
-    linear(p->h, p->flat, w->attn.proj_w, w->attn.proj_b, BN, D, D);
-    add(p->x, p->x, p->h, (size_t)BN * D);
+    ops_linear(p->h, p->flat, w->attn.proj_w, w->attn.proj_b, BN, D, D);
+    ops_add(p->x, p->x, p->h, (size_t)BN * D);
     layernorm(p->h, p->x, w->norm2_w, w->norm2_b, BN, D, eps);
-    linear(p->mlp, p->h, w->fc1_w, w->fc1_b, BN, D, M);
+    ops_linear(p->mlp, p->h, w->fc1_w, w->fc1_b, BN, D, M);
     gelu(p->mlp, p->mlp, (size_t)BN * M);
-    linear(p->h, p->mlp, w->fc2_w, w->fc2_b, BN, M, D);
-    add(p->x, p->x, p->h, (size_t)BN * D);
+    ops_linear(p->h, p->mlp, w->fc2_w, w->fc2_b, BN, M, D);
+    ops_add(p->x, p->x, p->h, (size_t)BN * D);
 }
 // [block]
 
@@ -617,7 +617,7 @@ static void pass_run(Pass *p, const float *embed, With with, float *logits) {
     for (int l = 0; l < c->depth; l++) block_with(p, &wt->blocks[l], with);
     for (int b = 0; b < p->B; b++) { // the final norm of [cls] only, then the head
         layernorm(p->h, p->x + (size_t)b * N * D, wt->norm_w, wt->norm_b, 1, D, c->ln_eps);
-        linear(logits + (size_t)b * c->num_classes, p->h, wt->head_w, wt->head_b, 1, D,
+        ops_linear(logits + (size_t)b * c->num_classes, p->h, wt->head_w, wt->head_b, 1, D,
                c->num_classes);
     }
 }
@@ -641,7 +641,7 @@ static void trained_model(Chapter *ch) {
     Dataset test = {0};
     VitError err;
     char path[1024];
-    if (fashion_mnist_load(&test, NULL, "test", &err) != VIT_OK) {
+    if (dataset_fashion_mnist_load(&test, NULL, "test", &err) != VIT_OK) {
         ch_say(ch, "Fashion-MNIST cannot be loaded (%s). Install Debian's "
                    "dataset-fashion-mnist (scripts/deps.sh does) and run the chapter again.",
                err.msg);

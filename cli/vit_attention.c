@@ -19,7 +19,7 @@
 #include "ops/ops.h"
 #include "io/picture.h"
 #include "explain/rollout.h"
-#include "train/train.h" // index_of_max()
+#include "train/train.h" // ops_index_of_max()
 #include "vit_cli.h"
 
 /** Everything the command line can say. */
@@ -367,7 +367,7 @@ static void predict_and_draw(AttentionRun *r, const AttentionArgs *a, int side) 
     const Tensor logits = vit_logits(&r->vit);
     float *prob = vit_malloc(sizeof(float) * (size_t)c->num_classes);
     softmax(prob, logits.data, 1, c->num_classes);
-    const int pred = index_of_max(prob, c->num_classes);
+    const int pred = ops_index_of_max(prob, c->num_classes);
     const char *name = labels_name(&r->labels, pred);
     char caption[192], safe[128], shown[4 * PATH_MAX];
     snprintf(caption, sizeof caption, "predicted: %s (%.1f%%)",

@@ -62,7 +62,7 @@ static const char examples[] =
 static void print_top(const char *path, const float *probs, int K, int top, const Labels *labels,
                       const Preprocess *pre, int S) {
     int *index = vit_malloc(sizeof(int) * (size_t)top);
-    top_k(index, top, probs, K);
+    ops_top_k(index, top, probs, K);
     char safe[1024]; // paths and names come from the user's files: escaped for the terminal
     printf("%s  (%s preprocessing, %d×%d)\n", vit_escape(safe, sizeof safe, path), pre->name, S, S);
     printf("  rank  probability  label\n");

@@ -9,7 +9,7 @@
  * model reads the data's images (1×28×28) and has its 10 classes → the
  * class names (the weights' "class_names", else the dataset's) and the
  * normalisation (the weights' "mean"/"std", else the fashion-mnist
- * preset's) → evaluate(), a forward pass per batch → print.
+ * preset's) → eval_run(), a forward pass per batch → print.
  *
  * It is PyTorch's evaluation loop:
  *
@@ -99,7 +99,7 @@ typedef struct {
 static VitStatus load_split(EvalData *d, const EvalArgs *a, VitError *err) {
     memset(d, 0, sizeof *d);
     const bool test = strcmp(a->split, "test") == 0;
-    VitStatus s = fashion_mnist_load(&d->all, cli_data_dir(a->data), test ? "test" : "train", err);
+    VitStatus s = dataset_fashion_mnist_load(&d->all, cli_data_dir(a->data), test ? "test" : "train", err);
     if (s != VIT_OK) return s;
     Dataset part = d->all;
     if (!test) {
@@ -317,10 +317,10 @@ static void print_attention(const AttentionMeasures *m, double seconds) {
     printf("  deletion: the predicted class's mean probability, %.3f with nothing masked, once\n"
            "  the k patches a map ranks highest are black\n\n", m->prob_full);
     printf("  %-28s %8s %9s", "map", "garment", "× uniform");
-    for (int k = 0; k < MEASURE_KS; k++) printf("   k = %-2d", measure_ks[k]);
+    for (int k = 0; k < MEASURE_KS; k++) printf("   k = %-2d", rollout_measure_ks[k]);
     printf("\n");
     for (int i = 0; i < MAP_COUNT; i++) {
-        printf("  %-28s %8.3f %8.2f×", map_method_name((MapMethod)i), m->mass[i],
+        printf("  %-28s %8.3f %8.2f×", rollout_map_method_name((MapMethod)i), m->mass[i],
                m->mass[i] / m->uniform_mass);
         for (int k = 0; k < MEASURE_KS; k++) printf(" %8.3f", m->prob_top[i][k]);
         printf("\n");
@@ -349,7 +349,7 @@ static VitStatus eval(const EvalArgs *a, VitError *err) {
     if ((s = check_model(&vit, &d.used, a->weights, err)) == VIT_OK &&
         (s = labels_for_weights(&labels, NULL, vit.config_json, &vit.file,
                                 vit.config.num_classes, err)) == VIT_OK &&
-        (s = preprocess_for_model(&pre, NULL, "fashion-mnist", &vit.file, vit.config.image_size,
+        (s = image_preprocess_for_model(&pre, NULL, "fashion-mnist", &vit.file, vit.config.image_size,
                                   vit.config.channels, err)) == VIT_OK &&
         d.used.count > 0)
         s = vit_check_batch(&vit.config, B, 0, "", err);
@@ -358,7 +358,7 @@ static VitStatus eval(const EvalArgs *a, VitError *err) {
     const double t0 = vit_now();
     if (s == VIT_OK && d.used.count == 0)
         s = vit_fail(err, VIT_ERR_INPUT, "the %s split holds no images", a->split);
-    if (s == VIT_OK) s = evaluate(&vit, &d.used, pre.mean[0], pre.std[0], B, &r, err);
+    if (s == VIT_OK) s = eval_run(&vit, &d.used, pre.mean[0], pre.std[0], B, &r, err);
     const double seconds = vit_now() - t0;
     // 4. what it got right, class by class, and what it confused
     if (s == VIT_OK) {

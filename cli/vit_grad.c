@@ -101,7 +101,7 @@ static VitStatus check_input_shape(const SafeTensors *st, const StTensor *e, con
         return vit_fail(err, VIT_ERR_INPUT,
                         "%s: tensor 'input' has shape %s, but the model in %s expects "
                         "(B, %d, %d, %d)%s", path,
-                        shape_format(text, sizeof text, e->ndim, e->shape, NULL), weights,
+                        tensor_shape_format(text, sizeof text, e->ndim, e->shape, NULL), weights,
                         c->channels, c->image_size, c->image_size,
                         e->ndim == 4 && e->shape[0] > MAX_IMAGES ? " with B at most 256" : "");
     return VIT_OK;

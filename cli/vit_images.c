@@ -63,7 +63,7 @@ VitStatus cli_apply_image_size(Vit *vit, const ImageArgs *a, VitError *err) {
  */
 VitStatus cli_preprocess(Preprocess *p, const ImageArgs *a, const Vit *vit, VitError *err) {
     const VitConfig *c = &vit->config;
-    VitStatus s = preprocess_for_model(p, a->preset, default_preset(vit), &vit->file,
+    VitStatus s = image_preprocess_for_model(p, a->preset, default_preset(vit), &vit->file,
                                        c->image_size, c->channels, err);
     if (s == VIT_ERR_USAGE) { // the preset the flag named: say which flag
         char msg[sizeof err->msg];
@@ -71,10 +71,10 @@ VitStatus cli_preprocess(Preprocess *p, const ImageArgs *a, const Vit *vit, VitE
         return vit_fail(err, s, "--preprocess: %s", msg);
     }
     if (s == VIT_OK && a->mean)
-        s = preprocess_parse_values(p->mean, p->channels, a->mean, "--mean", VIT_ERR_USAGE, false,
+        s = image_preprocess_parse_values(p->mean, p->channels, a->mean, "--mean", VIT_ERR_USAGE, false,
                                     err);
     if (s == VIT_OK && a->std)
-        s = preprocess_parse_values(p->std, p->channels, a->std, "--std", VIT_ERR_USAGE, true, err);
+        s = image_preprocess_parse_values(p->std, p->channels, a->std, "--std", VIT_ERR_USAGE, true, err);
     return s;
 }
 

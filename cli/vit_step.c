@@ -135,7 +135,7 @@ static VitStatus train_step(const StepRun *t, const StepArgs *sa, double lr, int
     VitStatus s = vit_forward_backward(t->vit, t->grads, &t->tb->images, t->tb->targets,
                                        t->smoothing, loss, NULL, NULL, err);
     if (s != VIT_OK) return s;
-    *norm = sa->clip > 0 ? clip_grad_norm(t->opt->params, t->opt->count, sa->clip)
+    *norm = sa->clip > 0 ? optim_clip_grad_norm(t->opt->params, t->opt->count, sa->clip)
                          : optim_grad_norm(t->opt->params, t->opt->count);
     if (!isfinite(*loss) || !isfinite(*norm)) {
         VitError why;
@@ -261,7 +261,7 @@ VitStatus cmd_step(const VitCommand *self, int argc, char **argv, VitError *err)
     if (s == VIT_OK) s = vit_forward(&vit, &tb.images, NULL, NULL, err);
     if (s == VIT_OK) {
         Tensor logits = vit_logits(&vit);
-        const float after = cross_entropy(NULL, logits.data, tb.targets, tb.batch,
+        const float after = loss_cross_entropy(NULL, logits.data, tb.targets, tb.batch,
                                           vit.config.num_classes, a.smoothing);
         printf("loss after %d step%s: %.6f (%.1f images/s)\n", sa.steps, sa.steps == 1 ? "" : "s",
                (double)after, seconds > 0 ? tb.batch * sa.steps / seconds : 0.0);

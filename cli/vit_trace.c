@@ -96,7 +96,7 @@ static VitStatus read_input_file(Tensor *batch, const char *path, const Vit *vit
                e->shape[3] != c->image_size) {
         s = vit_fail(err, VIT_ERR_INPUT,
                      "%s: tensor 'input' has shape %s, but the model in %s expects (B, %d, %d, %d)"
-                     "%s", path, shape_format(text, sizeof text, e->ndim, e->shape, NULL), weights,
+                     "%s", path, tensor_shape_format(text, sizeof text, e->ndim, e->shape, NULL), weights,
                      c->channels, c->image_size, c->image_size,
                      e->ndim == 4 && e->shape[0] > MAX_IMAGES ? " with B at most 256" : "");
     } else {

@@ -6,7 +6,7 @@
  * The recipe: parse the flags → load the 60,000 training images and split
  * off the last 5,000 for validation → draw a model from the seed → (resume
  * from a checkpoint) → for each epoch: every batch is one trainer_step()
- * (train.h), with a progress line; then evaluate() on the validation split,
+ * (train.h), with a progress line; then eval_run() on the validation split,
  * a row of the CSV log and a checkpoint, each written atomically → at the
  * end, the test split once, for the record, and the model with its
  * metadata. The test images never choose anything: the run is fixed before
@@ -246,8 +246,8 @@ static VitStatus check_files(const TrainFlags *f, const char *dir, VitError *err
     // what is read: the data (a file not found is the loader's message, later) and --resume
     FashionMnistFiles train, test;
     VitError missing;
-    (void)fashion_mnist_files(&train, dir, "train", &missing);
-    (void)fashion_mnist_files(&test, dir, "test", &missing);
+    (void)dataset_fashion_mnist_files(&train, dir, "train", &missing);
+    (void)dataset_fashion_mnist_files(&test, dir, "test", &missing);
     const CliInput reads[] = {{train.images, "the training images (--data)"},
                               {train.labels, "the training labels (--data)"},
                               {test.images, "the test images (--data)"},
@@ -466,7 +466,7 @@ static VitStatus restore_log(Run *r, const char *path, VitError *err) {
 static VitStatus end_epoch(Run *r, const TrainFlags *f, const EpochStats *e, VitError *err) {
     const double seconds = vit_now() - e->started; // the training steps' time alone
     EvalResult val;
-    VitStatus s = evaluate(&r->t.vit, &r->val, r->t.config.mean, r->t.config.std,
+    VitStatus s = eval_run(&r->t.vit, &r->val, r->t.config.mean, r->t.config.std,
                            r->t.config.batch, &val, err);
     if (s != VIT_OK) return s;
     char row[256];
@@ -527,7 +527,7 @@ static VitStatus train_loop(Run *r, const TrainFlags *f, VitError *err) {
 // to validate on, and the test split, loaded now when it will be used, so that
 // a missing or foreign test file is found before the first step, not after the last.
 static VitStatus load_data(Run *r, const TrainFlags *f, const char *dir, VitError *err) {
-    VitStatus s = fashion_mnist_load(&r->all, dir, "train", err);
+    VitStatus s = dataset_fashion_mnist_load(&r->all, dir, "train", err);
     if (s != VIT_OK) return s;
     if ((s = dataset_split_validation(&r->train, &r->val, &r->all, FASHION_MNIST_VAL, err)) !=
         VIT_OK) {
@@ -542,7 +542,7 @@ static VitStatus load_data(Run *r, const TrainFlags *f, const char *dir, VitErro
                         FASHION_MNIST_VAL);
     if (f->limit) r->train = dataset_slice(&r->train, 0, f->limit);
     if (!f->test) return VIT_OK;
-    if ((s = fashion_mnist_load(&r->test, dir, "test", err)) != VIT_OK) return s;
+    if ((s = dataset_fashion_mnist_load(&r->test, dir, "test", err)) != VIT_OK) return s;
     if (r->test.size != r->all.size || r->test.channels != r->all.channels)
         return vit_fail(err, VIT_ERR_INPUT, "%s: the test images are %d×%d, the training "
                         "images %d×%d: not one data set (or give --test 0)",
@@ -569,7 +569,7 @@ static VitStatus start(Run *r, const TrainFlags *f, VitConfig *model, VitError *
 static VitStatus test_once(Run *r, VitError *err) {
     EvalResult test;
     const TrainConfig *c = &r->t.config;
-    VitStatus s = evaluate(&r->t.vit, &r->test, c->mean, c->std, c->batch, &test, err);
+    VitStatus s = eval_run(&r->t.vit, &r->test, c->mean, c->std, c->batch, &test, err);
     if (s != VIT_OK) return s;
     snprintf(r->test_acc, sizeof r->test_acc, "%.4f", eval_accuracy(&test));
     printf("test accuracy of the final model: %.2f%% (%d of %d)\n", 100 * eval_accuracy(&test),

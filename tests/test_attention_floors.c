@@ -43,9 +43,9 @@ static void test_maps_on_a_thousand_test_images(void) {
     Preprocess pre;
     VitError err;
     CU_ASSERT_EQUAL_FATAL(vit_build(&vit, path, &err), VIT_OK);
-    CU_ASSERT_EQUAL_FATAL(preprocess_for_model(&pre, NULL, "fashion-mnist", &vit.file, 28, 1, &err),
+    CU_ASSERT_EQUAL_FATAL(image_preprocess_for_model(&pre, NULL, "fashion-mnist", &vit.file, 28, 1, &err),
                           VIT_OK);
-    CU_ASSERT_EQUAL_FATAL(fashion_mnist_load(&test, NULL, "test", &err), VIT_OK);
+    CU_ASSERT_EQUAL_FATAL(dataset_fashion_mnist_load(&test, NULL, "test", &err), VIT_OK);
     AttentionMeasures m;
     CU_ASSERT_EQUAL_FATAL(attention_measure(&vit, &test, IMAGES, pre.mean[0], pre.std[0], BATCH,
                                             GARMENT, SEED, &m, &err),
@@ -66,7 +66,7 @@ static void test_maps_on_a_thousand_test_images(void) {
     // last layer's most, the gradient-weighted map's least; masking never
     // raises the mean probability
     const int k10 = MEASURE_KS - 1;
-    CU_ASSERT_EQUAL(measure_ks[k10], 10);
+    CU_ASSERT_EQUAL(rollout_measure_ks[k10], 10);
     CU_ASSERT(m.prob_top[MAP_LAST_LAYER][k10] < m.prob_random[k10] - 0.08);
     CU_ASSERT(m.prob_top[MAP_ROLLOUT][k10] < m.prob_random[k10] - 0.07);
     CU_ASSERT(m.prob_top[MAP_ROLLOUT_MAX][k10] < m.prob_random[k10] - 0.04);
@@ -77,7 +77,7 @@ static void test_maps_on_a_thousand_test_images(void) {
     if (CU_get_number_of_failures() > 0)
         for (int map = 0; map < MAP_COUNT; map++)
             fprintf(stderr, "  %-28s on the garment %.3f (uniform %.3f), k=10 %.3f (random %.3f)\n",
-                    map_method_name((MapMethod)map), m.mass[map], u, m.prob_top[map][k10],
+                    rollout_map_method_name((MapMethod)map), m.mass[map], u, m.prob_top[map][k10],
                     m.prob_random[k10]);
     dataset_free(&test);
     vit_free(&vit);

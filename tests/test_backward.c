@@ -132,7 +132,7 @@ static void test_linear_matches_autograd(void) {
     GoldenSet g = {.file = "backward_ops.safetensors"};
     const float *x = gin(&g, "linear.x"), *w = gin(&g, "linear.w"), *dout = gin(&g, "linear.dout");
     float *dx = new_floats(B * N * D), *dw = new_floats(M * D), *db = new_floats(M);
-    linear_backward(dx, dw, db, dout, x, w, B * N, D, M);
+    ops_linear_backward(dx, dw, db, dout, x, w, B * N, D, M);
     check_golden(g.file, "linear.dx", dx);
     check_golden(g.file, "linear.dw", dw);
     check_golden(g.file, "linear.db", db);
@@ -180,14 +180,14 @@ static void test_cross_entropy_matches_pytorch(void) {
         int targets[N];
         for (int b = 0; b < N; b++) targets[b] = (int)t[b];
         float *dz = new_floats(N * Y), loss;
-        loss = cross_entropy(dz, z, targets, N, Y, eps);
+        loss = loss_cross_entropy(dz, z, targets, N, Y, eps);
         CU_ASSERT_TRUE(isfinite(loss));
         char name[64];
         snprintf(name, sizeof name, "%s.loss", cases[c]);
         check_golden(g.file, name, &loss);
         snprintf(name, sizeof name, "%s.dlogits", cases[c]);
         check_golden(g.file, name, dz);
-        CU_ASSERT_EQUAL(cross_entropy(NULL, z, targets, N, Y, eps), loss); // the same without
+        CU_ASSERT_EQUAL(loss_cross_entropy(NULL, z, targets, N, Y, eps), loss); // the same without
         free(dz), golden_set_free(&g);
     }
 }
@@ -338,7 +338,7 @@ typedef struct {
 } LinearCtx;
 static void linear_fwd(void *c, float *out) {
     LinearCtx *l = c;
-    linear(out, l->x, l->w, l->b, B * N, D, M);
+    ops_linear(out, l->x, l->w, l->b, B * N, D, M);
 }
 
 static void test_linear_finite_differences(void) {
@@ -348,7 +348,7 @@ static void test_linear_finite_differences(void) {
                    random_floats(&rng, M, 0, 0.1f)};
     float *g = random_floats(&rng, B * N * M, 0, 1);
     float *dx = new_floats(B * N * D), *dw = new_floats(M * D), *db = new_floats(M);
-    linear_backward(dx, dw, db, g, l.x, l.w, B * N, D, M);
+    ops_linear_backward(dx, dw, db, g, l.x, l.w, B * N, D, M);
     Objective o = {linear_fwd, &l, B * N * M, g};
     fd_check("linear dx", &o, l.x, dx, B * N * D);
     fd_check("linear dw", &o, l.w, dw, M * D);
@@ -423,7 +423,7 @@ typedef struct {
 } LossCtx;
 static void loss_fwd(void *c, float *out) {
     LossCtx *l = c;
-    out[0] = cross_entropy(NULL, l->logits, l->targets, N, Y, l->smoothing);
+    out[0] = loss_cross_entropy(NULL, l->logits, l->targets, N, Y, l->smoothing);
 }
 
 static void test_cross_entropy_finite_differences(void) {
@@ -434,10 +434,10 @@ static void test_cross_entropy_finite_differences(void) {
         rng_seed(&rng, 15);
         LossCtx l = {random_floats(&rng, N * Y, 0, 2.0f), targets, smoothing[s]};
         float *dz = new_floats(N * Y), one = 1.0f;
-        cross_entropy(dz, l.logits, targets, N, Y, l.smoothing);
+        loss_cross_entropy(dz, l.logits, targets, N, Y, l.smoothing);
         Objective o = {loss_fwd, &l, 1, &one};
         char label[64];
-        snprintf(label, sizeof label, "cross_entropy dlogits (eps %g)", (double)smoothing[s]);
+        snprintf(label, sizeof label, "loss_cross_entropy dlogits (eps %g)", (double)smoothing[s]);
         fd_check(label, &o, l.logits, dz, N * Y);
         free(l.logits), free(dz);
     }
@@ -694,7 +694,7 @@ typedef struct {
 } Backward;
 
 static void run_linear(const Inputs *in, float **o) {
-    linear_backward(o[0], o[1], o[2], in->dout_lin, in->x, in->w, B * N, D, M);
+    ops_linear_backward(o[0], o[1], o[2], in->dout_lin, in->x, in->w, B * N, D, M);
 }
 static void run_layernorm(const Inputs *in, float **o) {
     layernorm_backward(o[0], o[1], o[2], in->dout_ln, in->x, in->gamma, B * N, D, 1e-6f);
@@ -706,7 +706,7 @@ static void run_softmax(const Inputs *in, float **o) {
     softmax_backward(o[0], in->dout_sm, in->p, G * N, N);
 }
 static void run_cross_entropy(const Inputs *in, float **o) {
-    cross_entropy(o[0], in->logits, in->targets, N, Y, 0.1f);
+    loss_cross_entropy(o[0], in->logits, in->targets, N, Y, 0.1f);
 }
 static void run_scale_mask(const Inputs *in, float **o) {
     attention_scale_mask_backward(o[0], in->dscores, &in->opt, B, H, N, DH);
@@ -734,11 +734,11 @@ static void run_positions(const Inputs *in, float **o) {
 }
 
 static const Backward backwards[] = {
-    {"linear_backward", 3, {B * N * D, M * D, M}, true, run_linear},
+    {"ops_linear_backward", 3, {B * N * D, M * D, M}, true, run_linear},
     {"layernorm_backward", 3, {B * N * D, D, D}, true, run_layernorm},
     {"gelu_backward", 1, {B * N * M}, false, run_gelu},
     {"softmax_backward", 1, {G * N * N}, false, run_softmax},
-    {"cross_entropy", 1, {N * Y}, true, run_cross_entropy},
+    {"loss_cross_entropy", 1, {N * Y}, true, run_cross_entropy},
     {"attention_scale_mask_backward", 1, {G * N * N}, false, run_scale_mask},
     {"attention_scores_backward", 2, {G * N * DH, G * N * DH}, true, run_scores},
     {"attention_context_backward", 2, {G * N * N, G * N * DH}, true, run_context},
@@ -861,7 +861,7 @@ static void test_cross_entropy_is_stable_and_exact(void) {
     const float z[2 * 3] = {1e4f, -1e4f, 0.0f, 5.0f, 5.0f, 5.0f};
     const int t[2] = {1, 2};
     float dz[6] = {0};
-    const float loss = cross_entropy(dz, z, t, 2, 3, 0.0f);
+    const float loss = loss_cross_entropy(dz, z, t, 2, 3, 0.0f);
     // image 0: lse = 1e4, loss 2e4; image 1: uniform, loss ln 3. Mean of both.
     CU_ASSERT_DOUBLE_EQUAL(loss, (2e4 + log(3.0)) / 2, 1e-2);
     CU_ASSERT_DOUBLE_EQUAL(dz[0], 0.5, 1e-7);  // (1 − 0) / 2
@@ -869,13 +869,13 @@ static void test_cross_entropy_is_stable_and_exact(void) {
     CU_ASSERT_DOUBLE_EQUAL(dz[5], (1.0 / 3 - 1) / 2, 1e-7);
     // gradient rows sum to 0 (both softmax and q sum to 1), smoothing or not
     float dz2[6] = {0};
-    cross_entropy(dz2, z, t, 2, 3, 0.3f);
+    loss_cross_entropy(dz2, z, t, 2, 3, 0.3f);
     CU_ASSERT_DOUBLE_EQUAL(dz2[0] + dz2[1] + dz2[2], 0.0, 1e-7);
     CU_ASSERT_DOUBLE_EQUAL(dz2[1], (0.0 - (0.7 + 0.1)) / 2, 1e-7); // q on target: 1 − ε + ε/Y
     // perfect uniform prediction under full smoothing (ε = 1): q uniform, loss ln Y, no gradient
     const float flat[3] = {2.0f, 2.0f, 2.0f};
     float dflat[3] = {0};
-    CU_ASSERT_DOUBLE_EQUAL(cross_entropy(dflat, flat, t, 1, 3, 1.0f), log(3.0), 1e-6);
+    CU_ASSERT_DOUBLE_EQUAL(loss_cross_entropy(dflat, flat, t, 1, 3, 1.0f), log(3.0), 1e-6);
     for (int y = 0; y < 3; y++) CU_ASSERT_DOUBLE_EQUAL(dflat[y], 0.0, 1e-7);
 }
 
@@ -930,22 +930,22 @@ static void test_gemm_acc_backends_match_naive(void) {
 }
 
 CU_TestInfo tests_backward[] = {
-    {"linear_backward matches autograd", test_linear_matches_autograd},
+    {"ops_linear_backward matches autograd", test_linear_matches_autograd},
     {"layernorm_backward matches autograd", test_layernorm_matches_autograd},
     {"gelu_backward matches autograd", test_gelu_matches_autograd},
     {"softmax_backward matches autograd (masked rows)", test_softmax_matches_autograd},
-    {"cross_entropy matches PyTorch (smoothing, big logits)", test_cross_entropy_matches_pytorch},
+    {"loss_cross_entropy matches PyTorch (smoothing, big logits)", test_cross_entropy_matches_pytorch},
     {"attention backward matches autograd", test_attention_matches_autograd},
     {"attention backward matches autograd: causal + key padding, scale 0.3",
      test_attention_masked_matches_autograd},
     {"heads split/merge backward match autograd", test_heads_match_autograd},
     {"patch_embed_backward matches autograd (Conv2d)", test_patch_embed_matches_autograd},
     {"tokens backward matches autograd", test_tokens_match_autograd},
-    {"linear_backward: finite differences", test_linear_finite_differences},
+    {"ops_linear_backward: finite differences", test_linear_finite_differences},
     {"layernorm_backward: finite differences", test_layernorm_finite_differences},
     {"gelu_backward: finite differences", test_gelu_finite_differences},
     {"softmax_backward: finite differences (masked rows)", test_softmax_finite_differences},
-    {"cross_entropy: finite differences", test_cross_entropy_finite_differences},
+    {"loss_cross_entropy: finite differences", test_cross_entropy_finite_differences},
     {"attention_scale_mask_backward: finite differences",
      test_attention_scale_mask_finite_differences},
     {"attention_scores_backward: finite differences", test_attention_scores_finite_differences},
@@ -961,7 +961,7 @@ CU_TestInfo tests_backward[] = {
      test_layernorm_backward_gamma_null_is_ones},
     {"softmax_backward: a constant gradient gives 0",
      test_softmax_backward_constant_gradient_gives_zero},
-    {"cross_entropy: logits of 1e4 are fine, exact cases",
+    {"loss_cross_entropy: logits of 1e4 are fine, exact cases",
      test_cross_entropy_is_stable_and_exact},
     {"matmul_acc, _bt_acc, _at_acc: every backend equals naive",
      test_gemm_acc_backends_match_naive},

@@ -50,7 +50,7 @@ static void test_dot_of_small_vectors(void) {
 static void test_dot_is_symmetric_and_linear(void) {
     float a[5] = {0.5f, -1.25f, 2.0f, 3.5f, -0.75f}, b[5] = {1.5f, 0.25f, -2.0f, 1.0f, 4.0f};
     float twice_b[5];
-    scale(twice_b, b, 2.0f, 5);
+    ops_scale(twice_b, b, 2.0f, 5);
     CU_ASSERT_EQUAL(dot(a, b, 5), dot(b, a, 5));
     CU_ASSERT_DOUBLE_EQUAL(dot(a, twice_b, 5), 2.0 * dot(a, b, 5), 1e-6);
 }

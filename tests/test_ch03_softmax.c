@@ -291,7 +291,7 @@ static void test_probe_each_row_is_a_distribution(void) {
     const int rows = scores.shape[0], cols = scores.shape[1];
     float x[16], got[16];
     CU_ASSERT_FATAL(rows * cols <= 16);
-    add(x, scores.data, mask.data, scores.numel);
+    ops_add(x, scores.data, mask.data, scores.numel);
     fill_nan(got, scores.numel);
     softmax(got, x, rows, cols);
     Tensor g = tensor_view(got, 2, rows, cols);

@@ -182,11 +182,11 @@ static void test_one_head_is_chapter_04_attention(void) {
     Rng rng;
     rng_seed(&rng, 53);
     rng_fill_normal(&rng, x, N * D, 0.0f, 1.0f);
-    linear(q, x, L.w.q_w, L.w.q_b, N, D, D);
-    linear(k, x, L.w.k_w, L.w.k_b, N, D, D);
-    linear(v, x, L.w.v_w, L.w.v_b, N, D, D);
+    ops_linear(q, x, L.w.q_w, L.w.q_b, N, D, D);
+    ops_linear(k, x, L.w.k_w, L.w.k_b, N, D, D);
+    ops_linear(v, x, L.w.v_w, L.w.v_b, N, D, D);
     attention(ctx, probs, q, k, v, NULL, N, D);
-    linear(expected, ctx, L.w.proj_w, L.w.proj_b, N, D, D);
+    ops_linear(expected, ctx, L.w.proj_w, L.w.proj_b, N, D, D);
     run_mha(out, x, &L, 1, N, NULL);
     for (int i = 0; i < N * D; i++) CU_ASSERT_DOUBLE_EQUAL(out[i], expected[i], 1e-5);
     layer_free(&L);
@@ -462,9 +462,9 @@ typedef struct {
 
 static const StageMistake MISTAKES[] = {
     {0, SPLIT_COPY, "q is the projection x*q_w^T + q_b not split into heads. %s"},
-    {0, NO_QKV_BIAS, "q lacks its bias: q = x*q_w^T + q_b (linear() with w->q_b; NULL means none)"},
-    {1, NO_QKV_BIAS, "k lacks its bias: k = x*k_w^T + k_b (linear() with w->k_b)"},
-    {2, NO_QKV_BIAS, "v lacks its bias: v = x*v_w^T + v_b (linear() with w->v_b)"},
+    {0, NO_QKV_BIAS, "q lacks its bias: q = x*q_w^T + q_b (ops_linear() with w->q_b; NULL means none)"},
+    {1, NO_QKV_BIAS, "k lacks its bias: k = x*k_w^T + k_b (ops_linear() with w->k_b)"},
+    {2, NO_QKV_BIAS, "v lacks its bias: v = x*v_w^T + v_b (ops_linear() with w->v_b)"},
     {4, NO_SCALE, "did you divide by √Dh? scaled equals scores (plus the masks): "
                   "attention_scale_mask() multiplies every score by 1/√Dh"},
     {4, NO_OPTIONS, "mha_forward() ignored opt: its masks (and scale) reach the scores only if "
@@ -473,7 +473,7 @@ static const StageMistake MISTAKES[] = {
                           "row sums to 1, softmax(s->probs, s->scaled, B*H*N, N)"},
     {6, MERGE_COPY, "context: %s"},
     {7, NO_PROJ, "out equals the merged heads (context): the output projection is missing, "
-                 "out = context*proj_w^T + proj_b (linear())"},
+                 "out = context*proj_w^T + proj_b (ops_linear())"},
     {7, NO_PROJ_BIAS, "the output projection lacks its bias: out = context*proj_w^T + proj_b"},
 };
 

@@ -230,7 +230,7 @@ static void test_probe_embed(void) {
         bool own_patches_wrong = !tensor_near(&sv, &patches, 0.0f, 0.0f);
         Suspect s[] = {
             {"W is read transposed: the conv weight (D, C, p, p) is an nn.Linear weight (D, "
-             "C*p*p), out = patches * W^T + b: linear(out, patches, w, b, B*P, C*p*p, D)", wt},
+             "C*p*p), out = patches * W^T + b: ops_linear(out, patches, w, b, B*P, C*p*p, D)", wt},
             {"the bias is missing: out = patches * W^T + b (b may be NULL: then there is none)",
              nobias},
             {"only image 0 is embedded: the linear layer runs over all B*P patches, "

@@ -95,10 +95,10 @@ static void test_positions_break_the_symmetry(void) {
     Setup s;
     setup(&s, 72);
     float e[N * D], out[N * D], xp[N * D], out_p[N * D], expected[N * D];
-    add(e, s.x, s.pos, N * D);
+    ops_add(e, s.x, s.pos, N * D);
     mha(out, e, &s);
     permute(xp, s.x);
-    add(e, xp, s.pos, N * D); // positions stay with the slots
+    ops_add(e, xp, s.pos, N * D); // positions stay with the slots
     mha(out_p, e, &s);
     permute(expected, out);
     CU_ASSERT(max_diff(out_p, expected, N * D) > 1e-2f);

@@ -102,12 +102,12 @@ static void test_block_is_prenorm_attention_then_mlp(void) {
     mha_scratch_carve(&scratch, mem, B, N, D, H);
     layernorm(ln, x, s.w.norm1_w, s.w.norm1_b, B * N, D, 1e-6f);
     mha_forward(attn, ln, &s.w.attn, NULL, &scratch, B, N, D, H, NULL);
-    add(r1, x, attn, B * N * D);
+    ops_add(r1, x, attn, B * N * D);
     layernorm(ln, r1, s.w.norm2_w, s.w.norm2_b, B * N, D, 1e-6f);
-    linear(h, ln, s.w.fc1_w, s.w.fc1_b, B * N, D, M);
+    ops_linear(h, ln, s.w.fc1_w, s.w.fc1_b, B * N, D, M);
     gelu(h, h, B * N * M);
-    linear(f, h, s.w.fc2_w, s.w.fc2_b, B * N, M, D);
-    add(expected, r1, f, B * N * D);
+    ops_linear(f, h, s.w.fc2_w, s.w.fc2_b, B * N, M, D);
+    ops_add(expected, r1, f, B * N * D);
     Tensor a = tensor_view(out, 3, B, N, D), e = tensor_view(expected, 3, B, N, D);
     assert_tensor_close(&a, &e, 1e-5f, 1e-5f, "block vs its pieces");
     free(mem);
@@ -137,7 +137,7 @@ static void test_sublayers_see_a_normalised_stream(void) {
     random_x(x, 86);
     vit_block_forward(out, x, &s.w, &s.cfg, &s.acts, B, NULL);
     memcpy(attn, s.acts.attn, sizeof attn);
-    scale(big, x, 10.0f, B * N * D);
+    ops_scale(big, x, 10.0f, B * N * D);
     vit_block_forward(out, big, &s.w, &s.cfg, &s.acts, B, NULL);
     for (int i = 0; i < B * N * D; i++) CU_ASSERT_DOUBLE_EQUAL(s.acts.attn[i], attn[i], 1e-4);
     free(s.mem);
@@ -452,20 +452,20 @@ static void block_with(float *out, const float *x, const VitBlockWeights *w, con
     layernorm_with(h, x, w->norm1_w, w->norm1_b, n, dim, c->ln_eps, LN_RIGHT);
     mha_forward(attn, post ? x : h, &w->attn, NULL, &scratch, nb, n / nb, dim, c->heads, NULL);
     if (mistake == BLOCK_NO_ATTN_RESIDUAL) memcpy(r1, attn, sizeof(float) * nd);
-    else add(r1, x, attn, nd);
+    else ops_add(r1, x, attn, nd);
     if (post) layernorm_with(r1, r1, w->norm1_w, w->norm1_b, n, dim, c->ln_eps, LN_RIGHT);
     const float *mlp_in = post ? r1 : h;
     const bool norm1_again = mistake == BLOCK_NORM2_WITH_NORM1;
     if (!post)
         layernorm_with(h, mistake == BLOCK_NORM2_OF_X ? x : r1, norm1_again ? w->norm1_w : w->norm2_w,
                        norm1_again ? w->norm1_b : w->norm2_b, n, dim, c->ln_eps, LN_RIGHT);
-    linear(f1, mlp_in, w->fc1_w, w->fc1_b, n, dim, mlp);
+    ops_linear(f1, mlp_in, w->fc1_w, w->fc1_b, n, dim, mlp);
     if (mistake != BLOCK_NO_GELU && mistake != BLOCK_GELU_AFTER_FC2)
         gelu_with(f1, f1, (size_t)n * mlp, GELU_RIGHT);
-    linear(f2, f1, w->fc2_w, w->fc2_b, n, mlp, dim);
+    ops_linear(f2, f1, w->fc2_w, w->fc2_b, n, mlp, dim);
     if (mistake == BLOCK_GELU_AFTER_FC2) gelu_with(f2, f2, nd, GELU_RIGHT);
     if (mistake == BLOCK_NO_MLP_RESIDUAL) memcpy(out, f2, sizeof(float) * nd);
-    else add(out, mistake == BLOCK_MLP_RESIDUAL_FROM_X ? x : r1, f2, nd);
+    else ops_add(out, mistake == BLOCK_MLP_RESIDUAL_FROM_X ? x : r1, f2, nd);
     if (post) layernorm_with(out, out, w->norm2_w, w->norm2_b, n, dim, c->ln_eps, LN_RIGHT);
     free(h), free(attn), free(r1), free(f2), free(f1), free(mem);
 }

@@ -178,8 +178,8 @@ static void test_the_data(void) {
     // 60,000 and 10,000 images, 6,000 and 1,000 of each class; the published μ and σ
     Dataset train, test;
     VitError err;
-    CU_ASSERT_EQUAL_FATAL(fashion_mnist_load(&train, NULL, "train", &err), VIT_OK);
-    CU_ASSERT_EQUAL_FATAL(fashion_mnist_load(&test, NULL, "test", &err), VIT_OK);
+    CU_ASSERT_EQUAL_FATAL(dataset_fashion_mnist_load(&train, NULL, "train", &err), VIT_OK);
+    CU_ASSERT_EQUAL_FATAL(dataset_fashion_mnist_load(&test, NULL, "test", &err), VIT_OK);
     CU_ASSERT_EQUAL(train.count, 60000);
     CU_ASSERT_EQUAL(test.count, 10000);
     int per_train[10] = {0}, per_test[10] = {0};
@@ -263,12 +263,12 @@ static void test_the_shipped_model(void) {
     Dataset test;
     VitError err;
     CU_ASSERT_EQUAL_FATAL(vit_build(&vit, path, &err), VIT_OK);
-    CU_ASSERT_EQUAL_FATAL(fashion_mnist_load(&test, NULL, "test", &err), VIT_OK);
+    CU_ASSERT_EQUAL_FATAL(dataset_fashion_mnist_load(&test, NULL, "test", &err), VIT_OK);
     const Dataset slice = dataset_slice(&test, 0, 1000);
     const char *m = st_meta(&vit.file, "mean"), *s = st_meta(&vit.file, "std");
     const float mean = m ? strtof(m, NULL) : 0.2860f, std = s ? strtof(s, NULL) : 0.3530f;
     EvalResult r;
-    CU_ASSERT_EQUAL_FATAL(evaluate(&vit, &slice, mean, std, 50, &r, &err), VIT_OK);
+    CU_ASSERT_EQUAL_FATAL(eval_run(&vit, &slice, mean, std, 50, &r, &err), VIT_OK);
     printf("\n      the shipped model: %.1f%% of the first 1,000 test images ",
            100 * eval_accuracy(&r));
     CU_ASSERT(eval_accuracy(&r) >= SHIPPED_FLOOR);
@@ -303,7 +303,7 @@ static const Dataset *probe_data(void) {
     static bool loaded;
     if (!loaded) {
         VitError err;
-        if (fashion_mnist_load(&all, NULL, "train", &err) != VIT_OK) {
+        if (dataset_fashion_mnist_load(&all, NULL, "train", &err) != VIT_OK) {
             fprintf(stderr, "\n    %s\n", err.msg);
             return NULL;
         }
@@ -330,7 +330,7 @@ typedef enum {
     ADAMW_TWICE,  // adamw_step() called a second time after the first
     MISTAKES,
     LOSS_AFTER = MISTAKES, // right, but reporting the loss of a forward after the update
-    CLIP_ZERO,             // clip_grad_norm() called with a clip of 0 too
+    CLIP_ZERO,             // optim_clip_grad_norm() called with a clip of 0 too
 } Mistake;
 
 static const char *const HINT[MISTAKES] = {
@@ -341,7 +341,7 @@ static const char *const HINT[MISTAKES] = {
     "forward + backward and clipping come first, then adamw_step()",
     "adamw_step() ran before the backward: the update must use this batch's gradient, so "
     "forward + backward and clipping come first, then adamw_step()",
-    "the gradient was not clipped: clip_grad_norm(t->opt.params, t->opt.count, "
+    "the gradient was not clipped: optim_clip_grad_norm(t->opt.params, t->opt.count, "
     "t->config.clip) scales it to length clip before the update (0 means no clipping)",
     "the gradient was clipped after adamw_step(): the update used the gradient unclipped; "
     "clip first, then adamw_step()",
@@ -382,17 +382,17 @@ static VitStatus reference_step(Trainer *t, TrainStep *out, VitError *err, Mista
                                                m == NO_SMOOTHING ? 0.0f : c->smoothing, &loss, err);
     if (st != VIT_OK) return st;
     const bool clip = (c->clip > 0 || m == CLIP_ZERO) && m != NO_CLIP && m != CLIP_AFTER;
-    const double norm = clip ? clip_grad_norm(t->opt.params, t->opt.count, c->clip)
+    const double norm = clip ? optim_clip_grad_norm(t->opt.params, t->opt.count, c->clip)
                              : optim_grad_norm(t->opt.params, t->opt.count);
     if (!isfinite(loss) || !isfinite(norm)) return vit_fail(err, VIT_ERR_INPUT, "not finite");
     if (m != STEP_FIRST && m != STEP_LATE) adamw_step(&t->opt, lr);
     if (m == ADAMW_TWICE) adamw_step(&t->opt, lr);
-    if (m == CLIP_AFTER) clip_grad_norm(t->opt.params, t->opt.count, c->clip);
+    if (m == CLIP_AFTER) optim_clip_grad_norm(t->opt.params, t->opt.count, c->clip);
     const Tensor logits = vit_logits(&t->vit);
     *out = (TrainStep){.loss = loss, .grad_norm = norm, .lr = lr,
-                       .correct = logits_correct(logits.data, t->labels, c->batch, mc->num_classes)};
+                       .correct = eval_logits_correct(logits.data, t->labels, c->batch, mc->num_classes)};
     if (m == LOSS_AFTER && vit_forward(&t->vit, &images, NULL, NULL, err) == VIT_OK)
-        out->loss = cross_entropy(NULL, vit_logits(&t->vit).data, t->labels, c->batch,
+        out->loss = loss_cross_entropy(NULL, vit_logits(&t->vit).data, t->labels, c->batch,
                                   mc->num_classes, c->smoothing);
     t->step += m == COUNT_TWICE ? 2 : m == COUNT_NONE ? 0 : 1;
     return VIT_OK;
@@ -529,7 +529,7 @@ static void test_probe_trainer_step(void) {
                 check_hint("after %d steps the weights are not those of the loop body: the "
                            "batch (trainer_next_batch()), lr_at(&t->schedule, t->step), "
                            "vit_grads_zero(), vit_shards_forward_backward() with the smoothing, "
-                           "clip_grad_norm() to t->config.clip, adamw_step(), t->step++, in "
+                           "optim_clip_grad_norm() to t->config.clip, adamw_step(), t->step++, in "
                            "that order", PROBE_STEPS);
         }
     }
@@ -577,15 +577,15 @@ static void test_probe_trainer_step_reports(void) {
                 CU_FAIL("TrainStep.grad_norm is not the gradient's norm before clipping");
                 check_hint("%s", same_value(a->grad_norm, clip)
                                      ? "grad_norm reported is the norm after clipping: report "
-                                       "what clip_grad_norm() returns, the norm before"
+                                       "what optim_clip_grad_norm() returns, the norm before"
                                      : "TrainStep.grad_norm is the gradient's global norm "
-                                       "before clipping, what clip_grad_norm() returns");
+                                       "before clipping, what optim_clip_grad_norm() returns");
                 break;
             }
             if (a->correct != b->correct) {
                 CU_FAIL("TrainStep.correct is not the batch's right answers");
                 check_hint("TrainStep.correct counts the images of the batch whose largest "
-                           "logit is their label: logits_correct() on vit_logits() of this "
+                           "logit is their label: eval_logits_correct() on vit_logits() of this "
                            "step's forward (got %d, want %d at step %d)", a->correct,
                            b->correct, k + 1);
                 break;
@@ -626,7 +626,7 @@ static void test_probe_trainer_step_counts(void) {
 }
 
 // A clip of 0 means no clipping (PyTorch's loop has no clip_grad_norm_ then):
-// clip_grad_norm() called with 0 would scale every gradient to length 0.
+// optim_clip_grad_norm() called with 0 would scale every gradient to length 0.
 static void test_probe_trainer_step_clip_zero(void) {
     Snapshot got, want, clipped;
     probe_clip = 0.0f;
@@ -642,7 +642,7 @@ static void test_probe_trainer_step_clip_zero(void) {
         if (!assert_tensor_close(&g, &w, SAME_ATOL, SAME_RTOL,
                                  "the weights after 2 steps with a clip of 0 (no clipping)") &&
             same_state(&got, &clipped))
-            check_hint("a clip of 0 means no clipping: call clip_grad_norm() only when "
+            check_hint("a clip of 0 means no clipping: call optim_clip_grad_norm() only when "
                        "t->config.clip > 0 (with 0 it scales every gradient to length 0), and "
                        "report optim_grad_norm() then");
         CU_ASSERT_DOUBLE_EQUAL(got.out[1].grad_norm, want.out[1].grad_norm, 1e-4 * want.out[1].grad_norm);

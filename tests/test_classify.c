@@ -86,7 +86,7 @@ static void test_classify_prints_top_k(void) {
     Preprocess pre;
     CU_ASSERT_EQUAL_FATAL(vit_build(&vit, w, &err), VIT_OK);
     CU_ASSERT_EQUAL_FATAL(image_load(&picture, img, &err), VIT_OK);
-    CU_ASSERT_EQUAL_FATAL(preprocess_preset(&pre, "torchvision", 32, &err), VIT_OK);
+    CU_ASSERT_EQUAL_FATAL(image_preprocess_preset(&pre, "torchvision", 32, &err), VIT_OK);
     Tensor x = tensor_new(4, 1, 3, 32, 32);
     image_preprocess(x.data, &picture, &pre);
     CU_ASSERT_EQUAL_FATAL(vit_forward(&vit, &x, NULL, NULL, &err), VIT_OK);
@@ -179,7 +179,7 @@ static void test_trace_accepts_an_image(void) {
     Preprocess pre;
     VitError err;
     CU_ASSERT_EQUAL_FATAL(image_load(&picture, img, &err), VIT_OK);
-    CU_ASSERT_EQUAL_FATAL(preprocess_preset(&pre, "hf", 32, &err), VIT_OK);
+    CU_ASSERT_EQUAL_FATAL(image_preprocess_preset(&pre, "hf", 32, &err), VIT_OK);
     Tensor input = tensor_new(4, 1, 3, 32, 32);
     image_preprocess(input.data, &picture, &pre);
     StWriter wr = {0};
@@ -271,7 +271,7 @@ static Tensor grey_input(const char *img, float mean, float std) {
     Preprocess pre;
     VitError err;
     CU_ASSERT_EQUAL_FATAL(image_load(&picture, img, &err), VIT_OK);
-    CU_ASSERT_EQUAL_FATAL(preprocess_preset(&pre, "fashion-mnist", 28, &err), VIT_OK);
+    CU_ASSERT_EQUAL_FATAL(image_preprocess_preset(&pre, "fashion-mnist", 28, &err), VIT_OK);
     pre.mean[0] = mean, pre.std[0] = std;
     Tensor x = tensor_new(4, 1, 1, 28, 28);
     image_preprocess(x.data, &picture, &pre);

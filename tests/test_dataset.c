@@ -40,7 +40,7 @@ static const Dataset *fashion(const char *split) {
         fashion_tried[k] = true;
         if (!fashion_tried[1 - k]) atexit(free_fashion);
         VitError err = {{0}};
-        if (fashion_mnist_load(&fashion_sets[k], NULL, split, &err) != VIT_OK)
+        if (dataset_fashion_mnist_load(&fashion_sets[k], NULL, split, &err) != VIT_OK)
             fprintf(stderr, "\n    %s (scripts/deps.sh installs dataset-fashion-mnist)\n", err.msg);
     }
     return fashion_sets[k].count > 0 ? &fashion_sets[k] : NULL;
@@ -54,7 +54,7 @@ static void check_fashion(const char *split, int count) {
     CU_ASSERT_EQUAL(d->size, 28);
     CU_ASSERT_EQUAL(d->classes, 10);
     CU_ASSERT(d->pixels == d->owned_pixels && d->labels == d->owned_labels);
-    CU_ASSERT_PTR_EQUAL(d->class_names, FASHION_MNIST_CLASSES);
+    CU_ASSERT_PTR_EQUAL(d->class_names, DATASET_FASHION_MNIST_CLASSES);
     // both sets start with an ankle boot
     CU_ASSERT_EQUAL(d->labels[0], 9);
     CU_ASSERT_STRING_EQUAL(d->class_names[d->labels[0]], "Ankle boot");
@@ -69,7 +69,7 @@ static void test_fashion_test(void) { check_fashion("test", 10000); }
 static void test_class_names(void) {
     const char *want[10] = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
                             "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"};
-    for (int c = 0; c < 10; c++) CU_ASSERT_STRING_EQUAL(FASHION_MNIST_CLASSES[c], want[c]);
+    for (int c = 0; c < 10; c++) CU_ASSERT_STRING_EQUAL(DATASET_FASHION_MNIST_CLASSES[c], want[c]);
 }
 
 // The published normalisation of Fashion-MNIST: mean 0.2860, std 0.3530.
@@ -121,7 +121,7 @@ static void test_slices_and_validation_split(void) {
     CU_ASSERT(train.owned_pixels == NULL && train.owned_labels == NULL);
     CU_ASSERT(val.owned_pixels == NULL && val.owned_labels == NULL);
     CU_ASSERT(val.channels == 1 && val.size == 28 && val.classes == 10);
-    CU_ASSERT_PTR_EQUAL(val.class_names, FASHION_MNIST_CLASSES);
+    CU_ASSERT_PTR_EQUAL(val.class_names, DATASET_FASHION_MNIST_CLASSES);
     // the validation set's last image is the training file's last
     CU_ASSERT_EQUAL(memcmp(val.pixels + (size_t)4999 * 784, d->pixels + (size_t)59999 * 784, 784), 0);
     // a slice of a slice
@@ -181,7 +181,7 @@ static void expect_load_failure(const char *dir, const char *split, VitStatus st
     Dataset d;
     memset(&d, 0x5a, sizeof d);
     VitError err = {{0}};
-    CU_ASSERT_EQUAL(fashion_mnist_load(&d, dir, split, &err), status);
+    CU_ASSERT_EQUAL(dataset_fashion_mnist_load(&d, dir, split, &err), status);
     CU_ASSERT(d.count == 0 && d.pixels == NULL && d.labels == NULL && d.owned_pixels == NULL &&
               d.owned_labels == NULL && d.class_names == NULL);
     bool ok = strstr(err.msg, a) && (!b || strstr(err.msg, b));
@@ -198,7 +198,7 @@ static void test_load_checks(void) {
     write_set(&dir, "train", 3, 3, 3, labels, 3, false);
     Dataset d;
     VitError err = {{0}};
-    CU_ASSERT_EQUAL_FATAL(fashion_mnist_load(&d, dir.path, "train", &err), VIT_OK);
+    CU_ASSERT_EQUAL_FATAL(dataset_fashion_mnist_load(&d, dir.path, "train", &err), VIT_OK);
     CU_ASSERT(d.count == 3 && d.size == 3 && d.channels == 1 && d.classes == 10);
     CU_ASSERT(d.pixels[8] == (unsigned char)(8 * 19) && d.labels[1] == 9);
     dataset_free(&d);
@@ -244,7 +244,7 @@ static Dataset tiny_set(void) {
     for (int k = 0; k < (int)sizeof tiny_px; k++) tiny_px[k] = (unsigned char)(k * 89 + k / 7);
     tiny_px[0] = 0, tiny_px[1] = 255;
     return (Dataset){.count = TN, .channels = TC, .size = TS, .classes = 10, .pixels = tiny_px,
-                     .labels = tiny_lab, .class_names = FASHION_MNIST_CLASSES};
+                     .labels = tiny_lab, .class_names = DATASET_FASHION_MNIST_CLASSES};
 }
 
 static float norm(unsigned char v, float mean, float std) { return ((float)v / 255.0f - mean) / std; }
@@ -299,7 +299,7 @@ static void test_augment_draws_in_range(void) {
     const Augment aug = {4, true};
     int seen[9] = {0}, flips = 0, n = 9000;
     for (int t = 0; t < n; t++) {
-        AugmentDraw a = augment_draw(&aug, &rng);
+        AugmentDraw a = dataset_augment_draw(&aug, &rng);
         CU_ASSERT_FATAL(a.dy >= 0 && a.dy <= 8 && a.dx >= 0 && a.dx <= 8);
         seen[a.dy]++, seen[a.dx]++;
         flips += a.flip;
@@ -308,7 +308,7 @@ static void test_augment_draws_in_range(void) {
     CU_ASSERT(abs(flips - n / 2) < 300);
     // pad 0, no flip: (0, 0), nothing drawn
     Rng before = rng;
-    AugmentDraw a = augment_draw(&(Augment){0, false}, &rng);
+    AugmentDraw a = dataset_augment_draw(&(Augment){0, false}, &rng);
     CU_ASSERT(a.dy == 0 && a.dx == 0 && !a.flip);
     CU_ASSERT_EQUAL(memcmp(&rng, &before, sizeof rng), 0);
 }
@@ -326,7 +326,7 @@ static void test_flip_mirrors_exactly(void) {
     dataset_batch(out, labels, &d, idx, B, 0.5f, 0.25f, &aug, &rng);
     int flipped = 0;
     for (int b = 0; b < B; b++) {
-        AugmentDraw a = augment_draw(&aug, &replay);
+        AugmentDraw a = dataset_augment_draw(&aug, &replay);
         CU_ASSERT(a.dy == 0 && a.dx == 0);
         flipped += a.flip;
         const float *o = out + b * TC * TS * TS;
@@ -358,7 +358,7 @@ static void test_crop_matches_reference(void) {
         dataset_batch(out, labels, &d, idx, B, 0.1f, 0.7f, &aug, &rng);
         bool moved = false;
         for (int b = 0; b < B; b++) {
-            AugmentDraw a = augment_draw(&aug, &replay);
+            AugmentDraw a = dataset_augment_draw(&aug, &replay);
             CU_ASSERT(a.dy >= 0 && a.dy <= 2 * pad && a.dx >= 0 && a.dx <= 2 * pad);
             moved = moved || a.dy != pad || a.dx != pad;
             reference_augmented(ref, &d, idx[b], pad, a, 0.1f, 0.7f);
@@ -379,7 +379,7 @@ static void test_crop_matches_reference(void) {
     for (int t = 0; t < 40; t++) {
         int zero = 0, l;
         dataset_batch(out, &l, &w, &zero, 1, 0.0f, 1.0f, &aug, &rng);
-        AugmentDraw a = augment_draw(&aug, &replay);
+        AugmentDraw a = dataset_augment_draw(&aug, &replay);
         int black = 0;
         for (int k = 0; k < TC * TS * TS; k++) black += out[k] == 0.0f;
         int inside = (TS - abs(a.dy - 2)) * (TS - abs(a.dx - 2));

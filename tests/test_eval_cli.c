@@ -1,7 +1,7 @@
 /**
  * @file test_eval_cli.c
  * @brief `vit eval`, run for real on Fashion-MNIST: the report's parts and
- *        their sums, against the labels of the images and against evaluate()
+ *        their sums, against the labels of the images and against eval_run()
  *        called here; the weights' own names and normalisation; the splits and
  *        a folder of the same files; and every refusal, one line each.
  *
@@ -76,7 +76,7 @@ static char *run_ok(const char *const *args) {
 static Dataset load(const char *split) {
     Dataset d;
     VitError err;
-    if (fashion_mnist_load(&d, NULL, split, &err) != VIT_OK) {
+    if (dataset_fashion_mnist_load(&d, NULL, split, &err) != VIT_OK) {
         fprintf(stderr, "\n    %s (scripts/deps.sh installs dataset-fashion-mnist)\n", err.msg);
         CU_FAIL_FATAL("Fashion-MNIST is not installed");
     }
@@ -199,7 +199,7 @@ static void expect_narrow(const char *out, const char *path) {
 }
 
 // The parts of a report agree with each other, with the images' labels
-// (want_images), and with the confusion matrix evaluate() gives (want).
+// (want_images), and with the confusion matrix eval_run() gives (want).
 static void expect_consistent(const Report *r, int n, const int want_images[Y],
                               const EvalResult *want) {
     CU_ASSERT_EQUAL(r->count, n);
@@ -246,7 +246,7 @@ static void expect_consistent(const Report *r, int n, const int want_images[Y],
     CU_ASSERT_EQUAL(r->pairs, nonzero < 5 ? nonzero : 5);
 }
 
-// evaluate() on images first … first + n − 1 of `d`, with the model in `path`.
+// eval_run() on images first … first + n − 1 of `d`, with the model in `path`.
 static EvalResult library_eval(const char *path, const Dataset *d, int first, int n, float mean,
                                float std) {
     Vit vit;
@@ -254,9 +254,9 @@ static EvalResult library_eval(const char *path, const Dataset *d, int first, in
     EvalResult r = {0};
     CU_ASSERT_EQUAL_FATAL(vit_build(&vit, path, &err), VIT_OK);
     const Dataset part = dataset_slice(d, first, n);
-    if (evaluate(&vit, &part, mean, std, 64, &r, &err) != VIT_OK) {
+    if (eval_run(&vit, &part, mean, std, 64, &r, &err) != VIT_OK) {
         fprintf(stderr, "\n    %s\n", err.msg);
-        CU_FAIL("evaluate() failed");
+        CU_FAIL("eval_run() failed");
     }
     vit_free(&vit);
     return r;
@@ -309,7 +309,7 @@ static void test_eval_a_random_model(void) {
     int want_images[Y];
     label_counts(want_images, &test, 0, 200);
     EvalResult want = library_eval(w, &test, 0, 200, 0.2860f, 0.3530f);
-    const Report r = read_report(out, FASHION_MNIST_CLASSES);
+    const Report r = read_report(out, DATASET_FASHION_MNIST_CLASSES);
     expect_consistent(&r, 200, want_images, &want);
     CU_ASSERT(r.pairs >= 1); // a random model mistakes many
     eval_free(&want);
@@ -394,7 +394,7 @@ static void test_eval_splits(void) {
         int want_images[Y];
         label_counts(want_images, &all, cases[i].first, cases[i].n);
         EvalResult want = library_eval(w, &all, cases[i].first, cases[i].n, 0.2860f, 0.3530f);
-        const Report r = read_report(out, FASHION_MNIST_CLASSES);
+        const Report r = read_report(out, DATASET_FASHION_MNIST_CLASSES);
         expect_consistent(&r, cases[i].n, want_images, &want);
         eval_free(&want);
         free(out);
@@ -444,7 +444,7 @@ static void test_eval_a_folder_of_files(void) {
     int want_images[Y];
     label_counts(want_images, &test, 0, 37);
     EvalResult want = library_eval(w, &test, 0, 37, 0.2860f, 0.3530f);
-    const Report r = read_report(out, FASHION_MNIST_CLASSES);
+    const Report r = read_report(out, DATASET_FASHION_MNIST_CLASSES);
     expect_consistent(&r, 37, want_images, &want);
     eval_free(&want);
     free(out);

@@ -397,7 +397,7 @@ static void test_grad_with_one_channel(void) {
     Image picture;
     Preprocess pre;
     CU_ASSERT_EQUAL_FATAL(image_load(&picture, test_image(img), &err), VIT_OK);
-    CU_ASSERT_EQUAL_FATAL(preprocess_preset(&pre, "fashion-mnist", 28, &err), VIT_OK);
+    CU_ASSERT_EQUAL_FATAL(image_preprocess_preset(&pre, "fashion-mnist", 28, &err), VIT_OK);
     Tensor grey = tensor_new(4, 1, 1, 28, 28);
     image_preprocess(grey.data, &picture, &pre);
     image_free(&picture);
@@ -449,7 +449,7 @@ static int step_lines(const char *out, StepLine *lines, int max, double *after) 
 }
 
 // The losses `vit step` prints fall and are those of the library's own loop
-// (zero, forward + backward, clip_grad_norm, adamw_step at lr_at) on a model
+// (zero, forward + backward, optim_clip_grad_norm, adamw_step at lr_at) on a model
 // built here; the weights it writes are the ones that loop leaves; the input
 // file is untouched.
 static void test_step_losses_fall_and_equal_the_library(void) {
@@ -497,7 +497,7 @@ static void test_step_losses_fall_and_equal_the_library(void) {
         vit_grads_zero(&grads);
         CU_ASSERT_EQUAL_FATAL(vit_forward_backward(&vit, &grads, &input, targets, 0.1f, &loss,
                                                    NULL, NULL, &err), VIT_OK);
-        const double norm = clip_grad_norm(opt.params, opt.count, 1.0);
+        const double norm = optim_clip_grad_norm(opt.params, opt.count, 1.0);
         const double lr = lr_at(&sched, s);
         adamw_step(&opt, lr);
         want[s] = loss;

@@ -118,7 +118,7 @@ static void check_preset_small(const char *preset) {
         Image img = load_test_image(IMAGES[i]);
         Preprocess p;
         VitError err;
-        CU_ASSERT_EQUAL_FATAL(preprocess_preset(&p, preset, 32, &err), VIT_OK);
+        CU_ASSERT_EQUAL_FATAL(image_preprocess_preset(&p, preset, 32, &err), VIT_OK);
         Tensor got = tensor_new(3, 3, 32, 32);
         image_preprocess(got.data, &img, &p);
         char name[64];
@@ -135,7 +135,7 @@ static void check_preset_224(const char *preset) {
         Image img = load_test_image(IMAGES[i]);
         Preprocess p;
         VitError err;
-        CU_ASSERT_EQUAL_FATAL(preprocess_preset(&p, preset, 224, &err), VIT_OK);
+        CU_ASSERT_EQUAL_FATAL(image_preprocess_preset(&p, preset, 224, &err), VIT_OK);
         Tensor got = tensor_new(3, 3, 224, 224);
         image_preprocess(got.data, &img, &p);
         char name[96];
@@ -169,7 +169,7 @@ static void test_square_image_is_not_resampled(void) {
     Image img = load_test_image("square32");
     Preprocess p;
     VitError err;
-    CU_ASSERT_EQUAL_FATAL(preprocess_preset(&p, "timm", 32, &err), VIT_OK);
+    CU_ASSERT_EQUAL_FATAL(image_preprocess_preset(&p, "timm", 32, &err), VIT_OK);
     Tensor got = tensor_new(3, 3, 32, 32);
     image_preprocess(got.data, &img, &p);
     // pixel (0,0) red channel: (v/255 - 0.5)/0.5 of the stored value, untouched
@@ -181,15 +181,15 @@ static void test_square_image_is_not_resampled(void) {
 static void test_presets_settings(void) {
     Preprocess p;
     VitError err;
-    CU_ASSERT_EQUAL(preprocess_preset(&p, "timm", 224, &err), VIT_OK);
+    CU_ASSERT_EQUAL(image_preprocess_preset(&p, "timm", 224, &err), VIT_OK);
     CU_ASSERT_EQUAL(p.resize_short, 248); // floor(224 / 0.9)
     CU_ASSERT_EQUAL(p.filter, FILTER_BICUBIC);
-    CU_ASSERT_EQUAL(preprocess_preset(&p, "torchvision", 224, &err), VIT_OK);
+    CU_ASSERT_EQUAL(image_preprocess_preset(&p, "torchvision", 224, &err), VIT_OK);
     CU_ASSERT_EQUAL(p.resize_short, 256);
     CU_ASSERT_DOUBLE_EQUAL(p.mean[0], 0.485, 1e-7);
-    CU_ASSERT_EQUAL(preprocess_preset(&p, "hf", 224, &err), VIT_OK);
+    CU_ASSERT_EQUAL(image_preprocess_preset(&p, "hf", 224, &err), VIT_OK);
     CU_ASSERT_EQUAL(p.resize_short, 0);
-    CU_ASSERT_EQUAL(preprocess_preset(&p, "caffe", 224, &err), VIT_ERR_USAGE);
+    CU_ASSERT_EQUAL(image_preprocess_preset(&p, "caffe", 224, &err), VIT_ERR_USAGE);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "unknown preprocessing preset 'caffe'"));
 }
 
@@ -277,7 +277,7 @@ static void test_preset_fashion_mnist_matches_pillow(void) {
         Image img = load_test_image(want[i].image);
         Preprocess p;
         VitError err;
-        CU_ASSERT_EQUAL_FATAL(preprocess_preset(&p, "fashion-mnist", 28, &err), VIT_OK);
+        CU_ASSERT_EQUAL_FATAL(image_preprocess_preset(&p, "fashion-mnist", 28, &err), VIT_OK);
         CU_ASSERT_EQUAL(p.channels, 1);
         p.mean[0] = 0, p.std[0] = 1; // x = v/255: the pixels come back exactly
         float x[28 * 28];
@@ -297,7 +297,7 @@ static void test_preset_fashion_mnist_matches_pillow(void) {
         CU_ASSERT_EQUAL(v[393], want[i].middle);
         CU_ASSERT_EQUAL(v[783], want[i].last);
         // and normalised with the preset's own mean and std
-        CU_ASSERT_EQUAL(preprocess_preset(&p, "fashion-mnist", 28, &err), VIT_OK);
+        CU_ASSERT_EQUAL(image_preprocess_preset(&p, "fashion-mnist", 28, &err), VIT_OK);
         image_preprocess(x, &img, &p);
         CU_ASSERT_DOUBLE_EQUAL(x[393], (want[i].middle / 255.0f - 0.2860f) / 0.3530f, 1e-6);
         image_free(&img);
@@ -314,10 +314,10 @@ static void test_grey_resizes_as_each_rgb_channel(void) {
     for (int k = 0; k < 4; k++) {
         Preprocess p1, p3;
         VitError err;
-        CU_ASSERT_EQUAL_FATAL(preprocess_preset(&p1, presets[k], 24, &err), VIT_OK);
+        CU_ASSERT_EQUAL_FATAL(image_preprocess_preset(&p1, presets[k], 24, &err), VIT_OK);
         p3 = p1;
-        CU_ASSERT_EQUAL(preprocess_set_channels(&p1, 1, &err), VIT_OK);
-        CU_ASSERT_EQUAL(preprocess_set_channels(&p3, 3, &err), VIT_OK);
+        CU_ASSERT_EQUAL(image_preprocess_set_channels(&p1, 1, &err), VIT_OK);
+        CU_ASSERT_EQUAL(image_preprocess_set_channels(&p3, 3, &err), VIT_OK);
         p1.mean[0] = p3.mean[0] = p3.mean[1] = p3.mean[2] = 0.25f;
         p1.std[0] = p3.std[0] = p3.std[1] = p3.std[2] = 0.5f;
         float one[24 * 24], three[3 * 24 * 24];
@@ -338,7 +338,7 @@ static void test_grey_image_for_an_rgb_model(void) {
     for (int i = 0; i < 4; i++) g.pixels[i] = (unsigned char)(60 * i + 10);
     Preprocess p;
     VitError err;
-    CU_ASSERT_EQUAL_FATAL(preprocess_preset(&p, "torchvision", 2, &err), VIT_OK);
+    CU_ASSERT_EQUAL_FATAL(image_preprocess_preset(&p, "torchvision", 2, &err), VIT_OK);
     float x[12];
     image_preprocess(x, &g, &p);
     for (int c = 0; c < 3; c++)
@@ -350,7 +350,7 @@ static void test_grey_image_for_an_rgb_model(void) {
 static void test_presets_fit_the_model_channels(void) {
     Preprocess p;
     VitError err;
-    CU_ASSERT_EQUAL(preprocess_preset(&p, "fashion-mnist", 28, &err), VIT_OK);
+    CU_ASSERT_EQUAL(image_preprocess_preset(&p, "fashion-mnist", 28, &err), VIT_OK);
     CU_ASSERT_STRING_EQUAL(p.name, "fashion-mnist");
     CU_ASSERT_EQUAL(p.channels, 1);
     CU_ASSERT_EQUAL(p.resize_short, 28);
@@ -359,36 +359,36 @@ static void test_presets_fit_the_model_channels(void) {
     CU_ASSERT_DOUBLE_EQUAL(p.mean[0], 0.2860, 1e-7);
     CU_ASSERT_DOUBLE_EQUAL(p.std[0], 0.3530, 1e-7);
     // one value for three channels: the same everywhere
-    CU_ASSERT_EQUAL(preprocess_set_channels(&p, 3, &err), VIT_OK);
+    CU_ASSERT_EQUAL(image_preprocess_set_channels(&p, 3, &err), VIT_OK);
     CU_ASSERT_EQUAL(p.channels, 3);
     for (int c = 0; c < 3; c++)
         CU_ASSERT(p.mean[c] == 0.2860f && p.std[c] == 0.3530f);
     // three for one: the luma-weighted sum; hf's 0.5 stays exactly 0.5
-    CU_ASSERT_EQUAL(preprocess_preset(&p, "hf", 28, &err), VIT_OK);
+    CU_ASSERT_EQUAL(image_preprocess_preset(&p, "hf", 28, &err), VIT_OK);
     CU_ASSERT_EQUAL(p.channels, 3);
-    CU_ASSERT_EQUAL(preprocess_set_channels(&p, 1, &err), VIT_OK);
+    CU_ASSERT_EQUAL(image_preprocess_set_channels(&p, 1, &err), VIT_OK);
     CU_ASSERT(p.channels == 1 && p.mean[0] == 0.5f && p.std[0] == 0.5f);
-    CU_ASSERT_EQUAL(preprocess_preset(&p, "torchvision", 28, &err), VIT_OK);
-    CU_ASSERT_EQUAL(preprocess_set_channels(&p, 1, &err), VIT_OK);
+    CU_ASSERT_EQUAL(image_preprocess_preset(&p, "torchvision", 28, &err), VIT_OK);
+    CU_ASSERT_EQUAL(image_preprocess_set_channels(&p, 1, &err), VIT_OK);
     CU_ASSERT_DOUBLE_EQUAL(p.mean[0], 0.299 * 0.485 + 0.587 * 0.456 + 0.114 * 0.406, 1e-6);
     CU_ASSERT_DOUBLE_EQUAL(p.std[0], 0.299 * 0.229 + 0.587 * 0.224 + 0.114 * 0.225, 1e-6);
     // pictures have no other number of channels
-    CU_ASSERT_EQUAL(preprocess_set_channels(&p, 4, &err), VIT_ERR_INPUT);
+    CU_ASSERT_EQUAL(image_preprocess_set_channels(&p, 4, &err), VIT_ERR_INPUT);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "a model of 4 channels cannot read them"));
     // the unknown-preset message lists every preset
-    CU_ASSERT_EQUAL(preprocess_preset(&p, "caffe", 28, &err), VIT_ERR_USAGE);
+    CU_ASSERT_EQUAL(image_preprocess_preset(&p, "caffe", 28, &err), VIT_ERR_USAGE);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "known: hf, timm, torchvision, fashion-mnist"));
 }
 
 static void test_parse_values(void) {
     float v[3] = {0};
     VitError err;
-    CU_ASSERT_EQUAL(preprocess_parse_values(v, 3, "0.5", "--mean", VIT_ERR_USAGE, false, &err), VIT_OK);
+    CU_ASSERT_EQUAL(image_preprocess_parse_values(v, 3, "0.5", "--mean", VIT_ERR_USAGE, false, &err), VIT_OK);
     CU_ASSERT(v[0] == 0.5f && v[1] == 0.5f && v[2] == 0.5f);
-    CU_ASSERT_EQUAL(preprocess_parse_values(v, 3, "0.1,-0.2,3e-1", "--mean", VIT_ERR_USAGE, false,
+    CU_ASSERT_EQUAL(image_preprocess_parse_values(v, 3, "0.1,-0.2,3e-1", "--mean", VIT_ERR_USAGE, false,
                                             &err), VIT_OK);
     CU_ASSERT(v[0] == 0.1f && v[1] == -0.2f && v[2] == 0.3f);
-    CU_ASSERT_EQUAL(preprocess_parse_values(v, 1, "0.286", "m", VIT_ERR_INPUT, false, &err), VIT_OK);
+    CU_ASSERT_EQUAL(image_preprocess_parse_values(v, 1, "0.286", "m", VIT_ERR_INPUT, false, &err), VIT_OK);
     CU_ASSERT(v[0] == 0.286f);
     const struct {
         int channels;
@@ -410,7 +410,7 @@ static void test_parse_values(void) {
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         for (int k = 0; k < 2; k++) { // the status asked for: usage for a flag, input for a file
             const VitStatus status = k ? VIT_ERR_INPUT : VIT_ERR_USAGE;
-            CU_ASSERT_EQUAL(preprocess_parse_values(v, bad[i].channels, bad[i].text, "WHAT", status,
+            CU_ASSERT_EQUAL(image_preprocess_parse_values(v, bad[i].channels, bad[i].text, "WHAT", status,
                                                     bad[i].positive, &err), status);
             const bool ok = strncmp(err.msg, "WHAT: ", 6) == 0 && strstr(err.msg, bad[i].needle);
             if (!ok) fprintf(stderr, "\n    '%s': %s\n", bad[i].text, err.msg);
@@ -441,28 +441,28 @@ static void test_preprocessing_from_the_model_file(void) {
     Preprocess p;
     VitError err;
     // no file, or a file without a word on it: the fallback preset
-    CU_ASSERT_EQUAL(preprocess_for_model(&p, NULL, "timm", NULL, 32, 3, &err), VIT_OK);
+    CU_ASSERT_EQUAL(image_preprocess_for_model(&p, NULL, "timm", NULL, 32, 3, &err), VIT_OK);
     CU_ASSERT(strcmp(p.name, "timm") == 0 && p.channels == 3 && p.mean[0] == 0.5f);
     SafeTensors empty = {0}; // a model built in memory (vit_build_random) has a zeroed file
-    CU_ASSERT_EQUAL(preprocess_for_model(&p, NULL, "fashion-mnist", &empty, 28, 1, &err), VIT_OK);
+    CU_ASSERT_EQUAL(image_preprocess_for_model(&p, NULL, "fashion-mnist", &empty, 28, 1, &err), VIT_OK);
     CU_ASSERT(strcmp(p.name, "fashion-mnist") == 0 && p.mean[0] == 0.2860f);
     // the file names its preset and normalisation
     parse_meta(&st, buf, sizeof buf,
                "\"preprocess\":\"fashion-mnist\",\"mean\":\"0.25\",\"std\":\"0.375\"");
-    CU_ASSERT_EQUAL(preprocess_for_model(&p, NULL, "timm", &st, 28, 1, &err), VIT_OK);
+    CU_ASSERT_EQUAL(image_preprocess_for_model(&p, NULL, "timm", &st, 28, 1, &err), VIT_OK);
     CU_ASSERT(strcmp(p.name, "fashion-mnist") == 0 && p.resize_short == 28 && p.channels == 1);
     CU_ASSERT(p.mean[0] == 0.25f && p.std[0] == 0.375f);
     // a preset asked for wins over the file's; the file's mean and std still win over the preset's
-    CU_ASSERT_EQUAL(preprocess_for_model(&p, "hf", "timm", &st, 28, 1, &err), VIT_OK);
+    CU_ASSERT_EQUAL(image_preprocess_for_model(&p, "hf", "timm", &st, 28, 1, &err), VIT_OK);
     CU_ASSERT(strcmp(p.name, "hf") == 0 && p.resize_short == 0);
     CU_ASSERT(p.mean[0] == 0.25f && p.std[0] == 0.375f);
     // on an RGB model the one value serves every channel
-    CU_ASSERT_EQUAL(preprocess_for_model(&p, NULL, "timm", &st, 28, 3, &err), VIT_OK);
+    CU_ASSERT_EQUAL(image_preprocess_for_model(&p, NULL, "timm", &st, 28, 3, &err), VIT_OK);
     CU_ASSERT(p.channels == 3 && p.mean[2] == 0.25f && p.std[1] == 0.375f);
     st_close(&st);
     // per-channel values
     parse_meta(&st, buf, sizeof buf, "\"mean\":\"0.1,0.2,0.3\"");
-    CU_ASSERT_EQUAL(preprocess_for_model(&p, NULL, "hf", &st, 32, 3, &err), VIT_OK);
+    CU_ASSERT_EQUAL(image_preprocess_for_model(&p, NULL, "hf", &st, 32, 3, &err), VIT_OK);
     CU_ASSERT(p.mean[0] == 0.1f && p.mean[1] == 0.2f && p.mean[2] == 0.3f && p.std[0] == 0.5f);
     st_close(&st);
     // refusals name the file and the key
@@ -484,7 +484,7 @@ static void test_preprocessing_from_the_model_file(void) {
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         parse_meta(&st, buf, sizeof buf, bad[i].meta);
-        CU_ASSERT_EQUAL(preprocess_for_model(&p, NULL, "timm", &st, 28, bad[i].channels, &err),
+        CU_ASSERT_EQUAL(image_preprocess_for_model(&p, NULL, "timm", &st, 28, bad[i].channels, &err),
                         bad[i].status);
         if (!strstr(err.msg, bad[i].needle)) fprintf(stderr, "\n    %s\n", err.msg);
         CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, bad[i].needle));
@@ -492,7 +492,7 @@ static void test_preprocessing_from_the_model_file(void) {
     }
     // an unknown preset asked for is bad usage, not the file's fault
     parse_meta(&st, buf, sizeof buf, "\"preprocess\":\"fashion-mnist\"");
-    CU_ASSERT_EQUAL(preprocess_for_model(&p, "caffe", "timm", &st, 28, 1, &err), VIT_ERR_USAGE);
+    CU_ASSERT_EQUAL(image_preprocess_for_model(&p, "caffe", "timm", &st, 28, 1, &err), VIT_ERR_USAGE);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "unknown preprocessing preset 'caffe'"));
     st_close(&st);
 }

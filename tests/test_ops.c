@@ -80,7 +80,7 @@ static void test_linear_matches_pytorch(void) {
     Tensor x = golden("linear.x"), w = golden("linear.w"), b = golden("linear.b");
     Tensor want = golden("linear.out");
     Tensor got = tensor_new(2, x.shape[0], w.shape[0]);
-    linear(got.data, x.data, w.data, b.data, x.shape[0], x.shape[1], w.shape[0]);
+    ops_linear(got.data, x.data, w.data, b.data, x.shape[0], x.shape[1], w.shape[0]);
     assert_tensor_close(&got, &want, 1e-5f, 1e-4f, "linear");
     tensor_free(&x), tensor_free(&w), tensor_free(&b), tensor_free(&want), tensor_free(&got);
 }
@@ -269,9 +269,9 @@ static void test_gelu_known_values(void) {
 
 static void test_scale_and_add(void) {
     float a[3] = {1, 2, 3}, b[3] = {10, 20, 30}, y[3];
-    scale(y, a, 0.5f, 3);
+    ops_scale(y, a, 0.5f, 3);
     CU_ASSERT_EQUAL(y[2], 1.5f);
-    add(y, a, b, 3);
+    ops_add(y, a, b, 3);
     CU_ASSERT_EQUAL(y[0], 11.0f);
     CU_ASSERT_EQUAL(y[2], 33.0f);
 }
@@ -279,11 +279,11 @@ static void test_scale_and_add(void) {
 static void test_top_k_orders_nan_last_ties_by_index(void) {
     const float v[6] = {0.5f, 2, NAN, 2, -1, 3};
     int idx[6];
-    CU_ASSERT_EQUAL(top_k(idx, 3, v, 6), 3);
+    CU_ASSERT_EQUAL(ops_top_k(idx, 3, v, 6), 3);
     CU_ASSERT_EQUAL(idx[0], 5);
     CU_ASSERT_EQUAL(idx[1], 1); // ties: the lower index first
     CU_ASSERT_EQUAL(idx[2], 3);
-    CU_ASSERT_EQUAL(top_k(idx, 10, v, 6), 6);
+    CU_ASSERT_EQUAL(ops_top_k(idx, 10, v, 6), 6);
     CU_ASSERT_EQUAL(idx[4], 4);
     CU_ASSERT_EQUAL(idx[5], 2); // NaN last
 }
@@ -339,7 +339,7 @@ typedef struct {
     int i;
 } Ranked;
 
-// qsort's comparison for top_k()'s promise: larger first, NaN last, lower index on ties.
+// qsort's comparison for ops_top_k()'s promise: larger first, NaN last, lower index on ties.
 static int ranked_order(const void *pa, const void *pb) {
     const Ranked *a = pa, *b = pb;
     if (isnan(a->v) != isnan(b->v)) return isnan(a->v) ? 1 : -1;
@@ -368,13 +368,13 @@ static void fill_with_ties(float *v, int n, uint64_t seed) {
     }
 }
 
-// top_k(k) must be the first min(k, n) of the reference order, and write nothing after them.
+// ops_top_k(k) must be the first min(k, n) of the reference order, and write nothing after them.
 static void check_top_k(const float *v, const int *order, int n, int k) {
     const int want = k <= 0 ? 0 : k < n ? k : n, room = (k > n ? k : n) + 1;
     const int untouched = -7;
     int *idx = malloc(sizeof *idx * (size_t)room);
     for (int j = 0; j < room; j++) idx[j] = untouched;
-    const int got = top_k(idx, k, v, n);
+    const int got = ops_top_k(idx, k, v, n);
     CU_ASSERT_EQUAL(got, want);
     int bad = -1; // the first wrong position
     for (int j = 0; j < room && bad < 0; j++)

@@ -9,7 +9,7 @@
  *     parameters after every step, and its m and v after the last;
  *   - lr_at() gives PyTorch's schedulers' learning rate at every step of
  *     three schedules (a warm-up from a fraction, from 0, none);
- *   - clip_grad_norm() gives clip_grad_norm_'s result, above and below max_norm;
+ *   - optim_clip_grad_norm() gives clip_grad_norm_'s result, above and below max_norm;
  *   - by hand: two Adam steps, the first step's size lr·sign(g) whatever |g|
  *     (bias correction), decay skipped where it should be and never in m, v;
  *     the schedule's corners; a norm that needs double; clipping's edge cases;
@@ -182,7 +182,7 @@ static void test_ten_steps_equal_pytorch(void) {
         for (int i = 0; i < RUN_TENSORS; i++)
             memcpy(r.list[i].grad, r.grads[i].data + (size_t)step * r.list[i].numel,
                    r.list[i].numel * sizeof(float));
-        const double norm = clip_grad_norm(opt.params, opt.count, run_max_norm);
+        const double norm = optim_clip_grad_norm(opt.params, opt.count, run_max_norm);
         CU_ASSERT_TRUE(near_rel(norm, r.norm.data[step], 1e-6, "the norm before clipping"));
         worst_norm = fmax(worst_norm, fabs(norm - r.norm.data[step]) / r.norm.data[step]);
         const double lr = lr_at(&run_schedule, step);
@@ -249,7 +249,7 @@ static void test_clipping_equals_pytorch(void) {
             p[i] = (OptimParam){.data = c[i].data, .grad = g[i].data, .numel = g[i].numel};
         }
         Tensor norm = gold(file, cases[k], "norm"), max_norm = gold(file, cases[k], "max_norm");
-        const double got = clip_grad_norm(p, 3, max_norm.data[0]);
+        const double got = optim_clip_grad_norm(p, 3, max_norm.data[0]);
         CU_ASSERT_TRUE(near_rel(got, norm.data[0], 1e-7, cases[k]));
         worst_norm = fmax(worst_norm, fabs(got - norm.data[0]) / norm.data[0]);
         for (int i = 0; i < 3; i++) {
@@ -446,19 +446,19 @@ static void test_norm_is_summed_in_double(void) {
 static void test_clipping_edge_cases(void) {
     Plain t = {0};
     plain_add(&t, 4, 0.0f, 0.5f, true); // norm 1
-    CU_ASSERT_DOUBLE_EQUAL(clip_grad_norm(t.p, 1, 2.0), 1.0, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(optim_clip_grad_norm(t.p, 1, 2.0), 1.0, 1e-12);
     for (int j = 0; j < 4; j++) CU_ASSERT_EQUAL(t.p[0].grad[j], 0.5f); // short enough: untouched
-    CU_ASSERT_DOUBLE_EQUAL(clip_grad_norm(t.p, 1, 0.25), 1.0, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(optim_clip_grad_norm(t.p, 1, 0.25), 1.0, 1e-12);
     CU_ASSERT_DOUBLE_EQUAL(optim_grad_norm(t.p, 1), 0.25, 1e-6);
     for (int j = 0; j < 4; j++) t.p[0].grad[j] = 0.0f; // a zero norm divides nothing by 0
-    CU_ASSERT_EQUAL(clip_grad_norm(t.p, 1, 1.0), 0.0);
+    CU_ASSERT_EQUAL(optim_clip_grad_norm(t.p, 1, 1.0), 0.0);
     t.p[0].grad[1] = NAN, t.p[0].grad[2] = 3.0f;  // non-finite: reported, gradients left alone
-    CU_ASSERT_TRUE(isnan(clip_grad_norm(t.p, 1, 1.0)));
+    CU_ASSERT_TRUE(isnan(optim_clip_grad_norm(t.p, 1, 1.0)));
     CU_ASSERT_EQUAL(t.p[0].grad[2], 3.0f);
     t.p[0].grad[1] = INFINITY;
-    CU_ASSERT_TRUE(isinf(clip_grad_norm(t.p, 1, 1.0)));
+    CU_ASSERT_TRUE(isinf(optim_clip_grad_norm(t.p, 1, 1.0)));
     CU_ASSERT_EQUAL(t.p[0].grad[2], 3.0f);
-    CU_ASSERT_EQUAL(clip_grad_norm(t.p, 0, 1.0), 0.0);
+    CU_ASSERT_EQUAL(optim_clip_grad_norm(t.p, 0, 1.0), 0.0);
     plain_free(&t);
 }
 

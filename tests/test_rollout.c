@@ -186,7 +186,7 @@ static void pass_open(Pass *p) {
     CU_ASSERT_EQUAL_FATAL(p->vit.config.image_size, 28);
     const VitConfig *c = &p->vit.config;
     Preprocess pre;
-    CU_ASSERT_EQUAL_FATAL(preprocess_for_model(&pre, NULL, "fashion-mnist", &p->vit.file,
+    CU_ASSERT_EQUAL_FATAL(image_preprocess_for_model(&pre, NULL, "fashion-mnist", &p->vit.file,
                                                c->image_size, c->channels, &err), VIT_OK);
     p->input = tensor_new(4, 2, c->channels, c->image_size, c->image_size);
     const size_t one = p->input.numel / 2;
@@ -393,12 +393,12 @@ static void test_measure_pieces(void) {
     unsigned char px[16] = {200, 200, 0, 0, /**/ 200, 200, 0, 0, /**/ 0, 0, 200, 0, /**/ 0, 0, 200, 0};
     const float map[4] = {0.5f, 0.1f, 0.1f, 0.3f};
     // (0.5·1 + 0.1·0 + 0.1·0 + 0.3·0.5) / 1.0
-    CU_ASSERT_DOUBLE_EQUAL(map_mass_on_object(map, px, 4, 2, 32), 0.65, 1e-6); // float map
+    CU_ASSERT_DOUBLE_EQUAL(rollout_map_mass_on_object(map, px, 4, 2, 32), 0.65, 1e-6); // float map
     const float flat[4] = {1, 1, 1, 1}; // uniform: the garment's share of the area, 6/16
-    CU_ASSERT_DOUBLE_EQUAL(map_mass_on_object(flat, px, 4, 2, 32), 0.375, 1e-9);
-    CU_ASSERT_DOUBLE_EQUAL(map_mass_on_object(flat, px, 4, 2, 200), 0, 1e-9); // strictly above
+    CU_ASSERT_DOUBLE_EQUAL(rollout_map_mass_on_object(flat, px, 4, 2, 32), 0.375, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(rollout_map_mass_on_object(flat, px, 4, 2, 200), 0, 1e-9); // strictly above
     int order[4];
-    map_rank(order, map, 4); // 0.5, 0.3, then the tie 0.1 in index order
+    rollout_map_rank(order, map, 4); // 0.5, 0.3, then the tie 0.1 in index order
     CU_ASSERT(order[0] == 0 && order[1] == 3 && order[2] == 1 && order[3] == 2);
     float input[16];
     for (int i = 0; i < 16; i++) input[i] = (float)i;

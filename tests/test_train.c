@@ -31,7 +31,7 @@ static const Dataset *fashion(void) {
     static bool loaded;
     if (!loaded) {
         VitError err;
-        if (fashion_mnist_load(&all, NULL, "train", &err) != VIT_OK) {
+        if (dataset_fashion_mnist_load(&all, NULL, "train", &err) != VIT_OK) {
             fprintf(stderr, "\n    %s\n", err.msg);
             return NULL;
         }
@@ -94,10 +94,10 @@ static void test_learns(void) {
     CU_ASSERT_EQUAL(t.steps_per_epoch, 2000 / 32);
     CU_ASSERT_EQUAL(trainer_total_steps(&t), 3 * 62);
     EvalResult before, after;
-    CU_ASSERT_EQUAL_FATAL(evaluate(&t.vit, &val, c.mean, c.std, 64, &before, &err), VIT_OK);
+    CU_ASSERT_EQUAL_FATAL(eval_run(&t.vit, &val, c.mean, c.std, 64, &before, &err), VIT_OK);
     double last;
     run_steps(&t, trainer_total_steps(&t), &last);
-    CU_ASSERT_EQUAL_FATAL(evaluate(&t.vit, &val, c.mean, c.std, 64, &after, &err), VIT_OK);
+    CU_ASSERT_EQUAL_FATAL(eval_run(&t.vit, &val, c.mean, c.std, 64, &after, &err), VIT_OK);
     // measured: the validation loss starts at 2.306 (ln 10 = 2.303: a model that
     // knows nothing), the last epoch's mean training loss (with label smoothing
     // 0.1) is 1.36, and afterwards the validation loss is 1.12 and 63.7% of the
@@ -183,8 +183,8 @@ static void test_evaluate_counts(void) {
     CU_ASSERT_EQUAL_FATAL(trainer_init(&t, &tiny, &c, &few, &err), VIT_OK);
     run_steps(&t, 4, NULL); // a little trained, so the predictions differ between images
     EvalResult big, one;
-    CU_ASSERT_EQUAL_FATAL(evaluate(&t.vit, &val, c.mean, c.std, 128, &big, &err), VIT_OK);
-    CU_ASSERT_EQUAL_FATAL(evaluate(&t.vit, &val, c.mean, c.std, 1, &one, &err), VIT_OK);
+    CU_ASSERT_EQUAL_FATAL(eval_run(&t.vit, &val, c.mean, c.std, 128, &big, &err), VIT_OK);
+    CU_ASSERT_EQUAL_FATAL(eval_run(&t.vit, &val, c.mean, c.std, 1, &one, &err), VIT_OK);
     CU_ASSERT_EQUAL(big.count, 300);
     CU_ASSERT_EQUAL(big.classes, 10);
     int per_class[10] = {0}, total = 0, diagonal = 0;
@@ -368,10 +368,10 @@ static void test_shipped_model(void) {
     CU_ASSERT_STRING_EQUAL(test_acc ? test_acc : "", "0.9112");
 
     Dataset test;
-    CU_ASSERT_EQUAL_FATAL(fashion_mnist_load(&test, NULL, "test", &err), VIT_OK);
+    CU_ASSERT_EQUAL_FATAL(dataset_fashion_mnist_load(&test, NULL, "test", &err), VIT_OK);
     const Dataset first = dataset_slice(&test, 0, 1000);
     EvalResult r;
-    CU_ASSERT_EQUAL_FATAL(evaluate(&vit, &first, 0.2860f, 0.3530f, 100, &r, &err), VIT_OK);
+    CU_ASSERT_EQUAL_FATAL(eval_run(&vit, &first, 0.2860f, 0.3530f, 100, &r, &err), VIT_OK);
     // measured: 921 of the first 1,000 test images right (92.1 %; 91.12 % over
     // all 10,000), mean cross-entropy 0.2987; the bounds allow another thread
     // count's rounding, never a different model

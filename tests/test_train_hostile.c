@@ -65,7 +65,7 @@ static void write_split(const ScratchDir *dir, const char *prefix, const Dataset
 static bool make_data(ScratchDir *dir, int train, int test) {
     Dataset all;
     VitError err;
-    if (fashion_mnist_load(&all, NULL, "train", &err) != VIT_OK) {
+    if (dataset_fashion_mnist_load(&all, NULL, "train", &err) != VIT_OK) {
         fprintf(stderr, "\n    %s (scripts/deps.sh installs dataset-fashion-mnist)\n", err.msg);
         return false;
     }

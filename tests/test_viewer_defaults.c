@@ -71,7 +71,7 @@ static void test_grey_input_is_drawn_as_the_file(void) {
     CU_ASSERT_EQUAL_FATAL(image_load(&img, vit_data_path(path, sizeof path, VIEWER_GREY_IMAGE),
                                      &err), VIT_OK);
     Preprocess pre;
-    CU_ASSERT_EQUAL_FATAL(preprocess_for_model(&pre, NULL, viewer_default_preset("timm", 1),
+    CU_ASSERT_EQUAL_FATAL(image_preprocess_for_model(&pre, NULL, viewer_default_preset("timm", 1),
                                                NULL, 28, 1, &err), VIT_OK);
     CU_ASSERT_EQUAL(pre.channels, 1);
     float chw[28 * 28];

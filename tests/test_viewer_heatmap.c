@@ -120,10 +120,10 @@ static void test_ramps(void) {
     CU_ASSERT(rgb_eq(ramp_rgb(RAMP_SEQUENTIAL, NAN), 128, 128, 128));
     // one map, one set of colours: the screen's ramp is the PNGs' viridis (picture.h)
     for (int i = 0; i <= 36; i++) {
-        const Rgb v = viridis(i / 36.0f), r = ramp_rgb(RAMP_SEQUENTIAL, i / 36.0f);
+        const Rgb v = picture_viridis(i / 36.0f), r = ramp_rgb(RAMP_SEQUENTIAL, i / 36.0f);
         CU_ASSERT(rgb_eq(r, v.r, v.g, v.b));
     }
-    // and near matplotlib's viridis(0.5) = (0.127568, 0.566949, 0.550556) = (33, 145, 140)
+    // and near matplotlib's picture_viridis(0.5) = (0.127568, 0.566949, 0.550556) = (33, 145, 140)
     const Rgb mid = ramp_rgb(RAMP_SEQUENTIAL, 0.5f);
     CU_ASSERT(abs(mid.r - 33) <= 3 && abs(mid.g - 145) <= 3 && abs(mid.b - 140) <= 3);
     // the sequential ramp gets brighter monotonically (so it reads in grey too)

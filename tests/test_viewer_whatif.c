@@ -69,7 +69,7 @@ static void test_pictures_test_image_is_the_dataset_s(void) {
     CU_ASSERT_EQUAL_FATAL(pictures_load_test(&p, 123, &in, desc, sizeof desc, &err), VIT_OK);
     const int label = p.test.labels[123];
     char want[96];
-    snprintf(want, sizeof want, "test image 123 (label: %s)", FASHION_MNIST_CLASSES[label]);
+    snprintf(want, sizeof want, "test image 123 (label: %s)", DATASET_FASHION_MNIST_CLASSES[label]);
     CU_ASSERT_STRING_EQUAL(desc, want);
     CU_ASSERT_EQUAL(p.test_index, 123);
     CU_ASSERT_EQUAL(p.current, -1);
@@ -215,7 +215,7 @@ static void test_whatif_summary_gives_the_outcome_first(void) {
     // with names
     s.labels.count = 10;
     s.labels.names = calloc(10, sizeof(char *));
-    for (int i = 0; i < 10; i++) s.labels.names[i] = strdup(FASHION_MNIST_CLASSES[i]);
+    for (int i = 0; i < 10; i++) s.labels.names[i] = strdup(DATASET_FASHION_MNIST_CLASSES[i]);
     state_whatif_summary(&s, buf, sizeof buf);
     CU_ASSERT_PTR_NOT_NULL(strstr(buf, "what-if: Ankle boot "));
     CU_ASSERT_PTR_NOT_NULL(strstr(buf, " · now Sneaker ("));

@@ -567,7 +567,7 @@ static void test_adamw_steps_match_pytorch(void) {
             fprintf(stderr, "\n      step %2d  loss %.7f  PyTorch %.7f  rel %.1e", step,
                     (double)loss, ref, rel);
         if (step == STEPS) break;
-        const double norm = clip_grad_norm(opt.params, opt.count, run_max_norm);
+        const double norm = optim_clip_grad_norm(opt.params, opt.count, run_max_norm);
         worst_norm = fmax(worst_norm, fabs(norm - want_norm.data[step]) / want_norm.data[step]);
         const double lr = lr_at(&run_schedule, step);
         CU_ASSERT_DOUBLE_EQUAL(lr, want_lr.data[step], 1e-6 * want_lr.data[step]);

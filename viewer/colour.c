@@ -7,7 +7,7 @@
 #include <math.h>
 #include <string.h>
 
-// The sequential ramp is lib's viridis() (picture.h), so a map has the same
+// The sequential ramp is lib's picture_viridis() (picture.h), so a map has the same
 // colours on the screen and in a PNG. The diverging one is a few anchor
 // colours, evenly spaced on [0, 1], interpolated linearly.
 static const Rgb diverging[] = {
@@ -24,7 +24,7 @@ Rgb rgb_mix(Rgb a, Rgb b, float w) {
 
 Rgb ramp_rgb(RampKind kind, float t) {
     if (isnan(t)) return (Rgb){128, 128, 128}; // grey on screen: the text beside says NaN
-    if (kind == RAMP_SEQUENTIAL) return viridis(t);
+    if (kind == RAMP_SEQUENTIAL) return picture_viridis(t);
     const int segments = 4; // 5 anchors
     float x = clamp01(t) * segments;
     int i = (int)x;

@@ -17,7 +17,7 @@
 
 #include <stdint.h>
 
-#include "io/picture.h" // Rgb and viridis(): the terminal's colours are the PNGs'
+#include "io/picture.h" // Rgb and picture_viridis(): the terminal's colours are the PNGs'
 
 /** @defgroup viewer_colour Viewer colours
  *  @brief Ramps from a number in [0, 1] to a colour, and RGB to terminal colours.

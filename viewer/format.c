@@ -28,7 +28,7 @@ char *fmt_seconds(char *buf, size_t size, double s) {
 char *fmt_shape_axes(char *buf, size_t size, const Tensor *t, const char *axes) {
     int64_t shape[TENSOR_MAX_DIMS];
     for (int d = 0; d < t->ndim; d++) shape[d] = t->shape[d];
-    return shape_format(buf, size, t->ndim, shape, axes);
+    return tensor_shape_format(buf, size, t->ndim, shape, axes);
 }
 
 // UTF-8 symbols of the stage table and the viewer's own text, with ASCII spellings.

@@ -58,7 +58,7 @@ VitStatus pictures_init(Pictures *p, const Vit *vit, const char *preset, VitErro
     p->current = p->test_index = -1;
     const VitConfig *c = &vit->config;
     p->image_size = c->image_size;
-    VitStatus s = preprocess_for_model(&p->pre, preset,
+    VitStatus s = image_preprocess_for_model(&p->pre, preset,
                                        viewer_default_preset(vit->source, c->channels),
                                        &vit->file, c->image_size, c->channels, err);
     if (s == VIT_ERR_USAGE) { // the preset the flag named: say which flag, as `vit classify`
@@ -119,7 +119,7 @@ VitStatus pictures_step(Pictures *p, int delta, Tensor *input, char *desc, size_
 VitStatus pictures_load_test(Pictures *p, int index, Tensor *input, char *desc, size_t size,
                              VitError *err) {
     if (!p->test.count) {
-        VitStatus s = fashion_mnist_load(&p->test, p->test_dir, "test", err);
+        VitStatus s = dataset_fashion_mnist_load(&p->test, p->test_dir, "test", err);
         if (s != VIT_OK) {
             char msg[sizeof err->msg];
             snprintf(msg, sizeof msg, "%s", err->msg);

@@ -44,7 +44,7 @@ typedef struct {
  *        pictures in data/images/ for an RGB one.
  * @param[in] preset  --preprocess, or NULL for the one the model's metadata names
  * @return VIT_ERR_USAGE ("--preprocess: …") for an unknown preset; VIT_ERR_INPUT as
- *         preprocess_for_model()
+ *         image_preprocess_for_model()
  */
 VitStatus pictures_init(Pictures *p, const Vit *vit, const char *preset, VitError *err);
 /** @brief Free what @p p owns. */

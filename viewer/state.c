@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "ops/ops.h"
-#include "train/train.h" // index_of_max()
+#include "train/train.h" // ops_index_of_max()
 #include "base/util.h"
 
 void state_init(State *s, const VitConfig *cfg, size_t budget) {
@@ -343,7 +343,7 @@ static void logits_change(const State *s, char *buf, size_t size) {
     logits_probs(p, &was->t);
     logits_probs(q, &now->t);
     // the largest probability is the largest logit's
-    const int top = index_of_max(was->t.data, Y), now_top = index_of_max(now->t.data, Y);
+    const int top = ops_index_of_max(was->t.data, Y), now_top = ops_index_of_max(now->t.data, Y);
     char a[64], b[64];
     const char *name = labels_name(&s->labels, top), *now_name = labels_name(&s->labels, now_top);
     if (!name || !name[0]) snprintf(a, sizeof a, "class %d", top), name = a;

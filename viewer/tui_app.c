@@ -13,7 +13,7 @@
 #include "format.h"
 #include "model/patch.h"
 #include "prompt_line.h"
-#include "train/train.h" // index_of_max()
+#include "train/train.h" // ops_index_of_max()
 #include "tui.h"
 
 #include <locale.h>
@@ -568,7 +568,7 @@ static VitStatus backward_pass(App *app, int cls, VitError *err) {
     if (st == VIT_OK) st = vit_forward(vit, &app->input, NULL, NULL, err); // the same pass, kept
     if (st == VIT_OK) st = vit_grads_init(&grads, vit, err);
     if (st == VIT_OK) {
-        if (cls < 0) cls = index_of_max(vit_logits(vit).data, Y); // the predicted class
+        if (cls < 0) cls = ops_index_of_max(vit_logits(vit).data, Y); // the predicted class
         dlogits[cls] = 1.0f; // d logit_c / d logits: the gradients are of the class's logit
         show_backward(s, cls);
         app->abandon = ACT_NONE;

@@ -27,7 +27,7 @@ int legend_draw(const State *s, int y, int x, int w, const HeatScale *sc, bool l
 int legend_draw_mark(const State *s, int y, int x, int w, const HeatScale *sc, bool left,
                      float mark);
 /**
- * @brief The colour scale of an attention map or row, as State::scale asks:
+ * @brief The colour scale of an attention map or row, as State::ops_scale asks:
  *        the data's range, 0 to its largest value, or 0 to 1.
  */
 HeatScale map_scale(const State *s, const float *v, size_t n);

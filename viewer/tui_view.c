@@ -393,7 +393,7 @@ static void logits_view(const State *s, Rect r, const Tensor *t) {
     }
     logits_probs(p, t);
     if (was) logits_probs(p_was, was);
-    const int got = top_k(idx, s->rank_offset + maxi(show, 1), z, K);
+    const int got = ops_top_k(idx, s->rank_offset + maxi(show, 1), z, K);
     ui_printf(r.y, r.x, r.w, ROLE_HEADING, "top of %d classes · logit · softmax probability%s · "
               "bar: 0 to 1, │ = 1/%d · Tab ↑ ↓", K, was ? " · (the unmodified pass's)" : "", K);
     const int label_w = mini(28, maxi(10, r.w - (was ? 53 : 44)));

@@ -62,7 +62,7 @@ static void patch_corners(int *x, int *y, int S, int p) {
 static VitStatus model_view(Image *view, const char *path, const VitConfig *cfg, VitError *err) {
     Preprocess pre;
     Image photo;
-    VitStatus s = preprocess_preset(&pre, "timm", cfg->image_size, err);
+    VitStatus s = image_preprocess_preset(&pre, "timm", cfg->image_size, err);
     if (s == VIT_OK) s = image_load(&photo, path, err);
     if (s != VIT_OK) return s;
     const int S = cfg->image_size;

@@ -31,7 +31,7 @@ void mha_forward(float *out, const float *x, const AttentionWeights *w,
 
     // TODO 1, q: project, then split the width into heads (timm: self.qkv(x).reshape(…).permute(…))
     //   s->flat = x·q_wᵀ + q_b, B·N rows of D features in, D out:
-    //             linear(s->flat, x, w->q_w, w->q_b, B·N, D, D)
+    //             ops_linear(s->flat, x, w->q_w, w->q_b, B·N, D, D)
     //   s->q    = s->flat split into heads, (B, N, D) → (B, H, N, Dh): heads_split()
     trace_emit(tr, "q", s->q, 4, B, H, N, Dh);
     // TODO 2, k: the same with w->k_w and w->k_b, into s->k
@@ -75,7 +75,7 @@ void mha_forward(float *out, const float *x, const AttentionWeights *w,
     trace_emit(tr, "context", s->context, 3, B, N, D);
 
     // TODO 10, proj: the output projection mixes the heads (timm: self.proj(x)):
-    //   out = context·proj_wᵀ + proj_b: linear(out, s->context, w->proj_w, w->proj_b, B·N, D, D)
+    //   out = context·proj_wᵀ + proj_b: ops_linear(out, s->context, w->proj_w, w->proj_b, B·N, D, D)
     memset(out, 0, sizeof(float) * (size_t)B * N * D); // placeholder: delete it
     (void)x, (void)w, (void)opt;
     trace_emit(tr, "proj", out, 3, B, N, D);

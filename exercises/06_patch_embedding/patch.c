@@ -48,7 +48,7 @@ void patch_embed(float *out, float *patches, const float *img, const float *w, c
     //   2. out = patches · Wᵀ + b, every one of the B·P patches through the same layer:
     //        out[n, t, o] = b[o] + Σ_k W[o, k] · patches[n, t, k]   (image n, patch t)
     //      W is the conv weight (D, C, p, p) read as (D, K), nn.Linear's layout; b is the
-    //      bias (D), or NULL for none. lib's linear(out, x, w, b, rows, I, O) computes
+    //      bias (D), or NULL for none. lib's ops_linear(out, x, w, b, rows, I, O) computes
     //      x·Wᵀ + b for an (rows, I) x and an (O, I) W (ops.h).
     memset(out, 0, sizeof(float) * (size_t)B * P * D); // placeholder: delete it
     (void)patches, (void)img, (void)w, (void)b, (void)K;

@@ -26,7 +26,7 @@ void tokens_add_positions(float *embed, const float *tokens, const float *pos, i
     //   Row i of the table belongs to token position i: row 0 to [cls] (the tokens
     //   already have it in front), row i to patch i − 1. The same (N, D) table is added
     //   to every image. embed may be the same buffer as tokens (in place), so read
-    //   tokens[k] before you write embed[k]. lib's add(out, a, b, n) adds n floats.
+    //   tokens[k] before you write embed[k]. lib's ops_add(out, a, b, n) adds n floats.
     memset(embed, 0, sizeof(float) * (size_t)B * N * D); // placeholder: delete it
     (void)tokens, (void)pos;
 }

@@ -27,7 +27,7 @@ void vit_block_forward(float *out, const float *x, const VitBlockWeights *w,
     const size_t bnd = (size_t)BN * D, bnm = (size_t)BN * M;
     // Every token is one row: LayerNorm, the linear layers and GELU treat the B·N rows
     // alike, so call them on all BN rows at once. You may call layernorm(), gelu()
-    // (yours), and lib's mha_forward(), linear() and add() (ops.h, attention.h).
+    // (yours), and lib's mha_forward(), ops_linear() and ops_add() (ops.h, attention.h).
 
     // ---- timm: x = x + self.attn(self.norm1(x))
 

@@ -13,7 +13,7 @@
  * (docs/contract.md), and the tests compare them with PyTorch's, stage by
  * stage. You may call lib's patch_embed() (patch.h),
  * tokens_prepend_cls() and tokens_add_positions() (tokens.h),
- * vit_block_forward() (block.h), layernorm() and linear() (ops.h), and
+ * vit_block_forward() (block.h), layernorm() and ops_linear() (ops.h), and
  * vit_acts_stream() and vit_acts_block() (vit_internal.h) for the blocks' buffers.
  * `make exercise CH=09` grades it; README.md says what the tests check.
  */

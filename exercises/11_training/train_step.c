@@ -29,7 +29,7 @@ VitStatus trainer_step(Trainer *t, TrainStep *out, VitError *err) {
     //                                       (B, C, S, S) view of t->images
     //                                       (tensor_view_shape()); t->shards is the model
     //                                       t->vit with each batch split over threads
-    //   clip_grad_norm_(params, clip)     clip_grad_norm(t->opt.params, t->opt.count,
+    //   clip_grad_norm_(params, clip)     optim_clip_grad_norm(t->opt.params, t->opt.count,
     //                                       t->config.clip); it returns the norm before
     //                                       clipping. clip 0: no clipping, and the norm
     //                                       is optim_grad_norm()'s
@@ -43,7 +43,7 @@ VitStatus trainer_step(Trainer *t, TrainStep *out, VitError *err) {
     //     adamw_step(): one bad step must not write NaN into every weight. A refused step
     //     is not counted.
     //   - Then fill *out: the loss (before the update), the number of images of the batch
-    //     whose largest logit is their label (logits_correct() on vit_logits(&t->vit)),
+    //     whose largest logit is their label (eval_logits_correct() on vit_logits(&t->vit)),
     //     the norm before clipping, and the learning rate the update used.
     (void)t, (void)out;
     return vit_fail(err, VIT_ERR_INPUT, "trainer_step() is not written yet (exercise 11's "

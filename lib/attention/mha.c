@@ -18,7 +18,7 @@
 // [project_heads]
 static void project_heads(float *out, float *flat, const float *x, const float *w,
                           const float *b, int B, int N, int D, int H) {
-    linear(flat, x, w, b, B * N, D, D);
+    ops_linear(flat, x, w, b, B * N, D, D);
     heads_split(out, flat, B, N, H, D / H);
 }
 // [project_heads]
@@ -97,7 +97,7 @@ void mha_forward(float *out, const float *x, const AttentionWeights *w,
     trace_emit(tr, "context", s->context, 3, B, N, D);
 
     // x = self.proj(x); proj_drop is the identity at inference
-    linear(out, s->context, w->proj_w, w->proj_b, B * N, D, D);
+    ops_linear(out, s->context, w->proj_w, w->proj_b, B * N, D, D);
     trace_emit(tr, "proj", out, 3, B, N, D);
 }
 // [mha_forward]

@@ -86,7 +86,7 @@ VitStatus vit_backward(Vit *vit, VitGrads *grads, const float *dlogits, TraceFn 
     // [recipe]
     // 7. x = self.head(x): dpre_logits = dlogits·W, dW += dlogitsᵀ·pre_logits, db += Σ dlogits
     zero(d->pre_logits, (size_t)B * D);
-    linear_backward(d->pre_logits, writable(dw->head_w), writable(dw->head_b), dlogits,
+    ops_linear_backward(d->pre_logits, writable(dw->head_w), writable(dw->head_b), dlogits,
                     a->pre_logits, w->head_w, B, D, Y);
     trace_emit(&tr, "pre_logits", d->pre_logits, 2, B, D);
 
@@ -172,6 +172,6 @@ VitStatus vit_forward_backward(Vit *vit, VitGrads *grads, const Tensor *input, c
     VitActivations *a = &vit->acts;
     // loss = F.cross_entropy(logits, targets, label_smoothing=smoothing), and its gradient
     zero(a->grad.logits, (size_t)a->batch * Y);
-    *loss = cross_entropy(a->grad.logits, a->logits, targets, a->batch, Y, smoothing);
+    *loss = loss_cross_entropy(a->grad.logits, a->logits, targets, a->batch, Y, smoothing);
     return vit_backward(vit, grads, a->grad.logits, trace, user, err);
 }

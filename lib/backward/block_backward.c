@@ -46,14 +46,14 @@ void vit_block_backward(float *dx, const VitBlockWeights *dw, const float *dout,
     // x = x + self.mlp(self.norm2(x)): the add hands d(out) to the MLP's fc2 ...
     trace_emit(tr, "mlp.fc2", dout, 3, B, N, D);
     zero(g->gelu, bnm);
-    linear_backward(g->gelu, writable(dw->fc2_w), writable(dw->fc2_b), dout, a->gelu, w->fc2_w,
+    ops_linear_backward(g->gelu, writable(dw->fc2_w), writable(dw->fc2_b), dout, a->gelu, w->fc2_w,
                     BN, M, D);
     trace_emit(tr, "mlp.gelu", g->gelu, 3, B, N, M);
     zero(g->fc1, bnm);
     gelu_backward(g->fc1, g->gelu, a->fc1, bnm);
     trace_emit(tr, "mlp.fc1", g->fc1, 3, B, N, M);
     zero(g->norm2, bnd);
-    linear_backward(g->norm2, writable(dw->fc1_w), writable(dw->fc1_b), g->fc1, a->norm2,
+    ops_linear_backward(g->norm2, writable(dw->fc1_w), writable(dw->fc1_b), g->fc1, a->norm2,
                     w->fc1_w, BN, D, M);
     trace_emit(tr, "norm2", g->norm2, 3, B, N, D);
     // ... and to resid1 unchanged, where the MLP's share comes back through LayerNorm 2
@@ -70,7 +70,7 @@ void vit_block_backward(float *dx, const VitBlockWeights *dw, const float *dout,
                  N, D, cfg->heads, &attn_tr);
     trace_emit(tr, "norm1", g->norm1, 3, B, N, D);
     // ... and to x unchanged, where the attention's share comes back through LayerNorm 1
-    add(dx, dx, g->resid1, bnd);
+    ops_add(dx, dx, g->resid1, bnd);
     layernorm_backward(dx, writable(dw->norm1_w), writable(dw->norm1_b), g->norm1, x, w->norm1_w,
                        BN, D, cfg->ln_eps);
     // [block_backward]

@@ -43,7 +43,7 @@ static void project_heads_backward(float *dx, const float *dw, const float *db, 
                                    int N, int D, int H) {
     zero(dflat, (size_t)B * N * D);
     heads_split_backward(dflat, dheads, B, N, H, D / H);
-    linear_backward(dx, writable(dw), writable(db), dflat, x, w, B * N, D, D);
+    ops_linear_backward(dx, writable(dw), writable(db), dflat, x, w, B * N, D, D);
 }
 
 void mha_backward(float *dx, const AttentionWeights *dw, const float *dout, const float *x,
@@ -57,7 +57,7 @@ void mha_backward(float *dx, const AttentionWeights *dw, const float *dout, cons
 
     // x = self.proj(x): dcontext = dout·W_o, dW_o += doutᵀ·context, db_o += Σ dout
     zero(g->context, bnd);
-    linear_backward(g->context, writable(dw->proj_w), writable(dw->proj_b), dout, s->context,
+    ops_linear_backward(g->context, writable(dw->proj_w), writable(dw->proj_b), dout, s->context,
                     w->proj_w, B * N, D, D);
     trace_emit(tr, "context", g->context, 3, B, N, D);
 

@@ -22,7 +22,7 @@
 
 enum { BIAS_BLOCK = 64 }; // output features one thread sums at a time
 
-void linear_backward(float *dx, float *dw, float *db, const float *dout, const float *x,
+void ops_linear_backward(float *dx, float *dw, float *db, const float *dout, const float *x,
                      const float *w, int N, int I, int O) {
     // x is (N, I), w is (O, I), dout is (N, O); dx is (N, I), dw is (O, I), db is (O)
     if (dx) matmul_acc(dx, dout, w, N, O, I);    // (N,O)·(O,I): dx += dout·W

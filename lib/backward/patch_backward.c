@@ -28,7 +28,7 @@ void patch_embed_backward(float *dimg, float *dw, float *db, const float *dout,
                           int D) {
     // dout is (B, P, D), patches (B, P, C·p·p), w and dw (D, C·p·p), db (D), dimg (B, C, S, S)
     const int grid = S / p, P = grid * grid, K = C * p * p;
-    linear_backward(NULL, dw, db, dout, patches, w, B * P, K, D);
+    ops_linear_backward(NULL, dw, db, dout, patches, w, B * P, K, D);
     if (!dimg) return;
     // one image at a time, so the scratch is one image's size whatever B is
     float *dpatches = vit_malloc((size_t)P * K * sizeof(float));

@@ -97,7 +97,7 @@ bool tensor_same_shape(const Tensor *a, const Tensor *b) {
     return true;
 }
 
-char *shape_format(char *buf, size_t size, int ndim, const int64_t *shape, const char *axes) {
+char *tensor_shape_format(char *buf, size_t size, int ndim, const int64_t *shape, const char *axes) {
     size_t used = (size_t)snprintf(buf, size, "(");
     const char *a = axes ? axes : "";
     for (int i = 0; i < ndim && used < size; i++) {
@@ -114,7 +114,7 @@ char *shape_format(char *buf, size_t size, int ndim, const int64_t *shape, const
 char *tensor_shape_str(const Tensor *t, char *buf, size_t size) {
     int64_t shape[TENSOR_MAX_DIMS];
     for (int i = 0; i < t->ndim; i++) shape[i] = t->shape[i];
-    return shape_format(buf, size, t->ndim, shape, NULL);
+    return tensor_shape_format(buf, size, t->ndim, shape, NULL);
 }
 
 TensorStats tensor_stats(const Tensor *t) {

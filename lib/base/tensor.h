@@ -88,8 +88,8 @@ bool tensor_same_shape(const Tensor *a, const Tensor *b);
  * @param[in] ndim, shape  the sizes (int64, as safetensors stores them)
  * @param[in] axes   comma-separated axis names, e.g. "B,N,D", or NULL for none
  */
-char *shape_format(char *buf, size_t size, int ndim, const int64_t *shape, const char *axes);
-/** @brief shape_format() of a tensor's shape: "(1, 197, 768)"; returns @p buf. */
+char *tensor_shape_format(char *buf, size_t size, int ndim, const int64_t *shape, const char *axes);
+/** @brief tensor_shape_format() of a tensor's shape: "(1, 197, 768)"; returns @p buf. */
 char *tensor_shape_str(const Tensor *t, char *buf, size_t size);
 /** @brief Statistics over all elements; NaN and Inf are counted, not averaged. */
 TensorStats tensor_stats(const Tensor *t);

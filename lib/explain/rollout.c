@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "train/train.h" // index_of_max()
+#include "train/train.h" // ops_index_of_max()
 
 static const char *const fuse_names[] = {"mean", "max", "min"};
 
@@ -217,7 +217,7 @@ VitStatus rollout_record(Vit *vit, const Tensor *input, const int *classes, int 
     const Tensor logits = vit_logits(vit); // (B, Y)
     float *dlogits = vit_calloc((size_t)B * (size_t)Y, sizeof *dlogits);
     for (int b = 0; b < B; b++) {
-        const int c = classes ? classes[b] : index_of_max(logits.data + (size_t)b * Y, Y);
+        const int c = classes ? classes[b] : ops_index_of_max(logits.data + (size_t)b * Y, Y);
         if (c < 0 || c >= Y) {
             s = vit_fail(err, VIT_ERR_INPUT, "class %d for image %d: the model has classes 0 "
                          "to %d", c, b, Y - 1);

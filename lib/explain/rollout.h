@@ -190,12 +190,12 @@ typedef enum {
 } MapMethod;
 
 /** @brief "rollout (mean)", "rollout (max, discard 0.9)", "last layer", "gradient-weighted". */
-const char *map_method_name(MapMethod m);
+const char *rollout_map_method_name(MapMethod m);
 
 /** How many patches the deletion test masks: 1, 5 and 10. */
 #define MEASURE_KS 3
 /** The deletion test's k values, in patches. */
-extern const int measure_ks[MEASURE_KS];
+extern const int rollout_measure_ks[MEASURE_KS];
 
 /** What attention_measure() found, averaged over the images. */
 typedef struct {
@@ -215,11 +215,11 @@ typedef struct {
  * @param[in] map     (P) values ≥ 0 over the patches, row-major
  * @param[in] pixels  (S, S) grey bytes of the image
  */
-double map_mass_on_object(const float *map, const unsigned char *pixels, int S, int patch,
+double rollout_map_mass_on_object(const float *map, const unsigned char *pixels, int S, int patch,
                           int threshold);
 
 /** @brief The patches in order of decreasing @p map value, ties by index: order is (P). */
-void map_rank(int *order, const float *map, int P);
+void rollout_map_rank(int *order, const float *map, int P);
 
 /**
  * @brief Set the pixels of @p k patches of a (C, S, S) input to @p value (the

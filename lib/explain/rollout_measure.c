@@ -19,11 +19,11 @@
 
 #include "ops/ops.h"
 #include "explain/rollout.h"
-#include "train/train.h" // index_of_max()
+#include "train/train.h" // ops_index_of_max()
 
-const int measure_ks[MEASURE_KS] = {1, 5, 10};
+const int rollout_measure_ks[MEASURE_KS] = {1, 5, 10};
 
-const char *map_method_name(MapMethod m) {
+const char *rollout_map_method_name(MapMethod m) {
     switch (m) {
     case MAP_ROLLOUT: return "rollout (mean)";
     case MAP_ROLLOUT_MAX: return "rollout (max, discard 0.9)";
@@ -34,8 +34,8 @@ const char *map_method_name(MapMethod m) {
     return "?";
 }
 
-// [map_mass_on_object]
-double map_mass_on_object(const float *map, const unsigned char *pixels, int S, int patch,
+// [rollout_map_mass_on_object]
+double rollout_map_mass_on_object(const float *map, const unsigned char *pixels, int S, int patch,
                           int threshold) {
     // map is (P) over the (S/p, S/p) grid, pixels is (S, S)
     const int side = S / patch;
@@ -51,14 +51,14 @@ double map_mass_on_object(const float *map, const unsigned char *pixels, int S, 
         }
     return total > 0 ? on / total : 0;
 }
-// [map_mass_on_object]
+// [rollout_map_mass_on_object]
 
 // The uniform map's share: the fraction of the patches' pixels above the threshold.
 static double uniform_mass(const unsigned char *pixels, int S, int patch, int threshold) {
     const int side = S / patch, P = side * side;
     float *ones = vit_malloc(sizeof(float) * (size_t)P);
     for (int q = 0; q < P; q++) ones[q] = 1.0f;
-    const double m = map_mass_on_object(ones, pixels, S, patch, threshold);
+    const double m = rollout_map_mass_on_object(ones, pixels, S, patch, threshold);
     free(ones);
     return m;
 }
@@ -75,7 +75,7 @@ static int by_value_down(const void *pa, const void *pb) {
     return (a->index > b->index) - (a->index < b->index);
 }
 
-void map_rank(int *order, const float *map, int P) {
+void rollout_map_rank(int *order, const float *map, int P) {
     Ranked *r = vit_malloc(sizeof *r * (size_t)P);
     for (int q = 0; q < P; q++) r[q] = (Ranked){isnan(map[q]) ? -INFINITY : map[q], q};
     qsort(r, (size_t)P, sizeof *r, by_value_down);
@@ -161,7 +161,7 @@ static VitStatus delete_and_rerun(Vit *vit, Batch *bt, const Tensor *shape, floa
             for (int b = 0; b < bt->B; b++)
                 mask_patches(bt->masked + (size_t)b * one, c->channels, c->image_size,
                              c->patch_size, bt->order + ((size_t)m * bt->B + b) * bt->P,
-                             measure_ks[ki], black);
+                             rollout_measure_ks[ki], black);
             const Tensor x = tensor_view_shape(bt->masked, 4, shape->shape);
             VitStatus s = vit_forward(vit, &x, NULL, NULL, err);
             if (s != VIT_OK) return s;
@@ -192,8 +192,8 @@ static VitStatus measure_batch(Vit *vit, const Dataset *data, int first, Batch *
         out->uniform_mass += uniform_mass(pixels, S, c->patch_size, threshold);
         for (int m = 0; m < MAP_COUNT && s == VIT_OK; m++) {
             s = method_map(bt->map, (MapMethod)m, &fwd, &bwd, L, b, err);
-            out->mass[m] += map_mass_on_object(bt->map, pixels, S, c->patch_size, threshold);
-            map_rank(bt->order + ((size_t)m * bt->B + b) * bt->P, bt->map, bt->P);
+            out->mass[m] += rollout_map_mass_on_object(bt->map, pixels, S, c->patch_size, threshold);
+            rollout_map_rank(bt->order + ((size_t)m * bt->B + b) * bt->P, bt->map, bt->P);
         }
         dataset_shuffle(bt->order + ((size_t)MAP_COUNT * bt->B + b) * bt->P, bt->P, rng);
     }

@@ -244,7 +244,7 @@ static const char *num(char *buf, size_t size, double v) {
 static const char *shape_str(char *buf, size_t size, const TraceStageDiff *s) {
     int64_t shape[TENSOR_MAX_DIMS];
     for (int k = 0; k < s->ndim; k++) shape[k] = s->shape[k];
-    return shape_format(buf, size, s->ndim, shape, NULL);
+    return tensor_shape_format(buf, size, s->ndim, shape, NULL);
 }
 
 // "[0, 5, 10, 3]"

@@ -652,7 +652,7 @@ static const PresetRow PRESETS[] = {
 };
 enum { PRESET_COUNT = sizeof PRESETS / sizeof PRESETS[0] };
 
-VitStatus preprocess_preset(Preprocess *p, const char *name, int S, VitError *err) {
+VitStatus image_preprocess_preset(Preprocess *p, const char *name, int S, VitError *err) {
     memset(p, 0, sizeof *p);
     p->crop = S;
     for (int i = 0; i < PRESET_COUNT; i++) {
@@ -680,7 +680,7 @@ static float luma_of(const float v[3]) {
     return (float)(0.299 * v[0] + 0.587 * v[1] + 0.114 * v[2]);
 }
 
-VitStatus preprocess_set_channels(Preprocess *p, int channels, VitError *err) {
+VitStatus image_preprocess_set_channels(Preprocess *p, int channels, VitError *err) {
     if (channels != 1 && channels != 3)
         return vit_fail(err, VIT_ERR_INPUT, "pictures have 1 channel (grey) or 3 (RGB); a model "
                         "of %d channels cannot read them", channels);
@@ -696,7 +696,7 @@ VitStatus preprocess_set_channels(Preprocess *p, int channels, VitError *err) {
     return VIT_OK;
 }
 
-VitStatus preprocess_parse_values(float *out, int channels, const char *text, const char *what,
+VitStatus image_preprocess_parse_values(float *out, int channels, const char *text, const char *what,
                                   VitStatus status, bool positive, VitError *err) {
     float v[IMAGE_MAX_CHANNELS];
     int n = 0;
@@ -728,20 +728,20 @@ VitStatus preprocess_parse_values(float *out, int channels, const char *text, co
     return VIT_OK;
 }
 
-VitStatus preprocess_for_model(Preprocess *p, const char *preset, const char *fallback,
+VitStatus image_preprocess_for_model(Preprocess *p, const char *preset, const char *fallback,
                                const SafeTensors *weights, int image_size, int channels,
                                VitError *err) {
     const char *label = weights && weights->label ? weights->label : "the weights";
     const char *named = weights ? st_meta(weights, "preprocess") : NULL;
     // 1. the preset: the one asked for, else the file's own, else the convention's
-    VitStatus s = preprocess_preset(p, preset ? preset : named ? named : fallback, image_size, err);
+    VitStatus s = image_preprocess_preset(p, preset ? preset : named ? named : fallback, image_size, err);
     if (s != VIT_OK && !preset && named) {
         char why[sizeof err->msg];
         snprintf(why, sizeof why, "%s", err->msg);
         return vit_fail(err, VIT_ERR_INPUT, "%s: __metadata__ \"preprocess\": %s", label, why);
     }
     // 2. grey or RGB, as the model reads
-    if (s == VIT_OK && (s = preprocess_set_channels(p, channels, err)) != VIT_OK) {
+    if (s == VIT_OK && (s = image_preprocess_set_channels(p, channels, err)) != VIT_OK) {
         char why[sizeof err->msg];
         snprintf(why, sizeof why, "%s", err->msg);
         return vit_fail(err, s, "%s: %s", label, why);
@@ -754,7 +754,7 @@ VitStatus preprocess_for_model(Preprocess *p, const char *preset, const char *fa
         if (!text) continue;
         char what[1200];
         snprintf(what, sizeof what, "%s: __metadata__ \"%s\"", label, keys[k]);
-        s = preprocess_parse_values(values[k], channels, text, what, VIT_ERR_INPUT, k == 1, err);
+        s = image_preprocess_parse_values(values[k], channels, text, what, VIT_ERR_INPUT, k == 1, err);
     }
     return s;
 }

@@ -20,7 +20,7 @@
  *   fashion-mnist  grey; shorter side to S bilinear, centre crop S, mean 0.2860, std 0.3530
  * An image that is already S×S is not resampled by any preset. A model file
  * may name its own preset and normalisation in its `__metadata__`
- * ("preprocess", "mean", "std"): preprocess_for_model() lets them win over
+ * ("preprocess", "mean", "std"): image_preprocess_for_model() lets them win over
  * the defaults.
  *
  * Deliberately omitted: colour management (ICC profiles), EXIF rotation,
@@ -110,10 +110,10 @@ Image image_crop(const Image *src, int left, int top, int width, int height);
  * @brief The settings of a preset for a model of side @p image_size.
  *
  * hf, timm and torchvision give 3 channels (RGB), fashion-mnist 1 (grey);
- * preprocess_set_channels() fits them to the model.
+ * image_preprocess_set_channels() fits them to the model.
  * @return VIT_ERR_USAGE for an unknown name (the message lists the known ones).
  */
-VitStatus preprocess_preset(Preprocess *p, const char *name, int image_size, VitError *err);
+VitStatus image_preprocess_preset(Preprocess *p, const char *name, int image_size, VitError *err);
 
 /**
  * @brief Fit a preset to a model of @p channels: RGB pictures for 3, grey for 1.
@@ -123,7 +123,7 @@ VitStatus preprocess_preset(Preprocess *p, const char *name, int image_size, Vit
  * their one value, 0.5. Going from 1 to 3, the one value serves every channel.
  * @return VIT_ERR_INPUT for a model of neither 1 nor 3 channels (pictures have no other).
  */
-VitStatus preprocess_set_channels(Preprocess *p, int channels, VitError *err);
+VitStatus image_preprocess_set_channels(Preprocess *p, int channels, VitError *err);
 
 /**
  * @brief Parse "0.5" or "0.485,0.456,0.406": one value for every channel, or one per channel.
@@ -137,7 +137,7 @@ VitStatus preprocess_set_channels(Preprocess *p, int channels, VitError *err);
  * @param[out] err      the message, naming @p what and quoting @p text
  * @return VIT_OK, or @p status for anything but 1 or C finite numbers (positive when asked)
  */
-VitStatus preprocess_parse_values(float *out, int channels, const char *text, const char *what,
+VitStatus image_preprocess_parse_values(float *out, int channels, const char *text, const char *what,
                                   VitStatus status, bool positive, VitError *err);
 
 /**
@@ -145,7 +145,7 @@ VitStatus preprocess_parse_values(float *out, int channels, const char *text, co
  *
  * The preset is @p preset if given, else the one the weights' `__metadata__`
  * names under "preprocess", else @p fallback; it is fitted to the model's
- * @p channels (preprocess_set_channels()); then the file's "mean" and "std"
+ * @p channels (image_preprocess_set_channels()); then the file's "mean" and "std"
  * metadata, when present (one value, or one per channel), replace the
  * preset's. Flags the user gave on top (--mean, --std) are the caller's to
  * apply after this.
@@ -162,7 +162,7 @@ VitStatus preprocess_parse_values(float *out, int channels, const char *text, co
  *         or holds a malformed mean or std; VIT_ERR_INPUT, naming the file, for a
  *         model whose channels are neither 1 nor 3.
  */
-VitStatus preprocess_for_model(Preprocess *p, const char *preset, const char *fallback,
+VitStatus image_preprocess_for_model(Preprocess *p, const char *preset, const char *fallback,
                                const SafeTensors *weights, int image_size, int channels,
                                VitError *err);
 

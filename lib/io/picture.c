@@ -28,7 +28,7 @@ Image picture_new(int width, int height) {
 
 /* ----------------------------------------------------------------- colours */
 
-Rgb viridis(float t) {
+Rgb picture_viridis(float t) {
     // matplotlib's viridis at t = 0, 1/9, …, 1 (its published sRGB values)
     static const Rgb points[10] = {
         {0x44, 0x01, 0x54}, {0x48, 0x28, 0x78}, {0x3e, 0x49, 0x89}, {0x31, 0x68, 0x8e},
@@ -106,7 +106,7 @@ void picture_overlay(Image *pic, const Overlay *o, const Image *img, const float
             Rgb c = img->channels >= 3 ? (Rgb){p[0], p[1], p[2]} : (Rgb){p[0], p[0], p[0]};
             if (map) {
                 const int i = y * rows / img->height, j = x * cols / img->width;
-                const Rgb m = viridis((map[i * cols + j] - o->lo) / span);
+                const Rgb m = picture_viridis((map[i * cols + j] - o->lo) / span);
                 const float a = o->opacity;
                 c = (Rgb){(unsigned char)lroundf((1 - a) * c.r + a * m.r),
                           (unsigned char)lroundf((1 - a) * c.g + a * m.g),
@@ -120,7 +120,7 @@ void picture_colour_bar(Image *pic, int x, int y, int w, int h, float lo, float 
                         const char *mark_label) {
     const Rgb ink = {0, 0, 0};
     for (int j = 0; j < h; j++) // top row hi, bottom row lo
-        picture_fill(pic, x, y + j, w, 1, viridis(h > 1 ? 1.0f - (float)j / (float)(h - 1) : 1));
+        picture_fill(pic, x, y + j, w, 1, picture_viridis(h > 1 ? 1.0f - (float)j / (float)(h - 1) : 1));
     char label[64];
     const int tx = x + w + 4, th = picture_text_height(1);
     snprintf(label, sizeof label, "%.4g", (double)hi);

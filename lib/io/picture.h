@@ -48,7 +48,7 @@ typedef struct {
 Image picture_new(int width, int height);
 
 /** @brief viridis at @p t in [0, 1] (clamped); NaN is magenta, which viridis never is. */
-Rgb viridis(float t);
+Rgb picture_viridis(float t);
 
 /** @brief Fill the rectangle at (x, y) of w × h pixels. */
 void picture_fill(Image *pic, int x, int y, int w, int h, Rgb colour);
@@ -69,8 +69,8 @@ typedef struct {
     int x;           /**< the left edge in the picture */
     int y;           /**< the top edge */
     int scale;       /**< each image pixel becomes scale × scale picture pixels */
-    float lo;        /**< the colour scale's bottom: viridis(0) */
-    float hi;        /**< its top: viridis(1) */
+    float lo;        /**< the colour scale's bottom: picture_viridis(0) */
+    float hi;        /**< its top: picture_viridis(1) */
     float opacity;   /**< α in [0, 1]: 0 shows only the image, 1 only the map */
 } Overlay;
 

@@ -358,7 +358,7 @@ VitStatus st_open(SafeTensors *st, const char *path, VitError *err) {
 }
 
 char *st_shape_str(char *buf, size_t size, int ndim, const int64_t *shape) {
-    return shape_format(buf, size, ndim, shape, NULL);
+    return tensor_shape_format(buf, size, ndim, shape, NULL);
 }
 
 const StTensor *st_find(const SafeTensors *st, const char *name) {

@@ -100,7 +100,7 @@ VitStatus st_parse(SafeTensors *st, const void *data, size_t size, const char *l
 /** @brief Unmap and free; safe on a zeroed or failed SafeTensors. */
 void st_close(SafeTensors *st);
 
-/** @brief "(3, 224, 224)": a stored shape as shape_format() writes it, into @p buf, returned. */
+/** @brief "(3, 224, 224)": a stored shape as tensor_shape_format() writes it, into @p buf, returned. */
 char *st_shape_str(char *buf, size_t size, int ndim, const int64_t *shape);
 /** @brief The entry called @p name, or NULL. */
 const StTensor *st_find(const SafeTensors *st, const char *name);

@@ -12,6 +12,6 @@ void tokens_add_positions(float *embed, const float *tokens, const float *pos, i
                           int D) {
     // tokens and embed are (B, N, D), pos is (N, D): one table for every image
     for (int b = 0; b < B; b++)
-        add(embed + (size_t)b * N * D, tokens + (size_t)b * N * D, pos, (size_t)N * D);
+        ops_add(embed + (size_t)b * N * D, tokens + (size_t)b * N * D, pos, (size_t)N * D);
 }
 // [tokens_add_positions]

@@ -347,7 +347,7 @@ int vit_heads_off_count(const Vit *vit);
  *  vit_grads_zero(&grads);                             // gradients accumulate
  *  float loss;
  *  vit_forward_backward(&vit, &grads, &images, labels, 0.1f, &loss, NULL, NULL, &err);
- *  // ... clip_grad_norm(), adamw_step() ...
+ *  // ... optim_clip_grad_norm(), adamw_step() ...
  *  @endcode
  *
  *  Taught in @ref chapter10 "chapter 10" (the chain rule through the model). Pinned by the
@@ -425,7 +425,7 @@ double vit_training_bytes(const VitConfig *cfg, int B, VitKeep keep);
  * last; `grad.input` is only computed when someone listens (training needs no
  * gradient of the pixels). The names are in the contract (@ref contract_grad).
  * @param[in,out] grads    laid out for this model (vit_grads_init()), added to
- * @param[in]     dlogits  (B, Y) d loss / d logits, e.g. from cross_entropy()
+ * @param[in]     dlogits  (B, Y) d loss / d logits, e.g. from loss_cross_entropy()
  * @param[in]     trace    receives each stage's gradient (NULL: nobody listens)
  * @return VIT_ERR_INPUT when the model was not prepared for training, the last
  *         forward kept nothing, or @p grads belongs to another layout
@@ -434,7 +434,7 @@ VitStatus vit_backward(Vit *vit, VitGrads *grads, const float *dlogits, TraceFn 
                        VitError *err);
 
 /**
- * @brief One batch's loss and gradients: vit_forward(), cross_entropy(), vit_backward().
+ * @brief One batch's loss and gradients: vit_forward(), loss_cross_entropy(), vit_backward().
  *
  * What a training step computes before the optimizer: PyTorch's
  * `loss = F.cross_entropy(model(x), targets, label_smoothing=smoothing);

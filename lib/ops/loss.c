@@ -25,8 +25,8 @@
 #include <math.h>
 #include <stddef.h>
 
-// [cross_entropy]
-float cross_entropy(float *dlogits, const float *logits, const int *targets, int B, int Y,
+// [loss_cross_entropy]
+float loss_cross_entropy(float *dlogits, const float *logits, const int *targets, int B, int Y,
                     float smoothing) {
     // logits and dlogits are (B, Y), targets is (B), each in [0, Y)
     const double eps = smoothing, off = eps / Y, on = 1.0 - eps + off; // q_y off and on target
@@ -50,4 +50,4 @@ float cross_entropy(float *dlogits, const float *logits, const int *targets, int
     }
     return (float)(total / B);
 }
-// [cross_entropy]
+// [loss_cross_entropy]

@@ -8,19 +8,19 @@
 #include <math.h>
 
 // [scale]
-void scale(float *out, const float *x, float s, size_t n) {
+void ops_scale(float *out, const float *x, float s, size_t n) {
     for (size_t i = 0; i < n; i++) out[i] = s * x[i];
 }
 // [scale]
 
 // [add]
-void add(float *out, const float *a, const float *b, size_t n) {
+void ops_add(float *out, const float *a, const float *b, size_t n) {
     for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
 }
 // [add]
 
 // [linear]
-void linear(float *out, const float *x, const float *w, const float *b, int N, int I, int O) {
+void ops_linear(float *out, const float *x, const float *w, const float *b, int N, int I, int O) {
     // x is (N, I), w is (O, I), b is (O), out is (N, O)
     matmul_bt(out, x, w, N, I, O);
     if (!b) return;

@@ -9,7 +9,7 @@
  * Shape legend: N rows (tokens), D features, I/O linear in/out features.
  *
  * Each forward has its backward beside it (the `*_backward` functions, and
- * cross_entropy(), the loss with its gradient): given the gradient of the
+ * loss_cross_entropy(), the loss with its gradient): given the gradient of the
  * output, they ADD the gradients of the inputs to their buffers (`+=`), so a
  * tensor used twice collects both contributions; zero them once per step.
  *
@@ -26,7 +26,7 @@
  *  @brief Dot product, scaling, adding, softmax, LayerNorm, GELU, linear layers, top K;
  *         their gradients and the cross-entropy loss.
  *
- *  Taught in @ref chapter01 "chapter 01" (dot()), @ref chapter02 "chapter 02" (scale()),
+ *  Taught in @ref chapter01 "chapter 01" (dot()), @ref chapter02 "chapter 02" (ops_scale()),
  *  @ref chapter03 "chapter 03" (softmax()), @ref chapter08 "chapter 08" (layernorm(), gelu()),
  *  @ref chapter10 "chapter 10" (the backward of softmax and LayerNorm, the loss). Pinned by the
  *  suites @ref test_ops.c "ops", @ref test_backward.c "backward",
@@ -43,10 +43,10 @@
 float dot(const float *a, const float *b, int n);
 
 /** @brief out[i] = s · x[i] for n elements. */
-void scale(float *out, const float *x, float s, size_t n);
+void ops_scale(float *out, const float *x, float s, size_t n);
 
 /** @brief out[i] = a[i] + b[i] for n elements. */
-void add(float *out, const float *a, const float *b, size_t n);
+void ops_add(float *out, const float *a, const float *b, size_t n);
 
 /**
  * @brief Row-wise softmax, numerically stable.
@@ -106,7 +106,7 @@ void softmax_backward(float *dx, const float *dout, const float *p, int rows, in
  * @param[in]     smoothing  ε in [0, 1]: 0 for the plain cross-entropy, 0.1 is usual
  * @return the mean loss over the batch, in nats
  */
-float cross_entropy(float *dlogits, const float *logits, const int *targets, int B, int Y,
+float loss_cross_entropy(float *dlogits, const float *logits, const int *targets, int B, int Y,
                     float smoothing);
 
 /**
@@ -177,10 +177,10 @@ void gelu_backward(float *dx, const float *dout, const float *x, size_t n);
  * @param[in]  b    (O), or NULL for no bias
  * @param[in]  N, I, O  rows, input features, output features
  */
-void linear(float *out, const float *x, const float *w, const float *b, int N, int I, int O);
+void ops_linear(float *out, const float *x, const float *w, const float *b, int N, int I, int O);
 
 /**
- * @brief Backward of linear(): the gradients of its input, weight and bias.
+ * @brief Backward of ops_linear(): the gradients of its input, weight and bias.
  *
  * \f[ dx \mathrel{+}= \text{dout}\, W, \qquad dW \mathrel{+}= \text{dout}^\top x,
  *     \qquad db \mathrel{+}= \sum_n \text{dout}_n \f]
@@ -194,7 +194,7 @@ void linear(float *out, const float *x, const float *w, const float *b, int N, i
  * @param[in]     w     (O, I) the weight (only read for dx)
  * @param[in]     N, I, O  rows, input features, output features
  */
-void linear_backward(float *dx, float *dw, float *db, const float *dout, const float *x,
+void ops_linear_backward(float *dx, float *dw, float *db, const float *dout, const float *x,
                      const float *w, int N, int I, int O);
 
 /**
@@ -210,7 +210,7 @@ void linear_backward(float *dx, float *dw, float *db, const float *dout, const f
  * @param[in]  n    number of values
  * @return min(k, n), or 0 when k ≤ 0
  */
-int top_k(int *idx, int k, const float *v, int n);
+int ops_top_k(int *idx, int k, const float *v, int n);
 
 /** @} */
 #endif

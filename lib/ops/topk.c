@@ -63,8 +63,8 @@ static void sort_heap(int *heap, const float *v, size_t size) {
     }
 }
 
-// [top_k]
-int top_k(int *idx, int k, const float *v, int n) {
+// [ops_top_k]
+int ops_top_k(int *idx, int k, const float *v, int n) {
     // idx is (min(k, n)), v is (n)
     if (k > n) k = n;
     if (k <= 0) return 0; // nothing asked for (or nothing to rank): idx is not touched
@@ -81,4 +81,4 @@ int top_k(int *idx, int k, const float *v, int n) {
     sort_heap(idx, v, (size_t)k);
     return k;
 }
-// [top_k]
+// [ops_top_k]

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-const char *const FASHION_MNIST_CLASSES[10] = {
+const char *const DATASET_FASHION_MNIST_CLASSES[10] = {
     "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
     "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot",
 };
@@ -54,8 +54,8 @@ static VitStatus find_file(char *path, size_t size, const char *dir, const char 
                     vit_escape(safe, sizeof safe, path), strerror(errno));
 }
 
-// [fashion_mnist_files]
-VitStatus fashion_mnist_files(FashionMnistFiles *f, const char *dir, const char *split,
+// [dataset_fashion_mnist_files]
+VitStatus dataset_fashion_mnist_files(FashionMnistFiles *f, const char *dir, const char *split,
                               VitError *err) {
     memset(f, 0, sizeof *f);
     const char *prefix = NULL;
@@ -79,13 +79,13 @@ VitStatus fashion_mnist_files(FashionMnistFiles *f, const char *dir, const char 
     }
     return s;
 }
-// [fashion_mnist_files]
+// [dataset_fashion_mnist_files]
 
-// [fashion_mnist_load]
-VitStatus fashion_mnist_load(Dataset *out, const char *dir, const char *split, VitError *err) {
+// [dataset_fashion_mnist_load]
+VitStatus dataset_fashion_mnist_load(Dataset *out, const char *dir, const char *split, VitError *err) {
     memset(out, 0, sizeof *out);
     FashionMnistFiles files;
-    VitStatus s = fashion_mnist_files(&files, dir, split, err);
+    VitStatus s = dataset_fashion_mnist_files(&files, dir, split, err);
     if (s != VIT_OK) return s;
     const char *images_path = files.images, *labels_path = files.labels;
 
@@ -121,10 +121,10 @@ VitStatus fashion_mnist_load(Dataset *out, const char *dir, const char *split, V
     out->classes = 10;
     out->pixels = out->owned_pixels = images.pixels;
     out->labels = out->owned_labels = labels.labels;
-    out->class_names = FASHION_MNIST_CLASSES;
+    out->class_names = DATASET_FASHION_MNIST_CLASSES;
     return VIT_OK;
 }
-// [fashion_mnist_load]
+// [dataset_fashion_mnist_load]
 
 void dataset_free(Dataset *d) {
     if (!d) return;
@@ -185,9 +185,9 @@ static uint32_t rng_below(Rng *rng, uint32_t n) {
     return (uint32_t)(m >> 32);
 }
 
-// [augment_draw]
-AugmentDraw augment_draw(const Augment *aug, Rng *rng) {
-    if (aug->pad < 0 || aug->pad > 1024) misuse("augment_draw: pad %d (0 to 1024)", aug->pad);
+// [dataset_augment_draw]
+AugmentDraw dataset_augment_draw(const Augment *aug, Rng *rng) {
+    if (aug->pad < 0 || aug->pad > 1024) misuse("dataset_augment_draw: pad %d (0 to 1024)", aug->pad);
     AugmentDraw a = {aug->pad, aug->pad, false};
     if (aug->pad > 0) {
         uint32_t span = 2u * (uint32_t)aug->pad + 1;
@@ -197,7 +197,7 @@ AugmentDraw augment_draw(const Augment *aug, Rng *rng) {
     if (aug->flip) a.flip = rng_u32(rng) >> 31;
     return a;
 }
-// [augment_draw]
+// [dataset_augment_draw]
 
 void dataset_shuffle(int *order, int n, Rng *rng) {
     // order is (n)
@@ -232,7 +232,7 @@ void dataset_batch(float *out, int *labels, const Dataset *d, const int *indices
         AugmentDraw a = {0, 0, false};
         int pad = 0;
         if (aug) {
-            a = augment_draw(aug, rng);
+            a = dataset_augment_draw(aug, rng);
             pad = aug->pad;
         }
         if (pad == 0 && !a.flip) { // the image as it is

@@ -64,14 +64,14 @@ typedef struct {
 } Dataset;
 
 /** The ten Fashion-MNIST classes, by label: "T-shirt/top" (0) … "Ankle boot" (9). */
-extern const char *const FASHION_MNIST_CLASSES[10];
+extern const char *const DATASET_FASHION_MNIST_CLASSES[10];
 
 /** Where Debian's dataset-fashion-mnist package puts the files. */
 #define FASHION_MNIST_DIR "/usr/share/datasets/fashion-mnist"
 /** How many of the 60,000 training images are held out for validation: the last 5,000. */
 #define FASHION_MNIST_VAL 5000
 
-/** The two files of one split, as fashion_mnist_files() finds them. */
+/** The two files of one split, as dataset_fashion_mnist_files() finds them. */
 typedef struct {
     char images[4096]; /**< e.g. DIR/train-images-idx3-ubyte.gz */
     char labels[4096]; /**< e.g. DIR/train-labels-idx1-ubyte.gz */
@@ -79,7 +79,7 @@ typedef struct {
 
 /**
  * @brief Where a split's two files are: DIR/NAME.gz, else DIR/NAME when only
- *        the uncompressed file is there (what fashion_mnist_load() reads).
+ *        the uncompressed file is there (what dataset_fashion_mnist_load() reads).
  *
  * A program that writes files beside reading these (`vit train`) checks its
  * outputs against them before it starts: no output may replace the data.
@@ -90,7 +90,7 @@ typedef struct {
  * @param[out] err    "PATH: cannot open: REASON …" when a file is missing
  * @return VIT_OK, VIT_ERR_INPUT for a missing file, VIT_ERR_USAGE for an unknown split.
  */
-VitStatus fashion_mnist_files(FashionMnistFiles *f, const char *dir, const char *split,
+VitStatus dataset_fashion_mnist_files(FashionMnistFiles *f, const char *dir, const char *split,
                               VitError *err);
 
 /**
@@ -107,7 +107,7 @@ VitStatus fashion_mnist_files(FashionMnistFiles *f, const char *dir, const char 
  * @param[out] err    the message on failure, naming the file and the problem
  * @return VIT_OK, VIT_ERR_INPUT for a missing or bad file, VIT_ERR_USAGE for an unknown split.
  */
-VitStatus fashion_mnist_load(Dataset *out, const char *dir, const char *split, VitError *err);
+VitStatus dataset_fashion_mnist_load(Dataset *out, const char *dir, const char *split, VitError *err);
 
 /** @brief Free what @p d owns (nothing for a view) and zero it. */
 void dataset_free(Dataset *d);
@@ -161,7 +161,7 @@ typedef struct {
  * @param[in,out] rng  the generator
  * @return the offsets (pad, pad when there is no crop) and the flip.
  */
-AugmentDraw augment_draw(const Augment *aug, Rng *rng);
+AugmentDraw dataset_augment_draw(const Augment *aug, Rng *rng);
 
 /**
  * @brief Fill a batch: images @p indices, normalised, optionally augmented.
@@ -170,7 +170,7 @@ AugmentDraw augment_draw(const Augment *aug, Rng *rng);
  *
  * Each value is (pixel/255 − mean)/std in float. With @p aug and @p rng, image
  * b is padded by aug->pad black pixels (pixel 0, before normalisation) on every
- * side, cropped back to S×S at the offsets augment_draw() gives (one call per
+ * side, cropped back to S×S at the offsets dataset_augment_draw() gives (one call per
  * image, b = 0 first, so the same seed gives the same batch bit for bit), and
  * mirrored when the draw says so; every channel is moved alike.
  * @param[out] out      B·C·S·S floats
@@ -189,7 +189,7 @@ void dataset_batch(float *out, int *labels, const Dataset *d, const int *indices
  * @brief A seeded Fisher–Yates permutation of 0..n−1.
  *
  * order[i] = i, then for i = n−1 down to 1: swap order[i] with order[j], j
- * uniform in [0, i] (drawn as augment_draw() draws an offset).
+ * uniform in [0, i] (drawn as dataset_augment_draw() draws an offset).
  * @param[out] order   n ints
  * @param[in]  n       how many
  * @param[in,out] rng  the generator

@@ -267,8 +267,8 @@ double optim_grad_norm(const OptimParam *params, int count) {
 }
 // [optim_grad_norm]
 
-// [clip_grad_norm]
-double clip_grad_norm(OptimParam *params, int count, double max_norm) {
+// [optim_clip_grad_norm]
+double optim_clip_grad_norm(OptimParam *params, int count, double max_norm) {
     const double norm = optim_grad_norm(params, count);
     const double coef = max_norm / (norm + 1e-6); // torch's 1e-6 keeps a zero norm finite
     if (!isfinite(norm) || !(coef < 1.0)) return norm;
@@ -277,4 +277,4 @@ double clip_grad_norm(OptimParam *params, int count, double max_norm) {
         for (size_t j = 0; j < params[i].numel; j++) params[i].grad[j] *= scale;
     return norm;
 }
-// [clip_grad_norm]
+// [optim_clip_grad_norm]

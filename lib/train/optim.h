@@ -14,7 +14,7 @@
  * if (adamw_init_vit(&opt, &vit, &grads, &cfg, &err) != VIT_OK) return 1;  // once
  * for (int step = 0; step < schedule.total_steps; step++) {
  *     // ... forward, loss, backward: the gradients are now in grads ...
- *     double norm = clip_grad_norm(opt.params, opt.count, 1.0);   // clip_grad_norm_
+ *     double norm = optim_clip_grad_norm(opt.params, opt.count, 1.0);   // clip_grad_norm_
  *     adamw_step(&opt, lr_at(&schedule, step));                   // opt.step()
  * }
  * adamw_free(&opt);
@@ -79,7 +79,7 @@
  *      \left(1 + \cos\left(\pi\, \dfrac{s - s_w}{s_e - s_w}\right)\right) & s_w \le s \le s_e
  *      \end{cases} \f]
  *
- *  Clipping (clip_grad_norm()): one norm over every gradient, as if they were
+ *  Clipping (optim_clip_grad_norm()): one norm over every gradient, as if they were
  *  one vector, and every gradient scaled by the same factor when it is too long,
  *  \f[ \|g\| = \sqrt{\textstyle\sum_i g_i^2}, \qquad
  *      g \leftarrow g \cdot \min\left(1, \frac{c}{\|g\| + 10^{-6}}\right) \f]
@@ -93,7 +93,7 @@
 /** One tensor to optimise: where its values and gradient are, and whether it decays. */
 typedef struct {
     float *data;   /**< (numel) the values θ, updated in place by adamw_step() */
-    float *grad;   /**< (numel) the gradient g, read by adamw_step(), scaled by clip_grad_norm() */
+    float *grad;   /**< (numel) the gradient g, read by adamw_step(), scaled by optim_clip_grad_norm() */
     size_t numel;  /**< values in each */
     bool decay;    /**< true: weight decay applies (adamw_decays() for a model's tensors) */
     char name[64]; /**< for messages, e.g. "blocks.0.attn.qkv.weight"; may be empty */
@@ -207,7 +207,7 @@ double optim_grad_norm(const OptimParam *params, int count);
  * NaN): the caller sees it in the result and should skip the step.
  * @return the norm before clipping
  */
-double clip_grad_norm(OptimParam *params, int count, double max_norm);
+double optim_clip_grad_norm(OptimParam *params, int count, double max_norm);
 
 /** @} */
 #endif

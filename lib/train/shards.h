@@ -15,7 +15,7 @@
  * vit_grads_zero(&grads);
  * vit_shards_forward_backward(sh, &grads, &images, labels, 0.1f, &loss, &err);
  * Tensor logits = vit_logits(&vit);                   // the whole batch's, in order
- * // ... clip_grad_norm(), adamw_step() on the model's parameters ...
+ * // ... optim_clip_grad_norm(), adamw_step() on the model's parameters ...
  * vit_shards_free(sh);                                // before vit_free(&vit)
  * @endcode
  */

@@ -125,16 +125,16 @@ int64_t trainer_total_steps(const Trainer *t) {
     return (int64_t)t->config.epochs * t->steps_per_epoch;
 }
 
-int index_of_max(const float *x, int n) {
+int ops_index_of_max(const float *x, int n) {
     int best = 0;
     for (int i = 1; i < n; i++)
         if (x[i] > x[best]) best = i;
     return best;
 }
 
-int logits_correct(const float *logits, const int *labels, int B, int Y) {
+int eval_logits_correct(const float *logits, const int *labels, int B, int Y) {
     int correct = 0;
-    for (int b = 0; b < B; b++) correct += index_of_max(logits + (size_t)b * Y, Y) == labels[b];
+    for (int b = 0; b < B; b++) correct += ops_index_of_max(logits + (size_t)b * Y, Y) == labels[b];
     return correct;
 }
 
@@ -170,7 +170,7 @@ void trainer_free(Trainer *t) {
 /* ------------------------------------------------------------ evaluation */
 
 // [evaluate]
-VitStatus evaluate(Vit *vit, const Dataset *data, float mean, float std, int batch,
+VitStatus eval_run(Vit *vit, const Dataset *data, float mean, float std, int batch,
                    EvalResult *out, VitError *err) {
     memset(out, 0, sizeof *out);
     const VitConfig *m = &vit->config;
@@ -193,9 +193,9 @@ VitStatus evaluate(Vit *vit, const Dataset *data, float mean, float std, int bat
         dataset_batch(images, labels, data, index, batch, mean, std, NULL, NULL);
         if ((s = vit_forward(vit, &input, NULL, NULL, err)) != VIT_OK) break;
         const Tensor logits = vit_logits(vit);
-        loss_sum += (double)cross_entropy(NULL, logits.data, labels, real, Y, 0.0f) * real;
+        loss_sum += (double)loss_cross_entropy(NULL, logits.data, labels, real, Y, 0.0f) * real;
         for (int b = 0; b < real; b++) {
-            const int best = index_of_max(logits.data + (size_t)b * Y, Y);
+            const int best = ops_index_of_max(logits.data + (size_t)b * Y, Y);
             out->confusion[labels[b] * Y + best]++;
             out->correct += best == labels[b];
         }

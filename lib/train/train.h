@@ -120,10 +120,10 @@ int64_t trainer_total_steps(const Trainer *t);
 void trainer_next_batch(Trainer *t);
 
 /** @brief The first index of the largest of @p n values: a row of logits' predicted class. */
-int index_of_max(const float *x, int n);
+int ops_index_of_max(const float *x, int n);
 
 /** @brief How many of @p B rows of (B, Y) @p logits have their largest entry at their label. */
-int logits_correct(const float *logits, const int *labels, int B, int Y);
+int eval_logits_correct(const float *logits, const int *labels, int B, int Y);
 
 /**
  * @brief One training step on the next batch of the epoch (train_step.c).
@@ -153,7 +153,7 @@ typedef struct {
  *        padded, the padding not counted): accuracy, loss, confusion matrix.
  * @param[out] out  free with eval_free()
  */
-VitStatus evaluate(Vit *vit, const Dataset *data, float mean, float std, int batch,
+VitStatus eval_run(Vit *vit, const Dataset *data, float mean, float std, int batch,
                    EvalResult *out, VitError *err);
 /** @brief correct / count, 0 for an empty set. */
 double eval_accuracy(const EvalResult *r);

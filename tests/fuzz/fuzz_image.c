@@ -19,7 +19,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     float *out = malloc(sizeof(float) * 3 * 32 * 32); // 3 channels, or 1 (grey)
     for (int i = 0; i < 4; i++) {
         Preprocess p;
-        if (preprocess_preset(&p, presets[i], 32, &err) == VIT_OK) image_preprocess(out, &img, &p);
+        if (image_preprocess_preset(&p, presets[i], 32, &err) == VIT_OK) image_preprocess(out, &img, &p);
     }
     free(out);
     image_free(&img);

@@ -33,7 +33,7 @@ VitStatus trainer_step(Trainer *t, TrainStep *out, VitError *err) {
     // clip_grad_norm_(params, clip): after the backward, before the update; the norm before
     // clipping either way (clip 0: no clipping)
     double norm = t->config.clip > 0
-                      ? clip_grad_norm(t->opt.params, t->opt.count, t->config.clip)
+                      ? optim_clip_grad_norm(t->opt.params, t->opt.count, t->config.clip)
                       : optim_grad_norm(t->opt.params, t->opt.count);
 
     // one bad step must not write NaN into every weight: refused, not counted
@@ -46,7 +46,7 @@ VitStatus trainer_step(Trainer *t, TrainStep *out, VitError *err) {
 
     // the batch's right answers, from the logits of this forward (before the update)
     Tensor logits = vit_logits(&t->vit);  // (B, Y)
-    int correct = logits_correct(logits.data, t->labels, t->config.batch, c->num_classes);
+    int correct = eval_logits_correct(logits.data, t->labels, t->config.batch, c->num_classes);
 
     // opt.step(); step += 1
     adamw_step(&t->opt, lr);

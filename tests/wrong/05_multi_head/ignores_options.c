@@ -19,13 +19,13 @@ void mha_forward(float *out, const float *x, const AttentionWeights *w,
     const int Dh = D / H, G = B * H; // G independent (N, Dh) heads
 
     // q, k, v: x·Wᵀ + b (B·N rows, D → D) into s->flat, then split (B, N, D) → (B, H, N, Dh)
-    linear(s->flat, x, w->q_w, w->q_b, B * N, D, D);
+    ops_linear(s->flat, x, w->q_w, w->q_b, B * N, D, D);
     heads_split(s->q, s->flat, B, N, H, Dh);
     trace_emit(tr, "q", s->q, 4, B, H, N, Dh);
-    linear(s->flat, x, w->k_w, w->k_b, B * N, D, D);
+    ops_linear(s->flat, x, w->k_w, w->k_b, B * N, D, D);
     heads_split(s->k, s->flat, B, N, H, Dh);
     trace_emit(tr, "k", s->k, 4, B, H, N, Dh);
-    linear(s->flat, x, w->v_w, w->v_b, B * N, D, D);
+    ops_linear(s->flat, x, w->v_w, w->v_b, B * N, D, D);
     heads_split(s->v, s->flat, B, N, H, Dh);
     trace_emit(tr, "v", s->v, 4, B, H, N, Dh);
 
@@ -62,6 +62,6 @@ void mha_forward(float *out, const float *x, const AttentionWeights *w,
     trace_emit(tr, "context", s->context, 3, B, N, D);
 
     // proj: the output projection mixes the heads
-    linear(out, s->context, w->proj_w, w->proj_b, B * N, D, D);
+    ops_linear(out, s->context, w->proj_w, w->proj_b, B * N, D, D);
     trace_emit(tr, "proj", out, 3, B, N, D);
 }

@@ -20,11 +20,11 @@ void mha_forward(float *out, const float *x, const AttentionWeights *w,
     // WRONG: the skeleton's trace_emit() lines deleted, so no stage is reported
 
     // q, k, v: x·Wᵀ + b (B·N rows, D → D) into s->flat, then split (B, N, D) → (B, H, N, Dh)
-    linear(s->flat, x, w->q_w, w->q_b, B * N, D, D);
+    ops_linear(s->flat, x, w->q_w, w->q_b, B * N, D, D);
     heads_split(s->q, s->flat, B, N, H, Dh);
-    linear(s->flat, x, w->k_w, w->k_b, B * N, D, D);
+    ops_linear(s->flat, x, w->k_w, w->k_b, B * N, D, D);
     heads_split(s->k, s->flat, B, N, H, Dh);
-    linear(s->flat, x, w->v_w, w->v_b, B * N, D, D);
+    ops_linear(s->flat, x, w->v_w, w->v_b, B * N, D, D);
     heads_split(s->v, s->flat, B, N, H, Dh);
 
     if (s->keep_matrices || trace_active(tr)) {
@@ -56,5 +56,5 @@ void mha_forward(float *out, const float *x, const AttentionWeights *w,
     heads_merge(s->context, s->heads, B, N, H, Dh);
 
     // proj: the output projection mixes the heads
-    linear(out, s->context, w->proj_w, w->proj_b, B * N, D, D);
+    ops_linear(out, s->context, w->proj_w, w->proj_b, B * N, D, D);
 }

@@ -20,11 +20,11 @@ void mha_forward(float *out, const float *x, const AttentionWeights *w,
 
     // q, k, v: x·Wᵀ + b (B·N rows, D → D)
     // WRONG: never split into heads: (B, N, D) is not (B, H, N, Dh), heads_split() is missing
-    linear(s->q, x, w->q_w, w->q_b, B * N, D, D);
+    ops_linear(s->q, x, w->q_w, w->q_b, B * N, D, D);
     trace_emit(tr, "q", s->q, 4, B, H, N, Dh);
-    linear(s->k, x, w->k_w, w->k_b, B * N, D, D);
+    ops_linear(s->k, x, w->k_w, w->k_b, B * N, D, D);
     trace_emit(tr, "k", s->k, 4, B, H, N, Dh);
-    linear(s->v, x, w->v_w, w->v_b, B * N, D, D);
+    ops_linear(s->v, x, w->v_w, w->v_b, B * N, D, D);
     trace_emit(tr, "v", s->v, 4, B, H, N, Dh);
 
     if (s->keep_matrices || trace_active(tr)) {
@@ -60,6 +60,6 @@ void mha_forward(float *out, const float *x, const AttentionWeights *w,
     trace_emit(tr, "context", s->context, 3, B, N, D);
 
     // proj: the output projection mixes the heads
-    linear(out, s->context, w->proj_w, w->proj_b, B * N, D, D);
+    ops_linear(out, s->context, w->proj_w, w->proj_b, B * N, D, D);
     trace_emit(tr, "proj", out, 3, B, N, D);
 }

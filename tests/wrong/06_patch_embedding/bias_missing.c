@@ -32,5 +32,5 @@ void patch_embed(float *out, float *patches, const float *img, const float *w, c
     const int P = (S / p) * (S / p);
     patch_unfold(patches, img, B, C, S, p);
     (void)b; // forgotten
-    linear(out, patches, w, NULL, B * P, C * p * p, D);
+    ops_linear(out, patches, w, NULL, B * P, C * p * p, D);
 }

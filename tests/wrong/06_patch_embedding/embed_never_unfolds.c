@@ -34,5 +34,5 @@ void patch_embed(float *out, float *patches, const float *img, const float *w, c
     // WRONG: patch_unfold(patches, img, B, C, S, p) never called: the scratch is multiplied
     // as the caller left it
     (void)img, (void)C, (void)S;
-    linear(out, patches, w, b, B * P, K, D);       // every one of the B·P patches: x·Wᵀ + b
+    ops_linear(out, patches, w, b, B * P, K, D);       // every one of the B·P patches: x·Wᵀ + b
 }

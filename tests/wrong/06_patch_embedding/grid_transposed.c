@@ -32,5 +32,5 @@ void patch_embed(float *out, float *patches, const float *img, const float *w, c
     // img is (B, C, S, S), w is (D, C·p·p), out is (B, P, D)
     const int P = (S / p) * (S / p);
     patch_unfold(patches, img, B, C, S, p);
-    linear(out, patches, w, b, B * P, C * p * p, D);
+    ops_linear(out, patches, w, b, B * P, C * p * p, D);
 }

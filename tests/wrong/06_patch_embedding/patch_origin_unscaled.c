@@ -34,5 +34,5 @@ void patch_embed(float *out, float *patches, const float *img, const float *w, c
     const int P = (S / p) * (S / p), K = C * p * p;
     // the windows never overlap: the stride-p conv is unfold, then one linear layer
     patch_unfold(patches, img, B, C, S, p);        // (B, P, K), left there for the caller
-    linear(out, patches, w, b, B * P, K, D);       // every one of the B·P patches: x·Wᵀ + b
+    ops_linear(out, patches, w, b, B * P, K, D);       // every one of the B·P patches: x·Wᵀ + b
 }

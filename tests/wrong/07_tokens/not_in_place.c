@@ -17,6 +17,6 @@ void tokens_add_positions(float *embed, const float *tokens, const float *pos, i
     for (int b = 0; b < B; b++) {
         float *out = embed + (size_t)b * N * D;
         memcpy(out, pos, (size_t)N * D * sizeof(float));
-        add(out, out, tokens + (size_t)b * N * D, (size_t)N * D);
+        ops_add(out, out, tokens + (size_t)b * N * D, (size_t)N * D);
     }
 }

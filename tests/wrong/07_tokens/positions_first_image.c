@@ -15,5 +15,5 @@ void tokens_add_positions(float *embed, const float *tokens, const float *pos, i
                           int D) {
     // tokens and embed are (B, N, D), pos is (N, D)
     memcpy(embed, tokens, (size_t)B * N * D * sizeof(float));
-    add(embed, tokens, pos, (size_t)N * D);
+    ops_add(embed, tokens, pos, (size_t)N * D);
 }

@@ -14,7 +14,7 @@
 void tokens_add_positions(float *embed, const float *tokens, const float *pos, int B, int N,
                           int D) {
     // tokens and embed are (B, N, D), pos is (N, D): one table for every image.
-    // add() works element by element (each tokens[k] read before embed[k] is written),
+    // ops_add() works element by element (each tokens[k] read before embed[k] is written),
     // so embed may be tokens.
     // WRONG: the TODO not done yet, the skeleton's placeholder still there
     memset(embed, 0, sizeof(float) * (size_t)B * N * D); // placeholder: delete it

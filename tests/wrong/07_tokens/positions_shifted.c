@@ -18,6 +18,6 @@ void tokens_add_positions(float *embed, const float *tokens, const float *pos, i
         const float *tok = tokens + (size_t)b * N * D;
         float *out = embed + (size_t)b * N * D;
         memcpy(out, tok, (size_t)D * sizeof(float)); // [cls]: no position
-        add(out + D, tok + D, pos, (size_t)(N - 1) * D);
+        ops_add(out + D, tok + D, pos, (size_t)(N - 1) * D);
     }
 }

@@ -13,10 +13,10 @@
 void tokens_add_positions(float *embed, const float *tokens, const float *pos, int B, int N,
                           int D) {
     // tokens and embed are (B, N, D), pos is (N, D): one table for every image.
-    // add() works element by element (each tokens[k] read before embed[k] is written),
+    // ops_add() works element by element (each tokens[k] read before embed[k] is written),
     // so embed may be tokens.
     // WRONG: N·D sums, as many as the table has: image 0 only, the other images of
     // embed never written (B is never used)
     (void)B;
-    add(embed, tokens, pos, (size_t)N * D);
+    ops_add(embed, tokens, pos, (size_t)N * D);
 }

@@ -18,7 +18,7 @@ void vit_block_forward(float *out, const float *x, const VitBlockWeights *w,
     const size_t bnd = (size_t)BN * D, bnm = (size_t)BN * M;
     // Every token is one row: LayerNorm, the linear layers and GELU treat the B·N rows
     // alike, so each is called once on all BN rows: this folder's layernorm() and gelu(),
-    // lib's mha_forward(), linear() and add() (ops.h, attention.h).
+    // lib's mha_forward(), ops_linear() and ops_add() (ops.h, attention.h).
 
     // ---- timm: x = x + self.attn(self.norm1(x))
 
@@ -33,7 +33,7 @@ void vit_block_forward(float *out, const float *x, const VitBlockWeights *w,
     mha_forward(a->attn, a->norm1, &w->attn, NULL, &a->mha, B, N, D, cfg->heads, &attn_tr);
 
     // 3. resid1 = x + attn: the first residual, (B, N, D)        timm: x = x + ...
-    add(a->resid1, x, a->attn, bnd);
+    ops_add(a->resid1, x, a->attn, bnd);
     trace_emit(tr, "resid1", a->resid1, 3, B, N, D);
 
     // ---- timm: x = x + self.mlp(self.norm2(x)), mlp = fc2(gelu(fc1(·)))
@@ -43,17 +43,17 @@ void vit_block_forward(float *out, const float *x, const VitBlockWeights *w,
     trace_emit(tr, "norm2", a->norm2, 3, B, N, D);
 
     // 5. fc1 = norm2 · W1ᵀ + b1, W1 (M, D): (B·N, D) → (B·N, M)
-    linear(a->fc1, a->norm2, w->fc1_w, w->fc1_b, BN, D, M);
+    ops_linear(a->fc1, a->norm2, w->fc1_w, w->fc1_b, BN, D, M);
     trace_emit(tr, "mlp.fc1", a->fc1, 3, B, N, M);
 
     // WRONG: the GELU after fc2, not between fc1 and fc2
     memcpy(a->gelu, a->fc1, sizeof(float) * bnm);
     trace_emit(tr, "mlp.gelu", a->gelu, 3, B, N, M);
-    linear(a->fc2, a->gelu, w->fc2_w, w->fc2_b, BN, M, D);
+    ops_linear(a->fc2, a->gelu, w->fc2_w, w->fc2_b, BN, M, D);
     gelu(a->fc2, a->fc2, bnd);
     trace_emit(tr, "mlp.fc2", a->fc2, 3, B, N, D);
 
     // 8. out = resid1 + fc2: the second residual, the block's result (B, N, D)
-    add(out, a->resid1, a->fc2, bnd);
+    ops_add(out, a->resid1, a->fc2, bnd);
     trace_emit(tr, "out", out, 3, B, N, D);
 }

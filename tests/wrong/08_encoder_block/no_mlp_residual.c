@@ -21,15 +21,15 @@ void vit_block_forward(float *out, const float *x, const VitBlockWeights *w,
     layernorm(a->norm1, x, w->norm1_w, w->norm1_b, BN, D, cfg->ln_eps);
     trace_emit(tr, "norm1", a->norm1, 3, B, N, D);
     mha_forward(a->attn, a->norm1, &w->attn, NULL, &a->mha, B, N, D, cfg->heads, &attn_tr);
-    add(a->resid1, x, a->attn, bnd);
+    ops_add(a->resid1, x, a->attn, bnd);
     trace_emit(tr, "resid1", a->resid1, 3, B, N, D);
     layernorm(a->norm2, a->resid1, w->norm2_w, w->norm2_b, BN, D, cfg->ln_eps);
     trace_emit(tr, "norm2", a->norm2, 3, B, N, D);
-    linear(a->fc1, a->norm2, w->fc1_w, w->fc1_b, BN, D, M);
+    ops_linear(a->fc1, a->norm2, w->fc1_w, w->fc1_b, BN, D, M);
     trace_emit(tr, "mlp.fc1", a->fc1, 3, B, N, M);
     gelu(a->gelu, a->fc1, (size_t)BN * M);
     trace_emit(tr, "mlp.gelu", a->gelu, 3, B, N, M);
-    linear(a->fc2, a->gelu, w->fc2_w, w->fc2_b, BN, M, D);
+    ops_linear(a->fc2, a->gelu, w->fc2_w, w->fc2_b, BN, M, D);
     trace_emit(tr, "mlp.fc2", a->fc2, 3, B, N, D);
     memcpy(out, a->fc2, bnd * sizeof(float));
     trace_emit(tr, "out", out, 3, B, N, D);

@@ -34,11 +34,11 @@ VitStatus trainer_step(Trainer *t, TrainStep *out, VitError *err) {
                         (long long)t->step + 1, isfinite(loss) ? "gradient norm" : "loss",
                         isfinite(loss) ? norm : (double)loss, lr);
     adamw_step(&t->opt, lr);                                // opt.step()
-    if (c->clip > 0) clip_grad_norm(t->opt.params, t->opt.count, c->clip); // WRONG: too late
+    if (c->clip > 0) optim_clip_grad_norm(t->opt.params, t->opt.count, c->clip); // WRONG: too late
     // [step]
     const Tensor logits = vit_logits(&t->vit);
     *out = (TrainStep){.loss = loss, .grad_norm = norm, .lr = lr,
-                       .correct = logits_correct(logits.data, t->labels, c->batch, m->num_classes)};
+                       .correct = eval_logits_correct(logits.data, t->labels, c->batch, m->num_classes)};
     t->step++;
     return VIT_OK;
 }

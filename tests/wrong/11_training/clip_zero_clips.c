@@ -1,7 +1,7 @@
 // hint: a clip of 0 means no clipping
 /**
  * @file train_step.c
- * @brief A wrong train_step.c for exercise 11 (tests/wrong/): clip_grad_norm() called with
+ * @brief A wrong train_step.c for exercise 11 (tests/wrong/): optim_clip_grad_norm() called with
  *        a clip of 0, which means no clipping: every gradient is scaled to length 0.
  *
  * `make test` checks that the grader fails it and prints the hint above.
@@ -35,7 +35,7 @@ VitStatus trainer_step(Trainer *t, TrainStep *out, VitError *err) {
     // clip_grad_norm_(params, clip): after the backward, before the update; the norm before
     // clipping either way (clip 0: no clipping)
     // WRONG: a clip of 0 means no clipping, not a gradient clipped to length 0
-    double norm = clip_grad_norm(t->opt.params, t->opt.count, t->config.clip);
+    double norm = optim_clip_grad_norm(t->opt.params, t->opt.count, t->config.clip);
 
     // one bad step must not write NaN into every weight: refused, not counted
     if (!isfinite(loss))
@@ -47,7 +47,7 @@ VitStatus trainer_step(Trainer *t, TrainStep *out, VitError *err) {
 
     // the batch's right answers, from the logits of this forward (before the update)
     Tensor logits = vit_logits(&t->vit);  // (B, Y)
-    int correct = logits_correct(logits.data, t->labels, t->config.batch, c->num_classes);
+    int correct = eval_logits_correct(logits.data, t->labels, t->config.batch, c->num_classes);
 
     // opt.step(); step += 1
     adamw_step(&t->opt, lr);

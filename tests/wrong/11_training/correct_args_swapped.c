@@ -1,7 +1,7 @@
 // hint: TrainStep.correct counts the images of the batch
 /**
  * @file train_step.c
- * @brief A wrong train_step.c for exercise 11 (tests/wrong/): logits_correct() given the classes and the batch the wrong way round, so it counts (Y, B) logits, not (B, Y).
+ * @brief A wrong train_step.c for exercise 11 (tests/wrong/): eval_logits_correct() given the classes and the batch the wrong way round, so it counts (Y, B) logits, not (B, Y).
  *
  * `make test` checks that the grader fails it and prints the hint above.
  */
@@ -27,7 +27,7 @@ VitStatus trainer_step(Trainer *t, TrainStep *out, VitError *err) {
     VitStatus s = vit_shards_forward_backward(t->shards, &t->grads, &images, t->labels,
                                               c->smoothing, &loss, err); // loss.backward()
     if (s != VIT_OK) return s;
-    const double norm = c->clip > 0 ? clip_grad_norm(t->opt.params, t->opt.count, c->clip)
+    const double norm = c->clip > 0 ? optim_clip_grad_norm(t->opt.params, t->opt.count, c->clip)
                                     : optim_grad_norm(t->opt.params, t->opt.count);
     if (!isfinite(loss) || !isfinite(norm))
         return vit_fail(err, VIT_ERR_INPUT, "step %lld: the %s is not finite (%g): the "
@@ -39,7 +39,7 @@ VitStatus trainer_step(Trainer *t, TrainStep *out, VitError *err) {
     const Tensor logits = vit_logits(&t->vit);
     *out = (TrainStep){.loss = loss, .grad_norm = norm, .lr = lr,
                        // WRONG: B and Y swapped
-                       .correct = logits_correct(logits.data, t->labels, m->num_classes, c->batch)};
+                       .correct = eval_logits_correct(logits.data, t->labels, m->num_classes, c->batch)};
     t->step++;
     return VIT_OK;
 }

@@ -30,11 +30,11 @@ VitStatus trainer_step(Trainer *t, TrainStep *out, VitError *err) {
     if (s != VIT_OK) return s;
     float dlogits[64 * 16] = {0};
     if (c->batch * m->num_classes > 64 * 16) return vit_fail(err, VIT_ERR_INPUT, "batch too large");
-    loss = cross_entropy(dlogits, vit_logits(&t->vit).data, t->labels, c->batch, m->num_classes,
+    loss = loss_cross_entropy(dlogits, vit_logits(&t->vit).data, t->labels, c->batch, m->num_classes,
                          c->smoothing);
     s = vit_backward(&t->vit, &t->grads, dlogits, NULL, NULL, err);
     if (s != VIT_OK) return s;
-    const double norm = c->clip > 0 ? clip_grad_norm(t->opt.params, t->opt.count, c->clip)
+    const double norm = c->clip > 0 ? optim_clip_grad_norm(t->opt.params, t->opt.count, c->clip)
                                     : optim_grad_norm(t->opt.params, t->opt.count);
     if (!isfinite(loss) || !isfinite(norm))
         return vit_fail(err, VIT_ERR_INPUT, "step %lld: the %s is not finite (%g): the "
@@ -45,7 +45,7 @@ VitStatus trainer_step(Trainer *t, TrainStep *out, VitError *err) {
     // [step]
     const Tensor logits = vit_logits(&t->vit);
     *out = (TrainStep){.loss = loss, .grad_norm = norm, .lr = lr,
-                       .correct = logits_correct(logits.data, t->labels, c->batch, m->num_classes)};
+                       .correct = eval_logits_correct(logits.data, t->labels, c->batch, m->num_classes)};
     t->step++;
     return VIT_OK;
 }

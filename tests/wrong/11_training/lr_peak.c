@@ -27,7 +27,7 @@ VitStatus trainer_step(Trainer *t, TrainStep *out, VitError *err) {
     VitStatus s = vit_shards_forward_backward(t->shards, &t->grads, &images, t->labels,
                                               c->smoothing, &loss, err); // loss.backward()
     if (s != VIT_OK) return s;
-    const double norm = c->clip > 0 ? clip_grad_norm(t->opt.params, t->opt.count, c->clip)
+    const double norm = c->clip > 0 ? optim_clip_grad_norm(t->opt.params, t->opt.count, c->clip)
                                     : optim_grad_norm(t->opt.params, t->opt.count);
     if (!isfinite(loss) || !isfinite(norm))
         return vit_fail(err, VIT_ERR_INPUT, "step %lld: the %s is not finite (%g): the "
@@ -38,7 +38,7 @@ VitStatus trainer_step(Trainer *t, TrainStep *out, VitError *err) {
     // [step]
     const Tensor logits = vit_logits(&t->vit);
     *out = (TrainStep){.loss = loss, .grad_norm = norm, .lr = lr,
-                       .correct = logits_correct(logits.data, t->labels, c->batch, m->num_classes)};
+                       .correct = eval_logits_correct(logits.data, t->labels, c->batch, m->num_classes)};
     t->step++;
     return VIT_OK;
 }

@@ -37,7 +37,7 @@ VitStatus trainer_step(Trainer *t, TrainStep *out, VitError *err) {
     // [step]
     const Tensor logits = vit_logits(&t->vit);
     *out = (TrainStep){.loss = loss, .grad_norm = norm, .lr = lr,
-                       .correct = logits_correct(logits.data, t->labels, c->batch, m->num_classes)};
+                       .correct = eval_logits_correct(logits.data, t->labels, c->batch, m->num_classes)};
     t->step++;
     return VIT_OK;
 }

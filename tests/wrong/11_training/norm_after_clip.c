@@ -1,7 +1,7 @@
 // hint: grad_norm reported is the norm after clipping
 /**
  * @file train_step.c
- * @brief A wrong train_step.c for exercise 11 (tests/wrong/): TrainStep.grad_norm is the length of the gradient after clipping, not what clip_grad_norm() returned.
+ * @brief A wrong train_step.c for exercise 11 (tests/wrong/): TrainStep.grad_norm is the length of the gradient after clipping, not what optim_clip_grad_norm() returned.
  *
  * `make test` checks that the grader fails it and prints the hint above.
  */
@@ -27,7 +27,7 @@ VitStatus trainer_step(Trainer *t, TrainStep *out, VitError *err) {
     VitStatus s = vit_shards_forward_backward(t->shards, &t->grads, &images, t->labels,
                                               c->smoothing, &loss, err); // loss.backward()
     if (s != VIT_OK) return s;
-    const double norm = c->clip > 0 ? clip_grad_norm(t->opt.params, t->opt.count, c->clip)
+    const double norm = c->clip > 0 ? optim_clip_grad_norm(t->opt.params, t->opt.count, c->clip)
                                     : optim_grad_norm(t->opt.params, t->opt.count);
     if (!isfinite(loss) || !isfinite(norm))
         return vit_fail(err, VIT_ERR_INPUT, "step %lld: the %s is not finite (%g): the "
@@ -39,7 +39,7 @@ VitStatus trainer_step(Trainer *t, TrainStep *out, VitError *err) {
     // [step]
     const Tensor logits = vit_logits(&t->vit);
     *out = (TrainStep){.loss = loss, .grad_norm = clipped, .lr = lr,
-                       .correct = logits_correct(logits.data, t->labels, c->batch, m->num_classes)};
+                       .correct = eval_logits_correct(logits.data, t->labels, c->batch, m->num_classes)};
     t->step++;
     return VIT_OK;
 }
