@@ -587,7 +587,7 @@ static bool step_new(Step *s, Work *w, VitError *err) {
     s->params = vit_malloc(sizeof(VitParam) * s->count);
     s->gp = vit_malloc(sizeof(VitParam) * s->count);
     vit_params(&w->vit, s->params);
-    vit_weights_params(s->gp, &s->grads.weights, w->cfg);
+    vit_grad_weights_params(s->gp, &s->grads.weights, w->cfg);
     s->at = flat_offsets(s->params, s->count);
     s->total = s->at[s->count];
     s->theta0 = vit_malloc(sizeof(float) * s->total);

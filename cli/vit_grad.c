@@ -326,9 +326,9 @@ static VitStatus write_gradients(const char *path, float loss, const VitGrads *g
 
     Tensor loss_t = tensor_view(&loss, 0);
     st_writer_add(&w, "loss", &loss_t);
-    const int n = vit_weights_params(NULL, &g->weights, c);
+    const int n = vit_grad_weights_params(NULL, &g->weights, c);
     VitParam *params = vit_malloc(sizeof *params * (size_t)n);
-    vit_weights_params(params, &g->weights, c);
+    vit_grad_weights_params(params, &g->weights, c);
     Tensor *views = vit_malloc(sizeof *views * (size_t)n);
     for (int i = 0; i < n; i++) {
         views[i] = tensor_view_shape((float *)params[i].data, params[i].ndim, params[i].shape);

@@ -195,10 +195,10 @@ static void test_grad_file_equals_the_library(void) {
     Tensor want_loss = tensor_view(&loss, 0);
     expect_tensor(&st, "loss", &want_loss);
     // then the parameters, in timm's state_dict order, with timm's shapes
-    const int n = vit_weights_params(NULL, &grads.weights, &vit.config);
+    const int n = vit_grad_weights_params(NULL, &grads.weights, &vit.config);
     CU_ASSERT_EQUAL(n, vit_param_tensor_count(&small));
     VitParam *params = calloc((size_t)n, sizeof *params);
-    vit_weights_params(params, &grads.weights, &vit.config);
+    vit_grad_weights_params(params, &grads.weights, &vit.config);
     for (int i = 0; i < n && 1 + i < st.count; i++) {
         CU_ASSERT_STRING_EQUAL(st.tensors[1 + i].name, params[i].name);
         CU_ASSERT_EQUAL(st.tensors[1 + i].dtype, ST_F32);

@@ -280,7 +280,7 @@ static void check_gradients(VitKeep keep) {
     expect_golden("one.grad.input", stage(&r, "grad.input"));
 
     VitParam params[64];
-    const int n = vit_weights_params(params, &grads.weights, &vit.config);
+    const int n = vit_grad_weights_params(params, &grads.weights, &vit.config);
     const VitParam *qkv = NULL;
     for (int i = 0; i < n; i++)
         if (!strcmp(params[i].name, "blocks.1.attn.qkv.weight")) qkv = &params[i];
@@ -321,7 +321,7 @@ static float sharded_step(int n, bool switch_first, Tensor *dqkv) {
     if (s != VIT_OK) fprintf(stderr, "\n    %s\n", err.msg);
     CU_ASSERT_FATAL(s == VIT_OK);
     VitParam params[64];
-    const int count = vit_weights_params(params, &grads.weights, &vit.config);
+    const int count = vit_grad_weights_params(params, &grads.weights, &vit.config);
     for (int i = 0; i < count; i++)
         if (!strcmp(params[i].name, "blocks.1.attn.qkv.weight"))
             *dqkv = tensor_from(params[i].data, 2, (int[]){3 * D, D});

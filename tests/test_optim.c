@@ -470,13 +470,13 @@ static const VitConfig small_config = {.image_size = 16, .patch_size = 8, .chann
 
 /** A gradient buffer laid out like the weights: one allocation carved by the table. */
 typedef struct {
-    VitWeights w;
+    VitGradWeights w;
     float *memory;
 } Grads;
 
 // Carves the buffer in forward order, q, k and v fused, each part after the last.
 static void grads_new(Grads *g, const VitConfig *cfg, float value) {
-    g->w = (VitWeights){.blocks = vit_calloc((size_t)cfg->depth, sizeof(VitBlockWeights))};
+    g->w = (VitGradWeights){.blocks = vit_calloc((size_t)cfg->depth, sizeof(VitBlockGrads))};
     const size_t total = (size_t)vit_param_count(cfg);
     g->memory = vit_malloc(total * sizeof(float));
     for (size_t i = 0; i < total; i++) g->memory[i] = value;
@@ -485,7 +485,7 @@ static void grads_new(Grads *g, const VitConfig *cfg, float value) {
     for (const VitParamSpec *s; (s = vit_param_next(&it));) {
         const int parts = vit_param_parts(s);
         const size_t part = (size_t)vit_param_numel(s, cfg) / (size_t)parts;
-        for (int j = 0; j < parts; j++, at += part) *vit_param_slot(&g->w, s, it.block, j) = at;
+        for (int j = 0; j < parts; j++, at += part) *vit_param_grad_slot(&g->w, s, it.block, j) = at;
     }
 }
 
@@ -582,14 +582,14 @@ static void test_model_refuses_other_gradient_layouts(void) {
     grads_new(&g, &small_config, 0.0f);
     AdamW opt;
     const AdamWConfig cfg = adamw_defaults();
-    const float *head = g.w.head_w;
+    float *head = g.w.head_w;
     g.w.head_w = NULL; // a tensor missing
     CU_ASSERT_EQUAL(adamw_init_vit(&opt, &vit, &g.w, &cfg, &err), VIT_ERR_INPUT);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "no tensor for 'head.weight'"));
     g.w.head_w = head;
     // q, k, v apart (as Hugging Face keeps them) against fused weights
-    AttentionWeights *a = &g.w.blocks[1].attn;
-    const float *k = a->k_w;
+    AttentionGrads *a = &g.w.blocks[1].attn;
+    float *k = a->k_w;
     a->k_w = g.memory; // no longer right after q
     CU_ASSERT_EQUAL(adamw_init_vit(&opt, &vit, &g.w, &cfg, &err), VIT_ERR_INPUT);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "not laid out like the weights"));

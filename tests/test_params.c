@@ -337,7 +337,7 @@ static void check_each_field_once(RowFilter keep, int which, const char *what) {
         if (!keep(s, which)) continue;
         for (int j = 0; j < vit_param_parts(s); j++, parts++)
             for (int f = 0; f < FIELDS; f++)
-                if (fields[f].per_block == s->per_block && fields[f].offset == s->field[j])
+                if (fields[f].per_block == s->per_block && fields[f].offset == s->field[j].weights)
                     filled[f]++;
     }
     for (int f = 0; f < FIELDS; f++) {
@@ -371,6 +371,27 @@ static void test_slots_are_the_struct_fields(void) {
     static const float x = 1.0f;
     blocks[0].fc2_b = &x;
     CU_ASSERT_PTR_EQUAL(vit_param_data(&w, fc2, 0, 0), &x);
+}
+
+// vit_param_grad_slot() reaches the field of the same name in the gradients,
+// past the attention's head_off, which the gradients do not have.
+static void test_grad_slots_are_the_struct_fields(void) {
+    VitBlockGrads blocks[2];
+    VitGradWeights g = {.blocks = blocks};
+    CU_ASSERT_PTR_EQUAL(vit_param_grad_slot(&g, vit_param_find("head.bias", NULL), -1, 0),
+                        &g.head_b);
+    CU_ASSERT_PTR_EQUAL(vit_param_grad_slot(&g, vit_param_find("pos_embed", NULL), -1, 0),
+                        &g.pos_embed);
+    const VitParamSpec *qkv = vit_param_find("blocks.1.attn.qkv.weight", NULL);
+    CU_ASSERT_PTR_EQUAL(vit_param_grad_slot(&g, qkv, 1, 0), &blocks[1].attn.q_w);
+    CU_ASSERT_PTR_EQUAL(vit_param_grad_slot(&g, qkv, 1, 2), &blocks[1].attn.v_w);
+    const VitParamSpec *norm2 = vit_param_find("blocks.1.norm2.weight", NULL);
+    CU_ASSERT_PTR_EQUAL(vit_param_grad_slot(&g, norm2, 1, 0), &blocks[1].norm2_w);
+    const VitParamSpec *fc2 = vit_param_find("blocks.0.mlp.fc2.bias", NULL);
+    CU_ASSERT_PTR_EQUAL(vit_param_grad_slot(&g, fc2, 0, 0), &blocks[0].fc2_b);
+    float x = 1.0f;
+    blocks[0].fc2_b = &x;
+    CU_ASSERT_PTR_EQUAL(vit_param_grad_data(&g, fc2, 0, 0), &x);
 }
 
 /* --------------------------------------------------------------- orders */
@@ -500,6 +521,7 @@ CU_TestInfo tests_params[] = {
     {"the field list covers the structs", test_the_field_list_covers_the_structs},
     {"every field is filled by exactly one row", test_every_field_is_filled_by_one_row},
     {"slots are the struct fields", test_slots_are_the_struct_fields},
+    {"gradient slots are the struct fields", test_grad_slots_are_the_struct_fields},
     {"forward and state_dict orders", test_the_two_orders},
     {"vit_params lists the model", test_vit_params_lists_the_model},
     CU_TEST_INFO_NULL,

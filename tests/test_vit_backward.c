@@ -172,7 +172,7 @@ static void check_param_grads(GoldenCheck *g, const VitGrads *grads, const VitCo
         const size_t numel = (size_t)vit_param_numel(s, c), part = numel / (size_t)parts;
         Tensor t = tensor_new_shape(ndim, shape);
         for (int j = 0; j < parts; j++)
-            memcpy(t.data + j * part, vit_param_data(&grads->weights, s, it.block, j),
+            memcpy(t.data + j * part, vit_param_grad_data(&grads->weights, s, it.block, j),
                    part * sizeof(float));
         golden_check(g, vit_param_name(name, sizeof name, s, it.block), &t);
         tensor_free(&t);
@@ -193,7 +193,7 @@ static void check_against_autograd(const char *weights, const char *source, cons
     GoldenCheck g;
     if (grads_init(&grads, &vit) && golden_open(&g, golden)) {
         // the gradients are laid out as the model holds its weights
-        CU_ASSERT_EQUAL(vit_weights_params(NULL, &grads.weights, &vit.config),
+        CU_ASSERT_EQUAL(vit_grad_weights_params(NULL, &grads.weights, &vit.config),
                         vit_params(&vit, NULL));
         float loss = loss_and_grads(&vit, &grads, &b, smoothing, check_grad_stage, &g);
         Tensor l = tensor_view(&loss, 1, 1);
@@ -366,7 +366,7 @@ static void test_gradients_accumulate(void) {
     CU_ASSERT_EQUAL(once.floats, (size_t)vit_param_count(&vit.config));
     CU_ASSERT_EQUAL(once.count, vit_param_tensor_count(&vit.config));
     VitParam p[64];
-    CU_ASSERT_EQUAL_FATAL(vit_weights_params(p, &once.weights, &vit.config), once.count);
+    CU_ASSERT_EQUAL_FATAL(vit_grad_weights_params(p, &once.weights, &vit.config), once.count);
     const float *at = once.memory;
     for (int i = 0; i < once.count; at += p[i].numel, i++) CU_ASSERT_PTR_EQUAL(p[i].data, at);
     CU_ASSERT_STRING_EQUAL(p[0].name, "cls_token");
@@ -487,7 +487,7 @@ static void test_gradients_match_finite_differences(void) {
     loss_and_grads(&vit, &grads, &b, 0.0f, NULL, NULL);
     VitParam w[64], g[64];
     const int n = vit_params(&vit, w);
-    CU_ASSERT_EQUAL_FATAL(vit_weights_params(g, &grads.weights, &vit.config), n);
+    CU_ASSERT_EQUAL_FATAL(vit_grad_weights_params(g, &grads.weights, &vit.config), n);
     int checked = 0, bad = 0;
     double worst = 0;
     for (size_t f = 0; f < sizeof fd_params / sizeof fd_params[0]; f++) {

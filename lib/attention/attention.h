@@ -351,6 +351,24 @@ typedef struct {
                                nothing through proj; false: untouched. NULL: all on */
 } AttentionWeights;
 
+/**
+ * @brief The gradients of one attention layer's weights, d loss / d W: the
+ *        parameter fields of AttentionWeights, same names, same order, same
+ *        shapes, but writable (mha_backward() adds to them).
+ *
+ * No head_off: it is a switch, not a parameter, so it has no gradient.
+ */
+typedef struct {
+    float *q_w;    /**< (D, D) */
+    float *k_w;    /**< (D, D) */
+    float *v_w;    /**< (D, D) */
+    float *q_b;    /**< (D) or NULL: no gradient wanted */
+    float *k_b;    /**< (D) or NULL */
+    float *v_b;    /**< (D) or NULL */
+    float *proj_w; /**< (D, D) */
+    float *proj_b; /**< (D) or NULL */
+} AttentionGrads;
+
 /** Working memory for mha_forward(); see mha_scratch_floats(). */
 typedef struct {
     float *flat;    /**< (B, N, D) a projection before its heads are split */
@@ -408,8 +426,7 @@ void mha_forward(float *out, const float *x, const AttentionWeights *w,
  * Emits with the tracer's prefix (e.g. "grad.blocks.3.attn."), in backward
  * order: proj, context, probs, scaled, scores, v, k, q.
  * @param[in,out] dx    (B, N, D) d loss / d x, added to
- * @param[in,out] dw    the gradients, laid out as AttentionWeights (pointers to writable
- *                      buffers; a NULL bias gradient is skipped), added to
+ * @param[in,out] dw    the gradients, added to (a NULL bias gradient is skipped)
  * @param[in]     dout  (B, N, D) d loss / d out
  * @param[in]     x     (B, N, D) the forward's input
  * @param[in]     w     the weights
@@ -417,7 +434,7 @@ void mha_forward(float *out, const float *x, const AttentionWeights *w,
  * @param[in]     s     the forward's buffers for this x (q, k, v, probs, context are read)
  * @param[out]    g     scratch: the gradients, each under its activation's name
  */
-void mha_backward(float *dx, const AttentionWeights *dw, const float *dout, const float *x,
+void mha_backward(float *dx, const AttentionGrads *dw, const float *dout, const float *x,
                   const AttentionWeights *w, const AttentionOptions *opt, const MhaScratch *s,
                   MhaScratch *g, int B, int N, int D, int H, const Tracer *tr);
 

@@ -44,10 +44,6 @@
 #include <stdio.h>
 #include <string.h>
 
-// The gradients arrive as VitWeights, whose pointers are const because weights
-// are usually borrowed from a read-only map; these are writable buffers.
-static float *writable(const float *p) { return (float *)p; }
-
 static void zero(float *p, size_t n) { memset(p, 0, n * sizeof(float)); }
 
 // The last forward kept what the backward needs, and the gradients fit the model.
@@ -73,7 +69,8 @@ VitStatus vit_backward(Vit *vit, VitGrads *grads, const float *dlogits, TraceFn 
     VitStatus status = check_ready(vit, grads, err);
     if (status != VIT_OK) return status;
     const VitConfig *c = &vit->config;
-    const VitWeights *w = &vit->weights, *dw = &grads->weights;
+    const VitWeights *w = &vit->weights;
+    const VitGradWeights *dw = &grads->weights;
     VitActivations *a = &vit->acts;
     VitGradActs *d = &a->grad;
     const int B = a->batch, C = c->channels, S = c->image_size, p = c->patch_size;
@@ -86,8 +83,8 @@ VitStatus vit_backward(Vit *vit, VitGrads *grads, const float *dlogits, TraceFn 
     // [recipe]
     // 7. x = self.head(x): dpre_logits = dlogits·W, dW += dlogitsᵀ·pre_logits, db += Σ dlogits
     zero(d->pre_logits, (size_t)B * D);
-    ops_linear_backward(d->pre_logits, writable(dw->head_w), writable(dw->head_b), dlogits,
-                    a->pre_logits, w->head_w, B, D, Y);
+    ops_linear_backward(d->pre_logits, dw->head_w, dw->head_b, dlogits,
+                        a->pre_logits, w->head_w, B, D, Y);
     trace_emit(&tr, "pre_logits", d->pre_logits, 2, B, D);
 
     // 6. x = x[:, 0]: only the [cls] rows were read, so only they get a gradient
@@ -100,7 +97,7 @@ VitStatus vit_backward(Vit *vit, VitGrads *grads, const float *dlogits, TraceFn 
     // 5. x = self.norm(x): into the gradient of the last block's output
     float *dx = d->x[0], *dnext = d->x[1];
     zero(dx, bnd);
-    layernorm_backward(dx, writable(dw->norm_w), writable(dw->norm_b), d->norm,
+    layernorm_backward(dx, dw->norm_w, dw->norm_b, d->norm,
                        vit_acts_stream(a, L), w->norm_w, B * N, D, c->ln_eps);
 
     // 4. x = self.blocks(x), from the last block to the first: the gradient of a
@@ -124,21 +121,21 @@ VitStatus vit_backward(Vit *vit, VitGrads *grads, const float *dlogits, TraceFn 
     trace_emit(&tr, "embed", dx, 3, B, N, D);
 
     // 3. x = x + self.pos_embed: dpos += Σ_b dembed; the tokens' gradient is dembed itself
-    tokens_add_positions_backward(NULL, writable(dw->pos_embed), dx, B, N, D);
+    tokens_add_positions_backward(NULL, dw->pos_embed, dx, B, N, D);
     const float *dtokens = dx;
     trace_emit(&tr, "tokens", dtokens, 3, B, N, D);
 
     // 2. x = torch.cat((self.cls_token.expand(B, -1, -1), x), dim=1): rows 0 to the
     //    [cls] token, summed over the images; the other rows to their patches
     zero(d->patch_embed, (size_t)B * P * D);
-    tokens_prepend_cls_backward(d->patch_embed, writable(dw->cls_token), dtokens, B, P, D);
+    tokens_prepend_cls_backward(d->patch_embed, dw->cls_token, dtokens, B, P, D);
     trace_emit(&tr, "patch_embed", d->patch_embed, 3, B, P, D);
 
     // 1. x = self.patch_embed(x): dW += doutᵀ·patches, db += Σ dout; the pixels'
     //    gradient, fold(dout·W), only when someone listens: training needs none
     float *dinput = trace ? d->input : NULL;
     if (dinput) zero(dinput, (size_t)B * C * S * S);
-    patch_embed_backward(dinput, writable(dw->patch_w), writable(dw->patch_b), d->patch_embed,
+    patch_embed_backward(dinput, dw->patch_w, dw->patch_b, d->patch_embed,
                          a->patches, w->patch_w, B, C, S, p, D);
     if (dinput) trace_emit(&tr, "input", dinput, 4, B, C, S, S);
     // [recipe]

@@ -27,13 +27,9 @@
 
 #include <string.h>
 
-// The gradients arrive as VitBlockWeights, whose pointers are const because
-// weights are usually borrowed from a read-only map; these are writable buffers.
-static float *writable(const float *p) { return (float *)p; }
-
 static void zero(float *p, size_t n) { memset(p, 0, n * sizeof(float)); }
 
-void vit_block_backward(float *dx, const VitBlockWeights *dw, const float *dout, const float *x,
+void vit_block_backward(float *dx, const VitBlockGrads *dw, const float *dout, const float *x,
                         const VitBlockWeights *w, const VitConfig *cfg, const VitBlockActs *a,
                         VitBlockActs *g, int B, const Tracer *tr) {
     // dout, x and dx are (B, N, D); the MLP's gradients are (B, N, M)
@@ -46,19 +42,17 @@ void vit_block_backward(float *dx, const VitBlockWeights *dw, const float *dout,
     // x = x + self.mlp(self.norm2(x)): the add hands d(out) to the MLP's fc2 ...
     trace_emit(tr, "mlp.fc2", dout, 3, B, N, D);
     zero(g->gelu, bnm);
-    ops_linear_backward(g->gelu, writable(dw->fc2_w), writable(dw->fc2_b), dout, a->gelu, w->fc2_w,
-                    BN, M, D);
+    ops_linear_backward(g->gelu, dw->fc2_w, dw->fc2_b, dout, a->gelu, w->fc2_w, BN, M, D);
     trace_emit(tr, "mlp.gelu", g->gelu, 3, B, N, M);
     zero(g->fc1, bnm);
     gelu_backward(g->fc1, g->gelu, a->fc1, bnm);
     trace_emit(tr, "mlp.fc1", g->fc1, 3, B, N, M);
     zero(g->norm2, bnd);
-    ops_linear_backward(g->norm2, writable(dw->fc1_w), writable(dw->fc1_b), g->fc1, a->norm2,
-                    w->fc1_w, BN, D, M);
+    ops_linear_backward(g->norm2, dw->fc1_w, dw->fc1_b, g->fc1, a->norm2, w->fc1_w, BN, D, M);
     trace_emit(tr, "norm2", g->norm2, 3, B, N, D);
     // ... and to resid1 unchanged, where the MLP's share comes back through LayerNorm 2
     memcpy(g->resid1, dout, bnd * sizeof(float));
-    layernorm_backward(g->resid1, writable(dw->norm2_w), writable(dw->norm2_b), g->norm2,
+    layernorm_backward(g->resid1, dw->norm2_w, dw->norm2_b, g->norm2,
                        a->resid1, w->norm2_w, BN, D, cfg->ln_eps);
     trace_emit(tr, "resid1", g->resid1, 3, B, N, D);
 
@@ -71,7 +65,6 @@ void vit_block_backward(float *dx, const VitBlockWeights *dw, const float *dout,
     trace_emit(tr, "norm1", g->norm1, 3, B, N, D);
     // ... and to x unchanged, where the attention's share comes back through LayerNorm 1
     ops_add(dx, dx, g->resid1, bnd);
-    layernorm_backward(dx, writable(dw->norm1_w), writable(dw->norm1_b), g->norm1, x, w->norm1_w,
-                       BN, D, cfg->ln_eps);
+    layernorm_backward(dx, dw->norm1_w, dw->norm1_b, g->norm1, x, w->norm1_w, BN, D, cfg->ln_eps);
     // [block_backward]
 }

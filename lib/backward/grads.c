@@ -5,13 +5,13 @@
  *
  * Shape legend: every tensor has its parameter's shape (params.h).
  *
- * VitGrads::weights is a VitWeights whose pointers lead to gradients instead
- * of weights. It is carved from the model's own list of tensors
+ * VitGrads::weights is a VitGradWeights: VitWeights' fields, leading to
+ * gradients instead of weights. It is carved from the model's own list of tensors
  * (vit_weights_params(): the table's rows, in timm's state_dict order, q, k
  * and v fused or split as the model holds them), each tensor in one piece and
  * each part of a fused q, k, v at its row block, exactly where the weights
  * keep theirs. So anything that walks a model's weights walks its gradients
- * the same way: vit_weights_params() names them, adamw_init_vit() pairs them.
+ * the same way: vit_grad_weights_params() names them, adamw_init_vit() pairs them.
  *
  * Deliberately omitted: a second list of the parameters; gradients in
  * another precision than float32.
@@ -41,12 +41,12 @@ VitStatus vit_grads_init(VitGrads *g, const Vit *vit, VitError *err) {
     }
     memset(m, 0, floats * sizeof(float));
     *g = (VitGrads){.memory = m, .floats = floats, .count = n};
-    g->weights.blocks = vit_calloc(c->depth > 0 ? (size_t)c->depth : 1, sizeof(VitBlockWeights));
+    g->weights.blocks = vit_calloc(c->depth > 0 ? (size_t)c->depth : 1, sizeof(VitBlockGrads));
     for (int i = 0; i < n; i++) {
         // a fused q, k, v is one tensor in three parts, each at its row block
         const int parts = vit_param_parts(list[i].spec);
         for (int part = 0; part < parts; part++)
-            *vit_param_slot(&g->weights, list[i].spec, list[i].block, part) =
+            *vit_param_grad_slot(&g->weights, list[i].spec, list[i].block, part) =
                 m + (size_t)part * (list[i].numel / (size_t)parts);
         m += list[i].numel;
     }

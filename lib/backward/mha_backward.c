@@ -30,23 +30,19 @@
 
 #include <string.h>
 
-// The gradients arrive as AttentionWeights, whose pointers are const because
-// weights are usually borrowed from a read-only map; these are writable buffers.
-static float *writable(const float *p) { return (float *)p; }
-
 static void zero(float *p, size_t n) { memset(p, 0, n * sizeof(float)); }
 
 // Backward of project_heads() in mha.c: the heads merged back to (B, N, D),
 // then the projection's backward, adding its input's gradient to dx.
-static void project_heads_backward(float *dx, const float *dw, const float *db, float *dflat,
+static void project_heads_backward(float *dx, float *dw, float *db, float *dflat,
                                    const float *dheads, const float *x, const float *w, int B,
                                    int N, int D, int H) {
     zero(dflat, (size_t)B * N * D);
     heads_split_backward(dflat, dheads, B, N, H, D / H);
-    ops_linear_backward(dx, writable(dw), writable(db), dflat, x, w, B * N, D, D);
+    ops_linear_backward(dx, dw, db, dflat, x, w, B * N, D, D);
 }
 
-void mha_backward(float *dx, const AttentionWeights *dw, const float *dout, const float *x,
+void mha_backward(float *dx, const AttentionGrads *dw, const float *dout, const float *x,
                   const AttentionWeights *w, const AttentionOptions *opt, const MhaScratch *s,
                   MhaScratch *g, int B, int N, int D, int H, const Tracer *tr) {
     // dout, x and dx are (B, N, D); s holds the forward's q, k, v, probs, context
@@ -57,8 +53,8 @@ void mha_backward(float *dx, const AttentionWeights *dw, const float *dout, cons
 
     // x = self.proj(x): dcontext = dout·W_o, dW_o += doutᵀ·context, db_o += Σ dout
     zero(g->context, bnd);
-    ops_linear_backward(g->context, writable(dw->proj_w), writable(dw->proj_b), dout, s->context,
-                    w->proj_w, B * N, D, D);
+    ops_linear_backward(g->context, dw->proj_w, dw->proj_b, dout, s->context,
+                        w->proj_w, B * N, D, D);
     trace_emit(tr, "context", g->context, 3, B, N, D);
 
     // x = (attn @ v).transpose(1, 2).reshape(B, N, D): the merge undone (a split),

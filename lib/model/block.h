@@ -39,6 +39,22 @@ typedef struct {
     const float *fc2_b;    /**< (D) */
 } VitBlockWeights;
 
+/**
+ * One encoder block's gradients, d loss / d θ: VitBlockWeights' fields, same
+ * names, same order, same shapes, but writable (vit_block_backward() adds to them).
+ */
+typedef struct {
+    float *norm1_w;      /**< (D) */
+    float *norm1_b;      /**< (D) */
+    AttentionGrads attn; /**< q/k/v (D,D) + (D), proj (D,D) + (D) */
+    float *norm2_w;      /**< (D) */
+    float *norm2_b;      /**< (D) */
+    float *fc1_w;        /**< (M, D) */
+    float *fc1_b;        /**< (M) */
+    float *fc2_w;        /**< (D, M) */
+    float *fc2_b;        /**< (D) */
+} VitBlockGrads;
+
 /** Working memory of one block; every buffer is traced. */
 typedef struct {
     float *norm1;   /**< (B, N, D) */
@@ -83,8 +99,7 @@ void vit_block_forward(float *out, const float *x, const VitBlockWeights *w,
  * out, mlp.fc2, mlp.gelu, mlp.fc1, norm2, resid1, attn.{proj, context,
  * probs, scaled, scores, v, k, q}, norm1.
  * @param[in,out] dx    (B, N, D) d loss / d x, added to
- * @param[in,out] dw    the parameters' gradients, laid out as VitBlockWeights (its
- *                      pointers point to writable buffers), added to
+ * @param[in,out] dw    the parameters' gradients, added to
  * @param[in]     dout  (B, N, D) d loss / d out
  * @param[in]     x     (B, N, D) the block's input
  * @param[in]     w     the block's parameters
@@ -93,7 +108,7 @@ void vit_block_forward(float *out, const float *x, const VitBlockWeights *w,
  * @param[out]    g     scratch: the gradients of the activations, under the same names
  *                      (vit_block_acts_carve()); each is traced
  */
-void vit_block_backward(float *dx, const VitBlockWeights *dw, const float *dout, const float *x,
+void vit_block_backward(float *dx, const VitBlockGrads *dw, const float *dout, const float *x,
                         const VitBlockWeights *w, const VitConfig *cfg, const VitBlockActs *a,
                         VitBlockActs *g, int B, const Tracer *tr);
 

@@ -8,7 +8,10 @@
  * once and stand for every block. Each row says where its tensor lives with
  * offsetof(): the byte offset of a `const float *` field inside VitWeights
  * (outside the blocks) or inside VitBlockWeights (in a block), so one
- * function, vit_param_slot(), can reach any parameter of any model.
+ * function, vit_param_slot(), can reach any parameter of any model. The
+ * gradients' structs (VitGradWeights, VitBlockGrads) have the same field
+ * names, so the same row also records the offset of its `float *` there:
+ * vit_param_grad_slot() reaches any gradient the same way.
  *
  * Deliberately omitted: a second list anywhere else. Initialisation, saving,
  * loading and both parameter counts read these rows; only the tests keep
@@ -21,9 +24,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-// The field a row fills: in VitWeights itself, or in every block's VitBlockWeights.
-#define IN_MODEL(field) offsetof(VitWeights, field)
-#define IN_BLOCK(field) offsetof(VitBlockWeights, field)
+// The field a row fills: in VitWeights itself, or in every block's VitBlockWeights;
+// and the field of the same name in the gradients (a name missing there does not compile).
+#define IN_MODEL(field) {offsetof(VitWeights, field), offsetof(VitGradWeights, field)}
+#define IN_BLOCK(field) {offsetof(VitBlockWeights, field), offsetof(VitBlockGrads, field)}
+
+// The gradients' structs mirror the weights' one for one: as many pointers
+// (less the attention's head_off switch, which has no gradient), so no field
+// is missing from either side of the table.
+_Static_assert(sizeof(VitGradWeights) == sizeof(VitWeights),
+               "VitGradWeights has one field for each of VitWeights'");
+_Static_assert(sizeof(VitBlockGrads) == sizeof(VitBlockWeights) - sizeof(const bool *),
+               "VitBlockGrads has one field for each parameter of VitBlockWeights");
 
 static const VitParamSpec table[] = {
     /* ----------------------------------------------- before the blocks */
@@ -223,12 +235,22 @@ bool vit_param_file_name(char *buf, size_t size, const VitParamSpec *s, VitNames
 
 const float **vit_param_slot(VitWeights *w, const VitParamSpec *s, int block, int part) {
     char *base = s->per_block ? (char *)&w->blocks[block] : (char *)w;
-    return (const float **)(base + s->field[part]);
+    return (const float **)(base + s->field[part].weights);
 }
 
 const float *vit_param_data(const VitWeights *w, const VitParamSpec *s, int block, int part) {
     const char *base = s->per_block ? (const char *)&w->blocks[block] : (const char *)w;
-    return *(const float *const *)(base + s->field[part]);
+    return *(const float *const *)(base + s->field[part].weights);
+}
+
+float **vit_param_grad_slot(VitGradWeights *g, const VitParamSpec *s, int block, int part) {
+    char *base = s->per_block ? (char *)&g->blocks[block] : (char *)g;
+    return (float **)(base + s->field[part].grads);
+}
+
+float *vit_param_grad_data(const VitGradWeights *g, const VitParamSpec *s, int block, int part) {
+    const char *base = s->per_block ? (const char *)&g->blocks[block] : (const char *)g;
+    return *(float *const *)(base + s->field[part].grads);
 }
 
 /* ------------------------------------------------------------ the walk */
@@ -312,27 +334,39 @@ int vit_param_tensor_count(const VitConfig *cfg) {
 
 /* ---------------------------------------------------------- the listing */
 
+/** The listing serves the weights and the gradients alike: it reads a part's
+ *  pointer through one of the two below, `model` being a VitWeights or a VitGradWeights. */
+typedef const float *(*PartReader)(const void *model, const VitParamSpec *s, int block, int part);
+
+static const float *weights_part(const void *model, const VitParamSpec *s, int block, int part) {
+    return vit_param_data(model, s, block, part);
+}
+
+static const float *grads_part(const void *model, const VitParamSpec *s, int block, int part) {
+    return vit_param_grad_data(model, s, block, part);
+}
+
 // q, k and v are fused in a block when each fused row's parts lie one after
 // another in memory, as one (3D, D) tensor: built here, or mapped from a
 // timm or torchvision file (and, by chance of layout, from some HF files).
-static bool block_is_fused(const VitWeights *w, const VitConfig *cfg, int block) {
+static bool block_is_fused(const void *w, PartReader part_of, const VitConfig *cfg, int block) {
     for (int i = 0; i < ROWS; i++) {
         const VitParamSpec *s = &table[i];
         if (s->qkv != VIT_QKV_FUSED) continue;
         const int parts = vit_param_parts(s);
         const size_t part_numel = (size_t)vit_param_numel(s, cfg) / (size_t)parts;
-        const float *first = vit_param_data(w, s, block, 0);
+        const float *first = part_of(w, s, block, 0);
         if (!first) return false;
         for (int j = 1; j < parts; j++)
-            if (vit_param_data(w, s, block, j) != first + j * part_numel) return false;
+            if (part_of(w, s, block, j) != first + j * part_numel) return false;
     }
     return true;
 }
 
-static void fill_param(VitParam *p, const VitWeights *w, const VitConfig *cfg,
+static void fill_param(VitParam *p, const void *w, PartReader part_of, const VitConfig *cfg,
                        const VitParamSpec *s, int block) {
     vit_param_name(p->name, sizeof p->name, s, block);
-    p->data = vit_param_data(w, s, block, 0);
+    p->data = part_of(w, s, block, 0);
     int shape[4] = {0, 0, 0, 0};
     p->ndim = vit_param_shape(s, cfg, shape);
     memcpy(p->shape, shape, sizeof shape);
@@ -341,16 +375,24 @@ static void fill_param(VitParam *p, const VitWeights *w, const VitConfig *cfg,
     p->block = block;
 }
 
-int vit_weights_params(VitParam *out, const VitWeights *w, const VitConfig *cfg) {
+static int list_params(VitParam *out, const void *w, PartReader part_of, const VitConfig *cfg) {
     VitParamIter it = vit_param_iter(cfg->depth, VIT_ORDER_STATE_DICT, VIT_QKV_ANY);
     int n = 0, decided = -1;
     bool fused = true;
     for (const VitParamSpec *s; (s = vit_param_next(&it));) {
         if (s->per_block && it.block != decided) // each block decides its q, k, v form
-            fused = block_is_fused(w, cfg, decided = it.block);
+            fused = block_is_fused(w, part_of, cfg, decided = it.block);
         if (s->qkv == (fused ? VIT_QKV_SPLIT : VIT_QKV_FUSED)) continue;
-        if (out) fill_param(&out[n], w, cfg, s, it.block);
+        if (out) fill_param(&out[n], w, part_of, cfg, s, it.block);
         n++;
     }
     return n;
+}
+
+int vit_weights_params(VitParam *out, const VitWeights *w, const VitConfig *cfg) {
+    return list_params(out, w, weights_part, cfg);
+}
+
+int vit_grad_weights_params(VitParam *out, const VitGradWeights *g, const VitConfig *cfg) {
+    return list_params(out, g, grads_part, cfg);
 }

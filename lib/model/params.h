@@ -41,9 +41,14 @@
  * Hugging Face stores three (D, D) tensors: three rows. A model holds one
  * form or the other; VitQkvForm says which rows belong to which.
  *
- * Deliberately omitted: optimizer state and gradients (they will be
- * VitWeights-shaped buffers walked with this same table), parameters of ViT
- * variants this project does not build (register tokens, layer scale, …).
+ * Gradients have their own struct, VitGradWeights: VitWeights' fields, but
+ * writable. Each row names its field once and records where it lies in both
+ * structs, so the same table walks a model's gradients (vit_param_grad_slot(),
+ * vit_grad_weights_params()) as it walks its weights.
+ *
+ * Deliberately omitted: optimizer state (AdamW keeps its own, optim.h),
+ * parameters of ViT variants this project does not build (register tokens,
+ * layer scale, …).
  */
 #ifndef VIT_PARAMS_H
 #define VIT_PARAMS_H
@@ -82,6 +87,23 @@ typedef struct {
     const float *head_b;     /**< (Y) */
 } VitWeights;
 
+/**
+ * The gradients of all parameters, d loss / d θ: VitWeights' fields, same
+ * names, same order, same shapes, but writable (the backward adds to them).
+ * VitGrads (vit.h) owns them.
+ */
+typedef struct {
+    float *patch_w;        /**< (D, C, p, p) */
+    float *patch_b;        /**< (D) */
+    float *cls_token;      /**< (D) */
+    float *pos_embed;      /**< (N, D) */
+    VitBlockGrads *blocks; /**< L blocks */
+    float *norm_w;         /**< (D) */
+    float *norm_b;         /**< (D) */
+    float *head_w;         /**< (Y, D) */
+    float *head_b;         /**< (Y) */
+} VitGradWeights;
+
 /** What kind of number a parameter is: how it is drawn, and whether a file may omit it. */
 typedef enum {
     VIT_PARAM_WEIGHT,     /**< a weight, also [cls] and the positions: truncated normal */
@@ -108,6 +130,16 @@ typedef enum {
 /** Most parts one tensor is made of: the fused q, k, v has three. */
 #define VIT_PARAM_MAX_PARTS 3
 
+/**
+ * Where one part of a row lives: the offsetof() of its pointer in the weights
+ * and in the gradients. The two differ inside a block, because
+ * AttentionWeights carries a switch (head_off) that AttentionGrads has not.
+ */
+typedef struct {
+    size_t weights; /**< in VitWeights or (per_block) VitBlockWeights */
+    size_t grads;   /**< in VitGradWeights or (per_block) VitBlockGrads */
+} VitParamField;
+
 /** One row of the parameter table: one tensor, as every model of any size has it. */
 typedef struct {
     const char *name;  /**< timm name, after "blocks.{i}." in a block: "attn.qkv.weight";
@@ -118,8 +150,7 @@ typedef struct {
     bool embedding;    /**< a learned embedding (cls_token, pos_embed): drawn like a weight,
                             but, as timm's no_weight_decay() says, never weight-decayed */
     VitQkvForm qkv;    /**< VIT_QKV_ANY for all but the q, k, v rows */
-    size_t field[VIT_PARAM_MAX_PARTS]; /**< offsetof() of the pointer each part fills, in
-                                            VitWeights or (per_block) VitBlockWeights */
+    VitParamField field[VIT_PARAM_MAX_PARTS]; /**< where the pointer each part fills lies */
     const char *stage[VIT_PARAM_MAX_PARTS]; /**< the stage reading each part; one entry per part */
     const char *hf;          /**< Hugging Face name (after "vit.encoder.layer.{i}."), or NULL */
     const char *torchvision; /**< torchvision name (after "encoder.layers.encoder_layer_{i}."),
@@ -174,6 +205,10 @@ const char *vit_param_block_prefix(VitNames names);
 const float **vit_param_slot(VitWeights *w, const VitParamSpec *s, int block, int part);
 /** @brief The pointer a row's part holds in @p w (what vit_param_slot() points to). */
 const float *vit_param_data(const VitWeights *w, const VitParamSpec *s, int block, int part);
+/** @brief vit_param_slot() for gradients: the address of the part's pointer in @p g. */
+float **vit_param_grad_slot(VitGradWeights *g, const VitParamSpec *s, int block, int part);
+/** @brief vit_param_data() for gradients: the part's gradient in @p g, writable. */
+float *vit_param_grad_data(const VitGradWeights *g, const VitParamSpec *s, int block, int part);
 
 /** The order in which an iteration visits the parameters. */
 typedef enum {
@@ -233,6 +268,13 @@ typedef struct {
  * @return the number of parameter tensors, 4 + 12·L + 4 when fused
  */
 int vit_weights_params(VitParam *out, const VitWeights *w, const VitConfig *cfg);
+/**
+ * @brief vit_weights_params() for gradients: every tensor of @p g under its
+ *        parameter's name, in the same order, fused or split by the same test.
+ *
+ * VitParam::data is read-only; vit_param_grad_data() gives a writable pointer.
+ */
+int vit_grad_weights_params(VitParam *out, const VitGradWeights *g, const VitConfig *cfg);
 
 /** @} */
 #endif

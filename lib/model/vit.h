@@ -360,16 +360,14 @@ int vit_heads_off_count(const Vit *vit);
  * @brief Gradient buffers: d loss / d θ for every parameter θ of a model, one
  *        allocation carved like its weights.
  *
- * weights has the model's VitWeights layout: the same fields, q, k and v fused
- * or split as the model holds them, each tensor in one piece. So the
- * parameter table walks it as it walks the weights: vit_weights_params()
- * lists the gradients under the parameters' (timm) names, and
- * adamw_init_vit() pairs each with its parameter. The pointers are `const`
- * only because VitWeights' are (a model's weights are usually a read-only
- * map); the gradients' memory is their own and writable.
+ * weights is a VitGradWeights: VitWeights' fields with writable pointers, q, k
+ * and v fused or split as the model holds them, each tensor in one piece. So
+ * the parameter table walks it as it walks the weights:
+ * vit_grad_weights_params() lists the gradients under the parameters' (timm)
+ * names, and adamw_init_vit() pairs each with its parameter.
  */
 typedef struct {
-    VitWeights weights; /**< the gradient of each parameter, in the parameter's field */
+    VitGradWeights weights; /**< the gradient of each parameter, in the parameter's field */
     float *memory;      /**< the one allocation: the tensors in timm's state_dict order */
     size_t floats;      /**< its size in floats, vit_param_count() */
     int count;          /**< tensors, as vit_weights_params() counts the model's */

@@ -165,10 +165,11 @@ static bool in_file(const Vit *vit, const float *data) {
     return f && b >= f && b < f + vit->file.size;
 }
 
-// Fills out[i] from the i-th weight and the i-th gradient, after checking that
-// the two lists describe the same tensor and that the weight is writable.
+// Fills out[i] from the i-th weight and the i-th gradient g (listed from
+// grads, which gives its writable pointer), after checking that the two lists
+// describe the same tensor and that the weight is writable.
 static VitStatus pair_tensor(OptimParam *out, const Vit *vit, const VitParam *w,
-                             const VitParam *g, VitError *err) {
+                             const VitGradWeights *grads, const VitParam *g, VitError *err) {
     if (!g->data)
         return vit_fail(err, VIT_ERR_INPUT, "AdamW: the gradients have no tensor for '%s'",
                         w->name);
@@ -182,32 +183,34 @@ static VitStatus pair_tensor(OptimParam *out, const Vit *vit, const VitParam *w,
                         "owns them (vit_build_random())", w->name,
                         vit->file.label ? vit->file.label : "");
     // VitWeights holds const pointers because a model usually borrows a
-    // read-only map; these point into buffers the model and the caller own.
-    *out = (OptimParam){.data = (float *)w->data, .grad = (float *)g->data, .numel = w->numel,
-                        .decay = adamw_decays(w->spec)};
+    // read-only map; this one points into a buffer the model owns.
+    *out = (OptimParam){.data = (float *)w->data,
+                        .grad = vit_param_grad_data(grads, g->spec, g->block, 0),
+                        .numel = w->numel, .decay = adamw_decays(w->spec)};
     snprintf(out->name, sizeof out->name, "%s", w->name);
     return VIT_OK;
 }
 
 // The list of a model's tensors: weights and gradients paired, in state_dict order.
-static VitStatus vit_tensors(OptimParam *out, int n, const Vit *vit, const VitWeights *grads,
-                             VitError *err) {
+static VitStatus vit_tensors(OptimParam *out, int n, const Vit *vit,
+                             const VitGradWeights *grads, VitError *err) {
     VitParam *w = vit_calloc((size_t)n, sizeof *w), *g = vit_calloc((size_t)n, sizeof *g);
     vit_weights_params(w, &vit->weights, &vit->config);
-    vit_weights_params(g, grads, &vit->config);
+    vit_grad_weights_params(g, grads, &vit->config);
     VitStatus s = VIT_OK;
-    for (int i = 0; i < n && s == VIT_OK; i++) s = pair_tensor(&out[i], vit, &w[i], &g[i], err);
+    for (int i = 0; i < n && s == VIT_OK; i++)
+        s = pair_tensor(&out[i], vit, &w[i], grads, &g[i], err);
     free(w);
     free(g);
     return s;
 }
 
-VitStatus adamw_init_vit(AdamW *opt, Vit *vit, const VitWeights *grads, const AdamWConfig *cfg,
-                         VitError *err) {
+VitStatus adamw_init_vit(AdamW *opt, Vit *vit, const VitGradWeights *grads,
+                         const AdamWConfig *cfg, VitError *err) {
     memset(opt, 0, sizeof *opt);
     const int n = vit_weights_params(NULL, &vit->weights, &vit->config);
     const int n_grads = grads->blocks || vit->config.depth == 0
-                            ? vit_weights_params(NULL, grads, &vit->config) : -1;
+                            ? vit_grad_weights_params(NULL, grads, &vit->config) : -1;
     if (n_grads < 0)
         return vit_fail(err, VIT_ERR_INPUT, "AdamW: the gradients have no blocks");
     if (n_grads != n) // the same rows count the same: q, k, v fused in one, split in the other

@@ -150,18 +150,19 @@ VitStatus adamw_init(AdamW *opt, const OptimParam *params, int count, const Adam
 /**
  * @brief Set up AdamW for every parameter of @p vit, with its gradients in @p grads.
  *
- * Both are walked with vit_weights_params(), in timm's state_dict order, so
+ * Both are walked with the parameter table (vit_weights_params(),
+ * vit_grad_weights_params()), in timm's state_dict order, so
  * @p grads must be laid out like the weights: the same tensors, q, k and v
  * fused or split alike (a buffer carved by walking the parameter table is).
  * Weight decay follows adamw_decays().
  * @param[in] vit    a model whose parameters it owns (vit_build_random()):
  *                   weights still mapped from a file are read-only, and refused
- * @param[in] grads  the gradients, one tensor for each parameter, writable
+ * @param[in] grads  the gradients, one tensor for each parameter (VitGrads::weights)
  * @return VIT_ERR_INPUT, naming the tensor, when the layouts differ or a
  *         parameter lies in the mapped file; otherwise as adamw_init().
  */
-VitStatus adamw_init_vit(AdamW *opt, Vit *vit, const VitWeights *grads, const AdamWConfig *cfg,
-                         VitError *err);
+VitStatus adamw_init_vit(AdamW *opt, Vit *vit, const VitGradWeights *grads,
+                         const AdamWConfig *cfg, VitError *err);
 
 /** @brief One AdamW step (t ← t + 1) over every tensor, with learning rate @p lr. */
 void adamw_step(AdamW *opt, double lr);
