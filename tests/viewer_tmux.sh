@@ -113,10 +113,16 @@ start() {
     SESSION="vitview$$-$1"
     shift
     rm -f "$WORK/exit" "$WORK/stderr"
-    $TMUX_CMD new-session -d -s "$SESSION" -x 100 -y 30 \
+    # The server exits with its last session; on a loaded machine it may still be
+    # exiting when the next session asks it ("server exited unexpectedly"): a few tries.
+    tries=0
+    until $TMUX_CMD new-session -d -s "$SESSION" -x 100 -y 30 \
         "env -u NO_COLOR TERM=$TERM_INSIDE LANG=C.UTF-8 LC_ALL=C.UTF-8 $* $VITVIEW --threads 2 \
-         $ARGS 2>'$WORK/stderr'; echo EXIT=\$? >'$WORK/exit'" ||
-        { echo "viewer_tmux: FAIL: tmux could not start a session" >&2; exit 1; }
+         $ARGS 2>'$WORK/stderr'; echo EXIT=\$? >'$WORK/exit'"; do
+        tries=$((tries + 1))
+        [ "$tries" -lt 5 ] || { echo "viewer_tmux: FAIL: tmux could not start a session" >&2; exit 1; }
+        sleep 1
+    done
 }
 
 # quit NAME: press q and expect exit status 0
