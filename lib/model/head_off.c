@@ -10,7 +10,7 @@
  * AttentionWeights::head_off, and mha_forward() multiplies the probabilities
  * of a head that is off by 0 right after the softmax. The block table is the
  * one place the forward and backward passes read weights from, and the one
- * the replicas of vit_train_shards() share, so a switch reaches every pass.
+ * the replicas of vit_shards_new() share, so a switch reaches every pass.
  * vit_resize_positions() replaces the position table only: the switches stay.
  *
  * Deliberately omitted: gates between 0 and 1 (Hugging Face accepts any
