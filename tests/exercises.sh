@@ -806,6 +806,21 @@ cmd_check_answer() {
 # text is part of the row, or holds a part of it (the row's text cut at
 # "…"). So the README promises nothing no test shows; cmd_check_wrong()
 # proves the grader prints it.
+# readme_table WORD FILE: the rows of the tables in FILE's sections whose "## "
+# title holds WORD, less each table's header: the first two cells of a row, a tab
+# between, without backquotes and the spaces around them.
+readme_table() {
+    awk -v word="$1" '/^## / { on = index($0, word) > 0; next }
+         !on || !/^\|/ { first = 1; next }
+         first { first = 0; next }
+         /^\| *-/ { next }
+         { n = split($0, cell, "|")
+           for (i = 2; i <= 3 && i < n; i++) {
+               gsub(/`/, "", cell[i]); sub(/^ +/, "", cell[i]); sub(/ +$/, "", cell[i])
+           }
+           print cell[2] "\t" (n > 3 ? cell[3] : "") }' "$2"
+}
+
 cmd_check_promised() {
     name=$1
     readme=$ROOT/exercises/$name/README.md
@@ -817,13 +832,8 @@ cmd_check_promised() {
     else
         : >"$d/hints.txt"
     fi
-    # the rows of the tables in the section whose title holds "hints", less each table's header
-    awk '/^## / { on = /hints/; next }
-         !on || !/^\|/ { first = 1; next }
-         first { first = 0; next }
-         /^\| *-/ { next }
-         { split($0, cell, "|"); row = cell[2]; gsub(/`/, "", row)
-           sub(/^ +/, "", row); sub(/ +$/, "", row); print row }' "$readme" >"$d/rows.txt"
+    # the first cells of the tables in the section whose title holds "hints"
+    readme_table hints "$readme" | cut -f 1 >"$d/rows.txt"
     [ -s "$d/rows.txt" ] ||
         check_failed "" "exercises/$name/README.md has no table of hints (in a section titled '## The hints': | hint says | the mistake |)"
     awk 'NR == FNR { if (length($0)) hint[++n] = $0; next }
@@ -899,13 +909,7 @@ check_points_table() {
     sed -n 's/^PASS  //p' "$d/output.txt" | sed 's/  (.*$//' >"$d/passing.txt"
     "$EX_RUNNER" --grade --list --key "$key" --baseline "$d/passing.txt" >"$d/points.txt" ||
         check_failed "" "$name: the grader could not list the points of $key"
-    awk '/^## / { on = /scored/; next }
-         !on || !/^\|/ { first = 1; next }
-         first { first = 0; next }
-         /^\| *-/ { next }
-         { split($0, cell, "|"); p = cell[2]; t = cell[3]; gsub(/`/, "", t)
-           sub(/^ +/, "", p); sub(/ +$/, "", p); sub(/^ +/, "", t); sub(/ +$/, "", t)
-           print p "\t" t }' "$ROOT/exercises/$name/README.md" >"$d/readme_points.txt"
+    readme_table scored "$ROOT/exercises/$name/README.md" >"$d/readme_points.txt"
     if ! cmp -s "$d/points.txt" "$d/readme_points.txt"; then
         awk -F '\t' '$2 == "in all" { print "    | " $1 " | in all |"; next }
                      { print "    | " $1 " | `" $2 "` |" }' "$d/points.txt" >&2
