@@ -23,17 +23,15 @@
 #include <unistd.h>
 
 #include "grade.h"
+#include "run_suites.h"
 #include "base/util.h"
 
 #define SUITE(name) extern CU_TestInfo tests_##name[];
 #include "suites.h"
 #undef SUITE
 
-static int suite_started(void);
-static int suite_finished(void);
-
 static CU_SuiteInfo all_suites[] = {
-#define SUITE(name) {#name, suite_started, suite_finished, NULL, NULL, tests_##name},
+#define SUITE(name) {#name, NULL, NULL, NULL, NULL, tests_##name},
 #include "suites.h"
 #undef SUITE
     CU_SUITE_INFO_NULL,
@@ -75,47 +73,6 @@ static void keep_gemm_choice_in_build(void) {
     if (!slash) return;
     snprintf(slash + 1, sizeof exe - (size_t)(slash + 1 - exe), "gemm-choice");
     setenv("VIT_GEMM_CACHE", exe, 1);
-}
-
-/* ------------------------------------------------------- wall time per suite */
-
-// CUnit's "Elapsed time" is the processor time of the whole run (clock()); what
-// a learner waits for is the wall time, and that is what a busy machine
-// stretches. Each suite's is taken between its init and its cleanup.
-enum { SUITES_MAX = sizeof all_suites / sizeof all_suites[0] };
-typedef struct {
-    const char *name;
-    double seconds;
-} SuiteTime;
-static SuiteTime suite_time[SUITES_MAX];
-static int suites_timed;
-static double suite_t0;
-
-static int suite_started(void) {
-    suite_t0 = vit_now();
-    return 0;
-}
-
-static int suite_finished(void) {
-    const CU_pSuite s = CU_get_current_suite();
-    if (s && suites_timed < SUITES_MAX)
-        suite_time[suites_timed].name = s->pName,
-        suite_time[suites_timed++].seconds = vit_now() - suite_t0;
-    return 0;
-}
-
-static int slower_first(const void *a, const void *b) {
-    const double x = ((const SuiteTime *)a)->seconds, y = ((const SuiteTime *)b)->seconds;
-    return (x < y) - (x > y);
-}
-
-// After CUnit's summary: the wall time, and the slowest suites.
-static void print_wall_times(double wall) {
-    qsort(suite_time, (size_t)suites_timed, sizeof suite_time[0], slower_first);
-    printf("Wall time = %.1f s for %d suites; the slowest:", wall, suites_timed);
-    for (int i = 0; i < suites_timed && i < 5; i++)
-        printf("%s %s %.1f s", i ? "," : "", suite_time[i].name, suite_time[i].seconds);
-    printf("\n");
 }
 
 // OpenMP's threads wait for work by spinning (GNU's default, for a while): on a
@@ -165,12 +122,7 @@ int main(int argc, char **argv) {
         CU_cleanup_registry();
         return 2;
     }
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    const double t0 = vit_now();
-    CU_basic_run_tests();
-    print_wall_times(vit_now() - t0);
-    unsigned failures = CU_get_number_of_failures();
-    unsigned failed_runs = CU_get_number_of_suites_failed() + CU_get_number_of_tests_failed();
+    const int status = run_suites();
     CU_cleanup_registry();
-    return (failures || failed_runs) ? 1 : 0;
+    return status;
 }

@@ -1,0 +1,380 @@
+/**
+ * @file run_suites.c
+ * @brief Each suite in a child process, a few at once, reports in order
+ *        (run_suites.h says why).
+ *
+ * The parent never runs a test, nor anything of OpenMP (a process that has
+ * used OpenMP's threads cannot safely fork children that use them again). It
+ * starts the children, keeps each one's output in a temporary file until the
+ * suites before it have printed theirs, and adds up the summaries the
+ * children send it after every test. A child that dies leaves the summary of
+ * the tests it finished; the test it was in is counted as failed.
+ */
+#include "run_suites.h"
+
+#include <CUnit/CUnit.h>
+#include <CUnit/TestRun.h>
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/util.h"
+#include "gemm/gemm.h"
+
+enum { JOBS_MAX = 8, SLOWEST_SHOWN = 5 };
+
+// Suites that time the machine (which backend of the matrix product is faster,
+// whether the machine is quiet): a suite beside them would change what they measure.
+static const char *const RUN_ALONE[] = {"gemm_choice"};
+
+/** One suite's run: its child, what it sent and what it printed. */
+typedef struct {
+    CU_pSuite suite;
+    pid_t pid;             // 0 until started
+    int summary_fd;        // the read end of the pipe the child sends its summaries on
+    FILE *output;          // the child's stdout and stderr, printed in turn
+    double started, seconds;
+    bool done;
+    int status;            // waitpid()'s
+    CU_RunSummary summary; // the last one the child sent: the tests it finished
+    bool summary_final;    // sent after the suite's last test
+    bool ended_in_test;    // its output ends in "  Test: NAME ...": it died in that test
+} SuiteRun;
+
+/* ------------------------------------------------------------ in the child */
+
+// The summary after each test, so a child that dies has told what it finished.
+// Sent whole or not at all: a pipe writes up to PIPE_BUF bytes at once.
+static int child_summary_fd = -1;
+
+static void send_summary(bool final) {
+    struct {
+        CU_RunSummary s;
+        int final;
+    } msg = {*CU_get_run_summary(), final};
+    _Static_assert(sizeof msg <= PIPE_BUF, "one write() on a pipe");
+    if (child_summary_fd < 0) return; // the suite runs in the runner's own process
+    if (write(child_summary_fd, &msg, sizeof msg) != (ssize_t)sizeof msg) {
+        // the parent reads it; nothing else to do if it is gone
+    }
+}
+
+// CUnit's own report, as its basic mode prints it in verbose mode.
+static void on_suite_start(const CU_pSuite suite) {
+    printf("\nSuite: %s", suite->pName);
+}
+
+static void on_test_start(const CU_pTest test, const CU_pSuite suite) {
+    printf("\n  Test: %s ...", test->pName);
+    fflush(stdout); // on disk before the test runs: a crash shows where it was
+    // VIT_TEST_CRASH=SUITE: that suite's first test dies of a signal, so the
+    // runner's own test can see a crash reported and the other suites run on
+    const char *crash = getenv("VIT_TEST_CRASH");
+    if (crash && strcmp(crash, suite->pName) == 0) raise(SIGSEGV);
+}
+
+static void on_test_complete(const CU_pTest test, const CU_pSuite suite,
+                             const CU_pFailureRecord failure) {
+    (void)test, (void)suite;
+    if (!failure) printf("passed");
+    else printf("FAILED");
+    int i = 1;
+    for (CU_pFailureRecord f = failure; f; f = f->pNext, i++)
+        printf("\n    %d. %s:%u  - %s", i, f->strFileName ? f->strFileName : "",
+               f->uiLineNumber, f->strCondition ? f->strCondition : "");
+    fflush(stdout);
+    send_summary(false);
+}
+
+static void on_suite_init_failure(const CU_pSuite suite) {
+    printf("\nWARNING - Suite initialization failed for '%s'.", suite->pName);
+}
+
+static void on_suite_cleanup_failure(const CU_pSuite suite) {
+    printf("\nWARNING - Suite cleanup failed for '%s'.", suite->pName);
+}
+
+static void set_handlers(void) {
+    CU_set_suite_start_handler(on_suite_start);
+    CU_set_test_start_handler(on_test_start);
+    CU_set_test_complete_handler(on_test_complete);
+    CU_set_suite_init_failure_handler(on_suite_init_failure);
+    CU_set_suite_cleanup_failure_handler(on_suite_cleanup_failure);
+    CU_set_all_test_complete_handler(NULL);
+}
+
+static void run_in_child(SuiteRun *r, int summary_fd) {
+    child_summary_fd = summary_fd;
+    dup2(fileno(r->output), STDOUT_FILENO);
+    dup2(fileno(r->output), STDERR_FILENO);
+    setvbuf(stdout, NULL, _IOLBF, 0); // stdout and stderr share the file: keep their order
+    setvbuf(stderr, NULL, _IONBF, 0);
+    set_handlers();
+    CU_run_suite(r->suite);
+    send_summary(true);
+    fflush(stdout);
+    CU_cleanup_registry();
+    exit(0); // not _exit(): a leak checker reports at exit
+}
+
+/* ----------------------------------------------------------- in the parent */
+
+// How many suites run at once; 0: in this process, no children.
+static int jobs_wanted(int suites) {
+    const char *v = getenv("VIT_TEST_JOBS");
+    if (v && *v) {
+        char *end;
+        long n = strtol(v, &end, 10);
+        if (*end == '\0' && n >= 0 && n <= 64) return (int)n;
+        fprintf(stderr, "run: VIT_TEST_JOBS=%s is not a number of suites from 0 to 64; "
+                        "running one at a time\n", v);
+        return 1;
+    }
+    if (suites == 1) return 0; // one suite (or one test): here, where gdb stops in it
+    const int cores = vit_thread_limit();
+    return cores < 1 ? 1 : cores > JOBS_MAX ? JOBS_MAX : cores;
+}
+
+static bool runs_alone(const CU_pSuite s) {
+    for (size_t i = 0; i < sizeof RUN_ALONE / sizeof RUN_ALONE[0]; i++)
+        if (strcmp(s->pName, RUN_ALONE[i]) == 0) return true;
+    return false;
+}
+
+// The default matrix product is measured once, by a child, before the suites
+// start: children starting side by side would each measure it, on a machine
+// the others keep busy, and could remember different answers.
+static void choose_matrix_product_first(void) {
+    fflush(NULL);
+    const pid_t pid = fork();
+    if (pid == 0) {
+        (void)gemm_choice();
+        _exit(0);
+    }
+    if (pid > 0) waitpid(pid, NULL, 0);
+}
+
+static bool start(SuiteRun *r) {
+    int fds[2];
+    r->output = tmpfile();
+    if (!r->output || pipe(fds) != 0) {
+        fprintf(stderr, "run: cannot start suite %s: %s\n", r->suite->pName, strerror(errno));
+        if (r->output) fclose(r->output);
+        r->output = NULL;
+        return false;
+    }
+    fflush(NULL); // nothing buffered here may be printed twice, by the child too
+    r->started = vit_now();
+    r->pid = fork();
+    if (r->pid == 0) {
+        close(fds[0]);
+        run_in_child(r, fds[1]);
+    }
+    close(fds[1]);
+    r->summary_fd = fds[0];
+    if (r->pid < 0) {
+        fprintf(stderr, "run: cannot start suite %s: %s\n", r->suite->pName, strerror(errno));
+        close(fds[0]);
+        fclose(r->output);
+        r->output = NULL;
+        return false;
+    }
+    return true;
+}
+
+// The summaries the child sent (all in the pipe once it has ended): keep the last.
+static void read_summaries(SuiteRun *r) {
+    struct {
+        CU_RunSummary s;
+        int final;
+    } msg;
+    while (read(r->summary_fd, &msg, sizeof msg) == (ssize_t)sizeof msg)
+        r->summary = msg.s, r->summary_final = msg.final != 0;
+    close(r->summary_fd);
+}
+
+static bool crashed(const SuiteRun *r) {
+    return !r->summary_final || !WIFEXITED(r->status) || WEXITSTATUS(r->status) != 0;
+}
+
+// How the child ended, when it did not end well: "ended by signal 11 (Segmentation fault)".
+static void describe_end(char *buf, size_t size, const SuiteRun *r) {
+    if (r->pid <= 0) snprintf(buf, size, "could not be started");
+    else if (WIFSIGNALED(r->status))
+        snprintf(buf, size, "ended by signal %d (%s)", WTERMSIG(r->status),
+                 strsignal(WTERMSIG(r->status)));
+    else if (WIFEXITED(r->status) && WEXITSTATUS(r->status) != 0)
+        snprintf(buf, size, "exited with status %d", WEXITSTATUS(r->status));
+    else snprintf(buf, size, "ended before its last test");
+}
+
+static void print_report(SuiteRun *r) {
+    if (r->output) {
+        rewind(r->output);
+        char buf[8192];
+        size_t n;
+        while ((n = fread(buf, 1, sizeof buf, r->output)) > 0) fwrite(buf, 1, n, stdout);
+        fclose(r->output);
+        r->output = NULL;
+    }
+    if (crashed(r)) {
+        char how[128];
+        describe_end(how, sizeof how, r);
+        if (r->ended_in_test)
+            printf("CRASHED\n    the suite's process %s: this test failed, and the rest of %s "
+                   "did not run", how, r->suite->pName);
+        else printf("\n  CRASHED: the suite's process %s after its last test", how);
+    }
+    fflush(stdout);
+}
+
+// Whether the child's output ends inside a test (on_test_start()'s "...").
+static bool output_ends_in_test(FILE *output) {
+    if (!output || fseek(output, -1, SEEK_END) != 0) return false;
+    const int last = fgetc(output);
+    return last == '.';
+}
+
+static void wait_for_one(SuiteRun *runs, int n) {
+    int status;
+    pid_t pid;
+    while ((pid = waitpid(-1, &status, 0)) < 0 && errno == EINTR) {
+    }
+    for (int i = 0; i < n; i++)
+        if (runs[i].pid == pid && pid > 0 && !runs[i].done) {
+            runs[i].status = status;
+            runs[i].seconds = vit_now() - runs[i].started;
+            runs[i].done = true;
+            read_summaries(&runs[i]);
+            runs[i].ended_in_test = output_ends_in_test(runs[i].output);
+        }
+}
+
+// The suite in this process (VIT_TEST_JOBS=0, or only one suite): what gdb
+// needs to stop in a test; a crash then ends the run.
+static void run_here(SuiteRun *r) {
+    r->started = vit_now();
+    set_handlers();
+    fflush(NULL);
+    CU_run_suite(r->suite);
+    r->summary = *CU_get_run_summary();
+    r->summary_final = true;
+    r->status = 0, r->pid = getpid(); // "exited with 0"
+    r->seconds = vit_now() - r->started;
+    r->done = true;
+    fflush(stdout);
+}
+
+/* --------------------------------------------------------------- summary */
+
+static int slower_first(const void *a, const void *b) {
+    const double x = (*(const SuiteRun *const *)a)->seconds,
+                 y = (*(const SuiteRun *const *)b)->seconds;
+    return (x < y) - (x > y);
+}
+
+// CUnit's table, added up over the children; a crashed suite counts as failed,
+// and so does the test it died in.
+static bool print_summary(SuiteRun *runs, int n, double wall, int jobs) {
+    unsigned suites_failed = 0, tests_run = 0, tests_failed = 0, tests_inactive = 0;
+    unsigned asserts = 0, asserts_failed = 0, crashes = 0;
+    for (int i = 0; i < n; i++) {
+        const CU_RunSummary *s = &runs[i].summary;
+        const unsigned died = crashed(&runs[i]) ? 1 : 0, in_test = runs[i].ended_in_test ? 1 : 0;
+        crashes += died;
+        suites_failed += s->nSuitesFailed + died;
+        tests_run += s->nTestsRun + in_test, tests_failed += s->nTestsFailed + in_test;
+        tests_inactive += s->nTestsInactive;
+        asserts += s->nAsserts, asserts_failed += s->nAssertsFailed;
+    }
+    const CU_pTestRegistry reg = CU_get_registry();
+    printf("\n\nRun Summary:    Type  Total    Ran Passed Failed Inactive\n");
+    printf("              suites %6u %6d    n/a %6u %8u\n", reg->uiNumberOfSuites, n,
+           suites_failed, reg->uiNumberOfSuites - (unsigned)n);
+    printf("               tests %6u %6u %6u %6u %8u\n", reg->uiNumberOfTests, tests_run,
+           tests_run - tests_failed, tests_failed, tests_inactive);
+    printf("             asserts %6u %6u %6u %6u      n/a\n\n", asserts, asserts,
+           asserts - asserts_failed, asserts_failed);
+    for (int i = 0; i < n; i++)
+        if (crashed(&runs[i])) {
+            char how[128];
+            describe_end(how, sizeof how, &runs[i]);
+            printf("CRASHED: suite %s: its process %s\n", runs[i].suite->pName, how);
+        }
+    SuiteRun **order = malloc(sizeof *order * (size_t)(n > 0 ? n : 1));
+    for (int i = 0; i < n; i++) order[i] = &runs[i];
+    qsort(order, (size_t)n, sizeof *order, slower_first);
+    printf("Wall time = %.1f s for %d suites, %d at a time; the slowest:", wall, n, jobs);
+    for (int i = 0; i < n && i < SLOWEST_SHOWN; i++)
+        printf("%s %s %.1f s", i ? "," : "", order[i]->suite->pName, order[i]->seconds);
+    printf("\n");
+    free(order);
+    return suites_failed == 0 && tests_failed == 0 && asserts_failed == 0 && crashes == 0;
+}
+
+/* ------------------------------------------------------------------ the run */
+
+int run_suites(void) {
+    int n = 0;
+    for (CU_pSuite s = CU_get_registry()->pSuite; s; s = s->pNext) n += s->fActive ? 1 : 0;
+    SuiteRun *runs = calloc((size_t)(n > 0 ? n : 1), sizeof *runs);
+    if (!runs) return 1;
+    int k = 0;
+    for (CU_pSuite s = CU_get_registry()->pSuite; s; s = s->pNext)
+        if (s->fActive) runs[k++].suite = s;
+    const int jobs = jobs_wanted(n);
+    printf("\n     CUnit - A unit testing framework for C - Version %s\n", CU_VERSION);
+    if (jobs == 0) {
+        printf("     %d suite%s in this process, one after another\n", n, n == 1 ? "" : "s");
+        const double t0 = vit_now();
+        for (int i = 0; i < n; i++) run_here(&runs[i]);
+        const bool passed = print_summary(runs, n, vit_now() - t0, 1);
+        free(runs);
+        return passed ? 0 : 1;
+    }
+    printf("     %d suites, each in a process of its own, %d at a time\n", n, jobs);
+    choose_matrix_product_first();
+    // the order they start in: the suites that run alone first (no core waits
+    // for the others to end before them), then the rest as listed
+    SuiteRun **order = malloc(sizeof *order * (size_t)(n > 0 ? n : 1));
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (runs_alone(runs[i].suite)) order[m++] = &runs[i];
+    for (int i = 0; i < n; i++)
+        if (!runs_alone(runs[i].suite)) order[m++] = &runs[i];
+    const double t0 = vit_now();
+    int next_start = 0, next_print = 0;
+    while (next_print < n) {
+        int running = 0;
+        bool alone_running = false;
+        for (int i = 0; i < next_start; i++)
+            if (order[i]->pid > 0 && !order[i]->done) {
+                running++;
+                alone_running = alone_running || runs_alone(order[i]->suite);
+            }
+        while (next_start < n && running < jobs && !alone_running) {
+            SuiteRun *r = order[next_start];
+            const bool alone = runs_alone(r->suite);
+            if (alone && running > 0) break; // it waits for the others to end
+            next_start++;
+            if (!start(r)) {
+                r->done = true;
+                continue;
+            }
+            running++;
+            alone_running = alone;
+        }
+        if (running > 0) wait_for_one(runs, n);
+        while (next_print < n && runs[next_print].done) print_report(&runs[next_print++]);
+    }
+    free(order);
+    const bool passed = print_summary(runs, n, vit_now() - t0, jobs);
+    free(runs);
+    return passed ? 0 : 1;
+}
