@@ -152,8 +152,11 @@ static VitStatus check_sizes(const IdxFile *f, const IdxKind *kind, const uint32
 // first count, which must be 1 to in_file.
 static VitStatus items_to_read(size_t *n, const IdxFile *f, const IdxKind *kind, uint32_t in_file,
                                bool whole, int count, VitError *err) {
-    *n = whole ? in_file : (size_t)(count > 0 ? count : 0);
-    if (whole) return VIT_OK;
+    *n = 0;
+    if (whole) {
+        *n = in_file;
+        return VIT_OK;
+    }
     char asked[VIT_NUM_BUF], holds[VIT_NUM_BUF];
     if (count < 1)
         return vit_fail(err, VIT_ERR_INPUT, "%s: asked for the first %d %s; ask for 1 or more",
@@ -162,6 +165,7 @@ static VitStatus items_to_read(size_t *n, const IdxFile *f, const IdxKind *kind,
         return vit_fail(err, VIT_ERR_INPUT, "%s: holds %s %s, fewer than the %s asked for",
                         f->name, vit_thousands(holds, in_file), kind->noun,
                         vit_thousands(asked, count));
+    *n = (size_t)count;
     return VIT_OK;
 }
 
