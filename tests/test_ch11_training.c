@@ -263,8 +263,8 @@ static void test_the_shipped_model(void) {
     Dataset test;
     VitError err;
     CU_ASSERT_EQUAL_FATAL(vit_build(&vit, path, &err), VIT_OK);
-    CU_ASSERT_EQUAL_FATAL(dataset_fashion_mnist_load(&test, NULL, "test", &err), VIT_OK);
-    const Dataset slice = dataset_slice(&test, 0, 1000);
+    CU_ASSERT_EQUAL_FATAL(dataset_fashion_mnist_load_first(&test, NULL, "test", 1000, &err), VIT_OK);
+    const Dataset slice = test; // the chapter's slice: the first 1,000, all that was read
     const char *m = st_meta(&vit.file, "mean"), *s = st_meta(&vit.file, "std");
     const float mean = m ? strtof(m, NULL) : 0.2860f, std = s ? strtof(s, NULL) : 0.3530f;
     EvalResult r;
@@ -298,16 +298,18 @@ static TrainConfig probe_config(void) {
     return c;
 }
 
+// The first PROBE_IMAGES training images, read alone: a grader runs every test in
+// a process of its own, and decompressing all 60,000 for 64 would cost each one
+// a quarter of a second.
 static const Dataset *probe_data(void) {
-    static Dataset all, few;
+    static Dataset few;
     static bool loaded;
     if (!loaded) {
         VitError err;
-        if (dataset_fashion_mnist_load(&all, NULL, "train", &err) != VIT_OK) {
+        if (dataset_fashion_mnist_load_first(&few, NULL, "train", PROBE_IMAGES, &err) != VIT_OK) {
             fprintf(stderr, "\n    %s\n", err.msg);
             return NULL;
         }
-        few = dataset_slice(&all, 0, PROBE_IMAGES);
         loaded = true;
     }
     return &few;

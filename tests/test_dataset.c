@@ -233,6 +233,83 @@ static void test_load_checks(void) {
     scratch_remove(&dir);
 }
 
+// Refused by dataset_fashion_mnist_load_first(): as expect_load_failure(), for the first count.
+static void expect_load_first_failure(const char *dir, const char *split, int count,
+                                      const char *a, const char *b) {
+    Dataset d;
+    memset(&d, 0x5a, sizeof d);
+    VitError err = {{0}};
+    CU_ASSERT_EQUAL(dataset_fashion_mnist_load_first(&d, dir, split, count, &err), VIT_ERR_INPUT);
+    CU_ASSERT(d.count == 0 && d.pixels == NULL && d.labels == NULL && d.owned_pixels == NULL &&
+              d.owned_labels == NULL && d.class_names == NULL);
+    bool ok = strstr(err.msg, a) && (!b || strstr(err.msg, b));
+    if (!ok) fprintf(stderr, "\n    message '%s' lacks '%s' / '%s'\n", err.msg, a, b ? b : "");
+    CU_ASSERT(ok);
+}
+
+// The first images of the installed splits are the whole splits' first, byte for byte.
+static void test_load_first_of_fashion(void) {
+    const struct { const char *split; int count; } cases[] = {
+        {"train", 64}, {"train", 2000}, {"test", 1}, {"test", 10000},
+    };
+    for (int k = 0; k < 4; k++) {
+        const Dataset *all = fashion(cases[k].split);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(all);
+        Dataset d;
+        VitError err = {{0}};
+        CU_ASSERT_EQUAL_FATAL(dataset_fashion_mnist_load_first(&d, NULL, cases[k].split,
+                                                               cases[k].count, &err), VIT_OK);
+        CU_ASSERT(d.count == cases[k].count && d.channels == 1 && d.size == 28 && d.classes == 10);
+        CU_ASSERT(d.pixels == d.owned_pixels && d.labels == d.owned_labels);
+        CU_ASSERT_PTR_EQUAL(d.class_names, DATASET_FASHION_MNIST_CLASSES);
+        CU_ASSERT_EQUAL(memcmp(d.pixels, all->pixels, (size_t)d.count * 784), 0);
+        CU_ASSERT_EQUAL(memcmp(d.labels, all->labels, (size_t)d.count), 0);
+        dataset_free(&d);
+    }
+    FashionMnistFiles files;
+    VitError err;
+    CU_ASSERT_EQUAL_FATAL(dataset_fashion_mnist_files(&files, NULL, "test", &err), VIT_OK);
+    expect_load_first_failure(NULL, "test", 20000, files.images,
+                              "holds 10,000 images, fewer than the 20,000 asked for");
+    expect_load_first_failure(NULL, "train", 0, "asked for the first 0 images; ask for 1 or more",
+                              NULL);
+    expect_load_first_failure(NULL, "train", -3, "asked for the first -3 images", NULL);
+}
+
+// A little set, plain and gzip: the first images load, and are checked as the whole set is.
+static void test_load_first_checks(void) {
+    const unsigned char labels[4] = {3, 9, 0, 12};
+    for (int gz = 0; gz <= 1; gz++) {
+        ScratchDir set;
+        CU_ASSERT_FATAL(scratch_make(&set));
+        const char *sub = set.path;
+        char lab[PATH_SIZE], img[PATH_SIZE];
+        write_set(&set, "train", 4, 3, 3, labels, 4, gz);
+        Dataset whole = {0}, d;
+        VitError err = {{0}};
+        CU_ASSERT_EQUAL_FATAL(dataset_fashion_mnist_load_first(&d, sub, "train", 3, &err), VIT_OK);
+        CU_ASSERT(d.count == 3 && d.size == 3 && d.channels == 1 && d.classes == 10);
+        CU_ASSERT(d.pixels[8] == (unsigned char)(8 * 19) && d.labels[1] == 9);
+        dataset_free(&d);
+        // the fourth label, 12, is no class: it is seen once the fourth image is asked for
+        const char *suffix = gz ? ".gz" : "";
+        snprintf(lab, sizeof lab, "%s/train-labels-idx1-ubyte%s", sub, suffix);
+        snprintf(img, sizeof img, "%s/train-images-idx3-ubyte%s", sub, suffix);
+        expect_load_first_failure(sub, "train", 4, lab, "label 12 of image 3 is not a "
+                                  "Fashion-MNIST class (0 to 9)");
+        CU_ASSERT_NOT_EQUAL(dataset_fashion_mnist_load(&whole, sub, "train", &err), VIT_OK);
+        expect_load_first_failure(sub, "train", 5, img, "holds 4 images, fewer than the 5 asked for");
+        // fewer labels than the images asked for: the labels file says so
+        write_set(&set, "train", 4, 3, 3, labels, 2, gz);
+        expect_load_first_failure(sub, "train", 3, lab, "holds 2 labels, fewer than the 3 asked for");
+        // images that are not square
+        write_set(&set, "train", 3, 3, 2, labels, 3, gz);
+        expect_load_first_failure(sub, "train", 1, img,
+                                  "images of 3×2 pixels; a dataset's images must be square");
+        scratch_remove(&set);
+    }
+}
+
 /* ---------------------------------------------------------------- batches */
 
 enum { TC = 2, TS = 5, TN = 6 }; // a tiny set: 6 images of 2×5×5
@@ -461,6 +538,8 @@ CU_TestInfo tests_dataset[] = {
     {"statistics by hand", test_stats_by_hand},
     {"slices and the validation split are views", test_slices_and_validation_split},
     {"loading checks counts, labels and squareness", test_load_checks},
+    {"the first images of a split are the whole split's first", test_load_first_of_fashion},
+    {"loading the first images checks them as the whole set", test_load_first_checks},
     {"a batch normalises exactly", test_batch_normalises_exactly},
     {"augmentation draws stay in range", test_augment_draws_in_range},
     {"flip mirrors exactly", test_flip_mirrors_exactly},

@@ -186,6 +186,132 @@ static void test_real_label_files(void) {
     }
 }
 
+/* --------------------------------------------------- the first images only */
+
+// The first n of the three test images (and of five labels), plain and gzip:
+// the same bytes as the whole file's first n.
+static void test_first_images_and_labels(void) {
+    ScratchDir dir;
+    CU_ASSERT_FATAL(scratch_make(&dir));
+    unsigned char px[IMG_BYTES];
+    test_pixels(px);
+    const unsigned char lab[5] = {9, 0, 0, 3, 255};
+    for (int gz = 0; gz <= 1; gz++) {
+        char images[PATH_SIZE], labels[PATH_SIZE];
+        write_idx(&dir, gz ? "img.gz" : "img", images, gz, IDX_MAGIC_IMAGES, 3, IMG_DIMS, px,
+                  sizeof px);
+        write_idx(&dir, gz ? "lab.gz" : "lab", labels, gz, IDX_MAGIC_LABELS, 1, (uint32_t[]){5},
+                  lab, sizeof lab);
+        for (int n = 1; n <= IMG_N; n++) {
+            IdxImages x;
+            VitError err = {{0}};
+            CU_ASSERT_EQUAL_FATAL(idx_read_images_first(&x, images, n, &err), VIT_OK);
+            CU_ASSERT(x.count == n && x.rows == IMG_ROWS && x.cols == IMG_COLS);
+            CU_ASSERT_EQUAL(memcmp(x.pixels, px, (size_t)n * IMG_ROWS * IMG_COLS), 0);
+            idx_images_free(&x);
+        }
+        for (int n = 1; n <= 5; n++) {
+            IdxLabels y;
+            VitError err = {{0}};
+            CU_ASSERT_EQUAL_FATAL(idx_read_labels_first(&y, labels, n, &err), VIT_OK);
+            CU_ASSERT_EQUAL(y.count, n);
+            CU_ASSERT_EQUAL(memcmp(y.labels, lab, (size_t)n), 0);
+            idx_labels_free(&y);
+        }
+    }
+    scratch_remove(&dir);
+}
+
+// Refused as expect_bad_images() refuses, reading only the first count.
+static void expect_bad_first_images(const char *path, int count, const char *problem) {
+    IdxImages x;
+    memset(&x, 0x5a, sizeof x);
+    VitError err = {{0}};
+    CU_ASSERT_EQUAL(idx_read_images_first(&x, path, count, &err), VIT_ERR_INPUT);
+    CU_ASSERT(x.count == 0 && x.rows == 0 && x.cols == 0 && x.pixels == NULL);
+    CU_ASSERT(mentions(&err, path, problem));
+}
+
+static void expect_bad_first_labels(const char *path, int count, const char *problem) {
+    IdxLabels x;
+    memset(&x, 0x5a, sizeof x);
+    VitError err = {{0}};
+    CU_ASSERT_EQUAL(idx_read_labels_first(&x, path, count, &err), VIT_ERR_INPUT);
+    CU_ASSERT(x.count == 0 && x.labels == NULL);
+    CU_ASSERT(mentions(&err, path, problem));
+}
+
+// Asking for none, or for more than the file holds, names the file; the
+// header is checked as for the whole file.
+static void test_first_count_out_of_range(void) {
+    ScratchDir dir;
+    CU_ASSERT_FATAL(scratch_make(&dir));
+    unsigned char px[IMG_BYTES];
+    test_pixels(px);
+    char path[PATH_SIZE];
+    for (int gz = 0; gz <= 1; gz++) {
+        write_idx(&dir, gz ? "img.gz" : "img", path, gz, IDX_MAGIC_IMAGES, 3, IMG_DIMS, px,
+                  sizeof px);
+        expect_bad_first_images(path, 4, "holds 3 images, fewer than the 4 asked for");
+        expect_bad_first_images(path, 0, "asked for the first 0 images; ask for 1 or more");
+        expect_bad_first_images(path, -1, "asked for the first -1 images");
+        write_idx(&dir, gz ? "lab.gz" : "lab", path, gz, IDX_MAGIC_LABELS, 1, (uint32_t[]){3}, px,
+                  3);
+        expect_bad_first_labels(path, 4, "holds 3 labels, fewer than the 4 asked for");
+        expect_bad_first_labels(path, 0, "asked for the first 0 labels");
+    }
+    // the header's count is checked before any data: 10,000 announced, none there
+    write_idx(&dir, "big.gz", path, true, IDX_MAGIC_IMAGES, 3, (uint32_t[]){10000, 2, 2}, px, 4);
+    expect_bad_first_images(path, 20000, "holds 10,000 images, fewer than the 20,000 asked for");
+    // every header check still applies
+    write_idx(&dir, "labels.gz", path, true, IDX_MAGIC_LABELS, 1, (uint32_t[]){3}, px, 3);
+    expect_bad_first_images(path, 1, "is a labels file, not images");
+    write_idx(&dir, "cols", path, false, IDX_MAGIC_IMAGES, 3, (uint32_t[]){1, 2, 1025}, px, 16);
+    expect_bad_first_images(path, 1, "images of 2×1025 pixels");
+    write_idx(&dir, "count0", path, false, IDX_MAGIC_IMAGES, 3, (uint32_t[]){0, 2, 2}, px, 0);
+    expect_bad_first_images(path, 1, "0 images; a file may hold 1 to 16,777,216");
+    scratch_remove(&dir);
+}
+
+// What a prefix checks and what it cannot: images missing before the count
+// are refused; bytes after the last image lie beyond what is read, so they are
+// refused only when every image is asked for. (The gzip trailer's CRC is not
+// tested here: zlib decompresses ahead, so in a file this small it reaches the
+// trailer, and checks it, even for a prefix.)
+static void test_first_checks_what_it_reads(void) {
+    ScratchDir dir;
+    CU_ASSERT_FATAL(scratch_make(&dir));
+    unsigned char px[IMG_BYTES + 1];
+    test_pixels(px);
+    px[IMG_BYTES] = 42;
+    char path[PATH_SIZE];
+    write_idx(&dir, "short", path, false, IDX_MAGIC_IMAGES, 3, IMG_DIMS, px, IMG_ROWS * IMG_COLS);
+    expect_bad_first_images(path, 2, "ends after 1 of 3 images");
+    IdxImages x;
+    VitError err;
+    CU_ASSERT_EQUAL(idx_read_images_first(&x, path, 1, &err), VIT_OK);
+    idx_images_free(&x);
+    write_idx(&dir, "more.gz", path, true, IDX_MAGIC_IMAGES, 3, IMG_DIMS, px, sizeof px);
+    CU_ASSERT_EQUAL(idx_read_images_first(&x, path, 2, &err), VIT_OK);
+    idx_images_free(&x);
+    expect_bad_first_images(path, IMG_N, "more data follows its 3 images");
+    scratch_remove(&dir);
+}
+
+// The installed training labels: the first 1,000 are the whole file's first 1,000.
+static void test_first_of_real_labels(void) {
+    const char *file = "/usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz";
+    IdxLabels all, first;
+    VitError err = {{0}};
+    CU_ASSERT_EQUAL_FATAL(idx_read_labels(&all, file, &err), VIT_OK);
+    CU_ASSERT_EQUAL_FATAL(idx_read_labels_first(&first, file, 1000, &err), VIT_OK);
+    CU_ASSERT_EQUAL(first.count, 1000);
+    CU_ASSERT_EQUAL(memcmp(first.labels, all.labels, 1000), 0);
+    idx_labels_free(&first);
+    idx_labels_free(&all);
+    expect_bad_first_labels(file, 60001, "holds 60,000 labels, fewer than the 60,001 asked for");
+}
+
 /* -------------------------------------------------------------- bad files */
 
 static void test_missing_directory_and_fifo(void) {
@@ -382,6 +508,10 @@ CU_TestInfo tests_idx[] = {
     {"images decode to the exact bytes, plain and gzip", test_images_decode_exactly},
     {"labels decode to the exact bytes, plain and gzip", test_labels_decode_exactly},
     {"the installed Fashion-MNIST label files", test_real_label_files},
+    {"the first images and labels are the whole file's first", test_first_images_and_labels},
+    {"the first none, or more than the file holds, are refused", test_first_count_out_of_range},
+    {"the first images: what is checked and what cannot be", test_first_checks_what_it_reads},
+    {"the first of the installed Fashion-MNIST labels", test_first_of_real_labels},
     {"missing file, directory and FIFO are refused", test_missing_directory_and_fifo},
     {"labels are not images, images not labels", test_wrong_kind},
     {"not IDX, or IDX of another type", test_not_idx_or_other_type},

@@ -132,14 +132,55 @@ static VitStatus read_header(IdxFile *f, const IdxKind *kind, uint32_t *dims, Vi
     return VIT_OK;
 }
 
-// Everything after the header: count items of item_bytes each, and nothing more.
-static VitStatus read_data(IdxFile *f, const IdxKind *kind, unsigned char **data, size_t count,
-                           size_t item_bytes, const char *shape, VitError *err) {
+// The sizes in the header, before any memory is taken: rows and columns
+// (images only: dims is count, rows, cols), then the count (dims[0]).
+static VitStatus check_sizes(const IdxFile *f, const IdxKind *kind, const uint32_t *dims,
+                             VitError *err) {
+    if (kind->ndim == 3 && (dims[1] < 1 || dims[1] > IDX_MAX_SIDE || dims[2] < 1 ||
+                            dims[2] > IDX_MAX_SIDE))
+        return vit_fail(err, VIT_ERR_INPUT, "%s: images of %u×%u pixels; rows and columns must "
+                        "be 1 to %d", f->name, dims[1], dims[2], IDX_MAX_SIDE);
+    if (dims[0] < 1 || dims[0] > IDX_MAX_COUNT) {
+        char n[VIT_NUM_BUF], most[VIT_NUM_BUF];
+        return vit_fail(err, VIT_ERR_INPUT, "%s: %s %s; a file may hold 1 to %s", f->name,
+                        vit_thousands(n, dims[0]), kind->noun, vit_thousands(most, IDX_MAX_COUNT));
+    }
+    return VIT_OK;
+}
+
+// How many items to read: all the file holds (in_file) when whole, else the
+// first count, which must be 1 to in_file.
+static VitStatus items_to_read(size_t *n, const IdxFile *f, const IdxKind *kind, uint32_t in_file,
+                               bool whole, int count, VitError *err) {
+    *n = 0;
+    if (whole) {
+        *n = in_file;
+        return VIT_OK;
+    }
+    char asked[VIT_NUM_BUF], holds[VIT_NUM_BUF];
+    if (count < 1)
+        return vit_fail(err, VIT_ERR_INPUT, "%s: asked for the first %d %s; ask for 1 or more",
+                        f->name, count, kind->noun);
+    if ((uint32_t)count > in_file)
+        return vit_fail(err, VIT_ERR_INPUT, "%s: holds %s %s, fewer than the %s asked for",
+                        f->name, vit_thousands(holds, in_file), kind->noun,
+                        vit_thousands(asked, count));
+    *n = (size_t)count;
+    return VIT_OK;
+}
+
+// After the header: the first n of the file's in_file items, item_bytes each.
+// When n is all of them, nothing may follow, and reading on to the end of the
+// stream lets zlib check the gzip trailer (the CRC-32 and the length); a
+// prefix stops before both, so neither is checked.
+static VitStatus read_data(IdxFile *f, const IdxKind *kind, unsigned char **data, size_t n,
+                           size_t in_file, size_t item_bytes, const char *shape, VitError *err) {
     *data = NULL;
     size_t total;
-    char n_s[VIT_NUM_BUF], what[sizeof f->name + 96];
-    vit_thousands(n_s, (int64_t)count);
-    if (!vit_checked_mul(&total, count, item_bytes))
+    char n_s[VIT_NUM_BUF], in_file_s[VIT_NUM_BUF], what[sizeof f->name + 96];
+    vit_thousands(n_s, (int64_t)n);
+    vit_thousands(in_file_s, (int64_t)in_file);
+    if (!vit_checked_mul(&total, n, item_bytes))
         return vit_fail(err, VIT_ERR_INPUT, "%s: %s %s%s are too large to address", f->name, n_s,
                         kind->noun, shape);
     snprintf(what, sizeof what, "%s: %s %s%s", f->name, n_s, kind->noun, shape);
@@ -156,9 +197,9 @@ static VitStatus read_data(IdxFile *f, const IdxKind *kind, unsigned char **data
     if (s == VIT_OK && got < total) {
         char got_s[VIT_NUM_BUF];
         s = vit_fail(err, VIT_ERR_INPUT, "%s: ends after %s of %s %s", f->name,
-                     vit_thousands(got_s, (int64_t)(got / item_bytes)), n_s, kind->noun);
+                     vit_thousands(got_s, (int64_t)(got / item_bytes)), in_file_s, kind->noun);
     }
-    if (s == VIT_OK) { // one byte more: there must be none
+    if (s == VIT_OK && n == in_file) { // one byte more: there must be none
         unsigned char extra;
         int r = gzread(f->gz, &extra, 1);
         int code = Z_OK;
@@ -176,29 +217,35 @@ static VitStatus read_data(IdxFile *f, const IdxKind *kind, unsigned char **data
     return VIT_OK;
 }
 
-VitStatus idx_read_images(IdxImages *out, const char *path, VitError *err) {
-    memset(out, 0, sizeof *out);
+// One IDX file of the given kind: the header checked, then every item (whole)
+// or the first count. dims gets the header's sizes, dims[0] the count read.
+static VitStatus read_idx(const IdxKind *kind, const char *path, bool whole, int count,
+                          uint32_t *dims, unsigned char **data, VitError *err) {
+    *data = NULL;
     IdxFile f;
-    VitStatus s = idx_open(&f, path, &IMAGES, err);
+    VitStatus s = idx_open(&f, path, kind, err);
     if (s != VIT_OK) return s;
-    uint32_t dims[3];
-    s = read_header(&f, &IMAGES, dims, err);
-    if (s == VIT_OK && (dims[1] < 1 || dims[1] > IDX_MAX_SIDE || dims[2] < 1 ||
-                        dims[2] > IDX_MAX_SIDE))
-        s = vit_fail(err, VIT_ERR_INPUT, "%s: images of %u×%u pixels; rows and columns must be "
-                     "1 to %d", f.name, dims[1], dims[2], IDX_MAX_SIDE);
-    if (s == VIT_OK && (dims[0] < 1 || dims[0] > IDX_MAX_COUNT)) {
-        char n[VIT_NUM_BUF], most[VIT_NUM_BUF];
-        s = vit_fail(err, VIT_ERR_INPUT, "%s: %s images; a file may hold 1 to %s", f.name,
-                     vit_thousands(n, dims[0]), vit_thousands(most, IDX_MAX_COUNT));
-    }
-    unsigned char *pixels = NULL;
+    s = read_header(&f, kind, dims, err);
+    if (s == VIT_OK) s = check_sizes(&f, kind, dims, err);
+    size_t n = 0;
+    if (s == VIT_OK) s = items_to_read(&n, &f, kind, dims[0], whole, count, err);
     if (s == VIT_OK) {
-        char shape[64];
-        snprintf(shape, sizeof shape, " of %u×%u", dims[1], dims[2]);
-        s = read_data(&f, &IMAGES, &pixels, dims[0], (size_t)dims[1] * dims[2], shape, err);
+        size_t item_bytes = kind->ndim == 3 ? (size_t)dims[1] * dims[2] : 1;
+        char shape[64] = "";
+        if (kind->ndim == 3) snprintf(shape, sizeof shape, " of %u×%u", dims[1], dims[2]);
+        s = read_data(&f, kind, data, n, dims[0], item_bytes, shape, err);
     }
     gzclose(f.gz);
+    dims[0] = (uint32_t)n;
+    return s;
+}
+
+static VitStatus read_images(IdxImages *out, const char *path, bool whole, int count,
+                             VitError *err) {
+    memset(out, 0, sizeof *out);
+    uint32_t dims[3];
+    unsigned char *pixels;
+    VitStatus s = read_idx(&IMAGES, path, whole, count, dims, &pixels, err);
     if (s != VIT_OK) return s;
     out->count = (int)dims[0];
     out->rows = (int)dims[1];
@@ -207,25 +254,32 @@ VitStatus idx_read_images(IdxImages *out, const char *path, VitError *err) {
     return VIT_OK;
 }
 
-VitStatus idx_read_labels(IdxLabels *out, const char *path, VitError *err) {
+static VitStatus read_labels(IdxLabels *out, const char *path, bool whole, int count,
+                             VitError *err) {
     memset(out, 0, sizeof *out);
-    IdxFile f;
-    VitStatus s = idx_open(&f, path, &LABELS, err);
+    uint32_t n;
+    unsigned char *labels;
+    VitStatus s = read_idx(&LABELS, path, whole, count, &n, &labels, err);
     if (s != VIT_OK) return s;
-    uint32_t count;
-    s = read_header(&f, &LABELS, &count, err);
-    if (s == VIT_OK && (count < 1 || count > IDX_MAX_COUNT)) {
-        char n[VIT_NUM_BUF], most[VIT_NUM_BUF];
-        s = vit_fail(err, VIT_ERR_INPUT, "%s: %s labels; a file may hold 1 to %s", f.name,
-                     vit_thousands(n, count), vit_thousands(most, IDX_MAX_COUNT));
-    }
-    unsigned char *labels = NULL;
-    if (s == VIT_OK) s = read_data(&f, &LABELS, &labels, count, 1, "", err);
-    gzclose(f.gz);
-    if (s != VIT_OK) return s;
-    out->count = (int)count;
+    out->count = (int)n;
     out->labels = labels;
     return VIT_OK;
+}
+
+VitStatus idx_read_images(IdxImages *out, const char *path, VitError *err) {
+    return read_images(out, path, true, 0, err);
+}
+
+VitStatus idx_read_images_first(IdxImages *out, const char *path, int count, VitError *err) {
+    return read_images(out, path, false, count, err);
+}
+
+VitStatus idx_read_labels(IdxLabels *out, const char *path, VitError *err) {
+    return read_labels(out, path, true, 0, err);
+}
+
+VitStatus idx_read_labels_first(IdxLabels *out, const char *path, int count, VitError *err) {
+    return read_labels(out, path, false, count, err);
 }
 
 void idx_images_free(IdxImages *x) {

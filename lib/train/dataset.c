@@ -81,22 +81,36 @@ VitStatus dataset_fashion_mnist_files(FashionMnistFiles *f, const char *dir, con
 }
 // [dataset_fashion_mnist_files]
 
+// A split's images and labels: all of them (whole), or the first count.
+static VitStatus read_split(IdxImages *images, IdxLabels *labels, const FashionMnistFiles *files,
+                            bool whole, int count, VitError *err) {
+    memset(labels, 0, sizeof *labels);
+    VitStatus s = whole ? idx_read_images(images, files->images, err)
+                        : idx_read_images_first(images, files->images, count, err);
+    if (s != VIT_OK) return s;
+    s = whole ? idx_read_labels(labels, files->labels, err)
+              : idx_read_labels_first(labels, files->labels, count, err);
+    if (s != VIT_OK) idx_images_free(images);
+    return s;
+}
+
 // [dataset_fashion_mnist_load]
-VitStatus dataset_fashion_mnist_load(Dataset *out, const char *dir, const char *split, VitError *err) {
+// The split's images (all of them, or the first count), checked, into out.
+static VitStatus load_split(Dataset *out, const char *dir, const char *split, bool whole, int count,
+                            VitError *err) {
     memset(out, 0, sizeof *out);
     FashionMnistFiles files;
     VitStatus s = dataset_fashion_mnist_files(&files, dir, split, err);
     if (s != VIT_OK) return s;
-    const char *images_path = files.images, *labels_path = files.labels;
-
     IdxImages images;
-    IdxLabels labels = {0};
-    s = idx_read_images(&images, images_path, err);
-    if (s == VIT_OK) s = idx_read_labels(&labels, labels_path, err);
+    IdxLabels labels;
+    s = read_split(&images, &labels, &files, whole, count, err);
+    if (s != VIT_OK) return s;
+
     char img_name[512], lab_name[512];
-    vit_escape(img_name, sizeof img_name, images_path);
-    vit_escape(lab_name, sizeof lab_name, labels_path);
-    if (s == VIT_OK && images.rows != images.cols)
+    vit_escape(img_name, sizeof img_name, files.images);
+    vit_escape(lab_name, sizeof lab_name, files.labels);
+    if (images.rows != images.cols)
         s = vit_fail(err, VIT_ERR_INPUT, "%s: images of %d×%d pixels; a dataset's images must "
                      "be square", img_name, images.rows, images.cols);
     if (s == VIT_OK && labels.count != images.count) {
@@ -124,7 +138,16 @@ VitStatus dataset_fashion_mnist_load(Dataset *out, const char *dir, const char *
     out->class_names = DATASET_FASHION_MNIST_CLASSES;
     return VIT_OK;
 }
+
+VitStatus dataset_fashion_mnist_load(Dataset *out, const char *dir, const char *split, VitError *err) {
+    return load_split(out, dir, split, true, 0, err);
+}
 // [dataset_fashion_mnist_load]
+
+VitStatus dataset_fashion_mnist_load_first(Dataset *out, const char *dir, const char *split,
+                                           int count, VitError *err) {
+    return load_split(out, dir, split, false, count, err);
+}
 
 void dataset_free(Dataset *d) {
     if (!d) return;
