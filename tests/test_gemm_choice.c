@@ -202,6 +202,57 @@ static void test_measured_once_then_remembered(void) {
     scratch_remove(&s.dir);
 }
 
+// `vit info` on `threads` threads (OMP_NUM_THREADS), remembering every measurement.
+static CliResult info_on_threads(const Setup *s, const char *threads) {
+    char *old = set_var("OMP_NUM_THREADS", threads);
+    CliResult r = info_with(s, NULL, s->cache);
+    free(set_var("OMP_NUM_THREADS", old));
+    free(old);
+    return r;
+}
+
+// Runs on 1 and on 2 threads each keep their answer: neither measures again
+// because the other ran last, and another machine's answer is not kept.
+static void test_each_thread_count_keeps_its_answer(void) {
+    if (!gemm_have_blas() || vit_thread_limit() < 2) return; // nothing measured, or one count
+    Setup s;
+    CU_ASSERT_FATAL(setup(&s));
+    const char *runs[][2] = {{"1", "(measured now;"}, {"2", "(measured now;"},
+                             {"1", "(cached"},        {"2", "(cached"}};
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        CliResult r = info_on_threads(&s, runs[i][0]);
+        CU_ASSERT_EQUAL(r.status, 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(products_line(&r), runs[i][1]));
+        cli_result_free(&r);
+    }
+    CU_ASSERT_TRUE(file_holds(s.cache, "\nthreads=1\n"));
+    CU_ASSERT_TRUE(file_holds(s.cache, "\nthreads=2\n"));
+    // another machine's block in the file: dropped when an answer is written
+    char *text = read_whole_file(s.cache, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    char *one = strstr(text, "cpu="), grown[4096];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(one);
+    snprintf(grown, sizeof grown, "%.*scpu=Some Other CPU\nblas=x\nkernel=avx2\nthreads=3\n"
+             "timed=x\nchoice=tiled\ntiled_gflops=1.0\nblas_gflops=1.0\nsmall_choice=tiled\n"
+             "small_tiled_gflops=1.0\nsmall_blas_gflops=1.0\n%s", (int)(one - text), text, one);
+    free(text);
+    write_text(s.cache, grown);
+    CliResult r = info_on_threads(&s, "2");
+    CU_ASSERT_PTR_NOT_NULL(strstr(products_line(&r), "(cached")); // found after the other block
+    cli_result_free(&r);
+    char *gone = strstr(grown, "threads=1\n"); // the 1-thread answer made unreadable
+    CU_ASSERT_PTR_NOT_NULL_FATAL(gone);
+    gone[8] = '7';
+    write_text(s.cache, grown);
+    r = info_on_threads(&s, "1");
+    CU_ASSERT_PTR_NOT_NULL(strstr(products_line(&r), "(measured now;"));
+    cli_result_free(&r);
+    CU_ASSERT_FALSE(file_holds(s.cache, "Some Other CPU"));
+    CU_ASSERT_TRUE(file_holds(s.cache, "\nthreads=2\n")); // kept beside the new one
+    CU_ASSERT_TRUE(file_holds(s.cache, "\nthreads=1\n"));
+    scratch_remove(&s.dir);
+}
+
 // A cache written for another machine, a damaged one, or one that cannot be
 // written: measured again, never an error.
 static void test_a_cache_that_does_not_fit_is_measured_again(void) {
@@ -557,6 +608,7 @@ CU_TestInfo tests_gemm_choice[] = {
     {"VIT_GEMM forces a backend", test_vit_gemm_forces_a_backend},
     {"measured once, then remembered", test_measured_once_then_remembered},
     {"a cache that does not fit is measured again", test_a_cache_that_does_not_fit_is_measured_again},
+    {"each thread count keeps its answer", test_each_thread_count_keeps_its_answer},
     {"a busy measurement is not remembered", test_a_busy_measurement_is_not_remembered},
     {"busy loops keep the answer from being remembered",
      test_busy_loops_keep_the_answer_from_being_remembered},

@@ -129,14 +129,15 @@ typedef struct {
  * (GEMM_SMALL_FLOPS draws the line); the answer goes to
  * $XDG_CACHE_HOME/vit-from-scratch/gemm-choice (else ~/.cache/…), or to
  * VIT_GEMM_CACHE (off: nowhere), keyed by the CPU, OpenBLAS's build and
- * kernel, the tiled micro-kernel and the thread count; unless the machine
- * was busy while it timed (the timing had less than 90 % of its cores, other
- * programs used more than 10 % of them, or its two halves disagree), when it
- * holds for this run only. A remembered answer is checked by timing one
- * product (about 20 ms on a 2-core machine) and measured again when that
- * runs much faster than the figure remembered. The cache is read and replaced only when it is
- * a regular file of this user's that starts with the program's own first
- * line; never through a symbolic link. gemm_choice.c says why.
+ * kernel, the tiled micro-kernel and the thread count (one answer for each
+ * thread count used); unless the machine was busy while it timed (the timing
+ * had less than 90 % of its cores, other programs used more than 10 % of them,
+ * or its two halves disagree), when it holds for this run only. A remembered
+ * answer is checked by timing one product (about 20 ms on a 2-core machine) and
+ * measured again when that runs much faster than the figure remembered. The
+ * cache is read and replaced only when it is a regular file of this user's that
+ * starts with the program's own first line; never through a symbolic link.
+ * gemm_choice.c says why.
  */
 const GemmChoice *gemm_choice(void);
 /** @brief One line for where timings are printed: "blas (measured now; tiled (avx2) 149, blas 168 GFLOP/s …)". */

@@ -23,7 +23,8 @@
  * (gemm_dispatch.c's gemm_backend_for()). This is FFTW's "wisdom" in
  * miniature: the answer is written to $XDG_CACHE_HOME/vit-from-scratch/gemm-choice (else
  * ~/.cache/…), keyed by the CPU, OpenBLAS's build and kernel, the tiled
- * micro-kernel and the thread count, so later runs skip the ~0.2 s of timing
+ * micro-kernel and the thread count (one answer for each thread count a run
+ * has used), so later runs skip the ~0.2 s of timing
  * and, above all, make the same choice: the two backends round differently,
  * and a choice that flipped between runs would change results in the last bits.
  *
@@ -448,7 +449,10 @@ static void judge_load(char *why, size_t size, const Timing t[2], const LoadRead
 
 /* ----------------------------------------------------------------- cache */
 
-enum { CACHE_TEXT = 2048 }; // more than any cache of ours holds
+// A cache holds one answer per thread count of this machine, each a block
+// from its "cpu=" line to the next: runs with 1 thread and with 2 keep theirs
+// side by side, and neither measures again because the other ran last.
+enum { CACHE_BLOCKS = 8, CACHE_TEXT = 4096 }; // more than any cache of ours holds
 
 // What the answer depends on, one "name=value" line each: a cache written
 // with any other CPU, library, kernel or thread count is measured again.
@@ -557,12 +561,36 @@ static CacheKind cache_look(char *text, size_t size) {
     return CACHE_FOREIGN;
 }
 
-// The answer a cache of ours holds, into choice, when it was written for this key.
+// The block after p (the start of a line of a cache's text), or its end.
+static const char *next_block(const char *p) {
+    const char *next = strstr(p, "\ncpu=");
+    return next ? next + 1 : p + strlen(p);
+}
+
+// Whether the key at the start of block is key but for its thread count: an
+// answer of this machine, program and workloads for another number of threads.
+static bool other_threads(const char *block, const char *key) {
+    const char *bt = strstr(block, "threads="), *kt = strstr(key, "threads=");
+    const char *end = next_block(block);
+    if (!bt || !kt || bt >= end || bt - block != kt - key || strncmp(block, key, (size_t)(kt - key)))
+        return false; // another CPU, library or kernel
+    const char *b_rest = strchr(bt, '\n'), *k_rest = strchr(kt, '\n');
+    if (!b_rest || !k_rest || b_rest >= end) return false;
+    const size_t k_tail = strlen(k_rest); // "\ntimed=…\n", the key's last line
+    if ((size_t)(end - b_rest) < k_tail || strncmp(b_rest, k_rest, k_tail)) return false;
+    return strncmp(bt, kt, (size_t)(k_rest - kt)) != 0; // and another thread count
+}
+
+// The answer a cache of ours holds for this key, into choice (its block
+// starts with the key: the same machine, program and thread count).
 static bool cache_parse(const char *text, const char *key) {
     const char *body = strchr(text, '\n'); // after the CACHE_MARK line
-    if (!body || strncmp(body + 1, key, strlen(key))) return false;
+    if (!body) return false;
+    const char *block = body + 1;
+    while (*block && strncmp(block, key, strlen(key))) block = next_block(block);
+    if (!*block) return false;
     char name[16], small[16];
-    const char *rest = body + 1 + strlen(key);
+    const char *rest = block + strlen(key);
     if (sscanf(rest,
                "choice=%15s\ntiled_gflops=%lf\nblas_gflops=%lf\nsmall_choice=%15s\n"
                "small_tiled_gflops=%lf\nsmall_blas_gflops=%lf",
@@ -572,6 +600,22 @@ static bool cache_parse(const char *text, const char *key) {
         !parse_backend(small, &choice.small_backend) || choice.small_backend == GEMM_NAIVE)
         return false;
     return true;
+}
+
+// The blocks of old (a cache's text) to keep beside a new answer for key: this
+// machine's answers for other thread counts, the last CACHE_BLOCKS - 1 of them
+// (each new answer goes last). Anything else (another machine's, an older
+// program's, a damaged one) goes.
+static void write_kept_blocks(FILE *f, const char *old, const char *key) {
+    const char *body = strchr(old, '\n'), *first = body ? body + 1 : "";
+    int count = 0, seen = 0;
+    for (const char *b = first; *b; b = next_block(b)) count += other_threads(b, key);
+    for (const char *b = first; *b; b = next_block(b))
+        if (other_threads(b, key) && seen++ >= count - (CACHE_BLOCKS - 1)) {
+            const char *end = next_block(b);
+            fwrite(b, 1, (size_t)(end - b), f);
+            if (end[-1] != '\n') fputc('\n', f);
+        }
 }
 
 static void make_parent_dirs(const char *path) {
@@ -610,6 +654,7 @@ static bool cache_write(const char *key) {
     }
     fprintf(o.f, "%sthe faster matrix product on this machine (delete it to measure again)\n",
             CACHE_MARK);
+    write_kept_blocks(o.f, text, key);
     fprintf(o.f, "%schoice=%s\ntiled_gflops=%.1f\nblas_gflops=%.1f\n", key,
             gemm_backend_name(choice.backend), choice.tiled_gflops, choice.blas_gflops);
     fprintf(o.f, "small_choice=%s\nsmall_tiled_gflops=%.1f\nsmall_blas_gflops=%.1f\n",
