@@ -29,10 +29,6 @@
 
 enum { JOBS_MAX = 8, SLOWEST_SHOWN = 5 };
 
-// Suites that time the machine (which backend of the matrix product is faster,
-// whether the machine is quiet): a suite beside them would change what they measure.
-static const char *const RUN_ALONE[] = {"gemm_choice"};
-
 /** One suite's run: its child, what it sent and what it printed. */
 typedef struct {
     CU_pSuite suite;
@@ -141,12 +137,6 @@ static int jobs_wanted(int suites) {
     return cores < 1 ? 1 : cores > JOBS_MAX ? JOBS_MAX : cores;
 }
 
-static bool runs_alone(const CU_pSuite s) {
-    for (size_t i = 0; i < sizeof RUN_ALONE / sizeof RUN_ALONE[0]; i++)
-        if (strcmp(s->pName, RUN_ALONE[i]) == 0) return true;
-    return false;
-}
-
 // The default matrix product is measured once, by a child, before the suites
 // start: children starting side by side would each measure it, on a machine
 // the others keep busy, and could remember different answers.
@@ -241,7 +231,8 @@ static bool output_ends_in_test(FILE *output) {
     return last == '.';
 }
 
-static void wait_for_one(SuiteRun *runs, int n) {
+// Waits for a child to end; true when it was one of the suites'.
+static bool wait_for_one(SuiteRun *runs, int n) {
     int status;
     pid_t pid;
     while ((pid = waitpid(-1, &status, 0)) < 0 && errno == EINTR) {
@@ -253,7 +244,9 @@ static void wait_for_one(SuiteRun *runs, int n) {
             runs[i].done = true;
             read_summaries(&runs[i]);
             runs[i].ended_in_test = output_ends_in_test(runs[i].output);
+            return true;
         }
+    return false;
 }
 
 // The suite in this process (VIT_TEST_JOBS=0, or only one suite): what gdb
@@ -340,40 +333,15 @@ int run_suites(void) {
     }
     printf("     %d suites, each in a process of its own, %d at a time\n", n, jobs);
     choose_matrix_product_first();
-    // the order they start in: the suites that run alone first (no core waits
-    // for the others to end before them), then the rest as listed
-    SuiteRun **order = malloc(sizeof *order * (size_t)(n > 0 ? n : 1));
-    int m = 0;
-    for (int i = 0; i < n; i++)
-        if (runs_alone(runs[i].suite)) order[m++] = &runs[i];
-    for (int i = 0; i < n; i++)
-        if (!runs_alone(runs[i].suite)) order[m++] = &runs[i];
     const double t0 = vit_now();
-    int next_start = 0, next_print = 0;
+    int next_start = 0, next_print = 0, running = 0;
     while (next_print < n) {
-        int running = 0;
-        bool alone_running = false;
-        for (int i = 0; i < next_start; i++)
-            if (order[i]->pid > 0 && !order[i]->done) {
-                running++;
-                alone_running = alone_running || runs_alone(order[i]->suite);
-            }
-        while (next_start < n && running < jobs && !alone_running) {
-            SuiteRun *r = order[next_start];
-            const bool alone = runs_alone(r->suite);
-            if (alone && running > 0) break; // it waits for the others to end
-            next_start++;
-            if (!start(r)) {
-                r->done = true;
-                continue;
-            }
-            running++;
-            alone_running = alone;
-        }
-        if (running > 0) wait_for_one(runs, n);
+        for (; next_start < n && running < jobs; next_start++)
+            if (start(&runs[next_start])) running++;
+            else runs[next_start].done = true;
+        if (running > 0 && wait_for_one(runs, n)) running--;
         while (next_print < n && runs[next_print].done) print_report(&runs[next_print++]);
     }
-    free(order);
     const bool passed = print_summary(runs, n, vit_now() - t0, jobs);
     free(runs);
     return passed ? 0 : 1;

@@ -20,8 +20,9 @@
  *        each, then one summary for all, the wall time and the slowest suites.
  *
  * VIT_TEST_JOBS=N runs N suites at once (1: one after another); by default as
- * many as the cores this process may use, at most 8. Suites that time the
- * machine itself run alone. VIT_TEST_JOBS=0 runs every suite in the runner's
+ * many as the cores this process may use, at most 8. (The suites that time
+ * the machine, gemm_choice's, accept a busy machine: they run beside the
+ * others like any suite.) VIT_TEST_JOBS=0 runs every suite in the runner's
  * own process, as does a run of one suite (or one test): that is what a
  * debugger needs to stop in a test (`gdb --args build/tests/run SUITE/TEST`),
  * and then a crash ends the run. VIT_TEST_CRASH=SUITE makes SUITE's first test
