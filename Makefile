@@ -259,8 +259,12 @@ chapters-run: deps
 
 # make test builds and runs the exercise checks on every core even when make was
 # called without -j: the README's one command should not take one core's time.
+# One job more than the cores: a check spends part of its time starting
+# processes and reading files, when a core would otherwise wait; and beside
+# other programs that keep the cores busy, the kernel shares the cores out
+# per process, so N + 1 jobs keep more of them than N.
 NPROC    := $(shell nproc 2>/dev/null || echo 1)
-PARALLEL  = $(if $(findstring jobserver,$(MAKEFLAGS)),,-j$(NPROC))
+PARALLEL  = $(if $(findstring jobserver,$(MAKEFLAGS)),,-j$(shell expr $(NPROC) + 1))
 # OpenMP's threads sleep while they wait for work (the runner says why), in
 # every program the tests start, the viewer's too.
 test sanitize: export OMP_WAIT_POLICY ?= passive

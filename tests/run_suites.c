@@ -105,8 +105,20 @@ static void set_handlers(void) {
     CU_set_all_test_complete_handler(NULL);
 }
 
+// Each suite's threads when the runner chose them (run_suites() says when), else 0.
+static int threads_each;
+
+static void use_threads_each(void) {
+    if (threads_each <= 0) return;
+    char n[16];
+    snprintf(n, sizeof n, "%d", threads_each);
+    setenv("OMP_NUM_THREADS", n, 1); // and the programs the tests start
+    vit_set_threads(threads_each);
+}
+
 static void run_in_child(SuiteRun *r, int summary_fd) {
     child_summary_fd = summary_fd;
+    use_threads_each();
     dup2(fileno(r->output), STDOUT_FILENO);
     dup2(fileno(r->output), STDERR_FILENO);
     setvbuf(stdout, NULL, _IOLBF, 0); // stdout and stderr share the file: keep their order
@@ -144,6 +156,7 @@ static void choose_matrix_product_first(void) {
     fflush(NULL);
     const pid_t pid = fork();
     if (pid == 0) {
+        use_threads_each(); // the answer is kept per thread count: the suites' own
         (void)gemm_choice();
         _exit(0);
     }
@@ -311,6 +324,28 @@ static bool print_summary(SuiteRun *runs, int n, double wall, int jobs) {
     return suites_failed == 0 && tests_failed == 0 && asserts_failed == 0 && crashes == 0;
 }
 
+// How many threads each suite gets. Side by side on a quiet machine, every
+// suite keeps OpenMP's default (all the cores): two suites of two threads on
+// two cores lose nothing, their threads sleep while they wait. Beside other
+// programs that keep the cores busy they lose a great deal: every parallel
+// loop waits at its end for its slowest thread, and a thread that has lost
+// its core to a busy neighbour holds up the others (a suite took 4 times
+// its quiet time). So when other programs kept at least half a core busy in
+// a quarter-second look before the suites start, each suite runs on one
+// thread. OMP_NUM_THREADS set by hand is kept. Returns a line for the header.
+static void choose_threads(char *why, size_t size) {
+    why[0] = '\0';
+    if (getenv("OMP_NUM_THREADS")) return;
+    const VitLoad before = vit_load_now();
+    usleep(250 * 1000);
+    const VitLoad after = vit_load_now();
+    const double others = vit_load_others(&before, &after);
+    if (others < 0.5) return; // quiet, or it cannot tell
+    threads_each = 1;
+    snprintf(why, size, "; other programs kept %.1f of %d cores busy: one thread each", others,
+             after.cpus);
+}
+
 /* ------------------------------------------------------------------ the run */
 
 int run_suites(void) {
@@ -331,7 +366,9 @@ int run_suites(void) {
         free(runs);
         return passed ? 0 : 1;
     }
-    printf("     %d suites, each in a process of its own, %d at a time\n", n, jobs);
+    char threads_why[128];
+    choose_threads(threads_why, sizeof threads_why);
+    printf("     %d suites, each in a process of its own, %d at a time%s\n", n, jobs, threads_why);
     choose_matrix_product_first();
     const double t0 = vit_now();
     int next_start = 0, next_print = 0, running = 0;

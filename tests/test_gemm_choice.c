@@ -348,6 +348,26 @@ static int cores_here(void) {
     return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
 }
 
+// The load reading rule 2 and the test runner use (vit_load_others()): a busy
+// loop beside this process is seen. (That this process's own work is not
+// counted cannot be told apart from other suites running beside this one.)
+static void test_the_load_reading_sees_a_busy_loop(void) {
+    const VitLoad a = vit_load_now();
+    if (a.cpus == 0) return; // no /proc/stat: nothing to read
+    CU_ASSERT_EQUAL(vit_load_others(&a, &a), -1.0); // no time between them
+    CU_ASSERT_EQUAL(a.cpus, cores_here());
+    // one loop elsewhere for 0.3 s: about one CPU (at least half of one, on a
+    // machine busy enough to halve it; more when others are busy too)
+    Spinners sp;
+    CU_ASSERT_FATAL(spinners_start(&sp, 1));
+    const VitLoad c = vit_load_now();
+    usleep(300 * 1000);
+    const VitLoad d = vit_load_now();
+    spinners_stop(&sp);
+    const double one_loop = vit_load_others(&c, &d);
+    CU_ASSERT(one_loop >= 0.5 && one_loop <= a.cpus + 0.1);
+}
+
 static bool exists(const char *path) {
     struct stat st;
     return lstat(path, &st) == 0;
@@ -609,6 +629,7 @@ CU_TestInfo tests_gemm_choice[] = {
     {"measured once, then remembered", test_measured_once_then_remembered},
     {"a cache that does not fit is measured again", test_a_cache_that_does_not_fit_is_measured_again},
     {"each thread count keeps its answer", test_each_thread_count_keeps_its_answer},
+    {"the load reading sees a busy loop", test_the_load_reading_sees_a_busy_loop},
     {"a busy measurement is not remembered", test_a_busy_measurement_is_not_remembered},
     {"busy loops keep the answer from being remembered",
      test_busy_loops_keep_the_answer_from_being_remembered},

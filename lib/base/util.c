@@ -132,6 +132,48 @@ double vit_now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+double vit_process_cpu_seconds(void) {
+    struct timespec t;
+    if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t) != 0) return 0;
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+// The kernel's per-CPU lines of /proc/stat read "cpuN user nice system idle
+// iowait irq softirq steal guest guest_nice", in clock ticks since boot.
+// Busy is all but idle and iowait (guest time is counted in user already);
+// steal is time a hypervisor gave this CPU to another machine.
+VitLoad vit_load_now(void) {
+    VitLoad r = {.wall = vit_now(), .own = vit_process_cpu_seconds()};
+    cpu_set_t mine;
+    const bool know_mine = sched_getaffinity(0, sizeof mine, &mine) == 0;
+    const long ticks_per_second = sysconf(_SC_CLK_TCK);
+    FILE *f = ticks_per_second > 0 ? fopen("/proc/stat", "r") : NULL;
+    if (!f) return r;
+    unsigned long long busy = 0;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "cpu", 3) || line[3] < '0' || line[3] > '9') continue; // not a CPU's own
+        int cpu;
+        unsigned long long user, nice, system, idle, iowait, irq, softirq, steal = 0;
+        if (sscanf(line + 3, "%d %llu %llu %llu %llu %llu %llu %llu %llu", &cpu, &user, &nice,
+                   &system, &idle, &iowait, &irq, &softirq, &steal) < 8)
+            continue;
+        if (know_mine && (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &mine))) continue;
+        busy += user + nice + system + irq + softirq + steal;
+        r.cpus++;
+    }
+    fclose(f);
+    r.cpus_busy = (double)busy / (double)ticks_per_second;
+    return r;
+}
+
+double vit_load_others(const VitLoad *before, const VitLoad *after) {
+    const double wall = after->wall - before->wall;
+    if (before->cpus <= 0 || before->cpus != after->cpus || wall <= 0) return -1;
+    const double others = (after->cpus_busy - before->cpus_busy) - (after->own - before->own);
+    return others > 0 ? others / wall : 0;
+}
+
 VitStatus vit_parse_int(int *out, const char *s, int lo, int hi, const char *what, VitError *err) {
     if (!s || !*s) return vit_fail(err, VIT_ERR_USAGE, "%s: expected an integer, got nothing", what);
     errno = 0;

@@ -106,6 +106,33 @@ bool vit_checked_mul(size_t *out, size_t a, size_t b);
 /** @brief Seconds on a monotonic clock, for timing stages and benchmarks. */
 double vit_now(void);
 
+/** @brief Processor seconds this process has used, all its threads together. */
+double vit_process_cpu_seconds(void);
+
+/**
+ * What the CPUs this process may run on have done, anyone's work: two readings,
+ * one before and one after, tell how busy other programs kept them meanwhile
+ * (vit_load_others()). Read from the kernel's per-CPU lines of /proc/stat.
+ */
+typedef struct {
+    double wall;      /**< vit_now() */
+    double own;       /**< vit_process_cpu_seconds() */
+    double cpus_busy; /**< seconds the CPUs this process may run on were busy, anyone's work */
+    int cpus;         /**< how many CPUs that counts; 0 when /proc/stat could not be read */
+} VitLoad;
+
+/** @brief A reading of the clocks and of the CPUs' busy time, now. */
+VitLoad vit_load_now(void);
+
+/**
+ * @brief How many of the CPUs other programs kept busy between two readings,
+ *        on average: 1.5 for one busy loop on a whole CPU and another on half
+ *        of one. Busy time less this process's own.
+ * @return the CPUs, or -1 when the readings cannot tell (no /proc/stat, the
+ *         CPUs changed, or no time between them).
+ */
+double vit_load_others(const VitLoad *before, const VitLoad *after);
+
 /**
  * @brief Parse a whole string as an int in [lo, hi].
  * @return VIT_OK, or VIT_ERR_USAGE with a message naming @p what.

@@ -256,12 +256,6 @@ static double seconds_of(GemmBackend backend, float *out, const float *a, const 
     return vit_now() - t0;
 }
 
-static double process_cpu_seconds(void) { // every thread of this process
-    struct timespec t;
-    if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t) != 0) return 0;
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 
 /** The operands of a workload's products, and one output per thread. */
 typedef struct {
@@ -325,7 +319,7 @@ static Timing measure(const Workload *w, int threads) {
     const GemmBackend backends[2] = {GEMM_TILED, GEMM_BLAS};
     const int copies = w->per_thread ? threads : 1; // one out per thread
     Operands op = operands_new(w, copies);
-    const double wall0 = vit_now(), cpu0 = process_cpu_seconds();
+    const double wall0 = vit_now(), cpu0 = vit_process_cpu_seconds();
     for (int b = 0; b < 2; b++) seconds_on(backends[b], &op, w, threads); // warm-up
     double seconds[MAX_ROUNDS][2];
     int rounds = 0;
@@ -334,7 +328,7 @@ static Timing measure(const Workload *w, int threads) {
         for (int b = 0; b < 2; b++) seconds[rounds][b] = seconds_on(backends[b], &op, w, threads);
         rounds++;
     }
-    const double wall = vit_now() - wall0, cpu = process_cpu_seconds() - cpu0;
+    const double wall = vit_now() - wall0, cpu = vit_process_cpu_seconds() - cpu0;
     Timing t = {.share = wall > 0 && threads > 0 ? cpu / (wall * threads) : 1.0};
     const double gflop = copies * workload_flop(w) / 1e9;
     const int half = rounds / 2; // the first half's rounds; the second has the rest
@@ -373,47 +367,10 @@ static double check_gflops(GemmBackend backend, int threads) {
 
 /* ------------------------------------------------------------------ load */
 
-/** A reading of the clocks rule 2 compares, taken before and after the timing. */
-typedef struct {
-    double wall;      ///< vit_now()
-    double own;       ///< this process's CPU seconds, all its threads
-    double cpus_busy; ///< seconds the CPUs this process may run on were busy, anyone's work
-    int cpus;         ///< how many CPUs that counts; 0 when /proc/stat could not be read
-} LoadReading;
-
-// The kernel's per-CPU lines of /proc/stat read "cpuN user nice system idle
-// iowait irq softirq steal guest guest_nice", in clock ticks since boot.
-// Busy is all but idle and iowait (guest time is counted in user already);
-// steal is time a hypervisor gave this CPU to another machine.
-static LoadReading load_reading(void) {
-    LoadReading r = {.wall = vit_now(), .own = process_cpu_seconds()};
-    cpu_set_t mine;
-    const bool know_mine = sched_getaffinity(0, sizeof mine, &mine) == 0;
-    const long ticks_per_second = sysconf(_SC_CLK_TCK);
-    FILE *f = ticks_per_second > 0 ? fopen("/proc/stat", "r") : NULL;
-    if (!f) return r;
-    unsigned long long busy = 0;
-    char line[512];
-    while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, "cpu", 3) || line[3] < '0' || line[3] > '9') continue; // not a CPU's own
-        int cpu;
-        unsigned long long user, nice, system, idle, iowait, irq, softirq, steal = 0;
-        if (sscanf(line + 3, "%d %llu %llu %llu %llu %llu %llu %llu %llu", &cpu, &user, &nice,
-                   &system, &idle, &iowait, &irq, &softirq, &steal) < 8)
-            continue;
-        if (know_mine && (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &mine))) continue;
-        busy += user + nice + system + irq + softirq + steal;
-        r.cpus++;
-    }
-    fclose(f);
-    r.cpus_busy = (double)busy / (double)ticks_per_second;
-    return r;
-}
-
 // Why a measurement is not worth remembering, into why, or "" when it is:
 // the three rules of the opening comment, with F = quiet.
-static void judge_load(char *why, size_t size, const Timing t[2], const LoadReading *before,
-                       const LoadReading *after, int threads, double quiet) {
+static void judge_load(char *why, size_t size, const Timing t[2], const VitLoad *before,
+                       const VitLoad *after, int threads, double quiet) {
     why[0] = '\0';
     const double share = t[0].share < t[1].share ? t[0].share : t[1].share;
     if (share < quiet) { // 1
@@ -421,10 +378,9 @@ static void judge_load(char *why, size_t size, const Timing t[2], const LoadRead
                  threads == 1 ? "" : "s");
         return;
     }
-    const double wall = after->wall - before->wall;
-    if (before->cpus > 0 && before->cpus == after->cpus && wall > 0) { // 2
-        const double others = (after->cpus_busy - before->cpus_busy) - (after->own - before->own);
-        const double share_of_others = others / (wall * before->cpus);
+    const double wall = after->wall - before->wall, others = vit_load_others(before, after);
+    if (others >= 0) { // 2
+        const double share_of_others = others / before->cpus;
         const double margin = 2.0 / ((double)sysconf(_SC_CLK_TCK) * wall); // a tick at each reading
         if (share_of_others > 1 - quiet + margin) {
             snprintf(why, size, "other programs used %.0f%% of the %d CPU%s it may run on",
@@ -712,9 +668,9 @@ static bool remembered_holds(int threads, char *why, size_t size) {
 // not used, or "".
 static void measure_now(int threads, bool in_parallel, double quiet, const char *key,
                         const char *recheck) {
-    const LoadReading before = load_reading();
+    const VitLoad before = vit_load_now();
     const Timing t[2] = {measure(&LARGE, threads), measure(&SMALL, threads)};
-    const LoadReading after = load_reading();
+    const VitLoad after = vit_load_now();
     choice.tiled_gflops = t[0].gflops[0], choice.blas_gflops = t[0].gflops[1];
     choice.small_tiled_gflops = t[1].gflops[0], choice.small_blas_gflops = t[1].gflops[1];
     choice.backend = faster(choice.tiled_gflops, choice.blas_gflops);
