@@ -234,6 +234,7 @@ static void print_report(SuiteRun *r) {
                    "did not run", how, r->suite->pName);
         else printf("\n  CRASHED: the suite's process %s after its last test", how);
     }
+    printf("\n  wall time: %.1f s", r->seconds);
     fflush(stdout);
 }
 
