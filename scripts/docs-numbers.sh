@@ -122,7 +122,7 @@ check_page() {
 
 # check_all: every chapter page against its program's output
 check_all() {
-    status=0 pages=0 checked=0
+    status=0 pages=0
     for page in docs/chapters/[0-9][0-9]_*.md; do
         name=$(basename "$page")
         case " $NUMBERS_SKIP_PAGES " in *" $name "*) continue ;; esac
