@@ -8,7 +8,7 @@
 #                   and its link graph no cycle (make link-graph), run every test suite
 #   make sanitize   the same tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make docs       Doxygen book into docs/html (warnings are errors)
-#   make docs-check the book opened in headless Chromium: formulas, pictures, links
+#   make docs-check the book opened in headless Chromium: formulas, pictures, links; numbers
 #   make bench      GEMM (and OpenBLAS's kernels), ViT-B/16 forward, training-step and
 #                   safetensors-parsing benchmarks, the speed targets; the forward and
 #                   the training step beside PyTorch's when /usr/bin/python3 has torch
@@ -440,7 +440,9 @@ docs: deps
 # The book as a reader's browser shows it: the main page, every chapter page and
 # the viewer page opened in headless Chromium (scripts/docs-check.sh), which
 # fails on a formula left as TeX, a missing picture, a broken link or anchor
-# (the navigation tree's too) or "snippet not found"; screenshots land in
+# (the navigation tree's too) or "snippet not found", and on a number in a
+# chapter page's prose that the chapter's output does not print
+# (scripts/docs-numbers.sh, proved by its --self-test); screenshots land in
 # build/docs/check/screens/.
 docs-check: docs
 	@./scripts/deps.sh chromium

@@ -298,8 +298,9 @@ static void whole_layer(Chapter *ch, Layer *L) {
                "(model.eval() in PyTorch) dropout is switched off and passes its input "
                "through unchanged: the network then sees exactly the average it was "
                "trained towards, and the same image always gives the same answer. "
-               "That is why lib, which runs models but does not train them, has no "
-               "dropout at all.");
+               "lib has no dropout at all: at inference it would change nothing, and "
+               "lib's training (Chapter 11) leaves it out too, because the small model "
+               "trained there reaches its accuracy without it.");
 }
 
 // Section 7's batch: two sequences of N tokens, and what is computed from them.

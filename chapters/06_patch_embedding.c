@@ -202,8 +202,8 @@ static void projecting(Chapter *ch, Work *w) {
     TensorStats st = tensor_stats(&all);
     ch_say(ch, "Over all %d × %d numbers: mean %.4f, standard deviation %.4f. With "
                "random weights they mean nothing yet; in a trained ViT, W picks out "
-               "edges, colours and textures (chapters that train a model are planned "
-               "but not written yet).", P, D, ch_value(ch, "patch_embed_mean", (float)st.mean),
+               "edges, colours and textures (Chapter 11 trains a ViT).",
+           P, D, ch_value(ch, "patch_embed_mean", (float)st.mean),
            ch_value(ch, "patch_embed_std", (float)st.std));
     w->seconds_linear = t_linear;
 }

@@ -1067,13 +1067,14 @@ static void data_hunger(Chapter *ch, Work *w) {
     if (w->have_model)
         ch_say(ch, "The shipped model shows what that learning produced. In its position "
                    "embeddings, the vectors of patches next to each other have a mean cosine "
-                   "similarity of %.2f, those of patches %d or more apart %.2f%s. Drawn at "
-                   "random, as training started, the two were %.2f and %.2f.", w->pos_near[0],
-               w->pos_far_from, w->pos_far[0],
+                   "similarity of %.2f, those of patches %d or more apart %.2f%s. Position "
+                   "embeddings drawn at random, as a run's are before its first step (timm's "
+                   "initialisation, here from this chapter's seed, %d; the shipped run "
+                   "started from a seed of its own), give %.2f and %.2f.", w->pos_near[0], w->pos_far_from, w->pos_far[0],
                w->pos_near[0] - w->pos_far[0] > 0.1f && w->pos_near[0] - w->pos_near[1] > 0.1f
                    ? ": the grid has been learned, from images alone"
                    : ": little of the grid is there",
-               w->pos_near[1], w->pos_far[1]);
+               (int)SEED, w->pos_near[1], w->pos_far[1]);
     ch_say(ch, "So a ViT needs many images, or augmentation that makes more images out of "
                "each one. With this dataset: the same tiny ViT, the same recipe and the "
                "same %d steps, on more and more training images (the two runs of Section 2 "

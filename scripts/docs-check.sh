@@ -11,7 +11,12 @@
 #   - links to a page or an anchor that does not exist (the rendered page's
 #     links, menus included, and every entry of the navigation tree);
 #   - says "snippet not found" (Doxygen's text for a \snippet whose marker is gone);
-#   - links the word of "Chapter NN" to the struct Chapter (Doxygen's autolink).
+#   - links the word of "Chapter NN" to the struct Chapter (Doxygen's autolink);
+#   - writes, in a chapter page's prose, a number with a decimal point or an
+#     exponent that the chapter's captured output does not print
+#     (scripts/docs-numbers.sh, which names the page, the line and the number;
+#     its --self-test, run here too, plants a wrong number in a copy of a page
+#     and fails unless the check catches it).
 # It prints how many pages, formulas, pictures and links it checked.
 #
 # Environment: CHROMIUM (default: chromium on the PATH); DOCS_CHECK_BUDGET
@@ -46,6 +51,12 @@ browse() {
 
 problems=$OUT/problems.txt
 : >"$problems"
+
+# The numbers of the chapter pages' prose, against what the chapters printed
+# (no browser needed), and the proof that the check catches a wrong one.
+scripts/docs-numbers.sh >"$OUT/numbers.txt" 2>&1 || cat "$OUT/numbers.txt" >>"$problems"
+scripts/docs-numbers.sh --self-test >"$OUT/numbers-self-test.txt" 2>&1 ||
+    sed 's/^/numbers self-test: /' "$OUT/numbers-self-test.txt" >>"$problems"
 formulas=0 pictures=0 npages=0
 for page in $pages; do
     [ -f "$HTML/$page" ] || { echo "$page: the page is missing" >>"$problems"; continue; }
@@ -182,4 +193,5 @@ if [ -s "$problems" ]; then
     fail "$(sort -u "$problems" | wc -l) problems in the book (all of them: $problems)"
 fi
 echo "docs-check: $npages pages opened in Chromium, $formulas formulas typeset, $pictures pictures and $links links checked"
+sed 's/^/docs-check: /' "$OUT/numbers.txt"
 echo "docs-check: screenshots in $OUT/screens/, the rendered pages in $OUT/dom/"
