@@ -1070,7 +1070,8 @@ static void data_hunger(Chapter *ch, Work *w) {
                    "similarity of %.2f, those of patches %d or more apart %.2f%s. Position "
                    "embeddings drawn at random, as a run's are before its first step (timm's "
                    "initialisation, here from this chapter's seed, %d; the shipped run "
-                   "started from a seed of its own), give %.2f and %.2f.", w->pos_near[0], w->pos_far_from, w->pos_far[0],
+                   "started from a seed of its own), give %.2f and %.2f.",
+               w->pos_near[0], w->pos_far_from, w->pos_far[0],
                w->pos_near[0] - w->pos_far[0] > 0.1f && w->pos_near[0] - w->pos_near[1] > 0.1f
                    ? ": the grid has been learned, from images alone"
                    : ": little of the grid is there",
