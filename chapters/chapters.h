@@ -38,7 +38,7 @@ void chapter11_run(Chapter *ch);
 void chapter12_run(Chapter *ch);
 /** @brief Chapter 13 · Attention at scale: O(N²), chunked and online softmax, sparse and linear attention. */
 void chapter13_run(Chapter *ch);
-/** @brief Chapter 14 · Making it fast: from the textbook loops to the machine's peak. */
+/** @brief Chapter 14 · Making it fast: from the textbook loops to the fastest kernel, against the peak on paper. */
 void chapter14_run(Chapter *ch);
 
 /**
