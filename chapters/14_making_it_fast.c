@@ -25,6 +25,7 @@
  * (and `OPENBLAS_CORETYPE=Prescott build/chapters/14_making_it_fast` to see
  * OpenBLAS run its SSE3 kernels).
  */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -140,11 +141,13 @@ Ch14Verdict ch14_compare(char *buf, size_t size, const double *ratios, int n, co
         snprintf(words, sizeof words, "%.1f times slower than", 1 / mid);
     else if (v == CH14_SLOWER) snprintf(words, sizeof words, "%.0f%% slower than", 100 * (1 - mid));
     else snprintf(words, sizeof words, "about as fast as");
+    const char *side = lo > 1   ? "every round was faster, but not every one by 10% or more"
+                       : hi < 1 ? "every round was slower, but not every one by 10% or more"
+                                : "some rounds were faster and some slower";
     if (v == CH14_NOISY)
         snprintf(buf, size, "Against %s this run was too noisy to tell: over %d interleaved "
-                 "rounds the speed ratio ran from %.2f to %.2f (median %.2f), so the rounds "
-                 "do not agree on faster, slower or about as fast, with a %.0f%% margin.",
-                 against, n, lo, hi, mid, 100 * (CH14_MARGIN - 1));
+                 "rounds the speed ratio ran from %.2f to %.2f (median %.2f); %s.",
+                 against, n, lo, hi, mid, side);
     else
         snprintf(buf, size, "On this machine %s %s %s: the speed ratio was %.2f in the median "
                  "of %d interleaved rounds, and between %.2f and %.2f in every one.",
@@ -789,7 +792,7 @@ static void peak(Chapter *ch, Work *w) {
                "a measurement, not the machine's peak.", w->peak_gflops);
     // [peak_on_paper_used]
     const char *clock_src = "";
-    const double ghz = clock_ghz(&clock_src);
+    const double ghz = round(clock_ghz(&clock_src) * 1e3) / 1e3; // the clock as printed
     const long online = sysconf(_SC_NPROCESSORS_ONLN);
     const int cores = online > 0 && online < w->threads ? (int)online : w->threads;
     const char *kernel = gemm_tiled_kernel();
@@ -806,7 +809,7 @@ static void peak(Chapter *ch, Work *w) {
                "\"%s\" kernel (8 for AVX2, 16 for AVX-512).",
            cores, clock_src, FMA_UNITS, lanes, kernel);
     if (ghz > 0)
-        ch_line(ch, "    %d × %.2f GHz × %d × %d × 2 = %.1f GFLOP/s on paper; best measured "
+        ch_line(ch, "    %d × %.3f GHz × %d × %d × 2 = %.1f GFLOP/s on paper; best measured "
                     "%.1f, %.0f%% of it",
                 cores, ghz, FMA_UNITS, lanes, paper, w->peak_gflops,
                 100 * w->peak_gflops / paper);

@@ -252,7 +252,10 @@ static void test_verdict_words(void) {
         {{0.11, 1.76, 0.43, 0.5, 0.4}, 5, CH14_NOISY, "too noisy to tell", "times"},
         {{1.05, 1.3, 1.2, 1.25, 1.22}, 5, CH14_NOISY, "too noisy to tell", "faster than"},
         {{0.6, 0.85, 0.8, 0.88, 0.95}, 5, CH14_NOISY, "too noisy to tell", "slower than"},
-        {{1.09, 1.2, 1.3, 1.3, 1.3}, 5, CH14_NOISY, "too noisy to tell", "faster than"},
+        {{1.09, 1.2, 1.3, 1.3, 1.3}, 5, CH14_NOISY, "every round was faster, but", "faster than"},
+        {{0.77, 0.94, 0.8, 0.8, 0.85}, 5, CH14_NOISY, "every round was slower, but", "slower than"},
+        {{0.9, 1.2, 1.0, 1.0, 1.0}, 5, CH14_NOISY, "some rounds were faster and some slower",
+         "about as fast as"},
         {{2.0}, 1, CH14_FASTER, "2.0 times faster than", "noisy"},
     };
     for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
