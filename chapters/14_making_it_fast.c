@@ -94,8 +94,8 @@ typedef struct {
     double peak_gflops;   // the best sgemm measured on a large product
     double qkv_gflops[2]; // tiled, blas on ViT-B/16's q, k, v projection, each at its best
     double qkv_ratios[ROUNDS]; // blas's speed over tiled's on that product, round by round
-    double qkv_others;
-    double paper_gflops;  // the peak on paper, 0 when the clock cannot be read    // CPUs other programs kept busy while the large products were timed
+    double qkv_others;    // CPUs other programs kept busy while the large products were timed
+    double paper_gflops;  // the peak on paper, 0 when the clock cannot be read
     int threads;          // what vit_get_threads() said at the start
 } Work;
 
@@ -106,6 +106,7 @@ static int compare_doubles(const void *x, const void *y) {
     return (a > b) - (a < b);
 }
 
+// The median of n values (n at most ROUNDS * 4), v left as it was.
 static double median(const double *v, int n) {
     double s[ROUNDS * 4];
     if (n > (int)(sizeof s / sizeof s[0])) n = (int)(sizeof s / sizeof s[0]);
@@ -141,8 +142,8 @@ Ch14Verdict ch14_compare(char *buf, size_t size, const double *ratios, int n, co
         snprintf(words, sizeof words, "%.1f times slower than", 1 / mid);
     else if (v == CH14_SLOWER) snprintf(words, sizeof words, "%.0f%% slower than", 100 * (1 - mid));
     else snprintf(words, sizeof words, "about as fast as");
-    const char *side = lo > 1   ? "every round was faster, but not every one by 10% or more"
-                       : hi < 1 ? "every round was slower, but not every one by 10% or more"
+    const char *side = lo > 1   ? "every round was faster, but not every one beyond the 10% margin"
+                       : hi < 1 ? "every round was slower, but not every one beyond the 10% margin"
                                 : "some rounds were faster and some slower";
     if (v == CH14_NOISY)
         snprintf(buf, size, "Against %s this run was too noisy to tell: over %d interleaved "
