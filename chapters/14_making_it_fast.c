@@ -818,6 +818,12 @@ static void peak(Chapter *ch, Work *w) {
         ch_line(ch, "    the clock cannot be read here, so there is no peak on paper; best "
                     "measured %.1f GFLOP/s", w->peak_gflops);
     ch_line(ch, "%s", "");
+    if (ghz > 0 && w->peak_gflops > paper)
+        ch_say(ch, "The best measured is above the peak on paper, which no product can be: "
+                   "so an input of the formula is wrong for this machine. Most likely the "
+                   "cores ran at a boost clock above the one read, or they have more FMA "
+                   "units than the %d assumed.",
+               FMA_UNITS);
 }
 
 /* -------------------------------------------- ViT-B/16, weights in memory */
