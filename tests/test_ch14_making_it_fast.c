@@ -13,7 +13,11 @@
  * matmul_naive(), itself held to PyTorch by the gemm suite; the chapter's
  * golden holds every step to torch.matmul in float64 directly.
  *
- * The two probes at the end are exercise 14's diagnosis: when
+ * The chapter's own arithmetic is pinned too: which verdict a set of speed
+ * ratios gets (ch14_compare()), the peak on paper, and the first-to-fastest
+ * figure over every row of the ladder.
+ *
+ * The two probes are exercise 14's diagnosis: when
  * matmul_blocked() is wrong they compute what each likely mistake gives (the
  * blocks cut short skipped, a block's column offset forgotten, out never
  * zeroed or zeroed again for every block of k) and name the one that matches
@@ -21,6 +25,7 @@
  */
 #include <CUnit/CUnit.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -227,6 +232,84 @@ static void test_probe_every_edge(void) {
                   "matmul_blocked across every block edge, (70, 300) · (300, 530)");
 }
 
+/* ------------------------------------------- the chapter's verdicts and figures */
+
+// Which words ch14_compare() prints for a set of speed ratios, one per round.
+static void test_verdict_words(void) {
+    static const struct {
+        double ratios[5];
+        int n;
+        Ch14Verdict verdict;
+        const char *words; // must appear in the sentence
+        const char *not_words; // must not
+    } CASES[] = {
+        {{7.1, 7.8, 8.3, 7.5, 7.9}, 5, CH14_FASTER, "7.8 times faster than", "noisy"},
+        {{1.2, 1.3, 1.25, 1.4, 1.3}, 5, CH14_FASTER, "30% faster than", "slower"},
+        {{1.1, 1.1, 1.1, 1.1, 1.1}, 5, CH14_FASTER, "faster than", "noisy"}, // on the margin
+        {{0.2, 0.25, 0.3, 0.27, 0.26}, 5, CH14_SLOWER, "3.8 times slower than", "faster"},
+        {{0.8, 0.85, 0.9, 0.88, 0.87}, 5, CH14_SLOWER, "13% slower than", "faster"},
+        {{0.95, 1.0, 1.05, 1.02, 0.98}, 5, CH14_SAME, "about as fast as", "noisy"},
+        {{0.11, 1.76, 0.43, 0.5, 0.4}, 5, CH14_NOISY, "too noisy to tell", "times"},
+        {{1.05, 1.3, 1.2, 1.25, 1.22}, 5, CH14_NOISY, "too noisy to tell", "faster than"},
+        {{0.6, 0.85, 0.8, 0.88, 0.95}, 5, CH14_NOISY, "too noisy to tell", "slower than"},
+        {{1.09, 1.2, 1.3, 1.3, 1.3}, 5, CH14_NOISY, "every round was faster, but", "faster than"},
+        {{0.77, 0.94, 0.8, 0.8, 0.85}, 5, CH14_NOISY, "every round was slower, but", "slower than"},
+        {{0.9, 1.2, 1.0, 1.0, 1.0}, 5, CH14_NOISY, "some rounds were faster and some slower",
+         "about as fast as"},
+        {{2.0}, 1, CH14_FASTER, "2.0 times faster than", "noisy"},
+    };
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        char buf[512];
+        const Ch14Verdict v =
+            ch14_compare(buf, sizeof buf, CASES[i].ratios, CASES[i].n, "it was", "the other");
+        if (v != CASES[i].verdict || !strstr(buf, CASES[i].words) ||
+            strstr(buf, CASES[i].not_words))
+            fprintf(stderr, "\n    case %zu: verdict %d (want %d), \"%s\"\n", i, (int)v,
+                    (int)CASES[i].verdict, buf);
+        CU_ASSERT_EQUAL(v, CASES[i].verdict);
+        CU_ASSERT_PTR_NOT_NULL(strstr(buf, CASES[i].words));
+        CU_ASSERT_PTR_NULL(strstr(buf, CASES[i].not_words));
+    }
+}
+
+// The range and the median it reports are the rounds' own.
+static void test_verdict_range(void) {
+    const double r[5] = {1.4, 0.9, 1.2, 2.0, 1.1};
+    double lo, mid, hi;
+    CU_ASSERT_EQUAL(ch14_verdict(r, 5, &lo, &mid, &hi), CH14_NOISY);
+    CU_ASSERT_DOUBLE_EQUAL(lo, 0.9, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(mid, 1.2, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(hi, 2.0, 1e-12);
+    char buf[512];
+    ch14_compare(buf, sizeof buf, r, 5, "it was", "the other");
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "from 0.90 to 2.00 (median 1.20)"));
+}
+
+// cores × GHz × FMA units × lanes × 2.
+static void test_peak_on_paper(void) {
+    CU_ASSERT_DOUBLE_EQUAL(ch14_theoretical_gflops(2, 2.6, 2, 8), 166.4, 1e-9);  // AVX2
+    CU_ASSERT_DOUBLE_EQUAL(ch14_theoretical_gflops(8, 3.0, 2, 16), 1536.0, 1e-9); // AVX-512
+    CU_ASSERT_DOUBLE_EQUAL(ch14_theoretical_gflops(1, 1.0, 1, 4), 8.0, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(ch14_theoretical_gflops(4, 0.0, 2, 8), 0.0, 0); // no clock, no peak
+}
+
+// The first row over the fastest row of the same table, every row counted.
+static void test_first_to_fastest(void) {
+    // the one-thread row (the 5th) is the fastest, as on a busy machine
+    const double t[7] = {145.40, 18.61, 12.15, 8.02, 4.06, 14.99, 8.44};
+    double lo = t[0], hi = t[0];
+    for (int i = 1; i < 7; i++) {
+        if (t[i] < lo) lo = t[i];
+        if (t[i] > hi) hi = t[i];
+    }
+    CU_ASSERT_DOUBLE_EQUAL(ch14_first_to_fastest(t, 7), hi / lo, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(ch14_first_to_fastest(t, 7), 145.40 / 4.06, 1e-12);
+    const double last[3] = {10, 5, 2}; // the last row the fastest
+    CU_ASSERT_DOUBLE_EQUAL(ch14_first_to_fastest(last, 3), 5.0, 1e-12);
+    const double one[1] = {3};
+    CU_ASSERT_DOUBLE_EQUAL(ch14_first_to_fastest(one, 1), 1.0, 1e-12);
+}
+
 CU_TestInfo tests_ch14_making_it_fast[] = {
     {"chapter matches PyTorch golden", test_chapter_matches_pytorch},
     {"matmul_ikj equals matmul_naive on odd shapes", test_ikj_equals_naive},
@@ -235,5 +318,9 @@ CU_TestInfo tests_ch14_making_it_fast[] = {
     {"an empty sum (K = 0) is zero", test_empty_sum_is_zero},
     {"probe: matmul_blocked, one block", test_probe_one_block},
     {"probe: matmul_blocked, every block edge crossed", test_probe_every_edge},
+    {"the verdict on a comparison: faster, slower, about as fast, too noisy", test_verdict_words},
+    {"the verdict reports the rounds' range and median", test_verdict_range},
+    {"the peak on paper: cores x GHz x FMA units x lanes x 2", test_peak_on_paper},
+    {"first line to fastest: the table's first row over its fastest", test_first_to_fastest},
     CU_TEST_INFO_NULL,
 };
