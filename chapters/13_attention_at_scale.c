@@ -767,7 +767,7 @@ void chapter13_run(Chapter *ch) {
     ch_section(ch, "What's next");
     ch_say(ch, "The two exact methods do the same N² work as the whole matrix: they save "
                "memory, not arithmetic. Chapter 14 makes the arithmetic itself fast, from the "
-               "textbook loops to the machine's peak.");
+               "textbook loops to the best kernel it can measure, beside the peak on paper.");
     for (int i = 0; i < SIZES; i++) free(w.exact[i]);
     free(w.q), free(w.k), free(w.v), free(w.scratch);
     vit_set_threads(threads);
