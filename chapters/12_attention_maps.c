@@ -414,7 +414,7 @@ static void gradient_weighted(Chapter *ch, Work *w) {
 /* ---------------------------------------------- 6. measured */
 
 // Is ranking m a baseline, one that uses no model (random patches included)?
-static bool is_baseline(int m) { return m >= MAP_ATTENTION_COUNT; }
+static bool is_baseline(int m) { return m >= MAP_ATTENTION_COUNT && m != MAP_OCCLUSION; }
 
 // "a", "a and b", "a, b and c": the names of the n rankings in list.
 static void name_list(char *out, size_t size, const int *list, int n) {
@@ -430,7 +430,7 @@ static void measured(Chapter *ch, Work *w) {
     AttentionMeasures m;
     VitError err;
     // [measure]
-    const MeasureOptions opt = {.draws = RANDOM_DRAWS, .baselines = true};
+    const MeasureOptions opt = {.draws = RANDOM_DRAWS, .baselines = true, .occlusion = true};
     if (attention_measure(&w->vit, &w->test, MEASURED, w->mean, w->std, MEASURE_BATCH, GARMENT,
                           MEASURE_SEED, &opt, &m, &err) != VIT_OK) {
         ch_say(ch, "the measurement failed: %s", err.msg);
@@ -467,6 +467,7 @@ static void measured(Chapter *ch, Work *w) {
             "k = 10");
     for (int i = 0; i < MAP_COUNT; i++) {
         if (i == MAP_ATTENTION_COUNT) ch_line(ch, "    %s", "baselines, no model:");
+        if (i == MAP_OCCLUSION) ch_line(ch, "    %s", "a reference that asks the model:");
         if (i == MAP_RANDOM || i == MAP_RANDOM_GARMENT)
             ch_line(ch, "    %-28s %8s %9s   %7.3f %7.3f %7.3f", rollout_map_method_name((MapMethod)i),
                     "", "", top[i * MEASURE_KS], top[i * MEASURE_KS + 1], top[i * MEASURE_KS + 2]);
@@ -482,8 +483,9 @@ static void measured(Chapter *ch, Work *w) {
     for (int i = 0; i < MAP_COUNT; i++) {
         if (is_baseline(i) && top[i * MEASURE_KS + k10] < top[strongest * MEASURE_KS + k10])
             strongest = i;
-        if (!is_baseline(i) && top[i * MEASURE_KS + k10] < top[best * MEASURE_KS + k10]) best = i;
-        if (!is_baseline(i) && mass[i] > mass[most_on]) most_on = i;
+        if (i >= MAP_ATTENTION_COUNT) continue; // the best and most on: attention maps only
+        if (top[i * MEASURE_KS + k10] < top[best * MEASURE_KS + k10]) best = i;
+        if (mass[i] > mass[most_on]) most_on = i;
     }
     float diff[MAP_COUNT], se[MAP_COUNT], se_random[MAP_ATTENTION_COUNT];
     for (int i = 0; i < MAP_COUNT; i++) { // against the strongest baseline: < 0 is better
@@ -554,6 +556,21 @@ static void measured(Chapter *ch, Work *w) {
            rollout_map_method_name((MapMethod)best), top[best * MEASURE_KS + k10],
            fabsf(diff[best]), diff[best] < 0 ? "below" : "above",
            rollout_map_method_name((MapMethod)strongest), top[MAP_BRIGHTNESS * MEASURE_KS + k10]);
+    const float occ = top[MAP_OCCLUSION * MEASURE_KS + k10];
+    const bool occ_better = diff[MAP_OCCLUSION] < -2 * se[MAP_OCCLUSION];
+    ch_say(ch, "Occlusion is the reference: it blacks out each patch alone, runs the model, "
+               "and ranks the patches by how far the probability fell, %d forward passes per "
+               "image. With it, 10 patches take the probability to %.3f, %.3f %s the %s's "
+               "%.3f, %.1f standard errors: %s",
+           w->P, occ, fabsf(diff[MAP_OCCLUSION]), diff[MAP_OCCLUSION] < 0 ? "below" : "above",
+           rollout_map_method_name((MapMethod)strongest), top[strongest * MEASURE_KS + k10],
+           se[MAP_OCCLUSION] > 0 ? fabsf(diff[MAP_OCCLUSION]) / se[MAP_OCCLUSION] : 0.0f,
+           !occ_better ? "even asking the model patch by patch does not beat the baseline by "
+                         "more than 2 standard errors here."
+           : nb == 0   ? "a ranking that asks the model what it needs can beat the garment's "
+                         "outline, and none of the attention maps does."
+                       : "a ranking that asks the model what it needs can beat the garment's "
+                         "outline.");
     ch_say(ch, "Beating random patches shows little more than that a map sits on the "
                "garment: the garment covers %.3f of the image, and a patch of black "
                "background blacked out changes nothing. An attention map shows where information flowed, not "

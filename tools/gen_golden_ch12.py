@@ -22,7 +22,9 @@ dataset_batch() does (tools/gen_golden_ch11.py's helpers):
                    images: the four attention maps, random patches, each patch's
                    mean brightness, the garment mask (each patch's fraction of
                    pixels above 32), random garment patches (those at least half
-                   above 32 first). Their share on the garment, the predicted
+                   above 32 first), and occlusion, the fall of the probability
+                   with each patch alone black. Their share on the garment (for
+                   occlusion, of its positive falls), the predicted
                    class's probability with each ranking's first 1, 5, 10 patches
                    black (the random ones: tools/vitrng.py's PCG32 and
                    lib/train/dataset.c's shuffle, seed 12, per image 10 shuffles
@@ -55,7 +57,7 @@ MEASURED, BATCH, GARMENT, SEED = 200, 100, 32, 12
 KS = [1, 5, 10]
 DRAWS = 10  # random orders per image, for each random baseline
 # the rankings, in rollout.h's MapMethod order: the four attention maps, then
-RANDOM, BRIGHTNESS, GARMENT_MASK, RANDOM_GARMENT, ROWS = 4, 5, 6, 7, 8
+RANDOM, BRIGHTNESS, GARMENT_MASK, RANDOM_GARMENT, OCCLUSION, ROWS = 4, 5, 6, 7, 8, 9
 DISCARD, MARGIN = 0.9, 1e-6
 
 
@@ -93,7 +95,8 @@ def garment_share(m, pixels, patch):
     side = pixels.shape[0] // patch
     frac = (pixels.reshape(side, patch, side, patch) > GARMENT).mean(axis=(1, 3)).reshape(-1)
     frac = torch.from_numpy(frac.astype(np.float64))
-    return float((m * frac).sum() / m.sum())
+    total = float(m.sum())
+    return float((m * frac).sum()) / total if total > 0 else 0.0
 
 
 def rank(m):
@@ -149,7 +152,12 @@ def measure(model, test_x, table, patch, g):
         with torch.no_grad():
             logits = model(x)
         pred = logits.argmax(-1)
-        full += float(torch.softmax(logits, -1)[torch.arange(BATCH), pred].sum())
+        p_full = torch.softmax(logits, -1)[torch.arange(BATCH), pred]
+        full += float(p_full.sum())
+        # occlusion: patch q alone black in every image; the fall of the probability
+        fall = torch.stack([p_full - probs_at(model, torch.stack([masked(x[b], [q], 1, patch, black)
+                                                                   for b in range(BATCH)]), pred)
+                            for q in range(P)], dim=1)  # (BATCH, P)
         orders = [[None] * BATCH for _ in range(ROWS)]  # a list of draws per image
         for b in range(BATCH):
             probs, grads = attention_and_grads(model, x[b:b + 1], 0, int(pred[b]))
@@ -161,6 +169,9 @@ def measure(model, test_x, table, patch, g):
                 mass[m] += garment_share(mp, pixels, patch)
                 orders[m][b] = [rank(mp)]
             orders[RANDOM][b], orders[RANDOM_GARMENT][b] = random_orders(P, rng, frac.numpy())
+            occ = fall[b].float().double()  # the C code keeps the fall in float32
+            orders[OCCLUSION][b] = [rank(occ)]
+            mass[OCCLUSION] += garment_share(occ.clamp(min=0), pixels, patch)
         for m in range(ROWS):
             for ki, k in enumerate(KS):
                 for d in range(len(orders[m][0])):
@@ -176,7 +187,7 @@ def measure(model, test_x, table, patch, g):
     g["measure.prob_full"] = torch.tensor(full / n)
     # paired standard errors at k = 10: against the strongest baseline, and against random
     k10 = KS.index(10)
-    strongest = min(range(4, ROWS), key=lambda m: (top[m, k10], m))
+    strongest = min(range(4, OCCLUSION), key=lambda m: (top[m, k10], m))
 
     def se(a, b):
         d = per[a, k10] - per[b, k10]

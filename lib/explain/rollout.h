@@ -220,6 +220,8 @@ typedef enum {
     MAP_GARMENT,        /**< no model: the fraction of each patch's pixels above the threshold */
     MAP_RANDOM_GARMENT, /**< no model: garment patches (at least half their pixels above the
                              threshold) in a random order, then the rest in a random order */
+    MAP_OCCLUSION,      /**< a reference, not attention: how far the predicted class's
+                             probability falls when the patch alone is blacked out */
     MAP_COUNT
 } MapMethod;
 
@@ -227,9 +229,12 @@ typedef enum {
 #define MAP_ATTENTION_COUNT 4
 /** Without baselines, attention_measure() scores the rankings before MAP_BRIGHTNESS. */
 #define MAP_BASIC_COUNT 5
+/** With baselines and without occlusion, the rankings before MAP_OCCLUSION. */
+#define MAP_BASELINE_COUNT 8
 
 /** @brief Each ranking's name: "rollout (mean)", …, "gradient-weighted", "k random patches",
- *         "brightness (no model)", "garment mask (no model)", "k random garment patches". */
+ *         "brightness (no model)", "garment mask (no model)", "k random garment patches",
+ *         "occlusion (reference)". */
 const char *rollout_map_method_name(MapMethod m);
 
 /** How many patches the deletion test masks: 1, 5 and 10. */
@@ -241,14 +246,17 @@ extern const int rollout_measure_ks[MEASURE_KS];
 typedef struct {
     int draws;      /**< random orders per image for each random ranking, at least 1 */
     bool baselines; /**< also the model-free rankings, MAP_BRIGHTNESS to MAP_RANDOM_GARMENT */
+    bool occlusion; /**< with the baselines, also MAP_OCCLUSION: one more forward pass per
+                         patch and batch */
 } MeasureOptions;
 
 /** What attention_measure() found, averaged over the images. */
 typedef struct {
     int images;                       /**< how many were measured */
     int threshold;                    /**< a pixel above this (0–255) is the garment's */
-    int maps;                         /**< how many rankings were scored: MAP_BASIC_COUNT, or
-                                           MAP_COUNT with the baselines */
+    int maps;                         /**< how many rankings were scored: MAP_BASIC_COUNT,
+                                           MAP_BASELINE_COUNT with the baselines, MAP_COUNT
+                                           with occlusion too */
     int draws;                        /**< random orders per image */
     double uniform_mass;              /**< the garment's share of the patches' area: what a
                                            uniform map would put on it */
