@@ -551,11 +551,18 @@ static void measured(Chapter *ch, Work *w) {
         at += snprintf(verdict + at, sizeof verdict - (size_t)at, "; the %s %s worse than it "
                        "by more than 2 standard errors", names, nw == 1 ? "does" : "do");
     }
+    const float bright = top[MAP_BRIGHTNESS * MEASURE_KS + k10];
+    const float se_bright = ch_value(ch, "measure.se_brightness_best",
+        (float)attention_measure_paired_se(&m, MAP_BRIGHTNESS, (MapMethod)best, k10));
     ch_say(ch, "%s. The best attention map at k = 10, the %s (%.3f), is %.3f %s the %s; "
-               "the brightness map alone takes the probability to %.3f.", verdict,
+               "the brightness map alone takes the probability to %.3f, %.3f %s the %s "
+               "(SE %.3f, paired).", verdict,
            rollout_map_method_name((MapMethod)best), top[best * MEASURE_KS + k10],
            fabsf(diff[best]), diff[best] < 0 ? "below" : "above",
-           rollout_map_method_name((MapMethod)strongest), top[MAP_BRIGHTNESS * MEASURE_KS + k10]);
+           rollout_map_method_name((MapMethod)strongest), bright,
+           fabsf(bright - top[best * MEASURE_KS + k10]),
+           bright < top[best * MEASURE_KS + k10] ? "below" : "above",
+           rollout_map_method_name((MapMethod)best), se_bright);
     const float occ = top[MAP_OCCLUSION * MEASURE_KS + k10];
     const bool occ_better = diff[MAP_OCCLUSION] < -2 * se[MAP_OCCLUSION];
     ch_say(ch, "Occlusion is the reference: it blacks out each patch alone, runs the model, "
