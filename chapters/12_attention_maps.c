@@ -15,7 +15,7 @@
  * copied one makes), the gradient-weighted map of a class, and then measures
  * the maps on 200 test images: how much of each lies on the garment, and
  * what blacking out the patches it ranks highest does to the prediction,
- * against patches chosen at random.
+ * against patches chosen at random and against maps that use no model.
  *
  * Every number is pinned by name and checked by tests/test_ch12_attention_maps.c
  * against tools/gen_golden_ch12.py, which runs the same model in PyTorch
@@ -43,6 +43,7 @@ enum {
     MEASURE_BATCH = 100, // in batches of 100
     GARMENT = 32,        // a pixel above 32 of 255 is the garment's
     MEASURE_SEED = 12,   // the random patches of the deletion test
+    RANDOM_DRAWS = 10,   // random orders per image for each random baseline
 };
 // The test images data/images/fashion-mnist/ holds as PNGs, by index.
 static const int SHOWN_INDEX[SHOWN] = {0, 1, 2, 4, 6, 8, 9, 13, 18, 19};
@@ -214,11 +215,14 @@ static void rolled_out(Chapter *ch, Work *w) {
     pin_row(ch, "rollout.cls", row, P + 1);
     ch_say(ch, "A block adds what attention brings to what each token already holds, "
                "x + Attention(x), so a token's new state is part itself, part the tokens it "
-               "read. Rollout (Abnar and Zuidema, 2020) writes that as a matrix per layer, "
-               "the heads' mean plus the identity, each row divided by its sum, "
-               "A = rownorm(P̄ + I), and multiplies them, J = A_%d ··· A_0: row i of J says "
-               "what fraction of token i's final state came from each input token "
-               "(rollout_layer(), lib/explain/rollout_layer.c).", w->L - 1);
+               "read. Rollout (Abnar and Zuidema, 2020) is a heuristic built on that: it "
+               "writes each layer as a matrix, the heads' mean plus the identity, each row "
+               "divided by its sum, A = rownorm(P̄ + I), and multiplies them, J = A_%d ··· "
+               "A_0 (rollout_layer(), lib/explain/rollout_layer.c). Row i of J is then read "
+               "as the fraction of token i's final state that came from each input token. "
+               "That reading is an assumption, not something the model computes: it gives "
+               "the residual and attention equal weight and ignores what the values and "
+               "the MLPs do.", w->L - 1);
     const int q = peak_of(map, P);
     double on_patches = 0;
     for (int p = 0; p < P; p++) on_patches += map[p];
@@ -325,6 +329,51 @@ static void fusions_and_a_mistake(Chapter *ch, Work *w) {
 
 /* ---------------------------------------------- 5. gradient-weighted */
 
+// The gradient-weighted rollout's share on [cls] for image 0, with the gradient of the
+// chosen class's logit, probability and log-probability.
+static void score_units(Chapter *ch, Work *w) {
+    const RolloutScore scores[3] = {SCORE_LOGIT, SCORE_PROB, SCORE_LOG_PROB};
+    float self[3];
+    TraceRecorder fwd = {0}, bwd = {0};
+    VitError err;
+    for (int u = 0; u < 3; u++) {
+        // [score_units]
+        if (rollout_record_score(&w->vit, &w->input, w->pred, NULL, scores[u], &fwd, &bwd,
+                                 &err) != VIT_OK) {
+            ch_say(ch, "the pass failed: %s", err.msg);
+            break;
+        }
+        Tensor joint;
+        const RolloutOptions o = {FUSE_MEAN, 0};
+        if (rollout_from_trace(&joint, &fwd, &bwd, w->L, 0, &o, &err) != VIT_OK) {
+            ch_say(ch, "the rollout failed: %s", err.msg);
+            break;
+        }
+        self[u] = joint.data[0]; // J(0, 0): what [cls] keeps of itself
+        tensor_free(&joint);
+        // [score_units]
+        if (u == 2) {
+            pin_row(ch, "grad.units.self", self, 3);
+            float lo = fminf(self[0], fminf(self[1], self[2]));
+            float hi = fmaxf(self[0], fmaxf(self[1], self[2]));
+            ch_say(ch, "The gradient-weighted rollout is a heuristic too, and one with a free "
+                       "parameter: the identity each layer adds is 1 whatever the score, while "
+                       "P ⊙ ∂y_c/∂P grows with the score's scale. The same map of the same "
+                       "image and class, with the gradient of three scores of that class:");
+            ch_line(ch, "    %-18s %18s", "score of the class", "share on [cls]");
+            for (int v = 0; v < 3; v++)
+                ch_line(ch, "    %-18s %17.1f%%", rollout_score_name(scores[v]), 100 * self[v]);
+            ch_line(ch, "%s", "");
+            ch_say(ch, "Its share on [cls] runs from %.1f%% to %.1f%% with the choice of units "
+                       "alone. How much of such a map is on [cls] and how much on the patches "
+                       "is a matter of units, not a finding about the model.",
+                   100 * lo, 100 * hi);
+        }
+    }
+    trace_recorder_free(&fwd);
+    trace_recorder_free(&bwd);
+}
+
 static void gradient_weighted(Chapter *ch, Work *w) {
     ch_section(ch, "5. Attention that matters for a class: gradient-weighted");
     const int P = w->P;
@@ -359,30 +408,42 @@ static void gradient_weighted(Chapter *ch, Work *w) {
            q == w->rollout_peak_at ? "the same as" : "not",
            w->rollout_peak_at / w->side, w->rollout_peak_at % w->side);
     free(map);
+    score_units(ch, w);
 }
 
 /* ---------------------------------------------- 6. measured */
+
+// Is ranking m a baseline, one that uses no model (random patches included)?
+static bool is_baseline(int m) { return m >= MAP_ATTENTION_COUNT && m != MAP_OCCLUSION; }
+
+// "a", "a and b", "a, b and c": the names of the n rankings in list.
+static void name_list(char *out, size_t size, const int *list, int n) {
+    int at = 0;
+    out[0] = 0;
+    for (int i = 0; i < n && at < (int)size; i++)
+        at += snprintf(out + at, size - (size_t)at, "%s%s", i == 0 ? "" : i == n - 1 ? " and " : ", ",
+                       rollout_map_method_name((MapMethod)list[i]));
+}
 
 static void measured(Chapter *ch, Work *w) {
     ch_section(ch, "6. Measured: on the garment, and what deleting patches does");
     AttentionMeasures m;
     VitError err;
     // [measure]
+    const MeasureOptions opt = {.draws = RANDOM_DRAWS, .baselines = true, .occlusion = true};
     if (attention_measure(&w->vit, &w->test, MEASURED, w->mean, w->std, MEASURE_BATCH, GARMENT,
-                          MEASURE_SEED, &m, &err) != VIT_OK) {
+                          MEASURE_SEED, &opt, &m, &err) != VIT_OK) {
         ch_say(ch, "the measurement failed: %s", err.msg);
         return;
     }
     // [measure]
-    float mass[MAP_COUNT], top[MAP_COUNT * MEASURE_KS], random[MEASURE_KS];
+    float mass[MAP_COUNT], top[MAP_COUNT * MEASURE_KS];
     for (int i = 0; i < MAP_COUNT; i++) {
         mass[i] = (float)m.mass[i];
         for (int k = 0; k < MEASURE_KS; k++) top[i * MEASURE_KS + k] = (float)m.prob_top[i][k];
     }
-    for (int k = 0; k < MEASURE_KS; k++) random[k] = (float)m.prob_random[k];
     pin_row(ch, "measure.mass", mass, MAP_COUNT);
     pin_row(ch, "measure.prob_top", top, MAP_COUNT * MEASURE_KS);
-    pin_row(ch, "measure.prob_random", random, MEASURE_KS);
     const float uniform = ch_value(ch, "measure.uniform", (float)m.uniform_mass);
     const float full = ch_value(ch, "measure.prob_full", (float)m.prob_full);
     ch_say(ch, "Two claims a map makes can be tested on many images. The first %d test "
@@ -392,58 +453,137 @@ static void measured(Chapter *ch, Work *w) {
                "garment, over its total. A uniform map would put %.3f there, the share of "
                "the image the garment covers. Deletion: the patches a map ranks highest "
                "are blacked out, the model runs again, and the probability of the class "
-               "it had chosen is averaged (%.3f with nothing blacked out), against as "
-               "many patches chosen at random (`vit eval --attention` runs the same on "
-               "any split).", MEASURED, GARMENT, uniform, full);
+               "it had chosen is averaged (%.3f with nothing blacked out).",
+           MEASURED, GARMENT, uniform, full);
+    ch_say(ch, "A score means little without a yardstick, so the same test runs on four "
+               "baselines that know nothing of the model: each patch's mean brightness; the "
+               "garment mask (the fraction of each patch above %d, the same fraction as "
+               "above); k patches at random; and k patches at random among the garment's "
+               "(those at least half garment, then the rest). Each random baseline is the "
+               "mean over %d draws per image. (`vit eval --attention` runs the attention "
+               "maps against one random draw on any split.)",
+           GARMENT, RANDOM_DRAWS);
     ch_line(ch, "    %-28s %8s %9s   %7s %7s %7s", "map", "garment", "x uniform", "k = 1", "k = 5",
             "k = 10");
-    for (int i = 0; i < MAP_COUNT; i++)
-        ch_line(ch, "    %-28s %8.3f %8.2fx   %7.3f %7.3f %7.3f", rollout_map_method_name((MapMethod)i),
-                mass[i], mass[i] / uniform, top[i * MEASURE_KS], top[i * MEASURE_KS + 1],
-                top[i * MEASURE_KS + 2]);
-    ch_line(ch, "    %-28s %8s %9s   %7.3f %7.3f %7.3f", "k random patches", "", "", random[0],
-            random[1], random[2]);
-    ch_line(ch, "%s", "");
-    // the verdicts, from the numbers above; a margin below 0.01 is called "no better"
-    float margin[MAP_COUNT];
-    int best = 0, beats = 0, slight = 0, clearly = 0, most_on = 0;
     for (int i = 0; i < MAP_COUNT; i++) {
-        margin[i] = random[2] - top[i * MEASURE_KS + 2]; // > 0: below random, a better map
-        if (margin[i] > margin[best]) best = i;
-        beats += margin[i] > 0;
-        slight += margin[i] > 0 && margin[i] < 0.01f;
-        clearly += margin[i] >= 0.05f; // 0.05 below random: clearly better than chance
+        if (i == MAP_ATTENTION_COUNT) ch_line(ch, "    %s", "baselines, no model:");
+        if (i == MAP_OCCLUSION) ch_line(ch, "    %s", "a reference that asks the model:");
+        if (i == MAP_RANDOM || i == MAP_RANDOM_GARMENT)
+            ch_line(ch, "    %-28s %8s %9s   %7.3f %7.3f %7.3f", rollout_map_method_name((MapMethod)i),
+                    "", "", top[i * MEASURE_KS], top[i * MEASURE_KS + 1], top[i * MEASURE_KS + 2]);
+        else
+            ch_line(ch, "    %-28s %8.3f %8.2fx   %7.3f %7.3f %7.3f",
+                    rollout_map_method_name((MapMethod)i), mass[i], mass[i] / uniform,
+                    top[i * MEASURE_KS], top[i * MEASURE_KS + 1], top[i * MEASURE_KS + 2]);
+    }
+    ch_line(ch, "%s", "");
+    // [paired]
+    const int k10 = MEASURE_KS - 1; // k = 10
+    int strongest = MAP_ATTENTION_COUNT, best = 0, most_on = 0;
+    for (int i = 0; i < MAP_COUNT; i++) {
+        if (is_baseline(i) && top[i * MEASURE_KS + k10] < top[strongest * MEASURE_KS + k10])
+            strongest = i;
+        if (i >= MAP_ATTENTION_COUNT) continue; // the best and most on: attention maps only
+        if (top[i * MEASURE_KS + k10] < top[best * MEASURE_KS + k10]) best = i;
         if (mass[i] > mass[most_on]) most_on = i;
     }
+    float diff[MAP_COUNT], se[MAP_COUNT], se_random[MAP_ATTENTION_COUNT];
+    for (int i = 0; i < MAP_COUNT; i++) { // against the strongest baseline: < 0 is better
+        diff[i] = top[i * MEASURE_KS + k10] - top[strongest * MEASURE_KS + k10];
+        se[i] = (float)attention_measure_paired_se(&m, (MapMethod)i, (MapMethod)strongest, k10);
+    }
+    for (int i = 0; i < MAP_ATTENTION_COUNT; i++)
+        se_random[i] = (float)attention_measure_paired_se(&m, (MapMethod)i, MAP_RANDOM, k10);
+    // [paired]
+    pin_row(ch, "measure.se_strongest", se, MAP_COUNT);
+    pin_row(ch, "measure.se_random", se_random, MAP_ATTENTION_COUNT);
+    int against_random = 0;
+    for (int i = 0; i < MAP_ATTENTION_COUNT; i++)
+        against_random += top[MAP_RANDOM * MEASURE_KS + k10] - top[i * MEASURE_KS + k10] >
+                          2 * se_random[i];
     ch_say(ch, "The map with the most on the garment is the %s, %.2f times what a uniform "
-               "map puts there. Blacking out 10 patches: %d of the 4 maps lower the "
-               "probability more than 10 random patches do (%.3f), %d of them by less than "
-               "0.01; the best, the %s, takes it to %.3f, %.3f %s random.",
-           rollout_map_method_name((MapMethod)most_on), mass[most_on] / uniform, beats, random[2], slight,
-           rollout_map_method_name((MapMethod)best), top[best * MEASURE_KS + 2], fabsf(margin[best]),
-           margin[best] >= 0 ? "below" : "above");
-    char verdict[512];
-    int at = clearly == 0
-                 ? snprintf(verdict, sizeof verdict, "So none of the maps finds the patches the "
-                                                     "prediction needs much better than chance")
-             : clearly == 1
-                 ? snprintf(verdict, sizeof verdict, "So one map, the %s, does find patches the "
-                                                     "prediction needs, better than chance",
-                            rollout_map_method_name((MapMethod)best))
-                 : snprintf(verdict, sizeof verdict, "So %d of the maps find patches the "
-                                                     "prediction needs clearly better than "
-                                                     "chance, the %s best",
-                            clearly, rollout_map_method_name((MapMethod)best));
-    if (best != MAP_ROLLOUT && fabsf(margin[MAP_ROLLOUT]) < 0.01f)
-        at += snprintf(verdict + at, sizeof verdict - (size_t)at, "; the rollout, the map most "
-                       "tools draw, does no better than random patches here");
-    if (margin[MAP_GRAD] < -0.01f)
-        at += snprintf(verdict + at, sizeof verdict - (size_t)at, "%s the gradient-weighted "
-                       "map does worse than random", fabsf(margin[MAP_ROLLOUT]) < 0.01f &&
-                       best != MAP_ROLLOUT ? ", and" : "; and");
-    ch_say(ch, "%s. An attention map shows where information flowed, not what the decision "
-               "rests on: which map to trust is a question for a test like this one, not for "
-               "how plausible a map looks.", verdict);
+               "map puts there; the garment mask puts %.2f times, and the brightness map "
+               "%.2f times. Blacking out 10 patches, %d of the 4 attention maps lower the "
+               "probability more than 10 random patches do (%.3f) by more than 2 standard "
+               "errors. But the strongest baseline at k = 10 is the %s, %.3f, and it uses "
+               "no model at all. Each map against it, image by image (the difference of "
+               "the means, and its standard error over the %d images, paired):",
+           rollout_map_method_name((MapMethod)most_on), mass[most_on] / uniform,
+           mass[MAP_GARMENT] / uniform, mass[MAP_BRIGHTNESS] / uniform, against_random,
+           top[MAP_RANDOM * MEASURE_KS + k10], rollout_map_method_name((MapMethod)strongest),
+           top[strongest * MEASURE_KS + k10], MEASURED);
+    ch_line(ch, "    %-28s %11s %7s %10s", "k = 10", "difference", "SE", "diff / SE");
+    for (int i = 0; i < MAP_COUNT; i++)
+        if (i != strongest)
+            ch_line(ch, "    %-28s %+11.3f %7.3f %+10.1f", rollout_map_method_name((MapMethod)i),
+                    diff[i], se[i], se[i] > 0 ? diff[i] / se[i] : 0.0f);
+    ch_line(ch, "%s", "");
+    // the verdict: better or worse than the strongest baseline by more than 2 SE, or neither
+    int better[MAP_ATTENTION_COUNT], worse[MAP_ATTENTION_COUNT], even[MAP_ATTENTION_COUNT];
+    int nb = 0, nw = 0, ne = 0;
+    for (int i = 0; i < MAP_ATTENTION_COUNT; i++) {
+        if (diff[i] < -2 * se[i]) better[nb++] = i;
+        else if (diff[i] > 2 * se[i]) worse[nw++] = i;
+        else even[ne++] = i;
+    }
+    char names[256], verdict[768];
+    int at = 0;
+    if (nb > 0) {
+        name_list(names, sizeof names, better, nb);
+        at += snprintf(verdict + at, sizeof verdict - (size_t)at, "Against the %s, the %s %s "
+                       "it by more than 2 standard errors", rollout_map_method_name((MapMethod)strongest),
+                       names, nb == 1 ? "beats" : "beat");
+    } else
+        at += snprintf(verdict + at, sizeof verdict - (size_t)at, "Against the %s, none of the "
+                       "attention maps beats it by more than 2 standard errors",
+                       rollout_map_method_name((MapMethod)strongest));
+    if (nw == MAP_ATTENTION_COUNT) // all of them: no names to list
+        at += snprintf(verdict + at, sizeof verdict - (size_t)at, "; all %d do worse than it "
+                       "by more than 2 standard errors", nw), nw = 0;
+    if (ne > 0) {
+        name_list(names, sizeof names, even, ne);
+        at += snprintf(verdict + at, sizeof verdict - (size_t)at, "; the %s %s within 2 "
+                       "standard errors of it, which does not beat it", names,
+                       ne == 1 ? "lies" : "lie");
+    }
+    if (nw > 0) {
+        name_list(names, sizeof names, worse, nw);
+        at += snprintf(verdict + at, sizeof verdict - (size_t)at, "; the %s %s worse than it "
+                       "by more than 2 standard errors", names, nw == 1 ? "does" : "do");
+    }
+    const float bright = top[MAP_BRIGHTNESS * MEASURE_KS + k10];
+    const float se_bright = ch_value(ch, "measure.se_brightness_best",
+        (float)attention_measure_paired_se(&m, MAP_BRIGHTNESS, (MapMethod)best, k10));
+    ch_say(ch, "%s. The best attention map at k = 10, the %s (%.3f), is %.3f %s the %s; "
+               "the brightness map alone takes the probability to %.3f, %.3f %s the %s "
+               "(SE %.3f, paired).", verdict,
+           rollout_map_method_name((MapMethod)best), top[best * MEASURE_KS + k10],
+           fabsf(diff[best]), diff[best] < 0 ? "below" : "above",
+           rollout_map_method_name((MapMethod)strongest), bright,
+           fabsf(bright - top[best * MEASURE_KS + k10]),
+           bright < top[best * MEASURE_KS + k10] ? "below" : "above",
+           rollout_map_method_name((MapMethod)best), se_bright);
+    const float occ = top[MAP_OCCLUSION * MEASURE_KS + k10];
+    const bool occ_better = diff[MAP_OCCLUSION] < -2 * se[MAP_OCCLUSION];
+    ch_say(ch, "Occlusion is the reference: it blacks out each patch alone, runs the model, "
+               "and ranks the patches by how far the probability fell, %d forward passes per "
+               "image. With it, 10 patches take the probability to %.3f, %.3f %s the %s's "
+               "%.3f, %.1f standard errors: %s",
+           w->P, occ, fabsf(diff[MAP_OCCLUSION]), diff[MAP_OCCLUSION] < 0 ? "below" : "above",
+           rollout_map_method_name((MapMethod)strongest), top[strongest * MEASURE_KS + k10],
+           se[MAP_OCCLUSION] > 0 ? fabsf(diff[MAP_OCCLUSION]) / se[MAP_OCCLUSION] : 0.0f,
+           !occ_better ? "even asking the model patch by patch does not beat the baseline by "
+                         "more than 2 standard errors here."
+           : nb == 0   ? "a ranking that asks the model what it needs can beat the garment's "
+                         "outline, and none of the attention maps does."
+                       : "a ranking that asks the model what it needs can beat the garment's "
+                         "outline.");
+    ch_say(ch, "Beating random patches shows little more than that a map sits on the "
+               "garment: the garment covers %.3f of the image, and a patch of black "
+               "background blacked out changes nothing. An attention map shows where information flowed, not "
+               "what the decision rests on; whether it knows more than where the garment "
+               "is, is a question for a baseline like these, not for how plausible the map "
+               "looks.", uniform);
 }
 
 /* ------------------------------------------------------------ the chapter */

@@ -319,15 +319,15 @@ static void print_attention(const AttentionMeasures *m, double seconds) {
     printf("  %-28s %8s %9s", "map", "garment", "× uniform");
     for (int k = 0; k < MEASURE_KS; k++) printf("   k = %-2d", rollout_measure_ks[k]);
     printf("\n");
-    for (int i = 0; i < MAP_COUNT; i++) {
-        printf("  %-28s %8.3f %8.2f×", rollout_map_method_name((MapMethod)i), m->mass[i],
-               m->mass[i] / m->uniform_mass);
+    for (int i = 0; i < m->maps; i++) {
+        if (i == MAP_RANDOM || i == MAP_RANDOM_GARMENT) // an order, not values: no share
+            printf("  %-28s %8s %9s", rollout_map_method_name((MapMethod)i), "", "");
+        else
+            printf("  %-28s %8.3f %8.2f×", rollout_map_method_name((MapMethod)i), m->mass[i],
+                   m->mass[i] / m->uniform_mass);
         for (int k = 0; k < MEASURE_KS; k++) printf(" %8.3f", m->prob_top[i][k]);
         printf("\n");
     }
-    printf("  %-28s %8s %9s", "k random patches", "", "");
-    for (int k = 0; k < MEASURE_KS; k++) printf(" %8.3f", m->prob_random[k]);
-    printf("\n");
 }
 
 /* ------------------------------------------------------------- command */
@@ -386,7 +386,7 @@ static VitStatus eval(const EvalArgs *a, VitError *err) {
         AttentionMeasures m;
         const double t1 = vit_now();
         s = attention_measure(&vit, &d.used, d.used.count, pre.mean[0], pre.std[0], B,
-                              GARMENT_THRESHOLD, MEASURE_SEED, &m, err);
+                              GARMENT_THRESHOLD, MEASURE_SEED, NULL, &m, err);
         if (s == VIT_OK) print_attention(&m, vit_now() - t1);
     }
     eval_free(&r);

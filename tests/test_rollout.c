@@ -28,6 +28,7 @@
 
 #include "check.h"
 #include "io/image.h"
+#include "ops/ops.h"
 #include "io/labels.h"
 #include "explain/rollout.h"
 
@@ -273,6 +274,41 @@ static void test_whole_pass(void) {
     pass_close(&p);
 }
 
+// The backward pass is linear in dlogits, and ∂p_c/∂y = p_c·∂log p_c/∂y: so the
+// probability's gradients are the log-probability's times p_c, layer by layer.
+static void test_scores_of_a_class(void) {
+    Pass p;
+    pass_open(&p);
+    const int L = p.vit.config.depth, Y = p.vit.config.num_classes;
+    TraceRecorder fwd = {0}, bwd_log = {0}, bwd_prob = {0};
+    VitError err;
+    int chosen[2];
+    CU_ASSERT_EQUAL_FATAL(rollout_record_score(&p.vit, &p.input, NULL, chosen, SCORE_LOG_PROB,
+                                               &fwd, &bwd_log, &err), VIT_OK);
+    float pc[2], q[64];
+    const Tensor logits = vit_logits(&p.vit);
+    for (int b = 0; b < 2; b++) {
+        softmax(q, logits.data + (size_t)b * Y, 1, Y);
+        pc[b] = q[chosen[b]];
+    }
+    CU_ASSERT_EQUAL_FATAL(rollout_record_score(&p.vit, &p.input, chosen, NULL, SCORE_PROB, &fwd,
+                                               &bwd_prob, &err), VIT_OK);
+    char name[64];
+    for (int l = 0; l < L; l++) {
+        snprintf(name, sizeof name, "grad.blocks.%d.attn.probs", l);
+        const Tensor *a = trace_find(&bwd_prob, name), *g = trace_find(&bwd_log, name);
+        CU_ASSERT_FATAL(a != NULL && g != NULL);
+        Tensor want = tensor_new(4, g->shape[0], g->shape[1], g->shape[2], g->shape[3]);
+        const size_t image = g->numel / 2;
+        for (size_t e = 0; e < g->numel; e++) want.data[e] = pc[e / image] * g->data[e];
+        assert_tensor_close(a, &want, 1e-7f, 1e-3f, name);
+        tensor_free(&want);
+    }
+    CU_ASSERT_STRING_EQUAL(rollout_score_name(SCORE_LOG_PROB), "log-probability");
+    trace_recorder_free(&fwd), trace_recorder_free(&bwd_log), trace_recorder_free(&bwd_prob);
+    pass_close(&p);
+}
+
 /* ------------------------------------------------------- what it promises */
 
 static void test_rows_sum_to_one(void) {
@@ -407,6 +443,25 @@ static void test_measure_pieces(void) {
     for (int i = 0; i < 16; i++) CU_ASSERT_EQUAL(input[i], want[i]);
 }
 
+static void test_paired_se_by_hand(void) {
+    // three images, two rankings: p_a = 0.2, 0.4, 0.9 and p_b = 0.3, 0.3, 0.6, so
+    // d = −0.1, 0.1, 0.3, mean 0.1, var (0.04 + 0 + 0.04)/2 = 0.04, SE = sqrt(0.04/3)
+    const double pa[3] = {0.2, 0.4, 0.9}, pb[3] = {0.3, 0.3, 0.6};
+    AttentionMeasures m = {.images = 3, .maps = MAP_BASIC_COUNT};
+    const double *p[2] = {pa, pb};
+    const MapMethod at[2] = {MAP_ROLLOUT, MAP_RANDOM};
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++) {
+            const double mi = (p[i][0] + p[i][1] + p[i][2]) / 3, mj = (p[j][0] + p[j][1] + p[j][2]) / 3;
+            for (int n = 0; n < 3; n++) m.comoment[at[i]][at[j]][2] += (p[i][n] - mi) * (p[j][n] - mj);
+        }
+    CU_ASSERT_DOUBLE_EQUAL(attention_measure_paired_se(&m, MAP_ROLLOUT, MAP_RANDOM, 2),
+                           sqrt(0.04 / 3), 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(attention_measure_paired_se(&m, MAP_RANDOM, MAP_ROLLOUT, 2),
+                           sqrt(0.04 / 3), 1e-12);
+    CU_ASSERT_EQUAL(attention_measure_paired_se(&m, MAP_ROLLOUT, MAP_BRIGHTNESS, 2), 0); // not scored
+}
+
 CU_TestInfo tests_rollout[] = {
     {"on a recorded trace, as PyTorch computes it", test_rollout_on_trace},
     {"vit-explain's mistakes are far from it", test_vit_explain_mistakes},
@@ -416,5 +471,7 @@ CU_TestInfo tests_rollout[] = {
     {"fusions and one layer by hand", test_fusions_by_hand},
     {"what it refuses", test_refusals},
     {"measuring: mass on the garment, ranking, masking", test_measure_pieces},
+    {"the gradients of a class's probability and log-probability", test_scores_of_a_class},
+    {"paired standard error by hand", test_paired_se_by_hand},
     CU_TEST_INFO_NULL,
 };

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops/ops.h"          // softmax()
 #include "train/train.h" // ops_index_of_max()
 
 static const char *const fuse_names[] = {"mean", "max", "min"};
@@ -201,9 +202,19 @@ void rollout_record_probs(void *recorder, const char *name, const Tensor *t) {
 }
 // [rollout_record_probs]
 
+const char *rollout_score_name(RolloutScore score) {
+    return score == SCORE_PROB ? "probability" : score == SCORE_LOG_PROB ? "log-probability" : "logit";
+}
+
 // [rollout_record]
 VitStatus rollout_record(Vit *vit, const Tensor *input, const int *classes, int *chosen,
                          TraceRecorder *forward, TraceRecorder *backward, VitError *err) {
+    return rollout_record_score(vit, input, classes, chosen, SCORE_LOGIT, forward, backward, err);
+}
+
+VitStatus rollout_record_score(Vit *vit, const Tensor *input, const int *classes, int *chosen,
+                               RolloutScore score, TraceRecorder *forward,
+                               TraceRecorder *backward, VitError *err) {
     // input is (B, C, S, S); classes and chosen are (B)
     trace_recorder_free(forward);
     if (backward) trace_recorder_free(backward);
@@ -217,13 +228,22 @@ VitStatus rollout_record(Vit *vit, const Tensor *input, const int *classes, int 
     const Tensor logits = vit_logits(vit); // (B, Y)
     float *dlogits = vit_calloc((size_t)B * (size_t)Y, sizeof *dlogits);
     for (int b = 0; b < B; b++) {
-        const int c = classes ? classes[b] : ops_index_of_max(logits.data + (size_t)b * Y, Y);
+        const float *y = logits.data + (size_t)b * Y;
+        float *d = dlogits + (size_t)b * Y;
+        const int c = classes ? classes[b] : ops_index_of_max(y, Y);
         if (c < 0 || c >= Y) {
             s = vit_fail(err, VIT_ERR_INPUT, "class %d for image %d: the model has classes 0 "
                          "to %d", c, b, Y - 1);
             break;
         }
-        dlogits[(size_t)b * Y + (size_t)c] = 1.0f; // d y_c / d logits
+        if (score == SCORE_LOGIT) d[c] = 1.0f; // d y_c / d logits
+        else {
+            softmax(d, y, 1, Y); // p; then d log p_c / d y = e_c − p, d p_c / d y = p_c (e_c − p)
+            const float pc = d[c];
+            for (int j = 0; j < Y; j++) d[j] = (j == c) - d[j];
+            if (score == SCORE_PROB)
+                for (int j = 0; j < Y; j++) d[j] *= pc;
+        }
         if (chosen) chosen[b] = c;
     }
     if (s == VIT_OK && backward) {

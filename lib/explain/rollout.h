@@ -20,12 +20,15 @@
  *     to sum to 1: A_l = row_normalise(F_l + I);
  *  4. multiply through the layers: J = A_L · … · A_2 · A_1.
  *
- * Row i of J says how much of token i's final state came from each input
- * token; its [cls] row over the patches, J(0, 1…P) laid out on the patch
- * grid, is the rollout map. Each row of J sums to 1.
+ * Row i of J is read as how much of token i's final state came from each
+ * input token; its [cls] row over the patches, J(0, 1…P) laid out on the
+ * patch grid, is the rollout map. Each row of J sums to 1. That reading is a
+ * heuristic, not a derivation: it treats the residual and attention as equal
+ * partners and ignores what the MLPs and the values do to the tokens.
  *
  * Gradient-weighted attention (H. Chefer et al.'s idea, as vit-explain's
- * grad_rollout computes it) replaces step 1 by the mean over heads of
+ * grad_rollout computes it; a heuristic too, whose balance between the
+ * attention and the identity depends on the units of the score) replaces step 1 by the mean over heads of
  * max(0, P ⊙ ∂y_c/∂P), the attention weighted by how much the score y_c of
  * the chosen class c moves with it, negatives clamped; steps 2–4 are the same.
  *
@@ -160,6 +163,16 @@ VitStatus rollout_from_trace(Tensor *joint, const TraceRecorder *forward,
  */
 void rollout_record_probs(void *recorder, const char *name, const Tensor *t);
 
+/** Which score of the chosen class the backward pass of rollout_record_score() differentiates. */
+typedef enum {
+    SCORE_LOGIT,    /**< the logit y_c (rollout_record()'s) */
+    SCORE_PROB,     /**< the probability p_c = softmax(y)_c */
+    SCORE_LOG_PROB, /**< its logarithm, log p_c */
+} RolloutScore;
+
+/** @brief "logit", "probability" or "log-probability". */
+const char *rollout_score_name(RolloutScore score);
+
 /**
  * @brief Run what a rollout reads: the forward's attention probabilities into
  *        @p forward and, when @p backward is not NULL, their gradients for one
@@ -178,18 +191,50 @@ void rollout_record_probs(void *recorder, const char *name, const Tensor *t);
 VitStatus rollout_record(Vit *vit, const Tensor *input, const int *classes, int *chosen,
                          TraceRecorder *forward, TraceRecorder *backward, VitError *err);
 
+/**
+ * @brief rollout_record() with the gradient of another score of the class:
+ *        dlogits is ∂score/∂y, for the logit one-hot, for the probability
+ *        p_c(e_c − p), for the log-probability e_c − p.
+ */
+VitStatus rollout_record_score(Vit *vit, const Tensor *input, const int *classes, int *chosen,
+                               RolloutScore score, TraceRecorder *forward,
+                               TraceRecorder *backward, VitError *err);
+
 /* ------------------------------------------------------------ measuring */
 
-/** The maps attention_measure() compares, each a value per patch for each image. */
+/**
+ * The rankings attention_measure() scores, each an order of the patches for
+ * each image: the four attention maps, then baselines that use no model.
+ * A baseline tells what a score means: a map that sits on the garment finds
+ * patches whose loss hurts the prediction whether or not it knows anything
+ * about the model, because more than half of the pixels are black
+ * background, and blacking out a background patch changes nothing.
+ */
 typedef enum {
-    MAP_ROLLOUT,      /**< rollout, heads fused by their mean, nothing discarded */
-    MAP_ROLLOUT_MAX,  /**< rollout, heads fused by max, the lowest 90 % discarded */
-    MAP_LAST_LAYER,   /**< the last layer's [cls] attention, heads averaged */
-    MAP_GRAD,         /**< gradient-weighted rollout for the predicted class */
+    MAP_ROLLOUT,        /**< rollout, heads fused by their mean, nothing discarded */
+    MAP_ROLLOUT_MAX,    /**< rollout, heads fused by max, the lowest 90 % discarded */
+    MAP_LAST_LAYER,     /**< the last layer's [cls] attention, heads averaged */
+    MAP_GRAD,           /**< gradient-weighted rollout for the predicted class */
+    MAP_RANDOM,         /**< patches in a random order (seeded), averaged over the draws */
+    MAP_BRIGHTNESS,     /**< no model: each patch's mean pixel value */
+    MAP_GARMENT,        /**< no model: the fraction of each patch's pixels above the threshold */
+    MAP_RANDOM_GARMENT, /**< no model: garment patches (at least half their pixels above the
+                             threshold) in a random order, then the rest in a random order */
+    MAP_OCCLUSION,      /**< a reference, not attention: how far the predicted class's
+                             probability falls when the patch alone is blacked out */
     MAP_COUNT
 } MapMethod;
 
-/** @brief "rollout (mean)", "rollout (max, discard 0.9)", "last layer", "gradient-weighted". */
+/** The first MAP_ATTENTION_COUNT rankings are the attention maps. */
+#define MAP_ATTENTION_COUNT 4
+/** Without baselines, attention_measure() scores the rankings before MAP_BRIGHTNESS. */
+#define MAP_BASIC_COUNT 5
+/** With baselines and without occlusion, the rankings before MAP_OCCLUSION. */
+#define MAP_BASELINE_COUNT 8
+
+/** @brief Each ranking's name: "rollout (mean)", …, "gradient-weighted", "k random patches",
+ *         "brightness (no model)", "garment mask (no model)", "k random garment patches",
+ *         "occlusion (reference)". */
 const char *rollout_map_method_name(MapMethod m);
 
 /** How many patches the deletion test masks: 1, 5 and 10. */
@@ -197,17 +242,44 @@ const char *rollout_map_method_name(MapMethod m);
 /** The deletion test's k values, in patches. */
 extern const int rollout_measure_ks[MEASURE_KS];
 
+/** What attention_measure() is to score besides the four attention maps. */
+typedef struct {
+    int draws;      /**< random orders per image for each random ranking, at least 1 */
+    bool baselines; /**< also the model-free rankings, MAP_BRIGHTNESS to MAP_RANDOM_GARMENT */
+    bool occlusion; /**< with the baselines, also MAP_OCCLUSION: one more forward pass per
+                         patch and batch */
+} MeasureOptions;
+
 /** What attention_measure() found, averaged over the images. */
 typedef struct {
     int images;                       /**< how many were measured */
     int threshold;                    /**< a pixel above this (0–255) is the garment's */
+    int maps;                         /**< how many rankings were scored: MAP_BASIC_COUNT,
+                                           MAP_BASELINE_COUNT with the baselines, MAP_COUNT
+                                           with occlusion too */
+    int draws;                        /**< random orders per image */
     double uniform_mass;              /**< the garment's share of the patches' area: what a
                                            uniform map would put on it */
-    double mass[MAP_COUNT];           /**< each map's share on the garment */
+    double mass[MAP_COUNT];           /**< each map's share on the garment (0 for the random
+                                           rankings, which are orders, not values) */
     double prob_full;                 /**< the predicted class's mean probability, nothing masked */
-    double prob_top[MAP_COUNT][MEASURE_KS]; /**< with each map's top k patches masked */
-    double prob_random[MEASURE_KS];   /**< with k random patches masked (seeded) */
+    double prob_top[MAP_COUNT][MEASURE_KS]; /**< with each ranking's first k patches masked (for
+                                           a random ranking, the mean over its draws) */
+    /** Σ over images of (p_a − mean_a)(p_b − mean_b), for rankings a, b and each k: with
+     *  it, attention_measure_paired_se() compares two rankings image by image. */
+    double comoment[MAP_COUNT][MAP_COUNT][MEASURE_KS];
 } AttentionMeasures;
+
+/**
+ * @brief The standard error of prob_top[a][k] − prob_top[b][k], paired over the images.
+ *
+ * With d_i the difference of the two rankings' probabilities on image i and
+ * n images: \f$ \mathrm{SE} = \sqrt{\mathrm{var}(d)/n} \f$, var with n − 1.
+ * The same images are under both, so what is common to an image (an easy
+ * garment, a sure prediction) cancels, and the SE is that of the difference.
+ * @return 0 for fewer than 2 images
+ */
+double attention_measure_paired_se(const AttentionMeasures *m, MapMethod a, MapMethod b, int k);
 
 /**
  * @brief The share of a map on the garment: Σ_p map_p·g_p / Σ_p map_p, with g_p
@@ -232,13 +304,16 @@ void mask_patches(float *input, int C, int S, int patch, const int *order, int k
  *        model's input): how much of each map lies on the garment, and the
  *        deletion test, how far the predicted class's probability falls when
  *        the k patches a map ranks highest are blacked out, against k random
- *        patches (drawn from @p seed).
+ *        patches (drawn from @p seed) and, with @p opt's baselines, against
+ *        rankings that use no model.
  * @param[in] mean, std  the model's input normalisation
  * @param[in] batch      images per forward pass
+ * @param[in] opt        NULL: one random draw per image, no baselines
+ * @return VIT_ERR_USAGE for counts below 1 or fewer than 1 draw
  */
 VitStatus attention_measure(Vit *vit, const Dataset *data, int count, float mean, float std,
-                            int batch, int threshold, uint64_t seed, AttentionMeasures *out,
-                            VitError *err);
+                            int batch, int threshold, uint64_t seed, const MeasureOptions *opt,
+                            AttentionMeasures *out, VitError *err);
 
 /** @} */
 #endif

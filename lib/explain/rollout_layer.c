@@ -7,8 +7,8 @@
  *
  * A layer's output for token i is its input plus what attention brought it:
  * x_i + Σ_j F_ij·v_j. Rollout counts the residual as attention to itself,
- * F + I, and normalises each row so that it says what fraction of token i's
- * new state came from each token: A_ij = (F_ij + δ_ij) / Σ_k (F_ik + δ_ik).
+ * F + I, and normalises each row so that it can be read as the fraction of
+ * token i's new state that came from each token (the heuristic's assumption): A_ij = (F_ij + δ_ij) / Σ_k (F_ik + δ_ik).
  * Through the layers the fractions compose as a product: if the layer reads
  * token m's state, which was J_mj from token j, then
  *   J'_ij = Σ_m A_im · J_mj,   J' = A · J,
