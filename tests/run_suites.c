@@ -40,20 +40,29 @@ typedef struct {
     int status;            // waitpid()'s
     CU_RunSummary summary; // the last one the child sent: the tests it finished
     bool summary_final;    // sent after the suite's last test
-    bool ended_in_test;    // its output ends in "  Test: NAME ...": it died in that test
+    bool in_test;          // the child's last word was a test's start: it died in that test
+    char test[128];        // that test's name
 } SuiteRun;
 
 /* ------------------------------------------------------------ in the child */
 
-// The summary after each test, so a child that dies has told what it finished.
-// Sent whole or not at all: a pipe writes up to PIPE_BUF bytes at once.
+/** What a child tells the runner as each test starts and ends. */
+typedef struct {
+    CU_RunSummary s; // the tests finished so far
+    int final;       // after the suite's last test
+    int in_test;     // sent as a test starts: a child that dies now died in it
+    char test[128];  // that test's name
+} ChildNews;
+
+// Sent as each test starts and ends, so a child that dies has told what it
+// finished and where it was (its output may not say: a sanitizer's report
+// follows the test's line). Sent whole or not at all: a pipe writes up to
+// PIPE_BUF bytes at once.
 static int child_summary_fd = -1;
 
-static void send_summary(bool final) {
-    struct {
-        CU_RunSummary s;
-        int final;
-    } msg = {*CU_get_run_summary(), final};
+static void send_summary(bool final, const char *test) {
+    ChildNews msg = {*CU_get_run_summary(), final, test != NULL, ""};
+    if (test) snprintf(msg.test, sizeof msg.test, "%s", test);
     _Static_assert(sizeof msg <= PIPE_BUF, "one write() on a pipe");
     if (child_summary_fd < 0) return; // the suite runs in the runner's own process
     if (write(child_summary_fd, &msg, sizeof msg) != (ssize_t)sizeof msg) {
@@ -69,6 +78,7 @@ static void on_suite_start(const CU_pSuite suite) {
 static void on_test_start(const CU_pTest test, const CU_pSuite suite) {
     printf("\n  Test: %s ...", test->pName);
     fflush(stdout); // on disk before the test runs: a crash shows where it was
+    send_summary(false, test->pName);
     // VIT_TEST_CRASH=SUITE: that suite's first test dies of a signal, so the
     // runner's own test can see a crash reported and the other suites run on
     const char *crash = getenv("VIT_TEST_CRASH");
@@ -85,7 +95,7 @@ static void on_test_complete(const CU_pTest test, const CU_pSuite suite,
         printf("\n    %d. %s:%u  - %s", i, f->strFileName ? f->strFileName : "",
                f->uiLineNumber, f->strCondition ? f->strCondition : "");
     fflush(stdout);
-    send_summary(false);
+    send_summary(false, NULL);
 }
 
 static void on_suite_init_failure(const CU_pSuite suite) {
@@ -125,7 +135,7 @@ static void run_in_child(SuiteRun *r, int summary_fd) {
     setvbuf(stderr, NULL, _IONBF, 0);
     set_handlers();
     CU_run_suite(r->suite);
-    send_summary(true);
+    send_summary(true, NULL);
     fflush(stdout);
     CU_cleanup_registry();
     exit(0); // not _exit(): a leak checker reports at exit
@@ -193,12 +203,12 @@ static bool start(SuiteRun *r) {
 
 // The summaries the child sent (all in the pipe once it has ended): keep the last.
 static void read_summaries(SuiteRun *r) {
-    struct {
-        CU_RunSummary s;
-        int final;
-    } msg;
-    while (read(r->summary_fd, &msg, sizeof msg) == (ssize_t)sizeof msg)
-        r->summary = msg.s, r->summary_final = msg.final != 0;
+    ChildNews msg;
+    while (read(r->summary_fd, &msg, sizeof msg) == (ssize_t)sizeof msg) {
+        r->summary = msg.s, r->summary_final = msg.final != 0, r->in_test = msg.in_test != 0;
+        msg.test[sizeof msg.test - 1] = '\0';
+        snprintf(r->test, sizeof r->test, "%s", msg.test);
+    }
     close(r->summary_fd);
 }
 
@@ -229,20 +239,13 @@ static void print_report(SuiteRun *r) {
     if (crashed(r)) {
         char how[128];
         describe_end(how, sizeof how, r);
-        if (r->ended_in_test)
-            printf("CRASHED\n    the suite's process %s: this test failed, and the rest of %s "
-                   "did not run", how, r->suite->pName);
+        if (r->in_test)
+            printf("\n  CRASHED in test \"%s\": the suite's process %s; the test failed, and "
+                   "the rest of %s did not run", r->test, how, r->suite->pName);
         else printf("\n  CRASHED: the suite's process %s after its last test", how);
     }
     printf("\n  wall time: %.1f s", r->seconds);
     fflush(stdout);
-}
-
-// Whether the child's output ends inside a test (on_test_start()'s "...").
-static bool output_ends_in_test(FILE *output) {
-    if (!output || fseek(output, -1, SEEK_END) != 0) return false;
-    const int last = fgetc(output);
-    return last == '.';
 }
 
 // Waits for a child to end; true when it was one of the suites'.
@@ -257,7 +260,6 @@ static bool wait_for_one(SuiteRun *runs, int n) {
             runs[i].seconds = vit_now() - runs[i].started;
             runs[i].done = true;
             read_summaries(&runs[i]);
-            runs[i].ended_in_test = output_ends_in_test(runs[i].output);
             return true;
         }
     return false;
@@ -293,7 +295,7 @@ static bool print_summary(SuiteRun *runs, int n, double wall, int jobs) {
     unsigned asserts = 0, asserts_failed = 0, crashes = 0;
     for (int i = 0; i < n; i++) {
         const CU_RunSummary *s = &runs[i].summary;
-        const unsigned died = crashed(&runs[i]) ? 1 : 0, in_test = runs[i].ended_in_test ? 1 : 0;
+        const unsigned died = crashed(&runs[i]) ? 1 : 0, in_test = runs[i].in_test && died ? 1 : 0;
         crashes += died;
         suites_failed += s->nSuitesFailed + died;
         tests_run += s->nTestsRun + in_test, tests_failed += s->nTestsFailed + in_test;
