@@ -248,11 +248,16 @@ static void print_report(SuiteRun *r) {
     fflush(stdout);
 }
 
-// Waits for a child to end; true when it was one of the suites'.
+// Waits for a child to end; true when it was one of the suites' (or none is left).
 static bool wait_for_one(SuiteRun *runs, int n) {
     int status;
     pid_t pid;
     while ((pid = waitpid(-1, &status, 0)) < 0 && errno == EINTR) {
+    }
+    if (pid < 0) { // no child left (cannot happen while one runs): none is waited for again
+        for (int i = 0; i < n; i++)
+            if (runs[i].pid > 0 && !runs[i].done) runs[i].done = true, read_summaries(&runs[i]);
+        return true;
     }
     for (int i = 0; i < n; i++)
         if (runs[i].pid == pid && pid > 0 && !runs[i].done) {
@@ -316,14 +321,17 @@ static bool print_summary(SuiteRun *runs, int n, double wall, int jobs) {
             describe_end(how, sizeof how, &runs[i]);
             printf("CRASHED: suite %s: its process %s\n", runs[i].suite->pName, how);
         }
+    printf("Wall time = %.1f s for %d suites, %d at a time", wall, n, jobs);
     SuiteRun **order = malloc(sizeof *order * (size_t)(n > 0 ? n : 1));
-    for (int i = 0; i < n; i++) order[i] = &runs[i];
-    qsort(order, (size_t)n, sizeof *order, slower_first);
-    printf("Wall time = %.1f s for %d suites, %d at a time; the slowest:", wall, n, jobs);
-    for (int i = 0; i < n && i < SLOWEST_SHOWN; i++)
-        printf("%s %s %.1f s", i ? "," : "", order[i]->suite->pName, order[i]->seconds);
+    if (order) {
+        for (int i = 0; i < n; i++) order[i] = &runs[i];
+        qsort(order, (size_t)n, sizeof *order, slower_first);
+        printf("; the slowest:");
+        for (int i = 0; i < n && i < SLOWEST_SHOWN; i++)
+            printf("%s %s %.1f s", i ? "," : "", order[i]->suite->pName, order[i]->seconds);
+        free(order);
+    }
     printf("\n");
-    free(order);
     return suites_failed == 0 && tests_failed == 0 && asserts_failed == 0 && crashes == 0;
 }
 
