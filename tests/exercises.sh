@@ -68,6 +68,14 @@ lib_file() {
     return 0
 }
 
+# lib_object FILE.c: the object this build made of lib's file of that name
+lib_object() {
+    l_src=$(lib_file "$1")
+    [ -n "$l_src" ] || return 0
+    l_obj=$BUILD/${l_src#"$ROOT"/}
+    printf '%s\n' "${l_obj%.c}.o"
+}
+
 # An absolute path for one given relative to where make was run (the root).
 absolute() {
     case $1 in
@@ -266,18 +274,24 @@ hide_for() {
 
 # The functions exercise NAME hands out, one "function file.c" per line: the
 # global functions of each lib file its skeleton's files replace (lib/ops/softmax.c's
-# for softmax.c). A student's files must define every one of them.
+# for softmax.c). A student's files must define every one of them. Listed once
+# per build of lib, like lib_without's archive (BUILD/exercises/lib/NAME.functions):
+# make test asks it for each of its 218 wrong files.
 handed_out() {
-    for h_src in "$ROOT/exercises/$1"/*.c; do
-        h_base=${h_src##*/}
-        h_lib=$(lib_file "$h_base")
-        [ -n "$h_lib" ] || continue
-        h_obj=$BUILD/${h_lib#"$ROOT"/}
-        h_obj=${h_obj%.c}.o
-        [ -f "$h_obj" ] || continue
-        # T: a function; i: one compiled per CPU (target_clones), e.g. softmax
-        nm -g --defined-only "$h_obj" | awk -v file="$h_base" '$2 == "T" || $2 == "i" { print $3, file }'
-    done
+    h_out=$BUILD/exercises/lib/$1.functions
+    if [ ! -f "$h_out" ] || [ "$EX_LIB" -nt "$h_out" ]; then
+        mkdir -p "$BUILD/exercises/lib"
+        h_tmp=$h_out.tmp.$$
+        for h_src in "$ROOT/exercises/$1"/*.c; do
+            h_base=${h_src##*/}
+            h_obj=$(lib_object "$h_base")
+            if [ -z "$h_obj" ] || [ ! -f "$h_obj" ]; then continue; fi
+            # T: a function; i: one compiled per CPU (target_clones), e.g. softmax
+            nm -g --defined-only "$h_obj" | awk -v file="$h_base" '$2 == "T" || $2 == "i" { print $3, file }'
+        done >"$h_tmp"
+        mv "$h_tmp" "$h_out"
+    fi
+    cat "$h_out"
 }
 
 # missing_functions NAME OBJ...: says in the build log which handed-out function
@@ -319,7 +333,8 @@ lib_without() {
     printf '%s\n' "$l_out"
 }
 
-# build_runner WORK NAME FILE.c...: compile the files into WORK/obj and link
+# build_runner WORK NAME FILE.c...: compile the files into WORK/obj (a FILE.o is
+# taken as it is) and link
 # WORK/tests/run with the runner's objects and lib; the compiler's messages go
 # to WORK/build.log. NAME is the exercise (empty for the grader's own checks):
 # every function it hands out must be defined in the files, and lib is linked
@@ -335,6 +350,9 @@ build_runner() {
     b_ok=0 b_objs=""
     set -f # the flags are split into words, never globbed (and the paths hold no spaces)
     for b_src in "$@"; do
+        case $b_src in # an object already made (lib's own, beside a wrong file) is linked as it is
+            *.o) b_objs="$b_objs $b_src" && continue ;;
+        esac
         b_base=$(printf %s "${b_src##*/}" | tr " " _) # an object name without spaces
         b_objs="$b_objs $b_work/obj/${b_base%.c}.o"
         # shellcheck disable=SC2086 # the flags are words
@@ -958,17 +976,21 @@ cmd_check_wrong() {
         d=$(check_dir "$name/wrong-${base%.c}")
     fi
     # What is graded: the file, and for an exercise of several files (08's gelu.c,
-    # layernorm.c, block.c) lib's own copies of the others, as a student who got
+    # layernorm.c, block.c) lib's own versions of the others, as a student who got
     # only this one wrong would hand in; "// submitted: alone" grades the file by
     # itself (the others missing). A grader check (its own key) is graded against
     # all of lib, unless "// exercise: NN" names an exercise whose rules it tests.
+    # lib's versions are the objects the build already made of them (the same
+    # source and flags; only the student's flag that fills uninitialised
+    # variables is missing, and lib's code reads none): compiling them again for
+    # each of the 218 files would cost make test about 10 s.
     ex=$name
     [ "$name" != grader ] || ex=$(find_exercise "$(header exercise)") || ex=""
     set -- "$file"
     if [ "$name" != grader ] && [ "$(header submitted)" != alone ]; then
         replaces=$(sed -n '1,12s|^ \* @file *\([^ ]*\.c\).*|\1|p' "$file" | head -n 1)
         for g in "$ROOT/exercises/$name"/*.c; do
-            [ "${g##*/}" = "$replaces" ] || set -- "$@" "$(lib_file "${g##*/}")"
+            [ "${g##*/}" = "$replaces" ] || set -- "$@" "$(lib_object "${g##*/}")"
         done
     fi
     # the box's own checks: a file the code must not remove, a neighbour's folder

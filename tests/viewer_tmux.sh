@@ -56,14 +56,15 @@ trap 'exit 1' INT TERM HUP
 
 screen_text() { $TMUX_CMD capture-pane -p -t "$SESSION" 2>/dev/null; }
 
-# wait_for PATTERN [SECONDS]: until the screen matches the extended regex
+# wait_for PATTERN [SECONDS]: until the screen matches the extended regex, looking
+# every 20 ms (at 100 ms, the 169 checks waited 4 s in all for screens already drawn)
 wait_for() {
-    tries=$(( ${2:-5} * 10 ))
+    tries=$(( ${2:-5} * 50 ))
     while [ "$tries" -gt 0 ]; do
         screen_text >"$WORK/screen.txt"
         grep -Eq -- "$1" "$WORK/screen.txt" && return 0
         [ -s "$WORK/exit" ] && return 1 # vitview has ended: nothing more will appear
-        sleep 0.1
+        sleep 0.02
         tries=$((tries - 1))
     done
     return 1
@@ -91,14 +92,14 @@ keys() { $TMUX_CMD send-keys -t "$SESSION" "$@"; }
 
 # check_rows NAME PATTERN COUNT [SECONDS]: until exactly COUNT lines of the screen match
 check_rows() {
-    tries=$(( ${4:-5} * 10 ))
+    tries=$(( ${4:-5} * 50 ))
     while :; do
         screen_text >"$WORK/screen.txt"
         n=$(grep -Ec -- "$2" "$WORK/screen.txt")
         [ "$n" -eq "$3" ] && { PASSED=$((PASSED + 1)); return 0; }
         tries=$((tries - 1))
         [ "$tries" -gt 0 ] && [ ! -s "$WORK/exit" ] || break
-        sleep 0.1
+        sleep 0.02
     done
     FAILED=$((FAILED + 1))
     LAST_FAILURE=$1
