@@ -47,12 +47,11 @@
 
 enum {
     BATCH = 32,        // images per step, every run of the chapter
-    STEPS = 192,       // steps of every run: 6,144 images looked at
     WARMUP = 64,       // of them, the warm-up's
     VAL_IMAGES = 1000, // the runs are validated on the first 1,000 of the 5,000
     FIT_IMAGES = 1000, // and measured on (at most) 1,000 of their own images
     FIRST = 5,         // steps listed one by one
-    MAX_ROWS = 48,     // epochs a run may log
+    MAX_ROWS = 48,     // epochs a run may log (the 128-image run's at --steps 1536)
     RUNS = 5,          // the runs of Sections 2 and 5
     TEST_IMAGES = 1000, // the shipped model is tested on the first 1,000 test images
     MISTAKES = 4,      // of its mistakes, drawn
@@ -60,11 +59,23 @@ enum {
     LOG_MAX_ROWS = 1000,
     MAX_EXPERIMENTS = 16,
 };
-static const uint64_t SEED = 11;         // every run's weights, shuffles (and draws)
+// The runs' two numbers a learner may change from the command line
+// (build/chapters/11_training --help); the book's are the defaults.
+// [knobs]
+enum { KNOB_SEED, KNOB_STEPS, KNOBS };
+static ChapterKnob knobs[KNOBS] = {
+    [KNOB_SEED] = {.name = "seed", .meaning = "every run's weights and shuffles",
+                   .value = 11, .min = 0, .max = 2147483647},
+    [KNOB_STEPS] = {.name = "steps", .meaning = "steps of every run, of 32 images each",
+                    .value = 192, .min = 192, .max = 1536, .multiple = 192},
+};
+// [knobs]
+static uint64_t seed(void) { return (uint64_t)knobs[KNOB_SEED].value; }
+static int steps(void) { return knobs[KNOB_STEPS].value; }
 static const uint64_t AUGMENT_SEED = 12; // Section 1's crop and flip
 static const int SHOWN = 0;              // the training image Section 1 draws
 // The chapter's runs: each learns from the first `images` of the 55,000 training
-// images for STEPS steps, and is validated every `every` epochs. Section 2 shows
+// images for steps() steps (192 in the book), and is validated every `every` epochs. Section 2 shows
 // SHORT and SMALL; Section 5 compares them all.
 // [runs]
 static const struct {
@@ -382,7 +393,7 @@ static void the_data(Chapter *ch, Work *w) {
 
 /* ------------------------------------------------------- the runs */
 
-// Run RUN[i] into w->runs[i]: the first `images` training images, 192 steps.
+// Run RUN[i] into w->runs[i]: the first `images` training images, steps() steps.
 static bool train_run(Chapter *ch, Work *w, int i) {
     RunLog *log = &w->runs[i];
     const int images = RUN[i].images, every = RUN[i].every;
@@ -393,8 +404,8 @@ static bool train_run(Chapter *ch, Work *w, int i) {
     const int steps_per_epoch = images / BATCH;
     // [recipe]
     TrainConfig c = train_defaults();       // the shipped model's settings, and then:
-    c.epochs = STEPS / steps_per_epoch;     // 192 steps, whatever the number of images
-    c.batch = BATCH, c.lr = RUN_LR, c.seed = SEED;
+    c.epochs = steps() / steps_per_epoch;   // the same steps, whatever the number of images
+    c.batch = BATCH, c.lr = RUN_LR, c.seed = seed();
     c.warmup_epochs = 0;                    // the warm-up is set in steps, below
     c.augment = RUN[i].augment ? CROP_AND_FLIP : (Augment){.pad = 0, .flip = false};
     Trainer t;
@@ -427,7 +438,7 @@ static bool train_run(Chapter *ch, Work *w, int i) {
             }
             taken++;
         }
-        if (epoch % every != 0) continue;
+        if (epoch % every != 0 || log->rows == MAX_ROWS) continue;
         const double at = vit_now();
         EvalResult val;                                  // the validation images, unseen
         if (eval_run(&t.vit, &w->val_slice, c.mean, c.std, BATCH, &val, &err) != VIT_OK) break;
@@ -494,7 +505,7 @@ static void the_loss_falling(Chapter *ch, Work *w) {
                "images after every epoch. The recipe is `vit train`'s (train_defaults()), "
                "with these changes:", TINY.image_size, TINY.image_size, TINY.patch_size,
            TINY.patch_size, vit_num_tokens(&TINY), TINY.dim, TINY.depth, TINY.heads,
-           TINY.mlp_dim, params, th(RUN[SHORT].images), BATCH, STEPS, th(VAL_IMAGES));
+           TINY.mlp_dim, params, th(RUN[SHORT].images), BATCH, steps(), th(VAL_IMAGES));
     ch_line(ch, "    batch %d (shipped: %d), peak learning rate %g (shipped: %g)", BATCH,
             d.batch, RUN_LR, d.lr);
     ch_line(ch, "    warm-up %d steps (shipped: %d epochs), then the cosine to %g", WARMUP,
@@ -521,7 +532,7 @@ static void the_loss_falling(Chapter *ch, Work *w) {
                "the epoch's shuffled order, the gradients zeroed, forward, loss and "
                "backward, the gradient clipped to length %g, one AdamW step at this step's "
                "learning rate, and the step counted. The first %d steps:",
-           (int)SEED, STEPS, (double)d.clip, FIRST);
+           (int)seed(), steps(), (double)d.clip, FIRST);
     ch_line(ch, "    step   learning rate     loss   |gradient|");
     bool all_clipped = true;
     for (int s = 0; s < FIRST; s++) {
@@ -548,14 +559,14 @@ static void the_loss_falling(Chapter *ch, Work *w) {
                "label smoothing (%g) in the loss, which keeps it above 0.5 even for a model "
                "that is always right. The validation loss is the plain cross-entropy at the "
                "epoch's end. So the two losses are not directly comparable; each falls.",
-           STEPS, r->seconds, r->first_loss[0], r->val_loss[last], 100 * r->val_acc[last],
+           steps(), r->seconds, r->first_loss[0], r->val_loss[last], 100 * r->val_acc[last],
            th(VAL_IMAGES), (double)d.smoothing);
 
     RunLog *o = &w->runs[SMALL];
     const int spe = RUN[SMALL].images / BATCH;
     ch_say(ch, "Now the same %d steps on only the first %d images: %d steps an epoch, %d "
                "epochs, every image seen %d times. The validation images are the same %s; "
-               "a row every %d epochs:", STEPS, RUN[SMALL].images, spe, STEPS / spe, STEPS / spe,
+               "a row every %d epochs:", steps(), RUN[SMALL].images, spe, steps() / spe, steps() / spe,
            th(VAL_IMAGES), RUN[SMALL].every);
     if (!train_run(ch, w, SMALL)) return;
     pin_run(ch, o);
@@ -1032,7 +1043,7 @@ static void the_trained_model(Chapter *ch, Work *w) {
 
     // What the position embeddings learned, beside a model drawn at random (Section 5).
     Vit fresh;
-    const VitInit init = vit_init_timm(SEED);
+    const VitInit init = vit_init_timm(seed());
     if (vit_build_random(&fresh, c, &init, &err) == VIT_OK) {
         const int G = S / c->patch_size;
         pos_similarity(&w->pos_near[0], &w->pos_far[0], vit.weights.pos_embed, G, c->dim);
@@ -1075,12 +1086,12 @@ static void data_hunger(Chapter *ch, Work *w) {
                w->pos_near[0] - w->pos_far[0] > 0.1f && w->pos_near[0] - w->pos_near[1] > 0.1f
                    ? ": the grid has been learned, from images alone"
                    : ": little of the grid is there",
-               (int)SEED, w->pos_near[1], w->pos_far[1]);
+               (int)seed(), w->pos_near[1], w->pos_far[1]);
     ch_say(ch, "So a ViT needs many images, or augmentation that makes more images out of "
                "each one. With this dataset: the same tiny ViT, the same recipe and the "
                "same %d steps, on more and more training images (the two runs of Section 2 "
                "among them), and once on %d images with `vit train`'s crop and flip:",
-           STEPS, RUN[AUGMENTED].images);
+           steps(), RUN[AUGMENTED].images);
     for (int i = 0; i < RUNS; i++) {
         if (i == SMALL || i == SHORT) continue;
         if (!train_run(ch, w, i)) return;
@@ -1130,12 +1141,12 @@ static void data_hunger(Chapter *ch, Work *w) {
                    "%s. So more steps could still lift the large runs, and no longer the small "
                    "one: the shipped recipe looks at %d times as many images as these runs.",
                100 * val[0], 100 * val[1], 100 * val[2], 100 * val[3], th(RUN[best].images),
-               STEPS, th(most->images), 100 * most->fit_acc, few->images,
+               steps(), th(most->images), 100 * most->fit_acc, few->images,
                turned < few->rows - 1 ? "had run out instead: its validation loss was lowest "
                                         "before the end (Section 2)"
                                       : "was still gaining, slowly",
                (int)lround((double)train_defaults().epochs * (55000 / train_defaults().batch) *
-                           train_defaults().batch / (STEPS * BATCH)));
+                           train_defaults().batch / (steps() * BATCH)));
     }
     const int plain = 1;
     const bool closes = gap[AUGMENTED] < gap[plain], costs = val[AUGMENTED] < val[plain];
@@ -1204,10 +1215,11 @@ void chapter11_run(Chapter *ch) {
 
 #ifndef CHAPTER_NO_MAIN
 int main(int argc, char **argv) {
-    return chapter_main(argc, argv, chapter11_run,
-                        "Chapter 11: Fashion-MNIST, a tiny ViT trained for a few seconds "
-                        "(the loss falling, overfitting), the shipped model's training log "
-                        "and experiments, its test accuracy and mistakes, and why a ViT "
-                        "needs much data.");
+    return chapter_main_knobs(argc, argv, chapter11_run,
+                              "Chapter 11: Fashion-MNIST, a tiny ViT trained for a few seconds "
+                              "(the loss falling, overfitting), the shipped model's training "
+                              "log and experiments, its test accuracy and mistakes, and why a "
+                              "ViT needs much data.",
+                              knobs, KNOBS);
 }
 #endif

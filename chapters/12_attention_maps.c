@@ -39,12 +39,22 @@
 
 enum {
     SHOWN = 10,          // the test images of Section 1 (the shipped PNGs are these)
-    MEASURED = 200,      // Section 6 measures the maps on the first 200 test images
-    MEASURE_BATCH = 100, // in batches of 100
+    MEASURE_BATCH = 100, // Section 6 measures in batches of 100
     GARMENT = 32,        // a pixel above 32 of 255 is the garment's
-    MEASURE_SEED = 12,   // the random patches of the deletion test
-    RANDOM_DRAWS = 10,   // random orders per image for each random baseline
 };
+// Section 6's experiment, as the book runs it; a learner may change each from
+// the command line (build/chapters/12_attention_maps --help).
+// [knobs]
+enum { KNOB_IMAGES, KNOB_DRAWS, KNOB_SEED, KNOBS };
+static ChapterKnob knobs[KNOBS] = {
+    [KNOB_IMAGES] = {.name = "images", .meaning = "the first test images the maps are measured on",
+                      .value = 200, .min = 1, .max = 10000},
+    [KNOB_DRAWS] = {.name = "draws", .meaning = "random orders per image for each random baseline",
+                     .value = 10, .min = 1, .max = 1000},
+    [KNOB_SEED] = {.name = "seed", .meaning = "the seed of those random orders",
+                    .value = 12, .min = 0, .max = 2147483647},
+};
+// [knobs]
 // The test images data/images/fashion-mnist/ holds as PNGs, by index.
 static const int SHOWN_INDEX[SHOWN] = {0, 1, 2, 4, 6, 8, 9, 13, 18, 19};
 static const char MODEL_FILE[] = "models/vit-fashion.safetensors"; // under data/
@@ -430,9 +440,10 @@ static void measured(Chapter *ch, Work *w) {
     AttentionMeasures m;
     VitError err;
     // [measure]
-    const MeasureOptions opt = {.draws = RANDOM_DRAWS, .baselines = true, .occlusion = true};
-    if (attention_measure(&w->vit, &w->test, MEASURED, w->mean, w->std, MEASURE_BATCH, GARMENT,
-                          MEASURE_SEED, &opt, &m, &err) != VIT_OK) {
+    const int measured = knobs[KNOB_IMAGES].value, draws = knobs[KNOB_DRAWS].value;
+    const MeasureOptions opt = {.draws = draws, .baselines = true, .occlusion = true};
+    if (attention_measure(&w->vit, &w->test, measured, w->mean, w->std, MEASURE_BATCH, GARMENT,
+                          (uint64_t)knobs[KNOB_SEED].value, &opt, &m, &err) != VIT_OK) {
         ch_say(ch, "the measurement failed: %s", err.msg);
         return;
     }
@@ -454,7 +465,7 @@ static void measured(Chapter *ch, Work *w) {
                "the image the garment covers. Deletion: the patches a map ranks highest "
                "are blacked out, the model runs again, and the probability of the class "
                "it had chosen is averaged (%.3f with nothing blacked out).",
-           MEASURED, GARMENT, uniform, full);
+           measured, GARMENT, uniform, full);
     ch_say(ch, "A score means little without a yardstick, so the same test runs on four "
                "baselines that know nothing of the model: each patch's mean brightness; the "
                "garment mask (the fraction of each patch above %d, the same fraction as "
@@ -462,7 +473,7 @@ static void measured(Chapter *ch, Work *w) {
                "(those at least half garment, then the rest). Each random baseline is the "
                "mean over %d draws per image. (`vit eval --attention` runs the attention "
                "maps against one random draw on any split.)",
-           GARMENT, RANDOM_DRAWS);
+           GARMENT, draws);
     ch_line(ch, "    %-28s %8s %9s   %7s %7s %7s", "map", "garment", "x uniform", "k = 1", "k = 5",
             "k = 10");
     for (int i = 0; i < MAP_COUNT; i++) {
@@ -511,7 +522,7 @@ static void measured(Chapter *ch, Work *w) {
            rollout_map_method_name((MapMethod)most_on), mass[most_on] / uniform,
            mass[MAP_GARMENT] / uniform, mass[MAP_BRIGHTNESS] / uniform, against_random,
            top[MAP_RANDOM * MEASURE_KS + k10], rollout_map_method_name((MapMethod)strongest),
-           top[strongest * MEASURE_KS + k10], MEASURED);
+           top[strongest * MEASURE_KS + k10], measured);
     ch_line(ch, "    %-28s %11s %7s %10s", "k = 10", "difference", "SE", "diff / SE");
     for (int i = 0; i < MAP_COUNT; i++)
         if (i != strongest)
@@ -651,9 +662,10 @@ void chapter12_run(Chapter *ch) {
 
 #ifndef CHAPTER_NO_MAIN
 int main(int argc, char **argv) {
-    return chapter_main(argc, argv, chapter12_run,
-                        "Chapter 12: where the trained model's [cls] token looks, layer by "
-                        "layer and rolled out; head fusions, discarding, a common mistake; "
-                        "gradient-weighted maps; and how far the maps hold up when tested.");
+    return chapter_main_knobs(argc, argv, chapter12_run,
+                              "Chapter 12: where the trained model's [cls] token looks, layer by "
+                              "layer and rolled out; head fusions, discarding, a common mistake; "
+                              "gradient-weighted maps; and how far the maps hold up when tested.",
+                              knobs, KNOBS);
 }
 #endif

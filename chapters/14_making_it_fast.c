@@ -45,7 +45,7 @@
 #include "model/vit.h"
 
 enum {
-    ROUNDS = 5,       // timed rounds of every comparison, after one untimed run of each step
+    MAX_ROUNDS = 25,  // the most timed rounds the command line may ask for
     FORWARD_RUNS = 3, // ViT-B/16's forward pass: the median of 3 after an untimed one
     FMA_UNITS = 2,    // FMA units per core assumed for the peak on paper (recent x86)
     // the timed product: the shape of ViT-B/16's attention output projection
@@ -59,6 +59,14 @@ enum {
 };
 // Other programs keeping this many CPUs busy (on average, /proc/stat) make a
 // comparison with a product on all threads too noisy to tell.
+// The timed rounds of every comparison, after one untimed run of each step: a
+// learner may ask for more (build/chapters/14_making_it_fast --rounds 11).
+enum { KNOB_ROUNDS, KNOBS };
+static ChapterKnob knobs[KNOBS] = {
+    [KNOB_ROUNDS] = {.name = "rounds", .meaning = "timed rounds of every comparison, interleaved",
+                      .value = 5, .min = 3, .max = MAX_ROUNDS},
+};
+static int rounds(void) { return knobs[KNOB_ROUNDS].value; }
 static const double BUSY_CPUS = 0.5;
 static const uint64_t CHECK_SEED = 14; // a then b of the checked product, uniform in [-1, 1)
 static const uint64_t TIMED_SEED = 140;
@@ -88,12 +96,12 @@ static const Step STEPS[N_STEPS] = {
 
 typedef struct {
     float *a, *b, *out;   // the timed product (TM, TK) · (TK, TN)
-    double rounds[ROUNDS][N_STEPS]; // seconds of every step in every round
+    double rounds[MAX_ROUNDS][N_STEPS]; // seconds of every step in every round
     double seconds[N_STEPS];        // the median of each step's rounds: the ladder's times
     double others;        // CPUs other programs kept busy while the ladder was timed (-1: unknown)
     double peak_gflops;   // the best sgemm measured on a large product
     double qkv_gflops[2]; // tiled, blas on ViT-B/16's q, k, v projection, each at its best
-    double qkv_ratios[ROUNDS]; // blas's speed over tiled's on that product, round by round
+    double qkv_ratios[MAX_ROUNDS]; // blas's speed over tiled's on that product, round by round
     double qkv_others;    // CPUs other programs kept busy while the large products were timed
     double paper_gflops;  // the peak on paper, 0 when the clock cannot be read
     int threads;          // what vit_get_threads() said at the start
@@ -106,9 +114,9 @@ static int compare_doubles(const void *x, const void *y) {
     return (a > b) - (a < b);
 }
 
-// The median of n values (n at most ROUNDS * 4), v left as it was.
+// The median of n values (n at most MAX_ROUNDS * 4), v left as it was.
 static double median(const double *v, int n) {
-    double s[ROUNDS * 4];
+    double s[MAX_ROUNDS * 4];
     if (n > (int)(sizeof s / sizeof s[0])) n = (int)(sizeof s / sizeof s[0]);
     memcpy(s, v, sizeof(double) * (size_t)n);
     qsort(s, (size_t)n, sizeof s[0], compare_doubles);
@@ -174,7 +182,7 @@ double ch14_first_to_fastest(const double *seconds, int n) {
 
 // The whole ladder timed on the timed product: one untimed run of each step
 // (fresh memory touched, threads started, a clock ramped up; matmul_naive()
-// has nothing to warm up that the others do not), then ROUNDS rounds, each
+// has nothing to warm up that the others do not), then the rounds the knob asks for (5 in the book), each
 // running every step once in turn, so that load coming and going falls on all
 // of them. A step's time is the median of its rounds.
 // [time_ladder]
@@ -184,7 +192,7 @@ static void time_ladder(Work *w) {
         STEPS[i].run(w->out, w->a, w->b, TM, TK, TN);
     }
     const VitLoad before = vit_load_now();
-    for (int r = 0; r < ROUNDS; r++)
+    for (int r = 0; r < rounds(); r++)
         for (int i = 0; i < N_STEPS; i++) {
             vit_set_threads(STEPS[i].one_thread ? 1 : w->threads);
             const double t0 = vit_now();
@@ -195,9 +203,9 @@ static void time_ladder(Work *w) {
     vit_set_threads(w->threads);
     w->others = vit_load_others(&before, &after);
     for (int i = 0; i < N_STEPS; i++) {
-        double t[ROUNDS];
-        for (int r = 0; r < ROUNDS; r++) t[r] = w->rounds[r][i];
-        w->seconds[i] = median(t, ROUNDS);
+        double t[MAX_ROUNDS] = {0};
+        for (int r = 0; r < rounds(); r++) t[r] = w->rounds[r][i];
+        w->seconds[i] = median(t, rounds());
     }
 }
 // [time_ladder]
@@ -246,12 +254,12 @@ static Ch14Verdict rung(Chapter *ch, const Work *w, int i, int against, const ch
                         const char *against_words) {
     ladder_line(ch, w, i);
     ch_line(ch, "%s", "");
-    double ratios[ROUNDS];
-    for (int r = 0; r < ROUNDS; r++) ratios[r] = w->rounds[r][against] / w->rounds[r][i];
+    double ratios[MAX_ROUNDS] = {0};
+    for (int r = 0; r < rounds(); r++) ratios[r] = w->rounds[r][against] / w->rounds[r][i];
     char sentence[512];
     if (!(STEPS[i].one_thread && STEPS[against].one_thread) && w->others >= BUSY_CPUS)
-        return busy_verdict(ch, ratios, ROUNDS, w->others, against_words);
-    const Ch14Verdict v = ch14_compare(sentence, sizeof sentence, ratios, ROUNDS, what,
+        return busy_verdict(ch, ratios, rounds(), w->others, against_words);
+    const Ch14Verdict v = ch14_compare(sentence, sizeof sentence, ratios, rounds(), what,
                                        against_words);
     ch_say(ch, "%s", sentence);
     return v;
@@ -370,7 +378,7 @@ static void the_work(Chapter *ch) {
                "threads, a clock speeding up). Then the whole ladder runs %d times over, "
                "every step once in each round, one after the other, so that another "
                "program that comes and goes slows all the steps, not just one. A step's "
-               "time is the median of its %d rounds.", ROUNDS, ROUNDS);
+               "time is the median of its %d rounds.", rounds(), rounds());
     ch_say(ch, "A comparison takes the ratio of two steps' speeds in each round. It "
                "draws a conclusion (faster, slower, about as fast) only when all %d "
                "ratios agree: all at least %.1f, all at most 1/%.1f, or all between the "
@@ -379,7 +387,7 @@ static void the_work(Chapter *ch) {
                "2 · (1/2)^%d = 1/16). Otherwise the chapter says the run was too noisy "
                "to tell, and prints the range. Times and speeds are this run's, on this "
                "machine: they vary from run to run and from machine to machine.",
-           ROUNDS, CH14_MARGIN, CH14_MARGIN, ROUNDS, ROUNDS, ROUNDS);
+           rounds(), CH14_MARGIN, CH14_MARGIN, rounds(), rounds(), rounds());
 }
 
 // out[r][c] for the rows and columns the chapter pins: both sides of every block edge.
@@ -605,10 +613,10 @@ static void packing(Chapter *ch, Work *w) {
     ch_line(ch, "%s", "");
     // [packed_rung]
     rung(ch, w, PACKED, BLOCKED, "packing and the tile made it", "the blocked loop");
-    double ratios[ROUNDS];
-    for (int r = 0; r < ROUNDS; r++) ratios[r] = w->rounds[r][IKJ] / w->rounds[r][PACKED];
+    double ratios[MAX_ROUNDS] = {0};
+    for (int r = 0; r < rounds(); r++) ratios[r] = w->rounds[r][IKJ] / w->rounds[r][PACKED];
     char sentence[512];
-    ch14_compare(sentence, sizeof sentence, ratios, ROUNDS, "they made it", "matmul_ikj()");
+    ch14_compare(sentence, sizeof sentence, ratios, rounds(), "they made it", "matmul_ikj()");
     ch_say(ch, "%s", sentence);
     // [packed_rung]
 }
@@ -664,9 +672,9 @@ static void threads(Chapter *ch, Work *w) {
     // [threads_rung]
     const Ch14Verdict v = rung(ch, w, TILED, TILED_1, "all threads made it", "one thread");
     // [threads_rung]
-    double r[ROUNDS], mid;
-    for (int i = 0; i < ROUNDS; i++) r[i] = w->rounds[i][TILED_1] / w->rounds[i][TILED];
-    ch14_verdict(r, ROUNDS, NULL, &mid, NULL);
+    double r[MAX_ROUNDS] = {0}, mid;
+    for (int i = 0; i < rounds(); i++) r[i] = w->rounds[i][TILED_1] / w->rounds[i][TILED];
+    ch14_verdict(r, rounds(), NULL, &mid, NULL);
     if (v == CH14_FASTER && mid <= 1.05 * w->threads)
         ch_say(ch, "That is %.0f%% of the %d× that %d threads could give if nothing were "
                    "lost: a parallel product waits for its slowest thread at the end, and "
@@ -693,7 +701,7 @@ static void openblas(Chapter *ch, Work *w) {
     // [ladder]
     rung(ch, w, BLAS, TILED, "OpenBLAS, on this product, was", "lib's tiled kernel");
     ch_say(ch, "The whole ladder, (%d, %d) · (%d, %d), %d threads for the last two, each "
-               "time the median of its %d rounds:", TM, TK, TK, TN, w->threads, ROUNDS);
+               "time the median of its %d rounds:", TM, TK, TK, TN, w->threads, rounds());
     for (int i = 0; i < N_STEPS; i++) ladder_line(ch, w, i);
     // [ladder]
     ch_line(ch, "%s", "");
@@ -703,9 +711,9 @@ static void openblas(Chapter *ch, Work *w) {
     for (int i = 1; i < N_STEPS; i++)
         if (w->seconds[i] < w->seconds[fastest]) fastest = i;
     const double x = ch14_first_to_fastest(w->seconds, N_STEPS);
-    double r[ROUNDS], lo, hi;
-    for (int i = 0; i < ROUNDS; i++) r[i] = w->rounds[i][NAIVE] / w->rounds[i][fastest];
-    const Ch14Verdict v = ch14_verdict(r, ROUNDS, &lo, NULL, &hi);
+    double r[MAX_ROUNDS] = {0}, lo, hi;
+    for (int i = 0; i < rounds(); i++) r[i] = w->rounds[i][NAIVE] / w->rounds[i][fastest];
+    const Ch14Verdict v = ch14_verdict(r, rounds(), &lo, NULL, &hi);
     // [first_line]
     if (v == CH14_FASTER)
         ch_say(ch, "From the first line to the fastest (%s, %.2f ms), the same sums got "
@@ -721,10 +729,10 @@ static void openblas(Chapter *ch, Work *w) {
 
 // GFLOP/s of the tiled and the blas kernel on one product (b (K,N), or (N,K) when bt),
 // each at its best round, and in ratios[] blas's speed over tiled's in each round:
-// one untimed run of each, then ROUNDS rounds of tiled, blas. Returns the CPUs
+// one untimed run of each, then the knob's rounds of tiled, blas. Returns the CPUs
 // other programs kept busy meanwhile (-1: unknown).
 // [time_fast_pair]
-static double time_fast_pair(double gf[2], double ratios[ROUNDS], int M, int K, int N, bool bt,
+static double time_fast_pair(double gf[2], double ratios[MAX_ROUNDS], int M, int K, int N, bool bt,
                              int threads) {
     float *a = vit_malloc(sizeof(float) * M * K), *b = vit_malloc(sizeof(float) * K * N);
     float *out = vit_malloc(sizeof(float) * M * N);
@@ -737,7 +745,7 @@ static double time_fast_pair(double gf[2], double ratios[ROUNDS], int M, int K, 
     for (int i = 0; i < 2; i++) pair[i](out, a, b, M, K, N);
     double best[2] = {1e30, 1e30};
     const VitLoad before = vit_load_now();
-    for (int r = 0; r < ROUNDS; r++) {
+    for (int r = 0; r < rounds(); r++) {
         double t[2];
         for (int i = 0; i < 2; i++) {
             const double t0 = vit_now();
@@ -758,7 +766,7 @@ static double time_fast_pair(double gf[2], double ratios[ROUNDS], int M, int K, 
 
 static void peak(Chapter *ch, Work *w) {
     ch_section(ch, "10. The best measured, and the peak on paper");
-    double square[2], square_ratios[ROUNDS];
+    double square[2], square_ratios[MAX_ROUNDS];
     const double others1 = time_fast_pair(square, square_ratios, SQ, SQ, SQ, false, w->threads);
     w->qkv_others = time_fast_pair(w->qkv_gflops, w->qkv_ratios, QM, QK, QN, true, w->threads);
     w->qkv_others = w->qkv_others > others1 ? w->qkv_others : others1;
@@ -775,7 +783,7 @@ static void peak(Chapter *ch, Work *w) {
            vit_thousands(f1, (int64_t)ch_value(ch, "peak.square_flops", 2.0f * SQ * SQ * SQ)),
            QM, QK, QN, QK,
            vit_thousands(f2, (int64_t)ch_value(ch, "peak.qkv_flops", 2.0f * QM * QK * QN)),
-           w->threads, ROUNDS);
+           w->threads, rounds());
     ch_line(ch, "    %-28s %8s %8s", "product", "tiled", "blas");
     char name[64];
     snprintf(name, sizeof name, "%d x %d x %d", SQ, SQ, SQ);
@@ -1013,10 +1021,10 @@ static void wrong_kernel(Chapter *ch, Work *w) {
                getenv("OPENBLAS_CORETYPE") ? " (as OPENBLAS_CORETYPE told it)" : "",
                w->qkv_gflops[1], w->qkv_gflops[0]);
         if (w->qkv_others >= BUSY_CPUS)
-            busy_verdict(ch, w->qkv_ratios, ROUNDS, w->qkv_others, "lib's tiled kernel");
+            busy_verdict(ch, w->qkv_ratios, rounds(), w->qkv_others, "lib's tiled kernel");
         else {
             char sentence[512];
-            ch14_compare(sentence, sizeof sentence, w->qkv_ratios, ROUNDS, "OpenBLAS was",
+            ch14_compare(sentence, sizeof sentence, w->qkv_ratios, rounds(), "OpenBLAS was",
                          "lib's tiled kernel");
             ch_say(ch, "%s", sentence);
         }
@@ -1107,7 +1115,8 @@ void chapter14_run(Chapter *ch) {
 
 #ifndef CHAPTER_NO_MAIN
 int main(int argc, char **argv) {
-    return chapter_main(argc, argv, chapter14_run,
-                        "Chapter 14: from the textbook loops to the fastest kernel, timed here.");
+    return chapter_main_knobs(argc, argv, chapter14_run,
+                              "Chapter 14: from the textbook loops to the fastest kernel, timed here.",
+                              knobs, KNOBS);
 }
 #endif

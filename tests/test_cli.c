@@ -529,6 +529,70 @@ static void test_malformed_numbers(void) {
                  2, "vit: --bias-std: -0.1 is out of range [0, 10]");
 }
 
+// BUILD/chapters/NAME, beside the vit program of this runner.
+static char *chapter_program(char *buf, size_t size, const char *name) {
+    snprintf(buf, size, "%s", cli_program()); // BUILD/tests/../vit
+    char *slash = strrchr(buf, '/');
+    const size_t at = slash ? (size_t)(slash - buf) + 1 : 0;
+    snprintf(buf + at, size - at, "chapters/%s", name);
+    return buf;
+}
+
+// A chapter program refusing its arguments: exit 2, nothing on stdout (the
+// chapter never started), one line on stderr holding `expected`.
+static void expect_chapter_refuses(const char *program, const char *const *args,
+                                   const char *expected) {
+    CliResult r = cli_run_program(program, args);
+    const size_t len = strlen(r.err);
+    const bool one_line = len > 0 && strchr(r.err, '\n') == r.err + len - 1;
+    if (r.status != 2 || !one_line || !strstr(r.err, expected) || r.out[0])
+        fprintf(stderr, "\n    %s %s: expected exit 2 and \"%s\", got exit %d, stderr \"%s\"\n",
+                program, args[0], expected, r.status, r.err);
+    CU_ASSERT_EQUAL(r.status, 2);
+    CU_ASSERT_TRUE(one_line);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.err, expected));
+    CU_ASSERT_STRING_EQUAL(r.out, "");
+    cli_result_free(&r);
+}
+
+// The chapters whose experiments can be varied list their knobs in --help with
+// the defaults the book prints; a bad value is named and nothing runs.
+static void test_chapter_knobs(void) {
+    char ch11[PATH_SIZE], ch12[PATH_SIZE], ch14[PATH_SIZE];
+    chapter_program(ch11, sizeof ch11, "11_training");
+    chapter_program(ch12, sizeof ch12, "12_attention_maps");
+    chapter_program(ch14, sizeof ch14, "14_making_it_fast");
+    const struct {
+        const char *program, *knob;
+    } listed[] = {{ch11, "--seed         every run's weights and shuffles (default 11;"},
+                  {ch11, "(default 192; 192 to 1536, a multiple of 192)"},
+                  {ch12, "--images       the first test images the maps are measured on (default 200;"},
+                  {ch12, "--draws"}, {ch12, "--seed"},
+                  {ch14, "--rounds       timed rounds of every comparison, interleaved (default 5;"}};
+    for (size_t i = 0; i < sizeof listed / sizeof listed[0]; i++) {
+        CliResult r = cli_run_program(listed[i].program, (const char *const[]){"--help", NULL});
+        CU_ASSERT_EQUAL(r.status, 0);
+        if (!strstr(r.out, listed[i].knob))
+            fprintf(stderr, "\n    %s --help does not say \"%s\":\n%s\n", listed[i].program,
+                    listed[i].knob, r.out);
+        CU_ASSERT_PTR_NOT_NULL(strstr(r.out, listed[i].knob));
+        cli_result_free(&r);
+    }
+    expect_chapter_refuses(ch12, (const char *const[]){"--images", "0", NULL},
+                           "--images: 0 is out of range [1, 10000]");
+    expect_chapter_refuses(ch12, (const char *const[]){"--draws=x", NULL},
+                           "--draws: 'x' is not an integer");
+    expect_chapter_refuses(ch12, (const char *const[]){"--seed", NULL}, "--seed needs a value");
+    expect_chapter_refuses(ch12, (const char *const[]){"--frames", "3", NULL},
+                           "unknown option '--frames' (try --help)");
+    expect_chapter_refuses(ch11, (const char *const[]){"--steps", "200", NULL},
+                           "--steps takes a multiple of 192, not 200");
+    expect_chapter_refuses(ch14, (const char *const[]){"--rounds", "2", NULL},
+                           "--rounds: 2 is out of range [3, 25]");
+    expect_chapter_refuses(ch14, (const char *const[]){"fast", NULL},
+                           "unknown argument 'fast' (try --help)");
+}
+
 // Each flag is a fine number, but together they make no ViT: bad input (1), nothing written.
 static void test_configuration_that_cannot_be_built(void) {
     ScratchDir dir;
@@ -599,5 +663,6 @@ CU_TestInfo tests_cli[] = {
     {"malformed_numbers", test_malformed_numbers},
     {"configuration_that_cannot_be_built", test_configuration_that_cannot_be_built},
     {"unwritable_output", test_unwritable_output},
+    {"chapter programs take their knobs", test_chapter_knobs},
     CU_TEST_INFO_NULL,
 };

@@ -6,6 +6,8 @@
 #include "base/util.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -114,17 +116,93 @@ void ch_show(Chapter *ch, const char *name, const Tensor *t) {
 }
 
 
-int chapter_main(int argc, char **argv, ChapterFn run, const char *about) {
+static bool is_help(const char *arg) { return strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0; }
+
+static ChapterKnob *knob_named(ChapterKnob *knobs, int count, const char *name, size_t length) {
+    for (int k = 0; k < count; k++)
+        if (strlen(knobs[k].name) == length && strncmp(knobs[k].name, name, length) == 0)
+            return &knobs[k];
+    return NULL;
+}
+
+// One knob's value from its text: whole, in range, a multiple of what it must be.
+static VitStatus set_knob(ChapterKnob *k, const char *text, VitError *err) {
+    char what[96];
+    snprintf(what, sizeof what, "--%s", k->name);
+    int v;
+    VitStatus s = vit_parse_int(&v, text, k->min, k->max, what, err);
+    if (s != VIT_OK) return s;
+    if (k->multiple > 1 && v % k->multiple != 0)
+        return vit_fail(err, VIT_ERR_USAGE, "--%s takes a multiple of %d, not %d", k->name,
+                        k->multiple, v);
+    k->value = v;
+    return VIT_OK;
+}
+
+VitStatus chapter_parse_knobs(int argc, char **argv, ChapterKnob *knobs, int count, VitError *err) {
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            printf("usage: %s\n\n%s\n\nIt prints its explanation to standard output and exits 0.\n",
-                   argv[0], about);
+        const char *arg = argv[i];
+        if (strncmp(arg, "--", 2) != 0)
+            return vit_fail(err, VIT_ERR_USAGE, "unknown argument '%s' (try --help)", arg);
+        const char *name = arg + 2, *equals = strchr(name, '=');
+        const size_t length = equals ? (size_t)(equals - name) : strlen(name);
+        ChapterKnob *k = knob_named(knobs, count, name, length);
+        if (!k) return vit_fail(err, VIT_ERR_USAGE, "unknown option '%s' (try --help)", arg);
+        const char *text = equals ? equals + 1 : i + 1 < argc ? argv[++i] : NULL;
+        if (!text) return vit_fail(err, VIT_ERR_USAGE, "--%s needs a value", k->name);
+        VitStatus s = set_knob(k, text, err);
+        if (s != VIT_OK) return s;
+    }
+    return VIT_OK;
+}
+
+static void print_help(const char *program, const char *about, const ChapterKnob *knobs,
+                       int count) {
+    printf("usage: %s%s\n\n%s\n", program, count ? " [--NAME VALUE]..." : "", about);
+    if (count) printf("\nThe numbers of its experiments (the defaults are what the book prints "
+                      "and the tests pin):\n");
+    for (int k = 0; k < count; k++) {
+        printf("  --%-12s %s (default %d; %d to %d", knobs[k].name, knobs[k].meaning,
+               knobs[k].value, knobs[k].min, knobs[k].max);
+        if (knobs[k].multiple > 1) printf(", a multiple of %d", knobs[k].multiple);
+        printf(")\n");
+    }
+    printf("\nIt prints its explanation to standard output and exits 0.\n");
+}
+
+// After a run with changed knobs: the command that repeats it.
+static void print_rerun(const char *program, const ChapterKnob *knobs, const int *defaults,
+                        int count) {
+    bool changed = false;
+    for (int k = 0; k < count; k++) changed |= knobs[k].value != defaults[k];
+    if (!changed) return;
+    printf("\nThis run again: %s", program);
+    for (int k = 0; k < count; k++)
+        if (knobs[k].value != defaults[k]) printf(" --%s %d", knobs[k].name, knobs[k].value);
+    printf("\n(without options, the book's run)\n");
+}
+
+int chapter_main_knobs(int argc, char **argv, ChapterFn run, const char *about,
+                       ChapterKnob *knobs, int count) {
+    for (int i = 1; i < argc; i++)
+        if (is_help(argv[i])) {
+            print_help(argv[0], about, knobs, count);
             return VIT_OK;
         }
-        fprintf(stderr, "%s: unknown argument '%s' (try --help)\n", argv[0], argv[i]);
+    enum { MAX_KNOBS = 16 };
+    int defaults[MAX_KNOBS];
+    for (int k = 0; k < count && k < MAX_KNOBS; k++) defaults[k] = knobs[k].value;
+    VitError err;
+    if (count > MAX_KNOBS || chapter_parse_knobs(argc, argv, knobs, count, &err) != VIT_OK) {
+        fprintf(stderr, "%s: %s\n", argv[0], count > MAX_KNOBS ? "too many knobs" : err.msg);
         return VIT_ERR_USAGE;
     }
     Chapter ch = {.out = stdout, .width = DEFAULT_WIDTH};
     run(&ch);
+    print_rerun(argv[0], knobs, defaults, count);
     return VIT_OK;
+}
+
+int chapter_main(int argc, char **argv, ChapterFn run, const char *about) {
+    return chapter_main_knobs(argc, argv, run, about, NULL, 0);
 }

@@ -18,6 +18,7 @@
 
 #include "base/tensor.h"
 #include "base/trace.h"
+#include "base/util.h"
 
 /** @defgroup chapter Chapter narration
  *  @brief Prose for the reader, named values for the tests.
@@ -59,6 +60,32 @@ void ch_pin(Chapter *ch, const char *name, const Tensor *t);
 
 
 /**
+ * @brief One number of a chapter's experiments a learner may change from the
+ *        command line, as `--name VALUE`: a seed, a count of images, of steps.
+ *
+ * The chapter reads ->value. Its default is what the book prints and the tests
+ * pin: they run the chapter's body without chapter_main_knobs(), so they always
+ * see it.
+ */
+typedef struct {
+    const char *name;    /**< the option without its dashes, e.g. "seed" */
+    const char *meaning; /**< what it changes, one line of --help */
+    int value;           /**< the default, then what the command line set */
+    int min, max;        /**< the values it takes, both included */
+    int multiple;        /**< the value must be a multiple of this (0 or 1: any) */
+} ChapterKnob;
+
+/**
+ * @brief Set @p knobs from `--name VALUE` (or `--name=VALUE`) arguments.
+ * @param[in]     argc, argv  the program's arguments (argv[0] is skipped)
+ * @param[in,out] knobs       the chapter's knobs, holding their defaults
+ * @param[in]     count       how many
+ * @return VIT_OK; VIT_ERR_USAGE naming the argument and what it takes (an
+ *         unknown option, a missing or malformed value, one out of range)
+ */
+VitStatus chapter_parse_knobs(int argc, char **argv, ChapterKnob *knobs, int count, VitError *err);
+
+/**
  * @brief The `main` of every chapter program: parses --help, runs @p run
  *        with prose on stdout, returns the exit code.
  * @param[in] argc, argv  the program's arguments
@@ -66,6 +93,14 @@ void ch_pin(Chapter *ch, const char *name, const Tensor *t);
  * @param[in] about  one line for --help
  */
 int chapter_main(int argc, char **argv, ChapterFn run, const char *about);
+
+/**
+ * @brief chapter_main() for a chapter whose experiments have knobs: --help
+ *        lists them with their defaults; after the run, when one was changed,
+ *        the command that repeats it is printed.
+ */
+int chapter_main_knobs(int argc, char **argv, ChapterFn run, const char *about,
+                       ChapterKnob *knobs, int count);
 
 /** @} */
 #endif
