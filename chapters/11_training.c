@@ -53,6 +53,7 @@ enum {
     FIRST = 5,         // steps listed one by one
     MAX_ROWS = 48,     // epochs a run may log (the 128-image run's at --steps 1536)
     RUNS = 5,          // the runs of Sections 2 and 5
+    SEEDS = 3,         // Section 5 runs each from seed(), seed() + 1 and seed() + 2
     TEST_IMAGES = 1000, // the shipped model is tested on the first 1,000 test images
     MISTAKES = 4,      // of its mistakes, drawn
     LOG_COLUMNS = 9,   // epoch,step,lr,train_loss,train_acc,val_loss,val_acc,seconds,images_per_s
@@ -250,7 +251,8 @@ typedef struct {
     Dataset all, test;    // the 60,000 training images and the 10,000 test images
     Dataset train, val;   // the validation split of `all`: the first 55,000, the last 5,000
     Dataset val_slice;    // the first VAL_IMAGES of `val`
-    RunLog runs[RUNS];    // one per RUN
+    RunLog runs[RUNS];    // one per RUN, from seed()
+    float seed_val[RUNS][SEEDS], seed_fit[RUNS][SEEDS]; // Section 5: each seed's final accuracies
     bool have_model;      // Section 4 found the shipped model, and measured:
     float pos_near[2], pos_far[2]; // its position embeddings' similarity, trained [0] and drawn [1]
     int pos_far_from;     // the distance from which patches count as far
@@ -393,9 +395,8 @@ static void the_data(Chapter *ch, Work *w) {
 
 /* ------------------------------------------------------- the runs */
 
-// Run RUN[i] into w->runs[i]: the first `images` training images, steps() steps.
-static bool train_run(Chapter *ch, Work *w, int i) {
-    RunLog *log = &w->runs[i];
+// Run RUN[i] from `seed` into log: the first `images` training images, steps() steps.
+static bool train_run(Chapter *ch, Work *w, int i, uint64_t seed, RunLog *log) {
     const int images = RUN[i].images, every = RUN[i].every;
     memset(log, 0, sizeof *log);
     log->images = images, log->every = every, log->augment = RUN[i].augment;
@@ -405,7 +406,7 @@ static bool train_run(Chapter *ch, Work *w, int i) {
     // [recipe]
     TrainConfig c = train_defaults();       // the shipped model's settings, and then:
     c.epochs = steps() / steps_per_epoch;   // the same steps, whatever the number of images
-    c.batch = BATCH, c.lr = RUN_LR, c.seed = seed();
+    c.batch = BATCH, c.lr = RUN_LR, c.seed = seed;
     c.warmup_epochs = 0;                    // the warm-up is set in steps, below
     c.augment = RUN[i].augment ? CROP_AND_FLIP : (Augment){.pad = 0, .flip = false};
     Trainer t;
@@ -524,7 +525,7 @@ static void the_loss_falling(Chapter *ch, Work *w) {
             d.weight_decay, (double)d.clip, (double)d.smoothing,
             shipped_augments ? "" : ", no augmentation");
     ch_line(ch, "%s", "");
-    if (!train_run(ch, w, SHORT)) return;
+    if (!train_run(ch, w, SHORT, seed(), &w->runs[SHORT])) return;
     pin_run(ch, r);
     ch_say(ch, "trainer_init() draws the weights from the seed (%d), sets up the gradients, "
                "AdamW with timm's two groups, and the schedule over all %d steps. Each "
@@ -568,7 +569,7 @@ static void the_loss_falling(Chapter *ch, Work *w) {
                "epochs, every image seen %d times. The validation images are the same %s; "
                "a row every %d epochs:", steps(), RUN[SMALL].images, spe, steps() / spe, steps() / spe,
            th(VAL_IMAGES), RUN[SMALL].every);
-    if (!train_run(ch, w, SMALL)) return;
+    if (!train_run(ch, w, SMALL, seed(), &w->runs[SMALL])) return;
     pin_run(ch, o);
     epoch_table(ch, o);
     int best = 0;
@@ -817,7 +818,10 @@ static void the_shipped_curve(Chapter *ch) {
                "accuracies of two runs one change apart. An accuracy measured on 5,000 "
                "images is itself uncertain, by √(p(1 − p)/5000) = %.2f points near %.1f%%, "
                "so the difference of two by about √2 times that, and one below twice its "
-               "uncertainty says nothing either way:", 100 * noise, 100 * p);
+               "uncertainty says nothing either way. That rule knows only the images: each "
+               "run is one seed, and a run from another seed lands elsewhere too (Section 5 "
+               "measures by how much, on its short runs), so a difference beyond it is a "
+               "lead to check with more seeds, not yet a finding:", 100 * noise, 100 * p);
     int pairs = 0;
     // [pairs]
     for (size_t k = 0; k < sizeof EXPERIMENT_PAIRS / sizeof EXPERIMENT_PAIRS[0]; k++) {
@@ -829,9 +833,9 @@ static void the_shipped_curve(Chapter *ch) {
         if (isnan(a) || isnan(b)) continue;
         const double diff = a - b, sigma = sqrt(a * (1 - a) / 5000.0 + b * (1 - b) / 5000.0);
         ch_line(ch, "    %-32s %+6.2f points, %s", EXPERIMENT_PAIRS[k].what, 100 * diff,
-                fabs(diff) < 2 * sigma ? "within the noise"
-                : diff < 0             ? "it cost accuracy"
-                                       : "it gained accuracy");
+                fabs(diff) < 2 * sigma ? "within the images' noise"
+                : diff < 0             ? "lower: a lead (one seed)"
+                                       : "higher: a lead (one seed)");
         ch_line(ch, "        (%s − %s)", EXPERIMENT_PAIRS[k].with, EXPERIMENT_PAIRS[k].without);
         pairs++;
     }
@@ -1060,20 +1064,69 @@ static void the_trained_model(Chapter *ch, Work *w) {
 
 /* -------------------------------------------------------- 5. data hunger */
 
-static void data_hunger(Chapter *ch, Work *w) {
+// The mean and the standard deviation (n − 1 in the denominator) of n values.
+static void mean_and_sd(const float *v, int n, float *mean, float *sd) {
+    double sum = 0, squares = 0;
+    for (int i = 0; i < n; i++) sum += v[i];
+    const double m = sum / n;
+    for (int i = 0; i < n; i++) squares += (v[i] - m) * (v[i] - m);
+    *mean = (float)m, *sd = n > 1 ? (float)sqrt(squares / (n - 1)) : 0.0f;
+}
+
+/// One run of Section 5 over its seeds, in points (percent).
+typedef struct {
+    float fit, fit_sd, val, val_sd, gap, gap_sd; // means over the seeds, and their spread
+} SeedSummary;
+
+// Do two means over SEEDS runs each differ by more than their seeds' spread: more
+// than twice the standard error of their difference, √(sd_a²/n + sd_b²/n)?
+static bool beyond_seeds(float a, float sd_a, float b, float sd_b) {
+    return fabsf(a - b) > 2 * sqrtf((sd_a * sd_a + sd_b * sd_b) / SEEDS);
+}
+
+// Runs RUN[i] from the seeds after seed() (seed() itself is w->runs[i]) and pins
+// and returns every seed's final accuracies and their summary, in points.
+// [seeds]
+static bool run_seeds(Chapter *ch, Work *w, int i, SeedSummary *out) {
+    const RunLog *first = &w->runs[i];
+    w->seed_val[i][0] = first->val_acc[first->rows - 1], w->seed_fit[i][0] = first->fit_acc;
+    for (int k = 1; k < SEEDS; k++) {
+        RunLog other;
+        if (!train_run(ch, w, i, seed() + (uint64_t)k, &other)) return false;
+        w->seed_val[i][k] = other.val_acc[other.rows - 1], w->seed_fit[i][k] = other.fit_acc;
+    }
+    pin_rowf(ch, w->seed_val[i], SEEDS, "%s.seeds.val_acc", first->name);
+    pin_rowf(ch, w->seed_fit[i], SEEDS, "%s.seeds.fit_acc", first->name);
+    float val[SEEDS], fit[SEEDS], gap[SEEDS];
+    for (int k = 0; k < SEEDS; k++)
+        val[k] = 100 * w->seed_val[i][k], fit[k] = 100 * w->seed_fit[i][k], gap[k] = fit[k] - val[k];
+    SeedSummary *o = out;
+    mean_and_sd(val, SEEDS, &o->val, &o->val_sd);
+    mean_and_sd(fit, SEEDS, &o->fit, &o->fit_sd);
+    mean_and_sd(gap, SEEDS, &o->gap, &o->gap_sd);
+    ch_valuef(ch, o->val, "%s.val_mean", first->name), ch_valuef(ch, o->val_sd, "%s.val_sd", first->name);
+    ch_valuef(ch, o->fit, "%s.fit_mean", first->name), ch_valuef(ch, o->fit_sd, "%s.fit_sd", first->name);
+    ch_valuef(ch, o->gap, "%s.gap", first->name), ch_valuef(ch, o->gap_sd, "%s.gap_sd", first->name);
+    return true;
+}
+// [seeds]
+
+static void hunger_intro(Chapter *ch, const Work *w) {
     ch_section(ch, "5. Why a ViT is hungry for data");
     ch_say(ch, "A convolutional network is built to see images. Its filters are small, so "
                "each output looks at a neighbourhood of pixels (locality), and one filter "
                "slides over every position, so a pattern learned in one corner is "
                "recognised in every other (translation equivariance). Nothing has to be "
-               "learned for that: it is in the architecture. A ViT has neither. Its patch "
-               "embedding is one linear map applied to each patch (%d×%d pixels in this "
-               "chapter's small model, 4×4 in the shipped one), and from there "
-               "attention lets every token read every other, near or far, with equal ease. "
-               "That a patch's neighbours matter more than the far corner, that a sleeve is "
-               "a sleeve wherever it is, the ViT must learn from examples: the position "
-               "embeddings start as noise and have to discover which patches are next to "
-               "each other, and the attention weights which tokens are worth reading.",
+               "learned for that: it is in the architecture. A ViT has both only inside a "
+               "patch. Its patch embedding is a convolution whose stride is its size "
+               "(Chapter 06: unfold + linear), %d×%d pixels in this chapter's small model "
+               "and 4×4 in the shipped one, so the same filters read every patch; but a "
+               "garment moved by less than a patch lands in other patches, the position "
+               "embeddings tie each token to its place, and from there attention lets every "
+               "token read every other, near or far, with equal ease. That a patch's "
+               "neighbours matter more than the far corner, that a sleeve is a sleeve "
+               "wherever it is, the ViT must learn from examples: the position embeddings "
+               "start as noise and have to discover which patches are next to each other.",
            TINY.patch_size, TINY.patch_size);
     if (w->have_model)
         ch_say(ch, "The shipped model shows what that learning produced. In its position "
@@ -1087,81 +1140,118 @@ static void data_hunger(Chapter *ch, Work *w) {
                    ? ": the grid has been learned, from images alone"
                    : ": little of the grid is there",
                (int)seed(), w->pos_near[1], w->pos_far[1]);
-    ch_say(ch, "So a ViT needs many images, or augmentation that makes more images out of "
-               "each one. With this dataset: the same tiny ViT, the same recipe and the "
-               "same %d steps, on more and more training images (the two runs of Section 2 "
-               "among them), and once on %d images with `vit train`'s crop and flip:",
-           steps(), RUN[AUGMENTED].images);
-    for (int i = 0; i < RUNS; i++) {
-        if (i == SMALL || i == SHORT) continue;
-        if (!train_run(ch, w, i)) return;
-        pin_run(ch, &w->runs[i]);
-    }
-    for (int i = 0; i < RUNS; i++)
-        if (!w->runs[i].ok) return;
-    ch_line(ch, "    images  augmented  epochs  own images  validation  gap (points)");
-    float gap[RUNS], val[RUNS];
+}
+
+// The table of Section 5: each run's mean ± sd over the seeds.
+static void seeds_table(Chapter *ch, const Work *w, const SeedSummary *sum) {
+    ch_line(ch, "    images  augmented  epochs     own images     validation  gap (points)");
     for (int i = 0; i < RUNS; i++) {
         const RunLog *r = &w->runs[i];
-        val[i] = r->val_acc[r->rows - 1];
-        gap[i] = ch_valuef(ch, 100 * (r->fit_acc - val[i]), "%s.gap", r->name);
-        ch_line(ch, "    %6d  %9s  %6d  %9.1f%%  %9.1f%%  %12.1f", r->images,
-                r->augment ? "yes" : "no", r->epochs, 100 * r->fit_acc, 100 * val[i], gap[i]);
+        const SeedSummary *m = &sum[i];
+        ch_line(ch, "    %6d  %9s  %6d  %5.1f ± %4.1f%%  %5.1f ± %4.1f%%   %5.1f ± %4.1f", r->images,
+                r->augment ? "yes" : "no", r->epochs, m->fit, m->fit_sd, m->val, m->val_sd,
+                m->gap, m->gap_sd);
     }
     ch_line(ch, "%s", "");
+}
+
+static void hunger_gap(Chapter *ch, const Work *w, const SeedSummary *m) {
     const RunLog *few = &w->runs[0], *most = &w->runs[SIZES - 1];
-    // falls: from each size to the next, but for a point of noise at the bottom
-    bool falls = true;
-    for (int i = 1; i < SIZES; i++) falls &= gap[i] < gap[i - 1] || fabsf(gap[i]) < 1;
+    // the gap falls: from the fewest images to the most beyond the seeds' spread,
+    // and never rising beyond it from one size to the next
+    bool falls = beyond_seeds(m[0].gap, m[0].gap_sd, m[SIZES - 1].gap, m[SIZES - 1].gap_sd) &&
+                 m[SIZES - 1].gap < m[0].gap;
+    for (int i = 1; i < SIZES; i++)
+        falls &= m[i].gap <= m[i - 1].gap || !beyond_seeds(m[i].gap, m[i].gap_sd, m[i - 1].gap,
+                                                           m[i - 1].gap_sd);
     ch_say(ch, "\"Own images\" is the accuracy on (at most %s of) the images the run trained "
-               "on, \"validation\" on the %s it never saw, and the gap is the difference. With "
-               "%d images the model learns them by heart: %.1f%% of its own, %.1f%% of new "
-               "ones, a gap of %.1f points. The gap %s: %.1f points with %s, %.1f with %s, "
-               "%.1f with %s, where every image is seen once and an image trained on is, when "
-               "it comes, as new as a validation one. That is the hunger: what a model learns "
-               "from few images is, to a large part, those images.",
-           th(FIT_IMAGES), th(VAL_IMAGES), few->images, 100 * few->fit_acc, 100 * val[0],
-           gap[0], falls ? "falls as the images grow" : "does not simply fall as the images grow",
-           gap[1], th(RUN[1].images), gap[2], th(RUN[2].images), gap[SIZES - 1],
-           th(most->images));
+               "on, \"validation\" on the %s it never saw (the same for every run), and the "
+               "gap is the difference. With %d images the model learns them by heart: %.1f%% "
+               "of its own, %.1f%% of new ones, a gap of %.1f points. The gap %s: %.1f points "
+               "with %s, %.1f with %s, %.1f with %s, where every image is seen once and an "
+               "image trained on is, when it comes, as new as a validation one.%s",
+           th(FIT_IMAGES), th(VAL_IMAGES), few->images, m[0].fit, m[0].val, m[0].gap,
+           falls ? "falls as the images grow" : "does not clearly fall as the images grow",
+           m[1].gap, th(RUN[1].images), m[2].gap, th(RUN[2].images), m[SIZES - 1].gap,
+           th(most->images),
+           falls ? " That is the hunger: what a model learns from few images is, to a large "
+                   "part, those images." : "");
+}
+
+static void hunger_validation(Chapter *ch, const Work *w, const SeedSummary *m) {
+    const RunLog *few = &w->runs[0], *most = &w->runs[SIZES - 1];
     int best = 0;
     for (int i = 1; i < SIZES; i++)
-        if (val[i] > val[best]) best = i;
-    int turned = 0;
-    for (int i = 1; i < few->rows; i++)
-        if (few->val_loss[i] < few->val_loss[turned]) turned = i;
+        if (m[i].val > m[best].val) best = i;
+    const SeedSummary *b = &m[best], *l = &m[SIZES - 1];
     if (best == SIZES - 1) {
-        ch_say(ch, "And the validation accuracy grows with the images: %.1f%%, %.1f%%, %.1f%% "
-                   "and %.1f%%.", 100 * val[0], 100 * val[1], 100 * val[2], 100 * val[3]);
-    } else {
-        ch_say(ch, "Yet the validation accuracy does not keep growing: %.1f%%, %.1f%%, %.1f%% "
-                   "and %.1f%% for the four sizes, highest with %s images. %d steps are too "
-                   "few for a large set to pay: the run on %s images got only %.1f%% of its "
-                   "own images right, far from having learned what they hold. The run on %d "
-                   "%s. So more steps could still lift the large runs, and no longer the small "
-                   "one: the shipped recipe looks at %d times as many images as these runs.",
-               100 * val[0], 100 * val[1], 100 * val[2], 100 * val[3], th(RUN[best].images),
-               steps(), th(most->images), 100 * most->fit_acc, few->images,
-               turned < few->rows - 1 ? "had run out instead: its validation loss was lowest "
-                                        "before the end (Section 2)"
-                                      : "was still gaining, slowly",
-               (int)lround((double)train_defaults().epochs * (55000 / train_defaults().batch) *
-                           train_defaults().batch / (steps() * BATCH)));
+        ch_say(ch, "And the validation accuracy is highest with the most images: %.1f%%, "
+                   "%.1f%%, %.1f%% and %.1f%%.", m[0].val, m[1].val, m[2].val, m[3].val);
+        return;
     }
+    const bool clear = beyond_seeds(b->val, b->val_sd, l->val, l->val_sd);
+    ch_say(ch, "Yet the validation accuracy does not keep growing: %.1f%%, %.1f%%, %.1f%% and "
+               "%.1f%% for the four sizes, highest with %s images, %.1f points above the run "
+               "on %s%s. %d steps are few for a large set: the run on %s images got only "
+               "%.1f%% of its own images right, far from having learned what they hold, so "
+               "more steps could still lift it; the run on %d has seen its images %d times "
+               "already. The shipped recipe looks at %d times as many images as these runs.",
+           m[0].val, m[1].val, m[2].val, m[3].val, th(RUN[best].images), b->val - l->val,
+           th(most->images),
+           clear ? ", more than the seeds' spread" : ", within the seeds' spread: these runs "
+                   "cannot tell the two apart", steps(), th(most->images), l->fit, few->images,
+           w->runs[0].epochs,
+           (int)lround((double)train_defaults().epochs * (55000 / train_defaults().batch) *
+                       train_defaults().batch / (steps() * BATCH)));
+}
+
+static void hunger_augmentation(Chapter *ch, const SeedSummary *m) {
     const int plain = 1;
-    const bool closes = gap[AUGMENTED] < gap[plain], costs = val[AUGMENTED] < val[plain];
+    const SeedSummary *a = &m[AUGMENTED], *p = &m[plain];
+    const bool closes = a->gap < p->gap && beyond_seeds(a->gap, a->gap_sd, p->gap, p->gap_sd);
+    const bool costs = a->val < p->val && beyond_seeds(a->val, a->val_sd, p->val, p->val_sd);
+    const bool helps = a->val > p->val && beyond_seeds(a->val, a->val_sd, p->val, p->val_sd);
     ch_say(ch, "And augmentation? On the same %d images, crop and flip take the gap from "
                "%.1f to %.1f points%s. %s %.1f%% of new images right, against %.1f%% "
                "without.%s",
-           RUN[AUGMENTED].images, gap[plain], gap[AUGMENTED],
+           RUN[AUGMENTED].images, p->gap, a->gap,
            closes ? ": the model can no longer learn the exact pixels, since it never sees "
-                    "them twice alike" : "",
-           costs ? "But in so short a run they cost more than they give:" : "And they help at once:",
-           100 * val[AUGMENTED], 100 * val[plain],
+                    "them twice alike" : ", not beyond the seeds' spread",
+           costs   ? "But in so short a run they cost more than they give:"
+           : helps ? "And they help at once:"
+                   : "Their effect on new images is within the seeds' spread:",
+           a->val, p->val,
            costs ? " A moved and mirrored image is a harder lesson, learned more slowly. "
                    "Augmentation pays when overfitting is what limits the model, and only a "
                    "run long enough for that can show it; Section 3's experiments ask it of "
                    "the shipped model's recipe." : "");
+}
+
+static void data_hunger(Chapter *ch, Work *w) {
+    hunger_intro(ch, w);
+    ch_say(ch, "So a ViT needs many images, or augmentation that makes more images out of "
+               "each one. With this dataset: the same tiny ViT, the same recipe and the "
+               "same %d steps, on more and more training images (the two runs of Section 2 "
+               "among them), and once on %d images with `vit train`'s crop and flip. One run "
+               "says little: each is run from %d seeds (%d, %d and %d: the weights' draw and "
+               "the order of the images), and the table gives the mean ± the standard "
+               "deviation over them. Two means differ here only when they are more than "
+               "twice the standard error of their difference apart, √(sd_a²/%d + sd_b²/%d); "
+               "with %d seeds that is a rough rule, and a difference inside it says nothing "
+               "either way.", steps(), RUN[AUGMENTED].images, SEEDS, (int)seed(),
+           (int)seed() + 1, (int)seed() + 2, SEEDS, SEEDS, SEEDS);
+    for (int i = 0; i < RUNS; i++) {
+        if (i == SMALL || i == SHORT) continue;
+        if (!train_run(ch, w, i, seed(), &w->runs[i])) return;
+        pin_run(ch, &w->runs[i]);
+    }
+    SeedSummary sum[RUNS];
+    for (int i = 0; i < RUNS; i++)
+        if (!w->runs[i].ok || !run_seeds(ch, w, i, &sum[i])) return;
+    seeds_table(ch, w, sum);
+    hunger_gap(ch, w, sum);
+    hunger_validation(ch, w, sum);
+    hunger_augmentation(ch, sum);
 }
 
 static void whats_next(Chapter *ch) {

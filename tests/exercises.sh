@@ -218,10 +218,10 @@ boxed() {
             [ -z "${CLASS_OUT:-}" ] || [ ! -d "$CLASS_OUT" ] || x_class=$CLASS_OUT
             set -- --remount-ro "$x_build" "$@"
             [ -z "$x_class" ] || set -- --remount-ro "$x_class" "$@"
-            # the vit programs the command-line tests start, and the matrix product's
+            # the programs the command-line tests start (vit, vitview, the chapters), the product's
             # timing (tests/gemm-choice, which the grader's runner names in the
             # environment: without it each test would time the product again)
-            for x_p in vitview vit tests/gemm-choice; do
+            for x_p in vitview vit chapters tests/gemm-choice; do
                 [ ! -e "$x_build/$x_p" ] || set -- --ro-bind "$x_build/$x_p" "$x_build/$x_p" "$@"
             done
             set -- --ro-bind "$x_work" "$x_work" "$@"
@@ -381,8 +381,8 @@ build_runner() {
         fi
         return 1
     fi
-    # the runner finds the vit program beside its folder (tests/cli_run.c)
-    for b_p in vit vitview; do ln -sf "$(cd "$BUILD" && pwd)/$b_p" "$b_work/$b_p"; done
+    # the runner finds the vit programs beside its folder (tests/cli_run.c)
+    for b_p in vit vitview chapters; do ln -sfn "$(cd "$BUILD" && pwd)/$b_p" "$b_work/$b_p"; done
     return 0
 }
 

@@ -75,6 +75,7 @@ MEAN, STD = 0.2860, 0.3530           # train_defaults()
 SHOWN, AUGMENT_SEED, AUGMENT = 0, 12, dict(pad=2, flip=True)
 TINY = dict(img=28, patch=7, chans=1, dim=32, depth=2, heads=2, mlp_dim=64, classes=10, eps=1e-6)
 SEED = 11
+SEEDS = 3  # Section 5 runs each from SEED, SEED + 1 and SEED + 2
 BATCH, STEPS, WARMUP, PEAK_LR, MIN_LR = 32, 192, 64, 3e-3, 1e-5
 WEIGHT_DECAY, CLIP, SMOOTHING = 0.05, 1.0, 0.1
 BETAS, ADAM_EPS = (0.9, 0.999), 1e-8
@@ -268,9 +269,9 @@ def evaluate(model, images, labels, table, dtype):
     return float(F.cross_entropy(z, y)), float((z.argmax(dim=1) == y).double().mean())
 
 
-def train_run(images, labels, val_x, val_y, n, augment, every, dtype):
+def train_run(images, labels, val_x, val_y, n, augment, every, dtype, seed=SEED):
     """One of the chapter's runs, in PyTorch: its per-epoch log and its first steps."""
-    model = ref_model(init_weights(TINY, SEED), TINY, dtype)
+    model = ref_model(init_weights(TINY, seed), TINY, dtype)
     x, y = images[:n], labels[:n]
     named = list(model.named_parameters())
     groups = [{"params": [p for k, p in named if not no_decay(k, p)], "weight_decay": WEIGHT_DECAY},
@@ -286,11 +287,11 @@ def train_run(images, labels, val_x, val_y, n, augment, every, dtype):
     with torch.enable_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # SequentialLR's own step(0) is "deprecated"
         for epoch in range(epochs):
-            order = shuffle(n, stream(SEED, 1, epoch))
+            order = shuffle(n, stream(seed, 1, epoch))
             loss_sum, correct = 0.0, 0
             for i in range(spe):
                 rows = order[i * BATCH:(i + 1) * BATCH]
-                xb = batch(x, rows, table, AUGMENT if augment else None, stream(SEED, 2, step))
+                xb = batch(x, rows, table, AUGMENT if augment else None, stream(seed, 2, step))
                 xb, yb = torch.from_numpy(xb).to(dtype), torch.from_numpy(y[rows])
                 lr = opt.param_groups[0]["lr"]
                 opt.zero_grad(set_to_none=True)
@@ -320,6 +321,30 @@ def train_run(images, labels, val_x, val_y, n, augment, every, dtype):
     return log, first, fit_loss, fit_acc
 
 
+def mean_and_sd(v):
+    v = np.asarray(v, dtype=np.float64)
+    return float(v.mean()), float(v.std(ddof=1))
+
+
+def pins_of_the_seeds(g, tol, name, val, fit, acc_tol, others):
+    """Section 5: every seed's final accuracies, and their means and spreads in points."""
+    vals = [val] + [o[0]["val_acc"][-1] for o in others]
+    fits = [fit] + [o[3] for o in others]
+    g[f"{name}.seeds.val_acc"] = torch.tensor(vals, dtype=torch.float32)
+    g[f"{name}.seeds.fit_acc"] = torch.tensor(fits, dtype=torch.float32)
+    tol[f"{name}.seeds.val_acc"] = tol[f"{name}.seeds.fit_acc"] = (acc_tol, 0.0)
+    points = {"val": [100 * v for v in vals], "fit": [100 * f for f in fits],
+              "gap": [100 * (f - v) for f, v in zip(fits, vals)]}
+    for what, v in points.items():
+        mean, sd = mean_and_sd(v)
+        g[f"{name}.{what}_mean" if what != "gap" else f"{name}.gap"] = torch.tensor(mean)
+        g[f"{name}.{what}_sd"] = torch.tensor(sd)
+        # points; a gap is two accuracies, and a spread moves by up to twice its values' drift
+        scale = 200 if what == "gap" else 100
+        tol[f"{name}.{what}_mean" if what != "gap" else f"{name}.gap"] = (scale * acc_tol, 0.0)
+        tol[f"{name}.{what}_sd"] = (2 * scale * acc_tol, 0.0)
+
+
 def pins_of_the_runs(g, tol, train_x, train_y, check):
     split_x, split_y = train_x[:-VAL_SPLIT], train_y[:-VAL_SPLIT]
     val_x, val_y = train_x[-VAL_SPLIT:][:VAL_IMAGES], train_y[-VAL_SPLIT:][:VAL_IMAGES]
@@ -334,13 +359,14 @@ def pins_of_the_runs(g, tol, train_x, train_y, check):
             tol[f"{name}.{k}"] = FIRST_TOL
         g[f"{name}.fit_loss"] = torch.tensor(fit_loss, dtype=torch.float32)
         g[f"{name}.fit_acc"] = torch.tensor(fit_acc, dtype=torch.float32)
-        g[f"{name}.gap"] = torch.tensor(100 * (fit_acc - log["val_acc"][-1]), dtype=torch.float32)
         loss_tol, acc_tol = RUN_TOL[name]
         for k in ("train_loss", "val_loss", "fit_loss"):
             tol[f"{name}.{k}"] = (loss_tol, 0.0)
         for k in ("train_acc", "val_acc", "fit_acc"):
             tol[f"{name}.{k}"] = (acc_tol, 0.0)
-        tol[f"{name}.gap"] = (200 * acc_tol, 0.0)  # points: two accuracies' tolerance
+        pins_of_the_seeds(g, tol, name, log["val_acc"][-1], fit_acc, acc_tol,
+                          [train_run(split_x, split_y, val_x, val_y, n, augment, every,
+                                     torch.float64, SEED + k) for k in range(1, SEEDS)])
         if check:
             log32, first32, fl32, fa32 = train_run(split_x, split_y, val_x, val_y, n, augment,
                                                    every, torch.float32)
