@@ -1234,7 +1234,12 @@ enum { L2_STEPS = 100 };
 static const float NOISY_G = 10.0f;
 static const double L2_LAMBDA = 0.05;
 
-typedef enum { NO_DECAY, L2_DECAY, DECOUPLED_DECAY } DecayKind;
+/// How a weight decays, for Section 8's comparison.
+typedef enum {
+    NO_DECAY,        ///< no decay at all
+    L2_DECAY,        ///< λθ added to the gradient: an L2 penalty ½λθ² on the loss
+    DECOUPLED_DECAY, ///< θ ← θ − ηλθ beside Adam's step: AdamW
+} DecayKind;
 
 // θ after L2_STEPS steps of η = 1e-3 from θ = 1, with the decay of the given kind.
 static float noisy_weight(DecayKind kind) {

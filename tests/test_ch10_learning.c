@@ -418,8 +418,9 @@ static void test_cls_and_position_backward_formula(void) {
 
 /// Adam on one parameter, written out in double: the formula of Section 6.
 typedef struct {
-    double theta, m, v;
-    int t;
+    double theta; ///< the parameter
+    double m, v;  ///< Adam's running means of g and g²
+    int t;        ///< steps taken
 } AdamByHand;
 
 // One step with gradient g: clipped to max_norm first (0: not), L2 λ added to g, or decoupled λ.
