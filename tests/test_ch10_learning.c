@@ -7,6 +7,11 @@
  * and layernorm_backward() too (exercise 10): the claims below call lib's
  * versions, or whatever replaced them at link time.
  *
+ * The `derived:` tests are the chapter's derivations, one test each: the formula
+ * (p − onehot, the linear layer's three products, GELU' = Φ + x·φ, Adam's step
+ * with its bias corrections, …) computed here in double from the golden's
+ * inputs, against what autograd or torch.optim computed from the same inputs.
+ *
  * The two probes at the end are exercise 10's diagnosis. Each calls the
  * function on crafted rows (an ordinary row, a peaked one, masked entries, a
  * fully masked row, a constant gradient; LayerNorm rows of different means and
