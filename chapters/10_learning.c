@@ -8,11 +8,16 @@
  *     \frac{\partial \ell}{\partial z_y} = \mathrm{softmax}(z)_y - [y = t], \f]
  * and, by the chain rule, every layer's gradient from the one above it. The
  * chapter computes the loss of one image on a small random ViT and what its
- * value means; follows the chain rule through one attention head with real
- * numbers (dprobs, dscaled, dscores, dQ, dK); derives the backward of softmax
- * and of LayerNorm step by step and checks each against central differences;
- * takes one AdamW step on the whole model and watches the loss fall; and shows
- * what the learning-rate warm-up and weight decay do.
+ * value means; derives ∂ℓ/∂z = p − onehot from softmax's Jacobian, shows why
+ * the cross-entropy does not saturate when confidently wrong and what label
+ * smoothing changes; follows the chain rule through one attention head with
+ * real numbers (dprobs, dscaled, dscores, dQ, dK); derives the backward of
+ * softmax and of LayerNorm step by step and checks each against central
+ * differences; shows the backward of a linear layer, GELU, a residual add, [cls]
+ * and the positions on small cases; writes Adam's step out with its bias
+ * corrections and shows why gradients are clipped; takes one AdamW step on the
+ * whole model and watches the loss fall; and shows what the learning-rate
+ * warm-up and weight decay do, and why the decay is decoupled.
  *
  * Every number printed is pinned by name and checked against PyTorch
  * (autograd for every gradient, torch.optim.AdamW for the step) by
@@ -32,6 +37,7 @@
 #include "base/rng.h"
 #include "base/tensor.h"
 #include "base/util.h"
+#include "model/tokens.h"
 #include "model/vit.h"
 
 enum { B = 1 };                          // one image
@@ -80,11 +86,117 @@ static void central_differences(float *fd, float *x, size_t n, const Objective *
 /* ----------------------------------------------------------- the work */
 
 typedef struct {
-    Vit vit;              // the small ViT of sections 1 and 5
+    Vit vit;              // the small ViT of sections 1 and 7
     const VitConfig *cfg;
     Tensor image;         // (B, C, S, S)
     float loss;           // section 1's loss of the image
 } Work;
+
+/* ----------------------------------- 1b. why p − onehot, and why it does not saturate */
+
+enum { SY = 4 }; // the small examples of Section 1: four classes
+static const float WRONG_Z[SY] = {6.0f, 0.0f, 1.0f, -1.0f}; // confidently wrong: t = 1
+static const float RIGHT_Z[SY] = {1.0f, 7.0f, 0.0f, -1.0f}; // confidently right: t = 1
+static const int SMALL_TARGET = 1;
+static const float SMOOTHING = 0.1f; // ε of label smoothing, timm's usual
+
+// The cross-entropy's gradient from the softmax's Jacobian, in two lines.
+static void cross_entropy_derived(Chapter *ch, const float *probs, const float *dlogits, int Y) {
+    ch_say(ch, "Why p − onehot? The loss reads one probability, ℓ = −ln p_t, so ∂ℓ/∂p_t = "
+               "−1/p_t and every other ∂ℓ/∂p_j is 0. Softmax's Jacobian (Section 3 "
+               "derives it) is ∂p_t/∂z_i = p_t·(δ_it − p_i). The chain rule, in two lines:");
+    ch_line(ch, "    ∂ℓ/∂z_i = (∂ℓ/∂p_t)·(∂p_t/∂z_i) = −(1/p_t)·p_t·(δ_it − p_i)");
+    ch_line(ch, "            = p_i − δ_it");
+    ch_line(ch, "%s", "");
+    float formula[16]; // Y = 10
+    for (int y = 0; y < Y; y++) formula[y] = probs[y] - (y == TARGET); // p − onehot(t)
+    ch_say(ch, "The 1/p_t of the logarithm cancels the p_t of the softmax. p − onehot(%d), "
+               "taken from the probabilities above, and the gradient loss_cross_entropy() "
+               "returned differ by at most %.1e.",
+           TARGET, ch_max_diff(ch, "dlogits.formula_max_diff", formula, dlogits, Y));
+}
+
+// ½‖p − onehot‖², a loss on the probabilities, and its gradient of the logits.
+static float squared_error(float *dz, const float *p, int t, int Y) {
+    float dp[SY];
+    double loss = 0;
+    for (int y = 0; y < Y; y++) {
+        dp[y] = p[y] - (y == t); // ∂/∂p of ½(p − onehot)²
+        loss += 0.5 * (double)dp[y] * dp[y];
+    }
+    softmax_backward(dz, dp, p, 1, Y); // through softmax's Jacobian
+    return (float)loss;
+}
+
+// A confidently wrong prediction: the cross-entropy still pulls hard, squared error does not.
+static void no_saturation(Chapter *ch) {
+    float p[SY], dce[SY] = {0}, dsq[SY] = {0};
+    softmax(p, WRONG_Z, 1, SY);
+    const float ce = loss_cross_entropy(dce, WRONG_Z, &SMALL_TARGET, 1, SY, 0.0f);
+    const float sq = squared_error(dsq, p, SMALL_TARGET, SY);
+    pin_row(ch, "wrong.z", (float *)WRONG_Z, SY);
+    pin_row(ch, "wrong.p", p, SY);
+    pin_row(ch, "wrong.dz_ce", dce, SY);
+    pin_row(ch, "wrong.dz_sq", dsq, SY);
+    const int t = SMALL_TARGET;
+    ch_say(ch, "That cancellation is why the cross-entropy keeps learning when the model is "
+               "confidently wrong. Take %d classes, logits z = (%g, %g, %g, %g) and the "
+               "right class t = %d: p_t = %.5f. Against it, a loss that looks just as "
+               "reasonable, the squared error ½‖p − onehot(t)‖² on the probabilities, "
+               "whose gradient goes back through the same Jacobian with no logarithm to "
+               "cancel its p_t:", SY, WRONG_Z[0], WRONG_Z[1], WRONG_Z[2], WRONG_Z[3], t,
+           ch_value(ch, "wrong.p_target", p[t]));
+    ch_line(ch, "    loss                  value    ∂/∂z_t");
+    ch_line(ch, "    cross-entropy      %8.4f  %8.5f", ch_value(ch, "wrong.ce", ce), dce[t]);
+    ch_line(ch, "    squared error      %8.4f  %8.5f", ch_value(ch, "wrong.sq", sq), dsq[t]);
+    ch_line(ch, "%s", "");
+    ch_say(ch, "The cross-entropy pulls z_t up with %.4f, near the −1 it tends to as p_t → 0. "
+               "The squared error, though its loss is large, pulls with only %.5f, %.0f "
+               "times less: every entry of its gradient carries a factor p_t or p_j from "
+               "the Jacobian, and p_t is tiny. It saturates, the softmax flattens its "
+               "gradient exactly where the model most needs correcting; the logarithm "
+               "undoes that.", dce[t], dsq[t],
+           ch_value(ch, "wrong.ratio", dce[t] / dsq[t]));
+}
+
+// Label smoothing: a target of 1 − ε + ε/Y, so a confident right answer is pushed back.
+static void label_smoothing(Chapter *ch) {
+    const int t = SMALL_TARGET;
+    float p[SY], q[SY], dplain[SY] = {0}, dsmooth[SY] = {0};
+    softmax(p, RIGHT_Z, 1, SY);
+    for (int y = 0; y < SY; y++) q[y] = (1.0f - SMOOTHING) * (y == t) + SMOOTHING / SY;
+    loss_cross_entropy(dplain, RIGHT_Z, &t, 1, SY, 0.0f);
+    loss_cross_entropy(dsmooth, RIGHT_Z, &t, 1, SY, SMOOTHING); // ∂ℓ/∂z = p − q
+    pin_row(ch, "smooth.z", (float *)RIGHT_Z, SY);
+    pin_row(ch, "smooth.p", p, SY);
+    pin_row(ch, "smooth.q", q, SY);
+    pin_row(ch, "smooth.dz_plain", dplain, SY);
+    pin_row(ch, "smooth.dz_smooth", dsmooth, SY);
+    const float gap = logf(q[t] / q[(t + 1) % SY]); // z_t − z_j where p = q
+    ch_say(ch, "The other side: the loss is 0 only at p_t = 1, which needs z_t − z_j → ∞, so "
+               "on a right answer the plain cross-entropy pushes the logits apart for "
+               "ever. Label smoothing (ε = %g, as timm trains) aims at q = (1 − ε)·onehot + "
+               "ε/Y instead, and the same two lines give ∂ℓ/∂z = p − q. With logits (%g, %g, "
+               "%g, %g), t = %d, p_t = %.4f and q_t = %.4f:", (double)SMOOTHING,
+           RIGHT_Z[0], RIGHT_Z[1], RIGHT_Z[2], RIGHT_Z[3], t,
+           ch_value(ch, "smooth.p_target", p[t]), q[t]);
+    ch_line(ch, "    target            ∂ℓ/∂z");
+    ch_line(ch, "    onehot     %8.4f %8.4f %8.4f %8.4f", dplain[0], dplain[1], dplain[2], dplain[3]);
+    ch_line(ch, "    smoothed   %8.4f %8.4f %8.4f %8.4f", dsmooth[0], dsmooth[1], dsmooth[2],
+            dsmooth[3]);
+    ch_line(ch, "%s", "");
+    ch_say(ch, "With one-hot targets the gradient on z_t is %.4f: %s. With smoothing it is "
+               "%+.4f: %s. The smoothed loss is smallest at p = q, where every wrong logit "
+               "sits ln(q_t/q_j) = ln(%.3f/%.3f) = %.2f below the right one: a finite "
+               "confidence, which keeps the logits, and the weights making them, from "
+               "growing without end.", dplain[t],
+           dplain[t] < 0 ? "it still pulls z_t up, however sure the model already is"
+                         : "it no longer pulls z_t up",
+           dsmooth[t],
+           dsmooth[t] > 0 ? "since p_t is above q_t, it pushes z_t back down"
+                          : "p_t is still below q_t, so it pulls z_t up, more gently",
+           q[t], q[(t + 1) % SY], ch_value(ch, "smooth.gap", gap));
+}
 
 /* ------------------------------------------------------ 1. the loss */
 
@@ -152,12 +264,15 @@ static void the_loss(Chapter *ch, Work *w) {
            -ch_value(ch, "dlogits_target", dlogits[TARGET]), Y,
            ch_value(ch, "dlogits_sum", (float)sum));
     ch_show(ch, "dlogits", &td);
+    cross_entropy_derived(ch, probs, dlogits, Y);
+    no_saturation(ch);
+    label_smoothing(ch);
     ch_say(ch, "Everything before the logits gets its gradient from this one by the chain "
                "rule, layer by layer from the last back to the first: backpropagation. "
                "Every forward function of lib has its backward beside it (lib/ops/ops.h, "
                "lib/attention/attention.h), which takes the gradient of its output and adds the "
-               "gradients of its inputs. Sections 2 to 4 follow it through attention, "
-               "softmax and LayerNorm; Section 5 runs the whole model's.");
+               "gradients of its inputs. Sections 2 to 5 follow it through attention, "
+               "softmax, LayerNorm and the other layers; Section 7 runs the whole model's.");
     free(probs), free(dlogits);
 }
 
@@ -512,13 +627,309 @@ static void layernorm_gradient(Chapter *ch) {
            ch_max_diff(ch, "layernorm.no_xhat_term_error", no_xhat, dx, LN));
 }
 
-/* ---------------------------------------------------- 5. one AdamW step */
+/* ---------------------------------------- 5. the backward of the other layers */
+
+static const double PI = 3.14159265358979323846;
+
+// max |a − b| over n values.
+static float max_diff(const float *a, const float *b, size_t n) {
+    float m = 0;
+    for (size_t i = 0; i < n; i++) m = fmaxf(m, fabsf(a[i] - b[i]));
+    return m;
+}
+
+
+// A linear layer of 2 rows, 3 inputs, 2 outputs: out = x·Wᵀ + b.
+enum { LIN_N = 2, LIN_I = 3, LIN_O = 2 };
+static const float LIN_X[LIN_N * LIN_I] = {1.0f, -2.0f, 0.5f, 3.0f, 0.0f, -1.0f};
+static const float LIN_W[LIN_O * LIN_I] = {0.2f, -0.1f, 0.4f, -0.3f, 0.5f, 0.1f};
+static const float LIN_DOUT[LIN_N * LIN_O] = {1.0f, -0.5f, 0.25f, 2.0f};
+// GELU and the residual stream on five values.
+enum { GN = 5 };
+static const float GELU_X[GN] = {-3.0f, -1.0f, 0.0f, 0.5f, 2.0f};
+static const float GELU_DOUT[GN] = {1.0f, 1.0f, 1.0f, 1.0f, 1.0f};
+// [cls] and the positions: 2 images of 2 patches of width 3, so N = 3 tokens.
+enum { TB = 2, TP = 2, TD = 3, TN = TP + 1 };
+
+static void linear_gradient(Chapter *ch) {
+    ch_say(ch, "A linear layer, out = x·Wᵀ + b, is out_nk = Σ_i x_ni·W_ki + b_k. Each x_ni "
+               "reaches every output k of its row through W_ki; each W_ki every row n "
+               "through x_ni; each b_k every row with weight 1. So, for %d rows of %d "
+               "inputs and %d outputs:", LIN_N, LIN_I, LIN_O);
+    ch_line(ch, "    dx = dout·W     (N,O)·(O,I) → (N,I)");
+    ch_line(ch, "    dW = doutᵀ·x    (O,N)·(N,I) → (O,I)");
+    ch_line(ch, "    db = Σ_n dout_n (O)");
+    ch_line(ch, "%s", "");
+    float dx[LIN_N * LIN_I] = {0}, dw[LIN_O * LIN_I] = {0}, db[LIN_O] = {0};
+    float fx[LIN_N * LIN_I] = {0}, fw[LIN_O * LIN_I] = {0}, fb[LIN_O] = {0};
+    // [linear_row]
+    for (int n = 0; n < LIN_N; n++) // the formula, by hand
+        for (int k = 0; k < LIN_O; k++) {
+            const float g = LIN_DOUT[n * LIN_O + k];
+            fb[k] += g;
+            for (int i = 0; i < LIN_I; i++) {
+                fx[n * LIN_I + i] += g * LIN_W[k * LIN_I + i];
+                fw[k * LIN_I + i] += g * LIN_X[n * LIN_I + i];
+            }
+        }
+    ops_linear_backward(dx, dw, db, LIN_DOUT, LIN_X, LIN_W, LIN_N, LIN_I, LIN_O); // lib
+    // [linear_row]
+    show(ch, "linear.x", (float *)LIN_X, LIN_N, LIN_I);
+    show(ch, "linear.W", (float *)LIN_W, LIN_O, LIN_I);
+    show(ch, "linear.dout", (float *)LIN_DOUT, LIN_N, LIN_O);
+    show(ch, "linear.dx", dx, LIN_N, LIN_I);
+    show(ch, "linear.dW", dw, LIN_O, LIN_I);
+    pin_row(ch, "linear.db", db, LIN_O);
+    float worst[3] = {max_diff(fx, dx, LIN_N * LIN_I), max_diff(fw, dw, LIN_O * LIN_I),
+                      max_diff(fb, db, LIN_O)};
+    ch_say(ch, "db = (%.2f, %.2f), the column sums of dout. The three loops above and "
+               "ops_linear_backward() agree to within %.1e. These are the matrix products "
+               "of Section 2's steps 1 and 4, and every fc1, fc2, qkv, proj and the head "
+               "of the model is this.", db[0], db[1],
+           ch_value(ch, "linear.by_hand_max_diff", max_abs(worst, 3)));
+}
+
+static void gelu_and_residual(Chapter *ch) {
+    float phi_cdf[GN], x_pdf[GN], slope[GN], dgelu[GN] = {0}, dres[GN];
+    // [gelu_row]
+    for (int i = 0; i < GN; i++) { // GELU(x) = x·Φ(x), so GELU'(x) = Φ(x) + x·φ(x)
+        const double x = GELU_X[i];
+        phi_cdf[i] = (float)(0.5 * (1.0 + erf(x / sqrt(2.0))));
+        x_pdf[i] = (float)(x * exp(-0.5 * x * x) / sqrt(2.0 * PI));
+        slope[i] = phi_cdf[i] + x_pdf[i];
+    }
+    gelu_backward(dgelu, GELU_DOUT, GELU_X, GN); // lib, dout = 1: dx = GELU'(x)
+    // the residual y = x + GELU(x): the add copies dy to x, GELU's backward adds its share
+    memcpy(dres, GELU_DOUT, sizeof dres);
+    gelu_backward(dres, GELU_DOUT, GELU_X, GN);
+    // [gelu_row]
+    pin_row(ch, "gelu.x", (float *)GELU_X, GN);
+    pin_row(ch, "gelu.slope", slope, GN);
+    pin_row(ch, "gelu.dx", dgelu, GN);
+    pin_row(ch, "residual.dx", dres, GN);
+    ch_say(ch, "GELU acts on each number alone, so its backward is one multiplication: "
+               "GELU(x) = x·Φ(x), Φ the normal distribution's CDF, and by the product rule "
+               "GELU'(x) = Φ(x) + x·φ(x), φ its density. A residual add y = x + f(x) passes "
+               "dy to both of its terms unchanged (∂(a + b)/∂a = 1), so through y = x + "
+               "GELU(x) the gradient is dy·(1 + GELU'(x)). With dy = 1:");
+    ch_line(ch, "        x     Φ(x)   x·φ(x)  GELU'(x)  gelu_backward  x + GELU(x)");
+    for (int i = 0; i < GN; i++)
+        ch_line(ch, "    %5.1f  %7.4f  %7.4f  %8.4f  %13.4f  %11.4f", GELU_X[i], phi_cdf[i],
+                x_pdf[i], slope[i], dgelu[i], dres[i]);
+    ch_line(ch, "%s", "");
+    ch_say(ch, "The formula and gelu_backward() agree to within %.1e. At x = %g GELU "
+               "passes back only %.4f of the gradient: a unit that is off lets almost "
+               "nothing through. The residual's 1 is what the stream adds: the block's "
+               "input gets %.4f there, the gradient of everything above almost undiminished. "
+               "That is why a deep stack of blocks still trains: every block's input "
+               "hears the loss directly, whatever its sub-layers do.",
+           ch_max_diff(ch, "gelu.by_hand_max_diff", slope, dgelu, GN), GELU_X[0],
+           ch_value(ch, "gelu.off_slope", dgelu[0]), ch_value(ch, "residual.off_dx", dres[0]));
+}
+
+static void tokens_gradient(Chapter *ch) {
+    float dembed[TB * TN * TD];
+    for (int i = 0; i < TB * TN * TD; i++) dembed[i] = (float)(i % 7) - 3.0f; // a made-up dembed
+    float dpos[TN * TD] = {0}, dcls[TD] = {0}, dtokens[TB * TN * TD] = {0};
+    float dpatch[TB * TP * TD] = {0}, fpos[TN * TD] = {0}, fcls[TD] = {0};
+    // [tokens_row]
+    for (int b = 0; b < TB; b++) // the formula: sums over the images
+        for (int i = 0; i < TN * TD; i++) {
+            fpos[i] += dembed[b * TN * TD + i];           // every image added the same table
+            if (i < TD) fcls[i] += dembed[b * TN * TD + i]; // row 0 of every image is [cls]
+        }
+    tokens_add_positions_backward(dtokens, dpos, dembed, TB, TN, TD);   // lib: embed = tokens + pos
+    tokens_prepend_cls_backward(dpatch, dcls, dtokens, TB, TP, TD);     // lib: tokens = [cls; patches]
+    // [tokens_row]
+    Tensor te = tensor_view(dembed, 3, TB, TN, TD);
+    ch_show(ch, "tokens.dembed", &te);
+    pin_row(ch, "tokens.dpos", dpos, TN * TD);
+    pin_row(ch, "tokens.dcls", dcls, TD);
+    Tensor tp = tensor_view(dpatch, 3, TB, TP, TD);
+    ch_pin(ch, "tokens.dpatch", &tp);
+    float worst[2] = {max_diff(fpos, dpos, TN * TD), max_diff(fcls, dcls, TD)};
+    ch_say(ch, "The first step of the forward prepends [cls] and adds the positions: "
+               "embed_b = [cls; patches_b] + pos for each image b. Both copy or add, so their "
+               "gradients are copies and sums. The add hands dembed unchanged to the tokens "
+               "and to pos; pos, one table added to each of the %d images, collects their sum, "
+               "dpos = Σ_b dembed_b. Of the tokens, rows 1…%d go back to the patches and row "
+               "0 to [cls], which also collects the sum over the images: dcls = Σ_b "
+               "dembed_b[0]. For %d images of %d patches of width %d and the dembed above:",
+           TB, TP, TB, TP, TD);
+    ch_line(ch, "    dpos  row 0 %7.1f %7.1f %7.1f", dpos[0], dpos[1], dpos[2]);
+    for (int n = 1; n < TN; n++)
+        ch_line(ch, "          row %d %7.1f %7.1f %7.1f", n, dpos[n * TD], dpos[n * TD + 1],
+                dpos[n * TD + 2]);
+    ch_line(ch, "    dcls        %7.1f %7.1f %7.1f", dcls[0], dcls[1], dcls[2]);
+    ch_line(ch, "%s", "");
+    ch_say(ch, "dcls is row 0 of dpos, as it must be: both were added to token 0 of every "
+               "image. The sums by hand and tokens_add_positions_backward() with "
+               "tokens_prepend_cls_backward() agree to within %.1e. Section 7 finds the "
+               "same equality in the whole model's gradients.",
+           ch_value(ch, "tokens.by_hand_max_diff", max_abs(worst, 2)));
+}
+
+static void other_layers(Chapter *ch) {
+    ch_section(ch, "5. The backward of the other layers");
+    ch_say(ch, "Sections 2–4 undid attention, softmax and LayerNorm. The whole model needs "
+               "four more backward functions: the linear layer, GELU, the residual add, and "
+               "the first step, [cls] and the positions. Each is short; each is shown here "
+               "on a case small enough to check by hand, its formula computed beside lib's "
+               "function (PyTorch's autograd gives the same numbers, the chapter's test "
+               "checks the formula against it).");
+    linear_gradient(ch);
+    gelu_and_residual(ch);
+    tokens_gradient(ch);
+}
+
+/* ----------------------------------------------- 6. Adam, written out */
+
+enum { ADAM_STEPS = 2 };
+static const float ADAM_THETA0 = 1.0f;                      // one parameter
+static const float ADAM_G[ADAM_STEPS] = {0.2f, 0.05f};      // its gradient at steps 1 and 2
+static const double ADAM_LR = 1e-2;
+// The spike of the clipping example: a quiet gradient, then one 100 times larger.
+enum { SPIKE_AT = 50, SPIKE_STEPS = 150 };
+static const float QUIET_G = 0.5f, SPIKE_G = 50.0f;
+static const double CLIP_LR = 1e-3;
+static const double CLIP_NORM = 1.0; // the length the spike is clipped to, as in Section 7
+static const int SPIKE_SHOWN[] = {1, 50, 51, 52, 60, 100, 150}; // steps whose size is printed
+enum { SHOWN = sizeof SPIKE_SHOWN / sizeof SPIKE_SHOWN[0] };
+
+static float spike_gradient(int step) { return step == SPIKE_AT + 1 ? SPIKE_G : QUIET_G; }
+
+static void adam_written_out(Chapter *ch) {
+    const AdamWConfig cfg = adamw_defaults();
+    ch_say(ch, "Section 7 takes an AdamW step on the whole model. First what one step does "
+               "to one parameter θ with gradient g, at step t = 1, 2, …, with β1 = %g, β2 = "
+               "%g and eps = %g (PyTorch's defaults, adamw_defaults()):",
+           cfg.beta1, cfg.beta2, cfg.eps);
+    ch_line(ch, "    m ← β1·m + (1 − β1)·g        a running mean of g, from m = 0");
+    ch_line(ch, "    v ← β2·v + (1 − β2)·g²       a running mean of g², from v = 0");
+    ch_line(ch, "    m̂ = m / (1 − β1^t)           the bias corrections");
+    ch_line(ch, "    v̂ = v / (1 − β2^t)");
+    ch_line(ch, "    θ ← θ − η·m̂ / (√v̂ + eps)");
+    ch_line(ch, "%s", "");
+    ch_say(ch, "m and v start at 0, so early on they are too small: after one step m = "
+               "(1 − β1)·g, a tenth of g, and v = (1 − β2)·g², a thousandth of g². The "
+               "weights of an average, (1 − β)·(1 + β + … + β^(t−1)), add up to 1 − β^t, "
+               "not 1: dividing by it is the bias correction. By hand, in double, for θ = "
+               "%g, η = %g and gradients %g then %g, beside lib's adamw_step():",
+           (double)ADAM_THETA0, ADAM_LR, (double)ADAM_G[0], (double)ADAM_G[1]);
+    float theta = ADAM_THETA0, grad = 0, m[ADAM_STEPS], v[ADAM_STEPS], mhat[ADAM_STEPS];
+    float vhat[ADAM_STEPS], step[ADAM_STEPS], by_hand[ADAM_STEPS], lib_theta[ADAM_STEPS];
+    OptimParam p = {.data = &theta, .grad = &grad, .numel = 1, .decay = false};
+    AdamW opt;
+    VitError err;
+    if (adamw_init(&opt, &p, 1, &cfg, &err) != VIT_OK) {
+        ch_say(ch, "cannot set up AdamW: %s", err.msg);
+        return;
+    }
+    // [adam_by_hand]
+    double mt = 0, vt = 0, th = ADAM_THETA0;
+    for (int t = 1; t <= ADAM_STEPS; t++) {
+        const double g = ADAM_G[t - 1];
+        mt = cfg.beta1 * mt + (1 - cfg.beta1) * g;
+        vt = cfg.beta2 * vt + (1 - cfg.beta2) * g * g;
+        const double mh = mt / (1 - pow(cfg.beta1, t)), vh = vt / (1 - pow(cfg.beta2, t));
+        th -= ADAM_LR * mh / (sqrt(vh) + cfg.eps);
+        grad = (float)g;
+        adamw_step(&opt, ADAM_LR); // lib
+        m[t - 1] = (float)mt, v[t - 1] = (float)vt, mhat[t - 1] = (float)mh;
+        vhat[t - 1] = (float)vh, step[t - 1] = (float)(mh / (sqrt(vh) + cfg.eps));
+        by_hand[t - 1] = (float)th, lib_theta[t - 1] = theta;
+    }
+    // [adam_by_hand]
+    adamw_free(&opt);
+    pin_row(ch, "adam.m", m, ADAM_STEPS);
+    pin_row(ch, "adam.v", v, ADAM_STEPS);
+    pin_row(ch, "adam.mhat", mhat, ADAM_STEPS);
+    pin_row(ch, "adam.vhat", vhat, ADAM_STEPS);
+    pin_row(ch, "adam.step", step, ADAM_STEPS);
+    pin_row(ch, "adam.theta", lib_theta, ADAM_STEPS);
+    ch_line(ch, "    t     g        m           v          m̂         v̂       step/η   θ");
+    for (int t = 0; t < ADAM_STEPS; t++)
+        ch_line(ch, "    %d  %5.2f  %8.5f  %10.3e  %8.5f  %10.3e  %7.4f  %.6f", t + 1,
+                (double)ADAM_G[t], m[t], v[t], mhat[t], vhat[t], step[t], lib_theta[t]);
+    ch_line(ch, "%s", "");
+    ch_say(ch, "adamw_step() lands on the same θ to within %.1e. At t = 1 the corrections "
+               "make m̂ = g and v̂ = g², so the step is g/|g| = 1 times η, whatever g: the "
+               "warm-up of Section 8 is about that. Without them it would be m/√v = "
+               "(1 − β1)/√(1 − β2) = %.2f times η, three times too large. At t = 2 the "
+               "gradient fell to a quarter, and the step to %.4f·η: v̂ still remembers the "
+               "larger g of step 1.",
+           ch_max_diff(ch, "adam.by_hand_max_diff", by_hand, lib_theta, ADAM_STEPS),
+           ch_value(ch, "adam.uncorrected_first_step",
+                    (float)((1 - cfg.beta1) / sqrt(1 - cfg.beta2))), step[1]);
+}
+
+// θ from 0 under the spike's gradients, clipped to max_norm or not (max_norm 0); the size of
+// each step, in units of η, into size (SPIKE_STEPS).
+static void spike_run(float *size, double max_norm) {
+    float theta = 0.0f, grad = 0.0f;
+    OptimParam p = {.data = &theta, .grad = &grad, .numel = 1, .decay = false};
+    const AdamWConfig cfg = adamw_defaults();
+    AdamW opt;
+    VitError err;
+    if (adamw_init(&opt, &p, 1, &cfg, &err) != VIT_OK) return;
+    for (int s = 1; s <= SPIKE_STEPS; s++) {
+        const float before = theta;
+        grad = spike_gradient(s);
+        if (max_norm > 0) optim_clip_grad_norm(&p, 1, max_norm);
+        adamw_step(&opt, CLIP_LR);
+        size[s - 1] = (float)((before - theta) / CLIP_LR);
+    }
+    adamw_free(&opt);
+}
+
+static void why_clip(Chapter *ch) {
+    float raw[SPIKE_STEPS], clipped[SPIKE_STEPS], raw_at[SHOWN], clipped_at[SHOWN], at[SHOWN];
+    spike_run(raw, 0.0);
+    spike_run(clipped, CLIP_NORM);
+    for (int i = 0; i < SHOWN; i++) {
+        at[i] = (float)SPIKE_SHOWN[i];
+        raw_at[i] = raw[SPIKE_SHOWN[i] - 1], clipped_at[i] = clipped[SPIKE_SHOWN[i] - 1];
+    }
+    pin_row(ch, "clip.step", at, SHOWN);
+    pin_row(ch, "clip.size_raw", raw_at, SHOWN);
+    pin_row(ch, "clip.size_clipped", clipped_at, SHOWN);
+    ch_say(ch, "Why clip? Training gradients are noisy, and now and then one batch gives a "
+               "gradient far longer than the others. Take one parameter whose gradient is "
+               "%g at every step but step %d, where it is %g, a hundred times more, and "
+               "η = %g. The size of each step in units of η, as it is, and clipped to "
+               "length %g by optim_clip_grad_norm() before each adamw_step():",
+           (double)QUIET_G, SPIKE_AT + 1, (double)SPIKE_G, CLIP_LR, CLIP_NORM);
+    ch_line(ch, "    step      %s", "   1     50     51     52     60    100    150");
+    ch_line(ch, "    as it is  %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f", raw_at[0], raw_at[1],
+            raw_at[2], raw_at[3], raw_at[4], raw_at[5], raw_at[6]);
+    ch_line(ch, "    clipped   %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f", clipped_at[0],
+            clipped_at[1], clipped_at[2], clipped_at[3], clipped_at[4], clipped_at[5],
+            clipped_at[6]);
+    ch_line(ch, "%s", "");
+    ch_say(ch, "Adam divides by √v̂, so even the spike moves θ by only %.3f·η. The harm "
+               "comes after: v, a mean of g² over about 1/(1 − β2) = 1000 steps, now holds "
+               "the spike's g² = %g, and every later step is divided by its root. "
+               "At step %d, the parameter moves by %.3f·η where it moved by η "
+               "before: one bad batch has slowed it for a hundred steps and more. Clipped to "
+               "length %g, the spike is a gradient of %g, twice the usual, and the steps "
+               "after it stay at %.3f·η.", raw_at[2], (double)(SPIKE_G * SPIKE_G), SPIKE_STEPS,
+           ch_value(ch, "clip.raw_at_150", raw_at[6]), CLIP_NORM, CLIP_NORM,
+           ch_value(ch, "clip.clipped_at_150", clipped_at[6]));
+}
+
+static void adam(Chapter *ch) {
+    ch_section(ch, "6. Adam, written out, and why clip");
+    adam_written_out(ch);
+    why_clip(ch);
+}
+
+/* ---------------------------------------------------- 7. one AdamW step */
 
 enum { STEPS = 2 };
-static const double STEP_LR[STEPS] = {1e-4, 1e-3}; // the learning rates of section 5's step
+static const double STEP_LR[STEPS] = {1e-4, 1e-3}; // the learning rates of section 7's step
 static const double STEP_DECAY = 0.05;  // its weight decay, timm's ViT recipes'
-static const double MAX_NORM = 1.0;     // the clipping of section 5
-// Section 5 lists these tensors' gradients and checks the largest entry of four of them.
+static const double MAX_NORM = 1.0;     // the clipping of section 7
+// Section 7 lists these tensors' gradients and checks the largest entry of four of them.
 static const char *const LISTED[] = {
     "patch_embed.proj.weight", "cls_token", "pos_embed", "blocks.0.attn.qkv.weight",
     "blocks.0.mlp.fc1.weight", "blocks.1.attn.proj.weight", "blocks.1.mlp.fc2.weight",
@@ -561,7 +972,7 @@ static size_t *flat_offsets(const VitParam *p, int count) {
     return at;
 }
 
-/// Section 5's working state: the gradients, the optimizer, and flat copies of θ and g.
+/// Section 7's working state: the gradients, the optimizer, and flat copies of θ and g.
 typedef struct {
     VitGrads grads;
     AdamW opt;
@@ -624,7 +1035,7 @@ static bool step_backward(Chapter *ch, Work *w, Step *s) {
     ch_say(ch, "Now the whole model, on Section 1's image. vit_backward() (lib/backward/backward.c) "
                "is vit_forward()'s recipe run backwards: from dlogits through the head, "
                "the final LayerNorm and the blocks from the last to the first, each "
-               "block's MLP and attention undone by the functions of Sections 2–4, back "
+               "block's MLP and attention undone by the functions of Sections 2–5, back "
                "to the position table, [cls] and the patch projection. It adds ∂ℓ/∂θ for "
                "every parameter θ into a VitGrads, laid out like the weights:");
     // [backward]
@@ -785,7 +1196,7 @@ static void step_update(Chapter *ch, Work *w, Step *s) {
         ch_line(ch, "    %-8g %10.4f %9.4f %14.4f %10.4f", lrs[r], after[r], p_after[r],
                 change[r], first_order[r]);
     ch_line(ch, "%s", "");
-    ch_say(ch, "One step on one image, and the loss falls. As Section 6 shows, Adam's "
+    ch_say(ch, "One step on one image, and the loss falls. As Section 6 showed, Adam's "
                "first step moves every parameter by about η against its gradient's sign: "
                "with η = %g, %.1f%% of the %s moved by η to within 1%%. The others all have "
                "small gradients, below %.1e (below %.1e after clipping), small enough that "
@@ -804,7 +1215,7 @@ static void step_update(Chapter *ch, Work *w, Step *s) {
 }
 
 static void one_step(Chapter *ch, Work *w) {
-    ch_section(ch, "5. One AdamW step on the whole model");
+    ch_section(ch, "7. One AdamW step on the whole model");
     Step s;
     VitError err;
     if (!step_new(&s, w, &err)) {
@@ -816,10 +1227,61 @@ static void one_step(Chapter *ch, Work *w) {
     step_free(&s);
 }
 
-/* ------------------------------------------ 6. warm-up and weight decay */
+/* ------------------------------------------ 8. warm-up and weight decay */
+
+// L2 against decoupled decay: one weight at 1 whose gradient is ±10, alternately.
+enum { L2_STEPS = 100 };
+static const float NOISY_G = 10.0f;
+static const double L2_LAMBDA = 0.05;
+
+/// How a weight decays, for Section 8's comparison.
+typedef enum {
+    NO_DECAY,        ///< no decay at all
+    L2_DECAY,        ///< λθ added to the gradient: an L2 penalty ½λθ² on the loss
+    DECOUPLED_DECAY, ///< θ ← θ − ηλθ beside Adam's step: AdamW
+} DecayKind;
+
+// θ after L2_STEPS steps of η = 1e-3 from θ = 1, with the decay of the given kind.
+static float noisy_weight(DecayKind kind) {
+    float theta = 1.0f, grad = 0.0f;
+    OptimParam p = {.data = &theta, .grad = &grad, .numel = 1, .decay = kind == DECOUPLED_DECAY};
+    AdamWConfig cfg = adamw_defaults();
+    cfg.weight_decay = L2_LAMBDA;
+    AdamW opt;
+    VitError err;
+    if (adamw_init(&opt, &p, 1, &cfg, &err) != VIT_OK) return NAN;
+    for (int s = 1; s <= L2_STEPS; s++) {
+        grad = s % 2 ? NOISY_G : -NOISY_G;                      // noisy: mean 0, √v̂ ≈ 10
+        if (kind == L2_DECAY) grad += (float)L2_LAMBDA * theta; // ∂/∂θ of the penalty ½λθ²
+        adamw_step(&opt, 1e-3);
+    }
+    adamw_free(&opt);
+    return theta;
+}
+
+static void l2_versus_decoupled(Chapter *ch) {
+    // [l2_vs_decoupled]
+    const float plain = noisy_weight(NO_DECAY), l2 = noisy_weight(L2_DECAY);
+    const float decoupled = noisy_weight(DECOUPLED_DECAY);
+    // [l2_vs_decoupled]
+    const float by_l2 = ch_value(ch, "l2.shrink_l2", plain - l2);
+    const float by_decoupled = ch_value(ch, "l2.shrink_decoupled", plain - decoupled);
+    ch_value(ch, "l2.theta_plain", plain);
+    ch_say(ch, "Why decoupled? Adam with an L2 penalty ½λθ² adds λθ to the gradient, and "
+               "that λθ then goes through Adam's division by √v̂ like the rest. One weight "
+               "at 1 whose gradient is noisy, +%g and −%g in turn, so that √v̂ ≈ %g, over "
+               "%d steps of η = 1e-3, λ = %g: the decay moves it towards 0 by %.2e "
+               "decoupled, by %.2e as an L2 penalty, %.3f times as much (against the run "
+               "with no decay at all). Through Adam, L2's pull on a weight is divided by "
+               "the size of its gradient, so the weights with the largest gradients are "
+               "hardly decayed at all; AdamW's is the same ηλθ for every weight.",
+           (double)NOISY_G, (double)NOISY_G, (double)NOISY_G, L2_STEPS, L2_LAMBDA,
+           by_decoupled, by_l2, ch_value(ch, "l2.ratio", by_l2 / by_decoupled));
+}
+
 
 static void warmup_and_decay(Chapter *ch, Work *w) {
-    ch_section(ch, "6. Warm-up and weight decay");
+    ch_section(ch, "8. Warm-up and weight decay");
     // [schedule]
     const LrSchedule schedule = {.peak_lr = 1e-3, .min_lr = 1e-5, .warmup_start = 0.0,
                                  .warmup_steps = 10, .total_steps = 100};
@@ -895,6 +1357,7 @@ static void warmup_and_decay(Chapter *ch, Work *w) {
                "gradient defends shrinks away, which keeps the function the network "
                "computes simple. The other copy has not moved at all.", WD_STEPS,
            ch_value(ch, "decay.factor", (float)pow(1.0 - eta * cfg.weight_decay, WD_STEPS)));
+    l2_versus_decoupled(ch);
 
     // Which of the model's tensors decay: timm's rule, adamw_decays().
     const int count = vit_params(&w->vit, NULL);
@@ -925,7 +1388,7 @@ static void warmup_and_decay(Chapter *ch, Work *w) {
 
 static void whats_next(Chapter *ch) {
     ch_section(ch, "What's next");
-    ch_say(ch, "Training is Section 5's step repeated: a batch of labelled images, "
+    ch_say(ch, "Training is Section 7's step repeated: a batch of labelled images, "
                "forward, loss, backward, clip, AdamW, a learning rate from the schedule, "
                "thousands of times. Each gradient in it is one of the backward functions "
                "this chapter checked, chained in the reverse order of the forward.");
@@ -959,6 +1422,8 @@ void chapter10_run(Chapter *ch) {
     through_a_head(ch);
     softmax_gradient(ch);
     layernorm_gradient(ch);
+    other_layers(ch);
+    adam(ch);
     one_step(ch, &w);
     warmup_and_decay(ch, &w);
     whats_next(ch);

@@ -7,6 +7,11 @@
  * and layernorm_backward() too (exercise 10): the claims below call lib's
  * versions, or whatever replaced them at link time.
  *
+ * The `derived:` tests are the chapter's derivations, one test each: the formula
+ * (p − onehot, the linear layer's three products, GELU' = Φ + x·φ, Adam's step
+ * with its bias corrections, …) computed here in double from the golden's
+ * inputs, against what autograd or torch.optim computed from the same inputs.
+ *
  * The two probes at the end are exercise 10's diagnosis. Each calls the
  * function on crafted rows (an ordinary row, a peaked one, masked entries, a
  * fully masked row, a constant gradient; LayerNorm rows of different means and
@@ -308,6 +313,188 @@ static void test_weight_decay_alone_shrinks_geometrically(void) {
     adamw_free(&opt);
 }
 
+/* ------------------------------------------- the derivations, against autograd */
+
+/* Each test below computes one of the chapter's derived formulas here, in double, from the
+ * inputs stored in the golden, and compares it with what PyTorch's autograd (or
+ * torch.optim) computed from the same inputs: an answer key per derivation. */
+
+#define GOLDEN "ch10_learning.safetensors"
+
+// want[i] against the golden tensor @p name, entry by entry.
+static void assert_golden(const char *name, const double *want, size_t n, double tol) {
+    Tensor g = golden_tensor(GOLDEN, name);
+    CU_ASSERT_EQUAL_FATAL(g.numel, n);
+    for (size_t i = 0; i < n; i++) CU_ASSERT_DOUBLE_EQUAL(g.data[i], want[i], tol);
+    tensor_free(&g);
+}
+
+// dℓ/dz = p − q, q the (smoothed) target: the formula of Section 1 from a golden's p.
+static void cross_entropy_formula(double *dz, const Tensor *p, int target, double smoothing) {
+    const size_t Y = p->numel;
+    for (size_t y = 0; y < Y; y++)
+        dz[y] = p->data[y] - ((1.0 - smoothing) * ((int)y == target) + smoothing / (double)Y);
+}
+
+static void test_cross_entropy_gradient_is_p_minus_target(void) {
+    // ∂ℓ/∂z = p − onehot from the softmax's Jacobian; with smoothing ε, p − q
+    double dz[16];
+    Tensor p = golden_tensor(GOLDEN, "probabilities"); // the ViT's image, class 3
+    cross_entropy_formula(dz, &p, 3, 0.0);
+    assert_golden("dlogits", dz, p.numel, 1e-6);
+    tensor_free(&p);
+    p = golden_tensor(GOLDEN, "wrong.p");
+    cross_entropy_formula(dz, &p, 1, 0.0);
+    assert_golden("wrong.dz_ce", dz, p.numel, 1e-6);
+    tensor_free(&p);
+    p = golden_tensor(GOLDEN, "smooth.p");
+    cross_entropy_formula(dz, &p, 1, 0.0);
+    assert_golden("smooth.dz_plain", dz, p.numel, 1e-6);
+    cross_entropy_formula(dz, &p, 1, 0.1);
+    assert_golden("smooth.dz_smooth", dz, p.numel, 1e-6);
+    tensor_free(&p);
+}
+
+static void test_squared_error_saturates_where_cross_entropy_does_not(void) {
+    // ½‖p − onehot‖² through the Jacobian: dz_i = p_i·((p_i − y_i) − Σ_j p_j·(p_j − y_j))
+    Tensor p = golden_tensor(GOLDEN, "wrong.p");
+    const int Y = (int)p.numel, t = 1;
+    double avg = 0, dz[16];
+    for (int j = 0; j < Y; j++) avg += p.data[j] * (p.data[j] - (j == t));
+    for (int i = 0; i < Y; i++) dz[i] = p.data[i] * ((p.data[i] - (i == t)) - avg);
+    assert_golden("wrong.dz_sq", dz, (size_t)Y, 1e-6);
+    // the claim: a hundred times weaker pull on z_t than the cross-entropy's p_t − 1
+    CU_ASSERT_TRUE((1.0 - p.data[t]) > 100 * fabs(dz[t]));
+    tensor_free(&p);
+}
+
+static void test_linear_backward_formula(void) {
+    // dx = dout·W, dW = doutᵀ·x, db = Σ_n dout_n
+    Tensor x = golden_tensor(GOLDEN, "linear.x"), w = golden_tensor(GOLDEN, "linear.W");
+    Tensor dout = golden_tensor(GOLDEN, "linear.dout");
+    enum { N = 2, I = 3, O = 2 };
+    double dx[N * I] = {0}, dw[O * I] = {0}, db[O] = {0};
+    for (int n = 0; n < N; n++)
+        for (int k = 0; k < O; k++) {
+            const double g = dout.data[n * O + k];
+            db[k] += g;
+            for (int i = 0; i < I; i++) {
+                dx[n * I + i] += g * w.data[k * I + i];
+                dw[k * I + i] += g * x.data[n * I + i];
+            }
+        }
+    assert_golden("linear.dx", dx, N * I, 1e-6);
+    assert_golden("linear.dW", dw, O * I, 1e-6);
+    assert_golden("linear.db", db, O, 1e-6);
+    tensor_free(&x), tensor_free(&w), tensor_free(&dout);
+}
+
+static void test_gelu_and_residual_backward_formula(void) {
+    // GELU'(x) = Φ(x) + x·φ(x); through y = x + GELU(x), 1 + GELU'(x)
+    Tensor x = golden_tensor(GOLDEN, "gelu.x");
+    double slope[8], through[8];
+    for (size_t i = 0; i < x.numel; i++) {
+        const double v = x.data[i];
+        slope[i] = 0.5 * (1.0 + erf(v / sqrt(2.0))) + v * exp(-0.5 * v * v) / sqrt(2.0 * 3.14159265358979323846);
+        through[i] = 1.0 + slope[i];
+    }
+    assert_golden("gelu.dx", slope, x.numel, 1e-6);
+    assert_golden("residual.dx", through, x.numel, 1e-6);
+    tensor_free(&x);
+}
+
+static void test_cls_and_position_backward_formula(void) {
+    // dpos = Σ_b dembed_b; dcls = Σ_b dembed_b[0]; dpatch_b = dembed_b[1…P]
+    enum { B = 2, N = 3, D = 3, P = N - 1 };
+    Tensor de = golden_tensor(GOLDEN, "tokens.dembed");
+    double dpos[N * D] = {0}, dcls[D] = {0}, dpatch[B * P * D];
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < N * D; i++) {
+            const double g = de.data[b * N * D + i];
+            dpos[i] += g;
+            if (i < D) dcls[i] += g;
+            else dpatch[(b * P * D) + i - D] = g;
+        }
+    assert_golden("tokens.dpos", dpos, N * D, 1e-6);
+    assert_golden("tokens.dcls", dcls, D, 1e-6);
+    assert_golden("tokens.dpatch", dpatch, B * P * D, 1e-6);
+    tensor_free(&de);
+}
+
+/// Adam on one parameter, written out in double: the formula of Section 6.
+typedef struct {
+    double theta; ///< the parameter
+    double m, v;  ///< Adam's running means of g and g²
+    int t;        ///< steps taken
+} AdamByHand;
+
+// One step with gradient g: clipped to max_norm first (0: not), L2 λ added to g, or decoupled λ.
+static void adam_by_hand(AdamByHand *a, double g, double lr, double max_norm, double l2,
+                         double decoupled) {
+    const double b1 = 0.9, b2 = 0.999, eps = 1e-8;
+    if (max_norm > 0) g *= fmin(1.0, max_norm / (fabs(g) + 1e-6)); // clip_grad_norm_
+    g += l2 * a->theta;                                              // ∂/∂θ of ½λθ²
+    a->theta -= lr * decoupled * a->theta;                           // decoupled: beside Adam
+    a->t++;
+    a->m = b1 * a->m + (1 - b1) * g;
+    a->v = b2 * a->v + (1 - b2) * g * g;
+    const double mhat = a->m / (1 - pow(b1, a->t)), vhat = a->v / (1 - pow(b2, a->t));
+    a->theta -= lr * mhat / (sqrt(vhat) + eps);
+}
+
+static void test_adam_written_out_against_torch(void) {
+    // m, v, and θ after steps 1 and 2 of θ = 1, g = 0.2 then 0.05, η = 1e-2
+    const double g[2] = {0.2f, 0.05f};
+    AdamByHand a = {.theta = 1.0};
+    double m[2], v[2], theta[2];
+    for (int t = 0; t < 2; t++) {
+        adam_by_hand(&a, g[t], 1e-2, 0, 0, 0);
+        m[t] = a.m, v[t] = a.v, theta[t] = a.theta;
+    }
+    assert_golden("adam.m", m, 2, 1e-7);
+    assert_golden("adam.v", v, 2, 1e-9);
+    assert_golden("adam.theta", theta, 2, 2e-7);
+}
+
+// The size of each step, in units of η, of section 6's spike (gradient 0.5, 50 at step 51).
+static void spike_by_hand(double *size, double max_norm) {
+    AdamByHand a = {.theta = 0.0};
+    for (int s = 1; s <= 150; s++) {
+        const double before = a.theta;
+        adam_by_hand(&a, s == 51 ? 50.0 : 0.5, 1e-3, max_norm, 0, 0);
+        size[s - 1] = (before - a.theta) / 1e-3;
+    }
+}
+
+static void test_clipping_a_spike_against_torch(void) {
+    static const int shown[] = {1, 50, 51, 52, 60, 100, 150};
+    double raw[150], clipped[150], raw_at[7], clipped_at[7];
+    spike_by_hand(raw, 0.0);
+    spike_by_hand(clipped, 1.0);
+    for (int i = 0; i < 7; i++) raw_at[i] = raw[shown[i] - 1], clipped_at[i] = clipped[shown[i] - 1];
+    // torch's θ is float32: each step in units of η is good to about 1e-4
+    assert_golden("clip.size_raw", raw_at, 7, 1e-3);
+    assert_golden("clip.size_clipped", clipped_at, 7, 1e-3);
+    CU_ASSERT_TRUE(raw_at[6] < 0.2 && clipped_at[6] > 0.9); // the claim: the spike stalls θ
+}
+
+static void test_l2_decay_is_divided_by_the_gradient_size(void) {
+    // θ = 1, gradient ±10 in turn, 100 steps of η = 1e-3, λ = 0.05
+    AdamByHand plain = {.theta = 1.0}, l2 = {.theta = 1.0}, decoupled = {.theta = 1.0};
+    for (int s = 1; s <= 100; s++) {
+        const double g = s % 2 ? 10.0 : -10.0;
+        adam_by_hand(&plain, g, 1e-3, 0, 0, 0);
+        adam_by_hand(&l2, g, 1e-3, 0, 0.05, 0);
+        adam_by_hand(&decoupled, g, 1e-3, 0, 0, 0.05);
+    }
+    const double shrink_l2 = plain.theta - l2.theta;
+    const double shrink_decoupled = plain.theta - decoupled.theta;
+    // torch.optim.Adam(weight_decay) and torch.optim.AdamW, on float32 θ
+    assert_golden("l2.shrink_l2", &shrink_l2, 1, 2e-6);
+    assert_golden("l2.shrink_decoupled", &shrink_decoupled, 1, 2e-6);
+    CU_ASSERT_TRUE(shrink_l2 < 0.2 * shrink_decoupled); // the claim: L2's pull ≈ ηλθ/√v̂
+}
+
 /* -------------------------------------------------------------- the probes */
 
 // How near a result must be to what a mistake gives to be named as that mistake:
@@ -525,6 +712,21 @@ CU_TestInfo tests_ch10_learning[] = {
      test_adamw_first_step_moves_by_the_learning_rate},
     {"weight decay alone shrinks by (1 - lr*wd) per step",
      test_weight_decay_alone_shrinks_geometrically},
+    {"derived: dloss/dz = p - onehot (or p - q, smoothed), against autograd",
+     test_cross_entropy_gradient_is_p_minus_target},
+    {"derived: squared error on p saturates where cross-entropy does not, against autograd",
+     test_squared_error_saturates_where_cross_entropy_does_not},
+    {"derived: a linear layer's dx, dW, db, against autograd", test_linear_backward_formula},
+    {"derived: GELU' = Phi + x*phi, and 1 + GELU' through a residual, against autograd",
+     test_gelu_and_residual_backward_formula},
+    {"derived: dpos, dcls, dpatch are copies and sums, against autograd",
+     test_cls_and_position_backward_formula},
+    {"derived: Adam's m, v and step with bias correction, against torch.optim.AdamW",
+     test_adam_written_out_against_torch},
+    {"derived: a gradient spike stalls Adam unless clipped, against torch",
+     test_clipping_a_spike_against_torch},
+    {"derived: L2 decay through Adam is divided by sqrt(v), decoupled is not, against torch",
+     test_l2_decay_is_divided_by_the_gradient_size},
     {"probe: softmax_backward is p*(dp - sum p*dp), added to dx", test_probe_softmax_backward},
     {"probe: layernorm_backward against the formula, added to dx, dgamma, dbeta",
      test_probe_layernorm_backward},

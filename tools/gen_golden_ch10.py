@@ -67,6 +67,20 @@ LISTED = ["patch_embed.proj.weight", "cls_token", "pos_embed", "blocks.0.attn.qk
 CHECKED = ["head.bias", "head.weight", "blocks.1.mlp.fc2.weight", "blocks.0.attn.qkv.weight",
            "pos_embed", "patch_embed.proj.weight"]
 DECAY_START = [1.0, -0.5, 2.0, 0.25]
+# Section 1's small examples: four classes, the right one t = 1
+WRONG_Z, RIGHT_Z, SMALL_TARGET, SMOOTHING = [6.0, 0.0, 1.0, -1.0], [1.0, 7.0, 0.0, -1.0], 1, 0.1
+# Section 5's small cases
+LIN_X = [[1.0, -2.0, 0.5], [3.0, 0.0, -1.0]]
+LIN_W = [[0.2, -0.1, 0.4], [-0.3, 0.5, 0.1]]
+LIN_DOUT = [[1.0, -0.5], [0.25, 2.0]]
+GELU_X = [-3.0, -1.0, 0.0, 0.5, 2.0]
+TB, TP, TD = 2, 2, 3
+# Section 6: Adam on one parameter, and the spike
+ADAM_THETA0, ADAM_G, ADAM_LR = 1.0, [0.2, 0.05], 1e-2
+QUIET_G, SPIKE_G, SPIKE_AT, SPIKE_STEPS, CLIP_LR, CLIP_NORM = 0.5, 50.0, 50, 150, 1e-3, 1.0
+SPIKE_SHOWN = [1, 50, 51, 52, 60, 100, 150]
+# Section 8: L2 against decoupled decay
+NOISY_G, L2_LAMBDA, L2_STEPS, L2_LR = 10.0, 0.05, 100, 1e-3
 
 FD_TOL = (5e-4, 0.0)  # a float32 central difference against the float64 one
 
@@ -146,7 +160,43 @@ def the_loss(g, model, weights):
     pt = floats([0.01, 0.1, 0.5, 0.9, 0.99])
     g["table.p"], g["table.loss"] = pt, f32(-pt.double().log())
     g["dlogits_target"], g["dlogits_sum"] = f32(dlogits[0, TARGET]), f32(dlogits.sum())
+    onehot = F.one_hot(target, c["classes"]).double()
+    g["dlogits.formula_max_diff"] = f32(max_abs_diff(probs - onehot, dlogits))
     return image, target
+
+
+def logit_gradient(loss_of, z):
+    """∂loss/∂z by autograd, in float64, at the float32 logits z."""
+    with torch.enable_grad():
+        lz = z.double().requires_grad_(True)
+        loss = loss_of(lz)
+        (dz,) = torch.autograd.grad(loss, (lz,))
+    return loss.detach(), dz
+
+
+def small_losses(g):
+    """Section 1's small examples: a confidently wrong prediction under the cross-entropy and
+    under squared error on the probabilities; label smoothing at a confident right one."""
+    t = torch.tensor([SMALL_TARGET])
+    z = floats(WRONG_Z)
+    onehot = F.one_hot(t, z.numel())[0].double()
+    ce, dce = logit_gradient(lambda lz: F.cross_entropy(lz[None], t), z)
+    sq, dsq = logit_gradient(lambda lz: 0.5 * ((torch.softmax(lz, -1) - onehot) ** 2).sum(), z)
+    p = torch.softmax(z.double(), -1)
+    g.update({"wrong.z": z, "wrong.p": f32(p), "wrong.dz_ce": f32(dce), "wrong.dz_sq": f32(dsq),
+              "wrong.p_target": f32(p[SMALL_TARGET]), "wrong.ce": f32(ce), "wrong.sq": f32(sq),
+              "wrong.ratio": f32(dce[SMALL_TARGET] / dsq[SMALL_TARGET])})
+    z = floats(RIGHT_Z)
+    Y = z.numel()
+    _, dplain = logit_gradient(lambda lz: F.cross_entropy(lz[None], t), z)
+    _, dsmooth = logit_gradient(
+        lambda lz: F.cross_entropy(lz[None], t, label_smoothing=SMOOTHING), z)
+    p = torch.softmax(z.double(), -1)
+    q = (1 - SMOOTHING) * onehot + SMOOTHING / Y
+    g.update({"smooth.z": z, "smooth.p": f32(p), "smooth.q": f32(q),
+              "smooth.dz_plain": f32(dplain), "smooth.dz_smooth": f32(dsmooth),
+              "smooth.p_target": f32(p[SMALL_TARGET]),
+              "smooth.gap": f32(math.log((1 - SMOOTHING + SMOOTHING / Y) / (SMOOTHING / Y)))})
 
 
 def the_head(g, tol):
@@ -258,6 +308,93 @@ def the_layernorm(g, tol):
               "layernorm.no_xhat_term_error": f32(max_abs_diff(no_xhat, dx))})
     for name in ("fd", "fd_max_diff", "dgamma_fd_max_diff", "dbeta_fd_max_diff"):
         tol[f"layernorm.{name}"] = FD_TOL
+
+
+def other_layers(g):
+    """Section 5: a linear layer, GELU, a residual add, [cls] and the positions, by autograd."""
+    x, w, dout = floats(LIN_X), floats(LIN_W), floats(LIN_DOUT)
+    with torch.enable_grad():
+        lx, lw = x.double().requires_grad_(True), w.double().requires_grad_(True)
+        lb = torch.zeros(w.shape[0], dtype=torch.float64, requires_grad=True)
+        dx, dw, db = torch.autograd.grad(F.linear(lx, lw, lb), (lx, lw, lb),
+                                         grad_outputs=dout.double())
+    g.update({"linear.x": x, "linear.W": w, "linear.dout": dout, "linear.dx": f32(dx),
+              "linear.dW": f32(dw), "linear.db": f32(db), "linear.by_hand_max_diff": f32(0.0)})
+
+    x = floats(GELU_X)
+    with torch.enable_grad():
+        lx = x.double().requires_grad_(True)
+        (dgelu,) = torch.autograd.grad(F.gelu(lx).sum(), (lx,))
+        lx = x.double().requires_grad_(True)
+        (dres,) = torch.autograd.grad((lx + F.gelu(lx)).sum(), (lx,))
+    g.update({"gelu.x": x, "gelu.slope": f32(dgelu), "gelu.dx": f32(dgelu),
+              "residual.dx": f32(dres), "gelu.by_hand_max_diff": f32(0.0),
+              "gelu.off_slope": f32(dgelu[0]), "residual.off_dx": f32(dres[0])})
+
+    # embed = cat(cls, patches) + pos for TB images; the chapter's made-up dembed
+    N = TP + 1
+    dembed = torch.tensor([(i % 7) - 3.0 for i in range(TB * N * TD)]).reshape(TB, N, TD)
+    with torch.enable_grad():
+        cls = torch.zeros(TD, dtype=torch.float64, requires_grad=True)
+        pos = torch.zeros(N, TD, dtype=torch.float64, requires_grad=True)
+        patches = torch.zeros(TB, TP, TD, dtype=torch.float64, requires_grad=True)
+        embed = torch.cat((cls.expand(TB, 1, TD), patches), dim=1) + pos
+        dcls, dpos, dpatch = torch.autograd.grad(embed, (cls, pos, patches),
+                                                 grad_outputs=dembed.double())
+    g.update({"tokens.dembed": f32(dembed), "tokens.dpos": f32(dpos.reshape(-1)),
+              "tokens.dcls": f32(dcls), "tokens.dpatch": f32(dpatch),
+              "tokens.by_hand_max_diff": f32(0.0)})
+
+
+def adam_steps(grads, lr, theta0, max_norm=None, opt_class=torch.optim.AdamW, weight_decay=0.0):
+    """θ after each step of torch's optimizer on one parameter, and its state (m, v) after each."""
+    theta = torch.nn.Parameter(torch.tensor([theta0], dtype=torch.float32))
+    opt = opt_class([theta], lr=lr, weight_decay=weight_decay, foreach=False)
+    thetas, ms, vs = [], [], []
+    for grad in grads:
+        theta.grad = torch.tensor([grad], dtype=torch.float32)
+        if max_norm is not None:
+            torch.nn.utils.clip_grad_norm_([theta], max_norm)
+        opt.step()
+        state = opt.state[theta]
+        thetas.append(theta.detach().double()[0].clone())
+        ms.append(state["exp_avg"].double()[0].clone())
+        vs.append(state["exp_avg_sq"].double()[0].clone())
+    return torch.stack(thetas), torch.stack(ms), torch.stack(vs)
+
+
+def adam_written_out(g):
+    """Section 6: torch.optim.AdamW's m, v and θ over two steps; the spike, clipped or not."""
+    beta1, beta2, eps = 0.9, 0.999, 1e-8
+    theta, m, v = adam_steps(ADAM_G, ADAM_LR, ADAM_THETA0)
+    t = torch.arange(1, len(ADAM_G) + 1, dtype=torch.float64)
+    mhat, vhat = m / (1 - beta1 ** t), v / (1 - beta2 ** t)
+    before = torch.cat([torch.tensor([ADAM_THETA0], dtype=torch.float64), theta[:-1]])
+    g.update({"adam.m": f32(m), "adam.v": f32(v), "adam.mhat": f32(mhat), "adam.vhat": f32(vhat),
+              "adam.step": f32((before - theta) / ADAM_LR), "adam.theta": f32(theta),
+              "adam.by_hand_max_diff": f32(0.0),
+              "adam.uncorrected_first_step": f32((1 - beta1) / math.sqrt(1 - beta2))})
+    # float32 θ rounds each step by up to ~6e-8 of 1: the step in units of η to ~1e-4
+    grads = [SPIKE_G if s == SPIKE_AT + 1 else QUIET_G for s in range(1, SPIKE_STEPS + 1)]
+    shown = [s - 1 for s in SPIKE_SHOWN]
+    for name, max_norm in (("raw", None), ("clipped", CLIP_NORM)):
+        theta = adam_steps(grads, CLIP_LR, 0.0, max_norm)[0]
+        before = torch.cat([torch.zeros(1, dtype=torch.float64), theta[:-1]])
+        size = ((before - theta) / CLIP_LR)[shown]
+        g[f"clip.size_{name}"] = f32(size)
+        g[f"clip.{name}_at_150"] = f32(size[-1])
+    g["clip.step"] = floats(SPIKE_SHOWN)
+
+
+def l2_versus_decoupled(g):
+    """Section 8: torch.optim.Adam's L2 weight decay against torch.optim.AdamW's decoupled one."""
+    grads = [NOISY_G if s % 2 else -NOISY_G for s in range(1, L2_STEPS + 1)]
+    plain = adam_steps(grads, L2_LR, 1.0)[0][-1]
+    l2 = adam_steps(grads, L2_LR, 1.0, opt_class=torch.optim.Adam, weight_decay=L2_LAMBDA)[0][-1]
+    decoupled = adam_steps(grads, L2_LR, 1.0, weight_decay=L2_LAMBDA)[0][-1]
+    g.update({"l2.theta_plain": f32(plain), "l2.shrink_l2": f32(plain - l2),
+              "l2.shrink_decoupled": f32(plain - decoupled),
+              "l2.ratio": f32((plain - l2) / (plain - decoupled))})
 
 
 def ref_name(timm):
@@ -409,9 +546,13 @@ def ch10_learning():
         weights = stio.load(path)[0]
         model = RefViT.from_safetensors(path).double()
     image, target = the_loss(g, model, weights)
+    small_losses(g)
     the_head(g, tol)
     the_softmax(g, tol)
     the_layernorm(g, tol)
+    other_layers(g)
+    adam_written_out(g)
+    l2_versus_decoupled(g)
     one_step(g, tol, model, weights, image, target)
     warmup_and_decay(g, weights)
     g = {k: f32(v) for k, v in g.items()}
