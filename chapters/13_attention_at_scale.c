@@ -12,7 +12,8 @@
  * (online_softmax_block(), attention_online()), which never hold it, and
  * then two approximations: local-window attention (attention_local()) and
  * linear attention with φ(x) = elu(x) + 1 (attention_linear()), their errors,
- * their times, and what each does to the trained model of Chapter 11.
+ * their times, where the trained model of Chapter 11 really looks
+ * (attention_by_distance()), and what each approximation does to it.
  *
  * Every number is pinned by name and checked by
  * tests/test_ch13_attention_at_scale.c against tools/gen_golden_ch13.py,
@@ -984,7 +985,7 @@ int main(int argc, char **argv) {
     return chapter_main(argc, argv, chapter13_run,
                         "Chapter 13: the N x N attention matrix's memory and time as images "
                         "grow; exact attention by query chunks and by the online softmax; "
-                        "local-window and linear attention, their errors and times, and what "
-                        "they do to the trained model.");
+                        "local-window and linear attention, their errors and times; where the "
+                        "trained model's attention looks, and what they do to it.");
 }
 #endif
