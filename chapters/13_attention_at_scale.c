@@ -535,23 +535,42 @@ static void linear_attention(Chapter *ch, Work *w) {
 
 /** The attention a pass of Section 7 uses in every layer. */
 typedef enum {
-    WITH_EXACT,  /**< exact attention, through the chapter's recipe */
-    WITH_LOCAL1, /**< local attention, a 3 × 3 window */
-    WITH_LOCAL2, /**< local attention, a 5 × 5 window */
-    WITH_LINEAR, /**< linear attention, elu + 1 */
-    WITHS        /**< how many there are */
+    WITH_EXACT,     /**< exact attention, through the chapter's recipe */
+    WITH_LOCAL1,    /**< local attention, a 3 × 3 window */
+    WITH_LOCAL2,    /**< local attention, a 5 × 5 window */
+    WITH_CLS_LOCAL, /**< the 5 × 5 window, and [cls] reads only the grid's centre 5 × 5 */
+    WITH_LINEAR,    /**< linear attention, elu + 1 */
+    WITHS           /**< how many there are */
 } With;
 static const char *const WITH_NAME[WITHS] = {"exact (the recipe)", "local, 3 × 3 window",
-                                             "local, 5 × 5 window", "linear, elu + 1"};
+                                             "local, 5 × 5 window", "5 × 5, [cls] local too",
+                                             "linear, elu + 1"};
 static const char *const WITH_PROSE[WITHS] = {"exact attention", "the 3 × 3 window",
-                                              "the 5 × 5 window", "linear attention"};
+                                              "the 5 × 5 window",
+                                              "the 5 × 5 window with [cls] local too",
+                                              "linear attention"};
 
 /** Section 7's buffers for one batch of B images. */
 typedef struct {
     const Vit *vit;
     int B, N, D, H, M, side;
     float *x, *h, *flat, *q, *k, *v, *heads, *mlp, *scores; // (B,N,D) ×3, (B,H,N,Dh) ×4, (B,N,M), (B,H,N,N)
+    float *cls_centre; // (N, N) a mask: [cls]'s row hides the patches outside the centre 5 × 5
 } Pass;
+
+// An additive (N, N) mask that leaves every row alone but [cls]'s, which may read
+// [cls] and the patches within `radius` rows and columns of the grid's centre:
+// as many patches as an inner patch's window, so [cls] loses its global reach.
+// [cls_centre_mask]
+static void cls_centre_mask(float *mask, int side, int radius) {
+    const int N = 1 + side * side, centre = side / 2;
+    memset(mask, 0, sizeof(float) * (size_t)N * N);
+    for (int j = 1; j < N; j++) {
+        const int y = (j - 1) / side, x = (j - 1) % side;
+        if (abs(y - centre) > radius || abs(x - centre) > radius) mask[j] = -INFINITY; // row 0
+    }
+}
+// [cls_centre_mask]
 
 static void pass_init(Pass *p, const Vit *vit, int B) {
     const VitConfig *c = &vit->config;
@@ -564,11 +583,13 @@ static void pass_init(Pass *p, const Vit *vit, int B) {
     p->v = vit_malloc(sizeof(float) * bnd);
     p->mlp = vit_malloc(sizeof(float) * (size_t)B * p->N * p->M);
     p->scores = vit_malloc(sizeof(float) * (size_t)B * p->H * p->N * p->N);
+    p->cls_centre = vit_malloc(sizeof(float) * (size_t)p->N * p->N);
+    cls_centre_mask(p->cls_centre, p->side, 2);
 }
 
 static void pass_free(Pass *p) {
     free(p->x), free(p->h), free(p->flat), free(p->heads), free(p->q), free(p->k), free(p->v);
-    free(p->mlp), free(p->scores);
+    free(p->mlp), free(p->scores), free(p->cls_centre);
 }
 
 // Attention in every head, as `with` says: heads (B,H,N,Dh) from q, k, v.
@@ -584,6 +605,11 @@ static void attend(Pass *p, With with) {
         break;
     case WITH_LOCAL1: attention_local(p->heads, p->q, p->k, p->v, NULL, B, H, 1, g, g, Dh, 1); break;
     case WITH_LOCAL2: attention_local(p->heads, p->q, p->k, p->v, NULL, B, H, 1, g, g, Dh, 2); break;
+    case WITH_CLS_LOCAL: {
+        const AttentionOptions cls_too = {.mask = p->cls_centre};
+        attention_local(p->heads, p->q, p->k, p->v, &cls_too, B, H, 1, g, g, Dh, 2);
+        break;
+    }
     case WITH_LINEAR: attention_linear(p->heads, p->q, p->k, p->v, NULL, B, H, N, Dh); break;
     default: break;
     }
@@ -763,14 +789,24 @@ static void swapped(Chapter *ch, const Where *where, const int *right, const int
     const int LH = where->L * where->H;
     const float keeps3 = ch_value(ch, "looks.window3_mean", mean_of(where->window3, LH));
     const float keeps5 = ch_value(ch, "looks.window5_mean", mean_of(where->window5, LH));
+    // the right answers the 5 × 5 window loses when [cls] is windowed too
+    const int cls_reach = (int)ch_value(ch, "model.cls_reach",
+                                        (float)(right[WITH_LOCAL2] - right[WITH_CLS_LOCAL]));
+    char reach[160];
+    if (cls_reach > 0)
+        snprintf(reach, sizeof reach, "on these images, [cls]'s global reach is worth %d of the "
+                 "wider window's %d right answers", cls_reach, right[WITH_LOCAL2]);
+    else
+        snprintf(reach, sizeof reach, "[cls]'s global reach is not what carries the wider "
+                 "window on these images");
     ch_say(ch, "The first table says what the windows do to this model. Averaged over the "
                "heads, the 3 × 3 window drops %.0f%% of a patch query's attention and the "
                "5 × 5 window %.0f%%, and keeping more does %s (%d against %d right)%s. %s "
                "What no window cuts is [cls]'s own row: attention_local() lets [cls] read "
                "every token in every layer, and the prediction is read from [cls] after the "
-               "last. That reach may be what carries the wider window; how much of its "
-               "accuracy it earns is not measured here (a window that cut [cls]'s row too "
-               "would measure it).",
+               "last. Cut that too, [cls] reading only itself and the 5 × 5 patches at the "
+               "grid's centre (as many as an inner patch's window), and the 5 × 5 window gets "
+               "%d right instead of %d: %s.",
            100 * (1 - keeps3), 100 * (1 - keeps5),
            right[WITH_LOCAL2] > right[WITH_LOCAL1]   ? "better"
            : right[WITH_LOCAL2] < right[WITH_LOCAL1] ? "worse"
@@ -783,7 +819,8 @@ static void swapped(Chapter *ch, const Where *where, const int *right, const int
                ? "The model is hardly local, so a window does not keep what it learned to "
                  "read, only a part of it picked by place."
                : "Its local heads lose little to a window; the others lose what the first "
-                 "table says.");
+                 "table says.",
+           right[WITH_CLS_LOCAL], right[WITH_LOCAL2], reach);
     int worst = WITH_LOCAL1;
     for (int with = WITH_LOCAL1; with < WITHS; with++)
         if (right[with] < right[worst]) worst = with;

@@ -28,8 +28,11 @@ computed again here in float64 under the same name:
                    (the formula) and of the plain mean of V
   model.*          the trained Fashion-MNIST model (tools/ref_vit.py, float64) on
                    the first 100 test images, every layer's attention exact,
-                   local (radius 1 and 2, [cls] global) or linear: how many are
-                   right, and how many agree with the model's own prediction
+                   local (radius 1 and 2, [cls] global; radius 2 with [cls]
+                   reading only the centre 5 × 5 patches) or linear: how many are
+                   right, and how many agree with the model's own prediction;
+                   model.cls_reach, the 5 × 5 window's right answers less those of
+                   the same window with [cls] local too
   looks.*          where the same model's exact attention looks on those images,
                    per layer and head, averaged over the 49 patch queries: the
                    share on [cls], the share within the 3 × 3 and 5 × 5 windows
@@ -280,7 +283,16 @@ def model_pins(g, tol):
         keep = window_mask(1, side, side, r)
         return lambda q, k, v: exact_probs(q, k, scale, keep) @ v
 
-    attends = [exact, local(1), local(2), lambda q, k, v: linear_attention(q, k, v)]
+    def cls_local_too(r):
+        """radius r, and [cls] reads only itself and the patches within r of the grid's centre."""
+        keep = window_mask(1, side, side, r)
+        y, x = torch.arange(side).repeat_interleave(side), torch.arange(side).repeat(side)
+        centre = side // 2
+        keep[0, 1:] = ((y - centre).abs() <= r) & ((x - centre).abs() <= r)
+        return lambda q, k, v: exact_probs(q, k, scale, keep) @ v
+
+    attends = [exact, local(1), local(2), cls_local_too(2),
+               lambda q, k, v: linear_attention(q, k, v)]
     right, agree = np.zeros(len(attends)), np.zeros(len(attends))
     right_model, narrowest = 0, math.inf
     for first in range(0, MEASURED, BATCH):
@@ -308,6 +320,7 @@ def model_pins(g, tol):
     g["model.right"] = torch.tensor(float(right_model))
     g["model.with.right"] = torch.tensor(right)
     g["model.with.agree"] = torch.tensor(agree)
+    g["model.cls_reach"] = torch.tensor(right[2] - right[3])  # the 5 × 5 window, [cls] global or not
     g["model.recipe_max_diff"] = torch.tensor(0.0)
     tol["model.recipe_max_diff"] = (1e-4, 0)
 
