@@ -56,6 +56,7 @@ enum {
     MEASURE_BATCH = 100,
     LOCAL_TIMES = 2,   // Section 7: a head is local when its 3 × 3 window keeps 2× uniform's share
 };
+static const double NEAR_SHARE = 0.75; // Section 7: a mean distance below 3/4 of uniform's is near
 static const int SIDE[SIZES] = {224, 384, 512, 768, 1024}; // image sides, in pixels
 // Section 4's worked example: one row of scores, taken in blocks of 4, 4 and 2.
 enum { ROW = 10, ROW_BLOCKS = 3 };
@@ -754,7 +755,8 @@ typedef struct {
     int L, H;
     float cls[64], window3[64], window5[64], distance[64]; // (L, H), L·H at most 64
     Reach uniform;
-    int local_heads; // heads whose 3 × 3 window keeps at least LOCAL_TIMES uniform's share
+    int local_heads;   // heads whose 3 × 3 window keeps at least LOCAL_TIMES uniform's share
+    bool hardly_local; // no local head, and no head's mean distance below NEAR_SHARE of uniform's
 } Where;
 
 // Section 7's second table: each attention in every layer, how many right, and why, from `where`.
@@ -815,11 +817,11 @@ static void swapped(Chapter *ch, const Where *where, const int *right, const int
            keeps5 < 0.5f ? ", though even the wider window throws away most of what each "
                            "patch read"
                          : "",
-           where->local_heads == 0
+           where->hardly_local
                ? "The model is hardly local, so a window does not keep what it learned to "
                  "read, only a part of it picked by place."
-               : "Its local heads lose little to a window; the others lose what the first "
-                 "table says.",
+               : "What each head loses is in the first table: 1 minus what its window "
+                 "keeps; the nearer a head looks, the less.",
            right[WITH_CLS_LOCAL], right[WITH_LOCAL2], reach);
     int worst = WITH_LOCAL1;
     for (int with = WITH_LOCAL1; with < WITHS; with++)
@@ -855,8 +857,8 @@ static void where_it_looks(Chapter *ch, Where *w, int side) {
     ch_say(ch, "Section 5 asked where a trained model's attention really looks. The trace of "
                "vit_forward() holds every layer's probabilities (blocks.L.attn.probs); "
                "attention_by_distance() (lib/explain/attention_distance.c) sums each patch "
-               "query's weights by how many rows or columns away their key patch is, and "
-               "apart for [cls]. Averaged over the %d patch queries of the %d images, per "
+               "query's weights by how many rows or columns away each key patch lies, with "
+               "[cls] apart. Averaged over the %d patch queries of the %d images, per "
                "layer and head: the share on [cls]; the share a 3 × 3 and a 5 × 5 window "
                "keep, [cls] included, as attention_local() keeps it; and the mean attention "
                "distance, the weighted distance in patches to the patches read (Dosovitskiy "
@@ -883,19 +885,25 @@ static void where_it_looks(Chapter *ch, Where *w, int side) {
     w->local_heads = (int)ch_value(ch, "looks.local_heads",
                                    (float)count_at_least(w->window3, LH, LOCAL_TIMES, u.window3));
     ch_say(ch, "The patch queries put between %.3f and %.3f of their attention on [cls] "
-               "(uniform: %.3f). The 3 × 3 window keeps between %.3f and %.3f of it (uniform: "
+               "(uniform: %.3f). The 3 × 3 window keeps between %.3f and %.3f of their attention (uniform: "
                "%.3f), the 5 × 5 window between %.3f and %.3f (uniform: %.3f), and the mean "
                "distance lies between %.2f and %.2f patches (uniform: %.2f).",
            min_of(w->cls, LH), max_of(w->cls, LH), u.cls, min_of(w->window3, LH),
            max_of(w->window3, LH), u.window3, min_of(w->window5, LH), max_of(w->window5, LH),
            u.window5, min_of(w->distance, LH), max_of(w->distance, LH), u.distance);
-    if (w->local_heads == 0)
+    // hardly local: no head is local, and none reads much nearer than uniform attention
+    w->hardly_local = w->local_heads == 0 && min_of(w->distance, LH) >= NEAR_SHARE * u.distance;
+    if (w->hardly_local)
         ch_say(ch, "No head keeps even %d× uniform's share in the 3 × 3 window, and the "
                    "nearest-looking head reads from %.2f patches away on average where uniform "
                    "attention reads from %.2f: this model is hardly local. Its heads read from "
-                   "all over the %d × %d grid; which patches they pick there is a matter of "
-                   "content (Chapter 12), not of distance.", LOCAL_TIMES,
-               min_of(w->distance, LH), u.distance, side, side);
+                   "all over the %d × %d grid; distance does not say which patches they pick.",
+               LOCAL_TIMES, min_of(w->distance, LH), u.distance, side, side);
+    else if (w->local_heads == 0)
+        ch_say(ch, "No head keeps even %d× uniform's share in the 3 × 3 window, but the "
+                   "nearest-looking head reads from %.2f patches away on average where uniform "
+                   "attention reads from %.2f: some heads lean towards nearby patches without "
+                   "keeping to a window.", LOCAL_TIMES, min_of(w->distance, LH), u.distance);
     else
         ch_say(ch, "%d of the %d heads keep at least %d× uniform's share in the 3 × 3 window: "
                    "local heads, the kind a window suits; the others read from all over the "
