@@ -12,7 +12,8 @@
  * (online_softmax_block(), attention_online()), which never hold it, and
  * then two approximations: local-window attention (attention_local()) and
  * linear attention with φ(x) = elu(x) + 1 (attention_linear()), their errors,
- * their times, and what each does to the trained model of Chapter 11.
+ * their times, where the trained model of Chapter 11 really looks
+ * (attention_by_distance()), and what each approximation does to it.
  *
  * Every number is pinned by name and checked by
  * tests/test_ch13_attention_at_scale.c against tools/gen_golden_ch13.py,
@@ -22,6 +23,7 @@
  * Run: `build/chapters/13_attention_at_scale`
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,6 +37,7 @@
 #include "io/resample.h"
 #include "base/rng.h"
 #include "model/vit.h"
+#include "explain/attention_distance.h"
 
 enum {
     SIZES = 5,         // the image sizes of Section 1
@@ -51,7 +54,9 @@ enum {
     POS_SEED = 1313,   // the position table
     MEASURED = 100,    // Section 7: the first 100 test images of Fashion-MNIST
     MEASURE_BATCH = 100,
+    LOCAL_TIMES = 2,   // Section 7: a head is local when its 3 × 3 window keeps 2× uniform's share
 };
+static const double NEAR_SHARE = 0.75; // Section 7: a mean distance below 3/4 of uniform's is near
 static const int SIDE[SIZES] = {224, 384, 512, 768, 1024}; // image sides, in pixels
 // Section 4's worked example: one row of scores, taken in blocks of 4, 4 and 2.
 enum { ROW = 10, ROW_BLOCKS = 3 };
@@ -226,48 +231,54 @@ static float weight_in_window(const float *probs, int N, int g, float *mask) {
 static void the_matrix(Chapter *ch, Work *w) {
     ch_section(ch, "2. The N × N matrix: memory and time");
     ch_say(ch, "Each head scores every query against every key: an (N, N) matrix of float32, "
-               "4·N² bytes. lib's traced path (mha_forward()) keeps three such matrices per "
-               "head, the scores, the scaled scores and the probabilities, so that a trace "
-               "can show them, for all %d heads of a layer at once, besides six (N, %d) "
-               "buffers (mha_scratch_floats()). The times are for one head, Dh = %d, with q, "
-               "k and v drawn at random (normal, std 1): the scores, the scale, the softmax "
-               "and the product with V, on one core of this machine (yours will differ), as "
-               "are all the chapter's times.", HEADS, WIDTH, DH);
-    float one[SIZES], layer[SIZES];
+               "4·N² bytes. Attention itself needs one per head while the head is computed "
+               "(the scores, turned into probabilities in place, as attention_exact() below "
+               "does); a layer that computes its %d heads at once needs %d of them per image, "
+               "and a batch of B images B times that. lib's traced path (mha_forward()) keeps "
+               "three per head, the scores, the scaled scores and the probabilities, so that a "
+               "trace can show each, besides six (N, %d) buffers (mha_scratch_floats()): the "
+               "last column. The times are for one head, Dh = %d, with q, k and v drawn at "
+               "random (normal, std 1): the scores, the scale, the softmax and the product "
+               "with V, on one core of this machine (yours will differ), as are all the "
+               "chapter's times.", HEADS, HEADS, WIDTH, DH);
+    float one[SIZES], heads[SIZES], traced[SIZES];
     float *mask = vit_malloc(sizeof(float) * (size_t)w->N[SIZES - 1] * w->N[SIZES - 1]);
-    ch_line(ch, "    %7s  %5s  %12s  %14s  %16s  %10s", "image", "N", "N²", "one matrix",
-            "a layer's buffers", "exact, ms");
+    ch_line(ch, "    %7s  %5s  %12s  %11s  %12s  %12s  %9s", "image", "N", "N²", "one matrix",
+            "12 heads", "traced layer", "exact, ms");
     for (int i = 0; i < SIZES; i++) {
         const int N = w->N[i];
         one[i] = (float)megabytes(4.0 * N * N);
-        layer[i] = (float)megabytes(4.0 * (double)mha_scratch_floats(1, N, WIDTH, HEADS));
+        heads[i] = (float)megabytes(4.0 * HEADS * N * N); // one image, every head at once
+        traced[i] = (float)megabytes(4.0 * (double)mha_scratch_floats(1, N, WIDTH, HEADS));
         w->exact[i] = vit_malloc(sizeof(float) * (size_t)N * DH);
         timed(w, EXACT, i, w->exact[i]);
         w->kept[i] = weight_in_window(w->scratch, N, w->grid[i], mask); // the probabilities
         char n2[VIT_NUM_BUF];
-        ch_line(ch, "    %4d px  %5d  %12s  %11.1f MB  %13.1f MB  %10.2f", SIDE[i], N,
-                vit_thousands(n2, (int64_t)N * N), one[i], layer[i], ms(w->seconds[EXACT][i]));
+        ch_line(ch, "    %4d px  %5d  %12s  %8.1f MB  %9.1f MB  %9.1f MB  %9.2f", SIDE[i], N,
+                vit_thousands(n2, (int64_t)N * N), one[i], heads[i], traced[i],
+                ms(w->seconds[EXACT][i]));
     }
     ch_line(ch, "%s", "");
     free(mask);
     pin_row(ch, "matrix.MB", one, SIZES);
-    pin_row(ch, "layer.MB", layer, SIZES);
+    pin_row(ch, "heads.MB", heads, SIZES);
+    pin_row(ch, "layer.MB", traced, SIZES);
     const int last = SIZES - 1;
     const double n_ratio = (double)w->N[last] / w->N[0], n2_ratio = n_ratio * n_ratio;
     const double t_ratio = w->seconds[EXACT][last] / w->seconds[EXACT][0];
+    const bool like_n2 = t_ratio >= 0.7 * n2_ratio && t_ratio <= 1.4 * n2_ratio;
     ch_say(ch, "N grew %.1f× and N² %.0f×, and the memory with it: at %d px one head's matrix "
-               "is %.1f MB, and a layer's attention buffers %.2f GB. A trace that records "
-               "every one of the %d layers would hold %d times that. The time of one head "
-               "grew %.0f× here, %s.", n_ratio, n2_ratio, SIDE[last], one[last],
-           layer[last] / 1e3, DEPTH, DEPTH, t_ratio,
-           t_ratio >= 0.7 * n2_ratio && t_ratio <= 1.4 * n2_ratio
-               ? "about as N² did: the N² scores, their exponentials and the N²·Dh products "
-                 "are the work"
+               "is %.1f MB, a layer's %d heads at once need %.2f GB per image, and the traced "
+               "path's buffers for a layer take %.2f GB. The time of one head grew %.0f× here, "
+               "%s.", n_ratio, n2_ratio, SIDE[last], one[last], HEADS, heads[last] / 1e3,
+           traced[last] / 1e3, t_ratio,
+           like_n2 ? "about as N² did: the N² scores, their exponentials and the N²·Dh "
+                     "products are the work"
            : t_ratio < 0.7 * n2_ratio
-               ? "less than N² did: at small N, costs that do not grow with N² (setting up "
-                 "each matrix product, the calls themselves) weigh more"
-               : "more than N² did: the small matrices fit in the processor's caches, the "
-                 "largest do not, and memory is slower");
+               ? "less than N² did; the chapter does not measure why (the largest sizes are timed "
+                 "once, on a machine that may be busy with other work)"
+               : "more than N² did; the chapter does not measure why (the largest sizes are timed "
+                 "once, on a machine that may be busy with other work)");
 }
 
 /* ------------------------------------------------- 3. query chunks */
@@ -308,12 +319,11 @@ static void query_chunks(Chapter *ch, Work *w) {
     ch_say(ch, "The outputs agree with exact attention's to float rounding (the largest "
                "difference above). The scores held fall from N² to %d·N: %.2f MB instead of "
                "%.1f MB at %d px. The work is the same; at %d px the chunks took %.2f× the "
-               "time of the whole matrix here, %s.", QUERY_CHUNK, mem[last],
+               "time of the whole matrix here (%s). Both are timed once at that size, and "
+               "why they differ (the caches, the shapes of the matrix products) is not "
+               "measured here.", QUERY_CHUNK, mem[last],
            megabytes(4.0 * w->N[last] * w->N[last]), SIDE[last], SIDE[last], 1 / speed,
-           speed > 1.1 ? "faster, since a chunk of scores stays in the processor's cache while "
-                         "it is used"
-           : speed < 0.9 ? "slower, since smaller matrix products use the processor less well"
-                         : "about the same");
+           speed > 1.1 ? "faster" : speed < 0.9 ? "slower" : "about the same");
     free(out);
 }
 
@@ -526,23 +536,42 @@ static void linear_attention(Chapter *ch, Work *w) {
 
 /** The attention a pass of Section 7 uses in every layer. */
 typedef enum {
-    WITH_EXACT,  /**< exact attention, through the chapter's recipe */
-    WITH_LOCAL1, /**< local attention, a 3 × 3 window */
-    WITH_LOCAL2, /**< local attention, a 5 × 5 window */
-    WITH_LINEAR, /**< linear attention, elu + 1 */
-    WITHS        /**< how many there are */
+    WITH_EXACT,     /**< exact attention, through the chapter's recipe */
+    WITH_LOCAL1,    /**< local attention, a 3 × 3 window */
+    WITH_LOCAL2,    /**< local attention, a 5 × 5 window */
+    WITH_CLS_LOCAL, /**< the 5 × 5 window, and [cls] reads only the grid's centre 5 × 5 */
+    WITH_LINEAR,    /**< linear attention, elu + 1 */
+    WITHS           /**< how many there are */
 } With;
 static const char *const WITH_NAME[WITHS] = {"exact (the recipe)", "local, 3 × 3 window",
-                                             "local, 5 × 5 window", "linear, elu + 1"};
+                                             "local, 5 × 5 window", "5 × 5, [cls] local too",
+                                             "linear, elu + 1"};
 static const char *const WITH_PROSE[WITHS] = {"exact attention", "the 3 × 3 window",
-                                              "the 5 × 5 window", "linear attention"};
+                                              "the 5 × 5 window",
+                                              "the 5 × 5 window with [cls] local too",
+                                              "linear attention"};
 
 /** Section 7's buffers for one batch of B images. */
 typedef struct {
     const Vit *vit;
     int B, N, D, H, M, side;
     float *x, *h, *flat, *q, *k, *v, *heads, *mlp, *scores; // (B,N,D) ×3, (B,H,N,Dh) ×4, (B,N,M), (B,H,N,N)
+    float *cls_centre; // (N, N) a mask: [cls]'s row hides the patches outside the centre 5 × 5
 } Pass;
+
+// An additive (N, N) mask that leaves every row alone but [cls]'s, which may read
+// [cls] and the patches within `radius` rows and columns of the grid's centre:
+// as many patches as an inner patch's window, so [cls] loses its global reach.
+// [cls_centre_mask]
+static void cls_centre_mask(float *mask, int side, int radius) {
+    const int N = 1 + side * side, centre = side / 2;
+    memset(mask, 0, sizeof(float) * (size_t)N * N);
+    for (int j = 1; j < N; j++) {
+        const int y = (j - 1) / side, x = (j - 1) % side;
+        if (abs(y - centre) > radius || abs(x - centre) > radius) mask[j] = -INFINITY; // row 0
+    }
+}
+// [cls_centre_mask]
 
 static void pass_init(Pass *p, const Vit *vit, int B) {
     const VitConfig *c = &vit->config;
@@ -555,11 +584,13 @@ static void pass_init(Pass *p, const Vit *vit, int B) {
     p->v = vit_malloc(sizeof(float) * bnd);
     p->mlp = vit_malloc(sizeof(float) * (size_t)B * p->N * p->M);
     p->scores = vit_malloc(sizeof(float) * (size_t)B * p->H * p->N * p->N);
+    p->cls_centre = vit_malloc(sizeof(float) * (size_t)p->N * p->N);
+    cls_centre_mask(p->cls_centre, p->side, 2);
 }
 
 static void pass_free(Pass *p) {
     free(p->x), free(p->h), free(p->flat), free(p->heads), free(p->q), free(p->k), free(p->v);
-    free(p->mlp), free(p->scores);
+    free(p->mlp), free(p->scores), free(p->cls_centre);
 }
 
 // Attention in every head, as `with` says: heads (B,H,N,Dh) from q, k, v.
@@ -575,6 +606,11 @@ static void attend(Pass *p, With with) {
         break;
     case WITH_LOCAL1: attention_local(p->heads, p->q, p->k, p->v, NULL, B, H, 1, g, g, Dh, 1); break;
     case WITH_LOCAL2: attention_local(p->heads, p->q, p->k, p->v, NULL, B, H, 1, g, g, Dh, 2); break;
+    case WITH_CLS_LOCAL: {
+        const AttentionOptions cls_too = {.mask = p->cls_centre};
+        attention_local(p->heads, p->q, p->k, p->v, &cls_too, B, H, 1, g, g, Dh, 2);
+        break;
+    }
     case WITH_LINEAR: attention_linear(p->heads, p->q, p->k, p->v, NULL, B, H, N, Dh); break;
     default: break;
     }
@@ -623,10 +659,33 @@ static void pass_run(Pass *p, const float *embed, With with, float *logits) {
 }
 // [pass_run]
 
-// A TraceFn keeping a copy of the embedded tokens (the one stage Section 7 starts from).
-static void keep_embed(void *user, const char *name, const Tensor *t) {
-    if (strcmp(name, "embed") == 0) memcpy(user, t->data, sizeof(float) * t->numel);
+/** What Section 7 keeps of vit_forward()'s trace. */
+typedef struct {
+    float *embed;      // (B, N, D) the embedded tokens, the one stage the swapped passes start from
+    double *mass;      // (L, H, bins) Σ over images of attention_by_distance()'s bins
+    double *distance;  // (L, H) Σ over images of the mean attention distance
+    double *one_mass;  // (H, bins) one image's, before it is added
+    double *one_dist;  // (H)
+    int H, side, bins; // heads; patches per side of the grid; bins per head
+} Looks;
+
+// A TraceFn: the embedded tokens copied, each layer's probabilities (B, H, N, N)
+// summed by grid distance, image by image, into looks->mass and looks->distance.
+// [looks_trace]
+static void looks_trace(void *user, const char *name, const Tensor *t) {
+    Looks *looks = user;
+    int layer, end = 0;
+    if (strcmp(name, "embed") == 0) memcpy(looks->embed, t->data, sizeof(float) * t->numel);
+    if (sscanf(name, "blocks.%d.attn.probs%n", &layer, &end) != 1 || name[end]) return;
+    const int B = t->shape[0], H = looks->H, N = t->shape[3], bins = looks->bins;
+    for (int b = 0; b < B; b++) {
+        attention_by_distance(looks->one_mass, looks->one_dist, t->data + (size_t)b * H * N * N,
+                              H, 1, looks->side, looks->side);
+        for (int e = 0; e < H * bins; e++) looks->mass[(size_t)layer * H * bins + e] += looks->one_mass[e];
+        for (int h = 0; h < H; h++) looks->distance[layer * H + h] += looks->one_dist[h];
+    }
 }
+// [looks_trace]
 
 static int argmax(const float *v, int n) {
     int best = 0;
@@ -635,8 +694,225 @@ static int argmax(const float *v, int n) {
     return best;
 }
 
+/** Where one head's patch queries look: what the window keeps and how far they reach. */
+typedef struct {
+    float cls;      // the share on [cls]
+    float window3;  // the share a 3 × 3 window keeps, [cls] included (as attention_local() keeps it)
+    float window5;  // the share a 5 × 5 window keeps, [cls] included
+    float distance; // the mean attention distance, in patches
+} Reach;
+
+// One head's bins (attention_by_distance()) read as what the chapter's windows keep.
+// [reach_of]
+static Reach reach_of(const double *mass, double distance) {
+    // mass is (bins): [cls], then the patches 0, 1, 2, … rows or columns away
+    return (Reach){.cls = (float)mass[0],
+                   .window3 = (float)(mass[0] + mass[1] + mass[2]),            // radius 1
+                   .window5 = (float)(mass[0] + mass[1] + mass[2] + mass[3]), // radius 2
+                   .distance = (float)distance};
+}
+// [reach_of]
+
+// What uniform attention over the same N keys gives, edges included: the same
+// measure of a matrix whose every weight is 1/N.
+static Reach uniform_reach(int N, int side, int bins) {
+    float *probs = vit_malloc(sizeof(float) * (size_t)N * N);
+    double *mass = vit_malloc(sizeof(double) * (size_t)bins), distance;
+    for (size_t e = 0; e < (size_t)N * N; e++) probs[e] = 1.0f / N;
+    attention_by_distance(mass, &distance, probs, 1, 1, side, side);
+    const Reach r = reach_of(mass, distance);
+    free(probs), free(mass);
+    return r;
+}
+
+static float min_of(const float *v, int n) {
+    float m = v[0];
+    for (int i = 1; i < n; i++) m = fminf(m, v[i]);
+    return m;
+}
+
+static float max_of(const float *v, int n) {
+    float m = v[0];
+    for (int i = 1; i < n; i++) m = fmaxf(m, v[i]);
+    return m;
+}
+
+static float mean_of(const float *v, int n) {
+    double sum = 0;
+    for (int i = 0; i < n; i++) sum += v[i];
+    return (float)(sum / n);
+}
+
+// How many of the n values are at least `times` × `of`.
+static int count_at_least(const float *v, int n, double times, double of) {
+    int count = 0;
+    for (int i = 0; i < n; i++) count += v[i] >= times * of;
+    return count;
+}
+
+/** Section 7's measures of where the model looks, per layer and head, and uniform's. */
+typedef struct {
+    int L, H;
+    float cls[64], window3[64], window5[64], distance[64]; // (L, H), L·H at most 64
+    Reach uniform;
+    int local_heads;   // heads whose 3 × 3 window keeps at least LOCAL_TIMES uniform's share
+    bool hardly_local; // no local head, and no head's mean distance below NEAR_SHARE of uniform's
+} Where;
+
+// Section 7's second table: each attention in every layer, how many right, and why, from `where`.
+// [swapped]
+static void swapped(Chapter *ch, const Where *where, const int *right, const int *agree,
+                    float recipe_diff, const VitConfig *c, int N, int side) {
+    ch_say(ch, "The model of Chapter 11 (data/%s: %d layers, %d heads, N = %d tokens on a "
+               "%d × %d grid) was trained with exact attention. Its attention layer can be "
+               "swapped for another by rebuilding each block from lib's pieces, with one line "
+               "changed:", MODEL_FILE, c->depth, c->heads, N, side, side);
+    ch_line(ch, "    layernorm → q, k, v = linear + heads_split → attend(q, k, v) → heads_merge");
+    ch_line(ch, "    → proj → + x → layernorm → fc1 → gelu → fc2 → + x");
+    ch_line(ch, "%s", "");
+    ch_say(ch, "With exact attention the recipe gives vit_forward()'s logits to %.2g. Each "
+               "variant runs on the first %d test images, every layer's attention swapped; the "
+               "model itself, through vit_forward(), gets %d of them right:",
+           ch_value(ch, "model.recipe_max_diff", recipe_diff), MEASURED,
+           (int)ch_value(ch, "model.right", (float)right[WITHS]));
+    float rights[WITHS], agrees[WITHS];
+    ch_line(ch, "    %-26s  %8s  %26s", "attention in every layer", "right", "same class as the model");
+    for (int with = 0; with < WITHS; with++) {
+        rights[with] = (float)right[with], agrees[with] = (float)agree[with];
+        // %-26s counts bytes, and × takes two: pad by columns
+        const int cols = columns(WITH_NAME[with]);
+        ch_line(ch, "    %s%*s  %4d/%-3d  %22d/%-3d", WITH_NAME[with], cols < 26 ? 26 - cols : 0, "",
+                right[with], MEASURED, agree[with], MEASURED);
+    }
+    ch_line(ch, "%s", "");
+    pin_row(ch, "model.with.right", rights, WITHS);
+    pin_row(ch, "model.with.agree", agrees, WITHS);
+    // what the windows drop of a patch query's attention, averaged over the heads
+    const int LH = where->L * where->H;
+    const float keeps3 = ch_value(ch, "looks.window3_mean", mean_of(where->window3, LH));
+    const float keeps5 = ch_value(ch, "looks.window5_mean", mean_of(where->window5, LH));
+    // the right answers the 5 × 5 window loses when [cls] is windowed too
+    const int cls_reach = (int)ch_value(ch, "model.cls_reach",
+                                        (float)(right[WITH_LOCAL2] - right[WITH_CLS_LOCAL]));
+    char reach[160];
+    if (cls_reach > 0)
+        snprintf(reach, sizeof reach, "on these images, [cls]'s global reach is worth %d of the "
+                 "wider window's %d right answers", cls_reach, right[WITH_LOCAL2]);
+    else
+        snprintf(reach, sizeof reach, "[cls]'s global reach is not what carries the wider "
+                 "window on these images");
+    ch_say(ch, "The first table says what the windows do to this model. Averaged over the "
+               "heads, the 3 × 3 window drops %.0f%% of a patch query's attention and the "
+               "5 × 5 window %.0f%%, and keeping more does %s (%d against %d right)%s. %s "
+               "What no window cuts is [cls]'s own row: attention_local() lets [cls] read "
+               "every token in every layer, and the prediction is read from [cls] after the "
+               "last. Cut that too, [cls] reading only itself and the 5 × 5 patches at the "
+               "grid's centre (as many as an inner patch's window), and the 5 × 5 window gets "
+               "%d right instead of %d: %s.",
+           100 * (1 - keeps3), 100 * (1 - keeps5),
+           right[WITH_LOCAL2] > right[WITH_LOCAL1]   ? "better"
+           : right[WITH_LOCAL2] < right[WITH_LOCAL1] ? "worse"
+                                                     : "no better",
+           right[WITH_LOCAL2], right[WITH_LOCAL1],
+           keeps5 < 0.5f ? ", though even the wider window throws away most of what each "
+                           "patch read"
+                         : "",
+           where->hardly_local
+               ? "The model is hardly local, so a window does not keep what it learned to "
+                 "read, only a part of it picked by place."
+               : "What each head loses is in the first table: 1 minus what its window "
+                 "keeps; the nearer a head looks, the less.",
+           right[WITH_CLS_LOCAL], right[WITH_LOCAL2], reach);
+    int worst = WITH_LOCAL1;
+    for (int with = WITH_LOCAL1; with < WITHS; with++)
+        if (right[with] < right[worst]) worst = with;
+    ch_say(ch, "The weights after each attention layer (the projection, the MLP, the next "
+               "layers) were trained on what exact attention hands them. An approximation "
+               "hands them something else, and every layer passes the difference on: here the "
+               "worst, %s, gets %d of %d right where exact attention gets %d. An approximate attention "
+               "is a different model: it has to be trained (or at least fine-tuned) with the "
+               "approximation in place, and whether it then does as well is a question of the "
+               "task. Chunks and the online softmax have no such cost: they compute the same "
+               "numbers.", WITH_PROSE[worst], right[worst], MEASURED, right[WITH_EXACT]);
+}
+// [swapped]
+
+// The Looks summed over `images` images, averaged into per-head Reach, and uniform's beside it.
+static void where_of(Where *w, const Looks *looks, int L, int images, int N) {
+    w->L = L, w->H = looks->H;
+    for (int e = 0; e < L * looks->H; e++) {
+        double mass[16];
+        for (int b = 0; b < looks->bins; b++) mass[b] = looks->mass[(size_t)e * looks->bins + b] / images;
+        const Reach r = reach_of(mass, looks->distance[e] / images);
+        w->cls[e] = r.cls, w->window3[e] = r.window3, w->window5[e] = r.window5;
+        w->distance[e] = r.distance;
+    }
+    w->uniform = uniform_reach(N, looks->side, looks->bins);
+}
+
+// [where_it_looks]
+static void where_it_looks(Chapter *ch, Where *w, int side) {
+    const int LH = w->L * w->H;
+    const Reach u = w->uniform;
+    ch_say(ch, "Section 5 asked where a trained model's attention really looks. The trace of "
+               "vit_forward() holds every layer's probabilities (blocks.L.attn.probs); "
+               "attention_by_distance() (lib/explain/attention_distance.c) sums each patch "
+               "query's weights by how many rows or columns away each key patch lies, with "
+               "[cls] apart. Averaged over the %d patch queries of the %d images, per "
+               "layer and head: the share on [cls]; the share a 3 × 3 and a 5 × 5 window "
+               "keep, [cls] included, as attention_local() keeps it; and the mean attention "
+               "distance, the weighted distance in patches to the patches read (Dosovitskiy "
+               "et al. 2021, figure 7). The last row is uniform attention over the same %d "
+               "keys, each query's window cut off at the grid's edges as the model's is:",
+           side * side, MEASURED, side * side + 1);
+    ch_line(ch, "    %5s  %4s  %7s  %12s  %12s  %13s", "layer", "head", "[cls]", "3 × 3 keeps",
+            "5 × 5 keeps", "mean distance");
+    for (int l = 0; l < w->L; l++)
+        for (int h = 0; h < w->H; h++) {
+            const int e = l * w->H + h;
+            ch_line(ch, "    %5d  %4d  %7.3f  %12.3f  %12.3f  %13.2f", l, h, w->cls[e],
+                    w->window3[e], w->window5[e], w->distance[e]);
+        }
+    ch_line(ch, "    %-11s  %7.3f  %12.3f  %12.3f  %13.2f", "uniform", u.cls, u.window3, u.window5,
+            u.distance);
+    ch_line(ch, "%s", "");
+    pin_row(ch, "looks.cls", w->cls, LH);
+    pin_row(ch, "looks.window3", w->window3, LH);
+    pin_row(ch, "looks.window5", w->window5, LH);
+    pin_row(ch, "looks.distance", w->distance, LH);
+    const float uniform[4] = {u.cls, u.window3, u.window5, u.distance};
+    pin_row(ch, "looks.uniform", uniform, 4);
+    w->local_heads = (int)ch_value(ch, "looks.local_heads",
+                                   (float)count_at_least(w->window3, LH, LOCAL_TIMES, u.window3));
+    ch_say(ch, "The patch queries put between %.3f and %.3f of their attention on [cls] "
+               "(uniform: %.3f). The 3 × 3 window keeps between %.3f and %.3f of their attention (uniform: "
+               "%.3f), the 5 × 5 window between %.3f and %.3f (uniform: %.3f), and the mean "
+               "distance lies between %.2f and %.2f patches (uniform: %.2f).",
+           min_of(w->cls, LH), max_of(w->cls, LH), u.cls, min_of(w->window3, LH),
+           max_of(w->window3, LH), u.window3, min_of(w->window5, LH), max_of(w->window5, LH),
+           u.window5, min_of(w->distance, LH), max_of(w->distance, LH), u.distance);
+    // hardly local: no head is local, and none reads much nearer than uniform attention
+    w->hardly_local = w->local_heads == 0 && min_of(w->distance, LH) >= NEAR_SHARE * u.distance;
+    if (w->hardly_local)
+        ch_say(ch, "No head keeps even %d× uniform's share in the 3 × 3 window, and the "
+                   "nearest-looking head reads from %.2f patches away on average where uniform "
+                   "attention reads from %.2f: this model is hardly local. Its heads read from "
+                   "all over the %d × %d grid; distance does not say which patches they pick.",
+               LOCAL_TIMES, min_of(w->distance, LH), u.distance, side, side);
+    else if (w->local_heads == 0)
+        ch_say(ch, "No head keeps even %d× uniform's share in the 3 × 3 window, but the "
+                   "nearest-looking head reads from %.2f patches away on average where uniform "
+                   "attention reads from %.2f: some heads lean towards nearby patches without "
+                   "keeping to a window.", LOCAL_TIMES, min_of(w->distance, LH), u.distance);
+    else
+        ch_say(ch, "%d of the %d heads keep at least %d× uniform's share in the 3 × 3 window: "
+                   "local heads, the kind a window suits; the others read from all over the "
+                   "%d × %d grid.", w->local_heads, LH, LOCAL_TIMES, side, side);
+}
+// [where_it_looks]
+
 static void trained_model(Chapter *ch) {
-    ch_section(ch, "7. What the trained model expects");
+    ch_section(ch, "7. Where the trained model looks, and what it expects");
     Vit vit = {0};
     Dataset test = {0};
     VitError err;
@@ -658,8 +934,19 @@ static void trained_model(Chapter *ch) {
     const int B = MEASURE_BATCH, N = vit_num_tokens(c), D = c->dim, Y = c->num_classes;
     Pass p;
     pass_init(&p, &vit, B);
+    const int L = c->depth, H = c->heads, bins = attention_distance_bins(p.side, p.side);
+    if (L * H > 64 || bins > 16) { // Where's arrays and where_of()'s bins
+        ch_say(ch, "data/%s has more heads or patches than Section 7 measures.", MODEL_FILE);
+        pass_free(&p), vit_free(&vit), dataset_free(&test);
+        return;
+    }
+    Looks looks = {.embed = vit_malloc(sizeof(float) * (size_t)B * N * D),
+                   .mass = calloc((size_t)L * H * bins, sizeof(double)),
+                   .distance = calloc((size_t)L * H, sizeof(double)),
+                   .one_mass = vit_malloc(sizeof(double) * (size_t)H * bins),
+                   .one_dist = vit_malloc(sizeof(double) * (size_t)H),
+                   .H = H, .side = p.side, .bins = bins};
     float *input = vit_malloc(sizeof(float) * (size_t)B * c->channels * c->image_size * c->image_size);
-    float *embed = vit_malloc(sizeof(float) * (size_t)B * N * D);
     float *logits = vit_malloc(sizeof(float) * (size_t)B * Y);
     int right[WITHS + 1] = {0}, agree[WITHS] = {0}, index[MEASURE_BATCH], labels[MEASURE_BATCH];
     float recipe_diff = 0;
@@ -667,7 +954,7 @@ static void trained_model(Chapter *ch) {
         for (int b = 0; b < B; b++) index[b] = first + b;
         dataset_batch(input, labels, &test, index, B, mean, std, NULL, NULL);
         const Tensor x = tensor_view(input, 4, B, c->channels, c->image_size, c->image_size);
-        if (vit_forward(&vit, &x, keep_embed, embed, &err) != VIT_OK) {
+        if (vit_forward(&vit, &x, looks_trace, &looks, &err) != VIT_OK) {
             ch_say(ch, "the pass failed: %s", err.msg);
             break;
         }
@@ -678,7 +965,7 @@ static void trained_model(Chapter *ch) {
             right[WITHS] += pred[b] == labels[b];
         }
         for (int with = 0; with < WITHS; with++) {
-            pass_run(&p, embed, (With)with, logits);
+            pass_run(&p, looks.embed, (With)with, logits);
             if (with == WITH_EXACT)
                 for (size_t e = 0; e < (size_t)B * Y; e++)
                     recipe_diff = fmaxf(recipe_diff, fabsf(logits[e] - model.data[e]));
@@ -689,47 +976,12 @@ static void trained_model(Chapter *ch) {
             }
         }
     }
-    ch_say(ch, "The model of Chapter 11 (data/%s: %d layers, %d heads, N = %d tokens on a "
-               "%d × %d grid) was trained with exact attention. Its attention layer can be "
-               "swapped for another by rebuilding each block from lib's pieces, with one line "
-               "changed:", MODEL_FILE, c->depth, c->heads, N, p.side, p.side);
-    ch_line(ch, "    layernorm → q, k, v = linear + heads_split → attend(q, k, v) → heads_merge");
-    ch_line(ch, "    → proj → + x → layernorm → fc1 → gelu → fc2 → + x");
-    ch_line(ch, "%s", "");
-    ch_say(ch, "With exact attention the recipe gives vit_forward()'s logits to %.2g. Each "
-               "variant runs on the first %d test images, every layer's attention swapped; the "
-               "model itself, through vit_forward(), gets %d of them right:",
-           ch_value(ch, "model.recipe_max_diff", recipe_diff), MEASURED,
-           (int)ch_value(ch, "model.right", (float)right[WITHS]));
-    float rights[WITHS], agrees[WITHS];
-    ch_line(ch, "    %-26s  %8s  %26s", "attention in every layer", "right", "same class as the model");
-    for (int with = 0; with < WITHS; with++) {
-        rights[with] = (float)right[with], agrees[with] = (float)agree[with];
-        // %-26s counts bytes, and × takes two: pad by columns
-        const int cols = columns(WITH_NAME[with]);
-        ch_line(ch, "    %s%*s  %4d/%-3d  %22d/%-3d", WITH_NAME[with], cols < 26 ? 26 - cols : 0, "",
-                right[with], MEASURED, agree[with], MEASURED);
-    }
-    ch_line(ch, "%s", "");
-    pin_row(ch, "model.with.right", rights, WITHS);
-    pin_row(ch, "model.with.agree", agrees, WITHS);
-    int worst = WITH_LOCAL1;
-    for (int with = WITH_LOCAL1; with < WITHS; with++)
-        if (right[with] < right[worst]) worst = with;
-    ch_say(ch, "The weights after each attention layer (the projection, the MLP, the next "
-               "layers) were trained on what exact attention hands them. An approximation "
-               "hands them something else, and every layer passes the difference on: here the "
-               "worst, %s, gets %d of %d right where exact attention gets %d, and the wider "
-               "window does %s than the narrower one (%d against %d). An approximate attention "
-               "is a different model: it has to be trained (or at least fine-tuned) with the "
-               "approximation in place, and whether it then does as well is a question of the "
-               "task. Chunks and the online softmax have no such cost: they compute the same "
-               "numbers.", WITH_PROSE[worst], right[worst], MEASURED, right[WITH_EXACT],
-           right[WITH_LOCAL2] > right[WITH_LOCAL1]   ? "better"
-           : right[WITH_LOCAL2] < right[WITH_LOCAL1] ? "worse"
-                                                     : "no better",
-           right[WITH_LOCAL2], right[WITH_LOCAL1]);
-    free(input), free(embed), free(logits);
+    Where where;
+    where_of(&where, &looks, L, MEASURED, N);
+    where_it_looks(ch, &where, p.side);
+    swapped(ch, &where, right, agree, recipe_diff, c, N, p.side);
+    free(input), free(logits);
+    free(looks.embed), free(looks.mass), free(looks.distance), free(looks.one_mass), free(looks.one_dist);
     pass_free(&p);
     vit_free(&vit);
     dataset_free(&test);
@@ -778,7 +1030,7 @@ int main(int argc, char **argv) {
     return chapter_main(argc, argv, chapter13_run,
                         "Chapter 13: the N x N attention matrix's memory and time as images "
                         "grow; exact attention by query chunks and by the online softmax; "
-                        "local-window and linear attention, their errors and times, and what "
-                        "they do to the trained model.");
+                        "local-window and linear attention, their errors and times; where the "
+                        "trained model's attention looks, and what they do to it.");
 }
 #endif

@@ -11,7 +11,10 @@
  * chapter pins, each computed again by tools/gen_golden_ch13.py in PyTorch
  * (float64): the memory figures from the shapes, the worked row's running
  * max, sum and factors from their definitions, the approximations' errors
- * against exact attention, and the trained model with its attention swapped.
+ * against exact attention, where the trained model's attention looks (per
+ * layer and head: the share on [cls], what the 3 × 3 and 5 × 5 windows keep,
+ * the mean attention distance, and uniform attention's), and the trained
+ * model with its attention swapped.
  *
  * The probes feed online_softmax_block() rows of scores a block at a time
  * (ch13_online_softmax.safetensors: the maximum rising, falling, a row

@@ -12,7 +12,7 @@ computed again here in float64 under the same name:
                    1313, normal with std 0.02) resampled to each grid as timm's
                    resample_abs_pos_embed does (F.interpolate, bicubic, antialias):
                    four values of the first and of the last patch per size
-  matrix.MB, layer.MB, chunked.MB, online.bytes_per_query, linear.bytes
+  matrix.MB, heads.MB, layer.MB, chunked.MB, online.bytes_per_query, linear.bytes
                    the memory figures, from the shapes
   chunked.*, online.max_diff, local.vs_masked, online.row.vs_softmax,
   model.recipe_max_diff
@@ -28,8 +28,18 @@ computed again here in float64 under the same name:
                    (the formula) and of the plain mean of V
   model.*          the trained Fashion-MNIST model (tools/ref_vit.py, float64) on
                    the first 100 test images, every layer's attention exact,
-                   local (radius 1 and 2, [cls] global) or linear: how many are
-                   right, and how many agree with the model's own prediction
+                   local (radius 1 and 2, [cls] global; radius 2 with [cls]
+                   reading only the centre 5 × 5 patches) or linear: how many are
+                   right, and how many agree with the model's own prediction;
+                   model.cls_reach, the 5 × 5 window's right answers less those of
+                   the same window with [cls] local too
+  looks.*          where the same model's exact attention looks on those images,
+                   per layer and head, averaged over the 49 patch queries: the
+                   share on [cls], the share within the 3 × 3 and 5 × 5 windows
+                   ([cls] included), the mean Euclidean distance in patches to
+                   the patches read (each query's patch weights renormalised);
+                   looks.uniform the same four for weights 1/N; the heads whose
+                   3 × 3 share is at least twice uniform's; the means over heads
 
 ch13_online_softmax: rows of scores for the probes of exercise 13's
 online_softmax_block(), each taken in blocks: after each block the running
@@ -57,6 +67,7 @@ PATCH, WIDTH, HEADS, DH, TRAINED_GRID = 16, 768, 12, 64, 14
 QUERY_CHUNK, KEY_BLOCK, RADIUS = 64, 128, 3
 QKV_SEED, POS_SEED = 13, 1313
 MEASURED, BATCH = 100, 100
+LOCAL_TIMES = 2  # a head is local when its 3 × 3 window keeps twice uniform's share
 ROW = [1.2, -0.3, 2.5, 0.7, 3.1, 0.2, -1.0, 2.9, 0.4, 3.6]
 ROW_BLOCK = [4, 4, 2]
 EXACT_TOL = (1e-5, 0)
@@ -166,6 +177,7 @@ def scale_pins(g, tol):
     g["pos.samples"] = torch.cat(samples)
     n = torch.tensor(tokens, dtype=torch.float64)
     g["matrix.MB"] = 4 * n * n / 1e6
+    g["heads.MB"] = 4 * HEADS * n * n / 1e6  # one (N, N) matrix per head, every head at once
     g["layer.MB"] = 4 * (6 * n * WIDTH + 3 * HEADS * n * n) / 1e6  # flat, q, k, v, heads, context; 3 N×N
     g["chunked.MB"] = 4 * QUERY_CHUNK * n / 1e6
     g["online.bytes_per_query"] = torch.tensor(4.0 * (KEY_BLOCK + DH + 2))
@@ -220,6 +232,39 @@ def swapped_forward(model, x, attend):
     return model.head(model.norm(t)[:, 0])
 
 
+def reach(p, side):
+    """p (..., N, N), [cls] first: over the patch queries, the mean share on [cls],
+    within Chebyshev distance 1 and 2 ([cls] included), and the mean Euclidean
+    distance to the patches read, each query's patch weights renormalised."""
+    y = torch.arange(side).repeat_interleave(side)
+    x = torch.arange(side).repeat(side)
+    dy, dx = (y[:, None] - y[None, :]).abs(), (x[:, None] - x[None, :]).abs()
+    chebyshev = torch.maximum(dy, dx)
+    euclid = torch.sqrt((dy ** 2 + dx ** 2).double())
+    queries = p[..., 1:, :]                       # the patch queries' rows
+    on_cls, on_patches = queries[..., 0], queries[..., 1:]
+    within = lambda r: on_cls + (on_patches * (chebyshev <= r)).sum(-1)  # noqa: E731
+    distance = (on_patches * euclid).sum(-1) / on_patches.sum(-1)
+    return [t.mean(-1) for t in (on_cls, within(1), within(2), distance)]
+
+
+def looks_pins(g, tol, probs, side):
+    """probs: per layer, (images, H, N, N) of exact attention."""
+    per_layer = [torch.stack(reach(p, side)).mean(1) for p in probs]  # each (4, H): mean over images
+    cls, w3, w5, dist = torch.stack(per_layer, 1)                    # each (L, H)
+    n = side * side + 1
+    uniform = torch.stack(reach(torch.full((n, n), 1.0 / n, dtype=torch.float64), side))
+    g["looks.cls"], g["looks.window3"] = cls.flatten(), w3.flatten()
+    g["looks.window5"], g["looks.distance"] = w5.flatten(), dist.flatten()
+    g["looks.uniform"] = uniform
+    g["looks.local_heads"] = torch.tensor(float((w3 >= LOCAL_TIMES * uniform[1]).sum()))
+    g["looks.window3_mean"] = w3.mean()
+    g["looks.window5_mean"] = w5.mean()
+    for name in ("looks.cls", "looks.window3", "looks.window5", "looks.distance", "looks.uniform",
+                 "looks.window3_mean", "looks.window5_mean"):
+        tol[name] = (1e-5, 1e-4)
+
+
 def model_pins(g, tol):
     torch.set_num_threads(1)
     model, table, test_x, test_y = shipped_model_and_test()
@@ -227,14 +272,27 @@ def model_pins(g, tol):
     side = int(round(side))
     scale = model.blocks[0].attn.scale
 
+    recorded = []  # exact attention's probabilities, layer after layer, when recording
+
     def exact(q, k, v):
-        return exact_probs(q, k, scale) @ v
+        p = exact_probs(q, k, scale)
+        recorded.append(p)
+        return p @ v
 
     def local(r):
         keep = window_mask(1, side, side, r)
         return lambda q, k, v: exact_probs(q, k, scale, keep) @ v
 
-    attends = [exact, local(1), local(2), lambda q, k, v: linear_attention(q, k, v)]
+    def cls_local_too(r):
+        """radius r, and [cls] reads only itself and the patches within r of the grid's centre."""
+        keep = window_mask(1, side, side, r)
+        y, x = torch.arange(side).repeat_interleave(side), torch.arange(side).repeat(side)
+        centre = side // 2
+        keep[0, 1:] = ((y - centre).abs() <= r) & ((x - centre).abs() <= r)
+        return lambda q, k, v: exact_probs(q, k, scale, keep) @ v
+
+    attends = [exact, local(1), local(2), cls_local_too(2),
+               lambda q, k, v: linear_attention(q, k, v)]
     right, agree = np.zeros(len(attends)), np.zeros(len(attends))
     right_model, narrowest = 0, math.inf
     for first in range(0, MEASURED, BATCH):
@@ -248,6 +306,9 @@ def model_pins(g, tol):
         for a, attend in enumerate(attends):
             with torch.no_grad():
                 z = swapped_forward(model, x, attend)
+            if a == 0:  # exact: one (B, H, N, N) per layer
+                probs = [torch.cat(pair) for pair in zip(probs, recorded)] if first else recorded[:]
+                recorded.clear()
             top2 = z.topk(2, dim=-1).values
             narrowest = min(narrowest, float((top2[:, 0] - top2[:, 1]).min()))
             right[a] += int((z.argmax(-1) == y).sum())
@@ -255,9 +316,11 @@ def model_pins(g, tol):
     if narrowest < MARGIN:
         raise SystemExit(f"gen_golden_ch13: two logits only {narrowest:.3g} apart: float32 "
                          "could choose the other class")
+    looks_pins(g, tol, probs, side)
     g["model.right"] = torch.tensor(float(right_model))
     g["model.with.right"] = torch.tensor(right)
     g["model.with.agree"] = torch.tensor(agree)
+    g["model.cls_reach"] = torch.tensor(right[2] - right[3])  # the 5 × 5 window, [cls] global or not
     g["model.recipe_max_diff"] = torch.tensor(0.0)
     tol["model.recipe_max_diff"] = (1e-4, 0)
 
