@@ -561,6 +561,20 @@ static void blocking(Chapter *ch, Work *w) {
            GEMM_STEP_KC, GEMM_STEP_NC, vit_thousands(block, (int64_t)block_bytes), block_fits,
            TM, vit_thousands(big, (int64_t)reads_ikj), vit_thousands(small, (int64_t)reads_blocked),
            (int)ch_value(ch, "blocked.reuse", reads_ikj / reads_blocked));
+    // [intensity]
+    // FLOPs per byte of b fetched from afar: 2 FLOPs (a multiply and an add) per
+    // multiply-add, M·K·N of them, over the bytes of b each loop brings from afar
+    const float per_byte_ikj = ch_value(ch, "blocked.intensity_ikj", 2.0f * TM * TK * TN / (4.0f * reads_ikj));
+    const float per_byte_blocked =
+        ch_value(ch, "blocked.intensity_blocked", 2.0f * TM * TK * TN / (4.0f * reads_blocked));
+    // [intensity]
+    ch_say(ch, "Said as arithmetic intensity, the FLOPs done per byte of b brought from "
+               "afar: the ikj loop does %.1f (one multiply-add per float it fetches), the "
+               "blocked loop %.1f, %d times more. The lower it is, the more the speed "
+               "depends on how fast the far cache or memory delivers bytes rather than on "
+               "the arithmetic. This chapter does not measure those rates; the timing "
+               "below says whether the difference mattered here.",
+           per_byte_ikj, per_byte_blocked, (int)lroundf(per_byte_blocked / per_byte_ikj));
     const Ch14Verdict v = rung(ch, w, BLOCKED, IKJ, "blocking made the loop", "the step before");
     if (v == CH14_FASTER)
         ch_say(ch, "Blocking paid here. The next steps make the arithmetic itself faster, "
@@ -621,6 +635,57 @@ static void packing(Chapter *ch, Work *w) {
     // [packed_rung]
 }
 
+// The largest block each cache allows, Goto and van de Geijn's rule: a kc × NR
+// sliver of b in half of L1 (the a sliver streams through the other half), an
+// mc × kc block of a in half of L2, a kc × nc panel of b in half of L3; 0 when
+// the machine does not say the cache's size.
+// [block_bounds]
+static long bound_in(long cache_bytes, long floats_per_unit) {
+    return cache_bytes > 0 ? cache_bytes / 2 / (4 * floats_per_unit) : 0;
+}
+// [block_bounds]
+
+static void bound_line(Chapter *ch, const char *block, const char *rule, long bound, int used) {
+    char b[VIT_NUM_BUF], u[VIT_NUM_BUF];
+    ch_line(ch, "    %-12s %-24s %12s %6s", block, rule, bound ? vit_thousands(b, bound) : "unknown",
+            vit_thousands(u, used));
+}
+
+static void block_sizes(Chapter *ch) {
+    const float blocks[3] = {GEMM_TILED_KC, GEMM_TILED_MC, GEMM_TILED_NC};
+    Tensor tb = tensor_view((float *)blocks, 1, 3);
+    ch_pin(ch, "simd.tiled_blocks", &tb);
+    int mr, nr;
+    gemm_tiled_tile(&mr, &nr);
+    const char *src = "";
+    const long l1 = cache_bytes(1, &src), l2 = cache_bytes(2, &src), l3 = cache_bytes(3, &src);
+    const long kc = bound_in(l1, nr), mc = bound_in(l2, GEMM_TILED_KC),
+               nc = bound_in(l3, GEMM_TILED_KC);
+    ch_say(ch, "How big should the blocks be? Goto and van de Geijn's answer (the design of "
+               "GotoBLAS, then OpenBLAS and BLIS) reads it off the caches: the micro-kernel "
+               "keeps one kc × NR sliver of b in L1 while slivers of a stream past it, so "
+               "kc · NR floats should fill about half of L1; the mc × kc block of a those "
+               "slivers come from should fill about half of L2; and the kc × nc panel of b, "
+               "about half of L3. For lib's \"%s\" kernel (a %d × %d tile, NR = %d) and this "
+               "machine's caches, the largest each rule allows, beside lib's sizes "
+               "(lib/gemm/gemm.h):", gemm_tiled_kernel(), mr, nr, nr);
+    ch_line(ch, "    %-12s %-24s %12s %6s", "block", "rule", "this machine", "lib");
+    bound_line(ch, "kc (depth)", "L1 / 2 / (4 bytes · NR)", kc, GEMM_TILED_KC);
+    bound_line(ch, "mc (rows)", "L2 / 2 / (4 bytes · kc)", mc, GEMM_TILED_MC);
+    bound_line(ch, "nc (columns)", "L3 / 2 / (4 bytes · kc)", nc, GEMM_TILED_NC);
+    ch_line(ch, "%s", "");
+    const bool known = kc && mc && nc;
+    const bool within = GEMM_TILED_KC <= kc && GEMM_TILED_MC <= mc && GEMM_TILED_NC <= nc;
+    ch_say(ch, "%s The rule gives an upper end, not an optimum: a smaller mc wastes less at "
+               "the edges of a 197-row product, and lib's sizes were measured on one machine "
+               "to be as fast as their neighbours (lib/gemm/gemm.c says which).",
+           !known  ? "This machine does not report every cache's size, so the rule cannot be "
+                     "applied in full here."
+           : within ? "lib's sizes are within what this machine's caches allow."
+                    : "Some of lib's sizes are beyond what this machine's caches allow: its "
+                      "blocks spill to the next cache, which costs time in every pass.");
+}
+
 static void simd(Chapter *ch, Work *w) {
     ch_section(ch, "7. Step 4: the real micro-kernel, SIMD");
     const float lanes[3] = {4, 8, 16};
@@ -653,6 +718,7 @@ static void simd(Chapter *ch, Work *w) {
                "kernel. matmul_tiled() on one thread (vit_set_threads(1)):",
            gemm_tiled_kernel());
     rung(ch, w, TILED_1, PACKED, "the SIMD micro-kernel made it", "the plain-C one");
+    block_sizes(ch);
 }
 
 static void threads(Chapter *ch, Work *w) {

@@ -43,6 +43,7 @@ TIMED = (197, 768, 768)         # M, K, N of the timed product
 QKV = (197, 768, 2304)          # ViT-B/16's q, k, v projection
 SQUARE = 1024
 MC, KC, NC, MR, NR = 64, 128, 512, 4, 8   # lib/gemm/gemm_steps.h
+TILED_KC, TILED_MC, TILED_NC = 256, 144, 3072  # lib/gemm/gemm.h: the tiled backend's blocks
 ROWS = [0, 63, 64, 69]
 COLS = list(range(0, 8)) + list(range(508, 516)) + list(range(522, 530))
 CACHE_LINE = 64                 # bytes, x86-64
@@ -116,12 +117,16 @@ def ch14_making_it_fast():
     g["blocked.b_reads_blocked"] = f(tk * tn)
     g["blocked.reuse"] = f(tm)
     g["blocked.b_block_bytes"] = f(4 * KC * NC)
+    # arithmetic intensity: FLOPs per byte of b each loop brings from afar
+    g["blocked.intensity_ikj"] = f(2 * tm * tk * tn / (4 * tm * tk * tn))
+    g["blocked.intensity_blocked"] = f(2 * tm * tk * tn / (4 * tk * tn))
     g["packed.tile"] = vec(MR, NR)
     g["packed.sums"] = f(MR * NR)
     g["packed.loads_per_k"] = f(MR + NR)
     g["packed.loads_per_madd"] = f((MR + NR) / (MR * NR))
     g["packed.b_sliver_bytes"] = f(4 * KC * NR)
     g["simd.floats_per_vector"] = vec(128 // 32, 256 // 32, 512 // 32)
+    g["simd.tiled_blocks"] = vec(TILED_KC, TILED_MC, TILED_NC)
 
     g["peak.square_n"] = f(SQUARE)
     g["peak.square_flops"] = f(2 * SQUARE ** 3)

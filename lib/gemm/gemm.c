@@ -128,11 +128,7 @@ void matmul_bt_naive(float *out, const float *a, const float *b, int M, int K, i
 // 144 KB) fits well inside a 1 MB L2. MC is rounded down to a multiple of the
 // kernel's MR at run time. The kernel is near peak over a wide range of these
 // (KC 192–512, MC 96–288 measured within noise on a Zen 4).
-enum {
-    KC = 256, // depth of one block: how much of k a micro-kernel call sums
-    MC = 144, // rows of a packed per a_block
-    NC = 3072 // columns of b packed per b_panel (a multiple of every NR)
-};
+enum { KC = GEMM_TILED_KC, MC = GEMM_TILED_MC, NC = GEMM_TILED_NC }; // gemm.h says what each is
 // Largest a that threads pack once together rather than each for itself.
 enum { A_WHOLE_MAX_BYTES = 4 << 20 };
 
@@ -314,6 +310,11 @@ bool gemm_set_tiled_kernel(const char *name) {
 }
 
 const char *gemm_tiled_kernel(void) { return current_variant()->name; }
+
+void gemm_tiled_tile(int *mr, int *nr) {
+    const KernelVariant *kv = current_variant();
+    *mr = kv->mr, *nr = kv->nr;
+}
 
 /* --------------------------------------------------------------- packing */
 

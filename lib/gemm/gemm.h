@@ -63,6 +63,21 @@ void matmul_tiled(float *out, const float *a, const float *b, int M, int K, int 
 void matmul_bt_tiled(float *out, const float *a, const float *b, int M, int K, int N);
 
 /**
+ * The tiled backend's blocking sizes, in floats (Goto and van de Geijn's
+ * loops, lib/gemm/gemm.c): a KC × NR sliver of b stays in L1 while an
+ * MC × KC block of a streams past it from L2, and a KC × NC panel of b waits
+ * in L3. Chapter 14 derives the largest each cache allows on the machine at hand.
+ */
+enum {
+    GEMM_TILED_KC = 256,  /**< depth of a block: how much of k one micro-kernel call sums */
+    GEMM_TILED_MC = 144,  /**< rows of a packed per block (rounded down to the tile's MR) */
+    GEMM_TILED_NC = 3072, /**< columns of b packed per panel (a multiple of every NR) */
+};
+
+/** @brief The tile of out the tiled backend's micro-kernel computes on this CPU: @p mr rows × @p nr columns. */
+void gemm_tiled_tile(int *mr, int *nr);
+
+/**
  * @brief Name of the micro-kernel the tiled backend runs on this CPU:
  *        "avx512" (12×32 tile), "avx2" (6×16, AVX2+FMA) or "portable" (4×8, SSE2/NEON).
  *
