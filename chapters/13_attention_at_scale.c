@@ -50,12 +50,22 @@ enum {
     QUERY_CHUNK = 64,  // Section 3: query rows per chunk
     KEY_BLOCK = 128,   // Section 4: keys per block of attention_online()
     RADIUS = 3,        // Section 5: a 7 × 7 window of patches
-    QKV_SEED = 13,     // one head's q, k, v, drawn once for the largest N
     POS_SEED = 1313,   // the position table
-    MEASURED = 100,    // Section 7: the first 100 test images of Fashion-MNIST
-    MEASURE_BATCH = 100,
+    MEASURE_BATCH = 100, // Section 7 runs the test images in batches of 100
     LOCAL_TIMES = 2,   // Section 7: a head is local when its 3 × 3 window keeps 2× uniform's share
 };
+// The chapter's two numbers a learner may change from the command line
+// (build/chapters/13_attention_at_scale --help); the book's are the defaults.
+// [knobs]
+enum { KNOB_IMAGES, KNOB_SEED, KNOBS };
+static ChapterKnob knobs[KNOBS] = {
+    [KNOB_IMAGES] = {.name = "images", .meaning = "Section 7's first test images of Fashion-MNIST",
+                     .value = 100, .min = MEASURE_BATCH, .max = 10000, .multiple = MEASURE_BATCH},
+    [KNOB_SEED] = {.name = "seed", .meaning = "the seed of one head's q, k, v (Sections 2 to 6)",
+                   .value = 13, .min = 0, .max = 2147483647},
+};
+// [knobs]
+static int measured(void) { return knobs[KNOB_IMAGES].value; }
 static const double NEAR_SHARE = 0.75; // Section 7: a mean distance below 3/4 of uniform's is near
 static const int SIDE[SIZES] = {224, 384, 512, 768, 1024}; // image sides, in pixels
 // Section 4's worked example: one row of scores, taken in blocks of 4, 4 and 2.
@@ -773,7 +783,7 @@ static void swapped(Chapter *ch, const Where *where, const int *right, const int
     ch_say(ch, "With exact attention the recipe gives vit_forward()'s logits to %.2g. Each "
                "variant runs on the first %d test images, every layer's attention swapped; the "
                "model itself, through vit_forward(), gets %d of them right:",
-           ch_value(ch, "model.recipe_max_diff", recipe_diff), MEASURED,
+           ch_value(ch, "model.recipe_max_diff", recipe_diff), measured(),
            (int)ch_value(ch, "model.right", (float)right[WITHS]));
     float rights[WITHS], agrees[WITHS];
     ch_line(ch, "    %-26s  %8s  %26s", "attention in every layer", "right", "same class as the model");
@@ -782,7 +792,7 @@ static void swapped(Chapter *ch, const Where *where, const int *right, const int
         // %-26s counts bytes, and × takes two: pad by columns
         const int cols = columns(WITH_NAME[with]);
         ch_line(ch, "    %s%*s  %4d/%-3d  %22d/%-3d", WITH_NAME[with], cols < 26 ? 26 - cols : 0, "",
-                right[with], MEASURED, agree[with], MEASURED);
+                right[with], measured(), agree[with], measured());
     }
     ch_line(ch, "%s", "");
     pin_row(ch, "model.with.right", rights, WITHS);
@@ -833,7 +843,7 @@ static void swapped(Chapter *ch, const Where *where, const int *right, const int
                "is a different model: it has to be trained (or at least fine-tuned) with the "
                "approximation in place, and whether it then does as well is a question of the "
                "task. Chunks and the online softmax have no such cost: they compute the same "
-               "numbers.", WITH_PROSE[worst], right[worst], MEASURED, right[WITH_EXACT]);
+               "numbers.", WITH_PROSE[worst], right[worst], measured(), right[WITH_EXACT]);
 }
 // [swapped]
 
@@ -864,7 +874,7 @@ static void where_it_looks(Chapter *ch, Where *w, int side) {
                "distance, the weighted distance in patches to the patches read (Dosovitskiy "
                "et al. 2021, figure 7). The last row is uniform attention over the same %d "
                "keys, each query's window cut off at the grid's edges as the model's is:",
-           side * side, MEASURED, side * side + 1);
+           side * side, measured(), side * side + 1);
     ch_line(ch, "    %5s  %4s  %7s  %12s  %12s  %13s", "layer", "head", "[cls]", "3 × 3 keeps",
             "5 × 5 keeps", "mean distance");
     for (int l = 0; l < w->L; l++)
@@ -950,7 +960,7 @@ static void trained_model(Chapter *ch) {
     float *logits = vit_malloc(sizeof(float) * (size_t)B * Y);
     int right[WITHS + 1] = {0}, agree[WITHS] = {0}, index[MEASURE_BATCH], labels[MEASURE_BATCH];
     float recipe_diff = 0;
-    for (int first = 0; first < MEASURED; first += B) {
+    for (int first = 0; first < measured(); first += B) {
         for (int b = 0; b < B; b++) index[b] = first + b;
         dataset_batch(input, labels, &test, index, B, mean, std, NULL, NULL);
         const Tensor x = tensor_view(input, 4, B, c->channels, c->image_size, c->image_size);
@@ -977,7 +987,7 @@ static void trained_model(Chapter *ch) {
         }
     }
     Where where;
-    where_of(&where, &looks, L, MEASURED, N);
+    where_of(&where, &looks, L, measured(), N);
     where_it_looks(ch, &where, p.side);
     swapped(ch, &where, right, agree, recipe_diff, c, N, p.side);
     free(input), free(logits);
@@ -1006,7 +1016,7 @@ void chapter13_run(Chapter *ch) {
     w.v = vit_malloc(sizeof(float) * n);
     w.scratch = vit_malloc(sizeof(float) * (size_t)N_max * N_max);
     Rng rng;
-    rng_seed(&rng, QKV_SEED);
+    rng_seed(&rng, (uint64_t)knobs[KNOB_SEED].value);
     rng_fill_normal(&rng, w.q, n, 0.0f, 1.0f);
     rng_fill_normal(&rng, w.k, n, 0.0f, 1.0f);
     rng_fill_normal(&rng, w.v, n, 0.0f, 1.0f);
@@ -1027,10 +1037,12 @@ void chapter13_run(Chapter *ch) {
 
 #ifndef CHAPTER_NO_MAIN
 int main(int argc, char **argv) {
-    return chapter_main(argc, argv, chapter13_run,
-                        "Chapter 13: the N x N attention matrix's memory and time as images "
-                        "grow; exact attention by query chunks and by the online softmax; "
-                        "local-window and linear attention, their errors and times; where the "
-                        "trained model's attention looks, and what they do to it.");
+    return chapter_main_knobs(argc, argv, chapter13_run,
+                              "Chapter 13: the N x N attention matrix's memory and time as "
+                              "images grow; exact attention by query chunks and by the online "
+                              "softmax; local-window and linear attention, their errors and "
+                              "times; where the trained model's attention looks, and what they "
+                              "do to it.",
+                              knobs, KNOBS);
 }
 #endif

@@ -558,8 +558,9 @@ static void expect_chapter_refuses(const char *program, const char *const *args,
 // The chapters whose experiments can be varied list their knobs in --help with
 // the defaults the book prints; a bad value is named and nothing runs.
 static void test_chapter_knobs(void) {
-    char ch11[PATH_SIZE], ch12[PATH_SIZE], ch14[PATH_SIZE];
+    char ch11[PATH_SIZE], ch12[PATH_SIZE], ch13[PATH_SIZE], ch14[PATH_SIZE];
     chapter_program(ch11, sizeof ch11, "11_training");
+    chapter_program(ch13, sizeof ch13, "13_attention_at_scale");
     chapter_program(ch12, sizeof ch12, "12_attention_maps");
     chapter_program(ch14, sizeof ch14, "14_making_it_fast");
     const struct {
@@ -568,6 +569,7 @@ static void test_chapter_knobs(void) {
                   {ch11, "(default 192; 192 to 1536, a multiple of 192)"},
                   {ch12, "--images       the first test images the maps are measured on (default 200;"},
                   {ch12, "--draws"}, {ch12, "--seed"},
+                  {ch13, "(default 100; 100 to 10000, a multiple of 100)"}, {ch13, "--seed"},
                   {ch14, "--rounds       timed rounds of every comparison, interleaved (default 5;"}};
     for (size_t i = 0; i < sizeof listed / sizeof listed[0]; i++) {
         CliResult r = cli_run_program(listed[i].program, (const char *const[]){"--help", NULL});
@@ -585,6 +587,8 @@ static void test_chapter_knobs(void) {
     expect_chapter_refuses(ch12, (const char *const[]){"--seed", NULL}, "--seed needs a value");
     expect_chapter_refuses(ch12, (const char *const[]){"--frames", "3", NULL},
                            "unknown option '--frames' (try --help)");
+    expect_chapter_refuses(ch13, (const char *const[]){"--images", "150", NULL},
+                           "--images takes a multiple of 100, not 150");
     expect_chapter_refuses(ch11, (const char *const[]){"--steps", "200", NULL},
                            "--steps takes a multiple of 192, not 200");
     expect_chapter_refuses(ch14, (const char *const[]){"--rounds", "2", NULL},
