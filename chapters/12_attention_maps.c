@@ -423,9 +423,6 @@ static void gradient_weighted(Chapter *ch, Work *w) {
 
 /* ---------------------------------------------- 6. measured */
 
-// Is ranking m a baseline, one that uses no model (random patches included)?
-static bool is_baseline(int m) { return m >= MAP_ATTENTION_COUNT && m != MAP_OCCLUSION; }
-
 // "a", "a and b", "a, b and c": the names of the n rankings in list.
 static void name_list(char *out, size_t size, const int *list, int n) {
     int at = 0;
@@ -471,8 +468,8 @@ static void measured(Chapter *ch, Work *w) {
                "garment mask (the fraction of each patch above %d, the same fraction as "
                "above); k patches at random; and k patches at random among the garment's "
                "(those at least half garment, then the rest). Each random baseline is the "
-               "mean over %d draws per image. (`vit eval --attention` runs the attention "
-               "maps against one random draw on any split.)",
+               "mean over %d draws per image. (`vit eval --attention` runs the same test "
+               "on any split, occlusion with --occlusion.)",
            GARMENT, draws);
     ch_line(ch, "    %-28s %8s %9s   %7s %7s %7s", "map", "garment", "x uniform", "k = 1", "k = 5",
             "k = 10");
@@ -490,11 +487,9 @@ static void measured(Chapter *ch, Work *w) {
     ch_line(ch, "%s", "");
     // [paired]
     const int k10 = MEASURE_KS - 1; // k = 10
-    int strongest = MAP_ATTENTION_COUNT, best = 0, most_on = 0;
-    for (int i = 0; i < MAP_COUNT; i++) {
-        if (is_baseline(i) && top[i * MEASURE_KS + k10] < top[strongest * MEASURE_KS + k10])
-            strongest = i;
-        if (i >= MAP_ATTENTION_COUNT) continue; // the best and most on: attention maps only
+    const int strongest = attention_measure_strongest_baseline(&m, k10);
+    int best = 0, most_on = 0; // of the attention maps
+    for (int i = 1; i < MAP_ATTENTION_COUNT; i++) {
         if (top[i * MEASURE_KS + k10] < top[best * MEASURE_KS + k10]) best = i;
         if (mass[i] > mass[most_on]) most_on = i;
     }

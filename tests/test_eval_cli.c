@@ -14,6 +14,7 @@
  * dataset-fashion-mnist, which scripts/deps.sh installs for `make test`.
  */
 #include <CUnit/CUnit.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +23,10 @@
 #include "check.h"
 #include "cli_run.h"
 #include "train/dataset.h"
+#include "io/image.h"
+#include "io/labels.h"
 #include "io/safetensors.h"
+#include "explain/rollout.h"
 #include "train/train.h"
 #include "model/vit.h"
 
@@ -503,6 +507,93 @@ static void test_eval_refusals(void) {
     scratch_remove(&dir);
 }
 
+// The line of `out` after `from` that starts with "  NAME" (the name padded to 28
+// columns, as the tables print it), or NULL.
+static const char *table_row(const char *out, const char *from, const char *name) {
+    char key[64];
+    snprintf(key, sizeof key, "\n  %-28s", name);
+    const char *at = strstr(out, from);
+    return at ? strstr(at, key) : NULL;
+}
+
+// The k = 1, 5, 10 columns of a map's row in the first table (its last three numbers).
+static bool deletion_row(const char *out, const char *name, double v[MEASURE_KS]) {
+    const char *row = table_row(out, "  map ", name);
+    if (!row) return false;
+    const char *end = strchr(row + 1, '\n');
+    char line[160];
+    snprintf(line, sizeof line, "%.*s", end ? (int)(end - row - 1) : 150, row + 1);
+    for (int k = MEASURE_KS - 1; k >= 0; k--) {
+        size_t n = strlen(line);
+        while (n > 0 && line[n - 1] == ' ') line[--n] = '\0'; // the padding between columns
+        char *last = strrchr(line, ' ');
+        if (!last) return false;
+        v[k] = strtod(last + 1, NULL);
+        *last = '\0';
+    }
+    return true;
+}
+
+// vit eval --attention on the shipped model: every map and model-free baseline in the
+// table, with lib's figures for the same images; each map set against the strongest
+// baseline at k = 10, its verdict the rule's (beats it only by more than 2 SE).
+static void test_eval_attention_against_baselines(void) {
+    char w[1024];
+    vit_data_path(w, sizeof w, "models/vit-fashion.safetensors");
+    // one thread here and there: the same product, the same sums, the same rankings
+    char *out = RUN_OK("eval", "--weights", w, "--attention", "--limit", "40", "--draws", "3",
+                       "--batch", "20", "--threads", "1");
+    const int threads = vit_get_threads();
+    vit_set_threads(1);
+    // the same measurement in this process: what the table must show
+    Vit vit = {0};
+    Dataset test = load("test");
+    Preprocess pre;
+    VitError err;
+    CU_ASSERT_EQUAL_FATAL(vit_build(&vit, w, &err), VIT_OK);
+    CU_ASSERT_EQUAL_FATAL(image_preprocess_for_model(&pre, NULL, "fashion-mnist", &vit.file, 28, 1,
+                                                     &err), VIT_OK);
+    const Dataset first = dataset_slice(&test, 0, 40);
+    const MeasureOptions opt = {.draws = 3, .baselines = true, .occlusion = false};
+    AttentionMeasures m;
+    CU_ASSERT_EQUAL_FATAL(attention_measure(&vit, &first, 40, pre.mean[0], pre.std[0], 20, 32, 12,
+                                            &opt, &m, &err), VIT_OK);
+    const int k10 = MEASURE_KS - 1;
+    for (int i = 0; i < MAP_BASELINE_COUNT; i++) {
+        const char *name = rollout_map_method_name((MapMethod)i);
+        double v[MEASURE_KS] = {0};
+        const bool found = deletion_row(out, name, v);
+        if (!found) fprintf(stderr, "\n    no row for %s in:\n%s\n", name, out);
+        CU_ASSERT(found);
+        for (int k = 0; k < MEASURE_KS && found; k++) {
+            if (fabs(v[k] - m.prob_top[i][k]) > 6e-4)
+                fprintf(stderr, "\n    %s, k = %d: printed %.3f, lib %.4f", name,
+                        rollout_measure_ks[k], v[k], m.prob_top[i][k]);
+            CU_ASSERT_DOUBLE_EQUAL(v[k], m.prob_top[i][k], 6e-4); // printed to 3 decimals
+        }
+    }
+    CU_ASSERT_PTR_NULL(table_row(out, "  map ", rollout_map_method_name(MAP_OCCLUSION)));
+    const MapMethod strongest = attention_measure_strongest_baseline(&m, k10);
+    char line[200];
+    snprintf(line, sizeof line, "against the strongest baseline at k = 10, the %s, %.3f:",
+             rollout_map_method_name(strongest), m.prob_top[strongest][k10]);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, line));
+    for (int i = 0; i < MAP_ATTENTION_COUNT; i++) {
+        const char *row = table_row(out, "against the strongest", rollout_map_method_name((MapMethod)i));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(row);
+        double d = 0, se = 0;
+        CU_ASSERT_EQUAL(sscanf(row + 3 + 28, "%lf %lf", &d, &se), 2);
+        const char *verdict = d < -2 * se ? "beats it" : d > 2 * se ? "worse than it" : "within 2 SE";
+        const char *eol = strchr(row + 1, '\n');
+        const char *said = strstr(row, verdict);
+        CU_ASSERT(said != NULL && (!eol || said < eol));
+    }
+    vit_set_threads(threads);
+    dataset_free(&test);
+    vit_free(&vit);
+    free(out);
+}
+
 CU_TestInfo tests_eval_cli[] = {
     {"help of eval", test_help_of_eval},
     {"eval a random model: structure and sums", test_eval_a_random_model},
@@ -510,5 +601,6 @@ CU_TestInfo tests_eval_cli[] = {
     {"eval splits: val and train", test_eval_splits},
     {"eval a folder of files", test_eval_a_folder_of_files},
     {"eval refusals", test_eval_refusals},
+    {"eval --attention: maps against model-free baselines", test_eval_attention_against_baselines},
     CU_TEST_INFO_NULL,
 };

@@ -282,6 +282,14 @@ typedef struct {
 double attention_measure_paired_se(const AttentionMeasures *m, MapMethod a, MapMethod b, int k);
 
 /**
+ * @brief The baseline that uses no model (random patches, brightness, the
+ *        garment mask, random garment patches) with the lowest mean probability
+ *        once its first rollout_measure_ks[@p k] patches are black: the yardstick a map must beat.
+ * @return MAP_RANDOM when @p m was measured without the baselines (MAP_BASIC_COUNT maps)
+ */
+MapMethod attention_measure_strongest_baseline(const AttentionMeasures *m, int k);
+
+/**
  * @brief The share of a map on the garment: Σ_p map_p·g_p / Σ_p map_p, with g_p
  *        the fraction of patch p's pixels above @p threshold.
  * @param[in] map     (P) values ≥ 0 over the patches, row-major

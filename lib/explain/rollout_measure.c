@@ -399,3 +399,12 @@ double attention_measure_paired_se(const AttentionMeasures *m, MapMethod a, MapM
     return sqrt(fmax(c, 0) / (n - 1) / n);
 }
 // [attention_measure_paired_se]
+
+// [attention_measure_strongest_baseline]
+MapMethod attention_measure_strongest_baseline(const AttentionMeasures *m, int k) {
+    MapMethod strongest = MAP_RANDOM;
+    for (int i = MAP_ATTENTION_COUNT; i < m->maps && i < MAP_BASELINE_COUNT; i++)
+        if (m->prob_top[i][k] < m->prob_top[strongest][k]) strongest = (MapMethod)i;
+    return strongest;
+}
+// [attention_measure_strongest_baseline]
