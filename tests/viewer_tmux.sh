@@ -206,6 +206,8 @@ keys c
 check "finished" "finished at logits 188/188" 10
 check "top-K chart" "top of 1000 classes"
 check "top-K labels" "^.*│ +1 [A-Za-z].* -?[0-9]+\.[0-9]{3} +0\.[0-9]{4}"
+keys '}' # an RGB model ships one picture: a new pass would show the same photo
+check "} with one picture says so (bug: it reran the pass)" "the only shipped picture for the model"
 keys m
 check "m where there are no heads says so" "m combines the heads of an attention map"
 keys 3
@@ -233,6 +235,8 @@ keys NPage NPage NPage NPage NPage
 check "the help's labels are whole" "PgUp PgDn Home End +\(view focused\)"
 check "the help explains the tree's marks" "The tree's marks: ▶ how far the pass has run"
 check "the help says any key pauses a run" "While a pass runs \(n f c, or after r\), any key pauses it"
+check "the help says what becomes of keys typed during a run" "except after / B W e T D,"
+check "the help says a pass stops at the first NaN" "stops by itself at the first NaN or infinity"
 keys Escape
 check "help closes" "top of 1000 classes"
 
@@ -240,6 +244,15 @@ check "help closes" "top of 1000 classes"
 keys r
 check "restart" "paused at input 1/188"
 check_rows "restart closes the blocks browsing opened" "▾ blocks" 0
+
+# keys typed while the pass runs (one send-keys: they arrive as one burst)
+$TMUX_CMD send-keys -t "$SESSION" c "/input" Enter
+check "/ typed during a run is kept whole (bug: i n p u t ran as keys)" \
+    "paused at [a-z_.0-9]+ [0-9]+/188 · viewing input( |\$)"
+$TMUX_CMD send-keys -t "$SESSION" c t t
+check "other keys typed during a run are dropped, and said so" \
+    "paused · 1 key typed during the run dropped"
+check "... so the tree is still shown (bug: the second t hid it)" "embed +│"
 
 # q quits cleanly with status 0
 quit "q exits 0"
@@ -350,11 +363,19 @@ if [ -n "$DEMO" ]; then
     $TMUX_CMD resize-window -t "$SESSION" -x 100 -y 30
     keys s
     check "grey patches" "\(B=1, P=49, C·p·p=16\)"
+    keys s
+    check "patch_embed names the model's patch side (bug: 16×16 on any model)" \
+        "each 4×4 patch projected to D numbers"
     keys B
     keys -l "blocks.0.attn.probs"
     keys Enter
     keys c
     check "attention over 50 tokens" "\(B=1, H=4, N=50, N=50\)"
+    # a / that misses, then one that finds: the miss's error goes (bug: it stayed in the title)
+    keys / ; keys -l "blocks.0.nosuch" ; keys Enter
+    check "/ of an unknown stage says so" "no stage is called 'blocks\.0\.nosuch'"
+    keys / ; keys -l "blocks.0.attn.probs" ; keys Enter
+    check_rows "a / that finds its stage clears the old error" "no stage is called" 0
     check "the query's attention over the image" "most to token [0-9]+ \([0-6],[0-6]\)"
     $TMUX_CMD resize-window -t "$SESSION" -x 80 -y 24
     check "80x24: the query's numbers are whole" "most to token [0-9]+ \([0-6],[0-6]\) *$"
@@ -365,8 +386,14 @@ if [ -n "$DEMO" ]; then
     check "every head's [cls] row, one scale" "every head · query cls < > · one scale, 0 to"
     check "each head labelled with its peak" "h3 max [0-9.e-]+"
     keys a
-    check "the rollout through this block" "rollout through blocks 0–0 · heads' mean"
+    check "the rollout through this block" "rollout, blocks 0–0 · heads' mean"
     check "what the rollout is" "A_l = rownorm\(mean of heads \+ I\)"
+    check "one block's rollout is J = A_0 (bug: A_0 ··· A_0)" "J = A_0: how much of token"
+    check "a leads from the rollout to the softmax (bug: 'a: the map')" "· a: softmax"
+    keys '>'
+    check "a patch's share from cls is not 'itself'" "from cls [0-9.e-]+, patches"
+    keys '<'
+    check "cls's own share is" "from cls itself [0-9.e-]+, patches"
     # the softmax, live: the query's row through scores, scaled, probs, and at a temperature
     keys a
     check "the softmax view" "softmax of query cls, head 0 \(\[ \] < >\) · T = 1"

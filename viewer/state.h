@@ -135,6 +135,8 @@ typedef struct {
     const char *weights_path; /**< the model's file, or NULL (random weights): not to be
                                    overwritten by an export (borrowed) */
     const char *picture_path; /**< the picture's file, or "" (borrowed, as weights_path) */
+    int other_pictures;   /**< how many shipped pictures } { can switch to besides the one
+                               shown: at 0 they say so rather than rerun the same picture */
     /* what-if experiments: what the next pass changes, against the unmodified one */
     bool *heads_off;      /**< (L, H) heads switched off */
     bool *masked;         /**< (P) patches of the input painted black */

@@ -114,6 +114,11 @@ static UiAction cmd_run(State *s, int key) {
 static UiAction cmd_restart(State *s, int key) { return ACT_RESTART; }
 
 static UiAction cmd_picture(State *s, int key) {
+    if (s->other_pictures == 0) { // a new pass on the same photo would only take time
+        state_message(s, "%s", "this is the only shipped picture for the model: } { have "
+                      "nothing to switch to");
+        return ACT_NONE;
+    }
     s->request = REQ_PICTURE;
     s->request_arg = key == '}' ? 1 : -1;
     return ACT_REQUEST;
@@ -132,8 +137,7 @@ static UiAction cmd_undo(State *s, int key) {
     s->request = REQ_UNDO;
     return ACT_REQUEST;
 }
-// d: the backward pass for the predicted class, or back to the forward pass;
-// D: for a class typed in.
+// d: the backward pass for the predicted class, or back to the forward pass.
 static UiAction cmd_backward(State *s, int key) {
     if (s->backward) {
         s->request = REQ_FORWARD;
@@ -143,13 +147,16 @@ static UiAction cmd_backward(State *s, int key) {
         state_message(s, "the backward pass starts from the logits: c runs the forward to them");
         return ACT_NONE;
     }
-    if (key == 'D') {
-        prompt_line_open(s, PROMPT_CLASS);
-        return ACT_NONE;
-    }
     s->request = REQ_BACKWARD;
     s->request_arg = -1;
     return ACT_REQUEST;
+}
+
+// D: the backward pass for a class typed in; otherwise as d.
+static UiAction cmd_class(State *s, int key) {
+    if (s->backward || !stepper_finished(&s->stepper)) return cmd_backward(s, key);
+    prompt_line_open(s, PROMPT_CLASS);
+    return ACT_NONE;
 }
 
 static UiAction cmd_quit(State *s, int key) { return ACT_QUIT; }
@@ -228,7 +235,7 @@ static const KeyBinding bindings[] = {
     {{'u'}, "u", "undo every what-if: back to the unmodified pass", cmd_undo},
     {{'d'}, "d", "backward pass of the predicted class's logit; again: the forward",
      cmd_backward},
-    {{'D'}, "D", "backward for a class you choose (its number)", cmd_backward},
+    {{'D'}, "D", "backward for a class you choose (its number)", cmd_class},
     {{'\t', KEY_BTAB}, "Tab", "arrows move in the tree ↔ in the view", cmd_focus},
     {{'?'}, "?", "this help", cmd_help},
     {{27}, "Esc", "back to the tree, clear the message", cmd_escape},
@@ -241,6 +248,17 @@ const KeyTable app_keys = {"Running the forward pass", bindings,
                            sizeof bindings / sizeof bindings[0]};
 
 UiAction app_key(State *s, int key) { return keytable_dispatch(&app_keys, s, key); }
+
+// Does `key` open a line to type (/ B W e T D)? The table says, by the action it binds.
+static bool opens_prompt(int key) {
+    for (int i = 0; i < app_keys.count; i++)
+        for (const int *k = app_keys.bindings[i].keys; *k; k++)
+            if (*k == key)
+                return app_keys.bindings[i].fn == cmd_prompt ||
+                       app_keys.bindings[i].fn == cmd_test_image ||
+                       app_keys.bindings[i].fn == cmd_class;
+    return false;
+}
 
 // Who gets a key: the help or prompt when open; the view first when it has the
 // focus; then the app, the tree, the view.
@@ -280,6 +298,29 @@ static UiAction ui_loop(App *app) {
     }
 }
 
+// The keys typed while a pass ran, `first` the one that paused it. Typed
+// ahead, "/blocks.11.attn.probs⏎" must not run as / then b, l, o, c … one
+// by one: a key that opens a line to type is kept with all that follows, to
+// run whole once paused (q too: pause, then quit); any other key only pauses,
+// and the keys after it are dropped, and the title says how many.
+static void typed_while_running(State *s, int first) {
+    enum { KEEP = 100 }; // under ncurses' ungetch queue; more stay queued behind, in order
+    int typed[KEEP], n = 0, dropped = 0;
+    timeout(30); // what was typed in one burst (a paste, send-keys) is all here by then
+    for (int k; n < KEEP && (k = getch()) != ERR;)
+        if (k == KEY_RESIZE) on_resize(s);
+        else typed[n++] = k;
+    timeout(-1);
+    if (first == 'q' || opens_prompt(first)) {
+        while (n > 0) ungetch(typed[--n]); // ungetch is last in, first out
+        ungetch(first);
+    } else dropped = n;
+    if (dropped)
+        state_message(s, "paused · %d key%s typed during the run dropped (only / B W e T D keep "
+                      "what follows)", dropped, dropped == 1 ? "" : "s");
+    else state_message(s, "paused");
+}
+
 // While running: a key pauses, a resize is taken in, the screen shows progress.
 static bool poll_while_running(App *app) {
     State *s = &app->state;
@@ -288,8 +329,7 @@ static bool poll_while_running(App *app) {
     nodelay(stdscr, FALSE);
     if (key == KEY_RESIZE) on_resize(s);
     else if (key != ERR) {
-        if (key == 'q') ungetch(key); // pause, then quit as asked
-        state_message(s, "paused");
+        typed_while_running(s, key);
         return true;
     }
     const double now = vit_now();
@@ -447,6 +487,8 @@ static void message_error(State *s, const VitError *err) {
 
 static void set_title(App *app, const char *picture) {
     snprintf(app->state.title, sizeof app->state.title, "%s · %s", app->model, picture);
+    const Pictures *p = app->pictures; // the title changes with the picture: so does this
+    app->state.other_pictures = !p ? 0 : p->count - (p->current >= 0);
 }
 
 // Back to the unmodified model and picture.

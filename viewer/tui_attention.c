@@ -182,11 +182,15 @@ static void rollout_notes(const State *s, Rect r, const float *row, int first, i
     query_name(s, query, sizeof query);
     if (s->backward) snprintf(l1, sizeof l1, "A_l = rownorm(mean_h max(0, P ⊙ ∂P) + I)");
     else snprintf(l1, sizeof l1, "A_l = rownorm(%s of heads + I)", head_fuse_name(fuse));
-    snprintf(l2, sizeof l2, "J = A_%d ··· A_%d: how much of token", last, first);
+    // J is the product A_last ··· A_first, later blocks on the left; one or two factors written out
+    if (last == first) snprintf(l2, sizeof l2, "J = A_%d: how much of token", last);
+    else if (last == first + 1) snprintf(l2, sizeof l2, "J = A_%d · A_%d: how much of token", last, first);
+    else snprintf(l2, sizeof l2, "J = A_%d ··· A_%d: how much of token", last, first);
     snprintf(l3, sizeof l3, "%s's row comes from each input", query);
     snprintf(l4, sizeof l4, "most from token %d (%d,%d): %.3g", best + 1, best / grid,
              best % grid, (double)hi);
-    snprintf(l5, sizeof l5, "from cls itself %.3g, patches %.3g", (double)row[0], on_patches);
+    snprintf(l5, sizeof l5, "from cls%s %.3g, patches %.3g", s->query == 0 ? " itself" : "",
+             (double)row[0], on_patches);
     snprintf(l6, sizeof l6, "uniform would be %.3g a patch", on_patches / P);
     const char *lines[] = {l1, "the residual stream counted as I,", l2, l3,
                            "token through the blocks.", "", l4, l5, l6};
@@ -224,10 +228,9 @@ static void rollout_view(const State *s, Rect r, int block) {
     if (s->backward)
         ui_printf(r.y, r.x, r.w, ROLE_HEADING, "gradient-weighted rollout, blocks %d–%d · query %s "
                   "< > · 0 to %.3g · a: the map", first, last, query, (double)hi);
-    else
-        ui_printf(r.y, r.x, r.w, ROLE_HEADING, "rollout through blocks 0–%d · heads' %s (m) · "
-                  "query %s < > · 0 to %.3g · a: the map", block, head_fuse_name(fuse), query,
-                  (double)hi);
+    else // a leads on to the softmax view; said before the scale, which the legend repeats
+        ui_printf(r.y, r.x, r.w, ROLE_HEADING, "rollout, blocks 0–%d · heads' %s (m) · query %s "
+                  "< > · a: softmax · 0 to %.3g", block, head_fuse_name(fuse), query, (double)hi);
     int px_h, side = picture_side(s, r.h - 2, r.w / 2, &px_h);
     row_positions(patch_t, row, P, hi);
     patches_over_image(s, r.y + 1, r.x, side, px_h, patch_t, RAMP_SEQUENTIAL, s->query - 1);

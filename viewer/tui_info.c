@@ -64,6 +64,16 @@ static void cost_line(const State *s, int y, Rect r, const PipeNode *n, const Hi
 }
 
 // While a what-if is in force: how far this stage moved from the unmodified pass.
+// The stage's description for this model: the table says "p×p" where the
+// patch side goes, since the same table serves every model (4×4, 16×16 …).
+static const char *stage_what(const State *s, const PipeNode *n, char *buf, size_t size) {
+    const char *what = n->stage->what, *p = strstr(what, "p×p");
+    if (!p) return what;
+    snprintf(buf, size, "%.*s%d×%d%s", (int)(p - what), what, s->cfg->patch_size,
+             s->cfg->patch_size, p + strlen("p×p"));
+    return buf;
+}
+
 static void whatif_line(const State *s, int y, Rect r, int node) {
     const float d = s->moved[node];
     const int first = state_first_moved(s);
@@ -101,7 +111,8 @@ void info_draw(const State *s) {
         ui_printf(y, x, r.x + r.w - x, ROLE_DIM, "  — of %s", n->stage->formula);
     } else {
         x = r.x + ui_text(y, r.x, r.w, ROLE_FORMULA, n->stage->formula);
-        ui_printf(y, x, r.x + r.w - x, ROLE_DIM, "  — %s", n->stage->what);
+        char what[96];
+        ui_printf(y, x, r.x + r.w - x, ROLE_DIM, "  — %s", stage_what(s, n, what, sizeof what));
     }
     y++;
     if (r.h >= 6 && s->backward)

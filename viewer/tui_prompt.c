@@ -104,6 +104,7 @@ static void goto_entered(State *s) {
     }
     stepper_move_node(&s->stepper, node - s->stepper.selected);
     state_clamp(s);
+    s->message[0] = '\0'; // an earlier miss's error no longer applies; the status row says where
 }
 
 static void watch_entered(State *s) {

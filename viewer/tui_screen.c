@@ -137,7 +137,11 @@ static int help_collect(HelpLine *lines) {
     static const char *const notes[] = {
         "The tree's marks: ▶ how far the pass has run · ● a breakpoint · Δ moved in a",
         "what-if · › the selection while the view has the keys · dim: not computed yet.",
-        "While a pass runs (n f c, or after r), any key pauses it at the next stage.",
+        "While a pass runs (n f c, or after r), any key pauses it at the next stage; keys",
+        "typed after that one are dropped (the title says how many), except after / B W e T D,",
+        "whose line is kept whole and runs once paused. A rerun ({ } x z …) takes no keys: they",
+        "wait and run after it, in order.",
+        "A pass also stops by itself at the first NaN or infinity, and where W's watch is passed.",
         "Colours: signed values blue < 0 (white) < red; one-signed values dark → yellow.",
         "NO_COLOR or --mono: an ASCII ramp \" .:-=+*#%@\", light to dense.",
     };

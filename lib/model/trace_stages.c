@@ -19,7 +19,7 @@
 
 static const VitStage stages[] = {
     {"input", false, "B,C,S,S", "x", "normalised pixels", "x"},
-    {"patch_embed", false, "B,P,D", "W_E·patch + b", "each 16×16 patch projected to D numbers",
+    {"patch_embed", false, "B,P,D", "W_E·patch + b", "each p×p patch projected to D numbers",
      "x = self.patch_embed(x)"},
     {"tokens", false, "B,N,D", "[x_cls; x_1 … x_P]", "the learnable [cls] token prepended",
      "x = torch.cat((cls_token.expand(B, -1, -1), x), dim=1)"},
