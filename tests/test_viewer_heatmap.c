@@ -147,7 +147,7 @@ static void test_ascii_ramp_and_levels(void) {
 }
 
 // An xterm-256 palette entry as RGB (the cube 16–231, the greys 232–255).
-static Rgb xterm256_rgb(int x) {
+static Rgb palette_rgb(int x) {
     static const int level[6] = {0, 95, 135, 175, 215, 255};
     if (x >= 232) return (Rgb){(uint8_t)(8 + 10 * (x - 232)), (uint8_t)(8 + 10 * (x - 232)),
                                (uint8_t)(8 + 10 * (x - 232))};
@@ -160,15 +160,54 @@ static Rgb xterm256_rgb(int x) {
 static void test_256_colours_keep_the_ramp_s_hues(void) {
     for (int i = 0; i < 32; i++) {
         const float t = (float)i / 31.0f;
-        const Rgb c = ramp_rgb(RAMP_DIVERGING, t), m = xterm256_rgb(rgb_to_xterm256(c));
+        const Rgb c = ramp_rgb(RAMP_DIVERGING, t), m = palette_rgb(rgb_to_xterm256(c));
         const bool grey = m.r == m.g && m.g == m.b;
         if (c.b > c.r + 20) CU_ASSERT(grey || m.b >= m.r);             // the blue half
         if (c.r > c.b + 20) CU_ASSERT(grey || (m.r > m.b && m.g <= m.r)); // the red half
         if (c.r > c.b + 20) CU_ASSERT(m.b <= m.g + 40); // red, not magenta: blue no more than green
-        const Rgb v = ramp_rgb(RAMP_SEQUENTIAL, t), w = xterm256_rgb(rgb_to_xterm256(v));
+        const Rgb v = ramp_rgb(RAMP_SEQUENTIAL, t), w = palette_rgb(rgb_to_xterm256(v));
         CU_ASSERT(abs((int)w.r - v.r) <= 60 && abs((int)w.g - v.g) <= 60 &&
                   abs((int)w.b - v.b) <= 60);
     }
+}
+
+// L*a*b* against the CIE's published values for sRGB white and red.
+static void test_lab(void) {
+    float lab[3];
+    rgb_to_lab((Rgb){255, 255, 255}, lab);
+    CU_ASSERT(fabsf(lab[0] - 100) < 0.1f && fabsf(lab[1]) < 0.1f && fabsf(lab[2]) < 0.1f);
+    rgb_to_lab((Rgb){255, 0, 0}, lab);
+    CU_ASSERT(fabsf(lab[0] - 53.24f) < 0.1f && fabsf(lab[1] - 80.09f) < 0.2f &&
+              fabsf(lab[2] - 67.20f) < 0.2f);
+}
+
+// The sequential ramp in 256 colours starts at a neutral dark (the nearest
+// entry to viridis' violet, 53 or 54, made near-zero attention look high
+// beside the grey of a dark background), and no step is darker than the one
+// before, so the order of the colours is the order of the values.
+static void test_256_colour_ramp_is_ordered(void) {
+    float lab[3], first = 0, prev = -1;
+    for (int i = 0; i < RAMP_LEVELS; i++) {
+        const int e = ramp_xterm256(RAMP_SEQUENTIAL, (float)i / (RAMP_LEVELS - 1));
+        CU_ASSERT(e >= 16 && e <= 255);
+        rgb_to_lab(palette_rgb(e), lab);
+        if (i == 0) {
+            first = lab[0];
+            CU_ASSERT(lab[0] < 30);                                // dark
+            CU_ASSERT(sqrtf(lab[1] * lab[1] + lab[2] * lab[2]) < 5); // and without a hue
+        }
+        CU_ASSERT(lab[0] >= prev);
+        prev = lab[0];
+    }
+    CU_ASSERT(prev > first + 50); // it spans the lightness viridis does
+    const Rgb top = palette_rgb(ramp_xterm256(RAMP_SEQUENTIAL, 1));
+    CU_ASSERT(top.r > top.b + 100 && top.g > top.b + 100); // viridis' yellow
+    CU_ASSERT_EQUAL(ramp_xterm256(RAMP_SEQUENTIAL, NAN), -1);
+    // what an overlay blends in 256 colours is what is drawn: grey at zero
+    const Rgb zero = ramp_rgb_shown(RAMP_SEQUENTIAL, 0, COLOUR_256);
+    CU_ASSERT(zero.r == zero.g && zero.g == zero.b);
+    const Rgb v = ramp_rgb_shown(RAMP_SEQUENTIAL, 0, COLOUR_DIRECT);
+    CU_ASSERT(rgb_eq(v, 68, 1, 84)); // true colour keeps viridis
 }
 
 static void test_terminal_colours(void) {
@@ -206,6 +245,8 @@ CU_TestInfo tests_viewer_heatmap[] = {
     {"colour ramps", test_ramps},
     {"ASCII ramp and levels", test_ascii_ramp_and_levels},
     {"256 colours keep the ramp's hues", test_256_colours_keep_the_ramp_s_hues},
+    {"L*a*b*", test_lab},
+    {"the 256-colour ramp is ordered from a neutral dark", test_256_colour_ramp_is_ordered},
     {"terminal colours", test_terminal_colours},
     {"ASCII spellings", test_ascii_spellings},
     CU_TEST_INFO_NULL,

@@ -103,7 +103,7 @@ static void test_overlay_follows_weights(void) {
     Rgb px[4 * 4];
     for (int i = 0; i < 16; i++) px[i] = (Rgb){255, 255, 255};
     const float t[4] = {0, 0, 0, 1}; // only patch (1, 1) is attended
-    image_overlay(px, 4, 4, t, 2, RAMP_SEQUENTIAL, 0.7f);
+    image_overlay(px, 4, 4, t, 2, RAMP_SEQUENTIAL, 0.7f, COLOUR_DIRECT);
     const Rgb top = ramp_rgb(RAMP_SEQUENTIAL, 1);
     CU_ASSERT(rgb_luma(px[3 * 4 + 3]) > rgb_luma(px[0])); // attended patch brighter
     CU_ASSERT(abs(px[15].g - top.g) < 80);                // and in the ramp's top colour

@@ -118,12 +118,28 @@ start() {
     # exiting when the next session asks it ("server exited unexpectedly"): a few tries.
     tries=0
     until $TMUX_CMD new-session -d -s "$SESSION" -x 100 -y 30 \
-        "env -u NO_COLOR TERM=$TERM_INSIDE LANG=C.UTF-8 LC_ALL=C.UTF-8 $* $VITVIEW --threads 2 \
+        "env -u NO_COLOR -u COLORTERM TERM=$TERM_INSIDE LANG=C.UTF-8 LC_ALL=C.UTF-8 $* $VITVIEW --threads 2 \
          $ARGS 2>'$WORK/stderr'; echo EXIT=\$? >'$WORK/exit'"; do
         tries=$((tries + 1))
         [ "$tries" -lt 5 ] || { echo "viewer_tmux: FAIL: tmux could not start a session" >&2; exit 1; }
         sleep 1
     done
+}
+
+# check_colours NAME PATTERN: until the screen's colour escapes (capture-pane -e) match
+check_colours() {
+    tries=250
+    while [ "$tries" -gt 0 ]; do
+        $TMUX_CMD capture-pane -p -e -t "$SESSION" >"$WORK/escapes.txt" 2>/dev/null
+        grep -Eq -- "$2" "$WORK/escapes.txt" && { PASSED=$((PASSED + 1)); return 0; }
+        [ -s "$WORK/exit" ] && break
+        sleep 0.02
+        tries=$((tries - 1))
+    done
+    FAILED=$((FAILED + 1))
+    LAST_FAILURE=$1
+    echo "viewer_tmux: FAILED: $1 (no escape matches '$2'); the colours used were:" >&2
+    grep -Eo '[34]8;[0-9;]+m' "$WORK/escapes.txt" | sort | uniq -c | sort -rn | head -5 >&2
 }
 
 # quit NAME: press q and expect exit status 0
@@ -598,6 +614,16 @@ if [ -n "$DEMO" ]; then
         check "true colour (TERM=xterm-direct) starts" "paused at input 1/[0-9]+" 15
         check_rows "true colour: the 28×28 image" "│▀{28}( |\$)" 14
         quit "q exits 0 in true colour"
+    fi
+    # COLORTERM=truecolor beside a 256-colour TERM, as most terminals set them:
+    # TERM's -direct entry, when there is one, and 24-bit colours
+    if infocmp "${TERM_INSIDE%%-*}-direct" >/dev/null 2>&1; then
+        start fashion-colorterm COLORTERM=truecolor "$DEMO"
+        check "COLORTERM=truecolor starts" "paused at input 1/[0-9]+" 15
+        check_rows "COLORTERM=truecolor: the 28×28 image" "│▀{28}( |\$)" 14
+        check_colours "COLORTERM=truecolor: 24-bit colours (bug: it was ignored)" \
+            "[34]8;2;[0-9]+;[0-9]+;[0-9]+m"
+        quit "q exits 0 with COLORTERM=truecolor"
     fi
 
     start fashion-mono NO_COLOR=1 "$DEMO"

@@ -87,6 +87,83 @@ int rgb_to_xterm256(Rgb c) {
     return palette_distance(c, (Rgb){v, v, v}) < best_d ? 232 + step : best;
 }
 
+Rgb xterm256_rgb(int index) {
+    if (index >= 232) { // the grey ramp 232–255: 8, 18, …, 238
+        const uint8_t v = (uint8_t)(8 + 10 * (index - 232));
+        return (Rgb){v, v, v};
+    }
+    const int i = index < 16 ? 0 : index - 16; // the 16 system colours vary: not used here
+    return (Rgb){(uint8_t)cube_level[i / 36], (uint8_t)cube_level[(i / 6) % 6],
+                 (uint8_t)cube_level[i % 6]};
+}
+
+// sRGB's transfer curve undone, then CIE XYZ (D65) to L*a*b*: the space where
+// equal distances look about equally different, and L* is lightness.
+static float srgb_linear(uint8_t v) {
+    const float c = v / 255.0f;
+    return c <= 0.04045f ? c / 12.92f : powf((c + 0.055f) / 1.055f, 2.4f);
+}
+
+static float lab_f(float t) {
+    return t > 216.0f / 24389 ? cbrtf(t) : (24389.0f / 27 * t + 16) / 116;
+}
+
+void rgb_to_lab(Rgb c, float lab[3]) {
+    const float r = srgb_linear(c.r), g = srgb_linear(c.g), b = srgb_linear(c.b);
+    const float x = (0.4124f * r + 0.3576f * g + 0.1805f * b) / 0.95047f;
+    const float y = 0.2126f * r + 0.7152f * g + 0.0722f * b;
+    const float z = (0.0193f * r + 0.1192f * g + 0.9505f * b) / 1.08883f;
+    const float fx = lab_f(x), fy = lab_f(y), fz = lab_f(z);
+    lab[0] = 116 * fy - 16, lab[1] = 500 * (fx - fy), lab[2] = 200 * (fy - fz);
+}
+
+static float lab_dist2(const float a[3], const float b[3]) {
+    return (a[0] - b[0]) * (a[0] - b[0]) + (a[1] - b[1]) * (a[1] - b[1]) +
+           (a[2] - b[2]) * (a[2] - b[2]);
+}
+
+// The sequential ramp in 256 colours. Matching viridis entry by entry goes
+// wrong at the dark end: its violet falls on saturated magentas (53), which
+// read as "high" beside the greys a dim picture gets. So the target is viridis
+// with its chroma faded in over the first fifth (a neutral dark at zero), each
+// level takes the entry nearest it in L*a*b*, and never one darker than the
+// level before: the ramp's lightness only grows, as viridis' does.
+static void sequential_xterm256(int *out, int levels) {
+    float prev_l = -1;
+    for (int i = 0; i < levels; i++) {
+        const float t = levels > 1 ? (float)i / (float)(levels - 1) : 0;
+        float want[3];
+        rgb_to_lab(picture_viridis(t), want);
+        const float chroma = t < RAMP_CHROMA_FROM ? t / RAMP_CHROMA_FROM : 1;
+        want[1] *= chroma, want[2] *= chroma;
+        int best = 232;
+        float best_d = INFINITY, best_l = 0;
+        for (int e = 16; e < 256; e++) {
+            float lab[3];
+            rgb_to_lab(xterm256_rgb(e), lab);
+            const float d = lab_dist2(lab, want);
+            if (lab[0] >= prev_l && d < best_d) best_d = d, best = e, best_l = lab[0];
+        }
+        out[i] = best;
+        prev_l = best_l;
+    }
+}
+
+int ramp_xterm256(RampKind kind, float t) {
+    if (isnan(t)) return -1;
+    const int level = ramp_level(t, RAMP_LEVELS);
+    if (kind != RAMP_SEQUENTIAL)
+        return rgb_to_xterm256(ramp_rgb(kind, (float)level / (RAMP_LEVELS - 1)));
+    static int table[RAMP_LEVELS], built; // the same for every run: worked out once
+    if (!built) sequential_xterm256(table, RAMP_LEVELS), built = 1;
+    return table[level];
+}
+
+Rgb ramp_rgb_shown(RampKind kind, float t, ColourMode mode) {
+    if (mode == COLOUR_256 && !isnan(t)) return xterm256_rgb(ramp_xterm256(kind, t));
+    return ramp_rgb(kind, t);
+}
+
 int rgb_to_basic8(Rgb c) {
     // the usual xterm rendering of the 8 ANSI colours
     static const Rgb ansi[8] = {{0, 0, 0},     {205, 0, 0},   {0, 205, 0},   {205, 205, 0},

@@ -69,6 +69,32 @@ float rgb_luma(Rgb c);
  */
 int rgb_to_xterm256(Rgb c);
 
+/** @brief The colour of xterm-256 entry @p index (16–255; the cube and the grey ramp). */
+Rgb xterm256_rgb(int index);
+
+/** @brief CIE L*a*b* (D65) of an sRGB colour: lab[0] is the lightness L*, 0–100. */
+void rgb_to_lab(Rgb c, float lab[3]);
+
+/** How many steps a ramp is drawn in on a terminal (few colour pairs). */
+#define RAMP_LEVELS 32
+/** The sequential ramp's 256-colour version is grey below this t, its hue faded in up to it. */
+#define RAMP_CHROMA_FROM 0.2f
+
+/**
+ * @brief The xterm-256 entry for @p t on a ramp, in RAMP_LEVELS steps; -1 for NaN.
+ *        The sequential ramp starts at a neutral dark and grows lighter at every
+ *        step, the entries nearest viridis in L*a*b* (its hue faded in up to
+ *        t = RAMP_CHROMA_FROM); the diverging one is the nearest entry to each step.
+ */
+int ramp_xterm256(RampKind kind, float t);
+
+/**
+ * @brief The ramp's colour as the terminal in @p mode will show it: in 256
+ *        colours the palette entry's RGB (so an overlay blends what is drawn),
+ *        otherwise ramp_rgb().
+ */
+Rgb ramp_rgb_shown(RampKind kind, float t, ColourMode mode);
+
 /** @brief The nearest ANSI colour, 0–7 (black, red, green, yellow, blue, magenta, cyan, white). */
 int rgb_to_basic8(Rgb c);
 

@@ -78,13 +78,14 @@ void image_patch_grid(Rgb *px, int w, int h, int grid) {
 }
 
 void image_overlay(Rgb *px, int w, int h, const float *patch_t, int grid, RampKind kind,
-                   float opacity) {
+                   float opacity, ColourMode mode) {
     for (int y = 0; y < h; y++)
         for (int x = 0; x < w; x++) {
             Rgb *p = &px[(size_t)y * w + x];
             // the image in dim grey keeps its shapes readable under the colours
             uint8_t grey = (uint8_t)lrintf(rgb_luma(*p) * 110.0f);
-            Rgb heat = ramp_rgb(kind, patch_t[image_patch_at(x, y, w, h, grid)]);
+            // the ramp as drawn in `mode`, so that in 256 colours near zero stays grey
+            Rgb heat = ramp_rgb_shown(kind, patch_t[image_patch_at(x, y, w, h, grid)], mode);
             *p = rgb_mix((Rgb){grey, grey, grey}, heat, opacity);
         }
 }

@@ -71,9 +71,10 @@ Rgb image_grid_mark(Rgb p, float w);
  * @param[in,out] px      (h, w) picture of the whole image
  * @param[in]     patch_t (grid, grid) positions on the ramp, [0, 1]
  * @param[in]     opacity how much colour covers the image, 0 (the image alone) to 1
+ * @param[in]     mode    the terminal's colours: the ramp blended is the one it will show
  */
 void image_overlay(Rgb *px, int w, int h, const float *patch_t, int grid, RampKind kind,
-                   float opacity);
+                   float opacity, ColourMode mode);
 
 /** @} */
 #endif

@@ -75,6 +75,10 @@ UiAction keytable_dispatch(const KeyTable *table, State *s, int key);
 
 /* tui_ui.c: terminal setup, roles, drawing helpers */
 
+/** @brief newterm() on stdout, in 24-bit colour when COLORTERM says the terminal
+ *         has it (TERM's -direct entry); NULL when the terminal cannot be driven. */
+SCREEN *ui_open_terminal(void);
+
 /** @brief Start curses; fills s->colour, s->utf8 and the layout. @p force_mono: --mono. */
 void ui_start(State *s, bool force_mono);
 /** @brief Give the terminal back. Safe to call twice. */

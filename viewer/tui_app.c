@@ -691,7 +691,7 @@ void app_restore_terminal(void) { ui_stop(); }
 
 int app_run(AppOptions *opt) {
     setlocale(LC_ALL, "");
-    SCREEN *screen = newterm(NULL, stdout, stdin);
+    SCREEN *screen = ui_open_terminal();
     if (!screen) {
         const char *term = getenv("TERM");
         fprintf(stderr, "vitview: cannot drive this terminal (TERM=%s)\n", term ? term : "unset");

@@ -10,6 +10,7 @@
 #include <math.h>
 #include <locale.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <wchar.h>
@@ -92,6 +93,24 @@ static ColourMode detect_colour(bool force_mono) {
     if (COLORS >= 0x1000000) return COLOUR_DIRECT;
     if (COLORS >= 256) return COLOUR_256;
     return COLOUR_BASIC;
+}
+
+// COLORTERM=truecolor (or 24bit) says the terminal takes 24-bit colours even
+// though TERM names a 256-colour entry, as most terminals' TERM does: the
+// entry's -direct sibling (xterm-direct, tmux-direct) is the same terminal with
+// them, which curses then drives through its extended colours. Without such an
+// entry, TERM as it is (256 colours).
+SCREEN *ui_open_terminal(void) {
+    const char *colorterm = getenv("COLORTERM"), *term = getenv("TERM");
+    const bool truecolor = colorterm && (!strcmp(colorterm, "truecolor") ||
+                                         !strcmp(colorterm, "24bit"));
+    if (truecolor && term && !strstr(term, "-direct")) {
+        char direct[64];
+        snprintf(direct, sizeof direct, "%.*s-direct", (int)strcspn(term, "-"), term);
+        SCREEN *screen = newterm(direct, stdout, stdin);
+        if (screen) return screen;
+    }
+    return newterm(NULL, stdout, stdin);
 }
 
 void ui_start(State *s, bool force_mono) {
@@ -194,10 +213,13 @@ void ui_pixels(const State *s, int y, int x, Rgb top, Rgb bottom) {
     else put_cell(y, x, L" ", fg, fg);               // one pixel per cell: the background
 }
 
-// A ramp value as a terminal colour, quantised to 32 steps (few pairs); NaN: default.
+// A ramp value as a terminal colour, quantised to RAMP_LEVELS steps (few pairs); NaN:
+// default. 256 colours have a ramp of their own (colour.c: viridis' dark end is misleading there).
 static int heat_colour(const State *s, RampKind kind, float t) {
     if (isnan(t)) return -1;
-    return rgb_to_terminal(ramp_rgb(kind, (float)ramp_level(t, 32) / 31.0f), s->colour);
+    if (s->colour == COLOUR_256) return ramp_xterm256(kind, t);
+    const float level = (float)ramp_level(t, RAMP_LEVELS) / (RAMP_LEVELS - 1);
+    return rgb_to_terminal(ramp_rgb(kind, level), s->colour);
 }
 
 void ui_heat(const State *s, int y, int x, RampKind kind, float t_top, float t_bottom) {

@@ -302,7 +302,7 @@ void patches_over_image(const State *s, int y, int x, int side, int px_h,
     const int grid = state_grid(s);
     Rgb *px = s->colour == COLOUR_MONO ? NULL : picture(s, side, px_h);
     if (px) {
-        image_overlay(px, side, px_h, patch_t, grid, kind, s->opacity);
+        image_overlay(px, side, px_h, patch_t, grid, kind, s->opacity, s->colour);
         if (mark >= 0)
             for (int py = 0; py < px_h; py++)
                 for (int pxx = 0; pxx < side; pxx++)
