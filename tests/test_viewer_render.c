@@ -213,6 +213,13 @@ static void test_state_clamps_view_options(void) {
 static void test_formats(void) {
     char buf[64];
     CU_ASSERT_STRING_EQUAL(fmt_si(buf, sizeof buf, 950), "950");
+    // a pass's progress: the bar filled in proportion, then the time it has taken
+    CU_ASSERT_STRING_EQUAL(fmt_progress(buf, sizeof buf, 94, 188, 10, 1.3, false),
+                           "[#####-----] 1.30 s");
+    CU_ASSERT_STRING_EQUAL(fmt_progress(buf, sizeof buf, 188, 188, 4, 0.5, true), "████ 500 ms");
+    CU_ASSERT_STRING_EQUAL(fmt_progress(buf, sizeof buf, 0, 188, 2, 0.5, true), "░░ 500 ms");
+    char small[8]; // cut short, still a string
+    CU_ASSERT(strlen(fmt_progress(small, sizeof small, 5, 10, 10, 1, true)) < sizeof small);
     CU_ASSERT_STRING_EQUAL(fmt_si(buf, sizeof buf, 1.23e9), "1.23 G");
     CU_ASSERT_STRING_EQUAL(fmt_si(buf, sizeof buf, 582e3), "582 k");
     CU_ASSERT_STRING_EQUAL(vit_bytes(buf, 465708 * 4.0), "1.9 MB"); // the one byte formatter

@@ -25,6 +25,23 @@ char *fmt_seconds(char *buf, size_t size, double s) {
     return buf;
 }
 
+char *fmt_progress(char *buf, size_t size, int done, int count, int cells, double seconds,
+                   bool utf8) {
+    const int filled = count > 0 ? (int)((long)cells * done / count) : 0;
+    size_t n = 0;
+    if (!utf8 && n + 1 < size) buf[n++] = '[';
+    for (int i = 0; i < cells; i++) { // "█" and "░" are 3 bytes each in UTF-8
+        const char *cell = utf8 ? (i < filled ? "█" : "░") : (i < filled ? "#" : "-");
+        const size_t len = strlen(cell);
+        if (n + len >= size) break;
+        memcpy(buf + n, cell, len), n += len;
+    }
+    if (!utf8 && n + 1 < size) buf[n++] = ']';
+    char t[32];
+    snprintf(buf + n, size - n, " %s", fmt_seconds(t, sizeof t, seconds));
+    return buf;
+}
+
 char *fmt_shape_axes(char *buf, size_t size, const Tensor *t, const char *axes) {
     int64_t shape[TENSOR_MAX_DIMS];
     for (int d = 0; d < t->ndim; d++) shape[d] = t->shape[d];

@@ -157,6 +157,10 @@ typedef struct {
                                line is not what was typed, and Enter refuses it */
     char message[200];    /**< feedback for the last action, shown in the title row */
     bool running;         /**< the forward pass is running (any key pauses) */
+    double run_seconds;   /**< how long the running pass has run: past 0.3 s the status row
+                               shows its progress */
+    int run_out;          /**< while a pass left for a new one runs out unseen: the stages it
+                               has done (the status row says so); 0 otherwise */
     ColourMode colour;    /**< what the terminal can show */
     bool utf8;            /**< the terminal takes UTF-8 (half blocks, arrows) */
     Layout layout;        /**< pane rectangles for the current size */

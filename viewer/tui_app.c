@@ -50,6 +50,7 @@ typedef struct {
     bool keep_header;      // ... as its block's line
     double resumed_at;     // when the forward pass last resumed, to time each stage
     double last_progress;  // when the screen was last redrawn during a run
+    double run_since;      // when the pass running now began or resumed, for its progress
     bool saw_non_finite;   // this pass has stopped at its first NaN or infinity
     double key_at;         // when the key being answered arrived (0: none)
     int key_kind;          // its timing category
@@ -321,6 +322,16 @@ static void typed_while_running(State *s, int first) {
     else state_message(s, "paused");
 }
 
+// The screen while a pass runs, its progress in the status row: never frozen.
+static void draw_progress(App *app) {
+    const double now = vit_now();
+    if (now - app->last_progress > 0.05) { // ~20 frames a second is plenty
+        app->state.run_seconds = now - app->run_since;
+        screen_draw(&app->state);
+        app->last_progress = now;
+    }
+}
+
 // While running: a key pauses, a resize is taken in, the screen shows progress.
 static bool poll_while_running(App *app) {
     State *s = &app->state;
@@ -332,11 +343,7 @@ static bool poll_while_running(App *app) {
         typed_while_running(s, key);
         return true;
     }
-    const double now = vit_now();
-    if (now - app->last_progress > 0.05) { // ~20 frames a second is plenty
-        screen_draw(s);
-        app->last_progress = now;
-    }
+    draw_progress(app);
     return false;
 }
 
@@ -393,6 +400,7 @@ static void stage_computed(App *app, int node, const Tensor *t, double seconds) 
                       s->stepper.nodes[node].name, (double)biggest, (double)s->watch);
     }
     if (!stop && !app->rerun) stop = poll_while_running(app); // a rerun is not interrupted
+    else if (!stop) draw_progress(app);                       // ... but shown
     if (!stop) return;
     s->running = false;
     stepper_stopped_at(&s->stepper, node);
@@ -402,6 +410,8 @@ static void stage_computed(App *app, int node, const Tensor *t, double seconds) 
     const UiAction a = ui_loop(app);
     if (a == ACT_QUIT || a == ACT_RESTART || a == ACT_REQUEST) app->abandon = a;
     s->running = true;
+    app->run_since = vit_now();
+    if (a == ACT_RESTART || a == ACT_REQUEST) s->run_out = node + 1; // it runs out unseen
     if (a == ACT_QUIT) ui_stop(); // the terminal back at once; the pass runs out unseen
     if (a == ACT_RESTART || a == ACT_REQUEST) { // the rest of this pass takes a moment
         state_message(s, a == ACT_RESTART ? "restarting…" : "running the new pass…");
@@ -427,7 +437,14 @@ static void patches_computed(App *app, int node, const Tensor *input) {
 // The TraceFn: every stage of vit_forward() arrives here, in order.
 static void on_trace(void *user, const char *name, const Tensor *t) {
     App *app = user;
-    if (app->abandon != ACT_NONE) return; // restarting or quitting: run out quietly
+    if (app->abandon != ACT_NONE) { // restarting or quitting: run out, only counted
+        const int node = stepper_find(&app->state.stepper, name);
+        if (app->abandon != ACT_QUIT && node >= 0) { // (after q the terminal is given back)
+            app->state.run_out = node + 1;
+            draw_progress(app);
+        }
+        return;
+    }
     const double seconds = vit_now() - app->resumed_at;
     const int node = stepper_find(&app->state.stepper, name);
     if (node < 0) return; // not in the contract: nothing to show
@@ -614,7 +631,8 @@ static VitStatus backward_pass(App *app, int cls, VitError *err) {
         dlogits[cls] = 1.0f; // d logit_c / d logits: the gradients are of the class's logit
         show_backward(s, cls);
         app->abandon = ACT_NONE;
-        app->resumed_at = vit_now();
+        app->resumed_at = app->run_since = vit_now();
+        s->run_out = 0;
         st = vit_backward(vit, &grads, dlogits, on_trace, app, err);
         while (st == VIT_OK && app->abandon == ACT_NONE) { // finished: browse the gradients
             UiAction a = ui_loop(app);
@@ -663,7 +681,8 @@ static int run_passes(App *app) {
     for (;;) {
         app->abandon = ACT_NONE;
         app->saw_non_finite = false;
-        app->resumed_at = vit_now();
+        app->resumed_at = app->run_since = vit_now();
+        s->run_out = 0;
         VitError err;
         if (run_forward) {
             VitStatus st = vit_forward(app->vit, &app->input, on_trace, app, &err);

@@ -4,6 +4,7 @@
  *        breakpoint prompt; the note for a terminal that is too small.
  */
 #include "tui.h"
+#include "format.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -68,8 +69,16 @@ static void where_text(const State *s, char *buf, size_t size) {
                      s->running ? "running" :
                      stepper_finished(st) ? "finished at" : "paused at",
                      at, st->done, st->count);
+    if (s->run_out > 0) // a stopped pass finishing unseen: its stages, not the stepper's
+        n = snprintf(buf, size, "finishing the stopped pass %d/%d", s->run_out, st->count);
     if (!s->running && st->selected != st->done - 1 && n > 0 && (size_t)n < size)
         snprintf(buf + n, size - (size_t)n, " · viewing %s", st->nodes[st->selected].name);
+    else if (s->running && s->run_seconds >= 0.3 && n > 0 && (size_t)n < size) { // a long pass
+        char bar[64];
+        const int done = s->run_out > 0 ? s->run_out : st->done;
+        snprintf(buf + n, size - (size_t)n, " %s",
+                 fmt_progress(bar, sizeof bar, done, st->count, 10, s->run_seconds, s->utf8));
+    }
 }
 
 
