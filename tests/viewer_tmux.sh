@@ -223,7 +223,7 @@ check "finished" "finished at logits 188/188" 10
 check "top-K chart" "top of 1000 classes"
 check "top-K labels" "^.*│ +1 [A-Za-z].* -?[0-9]+\.[0-9]{3} +0\.[0-9]{4}"
 keys '}' # an RGB model ships one picture: a new pass would show the same photo
-check "} with one picture says so (bug: it reran the pass)" "the only shipped picture for the model"
+check "} with one picture says so (bug: it reran the pass)" "\} \{ have nothing to switch to: the model ships one picture"
 keys m
 check "m where there are no heads says so" "m combines the heads of an attention map"
 keys 3
@@ -267,7 +267,7 @@ check "/ typed during a run is kept whole (bug: i n p u t ran as keys)" \
     "paused at [a-z_.0-9]+ [0-9]+/188 · viewing input( |\$)"
 $TMUX_CMD send-keys -t "$SESSION" c t t
 check "other keys typed during a run are dropped, and said so" \
-    "paused · 1 key typed during the run dropped"
+    "paused; 1 key typed after it dropped \(\? says why\)"
 check "... so the tree is still shown (bug: the second t hid it)" "embed +│"
 
 # q quits cleanly with status 0

@@ -116,8 +116,7 @@ static UiAction cmd_restart(State *s, int key) { return ACT_RESTART; }
 
 static UiAction cmd_picture(State *s, int key) {
     if (s->other_pictures == 0) { // a new pass on the same photo would only take time
-        state_message(s, "%s", "this is the only shipped picture for the model: } { have "
-                      "nothing to switch to");
+        state_message(s, "} { have nothing to switch to: the model ships one picture");
         return ACT_NONE;
     }
     s->request = REQ_PICTURE;
@@ -317,8 +316,8 @@ static void typed_while_running(State *s, int first) {
         ungetch(first);
     } else dropped = n;
     if (dropped)
-        state_message(s, "paused · %d key%s typed during the run dropped (only / B W e T D keep "
-                      "what follows)", dropped, dropped == 1 ? "" : "s");
+        state_message(s, "paused; %d key%s typed after it dropped (? says why)", dropped,
+                      dropped == 1 ? "" : "s"); // short: the title row has 2/3 of the width
     else state_message(s, "paused");
 }
 
