@@ -132,6 +132,23 @@ VitStatus cnn_run_step(CnnRun *r, TrainStep *out, VitError *err) {
 }
 // [cnn_run_step]
 
+float cnn_accuracy(CnnTrainer *t, const Dataset *data, float mean, float std) {
+    const int B = t->acts.B;
+    float *images = vit_malloc((size_t)B * CNN_SIDE * CNN_SIDE * sizeof *images);
+    int *labels = vit_malloc((size_t)B * sizeof *labels), *index = vit_malloc((size_t)B * sizeof *index);
+    int correct = 0;
+    for (int first = 0; first < data->count; first += B) {
+        // always a full batch (the activations' size); the padding repeats the last image
+        const int real = data->count - first < B ? data->count - first : B;
+        for (int b = 0; b < B; b++) index[b] = first + (b < real ? b : real - 1);
+        dataset_batch(images, labels, data, index, B, mean, std, NULL, NULL);
+        cnn_forward(&t->acts, &t->params, images);
+        correct += eval_logits_correct(t->acts.logits, labels, real, CNN_CLASSES);
+    }
+    free(images), free(labels), free(index);
+    return data->count ? (float)correct / (float)data->count : 0.0f;
+}
+
 void cnn_run_free(CnnRun *r) {
     cnn_trainer_free(&r->model);
     free(r->order);

@@ -118,6 +118,13 @@ VitStatus cnn_run_init(CnnRun *r, CnnConfig model, const TrainConfig *c, const D
  */
 VitStatus cnn_run_step(CnnRun *r, TrainStep *out, VitError *err);
 
+/**
+ * @brief The share of @p data's images whose largest logit is their label,
+ *        un-augmented, in batches of the trainer's B (eval_run() for the CNN).
+ * @param[in] mean, std  the normalisation, the run's TrainConfig's
+ */
+float cnn_accuracy(CnnTrainer *t, const Dataset *data, float mean, float std);
+
 /** @brief Free what cnn_run_init() took and zero @p r (safe on a zeroed one). */
 void cnn_run_free(CnnRun *r);
 
