@@ -1310,9 +1310,9 @@ static void cnn_intro(Chapter *ch) {
     cnn_params_new(&p, SMALL_CNN);
     const int cnn_params = (int)ch_value(ch, "cnn.params", (float)p.count);
     cnn_params_free(&p);
-    const int cnn_macs_ = (int)ch_value(ch, "cnn.macs", (float)cnn_macs(SMALL_CNN));
+    const int cnn_cost = (int)ch_value(ch, "cnn.macs", (float)cnn_macs(SMALL_CNN));
     const int vit_params = (int)ch_value(ch, "vit.params", (float)vit_param_count(&TINY));
-    const int vit_macs_ = (int)ch_value(ch, "vit.macs", (float)vit_macs(&TINY));
+    const int vit_cost = (int)ch_value(ch, "vit.macs", (float)vit_macs(&TINY));
     ch_say(ch, "Is that hunger the ViT's, or any model's on so few images? Beside each run "
                "of the four sizes, a small CNN (cnn.h: a 3×3 convolution of %d channels, "
                "ReLU, 2×2 max pooling, a 3×3 convolution of %d, ReLU, pooling, the mean of "
@@ -1322,7 +1322,7 @@ static void cnn_intro(Chapter *ch) {
                "image: %s multiply-adds for the CNN, %s for the ViT. The parameters are not "
                "matched: the CNN has %s, the ViT %s, so whatever the CNN does better it "
                "does with fewer weights.",
-           SMALL_CNN.c1, SMALL_CNN.c2, th(cnn_macs_), th(vit_macs_), th(cnn_params),
+           SMALL_CNN.c1, SMALL_CNN.c2, th(cnn_cost), th(vit_cost), th(cnn_params),
            th(vit_params));
 }
 

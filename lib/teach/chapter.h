@@ -71,7 +71,8 @@ typedef struct {
     const char *name;    /**< the option without its dashes, e.g. "seed" */
     const char *meaning; /**< what it changes, one line of --help */
     int value;           /**< the default, then what the command line set */
-    int min, max;        /**< the values it takes, both included */
+    int min;             /**< the smallest value it takes */
+    int max;             /**< the largest value it takes */
     int multiple;        /**< the value must be a multiple of this (0 or 1: any) */
 } ChapterKnob;
 
