@@ -87,7 +87,7 @@ void cnn_trainer_free(CnnTrainer *t);
 /** A whole CNN training run with a ViT run's settings (train.h). */
 typedef struct {
     CnnTrainer model;    /**< the CNN, its gradients and AdamW */
-    TrainConfig config;  /**< the settings; model-free: the ViT's run's own */
+    TrainConfig config;  /**< the settings, the same a ViT run takes */
     const Dataset *data; /**< the training images (borrowed) */
     LrSchedule schedule; /**< warm-up + cosine, train_schedule() */
     int64_t step;        /**< steps taken; the next is this one */
