@@ -42,6 +42,7 @@
 #include "io/safetensors.h"
 #include "base/tensor.h"
 #include "train/train.h"
+#include "train/cnn_train.h"
 #include "base/util.h"
 #include "model/vit.h"
 
@@ -95,6 +96,11 @@ static const Augment CROP_AND_FLIP = {.pad = 2, .flip = true};
 static const VitConfig TINY = {.image_size = 28, .patch_size = 7, .channels = 1, .dim = 32,
                                .depth = 2, .heads = 2, .mlp_dim = 64, .num_classes = 10,
                                .ln_eps = 1e-6f};
+
+// The CNN of Section 5 (cnn.h with narrower channels): 8 and 20 channels make its
+// multiply-adds per image about the tiny ViT's (vit_macs()), so the two spend the
+// same arithmetic on every image; the CNN has fewer parameters.
+static const CnnConfig SMALL_CNN = {.c1 = 8, .c2 = 20};
 
 static const char MODEL_FILE[] = "models/vit-fashion.safetensors"; // under data/
 static const char LOG_FILE[] = "models/vit-fashion.csv";
@@ -395,6 +401,19 @@ static void the_data(Chapter *ch, Work *w) {
 
 /* ------------------------------------------------------- the runs */
 
+// The settings of RUN[i] from `seed`: the shipped model's, with the chapter's changes.
+// [run_config]
+static TrainConfig run_config(int i, uint64_t seed) {
+    const int steps_per_epoch = RUN[i].images / BATCH;
+    TrainConfig c = train_defaults();       // the shipped model's settings, and then:
+    c.epochs = steps() / steps_per_epoch;   // the same steps, whatever the number of images
+    c.batch = BATCH, c.lr = RUN_LR, c.seed = seed;
+    c.warmup_epochs = 0;                    // the warm-up is set in steps, after the start
+    c.augment = RUN[i].augment ? CROP_AND_FLIP : (Augment){.pad = 0, .flip = false};
+    return c;
+}
+// [run_config]
+
 // Run RUN[i] from `seed` into log: the first `images` training images, steps() steps.
 static bool train_run(Chapter *ch, Work *w, int i, uint64_t seed, RunLog *log) {
     const int images = RUN[i].images, every = RUN[i].every;
@@ -402,13 +421,8 @@ static bool train_run(Chapter *ch, Work *w, int i, uint64_t seed, RunLog *log) {
     log->images = images, log->every = every, log->augment = RUN[i].augment;
     snprintf(log->name, sizeof log->name, "run%d%s", images, log->augment ? "_augmented" : "");
     const Dataset train = dataset_slice(&w->train, 0, images);
-    const int steps_per_epoch = images / BATCH;
     // [recipe]
-    TrainConfig c = train_defaults();       // the shipped model's settings, and then:
-    c.epochs = steps() / steps_per_epoch;   // the same steps, whatever the number of images
-    c.batch = BATCH, c.lr = RUN_LR, c.seed = seed;
-    c.warmup_epochs = 0;                    // the warm-up is set in steps, below
-    c.augment = RUN[i].augment ? CROP_AND_FLIP : (Augment){.pad = 0, .flip = false};
+    const TrainConfig c = run_config(i, seed);
     Trainer t;
     VitError err;
     if (trainer_init(&t, &TINY, &c, &train, &err) != VIT_OK) {
@@ -1084,6 +1098,23 @@ static bool beyond_seeds(float a, float sd_a, float b, float sd_b) {
     return fabsf(a - b) > 2 * sqrtf((sd_a * sd_a + sd_b * sd_b) / SEEDS);
 }
 
+// Pins the seeds' final accuracies (fractions) of the run `name` and their
+// summary, in points.
+static void summarize_seeds(Chapter *ch, const char *name, const float seed_val[SEEDS],
+                            const float seed_fit[SEEDS], SeedSummary *o) {
+    pin_rowf(ch, seed_val, SEEDS, "%s.seeds.val_acc", name);
+    pin_rowf(ch, seed_fit, SEEDS, "%s.seeds.fit_acc", name);
+    float val[SEEDS], fit[SEEDS], gap[SEEDS];
+    for (int k = 0; k < SEEDS; k++)
+        val[k] = 100 * seed_val[k], fit[k] = 100 * seed_fit[k], gap[k] = fit[k] - val[k];
+    mean_and_sd(val, SEEDS, &o->val, &o->val_sd);
+    mean_and_sd(fit, SEEDS, &o->fit, &o->fit_sd);
+    mean_and_sd(gap, SEEDS, &o->gap, &o->gap_sd);
+    ch_valuef(ch, o->val, "%s.val_mean", name), ch_valuef(ch, o->val_sd, "%s.val_sd", name);
+    ch_valuef(ch, o->fit, "%s.fit_mean", name), ch_valuef(ch, o->fit_sd, "%s.fit_sd", name);
+    ch_valuef(ch, o->gap, "%s.gap", name), ch_valuef(ch, o->gap_sd, "%s.gap_sd", name);
+}
+
 // Runs RUN[i] from the seeds after seed() (seed() itself is w->runs[i]) and pins
 // and returns every seed's final accuracies and their summary, in points.
 // [seeds]
@@ -1095,21 +1126,54 @@ static bool run_seeds(Chapter *ch, Work *w, int i, SeedSummary *out) {
         if (!train_run(ch, w, i, seed() + (uint64_t)k, &other)) return false;
         w->seed_val[i][k] = other.val_acc[other.rows - 1], w->seed_fit[i][k] = other.fit_acc;
     }
-    pin_rowf(ch, w->seed_val[i], SEEDS, "%s.seeds.val_acc", first->name);
-    pin_rowf(ch, w->seed_fit[i], SEEDS, "%s.seeds.fit_acc", first->name);
-    float val[SEEDS], fit[SEEDS], gap[SEEDS];
-    for (int k = 0; k < SEEDS; k++)
-        val[k] = 100 * w->seed_val[i][k], fit[k] = 100 * w->seed_fit[i][k], gap[k] = fit[k] - val[k];
-    SeedSummary *o = out;
-    mean_and_sd(val, SEEDS, &o->val, &o->val_sd);
-    mean_and_sd(fit, SEEDS, &o->fit, &o->fit_sd);
-    mean_and_sd(gap, SEEDS, &o->gap, &o->gap_sd);
-    ch_valuef(ch, o->val, "%s.val_mean", first->name), ch_valuef(ch, o->val_sd, "%s.val_sd", first->name);
-    ch_valuef(ch, o->fit, "%s.fit_mean", first->name), ch_valuef(ch, o->fit_sd, "%s.fit_sd", first->name);
-    ch_valuef(ch, o->gap, "%s.gap", first->name), ch_valuef(ch, o->gap_sd, "%s.gap_sd", first->name);
+    summarize_seeds(ch, first->name, w->seed_val[i], w->seed_fit[i], out);
     return true;
 }
 // [seeds]
+
+// RUN[i] for the CNN from `seed`: the ViT's settings, and its images, order,
+// crops and flips step for step; its final accuracy on the validation images
+// and on (at most FIT_IMAGES of) its own.
+static bool cnn_run(Chapter *ch, Work *w, int i, uint64_t seed, float *val, float *fit) {
+    const int images = RUN[i].images;
+    const Dataset train = dataset_slice(&w->train, 0, images);
+    // [cnn_recipe]
+    const TrainConfig c = run_config(i, seed); // the ViT's settings, the same images
+    CnnRun r;
+    VitError err;
+    if (cnn_run_init(&r, SMALL_CNN, &c, &train, &err) != VIT_OK) {
+        ch_say(ch, "cannot start the CNN's run: %s", err.msg);
+        return false;
+    }
+    r.schedule.warmup_steps = WARMUP;          // as the ViT's runs
+    for (int s = 0; s < steps(); s++) {
+        TrainStep step;
+        if (cnn_run_step(&r, &step, &err) != VIT_OK) { // trainer_step(), the model swapped
+            ch_say(ch, "the CNN's run stopped at step %d: %s", s + 1, err.msg);
+            cnn_run_free(&r);
+            return false;
+        }
+    }
+    // [cnn_recipe]
+    const Dataset own = dataset_slice(&train, 0, images < FIT_IMAGES ? images : FIT_IMAGES);
+    *val = cnn_accuracy(&r.model, &w->val_slice, c.mean, c.std);
+    *fit = cnn_accuracy(&r.model, &own, c.mean, c.std);
+    cnn_run_free(&r);
+    return true;
+}
+
+// The CNN's runs of the SIZES from every seed, pinned as cnn128, … and summarized.
+static bool cnn_seeds(Chapter *ch, Work *w, SeedSummary out[SIZES]) {
+    for (int i = 0; i < SIZES; i++) {
+        float val[SEEDS], fit[SEEDS];
+        for (int k = 0; k < SEEDS; k++)
+            if (!cnn_run(ch, w, i, seed() + (uint64_t)k, &val[k], &fit[k])) return false;
+        char name[32];
+        snprintf(name, sizeof name, "cnn%d", RUN[i].images);
+        summarize_seeds(ch, name, val, fit, &out[i]);
+    }
+    return true;
+}
 
 static void hunger_intro(Chapter *ch, const Work *w) {
     ch_section(ch, "5. Why a ViT is hungry for data");
@@ -1142,16 +1206,18 @@ static void hunger_intro(Chapter *ch, const Work *w) {
                (int)seed(), w->pos_near[1], w->pos_far[1]);
 }
 
-// The table of Section 5: each run's mean ± sd over the seeds.
-static void seeds_table(Chapter *ch, const Work *w, const SeedSummary *sum) {
-    ch_line(ch, "    images  augmented  epochs     own images     validation  gap (points)");
-    for (int i = 0; i < RUNS; i++) {
-        const RunLog *r = &w->runs[i];
-        const SeedSummary *m = &sum[i];
-        ch_line(ch, "    %6d  %9s  %6d  %5.1f ± %4.1f%%  %5.1f ± %4.1f%%   %5.1f ± %4.1f", r->images,
-                r->augment ? "yes" : "no", r->epochs, m->fit, m->fit_sd, m->val, m->val_sd,
-                m->gap, m->gap_sd);
-    }
+// One row of Section 5's table: a run's mean ± sd over the seeds.
+static void seeds_row(Chapter *ch, const char *model, int i, const SeedSummary *m) {
+    ch_line(ch, "    %-5s  %6d  %9s  %6d  %5.1f ± %4.1f%%  %5.1f ± %4.1f%%   %5.1f ± %4.1f", model,
+            RUN[i].images, RUN[i].augment ? "yes" : "no", steps() / (RUN[i].images / BATCH),
+            m->fit, m->fit_sd, m->val, m->val_sd, m->gap, m->gap_sd);
+}
+
+// The table of Section 5: the ViT's runs, then the CNN's on the same sizes.
+static void seeds_table(Chapter *ch, const SeedSummary *vit, const SeedSummary *cnn) {
+    ch_line(ch, "    model  images  augmented  epochs     own images     validation  gap (points)");
+    for (int i = 0; i < RUNS; i++) seeds_row(ch, "ViT", i, &vit[i]);
+    for (int i = 0; i < SIZES; i++) seeds_row(ch, "CNN", i, &cnn[i]);
     ch_line(ch, "%s", "");
 }
 
@@ -1227,10 +1293,94 @@ static void hunger_augmentation(Chapter *ch, const SeedSummary *m) {
                    "the shipped model's recipe." : "");
 }
 
+// Multiply-adds of one image's forward pass through a ViT: the products of its
+// matrix multiplications (patch embedding, Q, K, V, Q·Kᵀ, probs·V, the output
+// projection, the MLP, the head on [cls]); norms, softmax and GELU add no products.
+static long vit_macs(const VitConfig *m) {
+    const long D = m->dim, M = m->mlp_dim, P = (long)(m->image_size / m->patch_size) *
+                                               (m->image_size / m->patch_size), N = P + 1;
+    const long patch = P * m->channels * m->patch_size * m->patch_size * D;
+    const long block = N * D * 3 * D + 2 * N * N * D + N * D * D + 2 * N * D * M;
+    return patch + m->depth * block + D * m->num_classes;
+}
+
+// The two models' sizes and what one image costs each.
+static void cnn_intro(Chapter *ch) {
+    CnnParams p;
+    cnn_params_new(&p, SMALL_CNN);
+    const int cnn_params = (int)ch_value(ch, "cnn.params", (float)p.count);
+    cnn_params_free(&p);
+    const int cnn_cost = (int)ch_value(ch, "cnn.macs", (float)cnn_macs(SMALL_CNN));
+    const int vit_params = (int)ch_value(ch, "vit.params", (float)vit_param_count(&TINY));
+    const int vit_cost = (int)ch_value(ch, "vit.macs", (float)vit_macs(&TINY));
+    ch_say(ch, "Is that hunger the ViT's, or any model's on so few images? Beside each run "
+               "of the four sizes, a small CNN (cnn.h: a 3×3 convolution of %d channels, "
+               "ReLU, 2×2 max pooling, a 3×3 convolution of %d, ReLU, pooling, the mean of "
+               "each channel, a linear layer) trains with the ViT's recipe on the same "
+               "images, in the same order, from the same seeds, for the same steps. Its "
+               "channels are chosen so that both models spend the same arithmetic on an "
+               "image: %s multiply-adds for the CNN, %s for the ViT. The parameters are not "
+               "matched: the CNN has %s, the ViT %s, so whatever the CNN does better it "
+               "does with fewer weights.",
+           SMALL_CNN.c1, SMALL_CNN.c2, th(cnn_cost), th(vit_cost), th(cnn_params),
+           th(vit_params));
+}
+
+// Does the CNN beat the ViT on few images, and does the ViT catch up as they grow?
+static void hunger_cnn(Chapter *ch, const SeedSummary *vit, const SeedSummary *cnn) {
+    float lead[SIZES], lead_sd[SIZES]; // CNN − ViT on new images, and its seeds' spread
+    for (int i = 0; i < SIZES; i++)
+        lead[i] = cnn[i].val - vit[i].val,
+        lead_sd[i] = sqrtf(cnn[i].val_sd * cnn[i].val_sd + vit[i].val_sd * vit[i].val_sd);
+    const int last = SIZES - 1;
+    const bool few = beyond_seeds(cnn[0].val, cnn[0].val_sd, vit[0].val, vit[0].val_sd);
+    const bool most = beyond_seeds(cnn[last].val, cnn[last].val_sd, vit[last].val, vit[last].val_sd);
+    const bool closes = lead[last] < lead[0] && beyond_seeds(lead[0], lead_sd[0], lead[last],
+                                                              lead_sd[last]);
+    ch_say(ch, "On new images, with %d training images the CNN gets %.1f%% right and the ViT "
+               "%.1f%%: %s. With %s images, %.1f%% against %.1f%%: %s. The difference, CNN "
+               "minus ViT, goes from %.1f points to %.1f (%.1f and %.1f with %s and %s "
+               "images)%s.",
+           RUN[0].images, cnn[0].val, vit[0].val,
+           !few ? "the seeds cannot tell them apart"
+           : lead[0] > 0 ? "the CNN is ahead, beyond the seeds' spread"
+                         : "the ViT is ahead, beyond the seeds' spread",
+           th(RUN[last].images), cnn[last].val, vit[last].val,
+           !most ? "the seeds cannot tell them apart"
+           : lead[last] > 0 ? "the CNN is still ahead, beyond the seeds' spread"
+                            : "the ViT is ahead, beyond the seeds' spread",
+           lead[0], lead[last], lead[1], lead[2], th(RUN[1].images), th(RUN[2].images),
+           closes ? ", a fall beyond the seeds' spread" : ", a change the seeds cannot tell "
+                                                          "from their noise");
+    if (few && lead[0] > 0 && closes)
+        ch_say(ch, "That is what \"a ViT is hungry for data\" means here, measured: with the "
+                   "same arithmetic per image, a model with locality and equivariance built "
+                   "in learns more from few images, and the ViT closes the distance as the "
+                   "images grow.");
+    else
+        ch_say(ch, "So these runs do not show the whole of the claim that a ViT is hungrier "
+                   "for data than a CNN: %s",
+               few && lead[0] > 0 ? "the CNN leads on few images, but the lead does not fall "
+                                    "beyond the seeds' spread as the images grow."
+                                  : "on few images the CNN is not ahead beyond the seeds' "
+                                    "spread.");
+    bool underfits = true; // the CNN learns less of its own images than the ViT, on every size
+    for (int i = 0; i < SIZES; i++)
+        underfits &= cnn[i].fit < vit[i].fit &&
+                     beyond_seeds(cnn[i].fit, cnn[i].fit_sd, vit[i].fit, vit[i].fit_sd);
+    if (underfits)
+        ch_say(ch, "Built-in locality did not make up for what this CNN lacks in %d steps of "
+                   "the ViT's recipe: it gets only %.1f%% of its own %d images right, where "
+                   "the ViT learns %.1f%% of them, and it learns less of its own images than "
+                   "the ViT on every size. It underfits; a CNN trained longer, or with a "
+                   "recipe of its own, may tell another story, and these runs say nothing "
+                   "about that.", steps(), cnn[0].fit, RUN[0].images, vit[0].fit);
+}
+
 static void data_hunger(Chapter *ch, Work *w) {
     hunger_intro(ch, w);
-    ch_say(ch, "So a ViT needs many images, or augmentation that makes more images out of "
-               "each one. With this dataset: the same tiny ViT, the same recipe and the "
+    ch_say(ch, "So a ViT would need many images, or augmentation that makes more images out "
+               "of each one. Does it? With this dataset: the same tiny ViT, the same recipe and the "
                "same %d steps, on more and more training images (the two runs of Section 2 "
                "among them), and once on %d images with `vit train`'s crop and flip. One run "
                "says little: each is run from %d seeds (%d, %d and %d: the weights' draw and "
@@ -1245,13 +1395,16 @@ static void data_hunger(Chapter *ch, Work *w) {
         if (!train_run(ch, w, i, seed(), &w->runs[i])) return;
         pin_run(ch, &w->runs[i]);
     }
-    SeedSummary sum[RUNS];
+    SeedSummary sum[RUNS], cnn[SIZES];
     for (int i = 0; i < RUNS; i++)
         if (!w->runs[i].ok || !run_seeds(ch, w, i, &sum[i])) return;
-    seeds_table(ch, w, sum);
+    cnn_intro(ch);
+    if (!cnn_seeds(ch, w, cnn)) return;
+    seeds_table(ch, sum, cnn);
     hunger_gap(ch, w, sum);
     hunger_validation(ch, w, sum);
     hunger_augmentation(ch, sum);
+    hunger_cnn(ch, sum, cnn);
 }
 
 static void whats_next(Chapter *ch) {

@@ -210,7 +210,8 @@ static void test_cnn_matches_pytorch(void) {
     const int B = images->shape[0];
     CnnParams p, grads;
     CnnActs a;
-    cnn_params_new(&p), cnn_params_new(&grads), cnn_acts_new(&a, B);
+    const CnnConfig c = cnn_config_default();
+    cnn_params_new(&p, c), cnn_params_new(&grads, c), cnn_acts_new(&a, c, B);
     cnn_params_from_golden(&p, "cnn");
     cnn_forward(&a, &p, images->data);
     check_golden("cnn.pool2", a.pool2);
@@ -232,7 +233,7 @@ static void test_cnn_matches_pytorch(void) {
 // The golden's weights are drawn in Python as cnn_init(seed 7) draws them.
 static void test_cnn_init_matches_golden_weights(void) {
     CnnParams mine, golden;
-    cnn_params_new(&mine), cnn_params_new(&golden);
+    cnn_params_new(&mine, cnn_config_default()), cnn_params_new(&golden, cnn_config_default());
     CU_ASSERT_EQUAL(mine.count, 5130); // as cnn.h says
     Rng rng;
     rng_seed(&rng, 7);
@@ -422,7 +423,7 @@ static void test_cnn_loss_falls_in_20_steps(void) {
     dataset_batch(images, labels, &d, order, B, 0.2860f, 0.3530f, NULL, NULL);
     CnnTrainer t;
     const AdamWConfig cfg = adamw_defaults();
-    CU_ASSERT_EQUAL_FATAL(cnn_trainer_init(&t, B, 1, &cfg, &err), VIT_OK);
+    CU_ASSERT_EQUAL_FATAL(cnn_trainer_init(&t, cnn_config_default(), B, 1, &cfg, &err), VIT_OK);
     float first = 0, loss = 0;
     for (int step = 0; step < STEPS; step++) {
         CU_ASSERT_EQUAL_FATAL(cnn_train_step(&t, images, labels, 1e-2, &loss, &err), VIT_OK);

@@ -81,6 +81,8 @@ WEIGHT_DECAY, CLIP, SMOOTHING = 0.05, 1.0, 0.1
 BETAS, ADAM_EPS = (0.9, 0.999), 1e-8
 VAL_IMAGES, FIT_IMAGES, FIRST = 1000, 1000, 5
 # (images, augmented, evaluated every … epochs), in the chapter's order of RUN
+SIZES = 4  # RUNS[:SIZES]: more and more images, the CNN's runs too
+SMALL_CNN = (8, 20)  # the CNN's channels (chapters/11_training.c's SMALL_CNN)
 RUNS = [(128, False, 8), (512, False, 12), (2048, False, 1), (6144, False, 1), (512, True, 12)]
 TEST_IMAGES, MISTAKES = 1000, 4
 LOG_COLUMNS = ["epoch", "step", "lr", "train_loss", "train_acc", "val_loss", "val_acc",
@@ -98,6 +100,13 @@ MODEL_TOL = (1e-4, 1e-4)      # the shipped model on the test images: one forwar
 # what a wrong step changes (points, and tenths of a nat).
 RUN_TOL = {"run128": (2e-3, 5e-3), "run512": (0.05, 0.03), "run2048": (2e-3, 5e-3),
            "run6144": (2e-3, 5e-3), "run512_augmented": (0.05, 0.04)}
+
+# The CNN's final accuracies (fractions), by run. Measured with --check (PyTorch
+# float32 against float64) and against the C code: every one of the 24 lands within
+# 0.002 (two images of the validation thousand, one of 512 own images), most exactly;
+# the tolerance is five times that, and a mean's and a spread's scale with it
+# (pins_of_the_seeds()).
+CNN_TOL = {"cnn128": 0.01, "cnn512": 0.01, "cnn2048": 0.01, "cnn6144": 0.01}
 
 MASK64 = (1 << 64) - 1
 
@@ -269,9 +278,60 @@ def evaluate(model, images, labels, table, dtype):
     return float(F.cross_entropy(z, y)), float((z.argmax(dim=1) == y).double().mean())
 
 
-def train_run(images, labels, val_x, val_y, n, augment, every, dtype, seed=SEED):
+class SmallCNN(torch.nn.Module):
+    """lib/model/cnn.h with SMALL_CNN's channels: conv3×3 → ReLU → maxpool, twice, mean, linear."""
+
+    def __init__(self, c1, c2):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(1, c1, 3, padding=1)
+        self.conv2 = torch.nn.Conv2d(c1, c2, 3, padding=1)
+        self.fc = torch.nn.Linear(c2, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.conv1(x)), 2)
+        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
+        return self.fc(x.mean(dim=(2, 3)))
+
+
+def cnn_model(seed, dtype):
+    """cnn_init() with Rng(seed): each layer's weight then bias, uniform in ±1/√fan_in, float32."""
+    c1, c2 = SMALL_CNN
+    m = SmallCNN(c1, c2)
+    r = Rng(seed)
+    state = {}
+    for name, shape, fan_in in (("conv1", (c1, 1, 3, 3), 9), ("conv2", (c2, c1, 3, 3), 9 * c1),
+                                ("fc", (10, c2), c2)):
+        bound = np.float32(1.0) / np.sqrt(np.float32(fan_in))
+        for part, sh in (("weight", shape), ("bias", (shape[0],))):
+            v = r.fill_uniform(int(np.prod(sh)), -bound, bound)
+            state[f"{name}.{part}"] = torch.from_numpy(np.asarray(v).reshape(sh))
+    m.load_state_dict(state)
+    return m.to(dtype)
+
+
+def macs(model, x, attention=0):
+    """Multiply-adds of one forward pass, counted on the layers as they run: each output
+    value of a convolution or a linear layer is one dot product of its input's length;
+    `attention` adds the products of Q·Kᵀ and probs·V, which are no layers."""
+    total = [attention]
+
+    def count(layer, inputs, out):
+        if isinstance(layer, torch.nn.Conv2d):
+            total[0] += out.numel() * layer.in_channels * layer.kernel_size[0] * layer.kernel_size[1]
+        elif isinstance(layer, torch.nn.Linear):
+            total[0] += out.numel() * layer.in_features
+
+    hooks = [m.register_forward_hook(count) for m in model.modules()]
+    with torch.no_grad():
+        model(x)
+    for h in hooks:
+        h.remove()
+    return total[0]
+
+
+def train_run(images, labels, val_x, val_y, n, augment, every, dtype, seed=SEED, cnn=False):
     """One of the chapter's runs, in PyTorch: its per-epoch log and its first steps."""
-    model = ref_model(init_weights(TINY, seed), TINY, dtype)
+    model = cnn_model(seed, dtype) if cnn else ref_model(init_weights(TINY, seed), TINY, dtype)
     x, y = images[:n], labels[:n]
     named = list(model.named_parameters())
     groups = [{"params": [p for k, p in named if not no_decay(k, p)], "weight_decay": WEIGHT_DECAY},
@@ -308,7 +368,7 @@ def train_run(images, labels, val_x, val_y, n, augment, every, dtype, seed=SEED)
                     first["first_lr"].append(lr)
                     first["first_grad_norm"].append(norm)
                 step += 1
-            if (epoch + 1) % every:
+            if (epoch + 1) % every or cnn:  # the CNN's runs log only their end
                 continue
             vl, va = evaluate(model, val_x, val_y, table, dtype)
             log["epoch"].append(epoch + 1)
@@ -318,6 +378,8 @@ def train_run(images, labels, val_x, val_y, n, augment, every, dtype, seed=SEED)
             log["val_acc"].append(va)
     fit_n = min(n, FIT_IMAGES)
     fit_loss, fit_acc = evaluate(model, x[:fit_n], y[:fit_n], table, dtype)
+    if cnn:
+        log["val_acc"].append(evaluate(model, val_x, val_y, table, dtype)[1])
     return log, first, fit_loss, fit_acc
 
 
@@ -343,6 +405,32 @@ def pins_of_the_seeds(g, tol, name, val, fit, acc_tol, others):
         scale = 200 if what == "gap" else 100
         tol[f"{name}.{what}_mean" if what != "gap" else f"{name}.gap"] = (scale * acc_tol, 0.0)
         tol[f"{name}.{what}_sd"] = (2 * scale * acc_tol, 0.0)
+
+
+def pins_of_the_cnn(g, tol, train_x, train_y, check):
+    """Section 5's CNN: its size, and its runs of the four sizes from every seed."""
+    split_x, split_y = train_x[:-VAL_SPLIT], train_y[:-VAL_SPLIT]
+    val_x, val_y = train_x[-VAL_SPLIT:][:VAL_IMAGES], train_y[-VAL_SPLIT:][:VAL_IMAGES]
+    cnn, vit = cnn_model(SEED, torch.float32), ref_model(init_weights(TINY, SEED), TINY, torch.float32)
+    x = torch.zeros(1, 1, 28, 28)
+    g["cnn.params"] = torch.tensor(float(sum(p.numel() for p in cnn.parameters())))
+    g["vit.params"] = torch.tensor(float(sum(p.numel() for p in vit.parameters())))
+    N, D = (TINY["img"] // TINY["patch"]) ** 2 + 1, TINY["dim"]
+    g["cnn.macs"] = torch.tensor(float(macs(cnn, x)))
+    g["vit.macs"] = torch.tensor(float(macs(vit, x, attention=TINY["depth"] * 2 * N * N * D)))
+    for n, augment, every in RUNS[:SIZES]:
+        name = f"cnn{n}"
+        runs = [train_run(split_x, split_y, val_x, val_y, n, augment, every, torch.float64,
+                          SEED + k, cnn=True) for k in range(SEEDS)]
+        pins_of_the_seeds(g, tol, name, runs[0][0]["val_acc"][-1], runs[0][3], CNN_TOL[name],
+                          runs[1:])
+        if check:
+            for k in range(SEEDS):
+                r32 = train_run(split_x, split_y, val_x, val_y, n, augment, every, torch.float32,
+                                SEED + k, cnn=True)
+                print(f"  {name} seed {SEED + k}: float32 vs float64: val "
+                      f"{abs(r32[0]['val_acc'][-1] - runs[k][0]['val_acc'][-1]):.4f}, fit "
+                      f"{abs(r32[3] - runs[k][3]):.4f}", flush=True)
 
 
 def pins_of_the_runs(g, tol, train_x, train_y, check):
@@ -495,6 +583,7 @@ def ch11_training():
     g, tol = {}, {}
     pins_of_the_data(g, train_x, train_y, test_x, test_y)
     pins_of_the_runs(g, tol, train_x, train_y, CHECK)
+    pins_of_the_cnn(g, tol, train_x, train_y, CHECK)
     g = {k: v.float().contiguous() for k, v in g.items()}
     meta = {"data": FASHION_DIR, "runs": " ".join(f"{n}{'+aug' if a else ''}" for n, a, _ in RUNS),
             "reference": "tools/ref_vit.py in float64, torch.optim.AdamW, PyTorch's schedulers"}

@@ -21,6 +21,9 @@
  * view by pooling: a prior about images (nearby pixels belong together, the
  * same pattern may appear anywhere) built into the architecture.
  *
+ * The channel counts are a CnnConfig (cnn_config_default(): 16 and 32, the
+ * recipe above); chapter 11 narrows them to match a tiny ViT's multiply-adds.
+ *
  * What it omits: batch normalisation, dropout, residual connections, any
  * other image size or number of classes (the sizes are the CNN_* constants).
  */
@@ -44,14 +47,28 @@
 
 enum {
     CNN_SIDE = 28,    /**< image side, e.g. Fashion-MNIST's 28 */
-    CNN_C1 = 16,      /**< channels after conv1 */
-    CNN_C2 = 32,      /**< channels after conv2 */
     CNN_KERNEL = 3,   /**< both convolutions' kernel side (padding 1 keeps the side) */
     CNN_CLASSES = 10, /**< classes, e.g. Fashion-MNIST's 10 */
 };
 
-/** The parameters (or their gradients: the same shapes), carved from one allocation. */
+/** The channel counts of a CNN. */
 typedef struct {
+    int c1; /**< channels after conv1, e.g. 16 */
+    int c2; /**< channels after conv2, e.g. 32 */
+} CnnConfig;
+
+/** @brief The recipe above: 16 and 32 channels, 5,130 parameters. */
+CnnConfig cnn_config_default(void);
+
+/** @brief Multiply-adds of one image's forward pass: the two convolutions,
+ *         c1·28²·9 + c2·14²·9·c1, and the linear layer, 10·c2 (ReLU, pooling and
+ *         the mean add no products). */
+long cnn_macs(CnnConfig c);
+
+/** The parameters (or their gradients: the same shapes), carved from one allocation.
+ *  Shapes for the default 16 and 32 channels (C1, C2 in general). */
+typedef struct {
+    CnnConfig config; /**< the channel counts */
     float *conv1_w; /**< (16, 1, 3, 3) */
     float *conv1_b; /**< (16) */
     float *conv2_w; /**< (32, 16, 3, 3) */
@@ -64,6 +81,7 @@ typedef struct {
 
 /** What the forward computes for a batch and the backward reads, carved from one allocation. */
 typedef struct {
+    CnnConfig config; /**< the channel counts, the parameters' */
     int B;          /**< images in the batch */
     float *conv1;   /**< (B, 16, 28, 28) */
     float *relu1;   /**< (B, 16, 28, 28) */
@@ -79,30 +97,31 @@ typedef struct {
     int *indices;   /**< the argmaxes above */
 } CnnActs;
 
-/** @brief Zero-filled parameters (or a gradient buffer) in one allocation;
- *         free with cnn_params_free(). */
-void cnn_params_new(CnnParams *p);
+/** @brief Zero-filled parameters (or a gradient buffer) of a CNN with @p c's
+ *         channels in one allocation; free with cnn_params_free(). */
+void cnn_params_new(CnnParams *p, CnnConfig c);
 /** @brief Free what cnn_params_new() took; safe on a zeroed struct. */
 void cnn_params_free(CnnParams *p);
 
 /**
  * @brief PyTorch's default initialisation of nn.Conv2d and nn.Linear: every
  *        weight and bias uniform in \f$ \pm 1/\sqrt{\text{fan\_in}} \f$
- *        (fan_in = 9, 144 and 32), drawn in the order of CnnParams.
+ *        (fan_in = 9, 9·C1 and C2), drawn in the order of CnnParams.
  * @param[out]    p    from cnn_params_new()
- * @param[in,out] rng  the generator, advanced by 5,130 draws
+ * @param[in,out] rng  the generator, advanced by p->count draws
  */
 void cnn_init(CnnParams *p, Rng *rng);
 
-/** @brief Activations for a batch of @p B images; free with cnn_acts_free(). */
-void cnn_acts_new(CnnActs *a, int B);
+/** @brief Activations of a CNN with @p c's channels for a batch of @p B
+ *         images; free with cnn_acts_free(). */
+void cnn_acts_new(CnnActs *a, CnnConfig c, int B);
 /** @brief Free what cnn_acts_new() took; safe on a zeroed struct. */
 void cnn_acts_free(CnnActs *a);
 
 /**
  * @brief The forward pass, every layer's output kept in @p a (a->logits last).
- * @param[in,out] a       from cnn_acts_new(a, B)
- * @param[in]     p       the parameters
+ * @param[in,out] a       from cnn_acts_new(a, c, B)
+ * @param[in]     p       the parameters, of the same CnnConfig
  * @param[in]     images  (B, 1, 28, 28), normalised pixels
  */
 void cnn_forward(CnnActs *a, const CnnParams *p, const float *images);

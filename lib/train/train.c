@@ -85,6 +85,19 @@ static VitStatus check_fits(const VitConfig *m, const Dataset *d, int B, VitErro
     return VIT_OK;
 }
 
+AdamWConfig train_adamw(const TrainConfig *c) {
+    AdamWConfig adamw = adamw_defaults();
+    adamw.weight_decay = c->weight_decay;
+    return adamw;
+}
+
+LrSchedule train_schedule(const TrainConfig *c, const Dataset *data) {
+    const int steps_per_epoch = data->count / c->batch;
+    return (LrSchedule){.peak_lr = c->lr, .min_lr = c->min_lr,
+                        .warmup_steps = c->warmup_epochs * steps_per_epoch,
+                        .total_steps = c->epochs * steps_per_epoch};
+}
+
 // [trainer_init]
 VitStatus trainer_init(Trainer *t, const VitConfig *model, const TrainConfig *cfg,
                        const Dataset *data, VitError *err) {
@@ -97,11 +110,8 @@ VitStatus trainer_init(Trainer *t, const VitConfig *model, const TrainConfig *cf
     t->steps_per_epoch = data->count / cfg->batch;
     t->order_epoch = -1;
     const VitInit init = vit_init_timm(cfg->seed);
-    AdamWConfig adamw = adamw_defaults();
-    adamw.weight_decay = cfg->weight_decay;
-    t->schedule = (LrSchedule){.peak_lr = cfg->lr, .min_lr = cfg->min_lr,
-                               .warmup_steps = cfg->warmup_epochs * t->steps_per_epoch,
-                               .total_steps = (int)trainer_total_steps(t)};
+    const AdamWConfig adamw = train_adamw(cfg);
+    t->schedule = train_schedule(cfg, data);
     if ((s = lr_schedule_check(&t->schedule, err)) != VIT_OK ||
         (s = vit_build_random(&t->vit, model, &init, err)) != VIT_OK ||
         (s = vit_shards_new(&t->shards, &t->vit, cfg->shards > 1 ? cfg->shards : 1, cfg->batch,
@@ -139,20 +149,26 @@ int eval_logits_correct(const float *logits, const int *labels, int B, int Y) {
 }
 
 // [trainer_next_batch]
-void trainer_next_batch(Trainer *t) {
-    const TrainConfig *c = &t->config;
-    const int epoch = trainer_epoch(t), i = (int)(t->step % t->steps_per_epoch);
-    if (t->order_epoch != epoch) { // each epoch its own order, drawn from its own stream
+void train_fill_batch(float *images, int *labels, int *order, int *order_epoch,
+                      const TrainConfig *c, const Dataset *data, int64_t step) {
+    const int steps_per_epoch = data->count / c->batch;
+    const int epoch = (int)(step / steps_per_epoch), i = (int)(step % steps_per_epoch);
+    if (*order_epoch != epoch) { // each epoch its own order, drawn from its own stream
         Rng shuffle;
         seed_stream(&shuffle, c->seed, STREAM_SHUFFLE, (uint64_t)epoch);
-        dataset_shuffle(t->order, t->data->count, &shuffle);
-        t->order_epoch = epoch;
+        dataset_shuffle(order, data->count, &shuffle);
+        *order_epoch = epoch;
     }
     Rng augment;
-    seed_stream(&augment, c->seed, STREAM_AUGMENT, (uint64_t)t->step);
+    seed_stream(&augment, c->seed, STREAM_AUGMENT, (uint64_t)step);
     const bool augmenting = c->augment.pad > 0 || c->augment.flip;
-    dataset_batch(t->images, t->labels, t->data, t->order + (size_t)i * c->batch, c->batch,
-                  c->mean, c->std, augmenting ? &c->augment : NULL, &augment);
+    dataset_batch(images, labels, data, order + (size_t)i * c->batch, c->batch, c->mean, c->std,
+                  augmenting ? &c->augment : NULL, &augment);
+}
+
+void trainer_next_batch(Trainer *t) {
+    train_fill_batch(t->images, t->labels, t->order, &t->order_epoch, &t->config, t->data,
+                     t->step);
 }
 // [trainer_next_batch]
 

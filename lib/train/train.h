@@ -95,6 +95,13 @@ typedef struct {
     double lr;           /**< the learning rate the update used */
 } TrainStep;
 
+/** @brief AdamW's constants of a run: adamw_defaults() with the run's weight decay. */
+AdamWConfig train_adamw(const TrainConfig *c);
+
+/** @brief The learning rate schedule of a run on @p data: warm-up over the
+ *         first warmup_epochs, cosine to min_lr on the last of epochs · ⌊count / B⌋ steps. */
+LrSchedule train_schedule(const TrainConfig *c, const Dataset *data);
+
 /**
  * @brief Start a run: a model of @p model drawn from the seed, its gradients, AdamW.
  * @param[in] model  the architecture; its channels, image size and classes
@@ -110,6 +117,23 @@ VitStatus trainer_init(Trainer *t, const VitConfig *model, const TrainConfig *cf
 int trainer_epoch(const Trainer *t);
 /** @brief Steps in the whole run, epochs · steps per epoch. */
 int64_t trainer_total_steps(const Trainer *t);
+
+/**
+ * @brief The batch of step @p step of a run with settings @p c on @p data:
+ *        its images in the epoch's order (shuffled from a stream of the seed
+ *        and the epoch), each augmented from a stream of the seed and the step.
+ *
+ * What trainer_next_batch() does for the ViT, for any model trained with the
+ * same settings on the same images (cnn_train.h): the same step draws the
+ * same images, crops and flips.
+ * @param[out]    images       (B, C, S, S) normalised, augmented
+ * @param[out]    labels       (B)
+ * @param[in,out] order        (data->count) the epoch's permutation, reshuffled
+ *                             when the step starts another epoch
+ * @param[in,out] order_epoch  the epoch @p order holds; −1 before the first
+ */
+void train_fill_batch(float *images, int *labels, int *order, int *order_epoch,
+                      const TrainConfig *c, const Dataset *data, int64_t step);
 
 /**
  * @brief Fill Trainer::images and Trainer::labels with the batch of step
