@@ -19,6 +19,7 @@
 
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 int conv2d_out_size(int n, int k, int stride, int pad) { return (n + 2 * pad - k) / stride + 1; }
 
@@ -31,11 +32,24 @@ void conv2d_im2col(float *cols, const float *x, int C, int H, int W, int k, int 
             for (int v = 0; v < k; v++) {
                 float *row = cols + (((size_t)c * k + u) * k + v) * Ho * Wo;
                 for (int i = 0; i < Ho; i++) {
+                    float *out = row + (size_t)i * Wo;
                     const int h = i * stride + u - pad; // the input row tap (u, v) reads
+                    if (h < 0 || h >= H) { // a padding row: zeros
+                        memset(out, 0, sizeof(float) * (size_t)Wo);
+                        continue;
+                    }
+                    const float *in = x + ((size_t)c * H + h) * W;
+                    if (stride == 1) { // the columns inside the image are one run: copy it
+                        const int j0 = pad > v ? pad - v : 0, end = W + pad - v;
+                        const int j1 = end < Wo ? end : Wo;
+                        for (int j = 0; j < j0; j++) out[j] = 0.0f;
+                        if (j1 > j0) memcpy(out + j0, in + j0 + v - pad, sizeof(float) * (size_t)(j1 - j0));
+                        for (int j = j1 > j0 ? j1 : j0; j < Wo; j++) out[j] = 0.0f;
+                        continue;
+                    }
                     for (int j = 0; j < Wo; j++) {
                         const int w = j * stride + v - pad;
-                        const bool inside = h >= 0 && h < H && w >= 0 && w < W;
-                        row[(size_t)i * Wo + j] = inside ? x[((size_t)c * H + h) * W + w] : 0.0f;
+                        out[j] = w >= 0 && w < W ? in[w] : 0.0f;
                     }
                 }
             }
