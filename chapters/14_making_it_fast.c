@@ -18,7 +18,7 @@
  * instructions, the kernels OpenBLAS and lib picked. Those are printed only.
  * Every comparison of two timings is drawn from interleaved rounds (A, B, A,
  * B, ...), and the prose draws a conclusion only when every round agrees
- * beyond a 10 % margin (ch14_compare(), pinned by the tests); otherwise it says
+ * beyond a 10 % margin (speed_compare(), pinned by the tests); otherwise it says
  * the run was too noisy to tell.
  *
  * Run: `build/chapters/14_making_it_fast`
@@ -109,62 +109,6 @@ typedef struct {
 
 /* ------------------------------------------------------------ helpers */
 
-static int compare_doubles(const void *x, const void *y) {
-    const double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
-}
-
-// The median of n values (n at most MAX_ROUNDS * 4), v left as it was.
-static double median(const double *v, int n) {
-    double s[MAX_ROUNDS * 4];
-    if (n > (int)(sizeof s / sizeof s[0])) n = (int)(sizeof s / sizeof s[0]);
-    memcpy(s, v, sizeof(double) * (size_t)n);
-    qsort(s, (size_t)n, sizeof s[0], compare_doubles);
-    return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
-}
-
-// [compare]
-Ch14Verdict ch14_verdict(const double *ratios, int n, double *lo, double *mid, double *hi) {
-    double l = ratios[0], h = ratios[0];
-    for (int i = 1; i < n; i++) {
-        if (ratios[i] < l) l = ratios[i];
-        if (ratios[i] > h) h = ratios[i];
-    }
-    if (lo) *lo = l;
-    if (hi) *hi = h;
-    if (mid) *mid = median(ratios, n);
-    if (l >= CH14_MARGIN) return CH14_FASTER;          // every round beyond +10 %
-    if (h <= 1 / CH14_MARGIN) return CH14_SLOWER;      // every round beyond -10 %
-    if (l >= 1 / CH14_MARGIN && h <= CH14_MARGIN) return CH14_SAME; // every round within 10 %
-    return CH14_NOISY;
-}
-
-Ch14Verdict ch14_compare(char *buf, size_t size, const double *ratios, int n, const char *what,
-                         const char *against) {
-    double lo, mid, hi;
-    const Ch14Verdict v = ch14_verdict(ratios, n, &lo, &mid, &hi);
-    char words[64];
-    if (v == CH14_FASTER && mid >= 1.5) snprintf(words, sizeof words, "%.1f times faster than", mid);
-    else if (v == CH14_FASTER) snprintf(words, sizeof words, "%.0f%% faster than", 100 * (mid - 1));
-    else if (v == CH14_SLOWER && 1 / mid >= 1.5)
-        snprintf(words, sizeof words, "%.1f times slower than", 1 / mid);
-    else if (v == CH14_SLOWER) snprintf(words, sizeof words, "%.0f%% slower than", 100 * (1 - mid));
-    else snprintf(words, sizeof words, "about as fast as");
-    const char *side = lo > 1   ? "every round was faster, but not every one beyond the 10% margin"
-                       : hi < 1 ? "every round was slower, but not every one beyond the 10% margin"
-                                : "some rounds were faster and some slower";
-    if (v == CH14_NOISY)
-        snprintf(buf, size, "Against %s this run was too noisy to tell: over %d interleaved "
-                 "rounds the speed ratio ran from %.2f to %.2f (median %.2f); %s.",
-                 against, n, lo, hi, mid, side);
-    else
-        snprintf(buf, size, "On this machine %s %s %s: the speed ratio was %.2f in the median "
-                 "of %d interleaved rounds, and between %.2f and %.2f in every one.",
-                 what, words, against, mid, n, lo, hi);
-    return v;
-}
-// [compare]
-
 // [peak_on_paper]
 double ch14_theoretical_gflops(int cores, double ghz, int fma_units, int lanes) {
     return cores * ghz * fma_units * lanes * 2.0; // 2 FLOPs, a multiply and an add, per FMA
@@ -205,7 +149,7 @@ static void time_ladder(Work *w) {
     for (int i = 0; i < N_STEPS; i++) {
         double t[MAX_ROUNDS] = {0};
         for (int r = 0; r < rounds(); r++) t[r] = w->rounds[r][i];
-        w->seconds[i] = median(t, rounds());
+        w->seconds[i] = speed_median(t, rounds());
     }
 }
 // [time_ladder]
@@ -234,23 +178,23 @@ static void ladder_line(Chapter *ch, const Work *w, int i) {
 // `others` CPUs busy: a product on all threads waits for whichever of its
 // threads lost its core, so the rounds measure the other programs as much as
 // the kernels, and no conclusion is drawn.
-static Ch14Verdict busy_verdict(Chapter *ch, const double *ratios, int n, double others,
+static SpeedVerdict busy_verdict(Chapter *ch, const double *ratios, int n, double others,
                                 const char *against) {
     double lo, mid, hi;
-    ch14_verdict(ratios, n, &lo, &mid, &hi);
+    speed_verdict(ratios, n, &lo, &mid, &hi);
     ch_say(ch, "Against %s this run was too noisy to tell: other programs kept %.1f CPUs "
                "busy while it was timed, and a product on all threads waits for whichever "
                "thread has lost its core to them (the %d rounds ran from %.2f to %.2f "
                "times the speed, median %.2f). Run the chapter again on an idle machine.",
            against, others, n, lo, hi, mid);
-    return CH14_NOISY;
+    return SPEED_NOISY;
 }
 
 // A step's line of the ladder printed, then its comparison with another step
 // (`against`), from the rounds: in each, the other's time over this one's
 // (speed ∝ 1 / seconds).
 // [run_rung]
-static Ch14Verdict rung(Chapter *ch, const Work *w, int i, int against, const char *what,
+static SpeedVerdict rung(Chapter *ch, const Work *w, int i, int against, const char *what,
                         const char *against_words) {
     ladder_line(ch, w, i);
     ch_line(ch, "%s", "");
@@ -259,7 +203,7 @@ static Ch14Verdict rung(Chapter *ch, const Work *w, int i, int against, const ch
     char sentence[512];
     if (!(STEPS[i].one_thread && STEPS[against].one_thread) && w->others >= BUSY_CPUS)
         return busy_verdict(ch, ratios, rounds(), w->others, against_words);
-    const Ch14Verdict v = ch14_compare(sentence, sizeof sentence, ratios, rounds(), what,
+    const SpeedVerdict v = speed_compare(sentence, sizeof sentence, ratios, rounds(), what,
                                        against_words);
     ch_say(ch, "%s", sentence);
     return v;
@@ -387,7 +331,7 @@ static void the_work(Chapter *ch) {
                "2 · (1/2)^%d = 1/16). Otherwise the chapter says the run was too noisy "
                "to tell, and prints the range. Times and speeds are this run's, on this "
                "machine: they vary from run to run and from machine to machine.",
-           rounds(), CH14_MARGIN, CH14_MARGIN, rounds(), rounds(), rounds());
+           rounds(), SPEED_MARGIN, SPEED_MARGIN, rounds(), rounds(), rounds());
 }
 
 // out[r][c] for the rows and columns the chapter pins: both sides of every block edge.
@@ -575,11 +519,11 @@ static void blocking(Chapter *ch, Work *w) {
                "the arithmetic. This chapter does not measure those rates; the timing "
                "below says whether the difference mattered here.",
            per_byte_ikj, per_byte_blocked, (int)lroundf(per_byte_blocked / per_byte_ikj));
-    const Ch14Verdict v = rung(ch, w, BLOCKED, IKJ, "blocking made the loop", "the step before");
-    if (v == CH14_FASTER)
+    const SpeedVerdict v = rung(ch, w, BLOCKED, IKJ, "blocking made the loop", "the step before");
+    if (v == SPEED_FASTER)
         ch_say(ch, "Blocking paid here. The next steps make the arithmetic itself faster, "
                    "and keep the blocks.");
-    else if (v != CH14_NOISY)
+    else if (v != SPEED_NOISY)
         ch_say(ch, "So on its own blocking did not pay here. It changes where b is read "
                    "from, not the instructions: the ikj loop still does two loads, a "
                    "multiply, an add and a store for each multiply-add, one float at a "
@@ -630,7 +574,7 @@ static void packing(Chapter *ch, Work *w) {
     double ratios[MAX_ROUNDS] = {0};
     for (int r = 0; r < rounds(); r++) ratios[r] = w->rounds[r][IKJ] / w->rounds[r][PACKED];
     char sentence[512];
-    ch14_compare(sentence, sizeof sentence, ratios, rounds(), "they made it", "matmul_ikj()");
+    speed_compare(sentence, sizeof sentence, ratios, rounds(), "they made it", "matmul_ikj()");
     ch_say(ch, "%s", sentence);
     // [packed_rung]
 }
@@ -736,20 +680,20 @@ static void threads(Chapter *ch, Work *w) {
         return;
     }
     // [threads_rung]
-    const Ch14Verdict v = rung(ch, w, TILED, TILED_1, "all threads made it", "one thread");
+    const SpeedVerdict v = rung(ch, w, TILED, TILED_1, "all threads made it", "one thread");
     // [threads_rung]
     double r[MAX_ROUNDS] = {0}, mid;
     for (int i = 0; i < rounds(); i++) r[i] = w->rounds[i][TILED_1] / w->rounds[i][TILED];
-    ch14_verdict(r, rounds(), NULL, &mid, NULL);
-    if (v == CH14_FASTER && mid <= 1.05 * w->threads)
+    speed_verdict(r, rounds(), NULL, &mid, NULL);
+    if (v == SPEED_FASTER && mid <= 1.05 * w->threads)
         ch_say(ch, "That is %.0f%% of the %d× that %d threads could give if nothing were "
                    "lost: a parallel product waits for its slowest thread at the end, and "
                    "a product of %d rows gives each thread only so much work.",
                100 * mid / w->threads, w->threads, w->threads, TM);
-    else if (v == CH14_FASTER)
+    else if (v == SPEED_FASTER)
         ch_say(ch, "That is more than the %d× of %d threads sharing the work evenly; the "
                    "timings alone do not say why.", w->threads, w->threads);
-    else if (v != CH14_NOISY)
+    else if (v != SPEED_NOISY)
         ch_say(ch, "Here threads did not pay on this product.");
 }
 
@@ -779,9 +723,9 @@ static void openblas(Chapter *ch, Work *w) {
     const double x = ch14_first_to_fastest(w->seconds, N_STEPS);
     double r[MAX_ROUNDS] = {0}, lo, hi;
     for (int i = 0; i < rounds(); i++) r[i] = w->rounds[i][NAIVE] / w->rounds[i][fastest];
-    const Ch14Verdict v = ch14_verdict(r, rounds(), &lo, NULL, &hi);
+    const SpeedVerdict v = speed_verdict(r, rounds(), &lo, NULL, &hi);
     // [first_line]
-    if (v == CH14_FASTER)
+    if (v == SPEED_FASTER)
         ch_say(ch, "From the first line to the fastest (%s, %.2f ms), the same sums got "
                    "%.0f times faster: %.2f ms / %.2f ms, from the table (between %.0f and "
                    "%.0f times in each round).",
@@ -992,9 +936,10 @@ static double time_forward(Vit *vit, const Tensor *image, double *fastest, VitEr
         if (vit_forward(vit, image, NULL, NULL, err) != VIT_OK) return -1;
         t[r] = vit_now() - t0;
     }
-    qsort(t, FORWARD_RUNS, sizeof t[0], compare_doubles);
     *fastest = t[0];
-    return t[FORWARD_RUNS / 2];
+    for (int r = 1; r < FORWARD_RUNS; r++)
+        if (t[r] < *fastest) *fastest = t[r];
+    return speed_median(t, FORWARD_RUNS);
 }
 // [time_forward]
 
@@ -1045,7 +990,7 @@ static void vit_base(Chapter *ch, Work *w) {
         ch_line(ch, "%s", "");
         const int n = (int)ch_value(ch, "vit.tokens", (float)vit_num_tokens(&cfg));
         const int dh = (int)ch_value(ch, "vit.head_dim", (float)(cfg.dim / cfg.heads));
-        if (best_rate < w->peak_gflops / CH14_MARGIN)
+        if (best_rate < w->peak_gflops / SPEED_MARGIN)
             ch_say(ch, "Even its fastest of the %d runs, %.1f GFLOP/s, is more than 10%% "
                        "below the best measured. Its products are small beside those of "
                        "section 10 (%d rows: tiles at the edges are partly wasted, each "
@@ -1090,7 +1035,7 @@ static void wrong_kernel(Chapter *ch, Work *w) {
             busy_verdict(ch, w->qkv_ratios, rounds(), w->qkv_others, "lib's tiled kernel");
         else {
             char sentence[512];
-            ch14_compare(sentence, sizeof sentence, w->qkv_ratios, rounds(), "OpenBLAS was",
+            speed_compare(sentence, sizeof sentence, w->qkv_ratios, rounds(), "OpenBLAS was",
                          "lib's tiled kernel");
             ch_say(ch, "%s", sentence);
         }

@@ -41,33 +41,6 @@ void chapter13_run(Chapter *ch);
 /** @brief Chapter 14 · Making it fast: from the textbook loops to the fastest kernel, against the peak on paper. */
 void chapter14_run(Chapter *ch);
 
-/**
- * @brief What chapter 14 concludes from a comparison of two timings.
- *
- * The ratios are one speed over another, one per interleaved round. A
- * conclusion needs every round beyond the margin on the same side of 1.
- */
-typedef enum {
-    CH14_FASTER, /**< every round ≥ CH14_MARGIN */
-    CH14_SLOWER, /**< every round ≤ 1 / CH14_MARGIN */
-    CH14_SAME,   /**< every round between 1 / CH14_MARGIN and CH14_MARGIN */
-    CH14_NOISY,  /**< none of those: too noisy to tell */
-} Ch14Verdict;
-/** @brief The margin of a verdict: 10 % either side of 1. */
-#define CH14_MARGIN 1.1
-/**
- * @brief The verdict on @p n speed ratios, and their smallest, median and
- *        largest (each pointer may be NULL).
- */
-Ch14Verdict ch14_verdict(const double *ratios, int n, double *lo, double *mid, double *hi);
-/**
- * @brief The verdict on @p n speed ratios as a sentence: "On this machine
- *        @p what 2.0 times faster than @p against: ..." (or "% faster",
- *        "slower", "about as fast as"), or "Against @p against this run was
- *        too noisy to tell: ...", with the median and the range of the rounds.
- */
-Ch14Verdict ch14_compare(char *buf, size_t size, const double *ratios, int n, const char *what,
-                         const char *against);
 /** @brief The peak on paper in GFLOP/s: cores × GHz × FMA units × SIMD lanes × 2. */
 double ch14_theoretical_gflops(int cores, double ghz, int fma_units, int lanes);
 /** @brief The first of @p n times over the smallest of all of them, the first included. */

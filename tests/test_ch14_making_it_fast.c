@@ -14,7 +14,7 @@
  * golden holds every step to torch.matmul in float64 directly.
  *
  * The chapter's own arithmetic is pinned too: which verdict a set of speed
- * ratios gets (ch14_compare()), the peak on paper, and the first-to-fastest
+ * ratios gets (speed_compare()), the peak on paper, and the first-to-fastest
  * figure over every row of the ladder.
  *
  * The two probes are exercise 14's diagnosis: when
@@ -234,34 +234,34 @@ static void test_probe_every_edge(void) {
 
 /* ------------------------------------------- the chapter's verdicts and figures */
 
-// Which words ch14_compare() prints for a set of speed ratios, one per round.
+// Which words speed_compare() prints for a set of speed ratios, one per round.
 static void test_verdict_words(void) {
     static const struct {
         double ratios[5];
         int n;
-        Ch14Verdict verdict;
+        SpeedVerdict verdict;
         const char *words; // must appear in the sentence
         const char *not_words; // must not
     } CASES[] = {
-        {{7.1, 7.8, 8.3, 7.5, 7.9}, 5, CH14_FASTER, "7.8 times faster than", "noisy"},
-        {{1.2, 1.3, 1.25, 1.4, 1.3}, 5, CH14_FASTER, "30% faster than", "slower"},
-        {{1.1, 1.1, 1.1, 1.1, 1.1}, 5, CH14_FASTER, "faster than", "noisy"}, // on the margin
-        {{0.2, 0.25, 0.3, 0.27, 0.26}, 5, CH14_SLOWER, "3.8 times slower than", "faster"},
-        {{0.8, 0.85, 0.9, 0.88, 0.87}, 5, CH14_SLOWER, "13% slower than", "faster"},
-        {{0.95, 1.0, 1.05, 1.02, 0.98}, 5, CH14_SAME, "about as fast as", "noisy"},
-        {{0.11, 1.76, 0.43, 0.5, 0.4}, 5, CH14_NOISY, "too noisy to tell", "times"},
-        {{1.05, 1.3, 1.2, 1.25, 1.22}, 5, CH14_NOISY, "too noisy to tell", "faster than"},
-        {{0.6, 0.85, 0.8, 0.88, 0.95}, 5, CH14_NOISY, "too noisy to tell", "slower than"},
-        {{1.09, 1.2, 1.3, 1.3, 1.3}, 5, CH14_NOISY, "every round was faster, but", "faster than"},
-        {{0.77, 0.94, 0.8, 0.8, 0.85}, 5, CH14_NOISY, "every round was slower, but", "slower than"},
-        {{0.9, 1.2, 1.0, 1.0, 1.0}, 5, CH14_NOISY, "some rounds were faster and some slower",
+        {{7.1, 7.8, 8.3, 7.5, 7.9}, 5, SPEED_FASTER, "7.8 times faster than", "noisy"},
+        {{1.2, 1.3, 1.25, 1.4, 1.3}, 5, SPEED_FASTER, "30% faster than", "slower"},
+        {{1.1, 1.1, 1.1, 1.1, 1.1}, 5, SPEED_FASTER, "faster than", "noisy"}, // on the margin
+        {{0.2, 0.25, 0.3, 0.27, 0.26}, 5, SPEED_SLOWER, "3.8 times slower than", "faster"},
+        {{0.8, 0.85, 0.9, 0.88, 0.87}, 5, SPEED_SLOWER, "13% slower than", "faster"},
+        {{0.95, 1.0, 1.05, 1.02, 0.98}, 5, SPEED_SAME, "about as fast as", "noisy"},
+        {{0.11, 1.76, 0.43, 0.5, 0.4}, 5, SPEED_NOISY, "too noisy to tell", "times"},
+        {{1.05, 1.3, 1.2, 1.25, 1.22}, 5, SPEED_NOISY, "too noisy to tell", "faster than"},
+        {{0.6, 0.85, 0.8, 0.88, 0.95}, 5, SPEED_NOISY, "too noisy to tell", "slower than"},
+        {{1.09, 1.2, 1.3, 1.3, 1.3}, 5, SPEED_NOISY, "every round was faster, but", "faster than"},
+        {{0.77, 0.94, 0.8, 0.8, 0.85}, 5, SPEED_NOISY, "every round was slower, but", "slower than"},
+        {{0.9, 1.2, 1.0, 1.0, 1.0}, 5, SPEED_NOISY, "some rounds were faster and some slower",
          "about as fast as"},
-        {{2.0}, 1, CH14_FASTER, "2.0 times faster than", "noisy"},
+        {{2.0}, 1, SPEED_FASTER, "2.0 times faster than", "noisy"},
     };
     for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
         char buf[512];
-        const Ch14Verdict v =
-            ch14_compare(buf, sizeof buf, CASES[i].ratios, CASES[i].n, "it was", "the other");
+        const SpeedVerdict v =
+            speed_compare(buf, sizeof buf, CASES[i].ratios, CASES[i].n, "it was", "the other");
         if (v != CASES[i].verdict || !strstr(buf, CASES[i].words) ||
             strstr(buf, CASES[i].not_words))
             fprintf(stderr, "\n    case %zu: verdict %d (want %d), \"%s\"\n", i, (int)v,
@@ -276,12 +276,12 @@ static void test_verdict_words(void) {
 static void test_verdict_range(void) {
     const double r[5] = {1.4, 0.9, 1.2, 2.0, 1.1};
     double lo, mid, hi;
-    CU_ASSERT_EQUAL(ch14_verdict(r, 5, &lo, &mid, &hi), CH14_NOISY);
+    CU_ASSERT_EQUAL(speed_verdict(r, 5, &lo, &mid, &hi), SPEED_NOISY);
     CU_ASSERT_DOUBLE_EQUAL(lo, 0.9, 1e-12);
     CU_ASSERT_DOUBLE_EQUAL(mid, 1.2, 1e-12);
     CU_ASSERT_DOUBLE_EQUAL(hi, 2.0, 1e-12);
     char buf[512];
-    ch14_compare(buf, sizeof buf, r, 5, "it was", "the other");
+    speed_compare(buf, sizeof buf, r, 5, "it was", "the other");
     CU_ASSERT_PTR_NOT_NULL(strstr(buf, "from 0.90 to 2.00 (median 1.20)"));
 }
 

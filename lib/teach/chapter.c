@@ -116,6 +116,61 @@ void ch_show(Chapter *ch, const char *name, const Tensor *t) {
 }
 
 
+static int compare_doubles(const void *x, const void *y) {
+    const double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+double speed_median(const double *v, int n) {
+    double s[100];
+    if (n > (int)(sizeof s / sizeof s[0])) n = (int)(sizeof s / sizeof s[0]);
+    memcpy(s, v, sizeof(double) * (size_t)n);
+    qsort(s, (size_t)n, sizeof s[0], compare_doubles);
+    return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+}
+
+// [compare]
+SpeedVerdict speed_verdict(const double *ratios, int n, double *lo, double *mid, double *hi) {
+    double l = ratios[0], h = ratios[0];
+    for (int i = 1; i < n; i++) {
+        if (ratios[i] < l) l = ratios[i];
+        if (ratios[i] > h) h = ratios[i];
+    }
+    if (lo) *lo = l;
+    if (hi) *hi = h;
+    if (mid) *mid = speed_median(ratios, n);
+    if (l >= SPEED_MARGIN) return SPEED_FASTER;          // every round beyond +10 %
+    if (h <= 1 / SPEED_MARGIN) return SPEED_SLOWER;      // every round beyond -10 %
+    if (l >= 1 / SPEED_MARGIN && h <= SPEED_MARGIN) return SPEED_SAME; // every round within 10 %
+    return SPEED_NOISY;
+}
+
+SpeedVerdict speed_compare(char *buf, size_t size, const double *ratios, int n, const char *what,
+                         const char *against) {
+    double lo, mid, hi;
+    const SpeedVerdict v = speed_verdict(ratios, n, &lo, &mid, &hi);
+    char words[64];
+    if (v == SPEED_FASTER && mid >= 1.5) snprintf(words, sizeof words, "%.1f times faster than", mid);
+    else if (v == SPEED_FASTER) snprintf(words, sizeof words, "%.0f%% faster than", 100 * (mid - 1));
+    else if (v == SPEED_SLOWER && 1 / mid >= 1.5)
+        snprintf(words, sizeof words, "%.1f times slower than", 1 / mid);
+    else if (v == SPEED_SLOWER) snprintf(words, sizeof words, "%.0f%% slower than", 100 * (1 - mid));
+    else snprintf(words, sizeof words, "about as fast as");
+    const char *side = lo > 1   ? "every round was faster, but not every one beyond the 10% margin"
+                       : hi < 1 ? "every round was slower, but not every one beyond the 10% margin"
+                                : "some rounds were faster and some slower";
+    if (v == SPEED_NOISY)
+        snprintf(buf, size, "Against %s this run was too noisy to tell: over %d interleaved "
+                 "rounds the speed ratio ran from %.2f to %.2f (median %.2f); %s.",
+                 against, n, lo, hi, mid, side);
+    else
+        snprintf(buf, size, "On this machine %s %s %s: the speed ratio was %.2f in the median "
+                 "of %d interleaved rounds, and between %.2f and %.2f in every one.",
+                 what, words, against, mid, n, lo, hi);
+    return v;
+}
+// [compare]
+
 static bool is_help(const char *arg) { return strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0; }
 
 static ChapterKnob *knob_named(ChapterKnob *knobs, int count, const char *name, size_t length) {

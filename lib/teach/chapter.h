@@ -60,6 +60,37 @@ void ch_pin(Chapter *ch, const char *name, const Tensor *t);
 
 
 /**
+ * @brief What a chapter concludes from a comparison of two timings.
+ *
+ * The ratios are one speed over another, one per interleaved round (each
+ * round runs both once, so that load coming and going falls on both). A
+ * conclusion needs every round beyond the margin on the same side of 1.
+ */
+typedef enum {
+    SPEED_FASTER, /**< every round ≥ SPEED_MARGIN */
+    SPEED_SLOWER, /**< every round ≤ 1 / SPEED_MARGIN */
+    SPEED_SAME,   /**< every round between 1 / SPEED_MARGIN and SPEED_MARGIN */
+    SPEED_NOISY,  /**< none of those: too noisy to tell */
+} SpeedVerdict;
+/** @brief The margin of a verdict: 10 % either side of 1. */
+#define SPEED_MARGIN 1.1
+/** @brief The median of @p n values (at most 100), @p v left as it was. */
+double speed_median(const double *v, int n);
+/**
+ * @brief The verdict on @p n speed ratios, and their smallest, median and
+ *        largest (each pointer may be NULL).
+ */
+SpeedVerdict speed_verdict(const double *ratios, int n, double *lo, double *mid, double *hi);
+/**
+ * @brief The verdict on @p n speed ratios as a sentence: "On this machine
+ *        @p what 2.0 times faster than @p against: ..." (or "% faster",
+ *        "slower", "about as fast as"), or "Against @p against this run was
+ *        too noisy to tell: ...", with the median and the range of the rounds.
+ */
+SpeedVerdict speed_compare(char *buf, size_t size, const double *ratios, int n, const char *what,
+                           const char *against);
+
+/**
  * @brief One number of a chapter's experiments a learner may change from the
  *        command line, as `--name VALUE`: a seed, a count of images, of steps.
  *
