@@ -67,7 +67,7 @@ enum {
 enum { KNOB_SEED, KNOB_STEPS, KNOBS };
 static ChapterKnob knobs[KNOBS] = {
     [KNOB_SEED] = {.name = "seed", .meaning = "every run's weights and shuffles",
-                   .value = 11, .min = 0, .max = 2147483647},
+                   .value = 11, .min = 0, .max = 1000000000},
     [KNOB_STEPS] = {.name = "steps", .meaning = "steps of every run, of 32 images each",
                     .value = 192, .min = 192, .max = 1536, .multiple = 192},
 };
