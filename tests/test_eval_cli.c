@@ -19,6 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "cli_run.h"
@@ -594,8 +597,61 @@ static void test_eval_attention_against_baselines(void) {
     free(out);
 }
 
+
+// The measurement with one seed on 4 images, in batches of @p batch.
+static VitStatus measure_four(AttentionMeasures *m, int batch, int draws, VitError *err) {
+    char w[1024];
+    vit_data_path(w, sizeof w, "models/vit-fashion.safetensors");
+    Vit vit = {0};
+    Dataset test = load("test");
+    VitStatus s = vit_build(&vit, w, err);
+    const Dataset first = dataset_slice(&test, 0, 4);
+    const MeasureOptions opt = {.draws = draws, .baselines = true, .occlusion = false};
+    if (s == VIT_OK) s = attention_measure(&vit, &first, 4, 0.286f, 0.353f, batch, 32, 5, &opt, m, err);
+    dataset_free(&test);
+    vit_free(&vit);
+    return s;
+}
+
+// A batch is a chunk, not part of the answer: the random orders are drawn image after
+// image in one sequence, so batches of 1 and of 10,000 give the same measures. And a
+// batch of 10,000 at 50 draws, whose orders alone would take 1.2 GB, is measured in
+// smaller batches (a child under `ulimit -v` of what it uses plus 400 MB; not under the
+// sanitizers, which reserve terabytes of address space).
+static void test_eval_attention_batch_is_a_chunk(void) {
+    AttentionMeasures one, all;
+    VitError err;
+    CU_ASSERT_EQUAL_FATAL(measure_four(&one, 1, 3, &err), VIT_OK);
+    CU_ASSERT_EQUAL_FATAL(measure_four(&all, 10000, 3, &err), VIT_OK);
+    for (int m = 0; m < one.maps; m++)
+        for (int k = 0; k < MEASURE_KS; k++)
+            CU_ASSERT_DOUBLE_EQUAL(one.prob_top[m][k], all.prob_top[m][k], 1e-5);
+    const char *san = getenv("VIT_SANITIZE");
+    if (san && *san && strcmp(san, "0") != 0) return;
+    fflush(NULL);
+    pid_t pid = fork();
+    CU_ASSERT_FATAL(pid >= 0);
+    if (pid == 0) {
+        long pages = 0;
+        FILE *f = fopen("/proc/self/statm", "r");
+        if (!f || fscanf(f, "%ld", &pages) != 1) _exit(4);
+        fclose(f);
+        rlim_t limit = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + (400u << 20);
+        struct rlimit rl = {limit, limit};
+        if (setrlimit(RLIMIT_AS, &rl) != 0) _exit(5);
+        vit_set_threads(1);
+        AttentionMeasures big;
+        VitError e;
+        _exit(measure_four(&big, 10000, 50, &e) == VIT_OK ? 0 : 6);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    CU_ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 CU_TestInfo tests_eval_cli[] = {
     {"help of eval", test_help_of_eval},
+    {"eval --attention: a batch is a chunk, held to 256 MiB of orders", test_eval_attention_batch_is_a_chunk},
     {"eval a random model: structure and sums", test_eval_a_random_model},
     {"eval uses the weights' metadata", test_eval_uses_the_weights_metadata},
     {"eval splits: val and train", test_eval_splits},

@@ -315,7 +315,7 @@ void mask_patches(float *input, int C, int S, int patch, const int *order, int k
  *        patches (drawn from @p seed) and, with @p opt's baselines, against
  *        rankings that use no model.
  * @param[in] mean, std  the model's input normalisation
- * @param[in] batch      images per forward pass
+ * @param[in] batch      images per forward pass (fewer when their patch orders would pass 256 MiB)
  * @param[in] opt        NULL: one random draw per image, no baselines
  * @return VIT_ERR_USAGE for counts below 1 or fewer than 1 draw
  */

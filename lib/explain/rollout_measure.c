@@ -187,6 +187,9 @@ typedef struct {
     int *scratch;   // (P)
 } Batch;
 
+// The most memory one batch's orders may take: 256 MiB.
+#define ORDER_BUDGET ((size_t)256 << 20)
+
 // Is ranking m random, drawn `draws` times?
 static bool is_random(int m) { return m == MAP_RANDOM || m == MAP_RANDOM_GARMENT; }
 
@@ -346,11 +349,22 @@ VitStatus attention_measure(Vit *vit, const Dataset *data, int count, float mean
         return vit_fail(err, VIT_ERR_USAGE, "measuring attention on %d of %d images, batches "
                         "of %d, %d random draws (1 to 1000)", count, data->count, batch,
                         opt->draws);
+    // Every ranking's orders of a batch, `draws` of them for the random ones, are
+    // held at once: (MAP_COUNT, draws, batch, P) ints, 2.4 MB an image at 1000 draws.
+    // A batch whose orders would pass ORDER_BUDGET is measured in smaller batches:
+    // the orders are drawn image after image in the same sequence either way.
+    if (batch > count) batch = count;
+    const int side = c->image_size / c->patch_size;
+    const size_t per_image = sizeof(int) * (size_t)MAP_COUNT * (size_t)opt->draws * side * side;
+    if ((size_t)batch > ORDER_BUDGET / per_image)
+        batch = per_image > ORDER_BUDGET ? 1 : (int)(ORDER_BUDGET / per_image);
+    VitStatus fits = vit_check_memory((double)per_image * batch, "the patch orders of one image",
+                                      err);
+    if (fits != VIT_OK) return fits;
     memset(out, 0, sizeof *out);
     out->threshold = threshold;
     out->maps = !opt->baselines ? MAP_BASIC_COUNT : opt->occlusion ? MAP_COUNT : MAP_BASELINE_COUNT;
     out->draws = opt->draws;
-    const int side = c->image_size / c->patch_size;
     Batch bt = {.P = side * side, .maps = out->maps, .draws = opt->draws};
     const size_t one = (size_t)c->image_size * c->image_size;
     bt.input = vit_malloc(sizeof(float) * one * (size_t)batch);
