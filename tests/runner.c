@@ -8,6 +8,10 @@
  * arguments only the named suites (or single tests) run, which is how a class
  * checks one exercise: `build/tests/run ch03_softmax`. A name that matches
  * nothing stops the run (exit 2) and lists the suites there are.
+ * `--except PATTERN` (any number of them, before the names) leaves out each
+ * test whose "suite/test" name matches the shell pattern: `make test` leaves
+ * out each chapter's "chapter matches PyTorch golden", which its exercise
+ * checks run twice (lib's own answers to each exercise's key, graded).
  * Exit status: 0 when everything ran and passed, 1 otherwise, 2 bad usage.
  *
  * `--grade` runs the selected tests one by one, each in a process of its own
@@ -16,6 +20,7 @@
  */
 #include <CUnit/Basic.h>
 #include <CUnit/CUnit.h>
+#include <fnmatch.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,22 +42,35 @@ static CU_SuiteInfo all_suites[] = {
     CU_SUITE_INFO_NULL,
 };
 
-// Keep only the suites and tests named on the command line ("suite" or "suite/test").
-static bool select_tests(int argc, char **argv) {
-    GradeTest *keep;
-    int n = grade_select(&keep, (const char *const *)argv + 1, argc - 1, "run");
+// Is test t of suite s one that a --except pattern names?
+static bool excepted(CU_pSuite s, CU_pTest t, char *const *patterns, int n) {
+    char name[1024];
+    snprintf(name, sizeof name, "%s/%s", s->pName, t->pName);
+    for (int i = 0; i < n; i++)
+        if (fnmatch(patterns[i], name, 0) == 0) return true;
+    return false;
+}
+
+// Keep only the suites and tests named ("suite" or "suite/test"; all of them
+// when none is), less those a --except pattern names.
+static bool select_tests(char **names, int n_names, char *const *except, int n_except) {
+    GradeTest *keep = NULL;
+    int n = n_names > 0 ? grade_select(&keep, (const char *const *)names, n_names, "run") : 0;
     if (n < 0) return false;
+    int left_out = 0;
     for (CU_pSuite s = CU_get_registry()->pSuite; s; s = s->pNext) {
         bool any = false;
         for (CU_pTest t = s->pTest; t; t = t->pNext) {
-            bool on = false;
+            bool on = n_names == 0;
             for (int i = 0; i < n && !on; i++) on = keep[i].test == t;
+            if (on && excepted(s, t, except, n_except)) on = false, left_out++;
             CU_set_test_active(t, on ? CU_TRUE : CU_FALSE);
             any = any || on;
         }
         CU_set_suite_active(s, any ? CU_TRUE : CU_FALSE);
     }
     free(keep);
+    if (n_except > 0) printf("run: %d tests left out by --except\n", left_out);
     return true;
 }
 
@@ -94,7 +112,9 @@ static void wait_for_work_asleep(char **argv) {
 
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "--help") == 0) {
-        printf("usage: %s [SUITE[/TEST]]...          run the tests (all of them by default)\n"
+        printf("usage: %s [--except PATTERN]... [SUITE[/TEST]]...\n"
+               "                                     run the tests (all of them by default), less\n"
+               "                                     those whose SUITE/TEST matches a PATTERN\n"
                "       %s --grade [options] SUITE... grade them, each in a process of its own\n"
                "                                     (%s --grade --help)\n",
                argv[0], argv[0], argv[0]);
@@ -118,7 +138,14 @@ int main(int argc, char **argv) {
         CU_cleanup_registry();
         return status;
     }
-    if (argc > 1 && !select_tests(argc, argv)) {
+    // the plain run: [--except PATTERN]... [SUITE[/TEST]]...
+    char *except[64];
+    int n_except = 0, first = 1;
+    while (first + 1 < argc && strcmp(argv[first], "--except") == 0 && n_except < 64) {
+        except[n_except++] = argv[first + 1];
+        first += 2;
+    }
+    if (argc > 1 && !select_tests(argv + first, argc - first, except, n_except)) {
         CU_cleanup_registry();
         return 2;
     }
