@@ -12,10 +12,16 @@
  */
 #include "ops/conv.h"
 
-void relu_backward(float *dx, const float *dout, const float *x, size_t n) {
-    // x, dout and dx are n values: the slope is 1 where x > 0, else 0
-    for (size_t i = 0; i < n; i++)
-        if (x[i] > 0.0f) dx[i] += dout[i];
+void relu_backward(float *restrict dx, const float *restrict dout, const float *restrict x,
+                   size_t n) {
+    // x, dout and dx are n values: the slope is 1 where x > 0, else 0. Both
+    // values are read and one chosen, with no branch: about half the x are
+    // positive, at random, so a branch would be mispredicted half the time,
+    // while the choice vectorises (the three arrays never overlap).
+    for (size_t i = 0; i < n; i++) {
+        const float d = dout[i];
+        dx[i] += x[i] > 0.0f ? d : 0.0f;
+    }
 }
 
 void maxpool2d_backward(float *dx, const float *dout, const int *argmax, int B, int C, int H,
