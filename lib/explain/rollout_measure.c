@@ -187,7 +187,7 @@ typedef struct {
     int *scratch;   // (P)
 } Batch;
 
-// The most memory one batch's orders may take: 256 MiB.
+/** The most memory one batch's patch orders may take in attention_measure(): 256 MiB. */
 #define ORDER_BUDGET ((size_t)256 << 20)
 
 // Is ranking m random, drawn `draws` times?
