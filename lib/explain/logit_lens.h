@@ -43,7 +43,9 @@
  *  \f[ p_d = \mathrm{softmax}\big(\mathrm{head}(\mathrm{LN}(x_{d,\,\mathrm{cls}}))\big),
  *      \qquad d = 0 \ldots L, \qquad p_L = \text{the model's output} \f]
  *
- *  Pinned by the suite @ref test_lens.c "lens" (@ref answer_keys "the answer keys").
+ *  Beside @ref chapter12 "chapter 12" (what the model learned), which does not teach it
+ *  yet: `vit lens` prints it and the viewer shows it (key Y). Pinned by the suite
+ *  @ref test_lens.c "lens" (@ref answer_keys "the answer keys").
  *  @{
  */
 
