@@ -25,11 +25,16 @@ bool lens_shown(const State *s) {
     return s->lens && !s->backward && s->model && state_node(s)->block >= 0;
 }
 
-// Depth d's stage as recorded in the pass shown, or NULL (not computed, or dropped).
-static const Tensor *depth_stream(const State *s, int d) {
+// Depth d's entry in the pass shown, or NULL when not computed yet.
+static const HistEntry *depth_entry(const State *s, int d) {
     char name[48];
-    const HistEntry *e = history_get(&s->history,
-                                     stepper_find(&s->stepper, logit_lens_stage(name, sizeof name, d)));
+    return history_get(&s->history,
+                       stepper_find(&s->stepper, logit_lens_stage(name, sizeof name, d)));
+}
+
+// Depth d's stage as recorded, or NULL (not computed, or dropped for the history's budget).
+static const Tensor *depth_stream(const State *s, int d) {
+    const HistEntry *e = depth_entry(s, d);
     return e && e->kept && e->t.ndim == 3 ? &e->t : NULL;
 }
 
@@ -64,7 +69,8 @@ static void lens_row(const State *s, int y, Rect r, int d, const float *p, int Y
     ui_text(y, x, BLOCK_W, ROLE_DIM, block);
     x += BLOCK_W;
     if (!p) {
-        ui_text(y, x, r.x + r.w - x, ROLE_PENDING, "not computed yet");
+        ui_text(y, x, r.x + r.w - x, ROLE_PENDING,
+                depth_entry(s, d) ? "dropped to keep the history small" : "not computed yet");
         return;
     }
     const int top = ops_index_of_max(p, Y);
