@@ -42,8 +42,8 @@ static Vit shipped(void) {
     char path[PATH_SIZE];
     Vit vit;
     VitError err;
-    VitStatus s = vit_build(&vit, vit_data_path(path, sizeof path, "models/vit-fashion.safetensors"),
-                            &err);
+    vit_data_path(path, sizeof path, "models/vit-fashion.safetensors");
+    VitStatus s = vit_build(&vit, path, &err);
     if (s != VIT_OK) fprintf(stderr, "\n    %s\n", err.msg);
     CU_ASSERT_FATAL(s == VIT_OK);
     CU_ASSERT_EQUAL_FATAL(vit.config.depth, L);
@@ -303,7 +303,8 @@ static void test_cli_refusals(void) {
 
 CU_TestInfo tests_lens[] = {
     {"the lens against PyTorch (shipped model, two pictures)", test_lens_against_pytorch},
-    {"the last depth is the model's output, bit for bit", test_last_depth_is_the_output_bit_for_bit},
+    {"the last depth is the model's output, bit for bit",
+     test_last_depth_is_the_output_bit_for_bit},
     {"every row is a distribution", test_rows_are_distributions},
     {"depth 0 is the same for every picture", test_depth_zero_knows_no_picture},
     {"a recorded trace gives what listening gives", test_recorded_trace_gives_the_same},

@@ -75,7 +75,8 @@ def lens():
     x = pictures(mean, std)
     p, probs = lens_of(model, x.double())
     assert torch.equal(p[:, -1], probs), "the last depth is not the model's output"
-    assert torch.allclose(p.sum(-1), torch.ones(p.shape[:2], dtype=p.dtype)), "rows not summing to 1"
+    ones = torch.ones(p.shape[:2], dtype=p.dtype)
+    assert torch.allclose(p.sum(-1), ones), "rows not summing to 1"
     tensors = {"input": x, "lens": p.float().contiguous(), "probs": probs.float().contiguous()}
     tol = {"input": (0.0, 0.0), "lens": (ATOL, RTOL), "probs": (ATOL, RTOL)}
     extra = {"model": MODEL, "images": " ".join(IMAGES),

@@ -114,7 +114,8 @@ void lens_view(const State *s, Rect r) {
     for (int d = 0; d < depths && 2 + d < r.h - 1; d++)
         lens_row(s, r.y + 2 + d, r, d, have[d] ? probs + (size_t)d * Y : NULL, Y, answer,
                  d == selected);
-    if (count && 2 + depths < r.h) lens_summary(s, r.y + 2 + depths, r, probs, depths, Y, count, name);
+    if (count && 2 + depths < r.h)
+        lens_summary(s, r.y + 2 + depths, r, probs, depths, Y, count, name);
 done:
     free(probs);
     free(have);
