@@ -11,7 +11,7 @@
 # (data/models/vit-fashion.safetensors; while it is not there, a small one the
 # script trains with `vit train` in a data folder of its own, VIT_DATA_DIR) on
 # a grey 28×28 test image, at 100×30, 80×24 and 160×50, down to the class
-# names on the logits; and without the model it says so and uses random weights.
+# names on the logits, and its logit lens (Y) at 80×24 against `vit lens`; and without the model it says so and uses random weights.
 #
 #   tests/viewer_tmux.sh build/vitview
 #
@@ -606,6 +606,49 @@ if [ -n "$DEMO" ]; then
     keys c
     check "the watch stops the pass" "stopped: [a-z_.0-9]+ has \|value\| up to [0-9.]+, past the watch 2" 10
     quit "q exits 0 on the Fashion model"
+
+    # the logit lens (Y) at 80×24: every row `vit lens` prints for the picture,
+    # block, top class and the two probabilities, is on the screen
+    lens_data=${DEMO#VIT_DATA_DIR=}
+    if "$VIT" lens --weights "$lens_data/models/vit-fashion.safetensors" \
+        "$lens_data/images/fashion-mnist/0000-ankle-boot.png" >"$WORK/lens.txt" 2>&1; then
+        PASSED=$((PASSED + 1))
+    else
+        FAILED=$((FAILED + 1)); LAST_FAILURE="vit lens on the default model"
+        echo "viewer_tmux: FAILED: $LAST_FAILURE:" >&2
+        sed 's/^/    | /' "$WORK/lens.txt" >&2
+    fi
+    start lens "$DEMO"
+    $TMUX_CMD resize-window -t "$SESSION" -x 80 -y 24
+    check "lens: paused at the input" "paused at input 1/[0-9]+" 15
+    keys Y
+    check "lens: Y outside a block says where it works" "Y shows the logit lens on a block's stage"
+    keys c
+    check "lens: the pass finishes" "finished at logits [0-9]+/[0-9]+" 10
+    keys / ; keys -l "blocks.0.out" ; keys Enter
+    keys Y
+    check "lens: Y shows the strip" "logit lens: \[cls\] after each block → norm → head"
+    # "  BLOCK  NAME  P  P_ANSWER" rows as a regex each: the block, the name
+    # (its characters escaped), the two numbers; the first row is the one selected
+    awk 'f && NF >= 4 && $NF ~ /^[01]\.[0-9]+$/ {
+             name = ""; for (i = 2; i <= NF - 2; i++) name = name (i > 2 ? " " : "") $i
+             print $1 "\t" name "\t" $(NF - 1) "\t" $NF }
+         /^  block / { f = 1 }' "$WORK/lens.txt" >"$WORK/lens.rows"
+    check_rows "lens: as many rows as vit lens prints" "│(▶ |  )(embed|[0-9]+) " \
+        "$(wc -l <"$WORK/lens.rows")"
+    while IFS="$(printf '\t')" read -r block name p p_answer; do
+        name_re=$(printf '%s' "$name" | sed 's/[][\.*^$(){}+?|/]/\\&/g')
+        check "lens: block $block as vit lens prints it ($name $p $p_answer)" \
+            "│(▶ |  )$block +$name_re +$p $p_answer( |\$)"
+    done <"$WORK/lens.rows"
+    answer=$(sed -n 's/^\(.*\) is on top from block \([0-9]*\) on\.$/\1, on top from block \2 on/p' \
+        "$WORK/lens.txt")
+    [ -n "$answer" ] || answer=$(sed -n 's/^\(.*\) is on top at every depth.*/\1, on top at every depth/p' \
+        "$WORK/lens.txt")
+    check "lens: the answer settles where vit lens says ($answer)" "ans\. = $answer"
+    keys Y
+    check "lens: Y again, the stage's own view" "the stage's own view \(Y: the logit lens\)"
+    quit "q exits 0 after the logit lens"
 
     if infocmp xterm-direct >/dev/null 2>&1; then # Debian's ncurses-term describes it
         # tmux does not switch to the VT100 line set xterm-direct asks for: ncurses

@@ -101,6 +101,8 @@ typedef struct {
 /** The viewer's state. */
 typedef struct {
     const VitConfig *cfg; /**< the model's sizes */
+    const Vit *model;     /**< the model, read only: the logit lens applies its final norm and
+                               head to the stream (NULL: no lens) */
     char title[440];      /**< the model and the picture, for the title row */
     Stepper stepper;      /**< the pass shown: progress, breakpoints, selection, tree */
     History history;      /**< the pass shown: its computed tensors */
@@ -119,6 +121,7 @@ typedef struct {
     int rank_offset;      /**< first rank shown in the logits view */
     Focus focus;          /**< where the arrows go */
     AttnView attn_view;   /**< map, every head, rollout, softmax or layers (attention stages) */
+    bool lens;            /**< block stages show the logit lens strip instead (Y) */
     float temperature;    /**< ATTN_SOFTMAX: the live row is softmax(scaled / temperature) */
     ScaleMode scale;      /**< how attention maps and their rows over the image are scaled */
     float opacity;        /**< how much an overlay's colour covers the image (o), 0.3 to 0.9 */

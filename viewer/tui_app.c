@@ -725,6 +725,7 @@ int app_run(AppOptions *opt) {
     snprintf(app->model, sizeof app->model, "%s", opt->model);
     state_init(&app->state, &opt->vit->config, opt->history_bytes);
     State *s = &app->state;
+    s->model = opt->vit; // the logit lens reads its norm and head
     s->labels = opt->labels; // the state owns them now
     opt->labels = (Labels){0};
     set_title(app, opt->picture);

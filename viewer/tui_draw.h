@@ -58,6 +58,16 @@ int picture_side(const State *s, int rows, int cols, int *px_h);
 void patches_over_image(const State *s, int y, int x, int side, int px_h, const float *patch_t,
                         RampKind kind, int mark);
 
+/** @brief A bar of @p frac (0 to 1) of @p w cells at (y, x), eighth blocks at its end in UTF-8. */
+void bar_draw(const State *s, int y, int x, int w, double frac);
+
+/** @brief Is the logit lens strip shown for the selected stage (Y on, a forward block stage)? */
+bool lens_shown(const State *s);
+/** @brief The logit lens strip (tui_lens.c): a row per depth, its top class and bars. */
+void lens_view(const State *s, Rect r);
+/** @brief Key Y: the logit lens strip on or off. */
+UiAction cmd_lens(State *s, int key);
+
 /** The names of the head modes, by HeadMode: "head", "mean over heads", "max over heads". */
 extern const char *const head_mode_names[];
 /** @brief The attention views of an (B, H, N, N) tensor, as State::attn_view asks. */

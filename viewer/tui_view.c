@@ -363,7 +363,7 @@ static void patches_view(const State *s, Rect r, Mat m) {
 /* ---------------------------------------------------------------- logits */
 
 // A bar of `frac` of w cells, with eighth blocks at the end when UTF-8 allows.
-static void bar_draw(const State *s, int y, int x, int w, double frac) {
+void bar_draw(const State *s, int y, int x, int w, double frac) {
     static const char *const eighths[] = {"", "▏", "▎", "▍", "▌", "▋", "▊", "▉"};
     int units = (int)lround(frac * w * 8);
     if (units < 0) units = 0;
@@ -527,6 +527,10 @@ void view_draw(const State *s) {
     const PipeNode *n = state_node(s);
     const HistEntry *e = state_entry(s);
     if (r.h < 3 || r.w < 10) return;
+    if (lens_shown(s)) { // Y: the strip of every depth, whatever of it is computed
+        lens_view(s, r);
+        return;
+    }
     if (!e) {
         pending_draw(s, r);
         return;
@@ -786,6 +790,8 @@ static const KeyBinding bindings[] = {
     {{'m'}, "m", "attention: one head → mean → max over heads", cmd_heads},
     {{'<', '>'}, "< >", "previous / next query token (cls, token 1, …)", cmd_query},
     {{'a'}, "a", "attention: map → every head → rollout → softmax → every layer", cmd_attn_view},
+    {{'Y'}, "Y", "logit lens: on a block's stage, each block's answer (norm + head on [cls])",
+     cmd_lens},
     {{'+', '-'}, "+ -", "the softmax view's temperature up / down (×√2)", cmd_temperature},
     {{'H', 'J', 'K', 'L'}, "H J K L", "the attention map's key cursor across the grid", cmd_key},
     {{'='}, "=", "compare: stages of this shape show themselves minus this one", cmd_compare},
