@@ -11,11 +11,12 @@
  *     vit train --epochs 2 --limit 5000 --out quick.safetensors
  *     vit eval --weights quick.safetensors --split val
  *     vit attention --weights quick.safetensors shirt.png --out rollout.png
+ *     vit heads --weights quick.safetensors shirt.png
  *
  * main() only finds the subcommand in a table and runs it; each subcommand
  * lives in its own file (vit_make_weights.c, vit_classify.c, vit_trace.c,
  * vit_info.c, vit_diff.c, vit_grad.c, vit_step.c, vit_train.c, vit_eval.c,
- * vit_attention.c) and is
+ * vit_attention.c, vit_heads.c) and is
  * itself a recipe: parse the flags → build the model → run → write.
  * A new subcommand is one file and one row of `commands`.
  *
@@ -42,6 +43,7 @@ static const VitCommand commands[] = {
     {"train", cmd_train, "train a ViT on Fashion-MNIST: epochs, validation, checkpoints, resume"},
     {"eval", cmd_eval, "accuracy, per-class scores and confusion matrix on Fashion-MNIST"},
     {"attention", cmd_attention, "where the model looks: attention rollout or a layer's map, as a PNG"},
+    {"heads", cmd_heads, "which attention heads the prediction needs: each switched off in turn"},
     {"help", cmd_help, "show the help of a command: vit help trace"},
 };
 enum { COMMAND_COUNT = sizeof commands / sizeof commands[0] };

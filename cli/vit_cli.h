@@ -16,6 +16,7 @@
  *   vit_train.c         `vit train`
  *   vit_eval.c          `vit eval`
  *   vit_attention.c     `vit attention`
+ *   vit_heads.c         `vit heads`
  *
  * A subcommand declares its flags as a table of CliOption rows, each pointing
  * at one of its own variables; cli_parse() fills the variables from argv and
@@ -57,6 +58,7 @@ VitStatus cmd_step(const VitCommand *self, int argc, char **argv, VitError *err)
 VitStatus cmd_train(const VitCommand *self, int argc, char **argv, VitError *err);
 VitStatus cmd_eval(const VitCommand *self, int argc, char **argv, VitError *err);
 VitStatus cmd_attention(const VitCommand *self, int argc, char **argv, VitError *err);
+VitStatus cmd_heads(const VitCommand *self, int argc, char **argv, VitError *err);
 
 /* ------------------------------------------------------------------ flags */
 

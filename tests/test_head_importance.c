@@ -263,6 +263,87 @@ static void test_a_class_outside_the_model(void) {
     vit_free(&vit);
 }
 
+/* ---------------------------------------------------------- vit heads */
+
+enum { PATH_SIZE = 512 };
+
+// The shipped model's grid for the shipped ankle boot, by lib, preprocessed as the CLI does.
+static void shipped_grid(HeadImportance *hi, char *model, char *boot) {
+    vit_data_path(model, PATH_SIZE, "models/vit-fashion.safetensors");
+    vit_data_path(boot, PATH_SIZE, "images/fashion-mnist/0000-ankle-boot.png");
+    Vit vit;
+    VitError err;
+    Preprocess pre;
+    Image img;
+    CU_ASSERT_FATAL(vit_build(&vit, model, &err) == VIT_OK);
+    const VitConfig *c = &vit.config;
+    CU_ASSERT_FATAL(image_preprocess_for_model(&pre, NULL, "fashion-mnist", &vit.file,
+                                               c->image_size, c->channels, &err) == VIT_OK);
+    CU_ASSERT_FATAL(image_load(&img, boot, &err) == VIT_OK);
+    Tensor x = tensor_new(4, 1, c->channels, c->image_size, c->image_size);
+    image_preprocess(x.data, &img, &pre);
+    measure(hi, &vit, &x, NULL);
+    image_free(&img);
+    tensor_free(&x);
+    vit_free(&vit);
+}
+
+// `vit heads` prints lib's grid: each layer's row, "%+.4f" per head and for the
+// layer's heads all off, and the most important head.
+static void test_vit_heads_prints_lib_s_grid(void) {
+    char model[PATH_SIZE], boot[PATH_SIZE];
+    HeadImportance hi;
+    shipped_grid(&hi, model, boot);
+    CliResult r = VIT_RUN("heads", "--weights", model, boot);
+    CU_ASSERT_EQUAL_FATAL(r.status, 0);
+    const int L2 = hi.layers, H2 = hi.heads;
+    int rows = 0;
+    for (const char *line = strstr(r.out, "\n  layer "); line; line = strstr(line + 1, "\n  layer ")) {
+        int l, used;
+        CU_ASSERT_FATAL(sscanf(line, " layer %d%n", &l, &used) == 1 && l == rows);
+        const char *at = line + used;
+        for (int h = 0; h <= H2; h++) { // the heads, then the layer's heads all off
+            char printed[32], expected[32];
+            CU_ASSERT_FATAL(sscanf(at, " %31s%n", printed, &used) == 1);
+            at += used;
+            const float v = h < H2 ? hi.delta[l * H2 + h] : hi.layer_delta[l];
+            snprintf(expected, sizeof expected, "%+.4f", (double)v);
+            if (strcmp(printed, expected))
+                fprintf(stderr, "\n    layer %d column %d: printed %s, lib %s", l, h, printed,
+                        expected);
+            CU_ASSERT_STRING_EQUAL(printed, expected);
+        }
+        rows++;
+    }
+    CU_ASSERT_EQUAL(rows, L2);
+    int layer, head;
+    head_importance_most(&hi, 0, &layer, &head);
+    char most[96];
+    snprintf(most, sizeof most, "most important: layer %d, head %d: %.4f → ", layer, head,
+             hi.full[0]);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, most));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "Ankle boot (class 9): probability"));
+    cli_result_free(&r);
+    head_importance_free(&hi);
+}
+
+static void test_vit_heads_refuses(void) {
+    char model[PATH_SIZE], boot[PATH_SIZE];
+    vit_data_path(model, sizeof model, "models/vit-fashion.safetensors");
+    vit_data_path(boot, sizeof boot, "images/fashion-mnist/0000-ankle-boot.png");
+    EXPECT_FAILURE(VIT_RUN("heads", "--weights", model), 2, "needs at least one IMAGE");
+    EXPECT_FAILURE(VIT_RUN("heads", "--weights", model, "--class", "10", boot), 2, "--class 10",
+                   "classes 0 to 9");
+    EXPECT_FAILURE(VIT_RUN("heads", "--weights", "/nonexistent/w.safetensors", boot), 1,
+                   "/nonexistent/w.safetensors");
+    EXPECT_FAILURE(VIT_RUN("heads", "--weights", model, "/nonexistent/boot.png"), 1,
+                   "/nonexistent/boot.png");
+    CliResult r = VIT_RUN("heads", "--help");
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "head_mask"));
+    cli_result_free(&r);
+}
+
 CU_TestInfo tests_head_importance[] = {
     {"the model is the golden's", test_the_model_is_the_golden_one},
     {"the predicted class's grid, as PyTorch's", test_the_predicted_class},
@@ -272,5 +353,7 @@ CU_TestInfo tests_head_importance[] = {
     {"a whole layer off: the head_off golden's layer case", test_a_whole_layer_off_is_the_layer_case},
     {"the caller's switches: not in the grid, put back", test_the_switches_are_put_back},
     {"a class outside the model is refused", test_a_class_outside_the_model},
+    {"vit heads prints lib's grid", test_vit_heads_prints_lib_s_grid},
+    {"vit heads refuses what it cannot measure", test_vit_heads_refuses},
     CU_TEST_INFO_NULL,
 };
