@@ -527,6 +527,10 @@ void view_draw(const State *s) {
     const PipeNode *n = state_node(s);
     const HistEntry *e = state_entry(s);
     if (r.h < 3 || r.w < 10) return;
+    if (s->importance.shown) { // I: the head-importance grid instead of the stage
+        importance_draw(s, r);
+        return;
+    }
     if (!e) {
         pending_draw(s, r);
         return;
