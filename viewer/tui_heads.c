@@ -14,6 +14,8 @@
  * class's probability and red where it raises it, on one scale symmetric
  * about 0, and hold their number as `vit heads` prints it when they are wide
  * enough (8 columns); narrower, the colour alone, and the cursor's readout.
+ * Without colour, a cell's rows above and below its number show |Δp| as the
+ * ASCII ramp's density (the sign is the number's).
  */
 #include "tui.h"
 #include "tui_draw.h"
@@ -55,6 +57,9 @@ static void cell_draw(const State *s, const GridPlace *g, int y, int x, float de
         if (middle && fits)
             snprintf(text, sizeof text, cursor ? "[%*s]" : " %*s ", NUMBER_W - 1, number);
         else if (middle && cursor) snprintf(text, sizeof text, "%-*s", g->cell_w, "X");
+        else if (s->colour == COLOUR_MONO) // no colour: |Δp| as the ASCII ramp's density
+            for (int i = 0; i < g->cell_w; i++)
+                text[i] = i == g->cell_w - 1 ? ' ' : ramp_ascii(fabsf(2 * t - 1));
         else snprintf(text, sizeof text, "%*s", g->cell_w, "");
         text[g->cell_w] = '\0'; // a cell of 8: the number without its margin after
         ui_heat_text(s, y + row, x, sc->kind, t, text);
@@ -116,8 +121,11 @@ void importance_draw(const State *s, Rect r) {
     const GridPlace g = grid_place(v, r);
     grid_draw(s, v, &g, &sc);
     readout_draw(s, v, r);
-    // the colour scale, then what the keys do, on the last row
-    const int lw = legend_draw(s, r.y + r.h - 1, r.x, r.w, &sc, true);
+    // the colour scale (without colour: the density of |Δp|), then what the keys do
+    const bool mono = s->colour == COLOUR_MONO;
+    const HeatScale magnitude = {0, extent, RAMP_SEQUENTIAL};
+    int lw = mono ? ui_text(r.y + r.h - 1, r.x, r.w, ROLE_DIM, "|Δp| ") : 0;
+    lw += legend_draw(s, r.y + r.h - 1, r.x + lw, r.w - lw, mono ? &magnitude : &sc, true);
     ui_text(r.y + r.h - 1, r.x + lw, r.w - lw, ROLE_DIM,
             " · all: the layer's heads · Enter: its map · I closes");
 }
