@@ -246,6 +246,36 @@ static void test_the_switches_are_put_back(void) {
     vit_free(&vit);
 }
 
+/** What the progress listener heard. */
+typedef struct {
+    int calls, last_done, total;
+    bool in_order;
+} Heard;
+
+static void hear(void *user, int done, int total) {
+    Heard *h = user;
+    h->in_order &= done == h->last_done + 1 && (h->calls == 0 || total == h->total);
+    h->calls++, h->last_done = done, h->total = total;
+}
+
+// One call per pass, in order: the full model, then L·(H + 1) switched.
+static void test_progress_counts_the_passes(void) {
+    Vit vit = model();
+    Tensor x = images();
+    HeadImportance hi;
+    VitError err;
+    Heard heard = {.in_order = true};
+    CU_ASSERT_FATAL(head_importance_watched(&hi, &vit, &x, NULL, hear, &heard, &err) == VIT_OK);
+    CU_ASSERT_EQUAL(heard.calls, L * H + L + 1);
+    CU_ASSERT_EQUAL(heard.total, L * H + L + 1);
+    CU_ASSERT_EQUAL(heard.last_done, heard.total);
+    CU_ASSERT(heard.in_order);
+    expect_grid(&hi, ""); // the same measure as head_importance()'s
+    head_importance_free(&hi);
+    tensor_free(&x);
+    vit_free(&vit);
+}
+
 static void test_a_class_outside_the_model(void) {
     Vit vit = model();
     Tensor x = images();
@@ -352,6 +382,7 @@ CU_TestInfo tests_head_importance[] = {
     {"no head off: a change of exactly 0", test_no_head_off_changes_nothing},
     {"a whole layer off: the head_off golden's layer case", test_a_whole_layer_off_is_the_layer_case},
     {"the caller's switches: not in the grid, put back", test_the_switches_are_put_back},
+    {"progress: one call per pass, in order", test_progress_counts_the_passes},
     {"a class outside the model is refused", test_a_class_outside_the_model},
     {"vit heads prints lib's grid", test_vit_heads_prints_lib_s_grid},
     {"vit heads refuses what it cannot measure", test_vit_heads_refuses},

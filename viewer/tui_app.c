@@ -580,16 +580,29 @@ static VitStatus whatif_apply(App *app, Request r, VitError *err) {
     return VIT_OK;
 }
 
+// The measure's progress in the title row, about 20 times a second.
+static void importance_progress(void *user, int done, int total) {
+    App *app = user;
+    const double now = vit_now();
+    if (now - app->last_progress < 0.05 && done < total) return;
+    state_message(&app->state, "head importance: pass %d of %d…", done, total);
+    screen_draw(&app->state);
+    app->last_progress = now;
+}
+
 // I: every head off in turn on the picture as loaded (no masked patch), against
 // every head on; the what-ifs' switches are put back by head_importance().
 static void importance_measure(App *app) {
     State *s = &app->state;
-    const VitConfig *c = s->cfg;
-    state_message(s, "head importance: %d forward passes…", c->depth * c->heads + c->depth + 1);
-    screen_draw(s);
     VitError err;
     importance_clear(&s->importance);
-    if (head_importance(&s->importance.grid, app->vit, &app->original, NULL, &err) != VIT_OK) {
+    s->run_out = 0; // the status row: where the shown pass is, not the one that ran out
+    s->running = false;
+    importance_progress(app, 0, s->cfg->depth * (s->cfg->heads + 1) + 1);
+    const VitStatus st = head_importance_watched(&s->importance.grid, app->vit, &app->original,
+                                                 NULL, importance_progress, app, &err);
+    s->running = true; // the rerun back to where the pass was comes next
+    if (st != VIT_OK) {
         importance_clear(&s->importance);
         message_error(s, &err);
         return;

@@ -33,14 +33,19 @@ typedef struct {
     int cell_w;    // columns per cell
     int cell_h;    // rows per cell (the number on the middle one)
     int all_x;     // the layers' column ("all heads")
+    int first;     // the first layer shown: more layers than rows scroll with the cursor
+    int rows;      // how many layers are shown
 } GridPlace;
 
 static GridPlace grid_place(const ImportanceView *v, Rect r) {
     const int L = v->grid.layers, H = v->grid.heads;
+    const int room = maxi(1, r.h - 4); // the caption and heads above, two lines below
     GridPlace g = {.x = r.x + LABEL_W, .y = r.y + 2};
     g.cell_w = maxi(1, mini(NUMBER_W + 1, (r.w - LABEL_W - 1) / (H + 1)));
-    g.cell_h = maxi(1, mini(3, (r.h - 5) / L)); // caption, heads, then two lines below
+    g.cell_h = maxi(1, mini(3, (room - 1) / L));
     g.all_x = g.x + H * g.cell_w + 1;
+    g.rows = mini(L, room / g.cell_h);
+    g.first = maxi(0, mini(v->layer - g.rows / 2, L - g.rows));
     return g;
 }
 
@@ -80,10 +85,10 @@ static void heads_axis(const State *s, const GridPlace *g, int H) {
 
 static void grid_draw(const State *s, const ImportanceView *v, const GridPlace *g,
                       const HeatScale *sc) {
-    const int L = v->grid.layers, H = v->grid.heads;
+    const int H = v->grid.heads;
     heads_axis(s, g, H);
-    for (int l = 0; l < L; l++) {
-        const int y = g->y + l * g->cell_h;
+    for (int l = g->first; l < g->first + g->rows; l++) {
+        const int y = g->y + (l - g->first) * g->cell_h;
         ui_printf(y + g->cell_h / 2, g->x - LABEL_W, LABEL_W, ROLE_DIM, "layer %d", l);
         for (int h = 0; h < H; h++)
             cell_draw(s, g, y, g->x + h * g->cell_w, importance_at(v, l, h), sc,
@@ -197,5 +202,6 @@ const KeyTable importance_keys = {"Head importance (I: every head off in turn)",
                                   sizeof bindings / sizeof bindings[0]};
 
 UiAction importance_key(State *s, int key) {
-    return s->importance.shown ? keytable_dispatch(&importance_keys, s, key) : ACT_UNHANDLED;
+    const bool open = s->importance.shown && !s->backward; // the backward hides it
+    return open ? keytable_dispatch(&importance_keys, s, key) : ACT_UNHANDLED;
 }

@@ -527,7 +527,7 @@ void view_draw(const State *s) {
     const PipeNode *n = state_node(s);
     const HistEntry *e = state_entry(s);
     if (r.h < 3 || r.w < 10) return;
-    if (s->importance.shown) { // I: the head-importance grid instead of the stage
+    if (s->importance.shown && !s->backward) { // I: head importance instead of the stage
         importance_draw(s, r);
         return;
     }

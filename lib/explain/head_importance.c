@@ -84,18 +84,33 @@ static VitStatus switched_off(float *out, size_t stride, HeadImportance *hi, Vit
     return VIT_OK;
 }
 
+/** Who hears of each pass, and how many there are. */
+typedef struct {
+    HeadImportanceProgress fn; // NULL: nobody
+    void *user;
+    int done, total;
+} Passes;
+
+static void pass_done(Passes *passes) {
+    passes->done++;
+    if (passes->fn) passes->fn(passes->user, passes->done, passes->total);
+}
+
 // The grid and the layers' column, against the full model; every head on throughout.
 static VitStatus measure(HeadImportance *hi, Vit *vit, const Tensor *input, const int *classes,
-                         VitError *err) {
+                         Passes *passes, VitError *err) {
     const int L = hi->layers, H = hi->heads;
     double *p = vit_malloc(sizeof(double) * (size_t)hi->batch);
     VitStatus s = full_model(hi, vit, input, classes, err);
+    if (s == VIT_OK) pass_done(passes);
     for (int l = 0; l < L && s == VIT_OK; l++) {
-        for (int h = 0; h < H && s == VIT_OK; h++)
-            s = switched_off(hi->delta + (size_t)l * H + h, (size_t)L * H, hi, vit, input, l, h,
-                             p, err);
-        if (s == VIT_OK) s = switched_off(hi->layer_delta + l, (size_t)L, hi, vit, input, l, -1,
-                                          p, err);
+        for (int h = 0; h <= H && s == VIT_OK; h++) { // head H: the layer's heads all at once
+            s = h < H ? switched_off(hi->delta + (size_t)l * H + h, (size_t)L * H, hi, vit, input,
+                                     l, h, p, err)
+                      : switched_off(hi->layer_delta + l, (size_t)L, hi, vit, input, l, -1, p,
+                                     err);
+            if (s == VIT_OK) pass_done(passes);
+        }
     }
     free(p);
     return s;
@@ -103,6 +118,12 @@ static VitStatus measure(HeadImportance *hi, Vit *vit, const Tensor *input, cons
 
 VitStatus head_importance(HeadImportance *out, Vit *vit, const Tensor *input, const int *classes,
                           VitError *err) {
+    return head_importance_watched(out, vit, input, classes, NULL, NULL, err);
+}
+
+VitStatus head_importance_watched(HeadImportance *out, Vit *vit, const Tensor *input,
+                                  const int *classes, HeadImportanceProgress progress, void *user,
+                                  VitError *err) {
     const int B = input->shape[0], L = vit->config.depth, H = vit->config.heads;
     memset(out, 0, sizeof *out);
     out->batch = B, out->layers = L, out->heads = H;
@@ -118,7 +139,8 @@ VitStatus head_importance(HeadImportance *out, Vit *vit, const Tensor *input, co
         memcpy(before, vit->heads_off, n * sizeof *before);
         vit_heads_all_on(vit);
     }
-    VitStatus s = measure(out, vit, input, classes, err);
+    Passes passes = {progress, user, 0, L * H + L + 1};
+    VitStatus s = measure(out, vit, input, classes, &passes, err);
     if (before) memcpy(vit->heads_off, before, n * sizeof *before);
     free(before);
     return s;

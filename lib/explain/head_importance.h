@@ -85,6 +85,17 @@ VitStatus head_class_probs(double *p, Vit *vit, const Tensor *input, const int *
 VitStatus head_importance(HeadImportance *out, Vit *vit, const Tensor *input, const int *classes,
                           VitError *err);
 
+/** Told after each forward pass of head_importance_watched(): @p done of @p total. */
+typedef void (*HeadImportanceProgress)(void *user, int done, int total);
+
+/**
+ * @brief head_importance(), telling @p progress (unless NULL) after each of its
+ *        L·H + L + 1 passes: for a caller that shows how far a long measure is.
+ */
+VitStatus head_importance_watched(HeadImportance *out, Vit *vit, const Tensor *input,
+                                  const int *classes, HeadImportanceProgress progress, void *user,
+                                  VitError *err);
+
 /**
  * @brief The most important head of image @p b: the one whose switching off
  *        lowers the class's probability the most (the smallest Δp; the first
