@@ -42,8 +42,10 @@
  *  \f[ \Delta p_{lh} = \mathrm{softmax}\big(f(x;\, m^{(lh)})\big)_c
  *                    - \mathrm{softmax}\big(f(x;\, \mathbf 1)\big)_c \f]
  *
- *  Pinned by the suite @ref test_head_importance.c "head_importance" against
- *  PyTorch (@ref answer_keys "the answer keys").
+ *  The question of @ref chapter12 "chapter 12" (what did the model learn?)
+ *  asked of the heads instead of the patches; shown by `vit heads` and the
+ *  viewer's key I. Pinned by the suite @ref test_head_importance.c
+ *  "head_importance" against PyTorch (@ref answer_keys "the answer keys").
  *  @{
  */
 
