@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 """PyTorch goldens for switching attention heads off (lib/model/head_off.c, suite
-`head_off`, tests/test_head_off.c): tests/golden/head_off.safetensors.
+`head_off`, tests/test_head_off.c): tests/golden/head_off.safetensors; and for
+switching each off in turn (lib/explain/head_importance.c, suite
+`head_importance`): tests/golden/head_importance.safetensors.
 
-    tools/gen_golden_head_off.py         writes it
+    tools/gen_golden_head_off.py         writes them
     tools/gen_golden_head_off.py --help  this text, then the options every golden script takes
 
 A head that is off has its attention probabilities multiplied by 0 after the
