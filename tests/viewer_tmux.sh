@@ -11,7 +11,9 @@
 # (data/models/vit-fashion.safetensors; while it is not there, a small one the
 # script trains with `vit train` in a data folder of its own, VIT_DATA_DIR) on
 # a grey 28×28 test image, at 100×30, 80×24 and 160×50, down to the class
-# names on the logits, and its logit lens (Y) at 80×24 against `vit lens`; and without the model it says so and uses random weights.
+# names on the logits, at 80×24 its logit lens (Y) against `vit lens` and the
+# head importance (I) with the numbers `vit heads` prints; and without the
+# model it says so and uses random weights.
 #
 #   tests/viewer_tmux.sh build/vitview
 #
@@ -343,6 +345,7 @@ DEMO=""
 DEMO_WHAT="not run: no model and no vit to train one"
 if [ -r "$DATA/models/vit-fashion.safetensors" ]; then
     DEMO="VIT_DATA_DIR=$DATA"
+    DEMO_MODEL="$DATA/models/vit-fashion.safetensors"
     DEMO_WHAT="data/models/vit-fashion.safetensors"
 elif [ -x "$VIT" ]; then
     mkdir -p "$WORK/data/models"
@@ -351,6 +354,7 @@ elif [ -x "$VIT" ]; then
     if OMP_NUM_THREADS=1 "$VIT" train --epochs 1 --warmup 0 --limit 256 --depth 2 --test 0 \
         --threads 1 --out "$WORK/data/models/vit-fashion.safetensors" >"$WORK/train.log" 2>&1; then
         DEMO="VIT_DATA_DIR=$WORK/data"
+        DEMO_MODEL="$WORK/data/models/vit-fashion.safetensors"
         DEMO_WHAT="a small model trained here (no data/models/vit-fashion.safetensors yet)"
     else
         FAILED=$((FAILED + 1))
@@ -360,6 +364,41 @@ elif [ -x "$VIT" ]; then
     fi
 fi
 CLASSES="(T-shirt/top|Trouser|Pullover|Dress|Coat|Sandal|Shirt|Sneaker|Bag|Ankle boot)"
+
+# check_head_importance: at 80×24, I shows for the ankle boot the numbers `vit heads`
+# prints for it, row by row (a cell is " -0.0090 ", or "[-0.2620]" under the cursor),
+# the cursor on the head it names most important; Enter goes to that head's map.
+check_head_importance() {
+    boot="$DATA/images/fashion-mnist/0000-ankle-boot.png"
+    if ! "$VIT" heads --weights "$DEMO_MODEL" "$boot" >"$WORK/heads.txt" 2>&1; then
+        FAILED=$((FAILED + 1))
+        LAST_FAILURE="vit heads on the default model"
+        sed 's/^/    | /' "$WORK/heads.txt" >&2
+        return
+    fi
+    awk '/^  layer /{ s = "│layer " $2; for (i = 3; i <= NF; i++) { v = $i
+             gsub(/[.+]/, "\\\\&", v); s = s "[][ ]+" v } print s }' "$WORK/heads.txt" \
+        >"$WORK/heads_rows.txt"
+    most=$(sed -n 's/^  most important: \(layer [0-9]*, head [0-9]*\): \([0-9.]*\) → \([0-9.]*\) (\([-+0-9.]*\))$/\1 off: \2 → \3 (\4)/p' \
+        "$WORK/heads.txt" | sed 's/[.+()]/\\&/g')
+    $TMUX_CMD resize-window -t "$SESSION" -x 80 -y 24
+    keys I
+    check "I: head importance for the picture" \
+        "head importance: Δ p\($CLASSES\) with one head off" 20
+    check_rows "I: a row per layer" "│layer [0-9]+ " "$(wc -l <"$WORK/heads_rows.txt")"
+    while read -r row; do
+        check "I: the numbers vit heads prints ($(printf "%s" "$row" | cut -c4-10))" "$row"
+    done <"$WORK/heads_rows.txt"
+    check "I: the cursor on the most important head" "│$most · the m"
+    layer=$(printf "%s\n" "$most" | sed 's/^layer \([0-9]*\).*/\1/')
+    head=$(printf "%s\n" "$most" | sed 's/^layer [0-9]*, head \([0-9]*\).*/\1/')
+    keys Enter
+    check "Enter: that layer's attention" "blocks\.$layer\.attn\.probs, head $head \(I: back"
+    check "Enter: that head shown" "head $head of [0-9]+ \(\[ \] m\)"
+    $TMUX_CMD resize-window -t "$SESSION" -x 100 -y 30
+    keys / ; keys -l "blocks.0.attn.probs" ; keys Enter 0 # where the checks after it expect
+    check "back to blocks.0's head 0" "head 0 of [0-9]+ \(\[ \] m\)"
+}
 if [ -n "$DEMO" ]; then
     ARGS=""
     start fashion "$DEMO"
@@ -468,6 +507,7 @@ if [ -n "$DEMO" ]; then
     check "the masked patch is named" "token 42 \(5,6\) masked"
     keys u
     check "undo the mask" "what-ifs undone" 10
+    check_head_importance
     # other pictures: the shipped ones in order, and a test image by number
     keys '}'
     check "the next shipped picture, which of how many" "picture 2 of 10: 0001-pullover\.png" 10

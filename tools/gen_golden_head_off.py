@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 """PyTorch goldens for switching attention heads off (lib/model/head_off.c, suite
-`head_off`, tests/test_head_off.c): tests/golden/head_off.safetensors.
+`head_off`, tests/test_head_off.c): tests/golden/head_off.safetensors; and for
+switching each off in turn (lib/explain/head_importance.c, suite
+`head_importance`): tests/golden/head_importance.safetensors.
 
-    tools/gen_golden_head_off.py         writes it
+    tools/gen_golden_head_off.py         writes them
     tools/gen_golden_head_off.py --help  this text, then the options every golden script takes
 
 A head that is off has its attention probabilities multiplied by 0 after the
@@ -41,6 +43,20 @@ d loss / d logits per image):
   one.grad.input                        (B, 3, S, S)
   one.grad.blocks.1.attn.qkv.weight     (3D, D); the rows of the head that is
                                         off are exactly 0 in q, k and v
+
+A second golden, tests/golden/head_importance.safetensors (suite
+`head_importance`, tests/test_head_importance.c, lib/explain/head_importance.c),
+switches every head off in turn on the same model and batch, and gives the
+change in each image's class probability against the model with every head on
+(softmax in float64):
+
+  full.probs     (B, Y)     the full model's probabilities
+  predicted      (B)        the class it predicts (argmax), as floats
+  grid           (B, L, H)  p[predicted] with head h of layer l off, minus the full one
+  layer          (B, L)     the same with every head of layer l off (layer 0 is the
+                            `layer` case above)
+  chosen.grid    (B, L, H)  the grid for the classes CLASSES instead
+  chosen.layer   (B, L)     and its layers
 
 Tolerances (|c - ref| <= atol + rtol |ref|, "tol.NAME" in the metadata):
 atol = ATOL x rms(ref) and rtol RTOL for the forward's values, GRAD_ATOL x
@@ -222,6 +238,52 @@ def head_off():
             tol[k] = (ATOL * rms(v), RTOL)
     meta = {"config": config_string(), "classes": " ".join(map(str, CLASSES)),
             "cases": "one: layer 1 head 1 off; layer: layer 0 all heads off; none: all on",
+            "reference": "tools/gen_golden_head_off.py's own ViT with head_mask, float64"}
+    return tensors, tol, meta
+
+
+# A probability change is a difference of two softmax outputs of float32 logits:
+# the C code's is off by ~1e-7 here; the changes themselves are ~1e-3 to 1e-1.
+DELTA_ATOL, DELTA_RTOL = 2e-6, 1e-4
+
+
+def class_probs(w, x, mask, classes):
+    """softmax(logits)[b, classes[b]] for each image b, with the head_mask `mask` (or None)."""
+    p = torch.softmax(forward(w, x, mask), dim=-1)
+    return p[torch.arange(x.shape[0]), classes]
+
+
+def importance(w, x, full, classes):
+    """(B, L, H) and (B, L): each head, then each layer's heads, off; minus the full model."""
+    c = CONFIG
+    B, L, H = x.shape[0], c["depth"], c["heads"]
+    base = full[torch.arange(B), classes]
+    grid = torch.zeros(B, L, H, dtype=torch.float64)
+    layer = torch.zeros(B, L, dtype=torch.float64)
+    for lyr in range(L):
+        for h in range(H):
+            grid[:, lyr, h] = class_probs(w, x, mask_for(lyr, [h]), classes) - base
+        layer[:, lyr] = class_probs(w, x, mask_for(lyr, range(H)), classes) - base
+    return grid, layer
+
+
+@golden
+def head_importance():
+    c = CONFIG
+    w = {k: v.double() for k, v in init_weights(c).items()}
+    x = image_batch(c).double()
+    full = torch.softmax(forward(w, x, None), dim=-1)
+    predicted = full.argmax(dim=-1)
+    top2 = full.topk(2, dim=-1).values
+    assert torch.all(top2[:, 0] - top2[:, 1] > 1e-3), "a near tie: the predicted class is fragile"
+    grid, layer = importance(w, x, full, predicted)
+    chosen_grid, chosen_layer = importance(w, x, full, torch.tensor(CLASSES))
+    out = {"full.probs": full, "predicted": predicted.double(), "grid": grid, "layer": layer,
+           "chosen.grid": chosen_grid, "chosen.layer": chosen_layer}
+    tensors = {k: v.detach().float().contiguous() for k, v in out.items()}
+    tol = {k: (DELTA_ATOL, DELTA_RTOL) for k in out}
+    tol["predicted"] = (0.0, 0.0)
+    meta = {"config": config_string(), "classes": " ".join(map(str, CLASSES)),
             "reference": "tools/gen_golden_head_off.py's own ViT with head_mask, float64"}
     return tensors, tol, meta
 

@@ -42,6 +42,7 @@ void state_free(State *s) {
     free(s->moved);
     stepper_free(&s->stepper);
     labels_free(&s->labels);
+    importance_clear(&s->importance);
 }
 
 void state_resize(State *s, int cols, int rows) {

@@ -17,6 +17,7 @@
 
 #include "colour.h"
 #include "history.h"
+#include "importance.h"
 #include "io/labels.h"
 #include "layout.h"
 #include "stepper.h"
@@ -79,6 +80,7 @@ typedef enum {
     REQ_UNDO,       /**< undo every what-if: the unmodified pass again */
     REQ_BACKWARD,   /**< step through the gradients of class request_arg (-1: the predicted) */
     REQ_FORWARD,    /**< leave the backward pass: the forward's stages again */
+    REQ_IMPORTANCE, /**< measure head importance for the picture (I), then show it */
 } Request;
 
 /** What the status row is reading. */
@@ -149,6 +151,7 @@ typedef struct {
     int request_arg;      /**< its number: a step, a test image, a patch */
     int request_block;    /**< REQ_HEAD: the block */
     int request_head;     /**< REQ_HEAD: the head, or -1 for all */
+    ImportanceView importance; /**< head importance for the picture (I) */
     /* screen */
     bool help;            /**< the key list is open */
     int help_scroll;      /**< first line of the key list shown */

@@ -97,6 +97,9 @@ int ui_printf(int y, int x, int w, Role role, const char *fmt, ...)
 void ui_pixels(const State *s, int y, int x, Rgb top, Rgb bottom);
 /** @brief One cell of a heatmap: two values on a ramp, or an ASCII density in mono. */
 void ui_heat(const State *s, int y, int x, RampKind kind, float t_top, float t_bottom);
+/** @brief ASCII @p text on a heatmap cell's colour (ramp position @p t), in black or
+ *         white, whichever reads; plain text in mono. */
+void ui_heat_text(const State *s, int y, int x, RampKind kind, float t, const char *text);
 /** @brief Pixel rows per cell: 2 with colour and UTF-8 (half blocks), else 1. */
 int ui_pixel_rows(const State *s);
 /** @brief Fill a rectangle with blanks. */
@@ -130,6 +133,12 @@ UiAction help_key(State *s, int key);
 void prompt_draw(const State *s, Rect r);
 /** @brief Keys while typing a line: a breakpoint, a stage, a number, a file, a threshold. */
 UiAction prompt_key(State *s, int key);
+/** @brief The head-importance view (I, tui_heads.c): the grid as a heatmap with numbers. */
+void importance_draw(const State *s, Rect r);
+/** @brief Its keys while it is open: the cursor, Enter, closing; ACT_UNHANDLED for others. */
+UiAction importance_key(State *s, int key);
+/** @brief I: open the view, measuring the grid first (a request) if the picture has none. */
+UiAction importance_open(State *s, int key);
 /** @brief Keys that drive the forward pass and the screen (s n f c r b B ? q Tab). */
 UiAction app_key(State *s, int key);
 
@@ -141,6 +150,8 @@ extern const KeyTable app_keys;
 extern const KeyTable tree_keys;
 /** The view's keys (tui_view.c). */
 extern const KeyTable view_keys;
+/** The head-importance view's keys (tui_heads.c). */
+extern const KeyTable importance_keys;
 
 /** @} */
 #endif

@@ -236,6 +236,8 @@ static const KeyBinding bindings[] = {
     {{'d'}, "d", "backward pass of the predicted class's logit; again: the forward",
      cmd_backward},
     {{'D'}, "D", "backward for a class you choose (its number)", cmd_class},
+    {{'I'}, "I", "head importance: each head off in turn, Δ p of the predicted class",
+     importance_open},
     {{'\t', KEY_BTAB}, "Tab", "arrows move in the tree ↔ in the view", cmd_focus},
     {{'?'}, "?", "this help", cmd_help},
     {{27}, "Esc", "back to the tree, clear the message", cmd_escape},
@@ -265,7 +267,8 @@ static bool opens_prompt(int key) {
 static UiAction handle_key(State *s, int key) {
     if (s->help) return help_key(s, key);
     if (s->prompting) return prompt_key(s, key);
-    UiAction a = ACT_UNHANDLED;
+    UiAction a = importance_key(s, key); // while open, its cursor has the arrows and Enter
+    if (a != ACT_UNHANDLED) return a;
     if (s->focus == FOCUS_VIEW) a = view_key(s, key);
     if (a == ACT_UNHANDLED) a = app_key(s, key);
     if (a == ACT_UNHANDLED) a = tree_key(s, key);
@@ -530,6 +533,7 @@ static void new_picture(App *app, Request r, int arg) {
         return;
     }
     const bool had_whatif = state_whatif(s);
+    importance_clear(&s->importance); // measured on the old picture
     tensor_free(&app->original);
     app->original = input;
     whatif_undo(app);
@@ -576,6 +580,39 @@ static VitStatus whatif_apply(App *app, Request r, VitError *err) {
     return VIT_OK;
 }
 
+// The measure's progress in the title row, about 20 times a second.
+static void importance_progress(void *user, int done, int total) {
+    App *app = user;
+    const double now = vit_now();
+    if (now - app->last_progress < 0.05 && done < total) return;
+    state_message(&app->state, "head importance: pass %d of %d…", done, total);
+    screen_draw(&app->state);
+    app->last_progress = now;
+}
+
+// I: every head off in turn on the picture as loaded (no masked patch), against
+// every head on; the what-ifs' switches are put back by head_importance().
+static void importance_measure(App *app) {
+    State *s = &app->state;
+    VitError err;
+    importance_clear(&s->importance);
+    s->run_out = 0; // the status row: where the shown pass is, not the one that ran out
+    s->running = false;
+    importance_progress(app, 0, s->cfg->depth * (s->cfg->heads + 1) + 1);
+    const VitStatus st = head_importance_watched(&s->importance.grid, app->vit, &app->original,
+                                                 NULL, importance_progress, app, &err);
+    s->running = true; // the rerun back to where the pass was comes next
+    if (st != VIT_OK) {
+        importance_clear(&s->importance);
+        message_error(s, &err);
+        return;
+    }
+    s->importance.measured = s->importance.shown = true;
+    s->lens = false; // one view in place of the stage's at a time
+    importance_cursor_most(&s->importance);
+    state_message(s, "head importance of the picture, every head on but one (I closes)");
+}
+
 // Between passes: do what the key asked, and say where the next pass stops.
 static void do_request(App *app) {
     State *s = &app->state;
@@ -585,6 +622,11 @@ static void do_request(App *app) {
     if (r == REQ_PICTURE || r == REQ_TEST_IMAGE) {
         new_picture(app, r, s->request_arg);
         rerun_to(app, frontier); // the same stage, on the new picture
+        return;
+    }
+    if (r == REQ_IMPORTANCE) {
+        importance_measure(app);
+        rerun_to(app, frontier); // back where the pass was
         return;
     }
     if (r == REQ_UNDO) {

@@ -232,6 +232,19 @@ void ui_heat(const State *s, int y, int x, RampKind kind, float t_top, float t_b
     else put_cell(y, x, L" ", fg, fg);
 }
 
+void ui_heat_text(const State *s, int y, int x, RampKind kind, float t, const char *text) {
+    if (s->colour == COLOUR_MONO) {
+        ui_text(y, x, (int)strlen(text), ROLE_NORMAL, text);
+        return;
+    }
+    const int bg = heat_colour(s, kind, t);
+    const Rgb black = {0, 0, 0}, white = {255, 255, 255};
+    const bool light = !isnan(t) && rgb_luma(ramp_rgb_shown(kind, t, s->colour)) > 0.5f;
+    const int fg = isnan(t) ? -1 : rgb_to_terminal(light ? black : white, s->colour);
+    for (const char *c = text; *c; c++, x++) // ASCII: one byte, one cell
+        put_cell(y, x, (const wchar_t[]){(wchar_t)(unsigned char)*c, L'\0'}, fg, bg);
+}
+
 /* ------------------------------------------------------------------ keys */
 
 UiAction keytable_dispatch(const KeyTable *table, State *s, int key) {

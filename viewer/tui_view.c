@@ -527,6 +527,10 @@ void view_draw(const State *s) {
     const PipeNode *n = state_node(s);
     const HistEntry *e = state_entry(s);
     if (r.h < 3 || r.w < 10) return;
+    if (s->importance.shown && !s->backward) { // I: head importance instead of the stage
+        importance_draw(s, r);
+        return;
+    }
     if (lens_shown(s)) { // Y: the strip of every depth, whatever of it is computed
         lens_view(s, r);
         return;
