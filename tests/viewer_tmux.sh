@@ -463,6 +463,11 @@ if [ -n "$DEMO" ]; then
     keys a
     check "every layer and head for the query, only the layers computed so far" \
         "every layer × head · 1 of 6 layers computed · query cls < >"
+    # at 80×24 a layer has two rows: each 7×7 grid is pooled to 4×4 pixels, the
+    # same along both axes (it was squashed into 7 wide by 4 high, said "1×1")
+    $TMUX_CMD resize-window -t "$SESSION" -x 80 -y 24
+    check "the tiles keep the grid square and say how it is pooled" "cell ≈ mean of 2×2 patches"
+    $TMUX_CMD resize-window -t "$SESSION" -x 100 -y 30
     keys a m m
     check "back to the map" "max over heads \(\[ \] m\) · queries ↓ keys →"
     keys m

@@ -337,6 +337,12 @@ static void layers_view(const State *s, Rect r) {
     ui_printf(r.y, r.x, r.w, ROLE_HEADING, "every layer × head · %d of %d layers computed · "
               "query %s < > · 0 to %.3g · a: the map", known, L, query, (double)hi);
     const int lab = 4, tile_w = maxi(1, (r.w - lab) / H - 1), tile_h = maxi(1, (r.h - 3) / L);
+    // Each tile is the patch grid kept square (a terminal row is ui_pixel_rows()
+    // pixels high), pooled the same way along both axes, so the caption's "mean
+    // of k×k" holds; a blank row parts the layers when each has three rows or more.
+    const int pr = ui_pixel_rows(s), gap = tile_h > 2;
+    int side = mini(tile_w, (tile_h - gap) * pr);
+    if (side >= pr) side -= side % pr; // whole rows: as many pixels down as across
     const HeatScale sc = {0, hi, RAMP_SEQUENTIAL};
     int per = 1;
     for (int h = 0; h < H; h++)
@@ -347,7 +353,7 @@ static void layers_view(const State *s, Rect r) {
         for (int h = 0; h < H; h++) {
             if (!rows[l * H + h]) continue;
             int cw, ch;
-            heat_draw_on(s, (Rect){y, r.x + lab + h * (tile_w + 1), tile_h - (tile_h > 2), tile_w},
+            heat_draw_on(s, (Rect){y, r.x + lab + h * (tile_w + 1), (side + pr - 1) / pr, side},
                          (Mat){rows[l * H + h] + 1, grid, grid}, &sc, &cw, &ch);
             if (cw) per = (grid + cw - 1) / cw;
         }
