@@ -195,6 +195,18 @@ check "the head's own statistics" "shown: mean 0\.00[0-9]+ std [0-9.e-]+"
 keys Z
 check "Z: the map at full resolution around the cursor" "zoom \(Z\): queries 0–[0-9]+, keys 0–[0-9]+"
 keys Z
+# zoomed on a later query, the rows are labelled with the window's own first and
+# last query, as the caption says (they read 0 and 196)
+for i in $(seq 120); do keys '>'; done
+keys Z
+check "Z on query 120" "zoom \(Z\): queries [1-9][0-9]*–[0-9]+, "
+first=$(sed -n 's/.*zoom (Z): queries \([0-9]*\)–\([0-9]*\),.*/\1/p' "$WORK/screen.txt")
+last=$(sed -n 's/.*zoom (Z): queries \([0-9]*\)–\([0-9]*\),.*/\2/p' "$WORK/screen.txt")
+check "the zoom's first row is labelled with its query" "│ *$first +▀"
+check "the zoom's last row is labelled with its query" "│ *$last +▀"
+keys Z
+for i in $(seq 120); do keys '<'; done
+check "back to the query cls" "query cls < >"
 keys m
 check "mean over heads" "mean over heads"
 keys k k k k k

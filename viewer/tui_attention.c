@@ -397,7 +397,7 @@ static void map_view(const State *s, Rect r, const Tensor *t) {
                           : a;
     const HeatScale sc = heat_draw_on(s, map, shown, &msc, &cw, &ch);
     map_caption(s, r, H, cw > 0 ? (shown.cols + cw - 1) / cw : 1, win ? zoom : NULL, shown);
-    token_axis(s, (Rect){map.y, r.x, map.h, 3}, ch, N, !win);
+    token_axis(s, (Rect){map.y, r.x, map.h, 3}, ch, zoom[0], shown.rows, true);
     const int q = s->query - zoom[0], k = s->key - zoom[1]; // inside the map shown
     if (ch > 0 && q >= 0 && q < shown.rows)
         ui_text(map.y + (int)((long long)q * ch / shown.rows), r.x + 3, 1, ROLE_KEY,

@@ -40,8 +40,9 @@ HeatScale heat_draw(const State *s, Rect area, Mat m, int *cells_w, int *cells_h
 /** @brief heat_draw() on a scale of the caller's (NULL: the data's range). */
 HeatScale heat_draw_on(const State *s, Rect area, Mat m, const HeatScale *scale, int *cells_w,
                        int *cells_h);
-/** @brief Row labels ("cls" or "0", and the last row) beside a heatmap of @p rows rows. */
-void token_axis(const State *s, Rect r, int cells_h, int rows, bool tokens);
+/** @brief Row labels beside a heatmap of @p rows rows from row @p first (a zoom's
+ *         window, or 0): the first and the last, row 0 of token rows as "cls". */
+void token_axis(const State *s, Rect r, int cells_h, int first, int rows, bool tokens);
 /** @brief The input picture resampled to @p w × @p h pixels (malloc'd), or NULL. */
 Rgb *picture(const State *s, int w, int h);
 /** @brief Draw a @p w × @p h pixel picture at (y, x), two pixel rows per cell in colour. */

@@ -95,25 +95,28 @@ HeatScale heat_draw_on(const State *s, Rect area, Mat m, const HeatScale *scale,
     return sc;
 }
 
-// Row labels "cls" / "1" … at the top and bottom of a heatmap of token rows.
-void token_axis(const State *s, Rect r, int cells_h, int rows, bool tokens) {
+// Row labels at the top and bottom of a heatmap of rows first … first + rows - 1
+// (a zoom's window, or the whole matrix from 0); row 0 of token rows is "cls".
+void token_axis(const State *s, Rect r, int cells_h, int first, int rows, bool tokens) {
     if (cells_h <= 0) return;
-    ui_text(r.y, r.x, r.w, ROLE_DIM, tokens ? "cls" : "0");
-    if (cells_h > 1) ui_printf(r.y + cells_h - 1, r.x, r.w, ROLE_DIM, "%d", rows - 1);
+    if (tokens && first == 0) ui_text(r.y, r.x, r.w, ROLE_DIM, "cls");
+    else ui_printf(r.y, r.x, r.w, ROLE_DIM, "%d", first);
+    if (cells_h > 1) ui_printf(r.y + cells_h - 1, r.x, r.w, ROLE_DIM, "%d", first + rows - 1);
 }
 
 // A matrix as a heatmap with a caption: "rows ↓ × cols → · cell = mean of a×b · scale".
 // Under a heatmap of `cols` columns drawn `cw` cells wide: the bands the
 // columns fall into (the R, G, B of a patch; the heads of attn.context), else
-// ticks at the first and last column.
-static void column_axis(const State *s, int y, int x, int cw, int cols, Rect r) {
+// ticks at the first and last column (of a zoom's window from column `first`).
+static void column_axis(const State *s, int y, int x, int cw, int first, int cols, bool whole,
+                        Rect r) {
     if (cw <= 0 || y >= r.y + r.h - 1) return;
     const PipeNode *n = state_node(s);
     const VitConfig *c = s->cfg;
     const bool rgb = !strcmp(n->stage->name, "patches") && c->channels == 3;
     const bool heads = !strcmp(n->stage->name, "attn.context") && cols == c->dim;
     static const char *const rgb_names[] = {"R", "G", "B"};
-    const int bands = rgb ? 3 : heads ? c->heads : 0;
+    const int bands = !whole ? 0 : rgb ? 3 : heads ? c->heads : 0; // a zoom's window: numbers
     for (int b = 0; b < bands; b++) {
         char label[16];
         if (rgb) snprintf(label, sizeof label, "%s", rgb_names[b]);
@@ -123,8 +126,8 @@ static void column_axis(const State *s, int y, int x, int cw, int cols, Rect r) 
     }
     if (bands) return;
     char last[16];
-    const int len = snprintf(last, sizeof last, "%d", cols - 1);
-    ui_text(y, x, 2, ROLE_DIM, "0");
+    const int len = snprintf(last, sizeof last, "%d", first + cols - 1);
+    ui_printf(y, x, len, ROLE_DIM, "%d", first);
     if (cw > len + 2) ui_text(y, x + cw - len, len, ROLE_DIM, last);
 }
 
@@ -190,9 +193,9 @@ static void matrix_view(const State *s, Rect r, Mat m, const char *rows_name,
                           : m;
     const HeatScale sc = heat_draw_on(s, body, shown, s->locked ? &held : win ? &whole : NULL,
                                       &cw, &ch);
-    token_axis(s, (Rect){body.y, r.x, body.h, 3}, ch, shown.rows, tokens && !win);
+    token_axis(s, (Rect){body.y, r.x, body.h, 3}, ch, r0, shown.rows, tokens);
     cursor_draw(s, body.y, body.x, cw, ch, m, shown, r0, c0, r.y + r.h - 1, full);
-    column_axis(s, body.y + ch, body.x, cw, shown.cols, r);
+    column_axis(s, body.y + ch, body.x, cw, c0, shown.cols, !win, r);
     const int pr = ui_pixel_rows(s), lw = legend_draw(s, r.y, r.x, r.w, &sc, false);
     const int per_r = ch ? (shown.rows + ch * pr - 1) / (ch * pr) : 1,
               per_c = cw ? (shown.cols + cw - 1) / cw : 1;
