@@ -191,7 +191,31 @@ static void test_stats_and_windows_of_a_matrix(void) {
     CU_ASSERT_EQUAL(c0, 1);
 }
 
+
+// The logits' probabilities at a temperature, against softmax(z / T) by hand:
+// z = (0, ln 3) gives 1/4, 3/4 at T = 1; at T = 2 the odds are √3 to 1; at
+// T = 1/2, 9 to 1; and the order of the classes never changes.
+static void test_logits_at_a_temperature(void) {
+    float z[2] = {0.0f, (float)log(3.0)};
+    const Tensor t = tensor_view_shape(z, 2, (int[]){1, 2});
+    double p[2];
+    logits_probs_at(p, &t, 1.0);
+    CU_ASSERT_DOUBLE_EQUAL(p[0], 0.25, 1e-7);
+    CU_ASSERT_DOUBLE_EQUAL(p[1], 0.75, 1e-7);
+    logits_probs_at(p, &t, 2.0);
+    CU_ASSERT_DOUBLE_EQUAL(p[0], 1 / (1 + sqrt(3.0)), 1e-7);
+    CU_ASSERT_DOUBLE_EQUAL(p[1], sqrt(3.0) / (1 + sqrt(3.0)), 1e-7);
+    logits_probs_at(p, &t, 0.5);
+    CU_ASSERT_DOUBLE_EQUAL(p[0], 0.1, 1e-7);
+    CU_ASSERT_DOUBLE_EQUAL(p[1], 0.9, 1e-7);
+    double q[2];
+    logits_probs(q, &t); // T = 1 is the plain softmax, bit for bit
+    logits_probs_at(p, &t, 1.0);
+    CU_ASSERT_EQUAL(memcmp(p, q, sizeof p), 0);
+}
+
 CU_TestInfo tests_viewer_views[] = {
+    {"the logits at a temperature", test_logits_at_a_temperature},
     {"stats and windows of a matrix", test_stats_and_windows_of_a_matrix},
     {"the matrix shown, and its name", test_the_matrix_shown_and_its_name},
     {"a stage minus its reference", test_a_stage_minus_its_reference},

@@ -236,6 +236,11 @@ keys c
 check "finished" "finished at logits 188/188" 10
 check "top-K chart" "top of 1000 classes"
 check "top-K labels" "^.*│ +1 [A-Za-z].* -?[0-9]+\.[0-9]{3} +0\.[0-9]{4}"
+check "the logits' entropy" "entropy [0-9.]+ nats"
+keys + +
+check "+ on the logits: their softmax at a temperature" "softmax\(logit / T\) at T = 2 \(\+ −\) · entropy [0-9.]+ nats"
+keys - -
+check "back to T = 1" "top of 1000 classes · entropy [0-9.]+ nats · logit"
 keys '}' # an RGB model ships one picture: a new pass would show the same photo
 check "} with one picture says so (bug: it reran the pass)" "\} \{ have nothing to switch to: the model ships one picture"
 keys m

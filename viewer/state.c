@@ -323,12 +323,15 @@ void state_whatif_text(const State *s, char *buf, size_t size) {
     }
 }
 
-void logits_probs(double *p, const Tensor *logits) {
+void logits_probs(double *p, const Tensor *logits) { logits_probs_at(p, logits, 1.0); }
+
+void logits_probs_at(double *p, const Tensor *logits, double T) {
     const int Y = logits->shape[logits->ndim - 1];
     const float *z = logits->data;
     double zmax = -INFINITY, sum = 0;
     for (int k = 0; k < Y; k++) zmax = fmax(zmax, z[k]);
-    for (int k = 0; k < Y; k++) sum += p[k] = exp(z[k] - zmax);
+    // (z − max) / T: the largest exponent is 0 at every T; dividing by 1 is exact
+    for (int k = 0; k < Y; k++) sum += p[k] = exp((z[k] - zmax) / T);
     for (int k = 0; k < Y; k++) p[k] /= sum;
 }
 

@@ -124,7 +124,8 @@ typedef struct {
     Focus focus;          /**< where the arrows go */
     AttnView attn_view;   /**< map, every head, rollout, softmax or layers (attention stages) */
     bool lens;            /**< block stages show the logit lens strip instead (Y) */
-    float temperature;    /**< ATTN_SOFTMAX: the live row is softmax(scaled / temperature) */
+    float temperature;    /**< ATTN_SOFTMAX: the live row is softmax(scaled / temperature);
+                               the logits stage: softmax(logits / temperature) */
     ScaleMode scale;      /**< how attention maps and their rows over the image are scaled */
     float opacity;        /**< how much an overlay's colour covers the image (o), 0.3 to 0.9 */
     bool locked;          /**< a matrix view's colour scale is held (#): stages compared fairly */
@@ -306,6 +307,12 @@ void state_whatif_text(const State *s, char *buf, size_t size);
 void state_whatif_summary(const State *s, char *buf, size_t size);
 /** @brief Softmax probabilities of a (1, Y) logits entry, in double: @p p is (Y). */
 void logits_probs(double *p, const Tensor *logits);
+/**
+ * @brief The same at a temperature: \f$ p = \mathrm{softmax}(z / T) \f$, T > 0 (the
+ *        logits stage's + −). T < 1 sharpens, T > 1 flattens; the order of the
+ *        classes never changes, only how sure the model sounds.
+ */
+void logits_probs_at(double *p, const Tensor *logits, double T);
 /** @brief Forget the what-ifs and the unmodified pass recorded for them. */
 void state_whatif_clear(State *s);
 

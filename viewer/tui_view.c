@@ -394,11 +394,21 @@ static void logits_view(const State *s, Rect r, const Tensor *t) {
         free(idx), free(p);
         return;
     }
-    logits_probs(p, t);
-    if (was) logits_probs(p_was, was);
+    const double T = s->temperature;
+    logits_probs_at(p, t, T);
+    if (was) logits_probs_at(p_was, was, T);
+    double entropy = 0; // nats: 0 when sure, ln K when every class is as likely
+    for (int k = 0; k < K; k++)
+        if (p[k] > 0) entropy -= p[k] * log(p[k]);
     const int got = ops_top_k(idx, s->rank_offset + maxi(show, 1), z, K);
-    ui_printf(r.y, r.x, r.w, ROLE_HEADING, "top of %d classes · logit · softmax probability%s · "
-              "bar: 0 to 1, │ = 1/%d · Tab ↑ ↓", K, was ? " · (the unmodified pass's)" : "", K);
+    if (T == 1.0)
+        ui_printf(r.y, r.x, r.w, ROLE_HEADING, "top of %d classes · entropy %.3f nats · logit · "
+                  "softmax probability%s · bar: 0 to 1, │ = 1/%d · Tab ↑ ↓ · + − temperature", K,
+                  entropy, was ? " · (the unmodified pass's)" : "", K);
+    else // the same order at every T: only how sure it sounds changes
+        ui_printf(r.y, r.x, r.w, ROLE_HEADING, "softmax(logit / T) at T = %.3g (+ −) · entropy "
+                  "%.3f nats · top of %d classes%s · bar: 0 to 1, │ = 1/%d", T, entropy, K,
+                  was ? " · (the unmodified pass's)" : "", K);
     const int label_w = mini(28, maxi(10, r.w - (was ? 53 : 44)));
     for (int i = 0; i < show && s->rank_offset + i < got; i++) {
         const int k = idx[s->rank_offset + i], y = r.y + 1 + i;
@@ -720,11 +730,13 @@ static UiAction cmd_key(State *s, int key) {
     return ACT_NONE;
 }
 
-// + −: the softmax view's temperature, by √2 a press (0.05 to 20).
+// + −: the temperature of the softmax view and of the logits' probabilities, by √2
+// a press (0.05 to 20).
 static UiAction cmd_temperature(State *s, int key) {
-    if (s->attn_view != ATTN_SOFTMAX || view_kind_for(state_node(s)->stage) != VIEW_ATTENTION) {
-        state_message(s, "+ and − set the temperature of the softmax view: a on an attention stage "
-                      "until it shows");
+    const ViewKind kind = view_kind_for(state_node(s)->stage);
+    if (kind != VIEW_LOGITS && (s->attn_view != ATTN_SOFTMAX || kind != VIEW_ATTENTION)) {
+        state_message(s, "+ and − set a softmax's temperature: on the logits, or in the softmax "
+                      "view (a on an attention stage until it shows)");
         return ACT_NONE;
     }
     const float t = key == '+' ? s->temperature * 1.41421356f : s->temperature / 1.41421356f;
@@ -799,7 +811,8 @@ static const KeyBinding bindings[] = {
     {{'a'}, "a", "attention: map → every head → rollout → softmax → every layer", cmd_attn_view},
     {{'Y'}, "Y", "logit lens: on a block's stage, each block's answer (norm + head on [cls])",
      cmd_lens},
-    {{'+', '-'}, "+ -", "the softmax view's temperature up / down (×√2)", cmd_temperature},
+    {{'+', '-'}, "+ -", "the temperature of the softmax view or the logits up / down (×√2)",
+     cmd_temperature},
     {{'H', 'J', 'K', 'L'}, "H J K L", "the attention map's key cursor across the grid", cmd_key},
     {{'='}, "=", "compare: stages of this shape show themselves minus this one", cmd_compare},
     {{'A'}, "A", "attention colours: own range → 0 to max → 0 to 1 (│ marks 1/N)", cmd_scale},
