@@ -529,6 +529,23 @@ if [ -n "$DEMO" ]; then
     check "the masked patch is named" "token 42 \(5,6\) masked"
     keys u
     check "undo the mask" "what-ifs undone" 10
+    # painting: P on the input, the cursor to a pixel of the boot, space; the pass
+    # reruns and the title gives the new probability after the stroke
+    keys g P
+    check "P paints the input" "painting \(P\): pixel \(0, 0\) · space paints · 0 painted"
+    keys Down Down Down Down Down Down Down Down Down Down Down Down Down Down Down Down Down \
+        Right Right Right Right Right Right Right Right Right Right Right Right Right Right
+    check "the cursor moves pixel by pixel" "painting \(P\): pixel \(17, 14\)"
+    keys Space
+    check "a stroke changes the prediction line" \
+        "what-if: Ankle boot 0\.9002 → 0\.[0-9]{4} · 1 pixel painted" 10
+    check "its count in the view" "painting \(P\): pixel \(17, 14\) · space paints · 1 painted"
+    keys P u
+    check "undo the strokes" "what-ifs undone" 10
+    keys '/'
+    keys -l "blocks.0.attn.probs"
+    keys Enter
+    check "back to the attention stage" "viewing blocks\.0\.attn\.probs"
     check_head_importance
     # other pictures: the shipped ones in order, and a test image by number
     keys '}'

@@ -142,6 +142,21 @@ VitStatus pictures_load_test(Pictures *p, int index, Tensor *input, char *desc, 
     return VIT_OK;
 }
 
+void pictures_paint_pixel(const Pictures *p, Tensor *input, int y, int x, bool white) {
+    const int C = input->shape[1], S = input->shape[2];
+    for (int c = 0; c < C; c++)
+        input->data[((size_t)c * S + y) * S + x] = ((white ? 1.0f : 0.0f) - p->pre.mean[c]) /
+                                                   p->pre.std[c];
+}
+
+bool pictures_pixel_light(const Pictures *p, const Tensor *input, int y, int x) {
+    const int C = input->shape[1], S = input->shape[2];
+    float sum = 0; // back from normalised to 0…1: v · std + mean
+    for (int c = 0; c < C; c++)
+        sum += input->data[((size_t)c * S + y) * S + x] * p->pre.std[c] + p->pre.mean[c];
+    return sum / C > 0.5f;
+}
+
 void pictures_mask_patch(const Pictures *p, Tensor *input, int patch_size, int patch) {
     const int C = input->shape[1], S = input->shape[2], side = S / patch_size;
     const int y0 = patch / side * patch_size, x0 = patch % side * patch_size;

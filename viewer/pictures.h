@@ -78,6 +78,13 @@ VitStatus pictures_load_test(Pictures *p, int index, Tensor *input, char *desc, 
  *        preprocessing would turn a black picture: (0 − mean) / std per channel.
  */
 void pictures_mask_patch(const Pictures *p, Tensor *input, int patch_size, int patch);
+/**
+ * @brief Paint pixel (@p y, @p x) of @p input (1, C, S, S) white (255 in every
+ *        channel) or black (0), normalised as the preprocessing would.
+ */
+void pictures_paint_pixel(const Pictures *p, Tensor *input, int y, int x, bool white);
+/** @brief Is pixel (@p y, @p x) of @p input light: its channels' mean above 127.5 of 255? */
+bool pictures_pixel_light(const Pictures *p, const Tensor *input, int y, int x);
 
 /** @} */
 #endif

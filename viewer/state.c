@@ -24,6 +24,7 @@ void state_init(State *s, const VitConfig *cfg, size_t budget) {
     history_init(&s->other_history, s->other_stepper.count, budget, -1);
     s->heads_off = vit_calloc((size_t)cfg->depth * (size_t)cfg->heads, sizeof *s->heads_off);
     s->masked = vit_calloc((size_t)vit_num_patches(cfg), sizeof *s->masked);
+    s->painted = vit_calloc((size_t)cfg->image_size * cfg->image_size, sizeof *s->painted);
     s->moved = vit_malloc((size_t)s->stepper.count * sizeof *s->moved);
     for (int i = 0; i < s->stepper.count; i++) s->moved[i] = NAN;
     s->focus = FOCUS_TREE;
@@ -39,6 +40,7 @@ void state_free(State *s) {
     stepper_free(&s->other_stepper);
     free(s->heads_off);
     free(s->masked);
+    free(s->painted);
     free(s->moved);
     stepper_free(&s->stepper);
     labels_free(&s->labels);
@@ -271,7 +273,14 @@ bool state_whatif(const State *s) {
         if (s->heads_off[i]) return true;
     for (int p = 0; p < P; p++)
         if (s->masked[p]) return true;
-    return false;
+    return state_painted(s) > 0;
+}
+
+int state_painted(const State *s) {
+    const int n = s->cfg->image_size * s->cfg->image_size;
+    int painted = 0;
+    for (int i = 0; i < n; i++) painted += s->painted[i] != 0;
+    return painted;
 }
 
 int state_first_moved(const State *s) {
@@ -317,6 +326,11 @@ void state_whatif_text(const State *s, char *buf, size_t size) {
             snprintf(item, sizeof item, "%s masked", token);
             list_add(buf, size, &items, 3, &more, item);
         }
+    const int painted = state_painted(s);
+    if (painted) {
+        snprintf(item, sizeof item, "%d pixel%s painted", painted, painted == 1 ? "" : "s");
+        list_add(buf, size, &items, 3, &more, item);
+    }
     if (more) {
         size_t len = strlen(buf);
         snprintf(buf + len, size - len, " and %d more", more);
@@ -373,6 +387,7 @@ void state_whatif_summary(const State *s, char *buf, size_t size) {
 void state_whatif_clear(State *s) {
     memset(s->heads_off, 0, (size_t)s->cfg->depth * s->cfg->heads * sizeof *s->heads_off);
     memset(s->masked, 0, (size_t)vit_num_patches(s->cfg) * sizeof *s->masked);
+    memset(s->painted, 0, (size_t)s->cfg->image_size * s->cfg->image_size * sizeof *s->painted);
     history_clear(&s->baseline);
     for (int i = 0; i < state_forward_stepper(s)->count; i++) s->moved[i] = NAN;
 }

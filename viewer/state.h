@@ -77,6 +77,7 @@ typedef enum {
     REQ_HEAD,       /**< switch head request_head of block request_block off, or back on;
                          request_head -1: the block's whole attention */
     REQ_PATCH,      /**< mask patch request_arg of the input, or unmask it */
+    REQ_PAINT,      /**< paint the pixel under the painting cursor white, or black if it is light */
     REQ_UNDO,       /**< undo every what-if: the unmodified pass again */
     REQ_BACKWARD,   /**< step through the gradients of class request_arg (-1: the predicted) */
     REQ_FORWARD,    /**< leave the backward pass: the forward's stages again */
@@ -146,6 +147,9 @@ typedef struct {
     /* what-if experiments: what the next pass changes, against the unmodified one */
     bool *heads_off;      /**< (L, H) heads switched off */
     bool *masked;         /**< (P) patches of the input painted black */
+    signed char *painted; /**< (S, S) pixels painted by hand (P): 1 white, -1 black, 0 as loaded */
+    bool painting;        /**< P on the input: the arrows move a pixel cursor, space paints */
+    int paint_y, paint_x; /**< the painting cursor's pixel (row, column) */
     History baseline;     /**< the unmodified pass, recorded at the first what-if */
     float *moved;         /**< (nodes) max |this pass − baseline| per stage; NAN: not compared */
     Request request;      /**< what the main loop does before the next pass */
@@ -297,6 +301,8 @@ Mat mat_window(Mat m, int row, int col, int rows, int cols, float *buf, int *r0,
 bool state_whatif(const State *s);
 /** @brief The first stage, in pass order, that differs from the unmodified pass; -1: none. */
 int state_first_moved(const State *s);
+/** @brief How many pixels of the input are painted by hand (P). */
+int state_painted(const State *s);
 /** @brief The what-ifs in words: "head 2 of blocks.3 off, patch 12 masked". */
 void state_whatif_text(const State *s, char *buf, size_t size);
 /**

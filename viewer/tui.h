@@ -139,6 +139,10 @@ void importance_draw(const State *s, Rect r);
 UiAction importance_key(State *s, int key);
 /** @brief I: open the view, measuring the grid first (a request) if the picture has none. */
 UiAction importance_open(State *s, int key);
+/** @brief P on the input stage (tui_paint.c): painting the picture by hand on or off. */
+UiAction paint_toggle(State *s, int key);
+/** @brief Its keys while painting: the cursor, space, stopping; ACT_UNHANDLED for others. */
+UiAction paint_key(State *s, int key);
 /** @brief Keys that drive the forward pass and the screen (s n f c r b B ? q Tab). */
 UiAction app_key(State *s, int key);
 
@@ -152,6 +156,8 @@ extern const KeyTable tree_keys;
 extern const KeyTable view_keys;
 /** The head-importance view's keys (tui_heads.c). */
 extern const KeyTable importance_keys;
+/** The painting keys (tui_paint.c). */
+extern const KeyTable paint_keys;
 
 /** @} */
 #endif

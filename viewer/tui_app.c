@@ -268,6 +268,7 @@ static UiAction handle_key(State *s, int key) {
     if (s->help) return help_key(s, key);
     if (s->prompting) return prompt_key(s, key);
     UiAction a = importance_key(s, key); // while open, its cursor has the arrows and Enter
+    if (a == ACT_UNHANDLED) a = paint_key(s, key); // while painting: the arrows and space
     if (a != ACT_UNHANDLED) return a;
     if (s->focus == FOCUS_VIEW) a = view_key(s, key);
     if (a == ACT_UNHANDLED) a = app_key(s, key);
@@ -489,12 +490,18 @@ static void rerun_to(App *app, int target) {
     app->rerun = true;
 }
 
-// The pass's input: the picture, with the masked patches painted black.
+// The pass's input: the picture, with the masked patches painted black, then
+// the pixels painted by hand.
 static void make_input(App *app) {
     const State *s = &app->state;
+    const int S = s->cfg->image_size;
     memcpy(app->input.data, app->original.data, app->original.numel * sizeof(float));
     for (int p = 0; p < vit_num_patches(s->cfg); p++)
         if (s->masked[p]) pictures_mask_patch(app->pictures, &app->input, s->cfg->patch_size, p);
+    for (int y = 0; y < S; y++)
+        for (int x = 0; x < S; x++)
+            if (s->painted[y * S + x])
+                pictures_paint_pixel(app->pictures, &app->input, y, x, s->painted[y * S + x] > 0);
 }
 
 // A failure in the title row, escaped: the message may quote a file name, and a
@@ -574,6 +581,11 @@ static VitStatus whatif_apply(App *app, Request r, VitError *err) {
             }
     } else if (r == REQ_PATCH) {
         s->masked[s->request_arg] = !s->masked[s->request_arg];
+        make_input(app);
+    } else if (r == REQ_PAINT) { // a light pixel turns black, a dark one white
+        const int S = c->image_size, at = s->paint_y * S + s->paint_x;
+        s->painted[at] = pictures_pixel_light(app->pictures, &app->input, s->paint_y, s->paint_x)
+                             ? -1 : 1;
         make_input(app);
     }
     if (!state_whatif(s)) whatif_undo(app); // toggled back: nothing left to compare

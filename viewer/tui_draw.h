@@ -47,6 +47,8 @@ void token_axis(const State *s, Rect r, int cells_h, int first, int rows, bool t
 Rgb *picture(const State *s, int w, int h);
 /** @brief Draw a @p w × @p h pixel picture at (y, x), two pixel rows per cell in colour. */
 void picture_draw(const State *s, int y, int x, const Rgb *px, int w, int h);
+/** @brief While painting (P), mark the cursor's input pixel on a picture drawn @p w × @p h. */
+void paint_cursor_mark(const State *s, Rgb *px, int w, int h);
 /** @brief A square's side in columns fitting @p rows × @p cols cells; its pixel height. */
 int square_side(const State *s, int rows, int cols, int *px_h);
 /** @brief square_side() for the picture: a small image grows by a whole factor. */

@@ -327,13 +327,18 @@ void patches_over_image(const State *s, int y, int x, int side, int px_h,
 static void image_view(const State *s, Rect r) {
     const int grid = state_grid(s);
     int h, w = picture_side(s, r.h - 1, r.w, &h);
-    ui_printf(r.y, r.x, r.w, ROLE_HEADING,
-              "%d×%d %spixels · %d×%d patches of %d px · shown stretched to 0–255",
-              s->cfg->image_size, s->cfg->image_size, s->cfg->channels == 1 ? "grey " : "",
-              grid, grid, s->cfg->patch_size);
+    if (s->painting)
+        ui_printf(r.y, r.x, r.w, ROLE_HEADING, "painting (P): pixel (%d, %d) · space paints · %d "
+                  "painted · u undoes", s->paint_y, s->paint_x, state_painted(s));
+    else
+        ui_printf(r.y, r.x, r.w, ROLE_HEADING,
+                  "%d×%d %spixels · %d×%d patches of %d px · shown stretched to 0–255 · P paints",
+                  s->cfg->image_size, s->cfg->image_size, s->cfg->channels == 1 ? "grey " : "",
+                  grid, grid, s->cfg->patch_size);
     Rgb *px = w > 0 ? picture(s, w, h) : NULL;
     if (!px) return;
     image_patch_grid(px, w, h, grid);
+    paint_cursor_mark(s, px, w, h);
     picture_draw(s, r.y + 1, r.x, px, w, h);
     free(px);
     const int tx = r.x + w + 2, tw = r.x + r.w - tx;
@@ -823,6 +828,8 @@ static const KeyBinding bindings[] = {
      cmd_head_off},
     {{'X'}, "X", "what-if: switch this block's whole attention off (on again)", cmd_head_off},
     {{'z'}, "z", "what-if: mask the query's patch in the input (unmask)", cmd_mask},
+    {{'P'}, "P", "on the input: paint it by hand, the pass rerunning after each stroke",
+     paint_toggle},
     {{KEY_UP, KEY_DOWN, KEY_LEFT, KEY_RIGHT}, "arrows",
      "(view focused) move the cell cursor or the query, scroll numbers or ranking", cmd_arrow},
     {{KEY_NPAGE, KEY_PPAGE, KEY_HOME, KEY_END}, "PgUp PgDn Home End",
