@@ -118,7 +118,8 @@ static VitStatus occlusion(const OcclusionArgs *a, VitError *err) {
 }
 
 /**
- * @brief `vit occlusion`: parse → build → load the image → occlusion and the maps' deletion → print.
+ * @brief `vit occlusion`: parse → build → load the image → occlusion and each map's
+ *        deletion test → print.
  * @param[in] self        this command's row of the command table
  * @param[in] argc, argv  its command line, argv[0] = "occlusion"
  * @param[out] err        the message on failure

@@ -205,7 +205,8 @@ static void test_deletion_curve_falls_with_the_whole_map(void) {
     Tensor x = picture(&input, 1);
     OcclusionComparison c = compare(&vit, &x, golden_black());
     for (int m = 0; m < OCCLUSION_MAPS; m++)
-        for (int k = 0; k < MEASURE_KS; k++) CU_ASSERT(c.deletion[m][k] >= 0 && c.deletion[m][k] <= 1);
+        for (int k = 0; k < MEASURE_KS; k++)
+            CU_ASSERT(c.deletion[m][k] >= 0 && c.deletion[m][k] <= 1);
     CU_ASSERT(c.deletion[0][2] < c.deletion[0][0]);
     CU_ASSERT(c.deletion[0][0] < c.full); // the top patch's own fall is positive
     // the attention maps: [cls] rows, each ≥ 0 over the patches

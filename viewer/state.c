@@ -42,6 +42,7 @@ void state_free(State *s) {
     free(s->moved);
     stepper_free(&s->stepper);
     labels_free(&s->labels);
+    occlusion_comparison_free(&s->occlusion);
 }
 
 void state_resize(State *s, int cols, int rows) {

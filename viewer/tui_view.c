@@ -531,6 +531,10 @@ void view_draw(const State *s) {
         lens_view(s, r);
         return;
     }
+    if (occlusion_shown(s)) { // O: computed between passes, for the input the pass sees
+        occlusion_view(s, r);
+        return;
+    }
     if (!e) {
         pending_draw(s, r);
         return;
@@ -792,6 +796,8 @@ static const KeyBinding bindings[] = {
     {{'a'}, "a", "attention: map → every head → rollout → softmax → every layer", cmd_attn_view},
     {{'Y'}, "Y", "logit lens: on a block's stage, each block's answer (norm + head on [cls])",
      cmd_lens},
+    {{'O'}, "O", "occlusion (each patch blacked out) beside the attention maps, deletion under each",
+     cmd_occlusion},
     {{'+', '-'}, "+ -", "the softmax view's temperature up / down (×√2)", cmd_temperature},
     {{'H', 'J', 'K', 'L'}, "H J K L", "the attention map's key cursor across the grid", cmd_key},
     {{'='}, "=", "compare: stages of this shape show themselves minus this one", cmd_compare},

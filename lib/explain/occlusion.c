@@ -79,7 +79,8 @@ VitStatus occlusion_falls(float *falls, Vit *vit, const Tensor *input, const int
         memcpy(masked, input->data, sizeof(float) * one * (size_t)B);
         for (int b = 0; b < B; b++) occlusion_black_out(masked + (size_t)b * one, c, &q, 1, black);
         s = run_and_read(p, vit, &x, classes, err);
-        for (int b = 0; b < B && s == VIT_OK; b++) falls[(size_t)b * P + q] = (float)(full[b] - p[b]);
+        for (int b = 0; b < B && s == VIT_OK; b++)
+            falls[(size_t)b * P + q] = (float)(full[b] - p[b]);
     }
     free(p), free(full), free(masked);
     return s;

@@ -123,7 +123,7 @@ typedef struct {
  * @brief Occlusion, the last layer's [cls] attention, the rollout and the
  *        gradient-weighted rollout of one picture, each with its deletion curve.
  *
- * P + 4 + 3·K forward passes and one backward; the model is prepared for
+ * P + 3 + 4·K forward passes (64 for 49 patches) and one backward; the model is prepared for
  * training as rollout_record() does.
  * @param[out] out    a new comparison (occlusion_comparison_free() it)
  * @param[in]  image  (1, C, S, S) normalised pixels

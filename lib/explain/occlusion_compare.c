@@ -45,7 +45,8 @@ VitStatus deletion_curve(double *probs, Vit *vit, const Tensor *image, const flo
 
 /* ------------------------------------------------------- the comparison */
 
-// The attention maps of the picture, rows 1 … of out->maps, from one recorded pass and its backward.
+// The attention maps of the picture, rows 1 … of out->maps, from one recorded pass and its
+// backward.
 static VitStatus attention_maps(OcclusionComparison *out, Vit *vit, const Tensor *image,
                                 VitError *err) {
     TraceRecorder fwd = {0}, bwd = {0};

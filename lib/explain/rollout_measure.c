@@ -258,7 +258,8 @@ static VitStatus measure_batch(Vit *vit, const Dataset *data, int first, Batch *
         out->uniform_mass += uniform_mass(pixels, S, patch, threshold);
         for (int m = 0; m < bt->maps && s == VIT_OK; m++) {
             if (is_random(m)) continue;
-            if (m < MAP_ATTENTION_COUNT) s = attention_method_map(bt->map, (MapMethod)m, &fwd, &bwd, L, b, err);
+            if (m < MAP_ATTENTION_COUNT)
+                s = attention_method_map(bt->map, (MapMethod)m, &fwd, &bwd, L, b, err);
             else if (m == MAP_OCCLUSION)
                 memcpy(bt->map, bt->occluded + (size_t)b * bt->P, sizeof(float) * (size_t)bt->P);
             else baseline_map(bt->map, (MapMethod)m, pixels, S, patch, threshold);
