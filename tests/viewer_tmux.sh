@@ -669,7 +669,7 @@ if [ -n "$DEMO" ]; then
     check "occlusion: the pass finishes" "finished at logits [0-9]+/[0-9]+" 10
     keys O
     check "occlusion: O on the logits says where it works" \
-        "O shows occlusion on the input or an attention stage"
+        "O works on the input or an attention stage"
     keys / ; keys -l "blocks.5.attn.probs" ; keys Enter
     keys O
     p_full=$(sed -n 's/^Ankle boot, p = \([0-9.]*\) with nothing black\.$/\1/p' \
@@ -689,7 +689,7 @@ if [ -n "$DEMO" ]; then
     done <"$WORK/occlusion.cols"
     keys O
     check "occlusion: O again, the stage's own view" \
-        "the stage's own view \(O: occlusion beside attention\)"
+        "the stage's own view \(O: occlusion\)"
     quit "q exits 0 after occlusion"
 
     if infocmp xterm-direct >/dev/null 2>&1; then # Debian's ncurses-term describes it

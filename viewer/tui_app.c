@@ -590,7 +590,7 @@ static void occlusion_run(App *app) {
     VitStatus st = occlusion_compare(&s->occlusion, app->vit, &app->input, black, &err);
     vit_train_prepare(app->vit, VIT_KEEP_NONE, 1, &ignored); // back to inference
     if (st != VIT_OK) message_error(s, &err);
-    else state_message(s, "occlusion: %d passes and a backward in %.1f s (O: the stage's view)",
+    else state_message(s, "occlusion: %d passes + a backward, %.1f s",
                        s->occlusion.P + 3 + OCCLUSION_MAPS * MEASURE_KS, vit_now() - t0);
 }
 

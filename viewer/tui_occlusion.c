@@ -86,12 +86,12 @@ UiAction cmd_occlusion(State *s, int key) {
     }
     if (s->occlusion.maps.data) {
         occlusion_comparison_free(&s->occlusion);
-        state_message(s, "the stage's own view (O: occlusion beside attention)");
+        state_message(s, "the stage's own view (O: occlusion)");
         return ACT_NONE;
     }
     const ViewKind k = view_kind_for(state_node(s)->stage);
     if (k != VIEW_IMAGE && k != VIEW_ATTENTION) {
-        state_message(s, "O shows occlusion on the input or an attention stage: select one");
+        state_message(s, "O works on the input or an attention stage");
         return ACT_NONE;
     }
     s->request = REQ_OCCLUSION;
