@@ -586,12 +586,15 @@ static void occlusion_run(App *app) {
     }
     float black[IMAGE_MAX_CHANNELS];
     occlusion_black(black, app->pictures->pre.mean, app->pictures->pre.std, s->cfg->channels);
+    const int side = s->cfg->image_size / s->cfg->patch_size;
+    const int passes = side * side + 3 + OCCLUSION_MAPS * MEASURE_KS;
+    state_message(s, "occlusion: %d passes + a backward…", passes); // said before a long wait
+    screen_draw(s);
     const double t0 = vit_now();
     VitStatus st = occlusion_compare(&s->occlusion, app->vit, &app->input, black, &err);
     vit_train_prepare(app->vit, VIT_KEEP_NONE, 1, &ignored); // back to inference
     if (st != VIT_OK) message_error(s, &err);
-    else state_message(s, "occlusion: %d passes + a backward, %.1f s",
-                       s->occlusion.P + 3 + OCCLUSION_MAPS * MEASURE_KS, vit_now() - t0);
+    else state_message(s, "occlusion: %d passes + a backward, %.1f s", passes, vit_now() - t0);
 }
 
 // Between passes: do what the key asked, and say where the next pass stops.
