@@ -12,8 +12,10 @@
  *  - Against PyTorch: the predicted class, its probability, the falls and the
  *    deletion curve, picture by picture.
  *  - Exactly: a patch black already falls by 0; a black picture's map is all
- *    zeros and every map's deletion curve is its unmasked probability; the
- *    batched falls equal one picture's; a deletion curve at k = all patches.
+ *    zeros and every map's deletion curve is its unmasked probability; black
+ *    is −mean/std in each channel of a 3-channel picture, by hand.
+ *  - Within 1e-6: a batch's falls are each picture's alone. Every deletion
+ *    probability is in [0, 1], and occlusion's falls from k = 1 to k = 10.
  *  - `vit occlusion` prints lib's numbers, to the 4 decimals it shows, and
  *    refuses what it cannot read.
  */
@@ -218,6 +220,25 @@ static void test_deletion_curve_falls_with_the_whole_map(void) {
     vit_free(&vit);
 }
 
+static void test_black_per_channel_by_hand(void) {
+    // torchvision's ImageNet normalisation: black is −mean/std in each channel
+    const float mean[3] = {0.485f, 0.456f, 0.406f}, std[3] = {0.229f, 0.224f, 0.225f};
+    float black[3];
+    occlusion_black(black, mean, std, 3);
+    for (int c = 0; c < 3; c++) CU_ASSERT_EQUAL(black[c], (0.0f - mean[c]) / std[c]);
+    CU_ASSERT_DOUBLE_EQUAL(black[0], -2.1179, 1e-4);
+    // a (3, 4, 4) picture of 2×2 patches: patch 3 (rows 2–3, columns 2–3) black in each channel
+    const VitConfig c = {.channels = 3, .image_size = 4, .patch_size = 2};
+    const float own[3] = {-1.0f, -2.0f, -3.0f};
+    float image[3 * 4 * 4] = {0};
+    const int order[1] = {3};
+    occlusion_black_out(image, &c, order, 1, own);
+    for (int ch = 0; ch < 3; ch++)
+        for (int y = 0; y < 4; y++)
+            for (int x = 0; x < 4; x++)
+                CU_ASSERT_EQUAL(image[(ch * 4 + y) * 4 + x], y >= 2 && x >= 2 ? own[ch] : 0.0f);
+}
+
 static void test_refuses_a_batch(void) {
     Vit vit = shipped();
     Tensor input = golden_tensor(GOLDEN, "input"); // (2, 1, S, S): two pictures
@@ -329,6 +350,7 @@ CU_TestInfo tests_occlusion[] = {
     {"a batch's falls are each picture's", test_batch_is_each_picture},
     {"a black picture's map is all zeros", test_black_picture_is_all_zeros},
     {"deletion curves are probabilities, falling", test_deletion_curve_falls_with_the_whole_map},
+    {"black in each channel, by hand", test_black_per_channel_by_hand},
     {"one picture only", test_refuses_a_batch},
     {"vit occlusion prints lib's numbers", test_cli_prints_libs_numbers},
     {"vit occlusion refuses what it cannot read", test_cli_refusals},
