@@ -18,6 +18,7 @@
  *   vit_attention.c     `vit attention`
  *   vit_lens.c          `vit lens`
  *   vit_heads.c         `vit heads`
+ *   vit_occlusion.c     `vit occlusion`
  *
  * A subcommand declares its flags as a table of CliOption rows, each pointing
  * at one of its own variables; cli_parse() fills the variables from argv and
@@ -61,6 +62,7 @@ VitStatus cmd_eval(const VitCommand *self, int argc, char **argv, VitError *err)
 VitStatus cmd_attention(const VitCommand *self, int argc, char **argv, VitError *err);
 VitStatus cmd_lens(const VitCommand *self, int argc, char **argv, VitError *err);
 VitStatus cmd_heads(const VitCommand *self, int argc, char **argv, VitError *err);
+VitStatus cmd_occlusion(const VitCommand *self, int argc, char **argv, VitError *err);
 
 /* ------------------------------------------------------------------ flags */
 

@@ -30,6 +30,7 @@
 #include "io/image.h"
 #include "ops/ops.h"
 #include "io/labels.h"
+#include "explain/occlusion.h" // mask_patches()
 #include "explain/rollout.h"
 
 #define GOLDEN "rollout.safetensors"

@@ -11,8 +11,9 @@
 # (data/models/vit-fashion.safetensors; while it is not there, a small one the
 # script trains with `vit train` in a data folder of its own, VIT_DATA_DIR) on
 # a grey 28×28 test image, at 100×30, 80×24 and 160×50, down to the class
-# names on the logits, at 80×24 its logit lens (Y) against `vit lens` and the
-# head importance (I) with the numbers `vit heads` prints; and without the
+# names on the logits, at 80×24 its logit lens (Y) against `vit lens`, the
+# head importance (I) with the numbers `vit heads` prints and its occlusion
+# beside attention (O) against `vit occlusion`; and without the
 # model it says so and uses random weights.
 #
 #   tests/viewer_tmux.sh build/vitview
@@ -728,6 +729,46 @@ if [ -n "$DEMO" ]; then
     keys Y
     check "lens: Y again, the stage's own view" "the stage's own view \(Y: the logit lens\)"
     quit "q exits 0 after the logit lens"
+
+    # occlusion beside attention (O) at 80×24: the probability and every map's
+    # deletion numbers `vit occlusion` prints for the picture, one screen row per k
+    if "$VIT" occlusion --weights "$lens_data/models/vit-fashion.safetensors" \
+        "$lens_data/images/fashion-mnist/0000-ankle-boot.png" >"$WORK/occlusion.txt" 2>&1; then
+        PASSED=$((PASSED + 1))
+    else
+        FAILED=$((FAILED + 1)); LAST_FAILURE="vit occlusion on the default model"
+        echo "viewer_tmux: FAILED: $LAST_FAILURE:" >&2
+        sed 's/^/    | /' "$WORK/occlusion.txt" >&2
+    fi
+    start occlusion "$DEMO"
+    $TMUX_CMD resize-window -t "$SESSION" -x 80 -y 24
+    check "occlusion: paused at the input" "paused at input 1/[0-9]+" 15
+    keys c
+    check "occlusion: the pass finishes" "finished at logits [0-9]+/[0-9]+" 10
+    keys O
+    check "occlusion: O on the logits says where it works" \
+        "O works on the input or an attention stage"
+    keys / ; keys -l "blocks.5.attn.probs" ; keys Enter
+    keys O
+    p_full=$(sed -n 's/^Ankle boot, p = \([0-9.]*\) with nothing black\.$/\1/p' \
+        "$WORK/occlusion.txt")
+    check "occlusion: O shows the maps, p = $p_full as vit occlusion prints it" \
+        "occlusion beside attention: p\(Ankle boot\) = $p_full" 20
+    # per k, the four maps' numbers in the table's order (occlusion, last layer, rollout, gradient)
+    awk 'f && NF >= 4 { for (i = 1; i <= 3; i++) v[i] = v[i] " " $(NF - 3 + i) }
+         /^  map / { f = 1 }
+         END { for (i = 1; i <= 3; i++) print substr(v[i], 2) }' "$WORK/occlusion.txt" \
+        >"$WORK/occlusion.cols"
+    ks=$(sed -n 's/^  map //p' "$WORK/occlusion.txt" | grep -o 'k = [0-9]*' | sed 's/k = //')
+    for k in $ks; do
+        read -r a b c d || break
+        check "occlusion: k = $k as vit occlusion prints it ($a $b $c $d)" \
+            " ?$k: $a +$k: $b +$k: $c +$k: $d( |\$)"
+    done <"$WORK/occlusion.cols"
+    keys O
+    check "occlusion: O again, the stage's own view" \
+        "the stage's own view \(O: occlusion\)"
+    quit "q exits 0 after occlusion"
 
     if infocmp xterm-direct >/dev/null 2>&1; then # Debian's ncurses-term describes it
         # tmux does not switch to the VT100 line set xterm-direct asks for: ncurses

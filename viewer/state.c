@@ -45,6 +45,7 @@ void state_free(State *s) {
     stepper_free(&s->stepper);
     labels_free(&s->labels);
     importance_clear(&s->importance);
+    occlusion_comparison_free(&s->occlusion);
 }
 
 void state_resize(State *s, int cols, int rows) {

@@ -21,6 +21,7 @@
 #include "io/labels.h"
 #include "layout.h"
 #include "stepper.h"
+#include "explain/occlusion.h"
 #include "model/vit.h"
 
 /** @defgroup viewer_state Viewer state
@@ -82,6 +83,8 @@ typedef enum {
     REQ_BACKWARD,   /**< step through the gradients of class request_arg (-1: the predicted) */
     REQ_FORWARD,    /**< leave the backward pass: the forward's stages again */
     REQ_IMPORTANCE, /**< measure head importance for the picture (I), then show it */
+    REQ_OCCLUSION,  /**< each patch of the pass's input blacked out in turn, beside the
+                         attention maps, with their deletion tests (O) */
 } Request;
 
 /** What the status row is reading. */
@@ -125,6 +128,8 @@ typedef struct {
     Focus focus;          /**< where the arrows go */
     AttnView attn_view;   /**< map, every head, rollout, softmax or layers (attention stages) */
     bool lens;            /**< block stages show the logit lens strip instead (Y) */
+    OcclusionComparison occlusion; /**< O: the input's occlusion and attention maps, shown on
+                               the input and attention stages (maps.data NULL: none) */
     float temperature;    /**< ATTN_SOFTMAX: the live row is softmax(scaled / temperature);
                                the logits stage: softmax(logits / temperature) */
     ScaleMode scale;      /**< how attention maps and their rows over the image are scaled */

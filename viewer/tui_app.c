@@ -621,8 +621,32 @@ static void importance_measure(App *app) {
     }
     s->importance.measured = s->importance.shown = true;
     s->lens = false; // one view in place of the stage's at a time
+    occlusion_comparison_free(&s->occlusion);
     importance_cursor_most(&s->importance);
     state_message(s, "head importance of the picture, every head on but one (I closes)");
+}
+
+// O: occlusion beside the attention maps of the input the pass sees, what-ifs included.
+static void occlusion_run(App *app) {
+    State *s = &app->state;
+    VitError err, ignored;
+    if (!app->pictures) {
+        state_message(s, "occlusion needs the pictures' preprocessing (what black is)");
+        return;
+    }
+    float black[IMAGE_MAX_CHANNELS];
+    occlusion_black(black, app->pictures->pre.mean, app->pictures->pre.std, s->cfg->channels);
+    const int side = s->cfg->image_size / s->cfg->patch_size;
+    const int passes = side * side + 3 + OCCLUSION_MAPS * MEASURE_KS;
+    state_message(s, "occlusion: %d passes + a backward…", passes); // said before a long wait
+    screen_draw(s);
+    const double t0 = vit_now();
+    VitStatus st = occlusion_compare(&s->occlusion, app->vit, &app->input, black, &err);
+    vit_train_prepare(app->vit, VIT_KEEP_NONE, 1, &ignored); // back to inference
+    if (st != VIT_OK) message_error(s, &err);
+    else state_message(s, "occlusion: %d passes + a backward, %.1f s", passes, vit_now() - t0);
+    if (st == VIT_OK) // one view in place of the stage's at a time
+        s->lens = s->importance.shown = s->painting = false;
 }
 
 // Between passes: do what the key asked, and say where the next pass stops.
@@ -631,6 +655,12 @@ static void do_request(App *app) {
     const Request r = s->request;
     s->request = REQ_NONE;
     const int frontier = s->stepper.done - 1, end = s->stepper.count - 1;
+    if (r == REQ_OCCLUSION) {
+        occlusion_run(app);
+        rerun_to(app, frontier); // the pass it interrupted, to the same stage
+        return;
+    }
+    occlusion_comparison_free(&s->occlusion); // it was of the old picture or model
     if (r == REQ_PICTURE || r == REQ_TEST_IMAGE) {
         new_picture(app, r, s->request_arg);
         rerun_to(app, frontier); // the same stage, on the new picture

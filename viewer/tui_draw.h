@@ -71,6 +71,14 @@ void lens_view(const State *s, Rect r);
 /** @brief Key Y: the logit lens strip on or off. */
 UiAction cmd_lens(State *s, int key);
 
+/** @brief Is occlusion shown for the selected stage (computed by O; the input or an
+ *         attention stage)? */
+bool occlusion_shown(const State *s);
+/** @brief Occlusion beside the attention maps (tui_occlusion.c), each with its deletion test. */
+void occlusion_view(const State *s, Rect r);
+/** @brief Key O: ask for occlusion beside the attention maps, or drop it. */
+UiAction cmd_occlusion(State *s, int key);
+
 /** The names of the head modes, by HeadMode: "head", "mean over heads", "max over heads". */
 extern const char *const head_mode_names[];
 /** @brief The attention views of an (B, H, N, N) tensor, as State::attn_view asks. */

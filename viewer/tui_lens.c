@@ -131,7 +131,10 @@ UiAction cmd_lens(State *s, int key) {
         return ACT_NONE;
     }
     s->lens = !s->lens;
-    if (s->lens) s->importance.shown = false; // one view in place of the stage's at a time
+    if (s->lens) { // one view in place of the stage's at a time
+        s->importance.shown = false;
+        occlusion_comparison_free(&s->occlusion);
+    }
     state_message(s, s->lens ? "logit lens (Y: the stage's own view)"
                              : "the stage's own view (Y: the logit lens)");
     return ACT_NONE;

@@ -35,6 +35,7 @@ UiAction paint_toggle(State *s, int key) {
         return ACT_NONE;
     }
     s->painting = true; // its keys come first (tui_app.c), wherever the focus is
+    occlusion_comparison_free(&s->occlusion); // the picture itself is shown while painting
     state_message(s, "painting: arrows move the cursor, space paints a pixel (a light one black, a "
                      "dark one white), P or Esc stops");
     return ACT_NONE;

@@ -553,6 +553,10 @@ void view_draw(const State *s) {
         lens_view(s, r);
         return;
     }
+    if (occlusion_shown(s)) { // O: computed between passes, for the input the pass sees
+        occlusion_view(s, r);
+        return;
+    }
     if (!e) {
         pending_draw(s, r);
         return;
@@ -816,6 +820,8 @@ static const KeyBinding bindings[] = {
     {{'a'}, "a", "attention: map → every head → rollout → softmax → every layer", cmd_attn_view},
     {{'Y'}, "Y", "logit lens: on a block's stage, each block's answer (norm + head on [cls])",
      cmd_lens},
+    {{'O'}, "O", "occlusion (each patch blacked out) beside the attention maps, deletion under each",
+     cmd_occlusion},
     {{'+', '-'}, "+ -", "the temperature of the softmax view or the logits up / down (×√2)",
      cmd_temperature},
     {{'H', 'J', 'K', 'L'}, "H J K L", "the attention map's key cursor across the grid", cmd_key},

@@ -298,14 +298,19 @@ MapMethod attention_measure_strongest_baseline(const AttentionMeasures *m, int k
 double rollout_map_mass_on_object(const float *map, const unsigned char *pixels, int S, int patch,
                           int threshold);
 
+/**
+ * @brief Image @p b's map by one of the attention methods (MAP_ROLLOUT,
+ *        MAP_ROLLOUT_MAX, MAP_LAST_LAYER, MAP_GRAD), from a recorded pass
+ *        (rollout_record()); MAP_GRAD reads the gradients in @p bwd.
+ * @param[out] map  (P) the [cls] row over the patches
+ * @param[in]  L    the model's blocks
+ * @return as rollout_from_trace()
+ */
+VitStatus attention_method_map(float *map, MapMethod m, const TraceRecorder *fwd,
+                               const TraceRecorder *bwd, int L, int b, VitError *err);
+
 /** @brief The patches in order of decreasing @p map value, ties by index: order is (P). */
 void rollout_map_rank(int *order, const float *map, int P);
-
-/**
- * @brief Set the pixels of @p k patches of a (C, S, S) input to @p value (the
- *        normalised black): the patches order[0 … k−1].
- */
-void mask_patches(float *input, int C, int S, int patch, const int *order, int k, float value);
 
 /**
  * @brief Measure the maps on the first @p count images of @p data (grey, as the

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "ops/ops.h"
+#include "explain/occlusion.h" // occlusion_falls(), class_probability()
 #include "explain/rollout.h"
 #include "train/train.h" // ops_index_of_max()
 
@@ -129,29 +130,17 @@ void rollout_map_rank(int *order, const float *map, int P) {
     free(r);
 }
 
-// [mask_patches]
-void mask_patches(float *input, int C, int S, int patch, const int *order, int k, float value) {
-    // input is (C, S, S); patch q covers rows (q / side)·p … and columns (q % side)·p …
-    const int side = S / patch;
-    for (int r = 0; r < k; r++) {
-        const int y0 = order[r] / side * patch, x0 = order[r] % side * patch;
-        for (int c = 0; c < C; c++)
-            for (int y = y0; y < y0 + patch; y++)
-                for (int x = x0; x < x0 + patch; x++) input[((size_t)c * S + y) * S + x] = value;
-    }
-}
-// [mask_patches]
-
 /* ------------------------------------------------------- one batch's maps */
 
-// Image b's map by method m, (P), from the recorded pass.
 // [method_map]
-static VitStatus method_map(float *map, MapMethod m, const TraceRecorder *fwd,
-                            const TraceRecorder *bwd, int L, int b, VitError *err) {
+VitStatus attention_method_map(float *map, MapMethod m, const TraceRecorder *fwd,
+                               const TraceRecorder *bwd, int L, int b, VitError *err) {
     if (m == MAP_LAST_LAYER) {
         char name[64];
         snprintf(name, sizeof name, "blocks.%d.attn.probs", L - 1);
         const Tensor *t = trace_find(fwd, name); // (B, H, N, N)
+        if (!t || t->ndim != 4 || b >= t->shape[0])
+            return vit_fail(err, VIT_ERR_INPUT, "the trace has no %s of image %d", name, b);
         const int H = t->shape[1], N = t->shape[2];
         float *row = vit_malloc(sizeof(float) * (size_t)N);
         attention_cls_row(row, t->data + (size_t)b * H * N * N, H, N, -1, FUSE_MEAN);
@@ -198,46 +187,8 @@ static int *order_of(const Batch *bt, int m, int d, int b) {
     return bt->order + (((size_t)m * bt->draws + d) * bt->B + b) * bt->P;
 }
 
-// The predicted class's probability for each image of the last forward, into p (B).
-static void predicted_probability(double *p, const Vit *vit, const int *pred, int B) {
-    const Tensor logits = vit_logits(vit);
-    const int Y = vit->config.num_classes;
-    float *q = vit_malloc(sizeof(float) * (size_t)Y);
-    for (int b = 0; b < B; b++) {
-        softmax(q, logits.data + (size_t)b * Y, 1, Y);
-        p[b] = q[pred[b]];
-    }
-    free(q);
-}
-
 // The deletion test on one batch: for each ranking, draw and k, mask, run, keep each
 // image's probability (a random ranking's: the mean over its draws).
-// The occlusion map of every image of the batch: patch q alone blacked out, for each q,
-// the predicted class's probability; the map is how far it fell, full − occluded.
-// [occlusion_maps]
-static VitStatus occlusion_maps(Vit *vit, Batch *bt, const Tensor *shape, float black,
-                                VitError *err) {
-    const VitConfig *c = &vit->config;
-    const size_t one = (size_t)c->channels * c->image_size * c->image_size;
-    double *p = vit_malloc(sizeof(double) * (size_t)bt->B);
-    VitStatus s = VIT_OK;
-    for (int q = 0; q < bt->P && s == VIT_OK; q++) {
-        memcpy(bt->masked, bt->input, sizeof(float) * one * (size_t)bt->B);
-        for (int b = 0; b < bt->B; b++)
-            mask_patches(bt->masked + (size_t)b * one, c->channels, c->image_size, c->patch_size,
-                         &q, 1, black);
-        const Tensor x = tensor_view_shape(bt->masked, 4, shape->shape);
-        s = vit_forward(vit, &x, NULL, NULL, err);
-        if (s != VIT_OK) break;
-        predicted_probability(p, vit, bt->pred, bt->B);
-        for (int b = 0; b < bt->B; b++)
-            bt->occluded[(size_t)b * bt->P + q] = (float)(bt->full[b] - p[b]);
-    }
-    free(p);
-    return s;
-}
-// [occlusion_maps]
-
 // [delete_and_rerun]
 static VitStatus delete_and_rerun(Vit *vit, Batch *bt, const Tensor *shape, float black,
                                   VitError *err) {
@@ -259,7 +210,7 @@ static VitStatus delete_and_rerun(Vit *vit, Batch *bt, const Tensor *shape, floa
                 const Tensor x = tensor_view_shape(bt->masked, 4, shape->shape);
                 s = vit_forward(vit, &x, NULL, NULL, err);
                 if (s != VIT_OK) break;
-                predicted_probability(p, vit, bt->pred, bt->B);
+                class_probability(p, vit, bt->pred, bt->B);
                 for (int b = 0; b < bt->B; b++) out[b] += p[b] / draws;
             }
         }
@@ -296,17 +247,19 @@ static VitStatus measure_batch(Vit *vit, const Dataset *data, int first, Batch *
     TraceRecorder fwd = {0}, bwd = {0};
     VitStatus s = rollout_record(vit, &x, NULL, bt->pred, &fwd, &bwd, err);
     if (s == VIT_OK) {
-        predicted_probability(bt->full, vit, bt->pred, bt->B);
+        class_probability(bt->full, vit, bt->pred, bt->B);
         for (int b = 0; b < bt->B; b++) out->prob_full += bt->full[b];
     }
     const float black = (0.0f - mean) / std; // a black pixel, normalised
-    if (s == VIT_OK && bt->maps > MAP_OCCLUSION) s = occlusion_maps(vit, bt, &x, black, err);
+    if (s == VIT_OK && bt->maps > MAP_OCCLUSION) // the image's one channel, one black
+        s = occlusion_falls(bt->occluded, vit, &x, bt->pred, &black, err);
     for (int b = 0; b < bt->B && s == VIT_OK; b++) {
         const unsigned char *pixels = data->pixels + (size_t)(first + b) * S * S;
         out->uniform_mass += uniform_mass(pixels, S, patch, threshold);
         for (int m = 0; m < bt->maps && s == VIT_OK; m++) {
             if (is_random(m)) continue;
-            if (m < MAP_ATTENTION_COUNT) s = method_map(bt->map, (MapMethod)m, &fwd, &bwd, L, b, err);
+            if (m < MAP_ATTENTION_COUNT)
+                s = attention_method_map(bt->map, (MapMethod)m, &fwd, &bwd, L, b, err);
             else if (m == MAP_OCCLUSION)
                 memcpy(bt->map, bt->occluded + (size_t)b * bt->P, sizeof(float) * (size_t)bt->P);
             else baseline_map(bt->map, (MapMethod)m, pixels, S, patch, threshold);
