@@ -701,6 +701,17 @@ if [ -n "$DEMO" ]; then
     start lens "$DEMO"
     $TMUX_CMD resize-window -t "$SESSION" -x 80 -y 24
     check "lens: paused at the input" "paused at input 1/[0-9]+" 15
+    # play (S): the pass steps by itself, a stage every 500 ms, then 125; S stops
+    keys S
+    check "S plays" "playing: a stage every 500 ms \(S: faster\)"
+    check "it steps by itself" "paused at patch_embed 3/[0-9]+" 5
+    keys S
+    check "S again: faster" "playing: a stage every 125 ms \(S: stop\)"
+    check "it goes on" "paused at blocks\.0\.attn\.q [0-9]+/[0-9]+" 5
+    keys S
+    check "S a third time stops" "play stopped"
+    keys r
+    check "lens: restarted at the input" "paused at input 1/[0-9]+" 10
     keys Y
     check "lens: Y outside a block says where it works" "Y shows the logit lens on a block's stage"
     keys c

@@ -130,6 +130,7 @@ typedef struct {
     bool lens;            /**< block stages show the logit lens strip instead (Y) */
     OcclusionComparison occlusion; /**< O: the input's occlusion and attention maps, shown on
                                the input and attention stages (maps.data NULL: none) */
+    int play_ms;          /**< S: a step every play_ms milliseconds by itself (0: no play) */
     float temperature;    /**< ATTN_SOFTMAX: the live row is softmax(scaled / temperature);
                                the logits stage: softmax(logits / temperature) */
     ScaleMode scale;      /**< how attention maps and their rows over the image are scaled */

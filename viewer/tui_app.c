@@ -114,6 +114,30 @@ static UiAction cmd_run(State *s, int key) {
 
 static UiAction cmd_restart(State *s, int key) { return ACT_RESTART; }
 
+// S: play, a step by itself every 500 ms; again, every 125 ms; again, stop.
+static UiAction cmd_play(State *s, int key) {
+    if (s->play_ms == 0 && stepper_finished(&s->stepper)) {
+        state_message(s, "the pass is finished: r restarts it, then S plays it");
+        return ACT_NONE;
+    }
+    s->play_ms = s->play_ms == 0 ? 500 : s->play_ms == 500 ? 125 : 0;
+    if (s->play_ms) state_message(s, "playing: a stage every %d ms (S: %s)", s->play_ms,
+                                  s->play_ms == 500 ? "faster" : "stop");
+    else state_message(s, "play stopped");
+    return ACT_NONE;
+}
+
+// Play's next step, when no key came in play_ms: like s, stopping at the end.
+static UiAction play_step(State *s) {
+    const char *why_not = stepper_command(&s->stepper, RUN_STEP);
+    if (why_not) { // the end of the pass
+        s->play_ms = 0;
+        state_message(s, "played to the end (S plays again after r)");
+        return ACT_NONE;
+    }
+    return ACT_RUN;
+}
+
 static UiAction cmd_picture(State *s, int key) {
     if (s->other_pictures == 0) { // a new pass on the same photo would only take time
         state_message(s, "} { have nothing to switch to: the model ships one picture");
@@ -224,6 +248,8 @@ static const KeyBinding bindings[] = {
     {{'f'}, "f", "finish the block the next stage is in, stop at its out", cmd_run},
     {{'c'}, "c", "continue to the next breakpoint, or to the logits", cmd_run},
     {{'r'}, "r", "restart the forward pass (breakpoints stay)", cmd_restart},
+    {{'S'}, "S", "play: a step every 500 ms by itself; again: every 125 ms; again: stop",
+     cmd_play},
     {{'B'}, "B", "breakpoint by name: blocks.5.attn.probs, or attn.probs for all", cmd_prompt},
     {{'i'}, "i", "the breakpoints, listed", cmd_breakpoints},
     {{'/'}, "/", "go to a stage by name (Tab completes)", cmd_prompt},
@@ -289,7 +315,14 @@ static UiAction ui_loop(App *app) {
     s->running = false; // whatever ran before has stopped: the status row says so
     for (;;) {
         app_draw(app);
+        timeout(s->play_ms > 0 ? s->play_ms : -1); // S: no key in time is a step
         const int key = getch();
+        timeout(-1);
+        if (key == ERR && s->play_ms > 0) {
+            const UiAction a = play_step(s);
+            if (a != ACT_NONE) return a;
+            continue;
+        }
         if (key == ERR) continue;
         app->key_at = vit_now();
         app->key_kind = key_kind(key);
