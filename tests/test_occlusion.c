@@ -190,9 +190,11 @@ static void test_black_picture_is_all_zeros(void) {
     for (int i = 0; i < S * S; i++) x.data[i] = black;
     OcclusionComparison c = compare(&vit, &x, black);
     for (int q = 0; q < P; q++) CU_ASSERT_EQUAL(c.maps.data[q], 0.0f);
-    // every map's top k patches are black already: nothing changes at any k
+    // every map's top k patches are black already: nothing changes at any k, up to
+    // rounding (in the -O1 build of make sanitize the deletion passes, which come
+    // after the attention maps' backward, differ from the first pass in the last bits)
     for (int m = 0; m < OCCLUSION_MAPS; m++)
-        for (int k = 0; k < MEASURE_KS; k++) CU_ASSERT_EQUAL(c.deletion[m][k], c.full);
+        for (int k = 0; k < MEASURE_KS; k++) CU_ASSERT_DOUBLE_EQUAL(c.deletion[m][k], c.full, 1e-6);
     CU_ASSERT(c.full > 0 && c.full <= 1);
     occlusion_comparison_free(&c);
     CU_ASSERT_PTR_NULL(c.maps.data);
