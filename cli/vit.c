@@ -12,11 +12,12 @@
  *     vit eval --weights quick.safetensors --split val
  *     vit attention --weights quick.safetensors shirt.png --out rollout.png
  *     vit lens --weights quick.safetensors shirt.png
+ *     vit score --weights quick.safetensors shirt.png --layer 0 --head 0 --query 0 --key 1
  *
  * main() only finds the subcommand in a table and runs it; each subcommand
  * lives in its own file (vit_make_weights.c, vit_classify.c, vit_trace.c,
  * vit_info.c, vit_diff.c, vit_grad.c, vit_step.c, vit_train.c, vit_eval.c,
- * vit_attention.c, vit_lens.c) and is
+ * vit_attention.c, vit_lens.c, vit_score.c) and is
  * itself a recipe: parse the flags → build the model → run → write.
  * A new subcommand is one file and one row of `commands`.
  *
@@ -44,6 +45,7 @@ static const VitCommand commands[] = {
     {"eval", cmd_eval, "accuracy, per-class scores and confusion matrix on Fashion-MNIST"},
     {"attention", cmd_attention, "where the model looks: attention rollout or a layer's map, as a PNG"},
     {"lens", cmd_lens, "the logit lens: the model's answer read after every block"},
+    {"score", cmd_score, "one attention score taken apart: q⊙k, sum, scale, softmax"},
     {"help", cmd_help, "show the help of a command: vit help trace"},
 };
 enum { COMMAND_COUNT = sizeof commands / sizeof commands[0] };

@@ -17,6 +17,7 @@
  *   vit_eval.c          `vit eval`
  *   vit_attention.c     `vit attention`
  *   vit_lens.c          `vit lens`
+ *   vit_score.c         `vit score`
  *
  * A subcommand declares its flags as a table of CliOption rows, each pointing
  * at one of its own variables; cli_parse() fills the variables from argv and
@@ -59,6 +60,7 @@ VitStatus cmd_train(const VitCommand *self, int argc, char **argv, VitError *err
 VitStatus cmd_eval(const VitCommand *self, int argc, char **argv, VitError *err);
 VitStatus cmd_attention(const VitCommand *self, int argc, char **argv, VitError *err);
 VitStatus cmd_lens(const VitCommand *self, int argc, char **argv, VitError *err);
+VitStatus cmd_score(const VitCommand *self, int argc, char **argv, VitError *err);
 
 /* ------------------------------------------------------------------ flags */
 
