@@ -122,6 +122,7 @@ typedef struct {
     Focus focus;          /**< where the arrows go */
     AttnView attn_view;   /**< map, every head, rollout, softmax or layers (attention stages) */
     bool lens;            /**< block stages show the logit lens strip instead (Y) */
+    bool neuron;          /**< attention stages show the cursor's score taken apart (N) */
     float temperature;    /**< ATTN_SOFTMAX: the live row is softmax(scaled / temperature) */
     ScaleMode scale;      /**< how attention maps and their rows over the image are scaled */
     float opacity;        /**< how much an overlay's colour covers the image (o), 0.3 to 0.9 */

@@ -68,6 +68,13 @@ void lens_view(const State *s, Rect r);
 /** @brief Key Y: the logit lens strip on or off. */
 UiAction cmd_lens(State *s, int key);
 
+/** @brief Is the neuron view shown for the selected stage (N on, a forward attention stage)? */
+bool neuron_shown(const State *s);
+/** @brief The neuron view (tui_neuron.c): the cursor's score from q_i and k_j to its probability. */
+void neuron_view(const State *s, Rect r);
+/** @brief Key N: the neuron view on or off. */
+UiAction cmd_neuron(State *s, int key);
+
 /** The names of the head modes, by HeadMode: "head", "mean over heads", "max over heads". */
 extern const char *const head_mode_names[];
 /** @brief The attention views of an (B, H, N, N) tensor, as State::attn_view asks. */

@@ -531,6 +531,10 @@ void view_draw(const State *s) {
         lens_view(s, r);
         return;
     }
+    if (neuron_shown(s)) { // N: the cursor's score taken apart, from the recorded q and k
+        neuron_view(s, r);
+        return;
+    }
     if (!e) {
         pending_draw(s, r);
         return;
@@ -792,6 +796,8 @@ static const KeyBinding bindings[] = {
     {{'a'}, "a", "attention: map → every head → rollout → softmax → every layer", cmd_attn_view},
     {{'Y'}, "Y", "logit lens: on a block's stage, each block's answer (norm + head on [cls])",
      cmd_lens},
+    {{'N'}, "N", "neuron view: the cursor's score from q⊙k to its probability, checked",
+     cmd_neuron},
     {{'+', '-'}, "+ -", "the softmax view's temperature up / down (×√2)", cmd_temperature},
     {{'H', 'J', 'K', 'L'}, "H J K L", "the attention map's key cursor across the grid", cmd_key},
     {{'='}, "=", "compare: stages of this shape show themselves minus this one", cmd_compare},
