@@ -148,6 +148,8 @@ static void verdict_draw(const State *s, int y, Rect r, const ScoreChecks *c, in
         ui_printf(y, r.x, r.w, ROLE_DIM, "head %d is off (x): its recorded probs are 0", s->plane);
     else if (c->score.matches && c->scaled.matches && c->prob.matches)
         ui_printf(y, r.x, r.w, ROLE_NORMAL, "✓ matches the recorded stage · N: back");
+    else if (isnan(c->score.recorded) || isnan(c->scaled.recorded) || isnan(c->prob.recorded))
+        ui_printf(y, r.x, r.w, ROLE_DIM, "later stages not computed yet: s steps · N: back");
     else ui_printf(y, r.x, r.w, ROLE_DIM, "≠: the recorded stage differs by Δ · N: back");
 }
 
