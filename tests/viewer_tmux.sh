@@ -666,6 +666,15 @@ if [ -n "$DEMO" ]; then
     start neuron "$DEMO"
     $TMUX_CMD resize-window -t "$SESSION" -x 80 -y 24
     check "neuron: paused at the input" "paused at input 1/[0-9]+" 15
+    keys '?'
+    check "neuron: the help opens" "─ keys ─"
+    help_n="N +neuron view: the cursor's score, q⊙k to probability"
+    for page in 1 2 3 4 5 6; do # the view's keys come after the app's and the tree's
+        wait_for "$help_n" 1 && break
+        keys NPage
+    done
+    check "neuron: the help lists N (its line in the key table)" "$help_n"
+    keys Escape
     keys N
     check "neuron: N outside attention says where it works" "N takes one score apart on an attention stage"
     keys c
