@@ -22,7 +22,8 @@
 #include <string.h>
 
 // two-line bars need the 14 rows below the heading: 6 of bars, 7 numbers, a verdict
-enum { LABEL_W = 6, ROWS_TWO_LINE_BARS = 14 };
+// a bar row: its label, Dh cells, " ±1.23e-05" (its scale)
+enum { LABEL_W = 6, ROWS_TWO_LINE_BARS = 14, SCALE_W = 10 };
 
 bool neuron_shown(const State *s) {
     return s->neuron && !s->backward && view_kind_for(state_node(s)->stage) == VIEW_ATTENTION;
@@ -84,10 +85,10 @@ static float vector_bars(const State *s, int y, int x, int cw, const float *v, i
 // q_i, k_j and q⊙k, a bar per dimension each; returns the rows used.
 static int bars_draw(const State *s, Rect r, const ScoreParts *p) {
     const bool two = r.h >= ROWS_TWO_LINE_BARS;
-    const int cw = LABEL_W + 2 * p->Dh + 12 <= r.w ? 2 : 1;
-    if (LABEL_W + cw * p->Dh + 12 > r.w) {
-        ui_printf(r.y, r.x, r.w, ROLE_DIM, "Dh = %d bars need %d columns", p->Dh,
-                  LABEL_W + p->Dh + 12);
+    const int cw = LABEL_W + 2 * p->Dh + SCALE_W <= r.w ? 2 : 1;
+    if (LABEL_W + cw * p->Dh + SCALE_W > r.w) { // ViT-B's Dh = 64 at 80 columns: t hides the tree
+        ui_printf(r.y, r.x, r.w, ROLE_DIM, "the bars of Dh = %d need %d columns (t: hide the tree)",
+                  p->Dh, LABEL_W + p->Dh + SCALE_W);
         return 1;
     }
     const char *const labels[] = {"q_i", "k_j", "q⊙k"};
@@ -96,7 +97,7 @@ static int bars_draw(const State *s, Rect r, const ScoreParts *p) {
     for (int v = 0; v < 3; v++) {
         ui_text(y, r.x, LABEL_W, v == 2 ? ROLE_HEADING : ROLE_NORMAL, labels[v]);
         const float hi = vector_bars(s, y, r.x + LABEL_W, cw, vectors[v], p->Dh, two);
-        ui_printf(y, r.x + LABEL_W + cw * p->Dh + 1, 11, ROLE_DIM, "±%.3g", (double)hi);
+        ui_printf(y, r.x + LABEL_W + cw * p->Dh + 1, SCALE_W - 1, ROLE_DIM, "±%.3g", (double)hi);
         y += two ? 2 : 1;
     }
     return y - r.y;
