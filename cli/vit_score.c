@@ -45,7 +45,8 @@ static const char description[] =
 
 static const char examples[] =
     "  vit score --weights data/models/vit-fashion.safetensors \\\n"
-    "            data/images/fashion-mnist/0000-ankle-boot.png --layer 3 --head 1 --query 0 --key 25\n";
+    "            data/images/fashion-mnist/0000-ankle-boot.png \\\n"
+    "            --layer 3 --head 1 --query 0 --key 25\n";
 
 /* ----------------------------------------------------- recording one layer */
 

@@ -148,7 +148,8 @@ static void test_every_key_matches_the_recorded_probs(void) {
         ScoreCell at = golden_cell(&cells, c, &layer);
         char name[64];
         const Tensor *probs = trace_find(&r, score_parts_stage(name, sizeof name, layer, "probs"));
-        const Tensor *scaled = trace_find(&r, score_parts_stage(name, sizeof name, layer, "scaled"));
+        const Tensor *scaled =
+            trace_find(&r, score_parts_stage(name, sizeof name, layer, "scaled"));
         CU_ASSERT_FATAL(probs && scaled);
         const float *row = probs->data + ((size_t)at.head * N + at.query) * N;
         const float *srow = scaled->data + ((size_t)at.head * N + at.query) * N;
@@ -327,7 +328,8 @@ static void test_cli_refusals(void) {
                            "--query", "0", "--key", "0"), 1, "vit-fashion.safetensors",
                    "head 4 is outside 0 … 3");
     EXPECT_FAILURE(VIT_RUN("score", "--weights", model, boot, "--layer", "0", "--head", "0",
-                           "--query", "0", "--key", "50"), 1, "key 50 is outside the tokens 0 … 49");
+                           "--query", "0", "--key", "50"),
+                   1, "key 50 is outside the tokens 0 … 49");
     EXPECT_FAILURE(VIT_RUN("score", "--weights", "no-such-model.safetensors", boot, "--layer", "0",
                            "--head", "0", "--query", "0", "--key", "0"), 1,
                    "no-such-model.safetensors");

@@ -29,13 +29,15 @@ bool neuron_shown(const State *s) {
     return s->neuron && !s->backward && view_kind_for(state_node(s)->stage) == VIEW_ATTENTION;
 }
 
-// Stage `what` of the block in the forward history, or NULL (not computed, or dropped).
-static const Tensor *block_tensor(const State *s, int block, const char *what) {
+// Stage `what` of the block in the forward history, or NULL with *why saying what is missing.
+static const Tensor *block_tensor(const State *s, int block, const char *what, const char **why) {
     char name[64];
+    score_parts_stage(name, sizeof name, block, what);
     const HistEntry *e = history_get(state_forward_history(s),
-                                     stepper_find(state_forward_stepper(s),
-                                                  score_parts_stage(name, sizeof name, block, what)));
-    return e && e->kept ? &e->t : NULL;
+                                     stepper_find(state_forward_stepper(s), name));
+    if (e && e->kept) return &e->t;
+    *why = e ? "dropped for the history budget" : "not computed yet (s steps)";
+    return NULL;
 }
 
 /* ------------------------------------------------------------------ bars */
@@ -122,7 +124,7 @@ static void number_line(int y, Rect r, const char *name, const char *formula, fl
     if (x < r.x + r.w) ui_text(y, x, r.x + r.w - x, bad ? ROLE_ERROR : ROLE_DIM, note);
 }
 
-static void numbers_draw(const State *s, Rect r, const ScoreParts *p, const ScoreChecks *c) {
+static void numbers_draw(Rect r, const ScoreParts *p, const ScoreChecks *c) {
     char note[3][64], scale[24], max_note[24], keys[24];
     check_text(note[0], sizeof note[0], &c->score, "scores");
     check_text(note[1], sizeof note[1], &c->scaled, "scaled");
@@ -130,16 +132,24 @@ static void numbers_draw(const State *s, Rect r, const ScoreParts *p, const Scor
     snprintf(scale, sizeof scale, "1/√%d", p->Dh);
     snprintf(max_note, sizeof max_note, "key %d", p->row_argmax);
     snprintf(keys, sizeof keys, "%d keys", p->N);
-    int y = r.y;
-    const int end = r.y + r.h;
-    if (y < end) number_line(y++, r, "sum", "Σ_d q⊙k", p->score, note[0], !c->score.matches);
-    if (y < end) number_line(y++, r, "scale", scale, p->scale, "", false);
-    if (y < end) number_line(y++, r, "scaled", "sum × scale", p->scaled, note[1], !c->scaled.matches);
-    if (y < end) number_line(y++, r, "row max", "max_j scaled", p->row_max, max_note, false);
-    if (y < end) number_line(y++, r, "exp", "exp(s − max)", p->exp, "", false);
-    if (y < end) number_line(y++, r, "row sum", "Σ_j exp", p->row_sum, keys, false);
-    if (y < end) number_line(y++, r, "prob", "exp ÷ row sum", p->prob, note[2], !c->prob.matches);
-    (void)s;
+    // the names are `vit score`'s, in its order
+    const struct {
+        const char *name, *formula;
+        float value;
+        const char *note;
+        bool bad;
+    } lines[] = {
+        {"sum", "Σ_d q⊙k", p->score, note[0], !c->score.matches},
+        {"scale", scale, p->scale, "", false},
+        {"scaled", "sum × scale", p->scaled, note[1], !c->scaled.matches},
+        {"row max", "max_j scaled", p->row_max, max_note, false},
+        {"exp", "exp(s − max)", p->exp, "", false},
+        {"row sum", "Σ_j exp", p->row_sum, keys, false},
+        {"prob", "exp ÷ row sum", p->prob, note[2], !c->prob.matches},
+    };
+    for (int i = 0; i < (int)(sizeof lines / sizeof lines[0]) && i < r.h; i++)
+        number_line(r.y + i, r, lines[i].name, lines[i].formula, lines[i].value, lines[i].note,
+                    lines[i].bad);
 }
 
 // The last line: the verdict, or why the probabilities differ.
@@ -156,10 +166,12 @@ static void verdict_draw(const State *s, int y, Rect r, const ScoreChecks *c, in
 
 void neuron_view(const State *s, Rect r) {
     const int block = state_node(s)->block;
-    const Tensor *q = block_tensor(s, block, "q"), *k = block_tensor(s, block, "k");
+    const char *why = "";
+    const Tensor *q = block_tensor(s, block, "q", &why), *k = q ? block_tensor(s, block, "k", &why)
+                                                                : NULL;
     if (!q || !k) {
-        ui_printf(r.y, r.x, r.w, ROLE_ERROR, "the neuron view needs blocks.%d.attn.q and k: "
-                  "dropped for the history budget", block);
+        ui_printf(r.y, r.x, r.w, ROLE_ERROR, "the neuron view needs blocks.%d.attn.q and k: %s",
+                  block, why);
         return;
     }
     const ScoreCell at = {0, s->plane, s->query, s->key};
@@ -170,15 +182,17 @@ void neuron_view(const State *s, Rect r) {
         ui_text(r.y, r.x, r.w, ROLE_ERROR, err.msg);
         return;
     }
-    score_parts_check(&c, &p, block_tensor(s, block, "scores"), block_tensor(s, block, "scaled"),
-                      block_tensor(s, block, "probs"), at);
+    // a stage not computed yet (or dropped) is NULL: its check says so
+    score_parts_check(&c, &p, block_tensor(s, block, "scores", &why),
+                      block_tensor(s, block, "scaled", &why), block_tensor(s, block, "probs", &why),
+                      at);
     char query[48], key[48];
     token_label(query, sizeof query, s->query, state_grid(s));
     token_label(key, sizeof key, s->key, state_grid(s));
     ui_printf(r.y, r.x, r.w, ROLE_HEADING, "b%d h%d · q %s → k %s · [ ] < > H J K L", block,
               s->plane, query, key);
     const int used = 1 + bars_draw(s, (Rect){r.y + 1, r.x, r.h - 1, r.w}, &p);
-    numbers_draw(s, (Rect){r.y + used, r.x, r.h - used - 1, r.w}, &p, &c);
+    numbers_draw((Rect){r.y + used, r.x, r.h - used - 1, r.w}, &p, &c);
     if (used + 7 < r.h) verdict_draw(s, r.y + used + 7, r, &c, block);
     score_parts_free(&p);
 }

@@ -60,7 +60,8 @@ static float scaled_row(float *row, const float *qi, const float *k_head,
     double worst = 0;
     for (int j = 0; j < N; j++) {
         double abs;
-        row[j] = dot_exact(qi, k_head + (size_t)j * Dh, Dh, &abs) * scale + mask_at(opt, b, i, j, N);
+        const float score = dot_exact(qi, k_head + (size_t)j * Dh, Dh, &abs);
+        row[j] = score * scale + mask_at(opt, b, i, j, N);
         worst = fmax(worst, abs);
     }
     return (float)(Dh * (double)FLT_EPSILON * worst * scale);
@@ -93,7 +94,8 @@ VitStatus score_parts(ScoreParts *parts, const Tensor *q, const Tensor *k,
     if (s != VIT_OK) return s;
     const int H = q->shape[1], N = q->shape[2], Dh = q->shape[3];
     const size_t head = ((size_t)at.image * H + at.head) * N * Dh; // (N, Dh) of this head
-    const float *qi = q->data + head + (size_t)at.query * Dh, *kj = k->data + head + (size_t)at.key * Dh;
+    const float *qi = q->data + head + (size_t)at.query * Dh; // (Dh)
+    const float *kj = k->data + head + (size_t)at.key * Dh;   // (Dh)
     parts->Dh = Dh, parts->N = N;
     parts->q = vit_malloc(sizeof(float) * (size_t)Dh);
     parts->k = vit_malloc(sizeof(float) * (size_t)Dh);
@@ -145,7 +147,8 @@ bool score_parts_check(ScoreChecks *checks, const ScoreParts *parts, const Tenso
                        const Tensor *scaled, const Tensor *probs, ScoreCell at) {
     const float eps = FLT_EPSILON, p = parts->prob;
     const float scaled_tol = parts->bound * parts->scale + eps * fabsf(parts->scaled);
-    bool ok = part_check(&checks->score, parts->score, stage_at(scores, at, parts->N), parts->bound);
+    bool ok = part_check(&checks->score, parts->score, stage_at(scores, at, parts->N),
+                         parts->bound);
     ok &= part_check(&checks->scaled, parts->scaled, stage_at(scaled, at, parts->N), scaled_tol);
     ok &= part_check(&checks->prob, p, stage_at(probs, at, parts->N),
                      p * (2 * parts->row_bound + 8 * eps) + 1e-12f);
