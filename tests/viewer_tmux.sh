@@ -12,9 +12,9 @@
 # script trains with `vit train` in a data folder of its own, VIT_DATA_DIR) on
 # a grey 28×28 test image, at 100×30, 80×24 and 160×50, down to the class
 # names on the logits, at 80×24 its logit lens (Y) against `vit lens`, the
-# head importance (I) with the numbers `vit heads` prints and its occlusion
-# beside attention (O) against `vit occlusion`; and without the
-# model it says so and uses random weights.
+# head importance (I) with the numbers `vit heads` prints, its occlusion
+# beside attention (O) against `vit occlusion` and its neuron view (N) against
+# `vit score`; and without the model it says so and uses random weights.
 #
 #   tests/viewer_tmux.sh build/vitview
 #
@@ -780,6 +780,54 @@ if [ -n "$DEMO" ]; then
     check "occlusion: O again, the stage's own view" \
         "the stage's own view \(O: occlusion\)"
     quit "q exits 0 after occlusion"
+    # the neuron view (N) at 80×24: blocks.2, head 1, query token 3, key token 2
+    # taken apart; every number `vit score` prints for that cell is on the
+    # screen, each stage it checks said to match
+    if "$VIT" score --weights "$lens_data/models/vit-fashion.safetensors" \
+        "$lens_data/images/fashion-mnist/0000-ankle-boot.png" \
+        --layer 2 --head 1 --query 3 --key 2 >"$WORK/score.txt" 2>&1; then
+        PASSED=$((PASSED + 1))
+    else
+        FAILED=$((FAILED + 1)); LAST_FAILURE="vit score on the default model"
+        echo "viewer_tmux: FAILED: $LAST_FAILURE:" >&2
+        sed 's/^/    | /' "$WORK/score.txt" >&2
+    fi
+    start neuron "$DEMO"
+    $TMUX_CMD resize-window -t "$SESSION" -x 80 -y 24
+    check "neuron: paused at the input" "paused at input 1/[0-9]+" 15
+    keys '?'
+    check "neuron: the help opens" "─ keys ─"
+    help_n="N +neuron view: the cursor's score, q⊙k to probability"
+    for page in 1 2 3 4 5 6; do # the view's keys come after the app's and the tree's
+        wait_for "$help_n" 1 && break
+        keys NPage
+    done
+    check "neuron: the help lists N (its line in the key table)" "$help_n"
+    keys Escape
+    keys N
+    check "neuron: N outside attention says where it works" "N takes one score apart on an attention stage"
+    keys c
+    check "neuron: the pass finishes" "finished at logits [0-9]+/[0-9]+" 10
+    keys / ; keys -l "blocks.2.attn.probs" ; keys Enter
+    keys ']' ; keys '>' '>' '>' ; keys L L ; keys N
+    check "neuron: N shows the cell under the cursor" "b2 h1 · q token 3 \(0,2\) → k token 2 \(0,1\)"
+    # "NAME  VALUE ..." lines of vit score: the same value on the line of that name
+    sed -n 's/^\(sum\|scale\|scaled\|row max\|exp\|row sum\|prob\)  *\([^ ]*\).*/\1\t\2/p' \
+        "$WORK/score.txt" >"$WORK/score.rows"
+    [ "$(wc -l <"$WORK/score.rows")" -eq 7 ] && PASSED=$((PASSED + 1)) || {
+        FAILED=$((FAILED + 1)); LAST_FAILURE="vit score printed 7 parts"
+        echo "viewer_tmux: FAILED: $LAST_FAILURE:" >&2; sed 's/^/    | /' "$WORK/score.txt" >&2; }
+    while IFS="$(printf '\t')" read -r name value; do
+        value_re=$(printf '%s' "$value" | sed 's/[].[*^$+]/\\&/g')
+        check "neuron: $name as vit score prints it ($value)" "│$name +[^│]* $value_re( |\$)"
+    done <"$WORK/score.rows"
+    for stage in scores scaled probs; do
+        check "neuron: $stage matches the recorded stage" "✓ $stage\$"
+    done
+    check "neuron: the verdict" "✓ matches the recorded stage"
+    keys N
+    check "neuron: N again, the map" "the attention map \(N: the neuron view\)"
+    quit "q exits 0 after the neuron view"
 
     if infocmp xterm-direct >/dev/null 2>&1; then # Debian's ncurses-term describes it
         # tmux does not switch to the VT100 line set xterm-direct asks for: ncurses

@@ -128,6 +128,7 @@ typedef struct {
     Focus focus;          /**< where the arrows go */
     AttnView attn_view;   /**< map, every head, rollout, softmax or layers (attention stages) */
     bool lens;            /**< block stages show the logit lens strip instead (Y) */
+    bool neuron;          /**< attention stages show the cursor's score taken apart (N) */
     OcclusionComparison occlusion; /**< O: the input's occlusion and attention maps, shown on
                                the input and attention stages (maps.data NULL: none) */
     int play_ms;          /**< S: a step every play_ms milliseconds by itself (0: no play) */

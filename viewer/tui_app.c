@@ -653,7 +653,7 @@ static void importance_measure(App *app) {
         return;
     }
     s->importance.measured = s->importance.shown = true;
-    s->lens = false; // one view in place of the stage's at a time
+    s->lens = s->neuron = false; // one view in place of the stage's at a time
     occlusion_comparison_free(&s->occlusion);
     importance_cursor_most(&s->importance);
     state_message(s, "head importance of the picture, every head on but one (I closes)");
@@ -679,7 +679,7 @@ static void occlusion_run(App *app) {
     if (st != VIT_OK) message_error(s, &err);
     else state_message(s, "occlusion: %d passes + a backward, %.1f s", passes, vit_now() - t0);
     if (st == VIT_OK) // one view in place of the stage's at a time
-        s->lens = s->importance.shown = s->painting = false;
+        s->lens = s->importance.shown = s->painting = s->neuron = false;
 }
 
 // Between passes: do what the key asked, and say where the next pass stops.

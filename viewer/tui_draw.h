@@ -78,6 +78,12 @@ bool occlusion_shown(const State *s);
 void occlusion_view(const State *s, Rect r);
 /** @brief Key O: ask for occlusion beside the attention maps, or drop it. */
 UiAction cmd_occlusion(State *s, int key);
+/** @brief Is the neuron view shown for the selected stage (N on, a forward attention stage)? */
+bool neuron_shown(const State *s);
+/** @brief The neuron view (tui_neuron.c): the cursor's score from q_i and k_j to its probability. */
+void neuron_view(const State *s, Rect r);
+/** @brief Key N: the neuron view on or off. */
+UiAction cmd_neuron(State *s, int key);
 
 /** The names of the head modes, by HeadMode: "head", "mean over heads", "max over heads". */
 extern const char *const head_mode_names[];

@@ -557,6 +557,10 @@ void view_draw(const State *s) {
         occlusion_view(s, r);
         return;
     }
+    if (neuron_shown(s)) { // N: the cursor's score taken apart, from the recorded q and k
+        neuron_view(s, r);
+        return;
+    }
     if (!e) {
         pending_draw(s, r);
         return;
@@ -822,6 +826,7 @@ static const KeyBinding bindings[] = {
      cmd_lens},
     {{'O'}, "O", "occlusion (each patch blacked out) beside the attention maps, deletion under each",
      cmd_occlusion},
+    {{'N'}, "N", "neuron view: the cursor's score, q⊙k to probability", cmd_neuron},
     {{'+', '-'}, "+ -", "the temperature of the softmax view or the logits up / down (×√2)",
      cmd_temperature},
     {{'H', 'J', 'K', 'L'}, "H J K L", "the attention map's key cursor across the grid", cmd_key},
