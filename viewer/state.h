@@ -156,7 +156,8 @@ typedef struct {
     bool *masked;         /**< (P) patches of the input painted black */
     signed char *painted; /**< (S, S) pixels painted by hand (P): 1 white, -1 black, 0 as loaded */
     bool painting;        /**< P on the input: the arrows move a pixel cursor, space paints */
-    int paint_y, paint_x; /**< the painting cursor's pixel (row, column) */
+    int paint_y;          /**< the painting cursor's pixel row */
+    int paint_x;          /**< the painting cursor's pixel column */
     History baseline;     /**< the unmodified pass, recorded at the first what-if */
     float *moved;         /**< (nodes) max |this pass − baseline| per stage; NAN: not compared */
     Request request;      /**< what the main loop does before the next pass */
