@@ -25,6 +25,7 @@ typedef struct {
     const char *labels;  // class names, one per line (optional)
     const char *trace;   // where to write the intermediates (optional)
     int top;             // how many classes to print per image
+    float temperature;   // the softmax's temperature: probabilities of logits / T
     int threads;
     ImageArgs image;
     const char *images[MAX_IMAGES];
@@ -128,7 +129,9 @@ static VitStatus classify(const ClassifyArgs *a, int n_images, VitError *err) {
         Tensor logits = vit_logits(&vit);
         float *probs = vit_malloc(sizeof(float) * (size_t)K);
         for (int i = 0; i < n_images; i++) {
-            softmax(probs, logits.data + (size_t)i * K, 1, K);
+            // softmax(z / T): the same order at every T, only how sure it sounds
+            for (int k = 0; k < K; k++) probs[k] = logits.data[(size_t)i * K + k] / a->temperature;
+            softmax(probs, probs, 1, K);
             if (i) printf("\n");
             print_top(a->images[i], probs, K, top, &labels, &pre, vit.config.image_size);
         }
@@ -149,7 +152,7 @@ static VitStatus classify(const ClassifyArgs *a, int n_images, VitError *err) {
  * @return the exit status: VIT_OK, VIT_ERR_INPUT or VIT_ERR_USAGE
  */
 VitStatus cmd_classify(const VitCommand *self, int argc, char **argv, VitError *err) {
-    ClassifyArgs a = {.top = 5};
+    ClassifyArgs a = {.top = 5, .temperature = 1.0f};
     CliOption options[] = {
         {"--weights", CLI_STRING, &a.weights, "FILE",
          "the model: safetensors with timm, Hugging Face or torchvision names", .required = true},
@@ -157,6 +160,9 @@ VitStatus cmd_classify(const VitCommand *self, int argc, char **argv, VitError *
          .show_default = true, .lo = 1, .hi = 1000000},
         {"--labels", CLI_STRING, &a.labels, "FILE", "class names, one per line, in class order",
          .required = false},
+        {"--temperature", CLI_FLOAT, &a.temperature, "T",
+         "probabilities of logits / T: T < 1 sharpens, T > 1 flattens (the viewer's + -)",
+         .show_default = true, .lo = 0.01, .hi = 100},
         {"--trace", CLI_STRING, &a.trace, "FILE",
          "also save every intermediate tensor of the pass to FILE (see vit trace --help)",
          .required = false},

@@ -327,6 +327,21 @@ static void test_classify_a_grey_model_by_its_metadata(void) {
     for (int k = 0; k < 10; k++) CU_ASSERT_DOUBLE_EQUAL(got[k], want[k], 6e-5);
     cli_result_free(&r);
 
+    // --temperature T: softmax(z / T), that is p^(1/T) renormalised; T = 1 is the default
+    r = VIT_RUN("classify", "--weights", w, img, "--top", "10", "--temperature", "2");
+    CU_ASSERT_EQUAL_FATAL(r.status, 0);
+    CU_ASSERT_EQUAL(read_named_table(r.out, got), 10);
+    double root_sum = 0;
+    for (int k = 0; k < 10; k++) root_sum += sqrt(want[k]);
+    for (int k = 0; k < 10; k++) CU_ASSERT_DOUBLE_EQUAL(got[k], sqrt(want[k]) / root_sum, 6e-5);
+    cli_result_free(&r);
+    CliResult one = VIT_RUN("classify", "--weights", w, img, "--temperature", "1"),
+              plain = VIT_RUN("classify", "--weights", w, img);
+    CU_ASSERT_STRING_EQUAL(one.out, plain.out);
+    cli_result_free(&one), cli_result_free(&plain);
+    EXPECT_FAILURE(VIT_RUN("classify", "--weights", w, img, "--temperature", "0"), 2,
+                   "--temperature");
+
     // the flags win over the file
     r = VIT_RUN("classify", "--weights", w, img, "--top", "10", "--mean", "0.2860", "--std",
                 "0.3530");
