@@ -804,6 +804,18 @@ if [ -n "$DEMO" ]; then
     done
     check "neuron: the help lists N (its line in the key table)" "$help_n"
     keys Escape
+    # every view of the lab is reached from ? at 80×24: its key has its line
+    for line in "Y +logit lens: on a block's stage" "I +head importance: each head off in turn" \
+        "O +occlusion \(each patch blacked out\)" "P +on the input: paint it by hand" \
+        "S +play: a step every 500 ms by itself"; do
+        keys '?'
+        for page in 1 2 3 4 5 6 7 8; do
+            wait_for "$line" 1 && break
+            keys NPage
+        done
+        check "the help at 80×24 lists '$line'" "$line"
+        keys Escape
+    done
     keys N
     check "neuron: N outside attention says where it works" "N takes one score apart on an attention stage"
     keys c
