@@ -57,25 +57,10 @@ static void record_probs(void *recorder, const char *name, const Tensor *t) {
 
 /* ----------------------------------------------------------------- output */
 
-static int sort_column; // the column compare_rows() sorts by (qsort has no user pointer)
-static const float *sort_table;
-
-// Largest first; equal values keep layer order.
-static int compare_rows(const void *a, const void *b) {
-    const int i = *(const int *)a, j = *(const int *)b;
-    const float x = sort_table[(size_t)i * HEAD_FINGERPRINT_COLUMNS + sort_column];
-    const float y = sort_table[(size_t)j * HEAD_FINGERPRINT_COLUMNS + sort_column];
-    return x > y ? -1 : x < y ? 1 : (i > j) - (i < j);
-}
-
 // The table (L·H rows of 3), in layer order (column < 0) or sorted by a column.
 static void print_table(const float *table, int L, int H, int column) {
     int *order = vit_malloc(sizeof(int) * (size_t)L * H);
-    for (int i = 0; i < L * H; i++) order[i] = i;
-    if (column >= 0) {
-        sort_column = column, sort_table = table;
-        qsort(order, (size_t)L * H, sizeof *order, compare_rows);
-    }
+    head_fingerprints_order(order, table, L * H, column);
     printf("  %-5s  %-4s  %8s  %8s  %8s\n", "layer", "head", "distance", "entropy", "cls");
     for (int i = 0; i < L * H; i++) {
         const float *f = table + (size_t)order[i] * HEAD_FINGERPRINT_COLUMNS;

@@ -16,6 +16,7 @@
  *    attends only to itself has distance 0, entropy 0 and [cls] share 0; one
  *    that attends only to [cls] has share 1 and entropy 0.
  *  - A trace without the probabilities is refused, naming the stage.
+ *  - head_fingerprints_order() on a hand-made table, ties included.
  *  - `vit fingerprints` prints lib's numbers, to the 4 decimals it shows,
  *    sorts by a column when asked, and refuses what it cannot read.
  */
@@ -157,6 +158,19 @@ static void test_trace_without_probs(void) {
     vit_free(&vit);
 }
 
+static void test_order_by_hand(void) {
+    const float table[4 * F] = {1, 0, 5, /**/ 3, 2, 5, /**/ 2, 1, 4, /**/ 3, 9, 6};
+    int order[4];
+    head_fingerprints_order(order, table, 4, -1);
+    CU_ASSERT(order[0] == 0 && order[1] == 1 && order[2] == 2 && order[3] == 3);
+    head_fingerprints_order(order, table, 4, HEAD_FINGERPRINT_DISTANCE); // a tie: row order
+    CU_ASSERT(order[0] == 1 && order[1] == 3 && order[2] == 2 && order[3] == 0);
+    head_fingerprints_order(order, table, 4, HEAD_FINGERPRINT_ENTROPY);
+    CU_ASSERT(order[0] == 3 && order[1] == 1 && order[2] == 2 && order[3] == 0);
+    head_fingerprints_order(order, table, 4, HEAD_FINGERPRINT_CLS);
+    CU_ASSERT(order[0] == 3 && order[1] == 0 && order[2] == 1 && order[3] == 2);
+}
+
 /* ------------------------------------------------------------ vit fingerprints */
 
 // lib's table (1, L, H, 3) of the picture at PATH, preprocessed as `vit classify` does.
@@ -252,6 +266,7 @@ CU_TestInfo tests_head_fingerprints[] = {
     {"a head on itself: distance 0; a head on [cls]: share 1", test_self_and_cls_heads},
     {"a head on the opposite corner: distance √2", test_far_head},
     {"a trace without the probabilities is refused", test_trace_without_probs},
+    {"rows in a column's order, largest first, ties in row order", test_order_by_hand},
     {"vit fingerprints prints lib's numbers", test_cli_prints_libs_numbers},
     {"vit fingerprints --sort: largest first, every head once", test_cli_sorts},
     {"vit fingerprints refuses what it cannot read", test_cli_refusals},

@@ -79,3 +79,18 @@ VitStatus head_fingerprints_from_trace(Tensor *out, const VitConfig *cfg, const 
     }
     return VIT_OK;
 }
+
+void head_fingerprints_order(int *order, const float *table, int n, int column) {
+    // order is (n), table is (n, 3)
+    for (int i = 0; i < n; i++) {
+        int at = i; // where row i goes among the i already placed: after every larger or equal one
+        if (column >= 0) {
+            const float v = table[(size_t)i * HEAD_FINGERPRINT_COLUMNS + column];
+            while (at > 0 && table[(size_t)order[at - 1] * HEAD_FINGERPRINT_COLUMNS + column] < v) {
+                order[at] = order[at - 1];
+                at--;
+            }
+        }
+        order[at] = i;
+    }
+}

@@ -75,5 +75,16 @@ void head_fingerprints_layer(float *out, const float *probs, int H, int prefix, 
 VitStatus head_fingerprints_from_trace(Tensor *out, const VitConfig *cfg, const TraceRecorder *r,
                                        VitError *err);
 
+/**
+ * @brief The rows of a table in the order of one column, the largest first
+ *        (`vit fingerprints --sort` and the viewer's S).
+ *
+ * Ties keep row order (a stable insertion sort: n is L·H, at most a few hundred).
+ * @param[out] order  (n) row indices
+ * @param[in]  table  (n, 3) fingerprints, e.g. one image's (L·H, 3)
+ * @param[in]  column HEAD_FINGERPRINT_DISTANCE … _CLS, or −1: row order (layer, then head)
+ */
+void head_fingerprints_order(int *order, const float *table, int n, int column);
+
 /** @} */
 #endif
