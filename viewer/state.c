@@ -30,6 +30,7 @@ void state_init(State *s, const VitConfig *cfg, size_t budget) {
     s->focus = FOCUS_TREE;
     s->colour = COLOUR_MONO;
     s->temperature = 1.0f;
+    s->fingerprint_sort = -1; // layer order
     s->opacity = 0.7f;
 }
 

@@ -128,6 +128,9 @@ typedef struct {
     Focus focus;          /**< where the arrows go */
     AttnView attn_view;   /**< map, every head, rollout, softmax or layers (attention stages) */
     bool lens;            /**< block stages show the logit lens strip instead (Y) */
+    bool fingerprints;    /**< every stage shows the head fingerprints table instead (F) */
+    int fingerprint_sort; /**< its rows by HEAD_FINGERPRINT_DISTANCE … _CLS, or -1: layer order (S) */
+    int fingerprint_scroll; /**< its first row shown */
     OcclusionComparison occlusion; /**< O: the input's occlusion and attention maps, shown on
                                the input and attention stages (maps.data NULL: none) */
     float temperature;    /**< ATTN_SOFTMAX: the live row is softmax(scaled / temperature);
