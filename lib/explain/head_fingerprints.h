@@ -41,7 +41,9 @@
  *      \bar H = -\frac1P \sum_i \sum_{j=1}^{N} p_{ij} \ln p_{ij}, \qquad
  *      \bar c = \frac1P \sum_i p_{i,\mathrm{cls}} \f]
  *
- *  `vit fingerprints` prints the table and the viewer shows it (key F).
+ *  Beside @ref chapter13 "chapter 13" (where a trained model's attention looks), which
+ *  measures the mean attention distance over many pictures but not the entropy or the
+ *  [cls] share: `vit fingerprints` prints the table and the viewer shows it (key F).
  *  Pinned by the suite @ref test_head_fingerprints.c "head_fingerprints".
  *  @{
  */
