@@ -13,8 +13,9 @@
 # a grey 28×28 test image, at 100×30, 80×24 and 160×50, down to the class
 # names on the logits, at 80×24 its logit lens (Y) against `vit lens`, the
 # head importance (I) with the numbers `vit heads` prints, its occlusion
-# beside attention (O) against `vit occlusion` and its head fingerprints (F)
-# against `vit fingerprints`; and without the
+# beside attention (O) against `vit occlusion`, its head fingerprints (F)
+# against `vit fingerprints` and its position similarity (E on embed) against
+# `vit positions`; and without the
 # model it says so and uses random weights.
 #
 #   tests/viewer_tmux.sh build/vitview
@@ -774,6 +775,45 @@ if [ -n "$DEMO" ]; then
     check "fingerprints: F again, the stage's own view" \
         "the stage's own view \(F: head fingerprints\)"
     quit "q exits 0 after the fingerprints"
+
+    # position similarity (E on embed) at 80×24: every row `vit positions`
+    # prints for the centre patch, then for the top right corner after the
+    # arrows move there; the viewer shows each cosine as %7.4f, cells abutting
+    start positions "$DEMO"
+    $TMUX_CMD resize-window -t "$SESSION" -x 80 -y 24
+    check "positions: paused at the input" "paused at input 1/[0-9]+" 15
+    keys E
+    check "positions: E off embed says where it works" "E shows position similarity on the embed stage"
+    keys / ; keys -l "embed" ; keys Enter
+    keys c
+    check "positions: the pass finishes" "finished at logits [0-9]+/[0-9]+" 10
+    keys / ; keys -l "embed" ; keys Enter
+    keys E
+    for at in "3 3" "0 6"; do
+        set -- $at
+        if [ "$1" = 0 ]; then keys Up Up Up Right Right Right; fi
+        if "$VIT" positions --weights "$fp_model" --row "$1" --col "$2" >"$WORK/pos.txt" 2>&1
+        then PASSED=$((PASSED + 1))
+        else
+            FAILED=$((FAILED + 1)); LAST_FAILURE="vit positions --row $1 --col $2"
+            echo "viewer_tmux: FAILED: $LAST_FAILURE:" >&2
+            sed 's/^/    | /' "$WORK/pos.txt" >&2
+        fi
+        check "positions: the patch ($1, $2) in the heading" \
+            "position similarity: patch \($1, $2\) against each"
+        awk 'f && NF == 8 { row = $1 "  "; for (i = 2; i <= 8; i++) row = row $i; print row }
+             /column →/ { getline; f = 1 }' "$WORK/pos.txt" | tr '+' ' ' >"$WORK/pos.rows"
+        check "positions ($1, $2): as many rows as vit positions prints" \
+            "│6 " # the last of the 7
+        while read -r row; do
+            re=$(printf '%s' "$row" | sed 's/\./\\./g')
+            check "positions ($1, $2): row ${row%% *} as vit positions prints it" "│$re"
+        done <"$WORK/pos.rows"
+    done
+    keys E
+    check "positions: E again, the stage's own view" \
+        "the stage's own view \(E: position similarity\)"
+    quit "q exits 0 after position similarity"
 
     # occlusion beside attention (O) at 80×24: the probability and every map's
     # deletion numbers `vit occlusion` prints for the picture, one screen row per k

@@ -31,6 +31,7 @@ void state_init(State *s, const VitConfig *cfg, size_t budget) {
     s->colour = COLOUR_MONO;
     s->temperature = 1.0f;
     s->fingerprint_sort = -1; // layer order
+    s->pos_y = s->pos_x = 3;  // near the middle of a grid (held inside it when shown)
     s->opacity = 0.7f;
 }
 

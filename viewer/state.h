@@ -131,6 +131,9 @@ typedef struct {
     bool fingerprints;    /**< every stage shows the head fingerprints table instead (F) */
     int fingerprint_sort; /**< its rows by HEAD_FINGERPRINT_DISTANCE … _CLS, or -1: layer order (S) */
     int fingerprint_scroll; /**< its first row shown */
+    bool positions;       /**< the embed stage shows position similarity instead (E) */
+    int pos_y;            /**< its patch: grid row */
+    int pos_x;            /**< ... and column */
     OcclusionComparison occlusion; /**< O: the input's occlusion and attention maps, shown on
                                the input and attention stages (maps.data NULL: none) */
     float temperature;    /**< ATTN_SOFTMAX: the live row is softmax(scaled / temperature);
@@ -157,7 +160,8 @@ typedef struct {
     bool *masked;         /**< (P) patches of the input painted black */
     signed char *painted; /**< (S, S) pixels painted by hand (P): 1 white, -1 black, 0 as loaded */
     bool painting;        /**< P on the input: the arrows move a pixel cursor, space paints */
-    int paint_y, paint_x; /**< the painting cursor's pixel (row, column) */
+    int paint_y;          /**< the painting cursor's pixel: row */
+    int paint_x;          /**< ... and column */
     History baseline;     /**< the unmodified pass, recorded at the first what-if */
     float *moved;         /**< (nodes) max |this pass − baseline| per stage; NAN: not compared */
     Request request;      /**< what the main loop does before the next pass */

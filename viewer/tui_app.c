@@ -270,6 +270,7 @@ static UiAction handle_key(State *s, int key) {
     UiAction a = importance_key(s, key); // while open, its cursor has the arrows and Enter
     if (a == ACT_UNHANDLED) a = paint_key(s, key); // while painting: the arrows and space
     if (a == ACT_UNHANDLED) a = fingerprint_key(s, key); // while shown: S and the arrows
+    if (a == ACT_UNHANDLED) a = position_key(s, key);    // while shown: the arrows
     if (a != ACT_UNHANDLED) return a;
     if (s->focus == FOCUS_VIEW) a = view_key(s, key);
     if (a == ACT_UNHANDLED) a = app_key(s, key);
@@ -621,7 +622,8 @@ static void importance_measure(App *app) {
         return;
     }
     s->importance.measured = s->importance.shown = true;
-    s->lens = s->fingerprints = false; // one view in place of the stage's at a time
+    // one view in place of the stage's at a time
+    s->lens = s->fingerprints = s->positions = false;
     occlusion_comparison_free(&s->occlusion);
     importance_cursor_most(&s->importance);
     state_message(s, "head importance of the picture, every head on but one (I closes)");
@@ -647,7 +649,7 @@ static void occlusion_run(App *app) {
     if (st != VIT_OK) message_error(s, &err);
     else state_message(s, "occlusion: %d passes + a backward, %.1f s", passes, vit_now() - t0);
     if (st == VIT_OK) // one view in place of the stage's at a time
-        s->lens = s->importance.shown = s->painting = s->fingerprints = false;
+        s->lens = s->importance.shown = s->painting = s->fingerprints = s->positions = false;
 }
 
 // Between passes: do what the key asked, and say where the next pass stops.

@@ -78,6 +78,13 @@ void fingerprints_view(const State *s, Rect r);
 /** @brief Key F: the head fingerprints table on or off. */
 UiAction cmd_fingerprints(State *s, int key);
 
+/** @brief Is position similarity shown (E on, the embed stage, a model)? */
+bool positions_shown(const State *s);
+/** @brief Position similarity (tui_positions.c): one patch's cosines on the grid. */
+void positions_view(const State *s, Rect r);
+/** @brief Key E: position similarity on or off. */
+UiAction cmd_positions(State *s, int key);
+
 /** @brief Is occlusion shown for the selected stage (computed by O; the input or an
  *         attention stage)? */
 bool occlusion_shown(const State *s);

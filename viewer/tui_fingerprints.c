@@ -117,7 +117,7 @@ UiAction cmd_fingerprints(State *s, int key) {
     }
     s->fingerprints = !s->fingerprints;
     if (s->fingerprints) { // one view in place of the stage's at a time
-        s->lens = s->importance.shown = s->painting = false;
+        s->lens = s->importance.shown = s->painting = s->positions = false;
         occlusion_comparison_free(&s->occlusion);
     }
     state_message(s, s->fingerprints ? "head fingerprints (S sorts; F: the stage's own view)"

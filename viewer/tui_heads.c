@@ -152,7 +152,8 @@ UiAction importance_open(State *s, int key) {
         return ACT_REQUEST;
     }
     s->importance.shown = true;
-    s->lens = s->fingerprints = false; // one view in place of the stage's at a time
+    // one view in place of the stage's at a time
+    s->lens = s->fingerprints = s->positions = false;
     occlusion_comparison_free(&s->occlusion);
     return ACT_NONE;
 }

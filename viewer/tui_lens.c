@@ -132,7 +132,7 @@ UiAction cmd_lens(State *s, int key) {
     }
     s->lens = !s->lens;
     if (s->lens) { // one view in place of the stage's at a time
-        s->importance.shown = s->fingerprints = false;
+        s->importance.shown = s->fingerprints = s->positions = false;
         occlusion_comparison_free(&s->occlusion);
     }
     state_message(s, s->lens ? "logit lens (Y: the stage's own view)"

@@ -132,7 +132,7 @@ static int utf8_columns(const char *text) {
 
 const KeyTable *const all_key_tables[] = {&app_keys,        &tree_keys,  &view_keys,
                                           &importance_keys, &paint_keys, &fingerprint_keys,
-                                          NULL};
+                                          &position_keys,   NULL};
 
 // One line of the help: a heading, a binding (key label and what it does) or a note.
 typedef struct {

@@ -549,6 +549,10 @@ void view_draw(const State *s) {
         importance_draw(s, r);
         return;
     }
+    if (positions_shown(s)) { // E on embed: one patch's position embedding against the others
+        positions_view(s, r);
+        return;
+    }
     if (fingerprints_shown(s)) { // F: every head's three numbers, whatever layers are computed
         fingerprints_view(s, r);
         return;
@@ -826,6 +830,8 @@ static const KeyBinding bindings[] = {
      cmd_lens},
     {{'F'}, "F", "head fingerprints: each head's attention distance, entropy, share on [cls]",
      cmd_fingerprints},
+    {{'E'}, "E", "on embed: position similarity, one patch's pos_embed against each (arrows move it)",
+     cmd_positions},
     {{'O'}, "O", "occlusion (each patch blacked out) beside the attention maps, deletion under each",
      cmd_occlusion},
     {{'+', '-'}, "+ -", "the temperature of the softmax view or the logits up / down (×√2)",

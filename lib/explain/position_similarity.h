@@ -26,7 +26,8 @@
  *  \f[ s_j = \frac{e_q \cdot e_j}{\|e_q\|\,\|e_j\|}, \qquad s_q = 1 \f]
  *
  *  Beside @ref chapter11 "chapter 11", which measures the mean similarity of neighbouring
- *  positions and of far ones, not the grid: `vit positions` prints it. Pinned by the suite @ref test_position_similarity.c "position_similarity".
+ *  positions and of far ones, not the grid: `vit positions` prints it and the viewer
+ *  draws it on the `embed` stage (key E). Pinned by the suite @ref test_position_similarity.c "position_similarity".
  *  @{
  */
 
