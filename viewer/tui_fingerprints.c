@@ -50,11 +50,9 @@ static int fingerprint_rows(const State *s, float *table, bool *have) {
 
 // The header: each column's name, the one sorted by marked ▼ (v without UTF-8).
 static void header_draw(const State *s, int y, Rect r) {
-    int x = r.x;
-    x += ui_text(y, x, LAYER_W, ROLE_DIM, "layer");
-    x = r.x + LAYER_W;
-    ui_text(y, x, HEAD_W, ROLE_DIM, "head");
-    x += HEAD_W;
+    ui_text(y, r.x, LAYER_W, ROLE_DIM, "layer");
+    ui_text(y, r.x + LAYER_W, HEAD_W, ROLE_DIM, "head");
+    int x = r.x + LAYER_W + HEAD_W;
     for (int k = 0; k < F; k++, x += NUM_W) {
         const bool sorted = s->fingerprint_sort == k;
         ui_printf(y, x, NUM_W, sorted ? ROLE_HEADING : ROLE_DIM, "%*s%s", NUM_W - 2,
