@@ -789,25 +789,25 @@ if [ -n "$DEMO" ]; then
     check "positions: the pass finishes" "finished at logits [0-9]+/[0-9]+" 10
     keys / ; keys -l "embed" ; keys Enter
     keys E
-    for at in "3 3" "0 6"; do
-        set -- $at
-        if [ "$1" = 0 ]; then keys Up Up Up Right Right Right; fi
-        if "$VIT" positions --weights "$fp_model" --row "$1" --col "$2" >"$WORK/pos.txt" 2>&1
+    for at in 3,3 0,6; do
+        pr=${at%,*} pc=${at#*,}
+        if [ "$pr" = 0 ]; then keys Up Up Up Right Right Right; fi
+        if "$VIT" positions --weights "$fp_model" --row "$pr" --col "$pc" >"$WORK/pos.txt" 2>&1
         then PASSED=$((PASSED + 1))
         else
-            FAILED=$((FAILED + 1)); LAST_FAILURE="vit positions --row $1 --col $2"
+            FAILED=$((FAILED + 1)); LAST_FAILURE="vit positions --row $pr --col $pc"
             echo "viewer_tmux: FAILED: $LAST_FAILURE:" >&2
             sed 's/^/    | /' "$WORK/pos.txt" >&2
         fi
-        check "positions: the patch ($1, $2) in the heading" \
-            "position similarity: patch \($1, $2\) against each"
+        check "positions: the patch ($pr, $pc) in the heading" \
+            "position similarity: patch \($pr, $pc\) against each"
         awk 'f && NF == 8 { row = $1 "  "; for (i = 2; i <= 8; i++) row = row $i; print row }
              /column →/ { getline; f = 1 }' "$WORK/pos.txt" | tr '+' ' ' >"$WORK/pos.rows"
-        check "positions ($1, $2): as many rows as vit positions prints" \
-            "│6 " # the last of the 7
+        check_rows "positions ($pr, $pc): as many grid rows as vit positions prints" \
+            "│[0-9]+ +-?[01]\.[0-9]{4}" "$(wc -l <"$WORK/pos.rows")"
         while read -r row; do
             re=$(printf '%s' "$row" | sed 's/\./\\./g')
-            check "positions ($1, $2): row ${row%% *} as vit positions prints it" "│$re"
+            check "positions ($pr, $pc): row ${row%% *} as vit positions prints it" "│$re"
         done <"$WORK/pos.rows"
     done
     keys E
