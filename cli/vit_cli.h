@@ -20,6 +20,8 @@
  *   vit_heads.c         `vit heads`
  *   vit_occlusion.c     `vit occlusion`
  *   vit_score.c         `vit score`
+ *   vit_fingerprints.c  `vit fingerprints`
+ *   vit_positions.c     `vit positions`
  *
  * A subcommand declares its flags as a table of CliOption rows, each pointing
  * at one of its own variables; cli_parse() fills the variables from argv and
@@ -65,6 +67,8 @@ VitStatus cmd_lens(const VitCommand *self, int argc, char **argv, VitError *err)
 VitStatus cmd_heads(const VitCommand *self, int argc, char **argv, VitError *err);
 VitStatus cmd_occlusion(const VitCommand *self, int argc, char **argv, VitError *err);
 VitStatus cmd_score(const VitCommand *self, int argc, char **argv, VitError *err);
+VitStatus cmd_fingerprints(const VitCommand *self, int argc, char **argv, VitError *err);
+VitStatus cmd_positions(const VitCommand *self, int argc, char **argv, VitError *err);
 
 /* ------------------------------------------------------------------ flags */
 

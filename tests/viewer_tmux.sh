@@ -13,8 +13,10 @@
 # a grey 28×28 test image, at 100×30, 80×24 and 160×50, down to the class
 # names on the logits, at 80×24 its logit lens (Y) against `vit lens`, the
 # head importance (I) with the numbers `vit heads` prints, its occlusion
-# beside attention (O) against `vit occlusion` and its neuron view (N) against
-# `vit score`; and without the model it says so and uses random weights.
+# beside attention (O) against `vit occlusion`, its neuron view (N) against
+# `vit score`, its head fingerprints (F) against `vit fingerprints` and its
+# position similarity (E on embed) against `vit positions`; and without the
+# model it says so and uses random weights.
 #
 #   tests/viewer_tmux.sh build/vitview
 #
@@ -269,6 +271,7 @@ keys '?'
 check "help" "Running the forward pass"
 keys NPage NPage NPage NPage NPage
 check "the help's labels are whole" "PgUp PgDn Home End +\(view focused\)"
+keys NPage # the notes after the key tables
 check "the help explains the tree's marks" "The tree's marks: ▶ how far the pass has run"
 check "the help says any key pauses a run" "While a pass runs \(n f c, or after r\), any key pauses it"
 check "the help says what becomes of keys typed during a run" "except after / B W e T D,"
@@ -740,6 +743,88 @@ if [ -n "$DEMO" ]; then
     keys Y
     check "lens: Y again, the stage's own view" "the stage's own view \(Y: the logit lens\)"
     quit "q exits 0 after the logit lens"
+
+    # head fingerprints (F) at 80×24: the rows `vit fingerprints` prints for the
+    # picture, as many as the pane holds, in layer order, then the first rows
+    # of each sort S cycles to, as `vit fingerprints --sort` prints them
+    fp_model="$lens_data/models/vit-fashion.safetensors"
+    fp_image="$lens_data/images/fashion-mnist/0000-ankle-boot.png"
+    for sort in layer distance entropy cls; do
+        sort_flag=; [ "$sort" = layer ] || sort_flag="--sort $sort"
+        # shellcheck disable=SC2086 # sort_flag is two words or none
+        if "$VIT" fingerprints --weights "$fp_model" $sort_flag "$fp_image" \
+            >"$WORK/fp-$sort.txt" 2>&1; then PASSED=$((PASSED + 1))
+        else
+            FAILED=$((FAILED + 1)); LAST_FAILURE="vit fingerprints $sort_flag on the default model"
+            echo "viewer_tmux: FAILED: $LAST_FAILURE:" >&2
+            sed 's/^/    | /' "$WORK/fp-$sort.txt" >&2
+        fi
+    done
+    start fingerprints "$DEMO"
+    $TMUX_CMD resize-window -t "$SESSION" -x 80 -y 24
+    check "fingerprints: paused at the input" "paused at input 1/[0-9]+" 15
+    keys F
+    check "fingerprints: F before any block says how far the pass is" \
+        "0 of 6 layers computed: c runs on"
+    keys c
+    check "fingerprints: the pass finishes" "finished at logits [0-9]+/[0-9]+" 10
+    check "fingerprints: F shows the table" "head fingerprints \(patch queries, \[cls\] left out\)"
+    check "fingerprints: entropy of uniform attention, as vit fingerprints says" \
+        "entropy ln 50 = 3\.9120 uniform"
+    # "  LAYER  HEAD  DISTANCE  ENTROPY  CLS" rows; the pane holds 12 of them at 80×24
+    for sort in layer distance entropy cls; do
+        [ "$sort" = layer ] || keys S
+        [ "$sort" = layer ] || check "fingerprints: S sorts by $sort" "fingerprints by $sort"
+        awk 'f && NF == 5 { print } /^  layer / { f = 1 }' "$WORK/fp-$sort.txt" | \
+            head -n "$([ "$sort" = layer ] && echo 12 || echo 3)" >"$WORK/fp-$sort.rows"
+        while read -r l h d e c; do
+            check "fingerprints ($sort): layer $l head $h as vit fingerprints prints it ($d $e $c)" \
+                "│$l +$h +$d +$e +$c( |\$)"
+        done <"$WORK/fp-$sort.rows"
+    done
+    keys F
+    check "fingerprints: F again, the stage's own view" \
+        "the stage's own view \(F: head fingerprints\)"
+    quit "q exits 0 after the fingerprints"
+
+    # position similarity (E on embed) at 80×24: every row `vit positions`
+    # prints for the centre patch, then for the top right corner after the
+    # arrows move there; the viewer shows each cosine as %7.4f, cells abutting
+    start positions "$DEMO"
+    $TMUX_CMD resize-window -t "$SESSION" -x 80 -y 24
+    check "positions: paused at the input" "paused at input 1/[0-9]+" 15
+    keys E
+    check "positions: E off embed says where it works" "E shows position similarity on the embed stage"
+    keys / ; keys -l "embed" ; keys Enter
+    keys c
+    check "positions: the pass finishes" "finished at logits [0-9]+/[0-9]+" 10
+    keys / ; keys -l "embed" ; keys Enter
+    keys E
+    for at in 3,3 0,6; do
+        pr=${at%,*} pc=${at#*,}
+        if [ "$pr" = 0 ]; then keys Up Up Up Right Right Right; fi
+        if "$VIT" positions --weights "$fp_model" --row "$pr" --col "$pc" >"$WORK/pos.txt" 2>&1
+        then PASSED=$((PASSED + 1))
+        else
+            FAILED=$((FAILED + 1)); LAST_FAILURE="vit positions --row $pr --col $pc"
+            echo "viewer_tmux: FAILED: $LAST_FAILURE:" >&2
+            sed 's/^/    | /' "$WORK/pos.txt" >&2
+        fi
+        check "positions: the patch ($pr, $pc) in the heading" \
+            "position similarity: patch \($pr, $pc\) against each"
+        awk 'f && NF == 8 { row = $1 "  "; for (i = 2; i <= 8; i++) row = row $i; print row }
+             /column →/ { getline; f = 1 }' "$WORK/pos.txt" | tr '+' ' ' >"$WORK/pos.rows"
+        check_rows "positions ($pr, $pc): as many grid rows as vit positions prints" \
+            "│[0-9]+ +-?[01]\.[0-9]{4}" "$(wc -l <"$WORK/pos.rows")"
+        while read -r row; do
+            re=$(printf '%s' "$row" | sed 's/\./\\./g')
+            check "positions ($pr, $pc): row ${row%% *} as vit positions prints it" "│$re"
+        done <"$WORK/pos.rows"
+    done
+    keys E
+    check "positions: E again, the stage's own view" \
+        "the stage's own view \(E: position similarity\)"
+    quit "q exits 0 after position similarity"
 
     # occlusion beside attention (O) at 80×24: the probability and every map's
     # deletion numbers `vit occlusion` prints for the picture, one screen row per k

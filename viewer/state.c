@@ -30,6 +30,8 @@ void state_init(State *s, const VitConfig *cfg, size_t budget) {
     s->focus = FOCUS_TREE;
     s->colour = COLOUR_MONO;
     s->temperature = 1.0f;
+    s->fingerprint_sort = -1; // layer order
+    s->pos_y = s->pos_x = 3;  // near the middle of a grid (held inside it when shown)
     s->opacity = 0.7f;
 }
 
@@ -275,6 +277,12 @@ bool state_whatif(const State *s) {
     for (int p = 0; p < P; p++)
         if (s->masked[p]) return true;
     return state_painted(s) > 0;
+}
+
+void state_close_views(State *s) {
+    s->lens = s->neuron = s->fingerprints = s->positions = s->painting = false;
+    s->importance.shown = false;
+    occlusion_comparison_free(&s->occlusion);
 }
 
 int state_painted(const State *s) {

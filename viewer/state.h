@@ -129,6 +129,12 @@ typedef struct {
     AttnView attn_view;   /**< map, every head, rollout, softmax or layers (attention stages) */
     bool lens;            /**< block stages show the logit lens strip instead (Y) */
     bool neuron;          /**< attention stages show the cursor's score taken apart (N) */
+    bool fingerprints;    /**< every stage shows the head fingerprints table instead (F) */
+    int fingerprint_sort; /**< its rows by HEAD_FINGERPRINT_DISTANCE … _CLS, or -1: layer order (S) */
+    int fingerprint_scroll; /**< its first row shown */
+    bool positions;       /**< the embed stage shows position similarity instead (E) */
+    int pos_y;            /**< its patch: grid row */
+    int pos_x;            /**< ... and column */
     OcclusionComparison occlusion; /**< O: the input's occlusion and attention maps, shown on
                                the input and attention stages (maps.data NULL: none) */
     int play_ms;          /**< S: a step every play_ms milliseconds by itself (0: no play) */
@@ -309,6 +315,11 @@ Mat mat_window(Mat m, int row, int col, int rows, int cols, float *buf, int *r0,
 bool state_whatif(const State *s);
 /** @brief The first stage, in pass order, that differs from the unmodified pass; -1: none. */
 int state_first_moved(const State *s);
+/**
+ * @brief Close every view that takes the stage's place (Y I O N F E, and painting):
+ *        one is shown at a time, so the key that opens one calls this first.
+ */
+void state_close_views(State *s);
 /** @brief How many pixels of the input are painted by hand (P). */
 int state_painted(const State *s);
 /** @brief The what-ifs in words: "head 2 of blocks.3 off, patch 12 masked". */

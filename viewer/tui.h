@@ -133,6 +133,12 @@ UiAction help_key(State *s, int key);
 void prompt_draw(const State *s, Rect r);
 /** @brief Keys while typing a line: a breakpoint, a stage, a number, a file, a threshold. */
 UiAction prompt_key(State *s, int key);
+/** @brief Keys while the fingerprints (F, tui_fingerprints.c) are shown: S sorts, the arrows
+ *         scroll; ACT_UNHANDLED for others. */
+UiAction fingerprint_key(State *s, int key);
+/** @brief Keys while position similarity (E, tui_positions.c) is shown: the arrows move its
+ *         patch; ACT_UNHANDLED for others. */
+UiAction position_key(State *s, int key);
 /** @brief The head-importance view (I, tui_heads.c): the grid as a heatmap with numbers. */
 void importance_draw(const State *s, Rect r);
 /** @brief Its keys while it is open: the cursor, Enter, closing; ACT_UNHANDLED for others. */
@@ -158,6 +164,10 @@ extern const KeyTable view_keys;
 extern const KeyTable importance_keys;
 /** The painting keys (tui_paint.c). */
 extern const KeyTable paint_keys;
+/** The head fingerprints' keys (tui_fingerprints.c). */
+extern const KeyTable fingerprint_keys;
+/** Position similarity's keys (tui_positions.c). */
+extern const KeyTable position_keys;
 
 /** @} */
 #endif

@@ -295,6 +295,8 @@ static UiAction handle_key(State *s, int key) {
     if (s->prompting) return prompt_key(s, key);
     UiAction a = importance_key(s, key); // while open, its cursor has the arrows and Enter
     if (a == ACT_UNHANDLED) a = paint_key(s, key); // while painting: the arrows and space
+    if (a == ACT_UNHANDLED) a = fingerprint_key(s, key); // while shown: S and the arrows
+    if (a == ACT_UNHANDLED) a = position_key(s, key);    // while shown: the arrows
     if (a != ACT_UNHANDLED) return a;
     if (s->focus == FOCUS_VIEW) a = view_key(s, key);
     if (a == ACT_UNHANDLED) a = app_key(s, key);
@@ -652,9 +654,8 @@ static void importance_measure(App *app) {
         message_error(s, &err);
         return;
     }
+    state_close_views(s); // one view in place of the stage's at a time
     s->importance.measured = s->importance.shown = true;
-    s->lens = s->neuron = false; // one view in place of the stage's at a time
-    occlusion_comparison_free(&s->occlusion);
     importance_cursor_most(&s->importance);
     state_message(s, "head importance of the picture, every head on but one (I closes)");
 }
@@ -674,12 +675,11 @@ static void occlusion_run(App *app) {
     state_message(s, "occlusion: %d passes + a backward…", passes); // said before a long wait
     screen_draw(s);
     const double t0 = vit_now();
+    state_close_views(s); // one view in place of the stage's at a time
     VitStatus st = occlusion_compare(&s->occlusion, app->vit, &app->input, black, &err);
     vit_train_prepare(app->vit, VIT_KEEP_NONE, 1, &ignored); // back to inference
     if (st != VIT_OK) message_error(s, &err);
     else state_message(s, "occlusion: %d passes + a backward, %.1f s", passes, vit_now() - t0);
-    if (st == VIT_OK) // one view in place of the stage's at a time
-        s->lens = s->importance.shown = s->painting = s->neuron = false;
 }
 
 // Between passes: do what the key asked, and say where the next pass stops.

@@ -71,6 +71,20 @@ void lens_view(const State *s, Rect r);
 /** @brief Key Y: the logit lens strip on or off. */
 UiAction cmd_lens(State *s, int key);
 
+/** @brief Is the head fingerprints table shown (F on, the forward pass)? */
+bool fingerprints_shown(const State *s);
+/** @brief The head fingerprints table (tui_fingerprints.c): a row per head, sorted as asked. */
+void fingerprints_view(const State *s, Rect r);
+/** @brief Key F: the head fingerprints table on or off. */
+UiAction cmd_fingerprints(State *s, int key);
+
+/** @brief Is position similarity shown (E on, the embed stage, a model)? */
+bool positions_shown(const State *s);
+/** @brief Position similarity (tui_positions.c): one patch's cosines on the grid. */
+void positions_view(const State *s, Rect r);
+/** @brief Key E: position similarity on or off. */
+UiAction cmd_positions(State *s, int key);
+
 /** @brief Is occlusion shown for the selected stage (computed by O; the input or an
  *         attention stage)? */
 bool occlusion_shown(const State *s);

@@ -151,9 +151,8 @@ UiAction importance_open(State *s, int key) {
         s->request = REQ_IMPORTANCE;
         return ACT_REQUEST;
     }
+    state_close_views(s); // one view in place of the stage's at a time
     s->importance.shown = true;
-    s->lens = s->neuron = false; // one view in place of the stage's at a time
-    occlusion_comparison_free(&s->occlusion);
     return ACT_NONE;
 }
 

@@ -130,11 +130,9 @@ UiAction cmd_lens(State *s, int key) {
         state_message(s, "Y shows the logit lens on a block's stage: select one (j k, or /)");
         return ACT_NONE;
     }
-    s->lens = !s->lens;
-    if (s->lens) { // one view in place of the stage's at a time
-        s->importance.shown = s->neuron = false;
-        occlusion_comparison_free(&s->occlusion);
-    }
+    const bool open = !s->lens;
+    state_close_views(s); // one view in place of the stage's at a time
+    s->lens = open;
     state_message(s, s->lens ? "logit lens (Y: the stage's own view)"
                              : "the stage's own view (Y: the logit lens)");
     return ACT_NONE;

@@ -208,11 +208,9 @@ UiAction cmd_neuron(State *s, int key) {
                       "probs): select one");
         return ACT_NONE;
     }
-    s->neuron = !s->neuron;
-    if (s->neuron) { // one view in place of the stage's at a time
-        s->lens = s->importance.shown = false;
-        occlusion_comparison_free(&s->occlusion);
-    }
+    const bool open = !s->neuron;
+    state_close_views(s); // one view in place of the stage's at a time
+    s->neuron = open;
     state_message(s, s->neuron ? "neuron view: the score under the cursor (N: the map)"
                                : "the attention map (N: the neuron view)");
     return ACT_NONE;

@@ -131,7 +131,8 @@ static int utf8_columns(const char *text) {
 }
 
 const KeyTable *const all_key_tables[] = {&app_keys,        &tree_keys,  &view_keys,
-                                          &importance_keys, &paint_keys, NULL};
+                                          &importance_keys, &paint_keys, &fingerprint_keys,
+                                          &position_keys,   NULL};
 
 // One line of the help: a heading, a binding (key label and what it does) or a note.
 typedef struct {

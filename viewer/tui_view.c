@@ -549,6 +549,14 @@ void view_draw(const State *s) {
         importance_draw(s, r);
         return;
     }
+    if (positions_shown(s)) { // E on embed: one patch's position embedding against the others
+        positions_view(s, r);
+        return;
+    }
+    if (fingerprints_shown(s)) { // F: every head's three numbers, whatever layers are computed
+        fingerprints_view(s, r);
+        return;
+    }
     if (lens_shown(s)) { // Y: the strip of every depth, whatever of it is computed
         lens_view(s, r);
         return;
@@ -824,6 +832,10 @@ static const KeyBinding bindings[] = {
     {{'a'}, "a", "attention: map → every head → rollout → softmax → every layer", cmd_attn_view},
     {{'Y'}, "Y", "logit lens: on a block's stage, each block's answer (norm + head on [cls])",
      cmd_lens},
+    {{'F'}, "F", "head fingerprints: each head's attention distance, entropy, share on [cls]",
+     cmd_fingerprints},
+    {{'E'}, "E", "on embed: position similarity, one patch's pos_embed against each (arrows move it)",
+     cmd_positions},
     {{'O'}, "O", "occlusion (each patch blacked out) beside the attention maps, deletion under each",
      cmd_occlusion},
     {{'N'}, "N", "neuron view: the cursor's score, q⊙k to probability", cmd_neuron},
