@@ -33,7 +33,7 @@ VitStatus vit_forward(Vit *vit, const Tensor *input, TraceFn trace, void *user, 
     const VitConfig *c = &vit->config;
     const VitWeights *w = &vit->weights;
     const int B = input->shape[0], C = c->channels, S = c->image_size, p = c->patch_size;
-    const int P = vit_num_patches(c), N = P + 1, D = c->dim, Y = c->num_classes;
+    const int P = vit_num_patches(c), N = P + 1, D = c->dim;
     if ((status = vit_acts_ensure(vit, B, err)) != VIT_OK) return status;
     VitActivations *a = &vit->acts;
     const Tracer tr = {trace, user, NULL};
@@ -54,30 +54,10 @@ VitStatus vit_forward(Vit *vit, const Tensor *input, TraceFn trace, void *user, 
     tokens_add_positions(x, a->tokens, w->pos_embed, B, N, D);
     trace_emit(&tr, "embed", x, 3, B, N, D);
 
-    // 4. x = self.blocks(x): L pre-norm encoder blocks, the residual stream ping-pongs
-    //    (a model prepared for training keeps every block's input instead, vit_memory.c)
-    for (int i = 0; i < c->depth; i++) {
-        char prefix[32];
-        snprintf(prefix, sizeof prefix, "blocks.%d.", i);
-        const Tracer block_tr = {trace, user, prefix};
-        float *out = vit_acts_stream(a, i + 1);
-        vit_block_forward(out, x, &w->blocks[i], c, vit_acts_block(a, i), B, &block_tr);
-        x = out;
-    }
-
-    // 5. x = self.norm(x)
-    layernorm(a->norm, x, w->norm_w, w->norm_b, B * N, D, c->ln_eps);
-    trace_emit(&tr, "norm", a->norm, 3, B, N, D);
-
-    // 6. x = x[:, 0]: the cls token's row is the image's summary
-    for (int b = 0; b < B; b++)
-        memcpy(a->pre_logits + (size_t)b * D, a->norm + (size_t)b * N * D,
-               (size_t)D * sizeof(float));
-    trace_emit(&tr, "pre_logits", a->pre_logits, 2, B, D);
-
-    // 7. x = self.head(x): Y class scores per image
-    ops_linear(a->logits, a->pre_logits, w->head_w, w->head_b, B, D, Y);
-    trace_emit(&tr, "logits", a->logits, 2, B, Y);
+    // 4.–7. x = self.head(self.norm(self.blocks(x))[:, 0]): the blocks, the final
+    //       LayerNorm, the [cls] row, the head (forward_rest.c, so that a pass can
+    //       also be restarted from any block's input: vit_forward_from())
+    vit_forward_rest(vit, 0, B, trace, user);
     // [recipe]
     return VIT_OK;
 }

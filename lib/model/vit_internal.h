@@ -34,6 +34,13 @@ float *vit_acts_stream(const VitActivations *a, int i);
  */
 VitBlockActs *vit_acts_block(VitActivations *a, int i);
 
+/**
+ * @brief Steps 4 to 7 of the recipe on the stream already in
+ *        vit_acts_stream(a, @p first): blocks first … L−1, norm, [cls], head
+ *        (forward_rest.c; vit_forward() and vit_forward_from() run it).
+ */
+void vit_forward_rest(Vit *vit, int first, int B, TraceFn trace, void *user);
+
 /** @brief Free the activations only (a replica's weights are another model's). */
 void vit_acts_free(Vit *vit);
 
