@@ -14,11 +14,12 @@
  *     vit lens --weights quick.safetensors shirt.png
  *     vit heads --weights quick.safetensors shirt.png
  *     vit occlusion --weights quick.safetensors shirt.png
+ *     vit patch --weights quick.safetensors boot.png sneaker.png
  *
  * main() only finds the subcommand in a table and runs it; each subcommand
  * lives in its own file (vit_make_weights.c, vit_classify.c, vit_trace.c,
  * vit_info.c, vit_diff.c, vit_grad.c, vit_step.c, vit_train.c, vit_eval.c,
- * vit_attention.c, vit_lens.c, vit_heads.c, vit_occlusion.c) and is
+ * vit_attention.c, vit_lens.c, vit_heads.c, vit_occlusion.c, vit_patch.c) and is
  * itself a recipe: parse the flags → build the model → run → write.
  * A new subcommand is one file and one row of `commands`.
  *
@@ -48,6 +49,7 @@ static const VitCommand commands[] = {
     {"lens", cmd_lens, "the logit lens: the model's answer read after every block"},
     {"heads", cmd_heads, "which attention heads the prediction needs: each switched off in turn"},
     {"occlusion", cmd_occlusion, "each patch blacked out in turn, beside the attention maps"},
+    {"patch", cmd_patch, "activation patching: one token of picture B's stream put into A's pass"},
     {"help", cmd_help, "show the help of a command: vit help trace"},
 };
 enum { COMMAND_COUNT = sizeof commands / sizeof commands[0] };

@@ -19,6 +19,7 @@
  *   vit_lens.c          `vit lens`
  *   vit_heads.c         `vit heads`
  *   vit_occlusion.c     `vit occlusion`
+ *   vit_patch.c         `vit patch`
  *
  * A subcommand declares its flags as a table of CliOption rows, each pointing
  * at one of its own variables; cli_parse() fills the variables from argv and
@@ -63,6 +64,7 @@ VitStatus cmd_attention(const VitCommand *self, int argc, char **argv, VitError 
 VitStatus cmd_lens(const VitCommand *self, int argc, char **argv, VitError *err);
 VitStatus cmd_heads(const VitCommand *self, int argc, char **argv, VitError *err);
 VitStatus cmd_occlusion(const VitCommand *self, int argc, char **argv, VitError *err);
+VitStatus cmd_patch(const VitCommand *self, int argc, char **argv, VitError *err);
 
 /* ------------------------------------------------------------------ flags */
 

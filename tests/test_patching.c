@@ -220,6 +220,96 @@ static void test_layer_summary_by_hand(void) {
     CU_ASSERT_EQUAL(largest, 0);
 }
 
+/* ------------------------------------------------------------ vit patch */
+
+static Tensor picture(const Vit *vit, const char *path) {
+    Preprocess pre;
+    Image img;
+    VitError err;
+    const VitConfig *c = &vit->config;
+    CU_ASSERT_FATAL(image_preprocess_for_model(&pre, NULL, "fashion-mnist", &vit->file,
+                                               c->image_size, c->channels, &err) == VIT_OK);
+    CU_ASSERT_FATAL(image_load(&img, path, &err) == VIT_OK);
+    Tensor input = tensor_new(4, 1, c->channels, c->image_size, c->image_size);
+    image_preprocess(input.data, &img, &pre);
+    image_free(&img);
+    return input;
+}
+
+// The summary's row of block l, "  l  token t (r,c)  p  change  flips", against
+// lib's grid: the largest change found here, and the flips counted here.
+static void expect_summary_row(const char *out, int l, const Patching *pt) {
+    char head[32];
+    snprintf(head, sizeof head, "\n  %-5d  token ", l);
+    const char *row = strstr(out, head);
+    CU_ASSERT_FATAL(row != NULL);
+    int t;
+    double p, change;
+    CU_ASSERT_FATAL(sscanf(row + strlen(head), "%d (%*[^)]) %lf %lf", &t, &p, &change) == 3);
+    // the largest change, found here over lib's row (not by patching_layer_summary())
+    const float *cells = pt->prob + (size_t)l * T;
+    int largest = 0, flips = 0;
+    for (int k = 0; k < T; k++) {
+        if (fabs(cells[k] - pt->a_prob) > fabs(cells[largest] - pt->a_prob)) largest = k;
+        flips += pt->top[(size_t)l * T + k] != pt->a_class;
+    }
+    CU_ASSERT_EQUAL(t, largest);
+    CU_ASSERT_DOUBLE_EQUAL(p, cells[largest], 0.5e-4 + 1e-7); // printed with 4 decimals
+    CU_ASSERT_DOUBLE_EQUAL(change, cells[largest] - pt->a_prob, 0.5e-4 + 1e-7);
+    const char *end = strchr(row + 1, '\n');
+    CU_ASSERT_FATAL(end != NULL);
+    // each flip is "t (r,c)" or "0 ([cls])": count the items by their " (" openings
+    int items = 0;
+    for (const char *q = row + strlen(head); q < end; q++) items += q[0] == ' ' && q[1] == '(';
+    CU_ASSERT_EQUAL(items - 1, flips); // the first " (" is the largest change's token
+}
+
+static void test_cli_prints_libs_numbers(void) {
+    Vit vit = shipped();
+    char model[PATH_SIZE], a_path[PATH_SIZE], b_path[PATH_SIZE];
+    vit_data_path(model, sizeof model, "models/vit-fashion.safetensors");
+    vit_data_path(a_path, sizeof a_path, PICTURES[0]);
+    vit_data_path(b_path, sizeof b_path, PICTURES[1]);
+    Tensor a = picture(&vit, a_path), b = picture(&vit, b_path);
+    Patching pt = grid_of(&vit, &a, &b);
+    CliResult r = VIT_RUN("patch", "--weights", model, "--grid", a_path, b_path);
+    if (r.status != 0) fprintf(stderr, "\n    %s", r.err);
+    CU_ASSERT_EQUAL_FATAL(r.status, 0);
+    CU_ASSERT(strstr(r.out, ": Ankle boot, p = ") != NULL);
+    CU_ASSERT(strstr(r.out, ": Sneaker; p(Ankle boot) = ") != NULL);
+    for (int l = 0; l < L; l++) expect_summary_row(r.out, l, &pt);
+    for (int l = 0; l < L; l++) { // the grid: [cls], then 49 values in reading order
+        char head[32];
+        snprintf(head, sizeof head, "block %d  [cls] ", l);
+        const char *at = strstr(r.out, head);
+        CU_ASSERT_FATAL(at != NULL);
+        at += strlen(head);
+        for (int t = 0; t < T; t++) {
+            double v;
+            int used;
+            CU_ASSERT_FATAL(sscanf(at, "%lf%n", &v, &used) == 1);
+            CU_ASSERT_DOUBLE_EQUAL(v, pt.prob[(size_t)l * T + t], 0.5e-4 + 1e-7);
+            at += used;
+        }
+    }
+    cli_result_free(&r);
+    patching_free(&pt);
+    tensor_free(&a), tensor_free(&b);
+    vit_free(&vit);
+}
+
+static void test_cli_refusals(void) {
+    char model[PATH_SIZE], boot[PATH_SIZE];
+    vit_data_path(model, sizeof model, "models/vit-fashion.safetensors");
+    vit_data_path(boot, sizeof boot, PICTURES[0]);
+    EXPECT_FAILURE(VIT_RUN("patch", "--weights", model, boot), 2, "two pictures");
+    EXPECT_FAILURE(VIT_RUN("patch", "--weights", model, boot, "no-such-picture.png"), 1,
+                   "no-such-picture.png");
+    EXPECT_FAILURE(VIT_RUN("patch", "--weights", model, "--class", "10", boot, boot), 2,
+                   "classes 0 to 9");
+    EXPECT_FAILURE(VIT_RUN("patch", boot, boot), 2, "--weights");
+}
+
 CU_TestInfo tests_patching[] = {
     {"the grid against PyTorch (ankle boot A, sneaker B)", test_grid_against_pytorch},
     {"patching A into A changes nothing, exactly", test_a_into_a_changes_nothing},
@@ -229,5 +319,7 @@ CU_TestInfo tests_patching[] = {
      test_forward_from_a_pass_own_stream},
     {"a block, a token or a class outside the model is refused", test_refusals},
     {"a block's flips and largest change, by hand", test_layer_summary_by_hand},
+    {"vit patch prints lib's numbers", test_cli_prints_libs_numbers},
+    {"vit patch refuses what it cannot read", test_cli_refusals},
     CU_TEST_INFO_NULL,
 };

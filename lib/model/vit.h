@@ -18,7 +18,8 @@
  * all three and owns what they point to. This header includes config.h,
  * block.h and params.h, so `#include "model/vit.h"` is all a program needs.
  *
- * Where things are, in lib/model: the forward pass in forward.c (steps 4 to 7, restartable at any block, in forward_rest.c); activations
+ * Where things are, in lib/model: the forward pass in forward.c, its steps 4
+ * to 7 (which a pass can restart at any block) in forward_rest.c; activations
  * and position resizing in vit_memory.c; loading in weights.c; random
  * initialisation in init.c; saving in params_save.c; the sizes in config.c;
  * the parameter table in params.c; one block in block.c; the switches that
