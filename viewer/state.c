@@ -46,6 +46,7 @@ void state_free(State *s) {
     labels_free(&s->labels);
     importance_clear(&s->importance);
     occlusion_comparison_free(&s->occlusion);
+    patching_free(&s->patching);
 }
 
 void state_resize(State *s, int cols, int rows) {

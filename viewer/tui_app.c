@@ -655,6 +655,7 @@ static void importance_measure(App *app) {
     s->importance.measured = s->importance.shown = true;
     s->lens = false; // one view in place of the stage's at a time
     occlusion_comparison_free(&s->occlusion);
+    patching_free(&s->patching);
     importance_cursor_most(&s->importance);
     state_message(s, "head importance of the picture, every head on but one (I closes)");
 }
@@ -678,8 +679,50 @@ static void occlusion_run(App *app) {
     vit_train_prepare(app->vit, VIT_KEEP_NONE, 1, &ignored); // back to inference
     if (st != VIT_OK) message_error(s, &err);
     else state_message(s, "occlusion: %d passes + a backward, %.1f s", passes, vit_now() - t0);
-    if (st == VIT_OK) // one view in place of the stage's at a time
+    if (st == VIT_OK) { // one view in place of the stage's at a time
         s->lens = s->importance.shown = s->painting = false;
+        patching_free(&s->patching);
+    }
+}
+
+// B for C: the shipped picture after the one shown (the first when none is), and its name.
+static VitStatus picture_b(App *app, Tensor *b, VitError *err) {
+    Pictures *p = app->pictures;
+    if (!p || p->count == 0)
+        return vit_fail(err, VIT_ERR_INPUT, "patching needs a shipped picture as B: none found");
+    const char *path = p->paths[p->current >= 0 ? (p->current + 1) % p->count : 0];
+    char desc[160], shown[sizeof p->shown];
+    const int current = p->current, test_index = p->test_index;
+    memcpy(shown, p->shown, sizeof shown); // loading B must not make it the picture shown
+    VitStatus st = pictures_load_file(p, path, b, desc, sizeof desc, err);
+    p->current = current, p->test_index = test_index;
+    memcpy(p->shown, shown, sizeof shown);
+    const char *base = strrchr(path, '/');
+    if (st == VIT_OK)
+        vit_escape(app->state.patching_b, sizeof app->state.patching_b, base ? base + 1 : path);
+    return st;
+}
+
+// C: the input the pass sees as A, the next shipped picture as B, every (block, token).
+static void patching_run(App *app) {
+    State *s = &app->state;
+    VitError err;
+    Tensor b = {0};
+    const int passes = 2 + s->cfg->depth * vit_num_tokens(s->cfg);
+    state_message(s, "patching: %d part-passes…", passes); // said before a wait
+    screen_draw(s);
+    const double t0 = vit_now();
+    VitStatus st = picture_b(app, &b, &err);
+    if (st == VIT_OK) st = patching_grid(&s->patching, app->vit, &app->input, &b, -1, &err);
+    tensor_free(&b);
+    if (st != VIT_OK) {
+        patching_free(&s->patching);
+        message_error(s, &err);
+        return;
+    }
+    state_message(s, "patching: %d part-passes, %.1f s (C closes)", passes, vit_now() - t0);
+    s->lens = s->importance.shown = s->painting = false; // one view in place of the stage's
+    occlusion_comparison_free(&s->occlusion);
 }
 
 // Between passes: do what the key asked, and say where the next pass stops.
@@ -693,7 +736,13 @@ static void do_request(App *app) {
         rerun_to(app, frontier); // the pass it interrupted, to the same stage
         return;
     }
+    if (r == REQ_PATCHING) {
+        patching_run(app);
+        rerun_to(app, frontier); // the pass it interrupted, to the same stage
+        return;
+    }
     occlusion_comparison_free(&s->occlusion); // it was of the old picture or model
+    patching_free(&s->patching);
     if (r == REQ_PICTURE || r == REQ_TEST_IMAGE) {
         new_picture(app, r, s->request_arg);
         rerun_to(app, frontier); // the same stage, on the new picture

@@ -154,6 +154,7 @@ UiAction importance_open(State *s, int key) {
     s->importance.shown = true;
     s->lens = false; // one view in place of the stage's at a time
     occlusion_comparison_free(&s->occlusion);
+    patching_free(&s->patching);
     return ACT_NONE;
 }
 

@@ -134,6 +134,7 @@ UiAction cmd_lens(State *s, int key) {
     if (s->lens) { // one view in place of the stage's at a time
         s->importance.shown = false;
         occlusion_comparison_free(&s->occlusion);
+        patching_free(&s->patching);
     }
     state_message(s, s->lens ? "logit lens (Y: the stage's own view)"
                              : "the stage's own view (Y: the logit lens)");

@@ -36,6 +36,7 @@ UiAction paint_toggle(State *s, int key) {
     }
     s->painting = true; // its keys come first (tui_app.c), wherever the focus is
     occlusion_comparison_free(&s->occlusion); // the picture itself is shown while painting
+    patching_free(&s->patching);
     state_message(s, "painting: arrows move the cursor, space paints a pixel (a light one black, a "
                      "dark one white), P or Esc stops");
     return ACT_NONE;
