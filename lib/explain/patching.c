@@ -116,7 +116,7 @@ static VitStatus every_cell(Patching *pt, Vit *vit, const float *a_streams, cons
     for (int l = 0; l < L && s == VIT_OK; l++)
         for (int t = 0; t < T && s == VIT_OK; t++) {
             s = patching_one(probs, vit, a_streams + l * td, b_streams + l * td, l, &t, 1, err);
-            if (s != VIT_OK) break;
+            if (s != VIT_OK) continue; // the loops end on it
             pt->prob[(size_t)l * T + t] = (float)probs[pt->a_class];
             pt->top[(size_t)l * T + t] = ops_index_of_max(vit_logits(vit).data, pt->classes);
         }
