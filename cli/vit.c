@@ -17,13 +17,14 @@
  *     vit score --weights quick.safetensors shirt.png --layer 0 --head 0 --query 0 --key 1
  *     vit fingerprints --weights quick.safetensors shirt.png
  *     vit positions --weights quick.safetensors --row 3 --col 3
+ *     vit patch --weights quick.safetensors boot.png sneaker.png
  *
  * main() only finds the subcommand in a table and runs it; each subcommand
  * lives in its own file (vit_make_weights.c, vit_classify.c, vit_trace.c,
  * vit_info.c, vit_diff.c, vit_grad.c, vit_step.c, vit_train.c, vit_eval.c,
  * vit_attention.c, vit_lens.c, vit_heads.c, vit_occlusion.c, vit_score.c,
- * vit_fingerprints.c, vit_positions.c) and is itself a recipe: parse the
- * flags → build the model → run → write.
+ * vit_fingerprints.c, vit_positions.c, vit_patch.c) and is itself a recipe:
+ * parse the flags → build the model → run → write.
  * A new subcommand is one file and one row of `commands`.
  *
  * Errors are one line on stderr, `vit: <message>`, and the exit status says
@@ -55,6 +56,7 @@ static const VitCommand commands[] = {
     {"score", cmd_score, "one attention score taken apart: q⊙k, sum, scale, softmax"},
     {"fingerprints", cmd_fingerprints, "each head's attention distance, entropy and share on [cls]"},
     {"positions", cmd_positions, "one patch position's embedding against every other's, on the grid"},
+    {"patch", cmd_patch, "activation patching: one token of picture B's stream put into A's pass"},
     {"help", cmd_help, "show the help of a command: vit help trace"},
 };
 enum { COMMAND_COUNT = sizeof commands / sizeof commands[0] };

@@ -22,6 +22,7 @@
  *   vit_score.c         `vit score`
  *   vit_fingerprints.c  `vit fingerprints`
  *   vit_positions.c     `vit positions`
+ *   vit_patch.c         `vit patch`
  *
  * A subcommand declares its flags as a table of CliOption rows, each pointing
  * at one of its own variables; cli_parse() fills the variables from argv and
@@ -69,6 +70,7 @@ VitStatus cmd_occlusion(const VitCommand *self, int argc, char **argv, VitError 
 VitStatus cmd_score(const VitCommand *self, int argc, char **argv, VitError *err);
 VitStatus cmd_fingerprints(const VitCommand *self, int argc, char **argv, VitError *err);
 VitStatus cmd_positions(const VitCommand *self, int argc, char **argv, VitError *err);
+VitStatus cmd_patch(const VitCommand *self, int argc, char **argv, VitError *err);
 
 /* ------------------------------------------------------------------ flags */
 

@@ -14,8 +14,9 @@
 # names on the logits, at 80×24 its logit lens (Y) against `vit lens`, the
 # head importance (I) with the numbers `vit heads` prints, its occlusion
 # beside attention (O) against `vit occlusion`, its neuron view (N) against
-# `vit score`, its head fingerprints (F) against `vit fingerprints` and its
-# position similarity (E on embed) against `vit positions`; and without the
+# `vit score`, its head fingerprints (F) against `vit fingerprints`, its
+# position similarity (E on embed) against `vit positions` and its activation
+# patching (C) against `vit patch`; and without the
 # model it says so and uses random weights.
 #
 #   tests/viewer_tmux.sh build/vitview
@@ -420,6 +421,42 @@ check_head_importance() {
     keys / ; keys -l "blocks.0.attn.probs" ; keys Enter 0 # where the checks after it expect
     check "back to blocks.0's head 0" "head 0 of [0-9]+ \(\[ \] m\)"
 }
+# check_patching: on blocks.0's stage, C patches the ankle boot (A) with the next
+# shipped picture (B, the pullover) and shows the numbers `vit patch` prints for
+# block 0 and, on blocks.1's stage, for block 1, whose [cls] flips the answer.
+check_patching() {
+    boot="$DATA/images/fashion-mnist/0000-ankle-boot.png"
+    pullover="$DATA/images/fashion-mnist/0001-pullover.png"
+    if ! "$VIT" patch --weights "$DEMO_MODEL" "$boot" "$pullover" >"$WORK/patch.txt" 2>&1; then
+        FAILED=$((FAILED + 1))
+        LAST_FAILURE="vit patch on the default model"
+        sed 's/^/    | /' "$WORK/patch.txt" >&2
+        return
+    fi
+    # "  0      token 23 (3,1)    0.5732      -0.3270  -" → "largest change: patch 3,1 0.5732 (-0.3270)"
+    expect_row() {
+        awk -v l="$1" '$1 == l && $2 == "token" { where = $4; gsub(/[()]/, "", where)
+            if (where == "[cls]") w = "\\[cls\\]"; else w = "patch " where
+            v = $5; c = $6; gsub(/[.+]/, "\\\\&", v); gsub(/[.+]/, "\\\\&", c)
+            print "largest change: " w " " v " \\(" c "\\)" }' "$WORK/patch.txt"
+    }
+    a_prob=$(sed -n 's/^A .*: .*, p = \([0-9.]*\)$/\1/p' "$WORK/patch.txt" | sed 's/\./\\./')
+    keys C
+    check "C: patching with the next shipped picture" \
+        "patching, block 0: p\(Ankle boot\) in A, $a_prob" 20
+    check "C: B is the pullover" "B 0001-pullover\.png \(Pullover\) · \[cls\] 0\.[0-9]{4}"
+    check "C: block 0's largest change, as vit patch prints it" "$(expect_row 0)"
+    check "C: no flip in block 0" "flips: 0"
+    keys / ; keys -l "blocks.1.out" ; keys Enter
+    check "C: block 1's row on its stage" "$(expect_row 1)"
+    check "C: [cls] flips it there" "\[cls\] 0\.[0-9]{4} x flips"
+    keys Y
+    check "Y closes patching for the lens" "logit lens \(Y: the stage's own view\)"
+    keys Y
+    check_rows "patching stays closed" "patching: p\(" 0
+    keys / ; keys -l "blocks.0.attn.probs" ; keys Enter # where the checks after it expect
+    check "back to blocks.0.attn.probs" "viewing blocks\.0\.attn\.probs"
+}
 if [ -n "$DEMO" ]; then
     ARGS=""
     start fashion "$DEMO"
@@ -551,6 +588,7 @@ if [ -n "$DEMO" ]; then
     keys Enter
     check "back to the attention stage" "viewing blocks\.0\.attn\.probs"
     check_head_importance
+    check_patching
     # other pictures: the shipped ones in order, and a test image by number
     keys '}'
     check "the next shipped picture, which of how many" "picture 2 of 10: 0001-pullover\.png" 10

@@ -48,6 +48,7 @@ void state_free(State *s) {
     labels_free(&s->labels);
     importance_clear(&s->importance);
     occlusion_comparison_free(&s->occlusion);
+    patching_free(&s->patching);
 }
 
 void state_resize(State *s, int cols, int rows) {
@@ -283,6 +284,7 @@ void state_close_views(State *s) {
     s->lens = s->neuron = s->fingerprints = s->positions = s->painting = false;
     s->importance.shown = false;
     occlusion_comparison_free(&s->occlusion);
+    patching_free(&s->patching);
 }
 
 int state_painted(const State *s) {

@@ -22,6 +22,7 @@
 #include "layout.h"
 #include "stepper.h"
 #include "explain/occlusion.h"
+#include "explain/patching.h"
 #include "model/vit.h"
 
 /** @defgroup viewer_state Viewer state
@@ -85,6 +86,8 @@ typedef enum {
     REQ_IMPORTANCE, /**< measure head importance for the picture (I), then show it */
     REQ_OCCLUSION,  /**< each patch of the pass's input blacked out in turn, beside the
                          attention maps, with their deletion tests (O) */
+    REQ_PATCHING,   /**< one token of the next shipped picture's stream put into the
+                         pass's, every (block, token) in turn (C) */
 } Request;
 
 /** What the status row is reading. */
@@ -137,6 +140,9 @@ typedef struct {
     int pos_x;            /**< ... and column */
     OcclusionComparison occlusion; /**< O: the input's occlusion and attention maps, shown on
                                the input and attention stages (maps.data NULL: none) */
+    Patching patching;    /**< C: the pass's input as A, the next shipped picture as B, shown
+                               on block stages (prob NULL: none) */
+    char patching_b[64];  /**< B's file name, escaped, for the view's title */
     int play_ms;          /**< S: a step every play_ms milliseconds by itself (0: no play) */
     float temperature;    /**< ATTN_SOFTMAX: the live row is softmax(scaled / temperature);
                                the logits stage: softmax(logits / temperature) */
@@ -316,7 +322,7 @@ bool state_whatif(const State *s);
 /** @brief The first stage, in pass order, that differs from the unmodified pass; -1: none. */
 int state_first_moved(const State *s);
 /**
- * @brief Close every view that takes the stage's place (Y I O N F E, and painting):
+ * @brief Close every view that takes the stage's place (Y I O N F E C, and painting):
  *        one is shown at a time, so the key that opens one calls this first.
  */
 void state_close_views(State *s);

@@ -682,6 +682,45 @@ static void occlusion_run(App *app) {
     else state_message(s, "occlusion: %d passes + a backward, %.1f s", passes, vit_now() - t0);
 }
 
+// B for C: the shipped picture after the one shown (the first when none is), and its name.
+static VitStatus picture_b(App *app, Tensor *b, VitError *err) {
+    Pictures *p = app->pictures;
+    if (!p || p->count == 0)
+        return vit_fail(err, VIT_ERR_INPUT, "patching needs a shipped picture as B: none found");
+    const char *path = p->paths[p->current >= 0 ? (p->current + 1) % p->count : 0];
+    char desc[160], shown[sizeof p->shown];
+    const int current = p->current, test_index = p->test_index;
+    memcpy(shown, p->shown, sizeof shown); // loading B must not make it the picture shown
+    VitStatus st = pictures_load_file(p, path, b, desc, sizeof desc, err);
+    p->current = current, p->test_index = test_index;
+    memcpy(p->shown, shown, sizeof shown);
+    const char *base = strrchr(path, '/');
+    if (st == VIT_OK)
+        vit_escape(app->state.patching_b, sizeof app->state.patching_b, base ? base + 1 : path);
+    return st;
+}
+
+// C: the input the pass sees as A, the next shipped picture as B, every (block, token).
+static void patching_run(App *app) {
+    State *s = &app->state;
+    VitError err;
+    Tensor b = {0};
+    const int passes = 2 + s->cfg->depth * vit_num_tokens(s->cfg);
+    state_message(s, "patching: %d part-passes…", passes); // said before a wait
+    screen_draw(s);
+    const double t0 = vit_now();
+    state_close_views(s); // one view in place of the stage's at a time
+    VitStatus st = picture_b(app, &b, &err);
+    if (st == VIT_OK) st = patching_grid(&s->patching, app->vit, &app->input, &b, -1, &err);
+    tensor_free(&b);
+    if (st != VIT_OK) {
+        patching_free(&s->patching);
+        message_error(s, &err);
+        return;
+    }
+    state_message(s, "patching: %d part-passes, %.1f s (C closes)", passes, vit_now() - t0);
+}
+
 // Between passes: do what the key asked, and say where the next pass stops.
 static void do_request(App *app) {
     State *s = &app->state;
@@ -693,7 +732,13 @@ static void do_request(App *app) {
         rerun_to(app, frontier); // the pass it interrupted, to the same stage
         return;
     }
+    if (r == REQ_PATCHING) {
+        patching_run(app);
+        rerun_to(app, frontier); // the pass it interrupted, to the same stage
+        return;
+    }
     occlusion_comparison_free(&s->occlusion); // it was of the old picture or model
+    patching_free(&s->patching);
     if (r == REQ_PICTURE || r == REQ_TEST_IMAGE) {
         new_picture(app, r, s->request_arg);
         rerun_to(app, frontier); // the same stage, on the new picture

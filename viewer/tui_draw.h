@@ -99,6 +99,13 @@ void neuron_view(const State *s, Rect r);
 /** @brief Key N: the neuron view on or off. */
 UiAction cmd_neuron(State *s, int key);
 
+/** @brief Is activation patching shown (computed by C; a forward block stage)? */
+bool patching_shown(const State *s);
+/** @brief Activation patching (tui_patch.c): the selected block's row over the patches. */
+void patching_view(const State *s, Rect r);
+/** @brief Key C: ask for activation patching against the next shipped picture, or drop it. */
+UiAction cmd_patching(State *s, int key);
+
 /** The names of the head modes, by HeadMode: "head", "mean over heads", "max over heads". */
 extern const char *const head_mode_names[];
 /** @brief The attention views of an (B, H, N, N) tensor, as State::attn_view asks. */

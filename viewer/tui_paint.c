@@ -36,7 +36,6 @@ UiAction paint_toggle(State *s, int key) {
     }
     state_close_views(s); // the picture itself is shown while painting
     s->painting = true;   // its keys come first (tui_app.c), wherever the focus is
-    s->fingerprints = s->positions = false;
     state_message(s, "painting: arrows move the cursor, space paints a pixel (a light one black, a "
                      "dark one white), P or Esc stops");
     return ACT_NONE;

@@ -569,6 +569,10 @@ void view_draw(const State *s) {
         neuron_view(s, r);
         return;
     }
+    if (patching_shown(s)) { // C: computed between passes, for the input the pass sees
+        patching_view(s, r);
+        return;
+    }
     if (!e) {
         pending_draw(s, r);
         return;
@@ -839,6 +843,8 @@ static const KeyBinding bindings[] = {
     {{'O'}, "O", "occlusion (each patch blacked out) beside the attention maps, deletion under each",
      cmd_occlusion},
     {{'N'}, "N", "neuron view: the cursor's score, q⊙k to probability", cmd_neuron},
+    {{'C'}, "C", "patching: on a block's stage, one token of the next picture put in, p per patch",
+     cmd_patching},
     {{'+', '-'}, "+ -", "the temperature of the softmax view or the logits up / down (×√2)",
      cmd_temperature},
     {{'H', 'J', 'K', 'L'}, "H J K L", "the attention map's key cursor across the grid", cmd_key},

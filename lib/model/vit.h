@@ -18,7 +18,8 @@
  * all three and owns what they point to. This header includes config.h,
  * block.h and params.h, so `#include "model/vit.h"` is all a program needs.
  *
- * Where things are, in lib/model: the forward pass in forward.c; activations
+ * Where things are, in lib/model: the forward pass in forward.c, and a pass
+ * restarted at any block in forward_rest.c; activations
  * and position resizing in vit_memory.c; loading in weights.c; random
  * initialisation in init.c; saving in params_save.c; the sizes in config.c;
  * the parameter table in params.c; one block in block.c; the switches that
@@ -254,6 +255,27 @@ VitStatus vit_writer_add(StWriter *wr, const Vit *vit, VitError *err);
  *         much they need). Otherwise the logits are in vit->acts.logits, see vit_logits().
  */
 VitStatus vit_forward(Vit *vit, const Tensor *input, TraceFn trace, void *user, VitError *err);
+/**
+ * @brief The rest of a pass from a given residual stream: blocks @p first …
+ *        L−1, the final LayerNorm, the [cls] rows and the head (forward_rest.c).
+ *
+ * vit_forward()'s steps 4 to 7 started at block @p first instead of block 0,
+ * on a stream the caller hands in: "what would the model answer if the stream
+ * entering block @p first were this?" (activation patching, patching.h).
+ * They are written again in forward_rest.c, so that forward.c stays one
+ * recipe (and the one file exercise 09 asks for); the suite `patching` holds
+ * the two to the same bits: given the stream a pass had there, the logits are
+ * that pass's.
+ * @param[in] stream  (B, N, D) the residual stream entering block @p first
+ *                    (for @p first = L: the last block's output)
+ * @param[in] first   0 … L
+ * @param[in] B       images in @p stream, ≥ 1
+ * @param[in] trace   hears the stages from blocks.{first} on (NULL: nobody listens)
+ * @return VIT_ERR_USAGE for @p first outside 0 … L or @p B < 1; VIT_ERR_INPUT when the
+ *         activations cannot be had. Otherwise the logits are in vit_logits().
+ */
+VitStatus vit_forward_from(Vit *vit, const float *stream, int first, int B, TraceFn trace,
+                           void *user, VitError *err);
 /**
  * @brief After vit_forward(): VIT_OK when every logit is a finite number.
  *

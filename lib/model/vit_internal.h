@@ -34,6 +34,7 @@ float *vit_acts_stream(const VitActivations *a, int i);
  */
 VitBlockActs *vit_acts_block(VitActivations *a, int i);
 
+
 /** @brief Free the activations only (a replica's weights are another model's). */
 void vit_acts_free(Vit *vit);
 
