@@ -259,9 +259,12 @@ static bool printed_row(const char *out, int d, float v[3]) {
     return at && sscanf(at + strlen(needle), "%f %f %f", &v[0], &v[1], &v[2]) == 3;
 }
 
-// |a − b| within what printing b with %.6g can lose.
+// |a − b| within what printing b with %.6g can lose, and 1e-5 more: `vit` is
+// lib's own build, while this runner may hold a student's or a model answer's
+// function in lib's place (make answers-check), whose float rounding upstream
+// moves q and k of block 2 in their last bits.
 static bool same_to_6_digits(float a, float b) {
-    return fabs((double)a - b) <= 5e-6 * fabs((double)b) + 1e-30;
+    return fabs((double)a - b) <= 5e-6 * fabs((double)b) + 1e-5;
 }
 
 static void test_cli_prints_libs_numbers(void) {
