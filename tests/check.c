@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "record.h"
+#include "io/labels.h"
 
 #ifndef VIT_TEST_DIR
 #define VIT_TEST_DIR "tests"
@@ -459,4 +460,39 @@ void check_chapter_against_golden_at(ChapterFn run, const char *file, const char
     Chapter ch = {.out = NULL, .pin = golden_check, .pin_user = &g};
     run(&ch);
     golden_finish_at(&g, src, line);
+}
+
+void golden_meta_tolerance(const char *file, const char *name, float *atol, float *rtol) {
+    SafeTensors st;
+    VitError err;
+    char key[300];
+    snprintf(key, sizeof key, "tol.%s", name);
+    CU_ASSERT_FATAL(st_open(&st, golden_path(file), &err) == VIT_OK);
+    const char *v = st_meta(&st, key);
+    const bool found = v && sscanf(v, "%f %f", atol, rtol) == 2;
+    st_close(&st);
+    if (!found) fprintf(stderr, "\n    %s has no \"%s\" = \"ATOL RTOL\"\n", file, key);
+    CU_ASSERT_FATAL(found);
+}
+
+void expect_golden_tensor(const char *file, const char *name, const Tensor *actual) {
+    float atol, rtol;
+    golden_meta_tolerance(file, name, &atol, &rtol);
+    Tensor expected = golden_tensor(file, name);
+    assert_tensor_close(actual, &expected, atol, rtol, name);
+    if (golden_report_wanted() && tensor_same_shape(actual, &expected))
+        fprintf(stderr, "\n    %s: max |diff| %.3g (atol %.3g)", name,
+                (double)tensor_max_abs_diff(actual, &expected), (double)atol);
+    tensor_free(&expected);
+}
+
+Vit check_shipped_model(void) {
+    char path[1024];
+    Vit vit = {0};
+    VitError err;
+    vit_data_path(path, sizeof path, "models/vit-fashion.safetensors");
+    VitStatus s = vit_build(&vit, path, &err);
+    if (s != VIT_OK) fprintf(stderr, "\n    %s\n", err.msg);
+    CU_ASSERT_FATAL(s == VIT_OK);
+    return vit;
 }

@@ -33,6 +33,7 @@
 #include "teach/chapter.h"
 #include "io/safetensors.h"
 #include "base/tensor.h"
+#include "model/vit.h"
 
 /* ------------------------------------------------- CUnit's number assertions */
 
@@ -89,6 +90,22 @@ const char *golden_path(const char *file);
  */
 #define golden_tensor(file, name) golden_tensor_at((file), (name), __FILE__, __LINE__)
 Tensor golden_tensor_at(const char *file, const char *name, const char *src, int line);
+
+/**
+ * The tolerance tests/golden/@p file gives tensor @p name in its metadata,
+ * "tol.NAME" = "ATOL RTOL" (the script that made it says why); a file
+ * without one fails the test fatally.
+ */
+void golden_meta_tolerance(const char *file, const char *name, float *atol, float *rtol);
+/**
+ * @p actual against tensor @p name of tests/golden/@p file, within the
+ * golden's own tolerance for it (golden_meta_tolerance()); with
+ * VIT_GOLDEN_REPORT=1, also its largest difference.
+ */
+void expect_golden_tensor(const char *file, const char *name, const Tensor *actual);
+/** The shipped Fashion-MNIST model, data/models/vit-fashion.safetensors, built;
+ *  the test stops (fatally) when it cannot be. Free it with vit_free(). */
+Vit check_shipped_model(void);
 
 /* ------------------------------------------------------------ one comparison */
 

@@ -43,13 +43,7 @@ static const char *const PICTURES[B] = {"images/fashion-mnist/0000-ankle-boot.pn
                                         "images/fashion-mnist/0004-shirt.png"};
 
 static Vit shipped(void) {
-    char path[PATH_SIZE];
-    Vit vit;
-    VitError err;
-    vit_data_path(path, sizeof path, "models/vit-fashion.safetensors");
-    VitStatus s = vit_build(&vit, path, &err);
-    if (s != VIT_OK) fprintf(stderr, "\n    %s\n", err.msg);
-    CU_ASSERT_FATAL(s == VIT_OK);
+    Vit vit = check_shipped_model();
     CU_ASSERT_EQUAL_FATAL(vit.config.depth, L);
     CU_ASSERT_EQUAL_FATAL(vit.config.heads, H);
     CU_ASSERT_EQUAL_FATAL(vit_num_tokens(&vit.config), N);

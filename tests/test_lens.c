@@ -39,13 +39,7 @@ static const char *const PICTURES[B] = {"images/fashion-mnist/0000-ankle-boot.pn
                                         "images/fashion-mnist/0004-shirt.png"};
 
 static Vit shipped(void) {
-    char path[PATH_SIZE];
-    Vit vit;
-    VitError err;
-    vit_data_path(path, sizeof path, "models/vit-fashion.safetensors");
-    VitStatus s = vit_build(&vit, path, &err);
-    if (s != VIT_OK) fprintf(stderr, "\n    %s\n", err.msg);
-    CU_ASSERT_FATAL(s == VIT_OK);
+    Vit vit = check_shipped_model();
     CU_ASSERT_EQUAL_FATAL(vit.config.depth, L);
     CU_ASSERT_EQUAL_FATAL(vit.config.num_classes, Y);
     return vit;
@@ -60,30 +54,6 @@ static Tensor lens_of(Vit *vit, const Tensor *input) {
     return probs;
 }
 
-// The golden's tolerance for NAME ("tol.NAME" = "ATOL RTOL").
-static void golden_tol(const char *name, float *atol, float *rtol) {
-    SafeTensors st;
-    VitError err;
-    char key[64];
-    snprintf(key, sizeof key, "tol.%s", name);
-    *atol = CHECK_ATOL, *rtol = CHECK_RTOL;
-    CU_ASSERT_FATAL(st_open(&st, golden_path(GOLDEN), &err) == VIT_OK);
-    const char *v = st_meta(&st, key);
-    CU_ASSERT_FATAL(v && sscanf(v, "%f %f", atol, rtol) == 2);
-    st_close(&st);
-}
-
-static void expect_golden(const char *name, const Tensor *actual) {
-    float atol, rtol;
-    golden_tol(name, &atol, &rtol);
-    Tensor expected = golden_tensor(GOLDEN, name);
-    assert_tensor_close(actual, &expected, atol, rtol, name);
-    if (golden_report_wanted() && tensor_same_shape(actual, &expected))
-        fprintf(stderr, "\n    %s: max |diff| %.3g (atol %.3g)", name,
-                (double)tensor_max_abs_diff(actual, &expected), (double)atol);
-    tensor_free(&expected);
-}
-
 /* ------------------------------------------------------------ against PyTorch */
 
 static void test_lens_against_pytorch(void) {
@@ -92,10 +62,10 @@ static void test_lens_against_pytorch(void) {
     Tensor probs = lens_of(&vit, &input);
     CU_ASSERT_EQUAL(probs.ndim, 3);
     CU_ASSERT(probs.shape[0] == B && probs.shape[1] == DEPTHS && probs.shape[2] == Y);
-    expect_golden("lens", &probs);
+    expect_golden_tensor(GOLDEN, "lens", &probs);
     Tensor out = tensor_new(2, B, Y); // and the model's own output, after the same pass
     softmax(out.data, vit_logits(&vit).data, B, Y);
-    expect_golden("probs", &out);
+    expect_golden_tensor(GOLDEN, "probs", &out);
     tensor_free(&out);
     tensor_free(&probs);
     tensor_free(&input);

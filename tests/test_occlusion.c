@@ -39,13 +39,7 @@ static const char *const PICTURES[B] = {"images/fashion-mnist/0000-ankle-boot.pn
                                         "images/fashion-mnist/0004-shirt.png"};
 
 static Vit shipped(void) {
-    char path[PATH_SIZE];
-    Vit vit;
-    VitError err;
-    vit_data_path(path, sizeof path, "models/vit-fashion.safetensors");
-    VitStatus s = vit_build(&vit, path, &err);
-    if (s != VIT_OK) fprintf(stderr, "\n    %s\n", err.msg);
-    CU_ASSERT_FATAL(s == VIT_OK);
+    Vit vit = check_shipped_model();
     CU_ASSERT_FATAL(vit.config.image_size == S && vit.config.channels == 1);
     CU_ASSERT_FATAL(vit.config.image_size / vit.config.patch_size == SIDE);
     return vit;
@@ -66,30 +60,6 @@ static OcclusionComparison compare(Vit *vit, const Tensor *x, float black) {
     CU_ASSERT_FATAL(s == VIT_OK);
     CU_ASSERT_FATAL(c.P == P && c.side == SIDE);
     return c;
-}
-
-// The golden's tolerance for NAME ("tol.NAME" = "ATOL RTOL").
-static void golden_tol(const char *name, float *atol, float *rtol) {
-    SafeTensors st;
-    VitError err;
-    char key[64];
-    snprintf(key, sizeof key, "tol.%s", name);
-    *atol = CHECK_ATOL, *rtol = CHECK_RTOL;
-    CU_ASSERT_FATAL(st_open(&st, golden_path(GOLDEN), &err) == VIT_OK);
-    const char *v = st_meta(&st, key);
-    CU_ASSERT_FATAL(v && sscanf(v, "%f %f", atol, rtol) == 2);
-    st_close(&st);
-}
-
-static void expect_golden(const char *name, const Tensor *actual) {
-    float atol, rtol;
-    golden_tol(name, &atol, &rtol);
-    Tensor expected = golden_tensor(GOLDEN, name);
-    assert_tensor_close(actual, &expected, atol, rtol, name);
-    if (golden_report_wanted() && tensor_same_shape(actual, &expected))
-        fprintf(stderr, "\n    %s: max |diff| %.3g (atol %.3g)", name,
-                (double)tensor_max_abs_diff(actual, &expected), (double)atol);
-    tensor_free(&expected);
 }
 
 static float golden_black(void) {
@@ -119,9 +89,9 @@ static void test_occlusion_against_pytorch(void) {
         occlusion_comparison_free(&c);
         tensor_free(&x);
     }
-    expect_golden("full", &mine);
-    expect_golden("occlusion", &falls);
-    expect_golden("deletion", &deletion);
+    expect_golden_tensor(GOLDEN, "full", &mine);
+    expect_golden_tensor(GOLDEN, "occlusion", &falls);
+    expect_golden_tensor(GOLDEN, "deletion", &deletion);
     tensor_free(&mine), tensor_free(&deletion), tensor_free(&falls);
     tensor_free(&full), tensor_free(&classes), tensor_free(&input);
     vit_free(&vit);

@@ -38,13 +38,7 @@ static const char *const PICTURES[2] = {"images/fashion-mnist/0000-ankle-boot.pn
                                         "images/fashion-mnist/0009-sneaker.png"};
 
 static Vit shipped(void) {
-    char path[PATH_SIZE];
-    Vit vit;
-    VitError err;
-    vit_data_path(path, sizeof path, "models/vit-fashion.safetensors");
-    VitStatus s = vit_build(&vit, path, &err);
-    if (s != VIT_OK) fprintf(stderr, "\n    %s\n", err.msg);
-    CU_ASSERT_FATAL(s == VIT_OK);
+    Vit vit = check_shipped_model();
     CU_ASSERT_EQUAL_FATAL(vit.config.depth, L);
     CU_ASSERT_EQUAL_FATAL(vit_num_tokens(&vit.config), T);
     CU_ASSERT_EQUAL_FATAL(vit.config.num_classes, Y);
@@ -60,30 +54,6 @@ static Patching grid_of(Vit *vit, const Tensor *a, const Tensor *b) {
     return pt;
 }
 
-// The golden's tolerance for NAME ("tol.NAME" = "ATOL RTOL").
-static void golden_tol(const char *name, float *atol, float *rtol) {
-    SafeTensors st;
-    VitError err;
-    char key[64];
-    snprintf(key, sizeof key, "tol.%s", name);
-    *atol = CHECK_ATOL, *rtol = CHECK_RTOL;
-    CU_ASSERT_FATAL(st_open(&st, golden_path(GOLDEN), &err) == VIT_OK);
-    const char *v = st_meta(&st, key);
-    CU_ASSERT_FATAL(v && sscanf(v, "%f %f", atol, rtol) == 2);
-    st_close(&st);
-}
-
-static void expect_golden(const char *name, const Tensor *actual) {
-    float atol, rtol;
-    golden_tol(name, &atol, &rtol);
-    Tensor expected = golden_tensor(GOLDEN, name);
-    assert_tensor_close(actual, &expected, atol, rtol, name);
-    if (golden_report_wanted() && tensor_same_shape(actual, &expected))
-        fprintf(stderr, "\n    %s: max |diff| %.3g (atol %.3g)", name,
-                (double)tensor_max_abs_diff(actual, &expected), (double)atol);
-    tensor_free(&expected);
-}
-
 /* ------------------------------------------------------------ against PyTorch */
 
 static void test_grid_against_pytorch(void) {
@@ -96,8 +66,8 @@ static void test_grid_against_pytorch(void) {
     Tensor prob = tensor_new(2, L, T), top = tensor_new(2, L, T);
     memcpy(prob.data, pt.prob, sizeof(float) * L * T);
     for (int i = 0; i < L * T; i++) top.data[i] = (float)pt.top[i];
-    expect_golden("prob", &prob);
-    expect_golden("top", &top);
+    expect_golden_tensor(GOLDEN, "prob", &prob);
+    expect_golden_tensor(GOLDEN, "top", &top);
     Tensor pa = golden_tensor(GOLDEN, "probs_a"), pb = golden_tensor(GOLDEN, "probs_b");
     CU_ASSERT_DOUBLE_EQUAL(pt.a_prob, pa.data[pt.a_class], 2e-5);
     CU_ASSERT_DOUBLE_EQUAL(pt.b_prob, pb.data[pt.a_class], 2e-5);

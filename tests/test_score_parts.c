@@ -40,13 +40,7 @@ enum { L = 6, H = 4, DH = 16, N = 50, CELLS = 5, PARTS = 7, PATH_SIZE = 512 };
 static const char PICTURE[] = "images/fashion-mnist/0000-ankle-boot.png";
 
 static Vit shipped(void) {
-    char path[PATH_SIZE];
-    Vit vit;
-    VitError err;
-    vit_data_path(path, sizeof path, "models/vit-fashion.safetensors");
-    VitStatus s = vit_build(&vit, path, &err);
-    if (s != VIT_OK) fprintf(stderr, "\n    %s\n", err.msg);
-    CU_ASSERT_FATAL(s == VIT_OK);
+    Vit vit = check_shipped_model();
     CU_ASSERT_EQUAL_FATAL(vit.config.depth, L);
     CU_ASSERT_EQUAL_FATAL(vit.config.heads, H);
     return vit;
@@ -89,18 +83,6 @@ static void numbers_of(float *out, const ScoreParts *p) {
 
 /* ------------------------------------------------------------ against PyTorch */
 
-// The golden's tolerance for NAME ("tol.NAME" = "ATOL RTOL").
-static void golden_tol(const char *name, float *atol, float *rtol) {
-    SafeTensors st;
-    VitError err;
-    char key[64];
-    snprintf(key, sizeof key, "tol.%s", name);
-    CU_ASSERT_FATAL(st_open(&st, golden_path(GOLDEN), &err) == VIT_OK);
-    const char *v = st_meta(&st, key);
-    CU_ASSERT_FATAL(v && sscanf(v, "%f %f", atol, rtol) == 2);
-    st_close(&st);
-}
-
 static void test_parts_against_pytorch(void) {
     TraceRecorder r = recorded_pass();
     Tensor cells = golden_tensor(GOLDEN, "cells");
@@ -124,7 +106,7 @@ static void test_parts_against_pytorch(void) {
     for (int t = 0; t < 4; t++) {
         Tensor expected = golden_tensor(GOLDEN, names[t]);
         float atol, rtol;
-        golden_tol(names[t], &atol, &rtol);
+        golden_meta_tolerance(GOLDEN, names[t], &atol, &rtol);
         assert_tensor_close(actual[t], &expected, atol, rtol, names[t]);
         if (golden_report_wanted() && tensor_same_shape(actual[t], &expected))
             fprintf(stderr, "\n    %s: max |diff| %.3g", names[t],
