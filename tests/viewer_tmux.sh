@@ -272,7 +272,12 @@ keys '?'
 check "help" "Running the forward pass"
 keys NPage NPage NPage NPage NPage
 check "the help's labels are whole" "PgUp PgDn Home End +\(view focused\)"
-keys NPage # the notes after the key tables
+# the notes after the key tables: paged to until the last one shows, however
+# many keys the tables above them hold
+for page in 1 2 3 4; do
+    wait_for "stops by itself at the first NaN or infinity" 1 && break
+    keys NPage
+done
 check "the help explains the tree's marks" "The tree's marks: ▶ how far the pass has run"
 check "the help says any key pauses a run" "While a pass runs \(n f c, or after r\), any key pauses it"
 check "the help says what becomes of keys typed during a run" "except after / B W e T D,"
@@ -581,6 +586,14 @@ if [ -n "$DEMO" ]; then
     check "a stroke changes the prediction line" \
         "what-if: Ankle boot 0\.9002 → 0\.[0-9]{4} · 1 pixel painted" 10
     check "its count in the view" "painting \(P\): pixel \(17, 14\) · space paints · 1 painted"
+    # a click (an xterm mouse report, X10 form: ESC [ M, then button, column and
+    # row, each + 32, counted from 1) 8 cells below the picture's first row (the
+    # one under the caption) and 14 columns right of its left edge: pixel (16, 14)
+    line=$(grep -n "painting (P): pixel" "$WORK/screen.txt" | head -n 1 | cut -d: -f1)
+    left=$(sed -n "${line}p" "$WORK/screen.txt" | sed 's/│.*//' | wc -m) # the columns before │, and │
+    keys -l "$(printf "\033[M \\$(printf %o $((32 + left + 14 + 1)))\\$(printf %o $((32 + line + 9)))")"
+    check "a click paints the pixel under it" "painting \(P\): pixel \(16, 14\) · space paints · 2 painted"
+    check "its stroke in the title" "what-if: Ankle boot 0\.9002 → 0\.[0-9]{4} · 2 pixels painted" 10
     keys P u
     check "undo the strokes" "what-ifs undone" 10
     keys '/'

@@ -149,6 +149,9 @@ UiAction importance_open(State *s, int key);
 UiAction paint_toggle(State *s, int key);
 /** @brief Its keys while painting: the cursor, space, stopping; ACT_UNHANDLED for others. */
 UiAction paint_key(State *s, int key);
+/** @brief The mouse reported while painting, and only then (the terminal's own text
+ *         selection works the rest of the time); called before each key is read. */
+void paint_mouse(const State *s);
 /** @brief Keys that drive the forward pass and the screen (s n f c r b B ? q Tab). */
 UiAction app_key(State *s, int key);
 

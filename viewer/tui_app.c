@@ -317,6 +317,7 @@ static UiAction ui_loop(App *app) {
     s->running = false; // whatever ran before has stopped: the status row says so
     for (;;) {
         app_draw(app);
+        paint_mouse(s);
         timeout(s->play_ms > 0 ? s->play_ms : -1); // S: no key in time is a step
         const int key = getch();
         timeout(-1);

@@ -13,8 +13,11 @@
  * the preprocessing would; the title reads "what-if: Ankle boot 0.9002 →
  * 0.8914 · 3 pixels painted · …", and u undoes every stroke at once. A light
  * pixel is painted black, a dark one white, so the same key draws a line and
- * rubs it out. This file moves the cursor, asks for the stroke and marks the
- * cursor on the picture; the arithmetic is the model's.
+ * rubs it out. A click on a pixel (where the terminal reports the mouse) moves
+ * the cursor there and paints it; the mouse is asked for only while painting,
+ * so that the terminal's own selection of text works the rest of the time.
+ * This file moves the cursor, asks for the stroke and marks the cursor on the
+ * picture; the arithmetic is the model's.
  */
 #include "tui.h"
 #include "tui_draw.h"
@@ -58,6 +61,23 @@ static UiAction cmd_stroke(State *s, int key) {
     return ACT_REQUEST;
 }
 
+// A click on the picture: the cursor to that pixel, and a stroke there. The
+// picture is where image_view() draws it: under the view's caption, w columns
+// by h pixel rows, ui_pixel_rows() pixels a cell.
+static UiAction cmd_click(State *s, int key) {
+    MEVENT ev;
+    if (getmouse(&ev) != OK || !(ev.bstate & (BUTTON1_PRESSED | BUTTON1_CLICKED))) return ACT_NONE;
+    const Rect r = s->layout.view;
+    int h, w = picture_side(s, r.h - 1, r.w, &h);
+    const int x = ev.x - r.x, y = (ev.y - (r.y + 1)) * ui_pixel_rows(s), S = s->cfg->image_size;
+    if (w <= 0 || h <= 0 || x < 0 || x >= w || y < 0 || y >= h) {
+        state_message(s, "click on the picture to paint a pixel");
+        return ACT_NONE;
+    }
+    s->paint_y = y * S / h, s->paint_x = x * S / w;
+    return cmd_stroke(s, key);
+}
+
 static UiAction cmd_stop(State *s, int key) { return paint_toggle(s, 'P'); }
 
 static const KeyBinding bindings[] = {
@@ -66,11 +86,19 @@ static const KeyBinding bindings[] = {
     {{'h', 'j', 'k', 'l'}, "h j k l", "the same", cmd_move},
     {{' '}, "space", "paint the pixel: a light one black, a dark one white; the pass reruns",
      cmd_stroke},
+    {{KEY_MOUSE}, "click", "on the picture: the cursor to that pixel, and paint it", cmd_click},
     {{'P', 27}, "P Esc", "stop painting (u undoes every stroke)", cmd_stop},
 };
 
 const KeyTable paint_keys = {"Painting the input (P on the input stage)", bindings,
                              sizeof bindings / sizeof bindings[0]};
+
+void paint_mouse(const State *s) {
+    static bool asked; // what the terminal was last told
+    if (asked == s->painting) return;
+    asked = s->painting;
+    mousemask(asked ? BUTTON1_PRESSED | BUTTON1_CLICKED : 0, NULL);
+}
 
 UiAction paint_key(State *s, int key) {
     // only on the input stage of the forward pass: elsewhere the keys are the usual ones
