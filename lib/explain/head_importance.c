@@ -13,6 +13,8 @@
  */
 #include "explain/head_importance.h"
 
+#include "train/train.h" // ops_index_of_max()
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,14 +26,6 @@ static double class_probability(const float *logits, int Y, int c) {
         if (logits[j] > top) top = logits[j];
     for (int j = 0; j < Y; j++) sum += exp((double)logits[j] - top);
     return exp((double)logits[c] - top) / sum;
-}
-
-// The first of the largest logits; logits is (Y)
-static int predicted_class(const float *logits, int Y) {
-    int best = 0;
-    for (int j = 1; j < Y; j++)
-        if (logits[j] > logits[best]) best = j;
-    return best;
 }
 
 // p[b] = softmax(logits_b)[classes[b]] from the last pass's (B, Y) logits
@@ -66,7 +60,7 @@ static VitStatus full_model(HeadImportance *hi, Vit *vit, const Tensor *input, c
     VitStatus s = vit_forward(vit, input, NULL, NULL, err);
     if (s != VIT_OK) return s;
     const float *logits = vit_logits(vit).data; // (B, Y)
-    for (int b = 0; b < B; b++) hi->classes[b] = predicted_class(logits + (size_t)b * Y, Y);
+    for (int b = 0; b < B; b++) hi->classes[b] = ops_index_of_max(logits + (size_t)b * Y, Y);
     probs_of_logits(hi->full, vit, B, hi->classes);
     return VIT_OK;
 }
