@@ -43,16 +43,17 @@ VitStatus frames_find(FilmView *v, const char *weights, const char *film_dir, co
     }
     if (!weights) {
         snprintf(v->none, sizeof v->none, "no film: random weights were never trained "
-                 "(vit train --out X.safetensors keeps one in X.film/)");
+                 "(vit train writes one)"); // short: the title row shows it
         return VIT_OK;
     }
     char *dir = film_dir_for(weights), shown[96];
-    vit_escape(shown, sizeof shown, dir);
+    const char *base = strrchr(dir, '/'); // the folder's own name: the title row is short
+    vit_escape(shown, sizeof shown, base ? base + 1 : dir);
     struct stat sb;
     VitError why;
     if (stat(dir, &sb) != 0)
-        snprintf(v->none, sizeof v->none, "no film beside the weights (%s): vit train keeps "
-                 "one, epochs 0 1 2 4 8 … and the last", shown);
+        snprintf(v->none, sizeof v->none, "no film beside the weights (vit train writes one: "
+                 "X.film/); no %s", shown);
     else if (film_open(&v->film, dir, &why) != VIT_OK)
         vit_escape(v->none, sizeof v->none, why.msg);
     else frames_place(v, model);
@@ -72,10 +73,8 @@ bool frames_step(const FilmView *v, int dir, int *to, char *why, size_t size) {
             *to = p;
             return true;
         }
-    char here[96];
-    frames_label(v, v->at, here, sizeof here);
-    snprintf(why, size, "%s: the %s of the film, %s", here, dir > 0 ? "end" : "start",
-             dir > 0 ? "( goes back" : ") goes on");
+    snprintf(why, size, "the %s of the film: %s", dir > 0 ? "end" : "start",
+             dir > 0 ? "( goes back" : ") goes on"); // the title row says which frame
     return false;
 }
 
@@ -95,17 +94,25 @@ void frames_label(const FilmView *v, int place, char *buf, size_t size) {
                   place + 1, v->places, place == v->loaded ? " · the model as loaded" : "");
 }
 
-// "S=28 p=7 C=1 D=64 L=4 H=4 M=128 Y=10": a model's sizes, for a refusal.
-static void sizes(char *buf, size_t size, const VitConfig *c) {
-    snprintf(buf, size, "S=%d p=%d C=%d D=%d L=%d H=%d M=%d Y=%d", c->image_size, c->patch_size,
-             c->channels, c->dim, c->depth, c->heads, c->mlp_dim, c->num_classes);
-}
-
-static bool same_architecture(const VitConfig *a, const VitConfig *b) {
-    return a->image_size == b->image_size && a->patch_size == b->patch_size &&
-           a->channels == b->channels && a->dim == b->dim && a->depth == b->depth &&
-           a->heads == b->heads && a->mlp_dim == b->mlp_dim &&
-           a->num_classes == b->num_classes && a->ln_eps == b->ln_eps;
+// How two architectures differ, size by size: "L=1 (the model's 2)", "" when
+// they are the same. Short: the title row shows it.
+static void differences(char *buf, size_t size, const VitConfig *a, const VitConfig *b) {
+    const struct {
+        const char *name;
+        int a, b;
+    } sizes[] = {{"S", a->image_size, b->image_size}, {"p", a->patch_size, b->patch_size},
+                 {"C", a->channels, b->channels},     {"D", a->dim, b->dim},
+                 {"L", a->depth, b->depth},           {"H", a->heads, b->heads},
+                 {"M", a->mlp_dim, b->mlp_dim},       {"Y", a->num_classes, b->num_classes}};
+    size_t len = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0] && len < size; i++)
+        if (sizes[i].a != sizes[i].b)
+            len += (size_t)snprintf(buf + len, size - len, "%s%s=%d (the model's %d)",
+                                    len ? ", " : "", sizes[i].name, sizes[i].a, sizes[i].b);
+    if (!buf[0] && a->ln_eps != b->ln_eps && size > 0)
+        snprintf(buf, size, "LayerNorm eps %g (the model's %g)", (double)a->ln_eps,
+                 (double)b->ln_eps);
 }
 
 VitStatus frames_show(FilmView *v, Vit *vit, int to, VitError *err) {
@@ -120,12 +127,13 @@ VitStatus frames_show(FilmView *v, Vit *vit, int to, VitError *err) {
     const char *path = v->film.frames[to].path;
     Vit next = {0};
     VitStatus s = vit_build(&next, path, err);
-    if (s == VIT_OK && !same_architecture(&next.config, &vit->config)) {
-        char theirs[96], ours[96], shown[160];
-        sizes(theirs, sizeof theirs, &next.config);
-        sizes(ours, sizeof ours, &vit->config);
-        s = vit_fail(err, VIT_ERR_INPUT, "%s: another architecture (%s; the model's %s): "
-                     "passed over", vit_escape(shown, sizeof shown, path), theirs, ours);
+    char differ[200];
+    if (s == VIT_OK) differences(differ, sizeof differ, &next.config, &vit->config);
+    if (s == VIT_OK && differ[0]) { // the file's name only: the title row is short
+        const char *base = strrchr(path, '/');
+        char shown[64];
+        s = vit_fail(err, VIT_ERR_INPUT, "%s: another architecture, %s: passed over",
+                     vit_escape(shown, sizeof shown, base ? base + 1 : path), differ);
     }
     if (s != VIT_OK) {
         vit_free(&next);
