@@ -272,6 +272,7 @@ check "and recovers" "top of 1000 classes"
 # help lists every key
 keys '?'
 check "help" "Running the forward pass"
+check "help lists ( ), the training's film" "\( \) +the training's film: previous / next snapshot"
 keys NPage NPage NPage NPage NPage
 check "the help's labels are whole" "PgUp PgDn Home End +\(view focused\)"
 # the notes after the key tables: paged to until the last one shows, however
