@@ -6,7 +6,9 @@
 # quits with q, which must exit 0. Two runs on weights the script writes with
 # the `vit` beside vitview: one holding a NaN (the viewer must stop at the
 # first stage it reaches), one truncated by another process while vitview has
-# it mapped (a message and exit 1, not "Bus error"). Then the default demo:
+# it mapped (a message and exit 1, not "Bus error"); a training's film beside
+# weights (( ) scrub through its frames, the logits changing with them) and
+# weights without one. Then the default demo:
 # vitview with no arguments opens the trained Fashion-MNIST model
 # (data/models/vit-fashion.safetensors; while it is not there, a small one the
 # script trains with `vit train` in a data folder of its own, VIT_DATA_DIR) on
@@ -270,6 +272,7 @@ check "and recovers" "top of 1000 classes"
 # help lists every key
 keys '?'
 check "help" "Running the forward pass"
+check "help lists ( ), the training's film" "\( \) +the training's film: previous / next snapshot"
 keys NPage NPage NPage NPage NPage
 check "the help's labels are whole" "PgUp PgDn Home End +\(view focused\)"
 # the notes after the key tables: paged to until the last one shows, however
@@ -358,6 +361,99 @@ if [ -x "$VIT" ]; then
         LAST_FAILURE="weights cut short: $(cat "$WORK/exit" 2>/dev/null || echo no exit)"
         echo "viewer_tmux: FAILED: $LAST_FAILURE; stderr:" >&2
         sed 's/^/    | /' "$WORK/stderr" >&2
+    fi
+
+    # The training's film: film.film/ beside film.safetensors holds frames of
+    # epochs 0, 1 and 2 (random weights of other seeds; epoch 2 a copy of the
+    # model) and one of another architecture (epoch 4, one block): ( ) scrub
+    # through them on the same picture, the logits changing with the weights,
+    # epoch 4 passed over with a message, and back at the end the numbers are
+    # the model's as loaded.
+    mkdir -p "$WORK/film.film"
+    # film_model FILE SEED DEPTH: random weights (biases too: the logits differ plainly)
+    film_model() {
+        "$VIT" make-weights --arch vit-tiny --depth "$3" --classes 10 --seed "$2" \
+            --bias-std 0.5 --out "$WORK/$1" >/dev/null ||
+            { echo "viewer_tmux: FAIL: $VIT make-weights failed" >&2; exit 1; }
+    }
+    film_model film.safetensors 11 2
+    film_model film.film/epoch-000.safetensors 21 2
+    film_model film.film/epoch-001.safetensors 22 2
+    film_model film.film/epoch-004.safetensors 23 1
+    cp "$WORK/film.safetensors" "$WORK/film.film/epoch-002.safetensors"
+    # logits: the logit and probability columns of the logits view, one line
+    logits() { screen_text | grep -Eo -- '-?[0-9]+\.[0-9]{3}  [0-9]\.[0-9]{4}' | tr '\n' ' '; }
+    # same_logits NAME WANT(yes/no) REFERENCE: this screen's logits against another's
+    same_logits() {
+        now=$(logits)
+        if { [ "$2" = yes ] && [ "$now" = "$3" ]; } || { [ "$2" = no ] && [ "$now" != "$3" ]; }; then
+            PASSED=$((PASSED + 1))
+        else
+            FAILED=$((FAILED + 1)); LAST_FAILURE=$1
+            echo "viewer_tmux: FAILED: $1: logits '$now' against '$3'" >&2
+        fi
+    }
+    ARGS="--weights $WORK/film.safetensors"
+    start film
+    check "a film beside the weights: the title says where" \
+        "vitview │ the model as loaded · frame 5/5 · ViT" 15
+    check "... and so does the status row" "paused at input 1/38 · the model as loaded · frame 5/5"
+    keys c
+    check "the film's model runs to the logits" "finished at logits 38/38" 10
+    check "its logits shown" "1 class [0-9]"
+    loaded=$(logits)
+    keys ')'
+    check ") at the last place says so" "the end of the film: \( goes back"
+    keys '('
+    check "( passes over a frame of another architecture, saying so" \
+        "epoch-004\.safetensors: another architecture, L=1 \(the model's 2\)" 10
+    check "... and stays on the model" "finished at logits 38/38 · the model as loaded · frame 5/5"
+    keys '('
+    check "( shows epoch 2, frame 3 of 5, at the same stage, the logits" \
+        "finished at logits 38/38 · epoch 2 of 4 · frame 3/5" 10
+    check "... the title says so too" "vitview │ epoch 2 of 4 · frame 3"
+    same_logits "epoch 2 (a copy of the model) has the model's logits" yes "$loaded"
+    keys '('
+    check "( shows epoch 1, frame 2 of 5, the logits recomputed" \
+        "finished at logits 38/38 · epoch 1 of 4 · frame 2/5" 10
+    same_logits "epoch 1's weights give other logits" no "$loaded"
+    epoch1=$(logits)
+    keys '('
+    check "( shows epoch 0, frame 1 of 5, the logits recomputed" \
+        "finished at logits 38/38 · epoch 0 of 4 · frame 1/5" 10
+    same_logits "epoch 0's logits are not epoch 1's" no "$epoch1"
+    keys '('
+    check "( at the first frame says so" "the start of the film: \) goes on"
+    keys ')'
+    check ") goes forward again, the logits recomputed" \
+        "finished at logits 38/38 · epoch 1 of 4 · frame 2/5" 10
+    same_logits ") shows epoch 1's logits again" yes "$epoch1"
+    keys ')' ')'
+    check ") ) back to the model as loaded, over epoch 4, the logits recomputed" \
+        "finished at logits 38/38 · the model as loaded · frame 5/5" 10
+    same_logits "the model as loaded: its own logits again" yes "$loaded"
+    quit "q exits 0 after the film"
+
+    # without a film: ( ) say so, and how to make one
+    ARGS="--weights $WORK/film.film/epoch-001.safetensors"
+    start no-film
+    check "weights without a film start" "paused at input 1/38" 15
+    keys ')'
+    check ") without a film says so, and how to make one" \
+        "no film beside the weights \(vit train writes one: X\.film/\)"
+    quit "q exits 0 without a film"
+
+    # --film on a folder without frames: bad input, said before the screen is taken
+    mkdir -p "$WORK/empty.film"
+    rc=0
+    "$VITVIEW" --weights "$WORK/film.safetensors" --film "$WORK/empty.film" </dev/null \
+        >/dev/null 2>"$WORK/film.err" || rc=$?
+    if [ "$rc" -eq 1 ] && grep -q "empty\.film: no frames in the film's folder" "$WORK/film.err"; then
+        PASSED=$((PASSED + 1))
+    else
+        FAILED=$((FAILED + 1)); LAST_FAILURE="--film on an empty folder (exit $rc)"
+        echo "viewer_tmux: FAILED: $LAST_FAILURE; stderr:" >&2
+        sed 's/^/    | /' "$WORK/film.err" >&2
     fi
     ARGS=""
 fi
@@ -1029,7 +1125,7 @@ else
 fi
 
 if [ "$FAILED" -eq 0 ]; then
-    echo "viewer_tmux: PASS ($PASSED checks, $VITVIEW at 100x30, 60x20, 40x10, NO_COLOR, NaN, cut weights; the default Fashion-MNIST model, $DEMO_WHAT, at 100x30, 80x24, 160x50; no model)"
+    echo "viewer_tmux: PASS ($PASSED checks, $VITVIEW at 100x30, 60x20, 40x10, NO_COLOR, NaN, cut weights, a training's film; the default Fashion-MNIST model, $DEMO_WHAT, at 100x30, 80x24, 160x50; no model)"
     exit 0
 fi
 echo "viewer_tmux: FAIL ($FAILED of $((PASSED + FAILED)) checks failed, last: $LAST_FAILURE)"

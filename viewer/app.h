@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "frames.h"
 #include "io/labels.h"
 #include "pictures.h"
 #include "model/vit.h"
@@ -29,6 +30,8 @@ typedef struct {
     bool mono;            /**< --mono: no colour even if the terminal has it */
     const char *timings;  /**< write latency measurements here at exit (NULL: don't) */
     const char *message;  /**< a note for the title row at the start (NULL: none) */
+    FilmView film;        /**< the training's film beside the weights, or none (ownership
+                               passes to the viewer) */
 } AppOptions;
 
 /**

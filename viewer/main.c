@@ -2,7 +2,7 @@
  * @file main.c
  * @brief `vitview`: step through a real ViT forward pass in the terminal.
  *
- *     build/vitview [--weights W] [--threads N] [IMAGE]
+ *     build/vitview [--weights W] [--film DIR] [--threads N] [IMAGE]
  *
  * With no arguments it opens the project's trained Fashion-MNIST model on one
  * of its test images (defaults.h), or random weights when that model is not
@@ -31,6 +31,7 @@
 
 typedef struct {
     const char *weights; // NULL: the trained model if it is there, else random weights
+    const char *film;    // --film DIR; NULL: the film beside the weights, if any
     const char *arch;    // e.g. "vit-tiny"
     int seed;            // for random weights
     bool random;         // --arch or --seed given: random weights even if the model is there
@@ -43,7 +44,7 @@ typedef struct {
 } Args;
 
 static void usage(FILE *f) {
-    fputs("usage: vitview [--weights FILE] [--threads N] [IMAGE]\n"
+    fputs("usage: vitview [--weights FILE] [--film DIR] [--threads N] [IMAGE]\n"
           "\n"
           "Step through a Vision Transformer's forward pass, stage by stage. With no\n"
           "arguments (make run): the project's trained Fashion-MNIST model on a test\n"
@@ -53,6 +54,9 @@ static void usage(FILE *f) {
           "                    names); default: the project's trained Fashion-MNIST model\n"
           "                    data/" VIEWER_SHIPPED_MODEL ", else random\n"
           "                    weights (see --arch, --seed)\n"
+          "  --film DIR        the training's film to scrub with ( ): snapshots of the\n"
+          "                    model at epochs 0, 1, 2, 4, … (default: FILE.film beside\n"
+          "                    the weights, which vit train writes, if it is there)\n"
           "  --arch A          random weights of this architecture: vit-tiny (default),\n"
           "                    vit-small, vit-base\n"
           "  --seed N          random weights from this seed (default 0)\n"
@@ -73,7 +77,8 @@ static void usage(FILE *f) {
           "                    generated picture\n"
           "\n"
           "Keys: s step, n next block, f finish block, c continue, b breakpoint,\n"
-          "r restart, } { next/previous picture, T a test image, a attention views,\n"
+          "r restart, } { next/previous picture, ( ) the training's film, T a test image,\n"
+          "a attention views, "
           "x X switch heads off, z mask a patch, u undo, ? all keys, q quit.\n"
           "Exit status: 0 ok, 1 bad input, 2 bad usage or not a terminal.\n",
           f);
@@ -87,6 +92,7 @@ static VitStatus parse_args(Args *a, int argc, char **argv, VitError *err) {
         VitStatus s = VIT_OK;
         bool takes_value = true;
         if (!strcmp(arg, "--weights")) a->weights = value;
+        else if (!strcmp(arg, "--film")) a->film = value;
         else if (!strcmp(arg, "--arch")) a->arch = value, a->random = true;
         else if (!strcmp(arg, "--seed"))
             s = vit_parse_int(&a->seed, value, 0, 1 << 30, "--seed", err), a->random = true;
@@ -217,6 +223,7 @@ int main(int argc, char **argv) {
     Tensor input = {0};
     Labels labels = {0};
     Pictures pictures = {0};
+    FilmView film = {0};
     char model[256], image[160];
     WeightsSource source = WEIGHTS_GIVEN;
     file_guard_mapped("vitview", app_restore_terminal); // weights cut short under us: a message
@@ -230,6 +237,7 @@ int main(int argc, char **argv) {
     }
     if (s == VIT_OK) s = load_input(&input, &pictures, &args, &vit, image, sizeof image, &err);
     if (s == VIT_OK) s = load_labels(&labels, &vit, &err);
+    if (s == VIT_OK) s = frames_find(&film, vit.file.label, args.film, &vit, &err);
     bool hint = true;
     if (s == VIT_OK && !(isatty(STDIN_FILENO) && isatty(STDOUT_FILENO))) {
         s = vit_fail(&err, VIT_ERR_USAGE, "needs an interactive terminal (stdin and stdout are "
@@ -245,11 +253,14 @@ int main(int argc, char **argv) {
                           .history_bytes = history, .labels = labels,
                           .mono = args.mono, .timings = getenv("VITVIEW_TIMINGS"),
                           .message = source == WEIGHTS_MISSING
-                                         ? "no trained model: random weights" : NULL};
-        labels = (Labels){0}; // app_run owns them now
+                                         ? "no trained model: random weights" : NULL,
+                          .film = film};
+        labels = (Labels){0}; // app_run owns them now, and the film
+        film = (FilmView){0};
         status = app_run(&opt);
     }
     labels_free(&labels);
+    frames_free(&film);
     pictures_free(&pictures);
     tensor_free(&input);
     vit_free(&vit);

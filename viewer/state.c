@@ -49,6 +49,7 @@ void state_free(State *s) {
     importance_clear(&s->importance);
     occlusion_comparison_free(&s->occlusion);
     patching_free(&s->patching);
+    frames_free(&s->film);
 }
 
 void state_resize(State *s, int cols, int rows) {

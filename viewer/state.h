@@ -21,6 +21,7 @@
 #include "io/labels.h"
 #include "layout.h"
 #include "stepper.h"
+#include "frames.h"
 #include "explain/occlusion.h"
 #include "explain/patching.h"
 #include "model/vit.h"
@@ -88,6 +89,8 @@ typedef enum {
                          attention maps, with their deletion tests (O) */
     REQ_PATCHING,   /**< one token of the next shipped picture's stream put into the
                          pass's, every (block, token) in turn (C) */
+    REQ_FRAME,      /**< the film's place request_arg: a snapshot of the training, or the
+                         model as loaded, on the same picture (( )) */
 } Request;
 
 /** What the status row is reading. */
@@ -112,7 +115,7 @@ typedef struct {
     const VitConfig *cfg; /**< the model's sizes */
     const Vit *model;     /**< the model, read only: the logit lens applies its final norm and
                                head to the stream (NULL: no lens) */
-    char title[440];      /**< the model and the picture, for the title row */
+    char title[560];      /**< the model, the film's frame and the picture, for the title row */
     Stepper stepper;      /**< the pass shown: progress, breakpoints, selection, tree */
     History history;      /**< the pass shown: its computed tensors */
     bool backward;        /**< the pass shown is the backward one (gradients) */
@@ -161,6 +164,8 @@ typedef struct {
     const char *weights_path; /**< the model's file, or NULL (random weights): not to be
                                    overwritten by an export (borrowed) */
     const char *picture_path; /**< the picture's file, or "" (borrowed, as weights_path) */
+    FilmView film;        /**< the training's film beside the weights, and the frame shown
+                               (( ); owned) */
     int other_pictures;   /**< how many shipped pictures } { can switch to besides the one
                                shown: at 0 they say so rather than rerun the same picture */
     /* what-if experiments: what the next pass changes, against the unmodified one */

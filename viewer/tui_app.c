@@ -44,6 +44,7 @@ typedef struct {
     Tensor original;       // the picture's input, as loaded (owned)
     Tensor input;          // what the pass sees: the original with the masked patches (owned)
     char model[256];       // the model, for the title row
+    char picture[160];     // the picture, for the title row
     UiAction abandon;      // ACT_RESTART, ACT_REQUEST or ACT_QUIT: let the pass run out
     bool rerun;            // this pass runs to stepper.target without stopping on the way
     int keep_selected;     // ... and then shows this node again (-1: the stop itself)
@@ -145,6 +146,19 @@ static UiAction cmd_picture(State *s, int key) {
     }
     s->request = REQ_PICTURE;
     s->request_arg = key == '}' ? 1 : -1;
+    return ACT_REQUEST;
+}
+
+// ( ): the training's film, the previous or next snapshot on the same picture.
+static UiAction cmd_film(State *s, int key) {
+    char why[sizeof s->message];
+    int to;
+    if (!frames_step(&s->film, key == ')' ? 1 : -1, &to, why, sizeof why)) {
+        state_message(s, "%s", why);
+        return ACT_NONE;
+    }
+    s->request = REQ_FRAME;
+    s->request_arg = to;
     return ACT_REQUEST;
 }
 
@@ -258,6 +272,8 @@ static const KeyBinding bindings[] = {
     {{'}', '{'}, "} {", "next / previous shipped picture (the same stage, a new pass)", cmd_picture},
     {{'T'}, "T", "a Fashion-MNIST test image by number (0-9999; needs the dataset)",
      cmd_test_image},
+    {{'(', ')'}, "( )", "the training's film: previous / next snapshot (epoch 0 1 2 4 …), "
+     "the same picture and stage", cmd_film},
     {{'u'}, "u", "undo every what-if: back to the unmodified pass", cmd_undo},
     {{'d'}, "d", "backward pass of the predicted class's logit; again: the forward",
      cmd_backward},
@@ -548,7 +564,11 @@ static void message_error(State *s, const VitError *err) {
 }
 
 static void set_title(App *app, const char *picture) {
-    snprintf(app->state.title, sizeof app->state.title, "%s · %s", app->model, picture);
+    if (picture != app->picture) snprintf(app->picture, sizeof app->picture, "%s", picture);
+    char frame[96]; // which snapshot of the training, when there is a film: first, never cut
+    frames_label(&app->state.film, app->state.film.at, frame, sizeof frame);
+    snprintf(app->state.title, sizeof app->state.title, "%s%s%s · %s", frame,
+             frame[0] ? " · " : "", app->model, app->picture);
     const Pictures *p = app->pictures; // the title changes with the picture: so does this
     app->state.other_pictures = !p ? 0 : p->count - (p->current >= 0);
 }
@@ -593,6 +613,26 @@ static void new_picture(App *app, Request r, int arg) {
         state_message(s, "test image %d: %s (T for another)%s", p->test_index,
                       p->test.class_names ? p->test.class_names[label] : "?", undone);
     }
+}
+
+// ( ): the film's place `to` in the model, the picture kept; what-ifs are
+// undone (they were of the weights shown), so is head importance.
+static void new_frame(App *app, int to) {
+    State *s = &app->state;
+    const bool had_whatif = state_whatif(s);
+    whatif_undo(app); // every head on again before the weights change
+    VitError err;
+    if (frames_show(&s->film, app->vit, to, &err) != VIT_OK) {
+        message_error(s, &err);
+        return;
+    }
+    importance_clear(&s->importance); // measured with the old weights
+    s->weights_path = app->vit->file.label; // the file shown, not to be overwritten (e)
+    set_title(app, app->picture);
+    char frame[96];
+    frames_label(&s->film, to, frame, sizeof frame);
+    state_message(s, "%s: the same picture, these weights (( ) move)%s", frame,
+                  had_whatif ? " · what-ifs undone" : "");
 }
 
 // x X z: change the model or the input; the first change records the unmodified pass.
@@ -740,6 +780,11 @@ static void do_request(App *app) {
     }
     occlusion_comparison_free(&s->occlusion); // it was of the old picture or model
     patching_free(&s->patching);
+    if (r == REQ_FRAME) {
+        new_frame(app, s->request_arg);
+        rerun_to(app, frontier); // the same stage, with the frame's weights
+        return;
+    }
     if (r == REQ_PICTURE || r == REQ_TEST_IMAGE) {
         new_picture(app, r, s->request_arg);
         rerun_to(app, frontier); // the same stage, on the new picture
@@ -877,6 +922,7 @@ int app_run(AppOptions *opt) {
         const char *term = getenv("TERM");
         fprintf(stderr, "vitview: cannot drive this terminal (TERM=%s)\n", term ? term : "unset");
         labels_free(&opt->labels);
+        frames_free(&opt->film);
         return VIT_ERR_USAGE;
     }
     App *app = vit_calloc(1, sizeof *app);
@@ -891,6 +937,8 @@ int app_run(AppOptions *opt) {
     s->model = opt->vit; // the logit lens reads its norm and head
     s->labels = opt->labels; // the state owns them now
     opt->labels = (Labels){0};
+    s->film = opt->film; // and the film
+    opt->film = (FilmView){0};
     set_title(app, opt->picture);
     s->weights_path = opt->vit->file.label; // NULL for random weights
     s->picture_path = opt->pictures ? opt->pictures->shown : NULL;

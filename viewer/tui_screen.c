@@ -79,6 +79,10 @@ static void where_text(const State *s, char *buf, size_t size) {
         snprintf(buf + n, size - (size_t)n, " %s",
                  fmt_progress(bar, sizeof bar, done, st->count, 10, s->run_seconds, s->utf8));
     }
+    char frame[96]; // the training's film: which snapshot's weights these are, ( ) scrub
+    frames_label(&s->film, s->film.at, frame, sizeof frame);
+    const size_t len = strlen(buf);
+    if (frame[0] && len < size) snprintf(buf + len, size - len, " · %s", frame);
 }
 
 
