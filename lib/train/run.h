@@ -86,6 +86,7 @@ typedef struct {
     TrainStep step;       /**< trainer_step()'s report */
     bool epoch_ended;     /**< this step finished an epoch: validated, logged, saved */
     TrainEpochStats done; /**< when it did: that epoch's sums */
+    double seconds;       /**< … and its training steps' time (without the validation) */
     int val_count;        /**< … and the validation images */
 } TrainRunStep;
 

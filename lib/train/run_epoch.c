@@ -147,7 +147,7 @@ static void log_layers(TrainRun *r) {
 // The epoch's validation pass, its log rows; its checkpoint, logs and film frame.
 static VitStatus end_epoch(TrainRun *r, TrainRunStep *out, VitError *err) {
     const TrainEpochStats *e = &out->done;
-    const double seconds = vit_now() - e->started; // the training steps' time alone
+    const double seconds = out->seconds; // the training steps' time alone
     eval_free(&r->last_val);
     VitStatus s = eval_run(&r->t.vit, &r->val, r->t.config.mean, r->t.config.std,
                            r->t.config.batch, &r->last_val, err);
@@ -208,6 +208,7 @@ VitStatus train_run_step(TrainRun *r, TrainRunStep *out, VitError *err) {
     // the epoch is complete: its checkpoint holds the next epoch, empty (and
     // started now, not at time 0: a run resumed from it times that epoch right)
     out->done = *e;
+    out->seconds = vit_now() - e->started;
     *e = (TrainEpochStats){.started = vit_now()};
     s = end_epoch(r, out, err);
     e->started = vit_now();
