@@ -193,7 +193,7 @@ static void test_film_keeps_0_powers_of_two_and_the_last(void) {
     // the layer log: five groups a row each, for each of the 5 epochs
     char *csv = read_whole_file(layers, NULL);
     CU_ASSERT_EQUAL(count_lines(csv), 1 + 5 * 5);
-    CU_ASSERT_PTR_NOT_NULL(csv && strstr(csv, "\n5,10,head,"));
+    CU_ASSERT_TRUE(csv && strstr(csv, "\n5,10,head,") != NULL);
     free(csv);
     scratch_remove(&d);
 }
@@ -245,6 +245,28 @@ static bool wait_for(const char *path, const char *needle) {
     return false;
 }
 
+// A copy of the checkpoint at `from` without the layer log's two entries:
+// a checkpoint of vit train from before the layer log.
+static void without_layer_log(const char *from, const char *to) {
+    SafeTensors st;
+    VitError err;
+    CU_ASSERT_EQUAL_FATAL(st_open(&st, from, &err), VIT_OK);
+    StWriter w = {0};
+    Tensor *t = calloc((size_t)st.count, sizeof *t);
+    for (int i = 0; i < st.count; i++) {
+        CU_ASSERT_EQUAL_FATAL(st_read_tensor(&st, st.tensors[i].name, &t[i], &err), VIT_OK);
+        st_writer_add(&w, st.tensors[i].name, &t[i]);
+    }
+    for (int i = 0; i < st.meta_count; i++)
+        if (strncmp(st.meta_keys[i], "train.layer_", 12) != 0)
+            st_writer_meta(&w, st.meta_keys[i], st.meta_values[i]);
+    CU_ASSERT_EQUAL(st_writer_save(&w, to, &err), VIT_OK);
+    st_writer_free(&w);
+    for (int i = 0; i < st.count; i++) tensor_free(&t[i]);
+    free(t);
+    st_close(&st);
+}
+
 // Ctrl-C in the middle, --resume: the layer log goes on as if never stopped,
 // its epochs' means over steps before and after the stop alike.
 static void test_resume_continues_the_layer_log(void) {
@@ -269,6 +291,28 @@ static void test_resume_continues_the_layer_log(void) {
     CU_ASSERT_EQUAL(r.status, 1);
     CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "interrupted at step"));
     cli_result_free(&r);
+    // a checkpoint from before the layer log resumes too, its layer log from empty
+    char old[PATH_SIZE], old_out[PATH_SIZE], old_log[PATH_SIZE];
+    scratch_file(&d, "old.ckpt", old, sizeof old);
+    scratch_file(&d, "old.safetensors", old_out, sizeof old_out);
+    scratch_file(&d, "old.layers.csv", old_log, sizeof old_log);
+    without_layer_log(ckpt, old);
+    SafeTensors st;
+    VitError err;
+    CU_ASSERT_EQUAL_FATAL(st_open(&st, ckpt, &err), VIT_OK);
+    const long stopped = atol(st_meta(&st, "train.step") ? st_meta(&st, "train.step") : "0");
+    st_close(&st);
+    CU_ASSERT(stopped >= 60 && stopped < 360);
+    r = VIT_RUN("train", RUN_FLAGS, "--out", old_out, "--resume", old);
+    if (r.status) fprintf(stderr, "\n    %s", r.err);
+    CU_ASSERT_EQUAL(r.status, 0);
+    cli_result_free(&r);
+    char *old_rows = read_whole_file(old_log, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(old_rows);
+    CU_ASSERT_EQUAL(count_lines(old_rows), 1 + 5 * (6 - (int)(stopped / 60)));
+    CU_ASSERT_PTR_NULL(strstr(old_rows, "\n1,60,")); // epoch 1 was before the stop
+    free(old_rows);
+    // the checkpoint of today, resumed
     r = VIT_RUN("train", RUN_FLAGS, "--out", out, "--resume", ckpt);
     if (r.status) fprintf(stderr, "\n    %s", r.err);
     CU_ASSERT_EQUAL(r.status, 0);

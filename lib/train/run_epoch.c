@@ -17,6 +17,18 @@
 
 /* ------------------------------------------------------------- files */
 
+const char TRAIN_CSV_HEADER[] =
+    "epoch,step,lr,train_loss,train_acc,val_loss,val_acc,seconds,images_per_s\n";
+const char TRAIN_LAYER_CSV_HEADER[] =
+    "epoch,step,layer,grad_norm,weight_norm,update_ratio\n";
+
+void train_text_append(char **text, const char *more) {
+    const size_t have = *text ? strlen(*text) : 0, n = strlen(more);
+    *text = vit_realloc(*text, have + n + 1);
+    memcpy(*text + have, more, n + 1);
+}
+
+
 static VitStatus write_text(const char *text, const char *path, VitError *err) {
     OutFile out;
     VitStatus s = outfile_open(&out, path, err);
