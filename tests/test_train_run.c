@@ -4,7 +4,10 @@
  *        the layer log and its numbers, the film, a resume that continues
  *        both, and `vit train --watch` off a terminal.
  *
- * The layer groups' numbers are checked against a plain double loop over
+ * The layer groups' numbers are pinned twice: layer_stats.c against
+ * PyTorch (tests/golden/train_layers.safetensors, tools/gen_golden_train.py:
+ * one AdamW step of the suite vit_backward's small model, clipped), and the
+ * layer log against a plain double loop over
  * files the run wrote anyway, not against layer_stats.c: a run of one step
  * without clipping keeps the weights before it (the film's epoch 0), the
  * weights after it (epoch 1) and, in its checkpoint, AdamW's first moment
@@ -24,6 +27,8 @@
 #include "cli_run.h"
 #include "io/safetensors.h"
 #include "model/vit.h"
+#include "train/layer_stats.h"
+#include "train/optim.h"
 
 enum { PATH_SIZE = 512 };
 
@@ -60,6 +65,98 @@ static int group_of(const char *name, int depth) {
         return 0;
     if (!strncmp(name, "blocks.", 7)) return 1 + atoi(name + 7);
     return !strncmp(name, "norm.", 5) ? depth + 1 : depth + 2;
+}
+
+/* ------------------------------------------------- against PyTorch */
+
+// The run of tools/gen_golden_train.py's train_layers: its first AdamW step.
+static const char *const LAYERS_GOLDEN = "train_layers.safetensors";
+static const AdamWConfig golden_adamw = {.beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8,
+                                         .weight_decay = 0.05};
+enum { GOLDEN_BATCH = 3, GOLDEN_GROUPS = 5 };
+
+static void expect_meta(const char *file, const char *key, const char *want) {
+    SafeTensors st;
+    VitError err;
+    CU_ASSERT_EQUAL_FATAL(st_open(&st, golden_path(file), &err), VIT_OK);
+    const char *got = st_meta(&st, key);
+    if (!got || strcmp(got, want) != 0)
+        fprintf(stderr, "\n    %s: %s is \"%s\", expected \"%s\"", file, key, got ? got : "-", want);
+    CU_ASSERT_TRUE(got && strcmp(got, want) == 0);
+    st_close(&st);
+}
+
+// The golden's model as one that owns its parameters (AdamW writes them).
+static bool load_owned(Vit *vit, const char *file) {
+    Vit from;
+    VitError err;
+    CU_ASSERT_EQUAL_FATAL(vit_build(&from, golden_path(file), &err), VIT_OK);
+    const VitInit init = vit_init_timm(1);
+    CU_ASSERT_EQUAL_FATAL(vit_build_random(vit, &from.config, &init, &err), VIT_OK);
+    const int n = vit_params(&from, NULL);
+    VitParam *src = calloc((size_t)n, sizeof *src), *dst = calloc((size_t)n, sizeof *dst);
+    vit_params(&from, src);
+    vit_params(vit, dst);
+    for (int i = 0; i < n; i++) // the fresh model owns its buffers: writable
+        memcpy((float *)dst[i].data, src[i].data, src[i].numel * sizeof(float));
+    free(src), free(dst);
+    vit_free(&from);
+    return true;
+}
+
+// One clipped AdamW step, measured per group: PyTorch's numbers.
+static void test_layer_stats_match_pytorch(void) {
+    expect_meta(LAYERS_GOLDEN, "groups", "patch_embed blocks.0 blocks.1 norm head");
+    expect_meta(LAYERS_GOLDEN, "lr", "0.0003");
+    expect_meta(LAYERS_GOLDEN, "smoothing", "0.1");
+    expect_meta(LAYERS_GOLDEN, "adamw", "beta1=0.9 beta2=0.999 eps=1e-08 weight_decay=0.05 max_norm=1");
+    Vit vit;
+    if (!load_owned(&vit, "train_vit_timm.safetensors")) return;
+    CU_ASSERT_EQUAL_FATAL(vit.config.depth, 2);
+    Tensor input = golden_tensor("train_batch.safetensors", "input");
+    Tensor targets = golden_tensor("train_batch.safetensors", "targets");
+    CU_ASSERT_EQUAL_FATAL(targets.numel, GOLDEN_BATCH);
+    int labels[GOLDEN_BATCH];
+    for (int i = 0; i < GOLDEN_BATCH; i++) labels[i] = (int)targets.data[i];
+    VitGrads grads;
+    AdamW opt;
+    TrainLayerWatch watch;
+    VitError err;
+    CU_ASSERT_EQUAL_FATAL(vit_grads_init(&grads, &vit, &err), VIT_OK);
+    CU_ASSERT_EQUAL_FATAL(adamw_init_vit(&opt, &vit, &grads.weights, &golden_adamw, &err), VIT_OK);
+    CU_ASSERT_EQUAL_FATAL(train_layers_init(&watch, &opt, 2, &err), VIT_OK);
+    CU_ASSERT_EQUAL(watch.groups, GOLDEN_GROUPS);
+
+    train_layers_before(&watch, &opt);
+    float loss;
+    CU_ASSERT_EQUAL_FATAL(vit_forward_backward(&vit, &grads, &input, labels, 0.1f, &loss, NULL,
+                                               NULL, &err), VIT_OK);
+    const double norm = optim_clip_grad_norm(opt.params, opt.count, 1.0);
+    CU_ASSERT(norm > 1.0); // clipped: the numbers before clipping are what is pinned
+    adamw_step(&opt, 3e-4);
+    TrainLayerStats got[GOLDEN_GROUPS];
+    train_layers_after(&watch, &opt, norm, 1.0f, got);
+
+    Tensor grad = golden_tensor(LAYERS_GOLDEN, "grad_norm");
+    Tensor weight = golden_tensor(LAYERS_GOLDEN, "weight_norm");
+    Tensor ratio = golden_tensor(LAYERS_GOLDEN, "update_ratio");
+    CU_ASSERT_EQUAL_FATAL(grad.numel, GOLDEN_GROUPS);
+    for (int g = 0; g < GOLDEN_GROUPS; g++) {
+        const double rtol = 1e-4; // float32 against float64, as the AdamW run's goldens
+        CU_ASSERT_DOUBLE_EQUAL(got[g].grad_norm, grad.data[g], rtol * grad.data[g]);
+        CU_ASSERT_DOUBLE_EQUAL(got[g].weight_norm, weight.data[g], rtol * weight.data[g]);
+        CU_ASSERT_DOUBLE_EQUAL(got[g].update_ratio, ratio.data[g], rtol * ratio.data[g]);
+        if (golden_report_wanted())
+            fprintf(stderr, "\n      group %d: grad %.7g (%.7g), weight %.7g (%.7g), ratio %.7g (%.7g)",
+                    g, got[g].grad_norm, (double)grad.data[g], got[g].weight_norm,
+                    (double)weight.data[g], got[g].update_ratio, (double)ratio.data[g]);
+    }
+    tensor_free(&grad), tensor_free(&weight), tensor_free(&ratio);
+    tensor_free(&input), tensor_free(&targets);
+    train_layers_free(&watch);
+    adamw_free(&opt);
+    vit_grads_free(&grads);
+    vit_free(&vit);
 }
 
 /* ---------------------------------------------------- the layer numbers */
@@ -380,6 +477,7 @@ static void test_watch_off_a_terminal_is_the_progress_line(void) {
 }
 
 CU_TestInfo tests_train_run[] = {
+    {"each layer group's numbers of a step equal PyTorch's", test_layer_stats_match_pytorch},
     {"the layer log's numbers of one step, by hand", test_layer_numbers_of_one_step},
     {"the film keeps epoch 0, powers of two, the last", test_film_keeps_0_powers_of_two_and_the_last},
     {"a film that is a file is refused; none is off", test_film_refusal_and_none},

@@ -342,7 +342,7 @@ VitStatus train_run_open(TrainRun *r, const TrainRunSettings *s, VitError *err) 
 
 VitStatus train_run_watch_layers(TrainRun *r, VitError *err) {
     if (r->watch_layers) return VIT_OK;
-    VitStatus s = train_layers_init(&r->watch, &r->t, err);
+    VitStatus s = train_layers_init(&r->watch, &r->t.opt, r->model.depth, err);
     r->watch_layers = s == VIT_OK;
     return s;
 }

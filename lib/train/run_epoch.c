@@ -197,7 +197,7 @@ static VitStatus end_epoch(TrainRun *r, TrainRunStep *out, VitError *err) {
 VitStatus train_run_step(TrainRun *r, TrainRunStep *out, VitError *err) {
     Trainer *t = &r->t;
     *out = (TrainRunStep){0};
-    if (r->watch_layers) train_layers_before(&r->watch, t);
+    if (r->watch_layers) train_layers_before(&r->watch, &t->opt);
     const int64_t k = t->step;
     VitStatus s = trainer_step(t, &out->step, err);
     if (s != VIT_OK) return s;
@@ -208,7 +208,7 @@ VitStatus train_run_step(TrainRun *r, TrainRunStep *out, VitError *err) {
                                    .grad_norm = (float)out->step.grad_norm,
                                    .correct = out->step.correct};
     if (r->watch_layers) {
-        train_layers_after(&r->watch, t, &out->step, r->layers);
+        train_layers_after(&r->watch, &t->opt, out->step.grad_norm, t->config.clip, r->layers);
         for (int g = 0; g < r->watch.groups; g++) {
             r->layer_sums[g].grad_norm += r->layers[g].grad_norm;
             r->layer_sums[g].weight_norm += r->layers[g].weight_norm;
