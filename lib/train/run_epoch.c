@@ -42,8 +42,9 @@ static VitStatus write_text(const char *text, const char *path, VitError *err) {
 static VitStatus save_checkpoint(const TrainRun *r, VitError *err) {
     char sums[160];
     const TrainEpochStats *e = &r->epoch;
+    const double seconds = e->steps ? vit_now() - e->started : 0; // no step yet: no time
     snprintf(sums, sizeof sums, "%.17g %lld %lld %d %.3f", e->loss_sum, (long long)e->correct,
-             (long long)e->seen, e->steps, vit_now() - e->started);
+             (long long)e->seen, e->steps, seconds);
     // the layer groups' sums: "steps" then "g w u" per group, %.17g to resume exactly
     const int groups = train_layer_count(&r->model);
     char *layer_sums = vit_malloc((size_t)groups * 3 * 26 + 16);
