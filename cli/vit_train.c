@@ -31,6 +31,7 @@
 
 #include "base/fileio.h"
 #include "gemm/gemm.h"
+#include "train/film.h"
 #include "train/run.h"
 #include "vit_cli.h"
 
@@ -408,7 +409,7 @@ VitStatus cmd_train(const VitCommand *self, int argc, char **argv, VitError *err
     if (!f.checkpoint) f.checkpoint = made[0] = default_checkpoint(f.out);
     if (!f.log) f.log = made[1] = out_with(f.out, ".csv");
     if (!f.layer_log) f.layer_log = made[2] = out_with(f.out, ".layers.csv");
-    if (!f.film) f.film = made[3] = out_with(f.out, ".film");
+    if (!f.film) f.film = made[3] = film_dir_for(f.out);
     char command[2048];
     join_command(command, sizeof command, argc, argv);
     const TrainRunSettings settings = {

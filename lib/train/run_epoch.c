@@ -13,6 +13,7 @@
 #include "base/fileio.h"
 #include "gemm/gemm.h"
 #include "train/run.h"
+#include "train/film.h"
 #include "train/run_internal.h"
 
 /* ------------------------------------------------------------- files */
@@ -116,11 +117,6 @@ static VitStatus save_model(const TrainRun *r, const char *path, int epoch, VitE
     return trainer_save(&r->t, path, false, meta, count, err);
 }
 
-// The film keeps epoch 0, each power of two and the last.
-static bool film_keeps(int epoch, int epochs) {
-    return epoch == 0 || epoch == epochs || (epoch & (epoch - 1)) == 0;
-}
-
 VitStatus train_film_frame(const TrainRun *r, int epoch, VitError *err) {
     const char *dir = r->settings.film;
     char shown[512];
@@ -130,9 +126,7 @@ VitStatus train_film_frame(const TrainRun *r, int epoch, VitError *err) {
             return vit_fail(err, VIT_ERR_INPUT, "%s: cannot make the film's folder",
                             vit_escape(shown, sizeof shown, dir));
     }
-    const size_t size = strlen(dir) + sizeof "/epoch-.safetensors" + 12;
-    char *path = vit_malloc(size);
-    snprintf(path, size, "%s/epoch-%03d.safetensors", dir, epoch);
+    char *path = film_frame_path(dir, epoch); // film.h: the one place frames are named
     VitStatus s = save_model(r, path, epoch, err);
     free(path);
     return s;
@@ -189,7 +183,7 @@ static VitStatus end_epoch(TrainRun *r, TrainRunStep *out, VitError *err) {
     if ((s = write_text(r->log, f->log, err)) != VIT_OK) return s;
     if (f->layer_log && (s = write_text(r->layer_log, f->layer_log, err)) != VIT_OK) return s;
     const int epoch = trainer_epoch(&r->t);
-    if (f->film && film_keeps(epoch, f->config.epochs)) s = train_film_frame(r, epoch, err);
+    if (f->film && film_keeps_epoch(epoch, f->config.epochs)) s = train_film_frame(r, epoch, err);
     return s;
 }
 
