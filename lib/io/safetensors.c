@@ -450,6 +450,12 @@ void st_writer_add(StWriter *w, const char *name, const Tensor *t) {
 }
 
 void st_writer_meta(StWriter *w, const char *key, const char *value) {
+    for (int i = 0; i < w->meta_count; i++) // a key given again: its new value (JSON keys are unique)
+        if (strcmp(w->meta_keys[i], key) == 0) {
+            free(w->meta_values[i]);
+            w->meta_values[i] = vit_strdup(value);
+            return;
+        }
     w->meta_keys = vit_realloc(w->meta_keys, (size_t)(w->meta_count + 1) * sizeof(char *));
     w->meta_values = vit_realloc(w->meta_values, (size_t)(w->meta_count + 1) * sizeof(char *));
     w->meta_keys[w->meta_count] = vit_strdup(key);

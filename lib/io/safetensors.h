@@ -156,7 +156,8 @@ typedef struct {
 void st_writer_add(StWriter *w, const char *name, const Tensor *t);
 /** @brief Queue @p t under @p name, stored as @p dtype (ST_F32, ST_F16 or ST_BF16). */
 void st_writer_add_as(StWriter *w, const char *name, const Tensor *t, StDtype dtype);
-/** @brief Add a `__metadata__` string pair. */
+/** @brief Add a `__metadata__` string pair; a key added before gets the new value
+ *         (the header's keys stay unique). */
 void st_writer_meta(StWriter *w, const char *key, const char *value);
 /**
  * @brief Write everything to @p path atomically (temporary file, then rename).
