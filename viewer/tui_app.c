@@ -565,10 +565,8 @@ static void message_error(State *s, const VitError *err) {
 
 static void set_title(App *app, const char *picture) {
     if (picture != app->picture) snprintf(app->picture, sizeof app->picture, "%s", picture);
-    char frame[96]; // which snapshot of the training, when there is a film: first, never cut
-    frames_label(&app->state.film, app->state.film.at, frame, sizeof frame);
-    snprintf(app->state.title, sizeof app->state.title, "%s%s%s · %s", frame,
-             frame[0] ? " · " : "", app->model, app->picture);
+    // (the film's frame is added by title_draw() when the row has room for it)
+    snprintf(app->state.title, sizeof app->state.title, "%s · %s", app->model, app->picture);
     const Pictures *p = app->pictures; // the title changes with the picture: so does this
     app->state.other_pictures = !p ? 0 : p->count - (p->current >= 0);
 }

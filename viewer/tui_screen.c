@@ -49,13 +49,27 @@ void screen_draw(const State *s) {
     refresh();
 }
 
+// Columns a UTF-8 string takes: one per character (the titles hold no wide ones).
+static int columns(const char *text) {
+    int n = 0;
+    for (const unsigned char *c = (const unsigned char *)text; *c; c++) n += (*c & 0xC0) != 0x80;
+    return n;
+}
+
 void title_draw(const State *s) {
     const Rect r = s->layout.title;
     attrset(ui_role(ROLE_TITLE));
     mvhline(r.y, r.x, ' ', r.w);
     int msg_w = s->message[0] ? (int)strlen(s->message) + 2 : 0;
     if (msg_w > r.w * 2 / 3) msg_w = r.w * 2 / 3;
-    ui_printf(r.y, r.x, r.w - msg_w, ROLE_TITLE, " vitview │ %s", s->title);
+    // the film's frame after the model and the picture, when all of it fits:
+    // the status row always shows it, and a cut title must keep the model's name
+    char frame[96];
+    frames_label(&s->film, s->film.at, frame, sizeof frame);
+    const bool room = frame[0] && columns(" vitview │ ") + columns(s->title) + 3 +
+                                      columns(frame) <= r.w - msg_w;
+    ui_printf(r.y, r.x, r.w - msg_w, ROLE_TITLE, " vitview │ %s%s%s", s->title,
+              room ? " · " : "", room ? frame : "");
     if (msg_w) ui_printf(r.y, r.x + r.w - msg_w, msg_w, ROLE_MESSAGE, " %s ", s->message);
 }
 
