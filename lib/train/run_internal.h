@@ -1,0 +1,21 @@
+/**
+ * @file run_internal.h
+ * @brief What run.c and run_epoch.c share and no caller needs (run.h).
+ */
+#ifndef VIT_TRAIN_RUN_INTERNAL_H
+#define VIT_TRAIN_RUN_INTERNAL_H
+
+#include "train/run.h"
+
+/** The CSV of each epoch's header: checkpoints' train.log starts with it. */
+extern const char TRAIN_CSV_HEADER[];
+/** The layer log's header: checkpoints' train.layer_log starts with it. */
+extern const char TRAIN_LAYER_CSV_HEADER[];
+
+/** @brief Append @p more to the string @p text (NULL: empty), growing it. */
+void train_text_append(char **text, const char *more);
+
+/** @brief Write the film's frame of @p epoch (its folder made if missing). */
+VitStatus train_film_frame(const TrainRun *r, int epoch, VitError *err);
+
+#endif
