@@ -229,6 +229,12 @@ static void test_overhead_and_clock(void) {
     CU_ASSERT_DOUBLE_EQUAL(train_view_overhead(&v), 0.0, 1e-12); // nothing measured yet
     v.train_seconds = 95, v.watch_seconds = 5;
     CU_ASSERT_DOUBLE_EQUAL(train_view_overhead(&v), 0.05, 1e-12);
+    // a redraw is due after the interval, and while watching stays within its budget
+    v.redraw_seconds = 0.5;
+    CU_ASSERT_FALSE(train_view_redraw_due(&v, 0.1));  // 100 ms < the interval
+    CU_ASSERT_FALSE(train_view_redraw_due(&v, 1.0));  // 5 + 0.5 s > 3 % of 95 s
+    v.train_seconds = 200;                            // 5.5 s ≤ 6 s
+    CU_ASSERT_TRUE(train_view_redraw_due(&v, 1.0));
     CU_ASSERT_EQUAL(train_view_epoch(&v), 1);
     v.step = 2;
     CU_ASSERT_EQUAL(train_view_epoch(&v), 2);

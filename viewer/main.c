@@ -22,6 +22,7 @@
 #include "io/labels.h"
 #include "pictures.h"
 #include "synth.h"
+#include "tui_train.h"
 #include "model/vit.h"
 
 #include <stdio.h>
@@ -202,6 +203,8 @@ static int fail(VitStatus status, const VitError *err, bool hint) {
 }
 
 int main(int argc, char **argv) {
+    for (int i = 1; i < argc; i++) // --train: the training screen, vit train's flags (tui_train.h)
+        if (!strcmp(argv[i], "--train")) return train_main(argc, argv);
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);

@@ -75,6 +75,11 @@ double train_view_overhead(const TrainView *v) {
     return all > 0 ? v->watch_seconds / all : 0;
 }
 
+bool train_view_redraw_due(const TrainView *v, double since_s) {
+    return since_s * 1000 >= v->redraw_ms &&
+           v->watch_seconds + v->redraw_seconds <= TRAIN_WATCH_BUDGET * v->train_seconds;
+}
+
 int train_view_epoch(const TrainView *v) {
     if (v->steps_per_epoch <= 0) return 1;
     int64_t e = v->step / v->steps_per_epoch + 1;

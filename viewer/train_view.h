@@ -38,6 +38,8 @@
 #define TRAIN_REDRAW_MIN_MS 50
 /** The longest redraw interval − allows. */
 #define TRAIN_REDRAW_MAX_MS 8000
+/** The share of the training's time watching may take: a redraw waits while it is spent. */
+#define TRAIN_WATCH_BUDGET 0.03
 /** Most pictures the panel holds. */
 #define TRAIN_PANEL_MAX 8
 
@@ -147,6 +149,7 @@ typedef struct {
     /* the measure of what watching costs */
     double train_seconds;  /**< wall time inside optimizer steps */
     double watch_seconds;  /**< wall time redrawing and computing the panel */
+    double redraw_seconds; /**< what the last redraw with the panel took: the next costs about as much */
     char message[160];     /**< feedback for the last key */
     /* the terminal */
     ColourMode colour;     /**< what it shows */
@@ -169,6 +172,15 @@ void train_view_resize(TrainView *v, int cols, int rows);
 void train_view_message(TrainView *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /** @brief The fraction of wall time spent watching (redraws and the panel), 0 to 1. */
 double train_view_overhead(const TrainView *v);
+/**
+ * @brief Is it time to redraw while the run runs? When @p since_s seconds have
+ *        passed since the last redraw, at least the redraw interval, and
+ *        watching, with the next redraw counted at the last one's cost, stays
+ *        within TRAIN_WATCH_BUDGET of the steps' time (on a slow or busy
+ *        machine the screen then waits longer, and training is never slowed
+ *        by more than that).
+ */
+bool train_view_redraw_due(const TrainView *v, double since_s);
 /** @brief The epoch (from 1) the next step is in, or the last when finished. */
 int train_view_epoch(const TrainView *v);
 

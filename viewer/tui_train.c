@@ -99,9 +99,10 @@ static void chart_draw(const TrainView *v, Rect r, const Chart *c) {
     x += ui_printf(r.y, x, r.x + r.w - x, ROLE_BAR, "  %s train %.4g%s", look.utf8 ? "⠤" : ".",
                    scale * last, c->percent ? "%" : "");
     if (e->n)
-        ui_printf(r.y, x, r.x + r.w - x, ROLE_KEY, "  %s validation %.4g%s",
-                  look.utf8 ? "◆" : "o", scale * e->v[e->n - 1], c->percent ? "%" : "");
-    else ui_text(r.y, x, r.x + r.w - x, ROLE_DIM, "  validation after each epoch");
+        ui_printf(r.y, x, r.x + r.w - x, ROLE_KEY, "  %s val %.4g%s", look.utf8 ? "◆" : "o",
+                  scale * e->v[e->n - 1], c->percent ? "%" : "");
+    else ui_printf(r.y, x, r.x + r.w - x, ROLE_DIM, "  %s val: each epoch's end",
+                   look.utf8 ? "◆" : "o");
     // the plot
     const int px = r.x + AXIS_W, py = r.y + 1;
     float *cols = malloc((size_t)2 * W * sizeof *cols);
@@ -126,7 +127,6 @@ static void chart_draw(const TrainView *v, Rect r, const Chart *c) {
         mvaddch(py + cy, r.x + AXIS_W - 1, ACS_VLINE);
         attrset(A_NORMAL);
     }
-    ui_text(py + H, r.x, AXIS_W - 1, ROLE_DIM, "     0");
     x_axis(v, py + H, px - 1, W + 1);
 }
 
@@ -153,7 +153,6 @@ static void schedule_draw(const TrainView *v, Rect r) {
     }
     free(cols);
     free(cells);
-    ui_text(r.y + 1, r.x, AXIS_W - 1, ROLE_DIM, "");
 }
 
 // The mean of a series' values from index `from` on (NAN: none).
@@ -248,7 +247,7 @@ static void attention_draw(const TrainView *v, Rect r) {
         ui_printf(r.y + 4, tx, tw, ROLE_NORMAL, "p = %.3f", (double)v->prob[v->picture]);
     }
     if (y < r.y + r.h)
-        ui_printf(y, r.x, r.w, ROLE_DIM, "to itself %.3f · most %.3f on patch (%d,%d)",
+        ui_printf(y, r.x, r.w, ROLE_DIM, "to itself %.4f · most %.4f on patch (%d,%d)",
                   (double)v->attention_cls, (double)top, best / v->grid, best % v->grid);
 }
 
@@ -278,23 +277,36 @@ static void pictures_draw(const TrainView *v, Rect r) {
 }
 
 static void layers_draw(const TrainView *v, Rect r) {
-    ui_printf(r.y, r.x, r.w, ROLE_HEADING, "%-12s %9s %9s %11s", "layers", "‖∇‖", "‖θ‖",
-              "‖Δθ‖/‖θ‖");
+    // columns: the name, ‖∇‖, ‖θ‖, the ratio; narrower in a narrow pane. The
+    // headings are right-aligned over the numbers, which end at the ends[].
+    const bool wide = r.w >= 46;
+    const int name_w = wide ? 12 : 10, num_w = wide ? 9 : 7, ratio_w = wide ? 11 : 9;
+    const int ends[3] = {name_w + 1 + num_w, name_w + 2 + 2 * num_w,
+                         name_w + 3 + 2 * num_w + ratio_w};
+    ui_text(r.y, r.x, r.w, ROLE_HEADING, "layers");
+    if (r.w >= ends[2]) {
+        ui_text(r.y, r.x + ends[0] - 3, 3, ROLE_HEADING, "‖∇‖");
+        ui_text(r.y, r.x + ends[1] - 3, 3, ROLE_HEADING, "‖θ‖");
+        ui_text(r.y, r.x + ends[2] - 8, 8, ROLE_HEADING, "‖Δθ‖/‖θ‖");
+    }
     if (v->layer_rows == 0) {
-        ui_text(r.y + 1, r.x, r.w, ROLE_DIM, "measured at each redraw: after the first step");
+        ui_text(r.y + 1, r.x, r.w, ROLE_DIM, "measured after each redraw: none yet");
         return;
     }
-    const int bar_x = r.x + 45, bar_w = r.x + r.w - bar_x;
+    const int bar_x = r.x + ends[2] + 1, bar_w = r.x + r.w - bar_x;
     for (int i = 0; i < v->layer_rows && i + 1 < r.h; i++) {
         const LayerHealth *l = &v->layers[i];
         const double ratio = l->update_ratio;
         // about 1e-3 per step is the usual health: far above, steps too big; far below, stuck
         const bool odd = !(ratio > 1e-5 && ratio < 1e-2);
-        ui_printf(r.y + 1 + i, r.x, r.w, ROLE_NORMAL, "%-12.12s %9.3g %9.3g", l->name,
-                  l->grad_norm, l->weight_norm);
-        ui_printf(r.y + 1 + i, r.x + 33, 11, odd ? ROLE_ERROR : ROLE_NORMAL, "%11.2e", ratio);
+        const int y = r.y + 1 + i;
+        ui_printf(y, r.x, mini(r.w, ends[1]), ROLE_NORMAL, "%-*.*s %*.3g %*.3g", name_w, name_w,
+                  l->name, num_w, l->grad_norm, num_w, l->weight_norm);
+        if (r.w >= ends[2])
+            ui_printf(y, r.x + ends[1] + 1, ratio_w, odd ? ROLE_ERROR : ROLE_NORMAL, "%*.2e",
+                      ratio_w, ratio);
         if (bar_w >= 8 && ratio > 0) // log10 of the ratio from 1e-6 to 1e-1
-            bar_draw(&look, r.y + 1 + i, bar_x, bar_w, (log10(ratio) + 6) / 5);
+            bar_draw(&look, y, bar_x, bar_w - 1, (log10(ratio) + 6) / 5);
     }
 }
 
@@ -362,9 +374,10 @@ static void title_row(const TrainView *v) {
     attrset(ui_role(ROLE_TITLE));
     mvhline(r.y, r.x, ' ', r.w);
     attrset(A_NORMAL);
-    char eta[16];
-    int x = ui_printf(r.y, r.x, r.w, ROLE_TITLE, " vitview --train · %s · epoch %d/%d · step "
-                      "%lld/%lld · ETA %s ", v->model, train_view_epoch(v), v->epochs,
+    char eta[16], model[112] = ""; // the model named when there is room for it
+    if (r.w >= 120) snprintf(model, sizeof model, " · %s", v->model);
+    int x = ui_printf(r.y, r.x, r.w, ROLE_TITLE, " vitview --train%s · epoch %d/%d · step "
+                      "%lld/%lld · ETA %s ", model, train_view_epoch(v), v->epochs,
                       (long long)v->step, (long long)v->total_steps, fmt_clock(eta, sizeof eta, v->eta_s));
     if (v->message[0] && x < r.w - 10) ui_printf(r.y, x + 1, r.w - x - 1, ROLE_MESSAGE, " %s ", v->message);
 }
