@@ -229,12 +229,13 @@ static void test_overhead_and_clock(void) {
     CU_ASSERT_DOUBLE_EQUAL(train_view_overhead(&v), 0.0, 1e-12); // nothing measured yet
     v.train_seconds = 95, v.watch_seconds = 5;
     CU_ASSERT_DOUBLE_EQUAL(train_view_overhead(&v), 0.05, 1e-12);
-    // a redraw is due after the interval, and while watching stays within its budget
-    v.redraw_seconds = 0.5;
+    // a redraw is due after the interval, and after its cost over the budget: 3 % of the time
+    v.redraw_seconds = 0.003;
     CU_ASSERT_FALSE(train_view_redraw_due(&v, 0.1));  // 100 ms < the interval
-    CU_ASSERT_FALSE(train_view_redraw_due(&v, 1.0));  // 5 + 0.5 s > 3 % of 95 s
-    v.train_seconds = 200;                            // 5.5 s ≤ 6 s
-    CU_ASSERT_TRUE(train_view_redraw_due(&v, 1.0));
+    CU_ASSERT_TRUE(train_view_redraw_due(&v, 0.25));  // 3 ms ≤ 3 % of 250 ms
+    v.redraw_seconds = 0.03;                          // a slow one: 30 ms
+    CU_ASSERT_FALSE(train_view_redraw_due(&v, 0.5));  // 3 % of 0.5 s is 15 ms
+    CU_ASSERT_TRUE(train_view_redraw_due(&v, 1.0));   // 3 % of 1 s is 30 ms
     CU_ASSERT_EQUAL(train_view_epoch(&v), 1);
     v.step = 2;
     CU_ASSERT_EQUAL(train_view_epoch(&v), 2);

@@ -76,8 +76,7 @@ double train_view_overhead(const TrainView *v) {
 }
 
 bool train_view_redraw_due(const TrainView *v, double since_s) {
-    return since_s * 1000 >= v->redraw_ms &&
-           v->watch_seconds + v->redraw_seconds <= TRAIN_WATCH_BUDGET * v->train_seconds;
+    return since_s * 1000 >= v->redraw_ms && since_s * TRAIN_WATCH_BUDGET >= v->redraw_seconds;
 }
 
 int train_view_epoch(const TrainView *v) {

@@ -38,7 +38,7 @@
 #define TRAIN_REDRAW_MIN_MS 50
 /** The longest redraw interval − allows. */
 #define TRAIN_REDRAW_MAX_MS 8000
-/** The share of the training's time watching may take: a redraw waits while it is spent. */
+/** The share of the time redraws may take: after one that took t seconds, the next waits t / this. */
 #define TRAIN_WATCH_BUDGET 0.03
 /** Most pictures the panel holds. */
 #define TRAIN_PANEL_MAX 8
@@ -174,11 +174,10 @@ void train_view_message(TrainView *v, const char *fmt, ...) __attribute__((forma
 double train_view_overhead(const TrainView *v);
 /**
  * @brief Is it time to redraw while the run runs? When @p since_s seconds have
- *        passed since the last redraw, at least the redraw interval, and
- *        watching, with the next redraw counted at the last one's cost, stays
- *        within TRAIN_WATCH_BUDGET of the steps' time (on a slow or busy
- *        machine the screen then waits longer, and training is never slowed
- *        by more than that).
+ *        passed since the last redraw: at least the redraw interval, and at
+ *        least what the last redraw took divided by TRAIN_WATCH_BUDGET, so
+ *        that redraws take at most that share of the time (on a slow or busy
+ *        machine the screen waits longer; after a slow redraw, once).
  */
 bool train_view_redraw_due(const TrainView *v, double since_s);
 /** @brief The epoch (from 1) the next step is in, or the last when finished. */

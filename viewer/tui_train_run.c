@@ -118,14 +118,24 @@ static void add_history(TrainView *v, const TrainRun *r) {
     }
 }
 
+// The panel's pictures on the weights as they are. A few pictures: one
+// thread; more would be woken for it after the trainer's shards, which costs
+// half a second once, for nothing.
+static VitStatus panel_pass(Watch *w, VitError *err) {
+    const int threads = vit_get_threads();
+    vit_set_threads(1);
+    const VitStatus s = train_panel_update(&w->panel, &w->view, err);
+    vit_set_threads(threads);
+    return s;
+}
+
 // The panel on the weights as they are, the run's numbers, the screen: the
 // cost of watching, timed. @p panel: run the pictures again.
 static void redraw(Watch *w, bool panel) {
     const double t0 = vit_now();
     if (panel) {
         VitError err;
-        if (train_panel_update(&w->panel, &w->view, &err) != VIT_OK)
-            train_view_message(&w->view, "the panel: %s", err.msg);
+        if (panel_pass(w, &err) != VIT_OK) train_view_message(&w->view, "the panel: %s", err.msg);
     }
     sync_view(w);
     train_screen_draw(&w->view);
@@ -268,7 +278,7 @@ static VitStatus watch_open(Watch *w, VitError *err) {
     v->layer_rows = 0; // none measured yet: the table says so until the first
     // the panel's first pass, before the first step: its memory taken once, now, not
     // counted against the watching of the steps
-    return train_panel_update(&w->panel, v, err);
+    return panel_pass(w, err);
 }
 
 static void watch_free(Watch *w) {
