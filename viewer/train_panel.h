@@ -52,8 +52,8 @@ VitStatus train_panel_init(TrainPanel *p, TrainView *v, const Vit *model, const 
 /**
  * @brief One pass of the pictures on the model's weights as they are now:
  *        each picture's predicted class and probability, and [cls]'s
- *        attention over the chosen picture (TrainView::picture, ::layer,
- *        ::head) into @p v.
+ *        attention over the chosen picture (TrainView::picture, TrainView::layer,
+ *        TrainView::head) into @p v.
  */
 VitStatus train_panel_update(TrainPanel *p, TrainView *v, VitError *err);
 
