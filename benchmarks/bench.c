@@ -649,14 +649,14 @@ typedef struct {
     float *dlogits;
     LrSchedule schedule;
     int shards;   // 1: forward and backward on all threads; more: the batch split
-} TrainRun;
+} BenchTrainRun;
 
 static void train_fail(const char *what, const VitError *err) {
     fprintf(stderr, "bench: train: %s: %s\n", what, err->msg);
     exit(1);
 }
 
-static void train_setup(TrainRun *t, int shards) {
+static void train_setup(BenchTrainRun *t, int shards) {
     VitError err;
     VitInit init = vit_init_timm(1);
     memset(t, 0, sizeof *t);
@@ -679,7 +679,7 @@ static void train_setup(TrainRun *t, int shards) {
                                .total_steps = TRAIN_WARMUP + TRAIN_STEPS};
 }
 
-static void train_free(TrainRun *t) {
+static void train_free(BenchTrainRun *t) {
     adamw_free(&t->opt);
     vit_grads_free(&t->grads);
     tensor_free(&t->input);
@@ -690,7 +690,7 @@ static void train_free(TrainRun *t) {
 
 // One step, its three parts timed into times[0..2] (sharded: forward and
 // backward together in times[0], times[1] = 0); returns the loss.
-static float train_step(TrainRun *t, int step, double times[3]) {
+static float train_step(BenchTrainRun *t, int step, double times[3]) {
     VitError err;
     const int Y = train_config.num_classes;
     double t0 = vit_now(), t1, t2;
@@ -719,7 +719,7 @@ static float train_step(TrainRun *t, int step, double times[3]) {
 
 // The medians of TRAIN_STEPS steps after TRAIN_WARMUP untimed ones; the loss falls meanwhile.
 static StepTimes train_time(int shards, float *first_loss, float *last_loss) {
-    TrainRun t;
+    BenchTrainRun t;
     train_setup(&t, shards);
     double parts[3][TRAIN_STEPS], whole[TRAIN_STEPS], times[3];
     for (int s = 0; s < TRAIN_WARMUP + TRAIN_STEPS; s++) {

@@ -12,12 +12,17 @@
  * metadata. The test images never choose anything: the run is fixed before
  * they are seen, and their accuracy is reported for the final model only.
  *
+ * Each epoch also adds its layer groups' health to the layer log and, for
+ * epoch 0, each power of two and the last, a model file to the film.
+ *
+ * The run itself is lib/train/run.h (train_run_open(), train_run_step(), …),
+ * which a live screen drives the same way; this file parses the flags, makes
+ * the default names, catches Ctrl-C and prints.
+ *
  * Ctrl-C (SIGINT) or SIGTERM stops after the current step and saves a
  * checkpoint there; `--resume` with it continues exactly where it stopped.
  */
 #include <errno.h>
-#include <limits.h>
-#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,13 +77,12 @@ static void format_eta(char *buf, size_t size, double seconds) {
 
 // One line: epoch, step, loss, accuracy, images/s, time left. On a terminal it
 // redraws itself ("\r"); otherwise a line at every tenth of an epoch.
-static void show_progress(const TrainRun *r, const TrainEpochStats *e, bool tty) {
+static void show_progress(const TrainRun *r, const TrainEpochStats *e, double elapsed, bool tty) {
     const Trainer *t = &r->t;
     // the step just taken is t->step − 1: epoch `epoch` (from 1), step `i` of it (from 1)
     const int spe = t->steps_per_epoch;
     const int epoch = (int)((t->step - 1) / spe) + 1, i = (int)((t->step - 1) % spe) + 1;
     if (!tty && i % (spe / 10 ? spe / 10 : 1) != 0 && i != spe) return;
-    const double elapsed = vit_now() - e->started;
     const double rate = elapsed > 0 ? e->seen / elapsed : 0;
     char eta[16];
     format_eta(eta, sizeof eta, train_run_eta(r));
@@ -91,8 +95,6 @@ static void show_progress(const TrainRun *r, const TrainEpochStats *e, bool tty)
            100.0 * e->correct / e->seen, rate, eta, tty ? "\033[K" : "\n");
     fflush(stdout);
 }
-
-/* ------------------------------------------------------------ names */
 
 /* ------------------------------------------------------------ the run */
 
@@ -131,7 +133,10 @@ static VitStatus train_loop(TrainRun *r, VitError *err) {
         TrainRunStep st;
         s = train_run_step(r, &st, err);
         if (s != VIT_OK && !st.epoch_ended) break;
-        show_progress(r, st.epoch_ended ? &st.done : &r->epoch, tty); // an epoch's end: its sums
+        if (st.epoch_ended) // its sums and time as they were before the validation
+            show_progress(r, &st.done, st.seconds, tty);
+        else
+            show_progress(r, &r->epoch, vit_now() - r->epoch.started, tty);
         if (st.epoch_ended) {
             if (tty) printf("\n");
             show_epoch(r, &st);

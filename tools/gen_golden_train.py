@@ -31,6 +31,12 @@ P 9 and N 10; D 24, H 3 heads of Dh 8, L 2, M 40, Y 7) on a batch of 3:
                           "loss" (11): the loss before each step and after the last;
                           "lr" (10) and "norm" (10): each step's learning rate and
                           the gradient norm clip_grad_norm_ returned
+  train_layers            the first of those steps, measured per layer group
+                          (patch_embed with cls_token and pos_embed, blocks.0,
+                          blocks.1, norm, head; suite `train_run`):
+                          "grad_norm" (5) each group's gradient norm before
+                          clipping, "weight_norm" (5) its weights' norm after the
+                          step, "update_ratio" (5) ‖θ_after − θ_before‖ / ‖θ_before‖
 
 Weights and images are drawn here with torch's generator (seed TRAIN["seed"]),
 rounded to float32 (what the files hold), and the reference
@@ -327,6 +333,54 @@ def train_adamw():
                            f"losses from its float64 ones)",
             "reference": "torch.optim.AdamW, tools/ref_vit.py in float64"}
     tensors = {"loss": torch.tensor(losses), "lr": torch.tensor(lrs), "norm": torch.tensor(norms)}
+    return f32(tensors), {}, meta
+
+
+LAYER_GROUPS = ["patch_embed"] + [f"blocks.{i}" for i in range(2)] + ["norm", "head"]
+
+
+def layer_group(timm):
+    """The group of a timm parameter name, as lib/train/layer_stats.h lists them."""
+    if timm.startswith("patch_embed.") or timm in ("cls_token", "pos_embed"):
+        return 0
+    if timm.startswith("blocks."):
+        return 1 + int(timm.split(".")[1])
+    return LAYER_GROUPS.index(timm.split(".")[0])
+
+
+@golden
+def train_layers():
+    """The first AdamW step of train_adamw, per layer group, in float64."""
+    assert TRAIN["depth"] == 2, "LAYER_GROUPS names two blocks"
+    m, x, targets = new_model()
+    named = list(m.named_parameters())
+    groups = [{"params": [p for n, p in named if not no_decay(n, p)], "weight_decay": WEIGHT_DECAY},
+              {"params": [p for n, p in named if no_decay(n, p)], "weight_decay": 0.0}]
+    lr = PEAK_LR * WARMUP_START  # the schedule's first step
+    opt = torch.optim.AdamW(groups, lr=lr, betas=BETAS, eps=ADAM_EPS)
+    before = {n: p.detach().clone() for n, p in named}
+    with torch.enable_grad():
+        loss = F.cross_entropy(m(x), targets, label_smoothing=SMOOTHING)
+        loss.backward()
+    g2 = [0.0] * len(LAYER_GROUPS)
+    for n, p in named:
+        g2[layer_group(timm_name(n))] += float(p.grad.pow(2).sum())
+    norm = float(torch.nn.utils.clip_grad_norm_(m.parameters(), MAX_NORM))
+    assert norm > MAX_NORM, "the step must clip, so the golden pins the norms before it"
+    opt.step()
+    w2, d2, b2 = [0.0] * len(LAYER_GROUPS), [0.0] * len(LAYER_GROUPS), [0.0] * len(LAYER_GROUPS)
+    for n, p in named:
+        k = layer_group(timm_name(n))
+        w2[k] += float(p.detach().pow(2).sum())
+        d2[k] += float((p.detach() - before[n]).pow(2).sum())
+        b2[k] += float(before[n].pow(2).sum())
+    tensors = {"grad_norm": torch.tensor(g2).sqrt(), "weight_norm": torch.tensor(w2).sqrt(),
+               "update_ratio": (torch.tensor(d2) / torch.tensor(b2)).sqrt()}
+    meta = {"config": config_string(), "smoothing": f"{SMOOTHING:g}", "lr": f"{lr:g}",
+            "adamw": f"beta1={BETAS[0]:g} beta2={BETAS[1]:g} eps={ADAM_EPS:g} "
+                     f"weight_decay={WEIGHT_DECAY:g} max_norm={MAX_NORM:g}",
+            "groups": " ".join(LAYER_GROUPS), "global_norm": f"{norm:.9g}",
+            "reference": "torch.optim.AdamW, clip_grad_norm_, tools/ref_vit.py in float64"}
     return f32(tensors), {}, meta
 
 

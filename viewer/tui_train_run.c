@@ -148,25 +148,29 @@ static void redraw(Watch *w, bool panel) {
 }
 
 // One optimizer step; the time inside train_run_step() is training, the
-// layers' measure around it is watching.
+// layers' measure around it is watching. A run that keeps a layer log
+// measures every step itself (as vit train does): its numbers are read.
 static VitStatus one_step(Watch *w, VitError *err) {
     TrainView *v = &w->view;
-    const bool measure = w->measure && w->stats;
+    const bool measure = w->measure && w->stats && !w->run.watch_layers;
     const double t0 = vit_now();
-    if (measure) train_layers_before(&w->layers, &w->run.t);
+    if (measure) train_layers_before(&w->layers, &w->run.t.opt);
     const double t1 = vit_now();
     TrainRunStep st;
     VitStatus s = train_run_step(&w->run, &st, err);
     const double t2 = vit_now();
     v->train_seconds += t2 - t1;
     if (s != VIT_OK) return s;
-    if (measure) {
-        train_layers_after(&w->layers, &w->run.t, &st.step, w->stats);
+    if (measure)
+        train_layers_after(&w->layers, &w->run.t.opt, st.step.grad_norm, w->run.t.config.clip,
+                           w->stats);
+    const TrainLayerStats *now = w->run.watch_layers ? w->run.layers : measure ? w->stats : NULL;
+    if (now) {
         v->layer_rows = w->layers.groups;
         for (int g = 0; g < v->layer_rows; g++) {
-            v->layers[g].grad_norm = w->stats[g].grad_norm;
-            v->layers[g].weight_norm = w->stats[g].weight_norm;
-            v->layers[g].update_ratio = w->stats[g].update_ratio;
+            v->layers[g].grad_norm = now[g].grad_norm;
+            v->layers[g].weight_norm = now[g].weight_norm;
+            v->layers[g].update_ratio = now[g].update_ratio;
         }
         w->measure = false;
     }
@@ -268,7 +272,7 @@ static VitStatus watch_open(Watch *w, VitError *err) {
     add_history(v, r);
     VitStatus s = train_panel_init(&w->panel, v, &r->t.vit, &r->val, r->t.config.mean,
                                    r->t.config.std, err);
-    if (s == VIT_OK) s = train_layers_init(&w->layers, &r->t, err);
+    if (s == VIT_OK) s = train_layers_init(&w->layers, &r->t.opt, c->depth, err);
     if (s != VIT_OK) return s;
     v->layer_rows = w->layers.groups;
     v->layers = vit_calloc((size_t)v->layer_rows, sizeof *v->layers);

@@ -35,28 +35,28 @@ void train_layer_name(char *buf, size_t size, int g, int depth) {
     else snprintf(buf, size, g == depth + 1 ? "norm" : "head");
 }
 
-VitStatus train_layers_init(TrainLayerWatch *w, const Trainer *t, VitError *err) {
-    const int depth = t->vit.config.depth;
-    *w = (TrainLayerWatch){.groups = train_layer_count(&t->vit.config), .params = t->opt.count};
+VitStatus train_layers_init(TrainLayerWatch *w, const AdamW *opt, int depth, VitError *err) {
+    *w = (TrainLayerWatch){.groups = depth + 3, .params = opt->count};
     w->group_of = vit_malloc((size_t)w->params * sizeof *w->group_of);
     for (int i = 0; i < w->params; i++) {
-        w->group_of[i] = train_layer_of(t->opt.params[i].name, depth);
+        w->group_of[i] = train_layer_of(opt->params[i].name, depth);
         if (w->group_of[i] < 0) {
-            char name[sizeof t->opt.params[i].name];
-            snprintf(name, sizeof name, "%s", t->opt.params[i].name);
+            char name[sizeof opt->params[i].name];
+            snprintf(name, sizeof name, "%s", opt->params[i].name);
             train_layers_free(w);
             return vit_fail(err, VIT_ERR_INPUT, "parameter %s belongs to no layer group", name);
         }
-        w->floats += t->opt.params[i].numel;
+        w->floats += opt->params[i].numel;
     }
     w->before = vit_malloc(w->floats * sizeof *w->before);
+    w->sums = vit_malloc((size_t)w->groups * 4 * sizeof *w->sums);
     return VIT_OK;
 }
 
-void train_layers_before(TrainLayerWatch *w, const Trainer *t) {
+void train_layers_before(TrainLayerWatch *w, const AdamW *opt) {
     size_t at = 0;
     for (int i = 0; i < w->params; i++) {
-        const OptimParam *p = &t->opt.params[i];
+        const OptimParam *p = &opt->params[i];
         memcpy(w->before + at, p->data, p->numel * sizeof *p->data);
         at += p->numel;
     }
@@ -69,13 +69,14 @@ static double clip_scale(double norm, float clip) {
     return clip > 0 && isfinite(norm) && coef < 1.0 ? (double)(float)coef : 1.0;
 }
 
-void train_layers_after(const TrainLayerWatch *w, const Trainer *t, const TrainStep *step,
+void train_layers_after(TrainLayerWatch *w, const AdamW *opt, double grad_norm, float clip,
                         TrainLayerStats *out) {
     // Σ g², Σ θ², Σ (Δθ)², Σ θ_before² of each group, in double
-    double *sums = vit_calloc((size_t)w->groups * 4, sizeof *sums);
+    double *sums = w->sums;
+    memset(sums, 0, (size_t)w->groups * 4 * sizeof *sums);
     size_t at = 0;
     for (int i = 0; i < w->params; i++) {
-        const OptimParam *p = &t->opt.params[i];
+        const OptimParam *p = &opt->params[i];
         double *s = sums + 4 * w->group_of[i];
         for (size_t j = 0; j < p->numel; j++) {
             const double g = p->grad[j], now = p->data[j], was = w->before[at + j];
@@ -83,17 +84,17 @@ void train_layers_after(const TrainLayerWatch *w, const Trainer *t, const TrainS
         }
         at += p->numel;
     }
-    const double scale = clip_scale(step->grad_norm, t->config.clip); // undone: before clipping
+    const double scale = clip_scale(grad_norm, clip); // undone: the norms before clipping
     for (int g = 0; g < w->groups; g++) {
         const double *s = sums + 4 * g;
         out[g] = (TrainLayerStats){.grad_norm = sqrt(s[0]) / scale, .weight_norm = sqrt(s[1]),
                                    .update_ratio = s[3] > 0 ? sqrt(s[2]) / sqrt(s[3]) : 0};
     }
-    free(sums);
 }
 
 void train_layers_free(TrainLayerWatch *w) {
     free(w->group_of);
     free(w->before);
+    free(w->sums);
     *w = (TrainLayerWatch){0};
 }

@@ -43,6 +43,7 @@ typedef struct {
     int *group_of;        /**< (params) the group of each tensor */
     float *before;        /**< (Σ numel) the weights before the step, tensor after tensor */
     size_t floats;        /**< Σ numel */
+    double *sums;         /**< (groups, 4) a step's Σ g², Σ θ², Σ Δθ², Σ θ_before² */
 } TrainLayerWatch;
 
 /** @brief Layer groups of a model of @p c: its depth + 3. */
@@ -57,20 +58,28 @@ int train_layer_of(const char *name, int depth);
 /** @brief The name of group @p g: "patch_embed", "blocks.0", …, "norm", "head". */
 void train_layer_name(char *buf, size_t size, int g, int depth);
 
-/** @brief Ready a watch of @p t's parameters; free with train_layers_free(). */
-VitStatus train_layers_init(TrainLayerWatch *w, const Trainer *t, VitError *err);
+/**
+ * @brief Ready a watch of the parameters @p opt updates (a model of @p depth
+ *        blocks, timm's names), its memory allocated once; free with
+ *        train_layers_free().
+ * @return VIT_ERR_INPUT naming a parameter of no group
+ */
+VitStatus train_layers_init(TrainLayerWatch *w, const AdamW *opt, int depth, VitError *err);
 
-/** @brief Copy @p t's weights before its next step. */
-void train_layers_before(TrainLayerWatch *w, const Trainer *t);
+/** @brief Copy the weights before the next step. */
+void train_layers_before(TrainLayerWatch *w, const AdamW *opt);
 
 /**
  * @brief Each group's numbers of the step just taken (train_layers_before()
  *        was called before it).
- * @param[in]  step  what trainer_step() reported: its gradient norm and the
- *                   clip undo the clipping of the gradients left in @p t
- * @param[out] out   (groups) one entry per group
+ * @param[in]  opt        its parameters after the update, their gradients as
+ *                        the update used them (clipped)
+ * @param[in]  grad_norm  the global norm before clipping (what
+ *                        optim_clip_grad_norm() returned) and …
+ * @param[in]  clip       … the clip (0: none): together they undo the clipping
+ * @param[out] out        (groups) one entry per group
  */
-void train_layers_after(const TrainLayerWatch *w, const Trainer *t, const TrainStep *step,
+void train_layers_after(TrainLayerWatch *w, const AdamW *opt, double grad_norm, float clip,
                         TrainLayerStats *out);
 
 /** @brief Free the watch and zero it (safe on a zeroed one). */

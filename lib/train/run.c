@@ -17,17 +17,6 @@
 #include "base/fileio.h"
 #include "train/run_internal.h"
 
-const char TRAIN_CSV_HEADER[] =
-    "epoch,step,lr,train_loss,train_acc,val_loss,val_acc,seconds,images_per_s\n";
-const char TRAIN_LAYER_CSV_HEADER[] =
-    "epoch,step,layer,grad_norm,weight_norm,update_ratio\n";
-
-void train_text_append(char **text, const char *more) {
-    const size_t have = *text ? strlen(*text) : 0, n = strlen(more);
-    *text = vit_realloc(*text, have + n + 1);
-    memcpy(*text + have, more, n + 1);
-}
-
 /* ------------------------------------------------------------- files */
 
 /** A file the run reads or writes, and the flag that names it. */
@@ -353,7 +342,7 @@ VitStatus train_run_open(TrainRun *r, const TrainRunSettings *s, VitError *err) 
 
 VitStatus train_run_watch_layers(TrainRun *r, VitError *err) {
     if (r->watch_layers) return VIT_OK;
-    VitStatus s = train_layers_init(&r->watch, &r->t, err);
+    VitStatus s = train_layers_init(&r->watch, &r->t.opt, r->model.depth, err);
     r->watch_layers = s == VIT_OK;
     return s;
 }

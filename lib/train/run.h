@@ -42,7 +42,11 @@
 typedef struct {
     TrainConfig config;     /**< the training settings */
     const char *arch;       /**< the named architecture: "vit-fashion" */
-    int patch, dim, depth, heads, mlp; /**< overrides of the architecture; 0: the arch's */
+    int patch;              /**< the patch side; 0: the arch's (4) */
+    int dim;                /**< D; 0: the arch's (64) */
+    int depth;              /**< L; 0: the arch's (6) */
+    int heads;              /**< H; 0: the arch's (4) */
+    int mlp;                /**< the MLP's width; 0: the arch's (128) */
     const char *data_dir;   /**< the folder of Fashion-MNIST's four files */
     int limit;              /**< train on the first N images only; 0: all */
     const char *out;        /**< the trained model */
@@ -67,10 +71,13 @@ typedef struct {
 
 /** One finished epoch, as its CSV row gives it. */
 typedef struct {
-    double train_loss, train_acc;   /**< means over the epoch's steps */
-    double val_loss, val_acc;       /**< of the validation pass after it */
-    double lr;                      /**< of its last step */
-    double seconds, images_per_s;   /**< the training steps' time alone */
+    double train_loss;    /**< the mean of the epoch's steps' losses */
+    double train_acc;     /**< the images its steps had right, of all (before each update) */
+    double val_loss;      /**< of the validation pass after it */
+    double val_acc;       /**< … and its accuracy */
+    double lr;            /**< of its last step */
+    double seconds;       /**< the training steps' time alone */
+    double images_per_s;  /**< images over seconds */
 } TrainEpochRow;
 
 /** One step, as the history keeps it. */
@@ -86,13 +93,17 @@ typedef struct {
     TrainStep step;       /**< trainer_step()'s report */
     bool epoch_ended;     /**< this step finished an epoch: validated, logged, saved */
     TrainEpochStats done; /**< when it did: that epoch's sums */
+    double seconds;       /**< … and its training steps' time (without the validation) */
     int val_count;        /**< … and the validation images */
 } TrainRunStep;
 
 /** A run in progress: everything it owns, freed by train_run_free(). */
 typedef struct {
     TrainRunSettings settings; /**< as given (the strings borrowed) */
-    Dataset all, train, val, test; /**< the data: val is all's last 5,000 */
+    Dataset all;               /**< the 60,000 training images */
+    Dataset train;             /**< the first 55,000 of them (or the limit's) */
+    Dataset val;               /**< the last 5,000 */
+    Dataset test;              /**< the test split, when the run uses it */
     Trainer t;                 /**< the model, AdamW, the step */
     VitConfig model;           /**< the architecture */
     bool resumed;              /**< from a checkpoint */
@@ -101,7 +112,8 @@ typedef struct {
     TrainEpochStats epoch;     /**< the current epoch so far (a checkpoint keeps it) */
     char val_acc[32];          /**< the last validation accuracy, "%.4f", or "not measured" */
     char test_acc[32];         /**< the test accuracy, "%.4f", or "not measured" */
-    int test_correct, test_count; /**< the test split's images right, of all; 0, 0 before */
+    int test_correct;          /**< the test split's images right; 0 before */
+    int test_count;            /**< the test split's images; 0 before */
     TrainEpochRow *epochs;     /**< (config.epochs) the finished epochs; from a resumed
                                     checkpoint's log too */
     int epochs_done;           /**< rows of @ref epochs */

@@ -17,6 +17,18 @@
 
 /* ------------------------------------------------------------- files */
 
+const char TRAIN_CSV_HEADER[] =
+    "epoch,step,lr,train_loss,train_acc,val_loss,val_acc,seconds,images_per_s\n";
+const char TRAIN_LAYER_CSV_HEADER[] =
+    "epoch,step,layer,grad_norm,weight_norm,update_ratio\n";
+
+void train_text_append(char **text, const char *more) {
+    const size_t have = *text ? strlen(*text) : 0, n = strlen(more);
+    *text = vit_realloc(*text, have + n + 1);
+    memcpy(*text + have, more, n + 1);
+}
+
+
 static VitStatus write_text(const char *text, const char *path, VitError *err) {
     OutFile out;
     VitStatus s = outfile_open(&out, path, err);
@@ -30,8 +42,9 @@ static VitStatus write_text(const char *text, const char *path, VitError *err) {
 static VitStatus save_checkpoint(const TrainRun *r, VitError *err) {
     char sums[160];
     const TrainEpochStats *e = &r->epoch;
+    const double seconds = e->steps ? vit_now() - e->started : 0; // no step yet: no time
     snprintf(sums, sizeof sums, "%.17g %lld %lld %d %.3f", e->loss_sum, (long long)e->correct,
-             (long long)e->seen, e->steps, vit_now() - e->started);
+             (long long)e->seen, e->steps, seconds);
     // the layer groups' sums: "steps" then "g w u" per group, %.17g to resume exactly
     const int groups = train_layer_count(&r->model);
     char *layer_sums = vit_malloc((size_t)groups * 3 * 26 + 16);
@@ -147,7 +160,7 @@ static void log_layers(TrainRun *r) {
 // The epoch's validation pass, its log rows; its checkpoint, logs and film frame.
 static VitStatus end_epoch(TrainRun *r, TrainRunStep *out, VitError *err) {
     const TrainEpochStats *e = &out->done;
-    const double seconds = vit_now() - e->started; // the training steps' time alone
+    const double seconds = out->seconds; // the training steps' time alone
     eval_free(&r->last_val);
     VitStatus s = eval_run(&r->t.vit, &r->val, r->t.config.mean, r->t.config.std,
                            r->t.config.batch, &r->last_val, err);
@@ -185,7 +198,7 @@ static VitStatus end_epoch(TrainRun *r, TrainRunStep *out, VitError *err) {
 VitStatus train_run_step(TrainRun *r, TrainRunStep *out, VitError *err) {
     Trainer *t = &r->t;
     *out = (TrainRunStep){0};
-    if (r->watch_layers) train_layers_before(&r->watch, t);
+    if (r->watch_layers) train_layers_before(&r->watch, &t->opt);
     const int64_t k = t->step;
     VitStatus s = trainer_step(t, &out->step, err);
     if (s != VIT_OK) return s;
@@ -196,7 +209,7 @@ VitStatus train_run_step(TrainRun *r, TrainRunStep *out, VitError *err) {
                                    .grad_norm = (float)out->step.grad_norm,
                                    .correct = out->step.correct};
     if (r->watch_layers) {
-        train_layers_after(&r->watch, t, &out->step, r->layers);
+        train_layers_after(&r->watch, &t->opt, out->step.grad_norm, t->config.clip, r->layers);
         for (int g = 0; g < r->watch.groups; g++) {
             r->layer_sums[g].grad_norm += r->layers[g].grad_norm;
             r->layer_sums[g].weight_norm += r->layers[g].weight_norm;
@@ -208,6 +221,7 @@ VitStatus train_run_step(TrainRun *r, TrainRunStep *out, VitError *err) {
     // the epoch is complete: its checkpoint holds the next epoch, empty (and
     // started now, not at time 0: a run resumed from it times that epoch right)
     out->done = *e;
+    out->seconds = vit_now() - e->started;
     *e = (TrainEpochStats){.started = vit_now()};
     s = end_epoch(r, out, err);
     e->started = vit_now();
