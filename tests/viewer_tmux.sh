@@ -1019,7 +1019,8 @@ fi
 # counter stays at 0, . takes exactly one step, space resumes; the watching costs
 # under 5 % (its last line says how much); and the model written is, tensor
 # for tensor and bit for bit, the one vit train writes with the same flags
-# (the files' data after their headers: only the metadata's command differs).
+# (the files' data after their headers: only the metadata's command differs);
+# q stops it with a checkpoint, and the run resumed in vitview ends with it too.
 # A small model (2 blocks of width 32) on 6,400 images (50 steps) keeps it short.
 TRAIN_DATA=/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
 TRAIN_FLAGS="--epochs 1 --warmup 0 --limit 6400 --depth 2 --dim 32 --heads 2 --mlp 64 --test 0 --film none"
@@ -1093,6 +1094,40 @@ check_train_screen() { # COLS ROWS
     ARGS=""
 }
 
+# q stops the run as Ctrl-C stops vit train: a checkpoint at the step, the way
+# to resume said after the screen closes, exit status 1; resumed in vitview,
+# the run ends with vit train's model all the same.
+check_train_stop_resume() {
+    out="$WORK/train/stopped.safetensors"
+    ARGS="--train --paused $TRAIN_FLAGS --out $out"
+    start train-stop
+    $TMUX_CMD resize-window -t "$SESSION" -x 80 -y 24
+    check "--train: paused at step 0" " paused · step 0 " 30
+    keys .
+    check "--train: step 1" " paused · step 1 " 10
+    keys .
+    check "--train: step 2" " paused · step 2 " 10
+    keys q
+    tries=100
+    while [ ! -s "$WORK/exit" ] && [ "$tries" -gt 0 ]; do sleep 0.1; tries=$((tries - 1)); done
+    if grep -qx "EXIT=1" "$WORK/exit" 2>/dev/null &&
+        grep -q "interrupted at step 2 of [0-9]*: checkpoint saved to .*--resume" "$WORK/stderr" &&
+        [ -s "$out.ckpt" ]; then PASSED=$((PASSED + 1)); else
+        FAILED=$((FAILED + 1)); LAST_FAILURE="--train: q saves a checkpoint and says so ($(cat "$WORK/exit" 2>/dev/null))"
+        echo "viewer_tmux: FAILED: $LAST_FAILURE" >&2
+        sed 's/^/    | /' "$WORK/stderr" >&2
+    fi
+    ARGS="--train $TRAIN_FLAGS --out $out --resume $out.ckpt"
+    start train-resume
+    check "--train --resume: the run goes on and ends" "written: q leaves" 120
+    quit "--train --resume: q exits 0 at the end"
+    if tensor_bytes "$out" | cmp -s - "$WORK/train/ref.data"; then PASSED=$((PASSED + 1)); else
+        FAILED=$((FAILED + 1)); LAST_FAILURE="--train stopped and resumed: vit train's model bit for bit"
+        echo "viewer_tmux: FAILED: $LAST_FAILURE" >&2
+    fi
+    ARGS=""
+}
+
 if [ -x "$VIT" ] && [ -r "$TRAIN_DATA" ]; then
     mkdir -p "$WORK/train"
     # shellcheck disable=SC2086 # the flags are words
@@ -1101,6 +1136,7 @@ if [ -x "$VIT" ] && [ -r "$TRAIN_DATA" ]; then
         tensor_bytes "$WORK/train/ref.safetensors" >"$WORK/train/ref.data"
         check_train_screen 80 24
         check_train_screen 160 50
+        check_train_stop_resume
     else
         FAILED=$((FAILED + 1))
         LAST_FAILURE="vit train for the training screen's reference"

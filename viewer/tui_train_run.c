@@ -103,14 +103,14 @@ static void add_step(TrainView *v, const TrainRun *r, const TrainRunStep *st) {
     }
 }
 
-// A resumed run's past, from its history: the steps before the stop (their
-// accuracy unknown when the checkpoint predates it) and the finished epochs.
+// A resumed run's past, from its history: the steps it knows (those before
+// the stop are not kept: gaps in the curves) and the finished epochs.
 static void add_history(TrainView *v, const TrainRun *r) {
     for (int64_t i = 0; i < r->t.step; i++) {
         const TrainStepPoint *p = &r->steps[i];
-        series_push(&v->train_loss, p->loss);
-        series_push(&v->train_acc, p->correct < 0 ? NAN
-                                                  : (float)p->correct / (float)r->t.config.batch);
+        const bool known = p->correct >= 0; // a step before a resume: not kept (zeros)
+        series_push(&v->train_loss, known ? p->loss : NAN);
+        series_push(&v->train_acc, known ? (float)p->correct / (float)r->t.config.batch : NAN);
     }
     for (int e = 0; e < r->epochs_done; e++) {
         series_push(&v->val_loss, (float)r->epochs[e].val_loss);
