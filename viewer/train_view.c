@@ -41,7 +41,8 @@ void train_view_init(TrainView *v, int depth, int heads, int classes, int grid,
     if (total_steps > 0) memcpy(v->schedule, schedule, (size_t)total_steps * sizeof *schedule);
     v->attention = vit_calloc((size_t)grid * grid, sizeof *v->attention);
     v->class_names = vit_calloc((size_t)classes, sizeof *v->class_names);
-    for (int c = 0; c < classes; c++) snprintf(v->class_names[c], sizeof v->class_names[c], "%d", c);
+    for (int c = 0; c < classes; c++) // numbers until the panel names them
+        snprintf(v->class_names[c], sizeof v->class_names[c], "%d", c);
 }
 
 void train_view_free(TrainView *v) {
@@ -119,9 +120,9 @@ TrainLayout train_layout(int cols, int rows) {
     if (l.both) l.layers = (Rect){y, 0, body_y + body_h - y, left_w};
     // the right half
     y = body_y;
-    const int attention_h = l.both ? body_h - clamp(body_h / 4, 6, 12) - clamp(body_h * 3 / 8, 8, 16)
-                                   : (body_h * 2 + 4) / 5;
     const int pictures_h = l.both ? clamp(body_h / 4, 6, 12) : body_h * 3 / 11;
+    const int confusion_h = clamp(body_h * 3 / 8, 8, 16); // with both: a row per class
+    const int attention_h = l.both ? body_h - pictures_h - confusion_h : (body_h * 2 + 4) / 5;
     l.attention = (Rect){y, right_x, attention_h, right_w}, y += attention_h;
     l.pictures = (Rect){y, right_x, pictures_h, right_w}, y += pictures_h;
     l.confusion = (Rect){y, right_x, body_y + body_h - y, right_w};

@@ -149,7 +149,8 @@ typedef struct {
     /* the measure of what watching costs */
     double train_seconds;  /**< wall time inside optimizer steps */
     double watch_seconds;  /**< wall time redrawing and computing the panel */
-    double redraw_seconds; /**< what the last redraw with the panel took: the next costs about as much */
+    double redraw_seconds; /**< what the last redraw with the panel took (the next
+                                costs about as much) */
     char message[160];     /**< feedback for the last key */
     /* the terminal */
     ColourMode colour;     /**< what it shows */

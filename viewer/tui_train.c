@@ -111,7 +111,8 @@ static void chart_draw(const TrainView *v, Rect r, const Chart *c) {
         chart_columns(cols, 2 * W, s->v, s->n, v->total_steps);
         chart_dots(cells, W, H, cols, lo, hi);
         for (int cy = 0; cy < H; cy++)
-            for (int cx = 0; cx < W; cx++) dots_cell(py + cy, px + cx, cells[cy * W + cx], ROLE_BAR);
+            for (int cx = 0; cx < W; cx++)
+                dots_cell(py + cy, px + cx, cells[cy * W + cx], ROLE_BAR);
     }
     free(cols);
     free(cells);
@@ -352,13 +353,18 @@ static void confusion_draw(const TrainView *v, Rect r) {
         ui_printf(y, r.x, 3, ROLE_DIM, pr == 2 && t + 1 < Y ? "%d%d" : "%d", t, t + 1);
         for (int p = 0; p < Y; p++) {
             const float top = share(v->confusion + t * Y, Y, p);
-            const float bottom = pr == 2 && t + 1 < Y ? share(v->confusion + (t + 1) * Y, Y, p) : NAN;
-            for (int k = 0; k < 2; k++) ui_heat(&look, y, r.x + 3 + 2 * p + k, RAMP_SEQUENTIAL, top, bottom);
+            const float bottom =
+                pr == 2 && t + 1 < Y ? share(v->confusion + (t + 1) * Y, Y, p) : NAN;
+            for (int k = 0; k < 2; k++)
+                ui_heat(&look, y, r.x + 3 + 2 * p + k, RAMP_SEQUENTIAL, top, bottom);
         }
     }
     long right = 0, all = 0;
     for (int t = 0; t < Y; t++)
-        for (int p = 0; p < Y; p++) all += v->confusion[t * Y + p], right += t == p ? v->confusion[t * Y + p] : 0;
+        for (int p = 0; p < Y; p++) {
+            all += v->confusion[t * Y + p];
+            if (t == p) right += v->confusion[t * Y + p];
+        }
     const int tx = r.x + 3 + 2 * Y + 2;
     if (tx + 10 < r.x + r.w) {
         ui_printf(r.y + 1, tx, r.x + r.w - tx, ROLE_NORMAL, "%ld of %ld", right, all);
@@ -378,8 +384,10 @@ static void title_row(const TrainView *v) {
     if (r.w >= 120) snprintf(model, sizeof model, " · %s", v->model);
     int x = ui_printf(r.y, r.x, r.w, ROLE_TITLE, " vitview --train%s · epoch %d/%d · step "
                       "%lld/%lld · ETA %s ", model, train_view_epoch(v), v->epochs,
-                      (long long)v->step, (long long)v->total_steps, fmt_clock(eta, sizeof eta, v->eta_s));
-    if (v->message[0] && x < r.w - 10) ui_printf(r.y, x + 1, r.w - x - 1, ROLE_MESSAGE, " %s ", v->message);
+                      (long long)v->step, (long long)v->total_steps,
+                      fmt_clock(eta, sizeof eta, v->eta_s));
+    if (v->message[0] && x < r.w - 10)
+        ui_printf(r.y, x + 1, r.w - x - 1, ROLE_MESSAGE, " %s ", v->message);
 }
 
 static void status_row(const TrainView *v) {
