@@ -246,6 +246,15 @@ static void attention_draw(const TrainView *v, Rect r) {
         ui_printf(r.y + 3, tx, tw, pred == truth ? ROLE_BAR : ROLE_ERROR, "seen as %s",
                   v->class_names[pred]);
         ui_printf(r.y + 4, tx, tw, ROLE_NORMAL, "p = %.3f", (double)v->prob[v->picture]);
+        // how spread [cls]'s row is: ln N when even, falling as it sharpens
+        float *row = malloc((size_t)(P + 1) * sizeof *row);
+        if (row && r.y + 7 < y) { // above the caption's row
+            row[0] = v->attention_cls;
+            memcpy(row + 1, v->attention, (size_t)P * sizeof *row);
+            ui_printf(r.y + 6, tx, tw, ROLE_DIM, "entropy %.3f nats", entropy_nats(row, P + 1));
+            ui_printf(r.y + 7, tx, tw, ROLE_DIM, "even: %.3f (ln %d)", log(P + 1.0), P + 1);
+        }
+        free(row);
     }
     if (y < r.y + r.h)
         ui_printf(y, r.x, r.w, ROLE_DIM, "to itself %.4f · most %.4f on patch (%d,%d)",
