@@ -245,6 +245,8 @@ static void test_overhead_and_clock(void) {
     CU_ASSERT_STRING_EQUAL(fmt_clock(buf, sizeof buf, 125), "0:02:05");
     CU_ASSERT_STRING_EQUAL(fmt_clock(buf, sizeof buf, 3600 + 61), "1:01:01");
     CU_ASSERT_STRING_EQUAL(fmt_clock(buf, sizeof buf, NAN), "-:--:--");
+    char ascii[32]; // the layers table's headings on a terminal without UTF-8
+    CU_ASSERT_STRING_EQUAL(fmt_ascii(ascii, sizeof ascii, "‖∇‖ ‖Δθ‖/‖θ‖"), "|g| |dw|/|w|");
     train_view_free(&v);
 }
 
@@ -337,7 +339,7 @@ CU_TestInfo tests_viewer_train[] = {
     {"keys: pause, step, stop", test_keys_pause_and_step},
     {"keys: picture, layer, head", test_keys_choose_what_is_drawn},
     {"keys: redraw interval, Tab, help", test_keys_redraw_help_tab},
-    {"the cost of watching; the clock", test_overhead_and_clock},
+    {"the cost of watching; the clock; ASCII headings", test_overhead_and_clock},
     {"panel: a picture per class", test_panel_picks_a_picture_per_class},
     {"panel: its pass is the model's", test_panel_matches_the_model},
     CU_TEST_INFO_NULL,
