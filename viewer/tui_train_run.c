@@ -300,7 +300,8 @@ static int fail(VitStatus s, const VitError *err) {
 }
 
 // vitview's own row for the flags' help and messages: they are vit train's.
-static const VitCommand train_command = {"train", NULL, "train with the model on the screen"};
+static const VitCommand train_command = {
+    "train", NULL, "the flags vitview --train (the training screen) takes, as vit train does"};
 
 int train_main(int argc, char **argv) {
     // vit train's command line: "train", then every argument but vitview's own
