@@ -221,7 +221,9 @@ $(BUILD)/vit: $(VIT_OBJ) $(LIB)
 $(BUILD)/bench: $(BENCH_OBJ) $(LIB)
 	$(CC) $(ALL_CFLAGS) $^ $(ALL_LDLIBS) -o $@
 
-$(BUILD)/vitview: $(VIEWER_OBJ) $(LIB)
+# vitview --train reads vit train's flags with vit's own table (cli/train_command.c)
+VIEWER_CLI_OBJ := $(BUILD)/cli/train_command.o $(BUILD)/cli/vit_cli.o
+$(BUILD)/vitview: $(VIEWER_OBJ) $(VIEWER_CLI_OBJ) $(LIB)
 	$(CC) $(ALL_CFLAGS) $^ $(shell pkg-config --libs ncursesw 2>/dev/null || echo -lncursesw) $(ALL_LDLIBS) -o $@
 
 # ----------------------------------------------------------------- targets

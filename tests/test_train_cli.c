@@ -245,9 +245,35 @@ static void test_refusals(void) {
     scratch_remove(&d);
 }
 
+// The default warm-up (two epochs) is shortened to fit a run of one or two
+// epochs, the README's minute's try; one asked for with --warmup is not (above).
+static void test_default_warmup_fits_a_short_run(void) {
+    ScratchDir d;
+    CU_ASSERT_FATAL(scratch_make(&d));
+    char out[PATH_SIZE], ckpt[PATH_SIZE];
+    scratch_file(&d, "m.safetensors", out, sizeof out);
+    scratch_file(&d, "m.safetensors.ckpt", ckpt, sizeof ckpt);
+    const char *const epochs[] = {"1", "2"}, *const warmup[] = {"warmup=0 ", "warmup=1 "};
+    for (int i = 0; i < 2; i++) {
+        CliResult r = VIT_RUN("train", TINY, "--epochs", epochs[i], "--limit", "64", "--out", out);
+        CU_ASSERT_EQUAL(r.status, 0);
+        if (r.status != 0) fprintf(stderr, "\n    --epochs %s: %s", epochs[i], r.err);
+        cli_result_free(&r);
+        SafeTensors st; // the run's settings, as the checkpoint records them
+        VitError err;
+        CU_ASSERT_EQUAL_FATAL(st_open(&st, ckpt, &err), VIT_OK);
+        const char *config = st_meta(&st, "train.config");
+        CU_ASSERT_PTR_NOT_NULL(config);
+        CU_ASSERT_PTR_NOT_NULL(config ? strstr(config, warmup[i]) : NULL);
+        st_close(&st);
+    }
+    scratch_remove(&d);
+}
+
 CU_TestInfo tests_train_cli[] = {
     {"a run writes the model, its log and a checkpoint", test_a_run_writes_model_log_checkpoint},
     {"Ctrl-C saves a checkpoint; --resume continues exactly", test_ctrl_c_then_resume},
     {"bad flags and files are refused", test_refusals},
+    {"the default warm-up fits a run of one or two epochs", test_default_warmup_fits_a_short_run},
     CU_TEST_INFO_NULL,
 };

@@ -1124,6 +1124,139 @@ if [ -n "$DEMO" ]; then
     quit "q exits 0 on the Fashion model without colour"
 fi
 
+# ------------------------------------------- the training screen (--train)
+# vitview --train runs vit train's run with the model on the screen. At 80×24
+# and 160×50: the curves grow (more braille dots in a later capture), the
+# attention panel's numbers change after a step; started --paused the step
+# counter stays at 0, . takes exactly one step, space resumes; the watching costs
+# under 5 % (its last line says how much); and the model written is, tensor
+# for tensor and bit for bit, the one vit train writes with the same flags
+# (the files' data after their headers: only the metadata's command differs);
+# q stops it with a checkpoint, and the run resumed in vitview ends with it too.
+# A small model (2 blocks of width 32) on 6,400 images (50 steps) keeps it short.
+TRAIN_DATA=/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
+TRAIN_FLAGS="--epochs 1 --warmup 0 --limit 6400 --depth 2 --dim 32 --heads 2 --mlp 64 --test 0 --film none"
+# the bytes of a safetensors file after its 8-byte length and its JSON header
+tensor_bytes() {
+    n=$(od -An -tu8 -N8 "$1" | tr -d ' ')
+    tail -c +$((9 + n)) "$1"
+}
+# braille cells on the screen (U+2800 to U+28FF, bytes e2 a0-a3 80-bf): the
+# curves and the schedule
+BRAILLE=$(printf '\342[\240-\243][\200-\277]')
+braille_count() { screen_text | LC_ALL=C grep -o "$BRAILLE" | wc -l; }
+
+check_train_screen() { # COLS ROWS
+    size="$1x$2"
+    ARGS="--train --paused $TRAIN_FLAGS --out $WORK/train/watch-$size.safetensors"
+    start "train-$size"
+    $TMUX_CMD set-option -t "$SESSION" remain-on-exit on >/dev/null
+    $TMUX_CMD resize-window -t "$SESSION" -x "$1" -y "$2"
+    check "$size --train: the curves and the schedule" "learning rate .* now, peak" 30
+    check "$size --train --paused: paused at step 0" " paused · step 0 " 10
+    check "$size --train: the layout's last pane" "(confusion|layers)"
+    dots0=$(braille_count)
+    keys .
+    check "$size --train: . takes exactly one step" " paused · step 1 " 10
+    check "$size --train: . says so" "one step: step 1"
+    attention=$(screen_text | grep -o 'to itself [0-9.]* · most [0-9.]*')
+    keys .
+    check "$size --train: . again, step 2" " paused · step 2 " 10
+    sleep 0.5
+    check "$size --train: paused, the step counter stays" " paused · step 2 "
+    if [ -n "$attention" ] && screen_text | grep -q 'to itself' &&
+        ! screen_text | grep -qF "$attention"; then PASSED=$((PASSED + 1)); else
+        FAILED=$((FAILED + 1)); LAST_FAILURE="$size --train: the attention changes after a step"
+        echo "viewer_tmux: FAILED: $LAST_FAILURE (still '$attention')" >&2
+        screen_text | sed 's/^/    | /' >&2
+    fi
+    dots2=$(braille_count)
+    keys '?'
+    check "$size --train: ? lists the keys" "keys of the training screen"
+    keys x
+    keys Space
+    check "$size --train: space resumes, the run ends, the model written" \
+        "written: q leaves" 120
+    dots_end=$(braille_count)
+    if [ "$dots0" -lt "$dots2" ] && [ "$dots2" -lt "$dots_end" ]; then PASSED=$((PASSED + 1)); else
+        FAILED=$((FAILED + 1))
+        LAST_FAILURE="$size --train: the curves grow (dots $dots0 → $dots2 → $dots_end)"
+        echo "viewer_tmux: FAILED: $LAST_FAILURE" >&2
+    fi
+    check "$size --train: the last validation in the curves' titles" "◆ val [0-9.]+"
+    keys q
+    check "$size --train: the cost of watching, printed at the end" "watching took [0-9.]+% of the time" 10
+    cost=$(sed -n 's/.*watching took \([0-9.]*\)%.*/\1/p' "$WORK/screen.txt" | head -1)
+    tries=100 # until vitview's exit status is written
+    while [ ! -s "$WORK/exit" ] && [ "$tries" -gt 0 ]; do sleep 0.1; tries=$((tries - 1)); done
+    if awk -v c="$cost" 'BEGIN { exit !(c != "" && c < 5) }'; then PASSED=$((PASSED + 1)); else
+        FAILED=$((FAILED + 1)); LAST_FAILURE="$size --train: watching costs under 5 % (it took $cost %)"
+        echo "viewer_tmux: FAILED: $LAST_FAILURE" >&2
+    fi
+    if grep -qx "EXIT=0" "$WORK/exit" 2>/dev/null &&
+        tensor_bytes "$WORK/train/watch-$size.safetensors" | cmp -s - "$WORK/train/ref.data"; then
+        PASSED=$((PASSED + 1))
+    else
+        FAILED=$((FAILED + 1))
+        LAST_FAILURE="$size --train: the model is vit train's bit for bit ($(cat "$WORK/exit" 2>/dev/null))"
+        echo "viewer_tmux: FAILED: $LAST_FAILURE" >&2
+        sed 's/^/    | /' "$WORK/stderr" >&2
+    fi
+    $TMUX_CMD kill-session -t "$SESSION" 2>/dev/null
+    ARGS=""
+}
+
+# q stops the run as Ctrl-C stops vit train: a checkpoint at the step, the way
+# to resume said after the screen closes, exit status 1; resumed in vitview,
+# the run ends with vit train's model all the same.
+check_train_stop_resume() {
+    out="$WORK/train/stopped.safetensors"
+    ARGS="--train --paused $TRAIN_FLAGS --out $out"
+    start train-stop
+    $TMUX_CMD resize-window -t "$SESSION" -x 80 -y 24
+    check "--train: paused at step 0" " paused · step 0 " 30
+    keys .
+    check "--train: step 1" " paused · step 1 " 10
+    keys .
+    check "--train: step 2" " paused · step 2 " 10
+    keys q
+    tries=100
+    while [ ! -s "$WORK/exit" ] && [ "$tries" -gt 0 ]; do sleep 0.1; tries=$((tries - 1)); done
+    if grep -qx "EXIT=1" "$WORK/exit" 2>/dev/null &&
+        grep -q "interrupted at step 2 of [0-9]*: checkpoint saved to .*--resume" "$WORK/stderr" &&
+        [ -s "$out.ckpt" ]; then PASSED=$((PASSED + 1)); else
+        FAILED=$((FAILED + 1)); LAST_FAILURE="--train: q saves a checkpoint and says so ($(cat "$WORK/exit" 2>/dev/null))"
+        echo "viewer_tmux: FAILED: $LAST_FAILURE" >&2
+        sed 's/^/    | /' "$WORK/stderr" >&2
+    fi
+    ARGS="--train $TRAIN_FLAGS --out $out --resume $out.ckpt"
+    start train-resume
+    check "--train --resume: the run goes on and ends" "written: q leaves" 120
+    quit "--train --resume: q exits 0 at the end"
+    if tensor_bytes "$out" | cmp -s - "$WORK/train/ref.data"; then PASSED=$((PASSED + 1)); else
+        FAILED=$((FAILED + 1)); LAST_FAILURE="--train stopped and resumed: vit train's model bit for bit"
+        echo "viewer_tmux: FAILED: $LAST_FAILURE" >&2
+    fi
+    ARGS=""
+}
+
+if [ -x "$VIT" ] && [ -r "$TRAIN_DATA" ]; then
+    mkdir -p "$WORK/train"
+    # shellcheck disable=SC2086 # the flags are words
+    if "$VIT" train $TRAIN_FLAGS --threads 2 --out "$WORK/train/ref.safetensors" \
+        >"$WORK/train/ref.log" 2>&1; then
+        tensor_bytes "$WORK/train/ref.safetensors" >"$WORK/train/ref.data"
+        check_train_screen 80 24
+        check_train_screen 160 50
+        check_train_stop_resume
+    else
+        FAILED=$((FAILED + 1))
+        LAST_FAILURE="vit train for the training screen's reference"
+        echo "viewer_tmux: FAILED: $LAST_FAILURE:" >&2
+        sed 's/^/    | /' "$WORK/train/ref.log" >&2
+    fi
+fi
+
 # without the trained model: random weights, and a line saying so
 mkdir -p "$WORK/no-model"
 ARGS=""
@@ -1141,7 +1274,7 @@ else
 fi
 
 if [ "$FAILED" -eq 0 ]; then
-    echo "viewer_tmux: PASS ($PASSED checks, $VITVIEW at 100x30, 60x20, 40x10, NO_COLOR, NaN, cut weights, a training's film; the default Fashion-MNIST model, $DEMO_WHAT, at 100x30, 80x24, 160x50; no model)"
+    echo "viewer_tmux: PASS ($PASSED checks, $VITVIEW at 100x30, 60x20, 40x10, NO_COLOR, NaN, cut weights, a training's film; the default Fashion-MNIST model, $DEMO_WHAT, at 100x30, 80x24, 160x50; --train at 80x24 and 160x50; no model)"
     exit 0
 fi
 echo "viewer_tmux: FAIL ($FAILED of $((PASSED + FAILED)) checks failed, last: $LAST_FAILURE)"

@@ -25,6 +25,16 @@ char *fmt_seconds(char *buf, size_t size, double s) {
     return buf;
 }
 
+char *fmt_clock(char *buf, size_t size, double seconds) {
+    if (!(seconds >= 0) || seconds > 359999) { // NaN, negative, or past 99 hours
+        snprintf(buf, size, "-:--:--");
+        return buf;
+    }
+    const int s = (int)(seconds + 0.5);
+    snprintf(buf, size, "%d:%02d:%02d", s / 3600, s / 60 % 60, s % 60);
+    return buf;
+}
+
 char *fmt_progress(char *buf, size_t size, int done, int count, int cells, double seconds,
                    bool utf8) {
     const int filled = count > 0 ? (int)((long)cells * done / count) : 0;
@@ -56,6 +66,7 @@ static const struct {
     {"→", "->"}, {"←", "<-"}, {"↑", "^"},     {"↓", "v"},  {"…", "..."}, {"—", "-"},
     {"–", "-"},  {"−", "-"},  {"₁", "1"},     {"₂", "2"},  {"µ", "u"},   {"≥", ">="},
     {"≤", "<="}, {"▸", ">"},  {"▾", "v"},     {"●", "*"},  {"▶", ">"},   {"│", "|"},
+    {"‖", "|"},  {"∇", "g"},  {"θ", "w"},     {"Δ", "d"},  {"◆", "o"}, // the training screen's
 };
 
 char *fmt_ascii(char *buf, size_t size, const char *text) {

@@ -20,6 +20,8 @@ char *fmt_si(char *buf, size_t size, double v);
 /** @brief Bytes in binary units: 621 KiB, 1.8 MiB. Returns @p buf. */
 /** @brief A duration: "0.4 ms", "12 ms", "1.3 s". Returns @p buf. */
 char *fmt_seconds(char *buf, size_t size, double seconds);
+/** @brief A time left on a clock: "0:02:05" (h:mm:ss); "-:--:--" when not known. Returns @p buf. */
+char *fmt_clock(char *buf, size_t size, double seconds);
 /**
  * @brief A pass's progress: a bar of @p cells, @p done of @p count filled, and
  *        the time it has taken, "█████░░░░░ 1.30 s" (ASCII: "[#####-----] 1.30 s").

@@ -3,6 +3,7 @@
  * @brief `vitview`: step through a real ViT forward pass in the terminal.
  *
  *     build/vitview [--weights W] [--film DIR] [--threads N] [IMAGE]
+ *     build/vitview --train [--paused] [--mono] --out FILE [vit train's flags]
  *
  * With no arguments it opens the project's trained Fashion-MNIST model on one
  * of its test images (defaults.h), or random weights when that model is not
@@ -22,6 +23,7 @@
 #include "io/labels.h"
 #include "pictures.h"
 #include "synth.h"
+#include "tui_train.h"
 #include "model/vit.h"
 
 #include <stdio.h>
@@ -45,6 +47,7 @@ typedef struct {
 
 static void usage(FILE *f) {
     fputs("usage: vitview [--weights FILE] [--film DIR] [--threads N] [IMAGE]\n"
+          "       vitview --train [--paused] [--mono] --out FILE [vit train's flags]\n"
           "\n"
           "Step through a Vision Transformer's forward pass, stage by stage. With no\n"
           "arguments (make run): the project's trained Fashion-MNIST model on a test\n"
@@ -75,6 +78,13 @@ static void usage(FILE *f) {
           "                    one channel, data/" VIEWER_GREY_IMAGE ";\n"
           "                    the photo data/" VIEWER_RGB_IMAGE " for an RGB one; else the\n"
           "                    generated picture\n"
+          "\n"
+          "  --train           train a model as vit train does, with the model on the\n"
+          "                    screen: curves, [cls] attention, predictions, the layers'\n"
+          "                    health, the confusion matrix; vit train's flags\n"
+          "                    (vitview --train --help lists them); --paused starts\n"
+          "                    before the first step. Keys: space pause, . one step,\n"
+          "                    } { picture, j k layer, [ ] head, + - redraw, q stop\n"
           "\n"
           "Keys: s step, n next block, f finish block, c continue, b breakpoint,\n"
           "r restart, } { next/previous picture, ( ) the training's film, T a test image,\n"
@@ -208,6 +218,8 @@ static int fail(VitStatus status, const VitError *err, bool hint) {
 }
 
 int main(int argc, char **argv) {
+    for (int i = 1; i < argc; i++) // --train: the training screen, vit train's flags (tui_train.h)
+        if (!strcmp(argv[i], "--train")) return train_main(argc, argv);
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
