@@ -1,12 +1,13 @@
 /**
  * @file train_command.c
  * @brief `vit train`'s flags: their table, their defaults, the names made
- *        from --out, the settings of the run (see train_command.h).
+ *        from --out, the settings of the run, and Ctrl-C (see train_command.h).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fileio.h"
 #include "train/film.h"
 #include "train_command.h"
 
@@ -230,4 +231,36 @@ VitStatus train_command_parse(TrainCommand *c, const VitCommand *self, int argc,
 void train_command_free(TrainCommand *c) {
     for (int i = 0; i < 4; i++) free(c->made[i]);
     memset(c->made, 0, sizeof c->made);
+}
+
+/* ------------------------------------------------------------ signals */
+
+static volatile sig_atomic_t stop_requested;
+static void on_stop(int sig) {
+    (void)sig;
+    stop_requested = 1;
+}
+
+void train_stops_catch(struct sigaction old[2]) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop;
+    sigemptyset(&sa.sa_mask);
+    stop_requested = 0;
+    const int sigs[2] = {SIGINT, SIGTERM};
+    for (int i = 0; i < 2; i++) {
+        sigaction(sigs[i], NULL, &old[i]);
+        if (old[i].sa_handler != SIG_IGN) sigaction(sigs[i], &sa, NULL);
+    }
+    file_writes_finish_on_stop(true); // a checkpoint being written when Ctrl-C comes is finished
+}
+
+void train_stops_release(const struct sigaction old[2]) {
+    file_writes_finish_on_stop(false);
+    sigaction(SIGINT, &old[0], NULL);
+    sigaction(SIGTERM, &old[1], NULL);
+}
+
+bool train_stop_requested(void) {
+    return stop_requested != 0;
 }

@@ -7,6 +7,7 @@
 #ifndef VIT_CLI_TRAIN_COMMAND_H
 #define VIT_CLI_TRAIN_COMMAND_H
 
+#include <signal.h>
 #include <stdbool.h>
 
 #include "train/run.h"
@@ -34,5 +35,18 @@ VitStatus train_command_parse(TrainCommand *c, const VitCommand *self, int argc,
 
 /** @brief Free the names train_command_parse() made. */
 void train_command_free(TrainCommand *c);
+
+/**
+ * @brief From now on SIGINT (Ctrl-C) and SIGTERM ask the run to stop after the
+ *        step it is in (train_stop_requested()), and a checkpoint being written
+ *        is finished first. A signal the process was started ignoring (SIGINT in
+ *        a shell's background job, as after `nohup … &`) stays ignored.
+ * @param[out] old  the handlers before, for train_stops_release()
+ */
+void train_stops_catch(struct sigaction old[2]);
+/** @brief The handlers of before train_stops_catch() again. */
+void train_stops_release(const struct sigaction old[2]);
+/** @brief Whether a stop was asked for since train_stops_catch(). */
+bool train_stop_requested(void);
 
 #endif

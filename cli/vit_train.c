@@ -35,35 +35,6 @@
 #include "train_command.h"
 #include "vit_cli.h"
 
-/* ------------------------------------------------------------ signals */
-
-static volatile sig_atomic_t stop_requested;
-static void on_stop(int sig) {
-    (void)sig;
-    stop_requested = 1;
-}
-
-// SIGINT and SIGTERM ask the loop to stop after the step it is in. A signal
-// the process was started ignoring (SIGINT in a shell's background job, as
-// after `nohup … &`) stays ignored, as the shell meant.
-static void catch_stops(struct sigaction old[2]) {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_stop;
-    sigemptyset(&sa.sa_mask);
-    const int sigs[2] = {SIGINT, SIGTERM};
-    for (int i = 0; i < 2; i++) {
-        sigaction(sigs[i], NULL, &old[i]);
-        if (old[i].sa_handler != SIG_IGN) sigaction(sigs[i], &sa, NULL);
-    }
-    file_writes_finish_on_stop(true); // a checkpoint being written when Ctrl-C comes is finished
-}
-static void release_stops(const struct sigaction old[2]) {
-    file_writes_finish_on_stop(false);
-    sigaction(SIGINT, &old[0], NULL);
-    sigaction(SIGTERM, &old[1], NULL);
-}
-
 /* ------------------------------------------------------------- setup */
 
 
@@ -141,7 +112,7 @@ static VitStatus train_loop(TrainRun *r, VitError *err) {
             if (tty) printf("\n");
             show_epoch(r, &st);
         }
-        if (stop_requested && s == VIT_OK) {
+        if (train_stop_requested() && s == VIT_OK) {
             if (tty) printf("\n");
             s = train_run_interrupt(r, err);
         }
@@ -153,12 +124,11 @@ static VitStatus train_loop(TrainRun *r, VitError *err) {
 static VitStatus run(TrainRun *r, VitError *err) {
     // the epochs (Ctrl-C is caught from the heading on: it saves a checkpoint)
     struct sigaction old[2];
-    stop_requested = 0;
-    catch_stops(old);
+    train_stops_catch(old);
     show_heading(r);
     const double started = vit_now();
     VitStatus s = train_loop(r, err);
-    release_stops(old);
+    train_stops_release(old);
     if (s == VIT_OK) printf("trained in %.0f s\n", vit_now() - started);
     if (s == VIT_OK) s = train_run_finish(r, err);
     if (r->test_count)

@@ -33,34 +33,6 @@
 #include <string.h>
 #include <unistd.h>
 
-/* ------------------------------------------------------------ signals */
-
-static volatile sig_atomic_t stop_requested;
-static void on_stop(int sig) {
-    (void)sig;
-    stop_requested = 1;
-}
-
-// Ctrl-C and SIGTERM stop after the step in progress, as in vit train (whose
-// loop this is); a signal the process was started ignoring stays ignored.
-static void catch_stops(struct sigaction old[2]) {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_stop;
-    sigemptyset(&sa.sa_mask);
-    const int sigs[2] = {SIGINT, SIGTERM};
-    for (int i = 0; i < 2; i++) {
-        sigaction(sigs[i], NULL, &old[i]);
-        if (old[i].sa_handler != SIG_IGN) sigaction(sigs[i], &sa, NULL);
-    }
-    file_writes_finish_on_stop(true); // a checkpoint being written is finished first
-}
-static void release_stops(const struct sigaction old[2]) {
-    file_writes_finish_on_stop(false);
-    sigaction(SIGINT, &old[0], NULL);
-    sigaction(SIGTERM, &old[1], NULL);
-}
-
 /* ---------------------------------------------------------- the watch */
 
 /** Everything the screen's loop holds, freed in one place. */
@@ -207,7 +179,7 @@ static VitStatus watch_loop(Watch *w, VitError *err) {
     TrainView *v = &w->view;
     redraw(w, false); // the panel was computed at the start
     while (!train_run_done(&w->run)) {
-        if (stop_requested) return train_run_interrupt(&w->run, err);
+        if (train_stop_requested()) return train_run_interrupt(&w->run, err);
         // running: look for a key and go on; paused: wait for one (a fifth of a
         // second at a time, so that Ctrl-C is seen)
         timeout(v->paused ? 200 : 0);
@@ -245,7 +217,7 @@ static VitStatus finish(Watch *w, VitError *err) {
     timeout(200);
     for (;;) {
         const int key = getch();
-        if (stop_requested) break;
+        if (train_stop_requested()) break;
         if (key == ERR) continue;
         if (key == 'q' && !v->help) break;
         if (handle_key(w, key) == TV_PANEL) redraw(w, true);
@@ -352,15 +324,14 @@ int train_main(int argc, char **argv) {
         return VIT_ERR_USAGE;
     }
     struct sigaction old[2];
-    stop_requested = 0;
-    catch_stops(old);
+    train_stops_catch(old);
     train_screen_start(&w->view, mono);
     const double started = vit_now();
     s = watch_loop(w, &err);
     if (s == VIT_OK) s = finish(w, &err);
     train_screen_stop();
     delscreen(screen);
-    release_stops(old);
+    train_stops_release(old);
     // after the screen: what vit train says at its end, and what watching cost
     const TrainView *v = &w->view;
     char shown[1024];
