@@ -467,7 +467,9 @@ docs-check: docs
 	@./scripts/deps.sh chromium
 	@./scripts/docs-check.sh
 
-# The C benchmarks, then PyTorch doing the same work beside the C figures, when
+# The C benchmarks (and what watching a training run costs:
+# benchmarks/watch_cost.sh, vit train against vitview --train), then PyTorch
+# doing the same work beside the C figures, when
 # Debian's Python has torch (dev-time Python; else said so): torchvision's
 # vit_b_16 at its best thread setting (tools/bench_torch_vit.py) and the same
 # training step (tools/bench_torch_train.py).
@@ -477,6 +479,8 @@ bench: deps
 	@$(MAKE) --no-print-directory all
 	@rm -f $(BENCH_TRAIN) $(BENCH_VIT)
 	@$(BENCH_BIN) --train-result $(BENCH_TRAIN) --vit-result $(BENCH_VIT)
+	@echo
+	@benchmarks/watch_cost.sh $(BUILD)
 	@if $(PYTHON) -c 'import torch, torchvision' 2>/dev/null; then \
 	    echo "PyTorch: ViT-B/16, torchvision's vit_b_16, in $(PYTHON)"; \
 	    PYTHONDONTWRITEBYTECODE=1 $(PYTHON) tools/bench_torch_vit.py --c-result $(BENCH_VIT); \
