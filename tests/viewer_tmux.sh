@@ -1185,7 +1185,23 @@ check_train_screen() { # COLS ROWS
     fi
     check "$size --train: the last validation in the curves' titles" "◆ val [0-9.]+"
     keys q
-    check "$size --train: the cost of watching, printed at the end" "watching took [0-9.]+% of the time" 10
+    # (printed after the screen closes, a line longer than the terminal: read with
+    # the pane's history and its wrapped lines joined, as the terminal may scroll it)
+    tries=500
+    until $TMUX_CMD capture-pane -p -J -S - -t "$SESSION" >"$WORK/screen.txt" 2>/dev/null &&
+        grep -Eq "watching took [0-9.]+% of the time" "$WORK/screen.txt"; do
+        tries=$((tries - 1))
+        [ "$tries" -gt 0 ] || break
+        sleep 0.02
+    done
+    if grep -Eq "watching took [0-9.]+% of the time" "$WORK/screen.txt"; then
+        PASSED=$((PASSED + 1))
+    else
+        FAILED=$((FAILED + 1))
+        LAST_FAILURE="$size --train: the cost of watching, printed at the end"
+        echo "viewer_tmux: FAILED: $LAST_FAILURE; the pane and its history were:" >&2
+        sed 's/^/    | /' "$WORK/screen.txt" >&2
+    fi
     cost=$(sed -n 's/.*watching took \([0-9.]*\)%.*/\1/p' "$WORK/screen.txt" | head -1)
     tries=100 # until vitview's exit status is written
     while [ ! -s "$WORK/exit" ] && [ "$tries" -gt 0 ]; do sleep 0.1; tries=$((tries - 1)); done
