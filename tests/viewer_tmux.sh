@@ -382,12 +382,26 @@ if [ -x "$VIT" ]; then
     film_model film.film/epoch-004.safetensors 23 1
     cp "$WORK/film.safetensors" "$WORK/film.film/epoch-002.safetensors"
     # logits: the logit and probability columns of the logits view, one line
-    logits() { screen_text | grep -Eo -- '-?[0-9]+\.[0-9]{3}  [0-9]\.[0-9]{4}' | tr '\n' ' '; }
+    logits_now() { screen_text | grep -Eo -- '-?[0-9]+\.[0-9]{3}  [0-9]\.[0-9]{4}' | tr '\n' ' '; }
+    # logits: the logits once the screen holds still (two readings 0.1 s apart agree,
+    # for up to 3 s): a capture can catch a redraw half done, old rows beside new ones
+    logits() {
+        l_tries=30
+        l_then=$(logits_now)
+        while [ "$l_tries" -gt 0 ]; do
+            sleep 0.1
+            l_now=$(logits_now)
+            [ -n "$l_now" ] && [ "$l_now" = "$l_then" ] && break
+            l_then=$l_now
+            l_tries=$((l_tries - 1))
+        done
+        printf '%s' "$l_then"
+    }
     # same_logits NAME WANT(yes/no) REFERENCE: this screen's logits against another's,
-    # looked at until they agree for up to 3 s (the status row may be drawn before the
+    # looked at until they agree, 15 readings (the status row may be drawn before the
     # logits are, and capture-pane can catch the screen between the two)
     same_logits() {
-        tries=150
+        tries=15
         while :; do
             now=$(logits)
             if { [ "$2" = yes ] && [ "$now" = "$3" ]; } || { [ "$2" = no ] && [ "$now" != "$3" ]; }; then
