@@ -176,17 +176,7 @@ VitStatus cli_check_output(const char *out, const char *out_role, const CliInput
  * @return VIT_OK, or VIT_ERR_USAGE.
  */
 VitStatus cli_check_distinct_outputs(const CliInput *outputs, int n, VitError *err) {
-    for (int i = 0; i < n; i++)
-        for (int j = i + 1; j < n; j++) {
-            if (!outputs[i].path || !outputs[j].path) continue;
-            if (!file_same(outputs[i].path, outputs[j].path)) continue;
-            char a[512], b[512];
-            return vit_fail(err, VIT_ERR_USAGE, "%s %s and %s %s are one file: each output "
-                            "needs a file of its own", outputs[i].role,
-                            vit_escape(a, sizeof a, outputs[i].path), outputs[j].role,
-                            vit_escape(b, sizeof b, outputs[j].path));
-        }
-    return VIT_OK;
+    return file_check_distinct(outputs, n, err);
 }
 
 /**

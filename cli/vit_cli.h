@@ -38,6 +38,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "base/fileio.h"
 #include "io/image.h"
 #include "base/util.h"
 #include "model/vit.h"
@@ -124,11 +125,8 @@ void cli_apply_threads(const CliSpec *spec, int threads);
 
 /* ------------------------------------------------------------------ files */
 
-/** A file a command reads, as cli_check_output() compares it with the output. */
-typedef struct {
-    const char *path; /**< NULL: not given (skipped) */
-    const char *role; /**< how the user named it, e.g. "--weights" or "IMAGE" */
-} CliInput;
+/** A file a command reads, as cli_check_output() compares it with the output (fileio.h). */
+typedef FileRole CliInput;
 
 VitStatus cli_check_output(const char *out, const char *out_role, const CliInput *inputs, int n,
                            VitError *err);

@@ -181,6 +181,22 @@ VitStatus outfile_check(const char *path, VitError *err);
  */
 bool file_same(const char *a, const char *b);
 
+/** A file a program reads or writes, and how the user named it. */
+typedef struct {
+    const char *path; /**< NULL: not given (skipped) */
+    const char *role; /**< how the user named it, e.g. "--out" or "IMAGE" */
+} FileRole;
+
+/**
+ * @brief Refuse two outputs of one program that are one file (the same path
+ *        spelled two ways, a link to the other, a hard link): the second
+ *        written would replace the first (file_same()).
+ * @param[in] outputs, n  the files written; a NULL path is skipped
+ * @param[out] err        names both roles and both paths
+ * @return VIT_OK, or VIT_ERR_USAGE
+ */
+VitStatus file_check_distinct(const FileRole *outputs, int n, VitError *err);
+
 /**
  * @brief Refuse an output that is one of the run's inputs.
  *

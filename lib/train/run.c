@@ -19,28 +19,8 @@
 
 /* ------------------------------------------------------------- files */
 
-/** A file the run reads or writes, and the flag that names it. */
-typedef struct {
-    const char *path;
-    const char *role;
-} RunFile;
-
-// Two outputs that are one file: the second written would replace the first.
-static VitStatus check_distinct(const RunFile *out, int n, VitError *err) {
-    for (int i = 0; i < n; i++)
-        for (int j = i + 1; j < n; j++) {
-            if (!out[i].path || !out[j].path || !file_same(out[i].path, out[j].path)) continue;
-            char a[512], b[512];
-            return vit_fail(err, VIT_ERR_USAGE, "%s %s and %s %s are one file: each output "
-                            "needs a file of its own", out[i].role,
-                            vit_escape(a, sizeof a, out[i].path), out[j].role,
-                            vit_escape(b, sizeof b, out[j].path));
-        }
-    return VIT_OK;
-}
-
 // The film's folder: a folder or nothing yet, and none of the run's files.
-static VitStatus check_film(const TrainRunSettings *s, const RunFile *files, int n,
+static VitStatus check_film(const TrainRunSettings *s, const FileRole *files, int n,
                             VitError *err) {
     char shown[512];
     struct stat sb;
@@ -71,17 +51,17 @@ static VitStatus check_files(const TrainRunSettings *f, VitError *err) {
                         "from the checkpoint (%s)", vit_escape(resume, sizeof resume, f->resume),
                         resumed, vit_escape(ckpt, sizeof ckpt, f->checkpoint));
     }
-    const RunFile outputs[] = {{f->out, "--out"}, {f->checkpoint, "--checkpoint"},
+    const FileRole outputs[] = {{f->out, "--out"}, {f->checkpoint, "--checkpoint"},
                                {f->log, "--log"}, {f->layer_log, "--layer-log"}};
     const int n_out = sizeof outputs / sizeof outputs[0];
-    VitStatus s = check_distinct(outputs, n_out, err);
+    VitStatus s = file_check_distinct(outputs, n_out, err);
     if (s != VIT_OK) return s;
     // what is read: the data (a file not found is the loader's message, later) and --resume
     FashionMnistFiles train, test;
     VitError missing;
     (void)dataset_fashion_mnist_files(&train, f->data_dir, "train", &missing);
     (void)dataset_fashion_mnist_files(&test, f->data_dir, "test", &missing);
-    const RunFile reads[] = {{train.images, "the training images (--data)"},
+    const FileRole reads[] = {{train.images, "the training images (--data)"},
                              {train.labels, "the training labels (--data)"},
                              {test.images, "the test images (--data)"},
                              {test.labels, "the test labels (--data)"},
@@ -97,7 +77,7 @@ static VitStatus check_files(const TrainRunSettings *f, VitError *err) {
         if ((s = outfile_check(outputs[i].path, err)) != VIT_OK) return s;
     }
     if (!f->film) return VIT_OK;
-    const RunFile all[] = {outputs[0], outputs[1], outputs[2], outputs[3], reads[0], reads[1],
+    const FileRole all[] = {outputs[0], outputs[1], outputs[2], outputs[3], reads[0], reads[1],
                            reads[2], reads[3], reads[4]};
     return check_film(f, all, sizeof all / sizeof all[0], err);
 }
