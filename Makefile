@@ -356,11 +356,18 @@ endif
 # the grader survives a crash, an endless loop, exit() and a compile error;
 # exercise-check/quoting runs make exercise itself with a DIR, a JSON and a CH
 # that would run commands if they were pasted into the shell, and proves none ran.
-EXERCISE_CHECKS := $(EXERCISES:%=exercise-check/key/%) $(EXERCISES:%=exercise-check/skeleton/%) \
-                   $(EXERCISES:%=exercise-check/promised/%) \
-                   $(WRONG_SRC:tests/wrong/%=exercise-check/wrong/%) \
+#
+# make -j starts them in this order, so the longest come first and the short
+# ones fill the cores at the end: the later chapters' keys (chapter 12's runs
+# its whole chapter, ~30 s), make exercise and the class, the skeletons, the
+# wrong files from the last chapter back, the grader's checks, the promises.
+reverse = $(if $(1),$(call reverse,$(wordlist 2,$(words $(1)),$(1))) $(firstword $(1)))
+EXERCISE_CHECKS := $(call reverse,$(EXERCISES:%=exercise-check/key/%)) \
+                   $(if $(EXERCISES),exercise-check/quoting exercise-check/class) \
+                   $(call reverse,$(EXERCISES:%=exercise-check/skeleton/%)) \
+                   $(call reverse,$(WRONG_SRC:tests/wrong/%=exercise-check/wrong/%)) \
                    $(GRADER_CHECK_SRC:tests/grader/%=exercise-check/grader/%) \
-                   $(if $(EXERCISES),exercise-check/quoting exercise-check/class)
+                   $(EXERCISES:%=exercise-check/promised/%)
 
 # the model answers (tests/answers/NN_name/): each passes every suite (make answers-check)
 ANSWER_DIRS   := $(sort $(patsubst %/,%,$(dir $(wildcard tests/answers/*/*.c))))
