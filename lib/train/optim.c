@@ -131,7 +131,7 @@ static void adamw_update(float *theta, float *m, float *v, const float *g, size_
 // [adamw_update]
 
 // [adamw_step]
-void adamw_step(AdamW *opt, double lr) {
+void adamw_step_each(AdamW *opt, double lr, AdamWUpdated updated, void *user) {
     const AdamWConfig *c = &opt->config;
     const double t = (double)++opt->step;
     const StepScalars k = {
@@ -146,8 +146,11 @@ void adamw_step(AdamW *opt, double lr) {
         const OptimParam *p = &opt->params[i];
         const bool decay = p->decay && c->weight_decay > 0;
         adamw_update(p->data, opt->moments[i].m, opt->moments[i].v, p->grad, p->numel, &k, decay);
+        if (updated) updated(user, opt, i); // a debugger watching (NULL in training)
     }
 }
+
+void adamw_step(AdamW *opt, double lr) { adamw_step_each(opt, lr, NULL, NULL); }
 // [adamw_step]
 
 void adamw_free(AdamW *opt) {

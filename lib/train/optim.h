@@ -167,6 +167,17 @@ VitStatus adamw_init_vit(AdamW *opt, Vit *vit, const VitGradWeights *grads,
 /** @brief One AdamW step (t ← t + 1) over every tensor, with learning rate @p lr. */
 void adamw_step(AdamW *opt, double lr);
 
+/** Told that tensor @p i of @p opt has just been updated (its values, m and v are new). */
+typedef void (*AdamWUpdated)(void *user, const AdamW *opt, int i);
+
+/**
+ * @brief adamw_step(), calling @p updated after each tensor's update: the same
+ *        arithmetic in the same order, so the same bits, for a debugger to
+ *        watch the step one parameter at a time (train/step_view.h).
+ * @param[in] updated  NULL: adamw_step() itself
+ */
+void adamw_step_each(AdamW *opt, double lr, AdamWUpdated updated, void *user);
+
 /** @brief Free the state and the list, and zero @p opt (safe on a zeroed or freed one). */
 void adamw_free(AdamW *opt);
 
