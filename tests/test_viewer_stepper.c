@@ -5,12 +5,14 @@
  *        the history of copies under its memory budget (viewer/history.h).
  */
 #include <CUnit/CUnit.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
 #include "../viewer/history.h"
 #include "../viewer/stepper.h"
 #include "model/vit.h"
+#include "train/step_view.h"
 
 /* A recorded trace of a tiny model (2 blocks), fed back name by name as
  * vit_forward() would: the viewer adds "patches" right after "input". */
@@ -137,6 +139,57 @@ static void test_backward_nodes_and_blocks(void) {
     stepper_free(&s);
     stepper_free(&f);
     trace_recorder_free(&r.rec);
+}
+
+// A training step's debugger: its trace (train_step_view_run() on a small
+// run of Fashion-MNIST images) is the forward's nodes, then the second half's:
+// the backward's, then "optim.update." + each parameter, in the optimizer's order.
+static void test_training_step_nodes(void) {
+    const VitConfig small = {.image_size = 28, .patch_size = 7, .channels = 1, .dim = 8,
+                             .depth = 2, .heads = 2, .mlp_dim = 16, .num_classes = 10,
+                             .ln_eps = 1e-6f};
+    Dataset d;
+    Trainer t;
+    TrainStepView v;
+    VitError err;
+    TrainConfig c = train_defaults();
+    c.epochs = 1, c.batch = 4, c.warmup_epochs = 0;
+    CU_ASSERT_EQUAL_FATAL(dataset_fashion_mnist_load_first(&d, NULL, "train", 8, &err), VIT_OK);
+    CU_ASSERT_EQUAL_FATAL(trainer_init(&t, &small, &c, &d, &err), VIT_OK);
+    CU_ASSERT_EQUAL_FATAL(train_step_view_open(&v, &t, &err), VIT_OK);
+    Replay r = {0};
+    CU_ASSERT_EQUAL_FATAL(train_step_view_run(&v, trace_record, &r.rec, &err), VIT_OK);
+    const char **names = vit_malloc((size_t)v.copy.opt.count * sizeof *names);
+    for (int i = 0; i < v.copy.opt.count; i++) names[i] = v.copy.opt.params[i].name;
+    Stepper f, s;
+    stepper_init(&f, small.depth);
+    stepper_init_train_step(&s, &f, names, v.copy.opt.count);
+    CU_ASSERT_EQUAL_FATAL(r.rec.count, (f.count - 1) + s.count); // all but the viewer's "patches"
+    const int first = f.count - 1;
+    for (int i = 0; i < s.count; i++) CU_ASSERT_STRING_EQUAL(s.nodes[i].name, r.rec.entries[first + i].name);
+    CU_ASSERT_STRING_EQUAL(s.nodes[0].name, "grad.logits");
+    const int last = s.count - 1, updates = s.count - v.copy.opt.count;
+    CU_ASSERT_STRING_EQUAL(s.nodes[updates].name, "optim.update.cls_token");
+    CU_ASSERT_STRING_EQUAL(s.nodes[last].name, "optim.update.head.bias");
+    CU_ASSERT_TRUE(stepper_is_update(&s.nodes[last]) && !stepper_is_update(&s.nodes[updates - 1]));
+    CU_ASSERT_EQUAL(s.nodes[stepper_find(&s, "optim.update.blocks.1.mlp.fc1.weight")].block, -1);
+    TreeRow rows[256];
+    int outside = 0; // the nodes outside the blocks: the updates among them
+    for (int i = 0; i < s.count; i++) outside += s.nodes[i].block < 0;
+    CU_ASSERT_EQUAL(outside, (updates - 15 * small.depth) + v.copy.opt.count);
+    CU_ASSERT_EQUAL(stepper_tree_rows(&s, rows, 256), outside + small.depth); // blocks folded
+    r.next = first; // the second half, fed as the debugger hears it
+    CU_ASSERT_EQUAL(run_until_stop(&s, &r), 0); // paused at grad.logits
+    CU_ASSERT_PTR_NULL(stepper_command(&s, RUN_CONTINUE));
+    CU_ASSERT_EQUAL(run_until_stop(&s, &r), last);
+    CU_ASSERT_TRUE(stepper_finished(&s));
+    free(names);
+    stepper_free(&s);
+    stepper_free(&f);
+    trace_recorder_free(&r.rec);
+    train_step_view_free(&v);
+    trainer_free(&t);
+    dataset_free(&d);
 }
 
 static void test_step_next_finish(void) {
@@ -359,6 +412,7 @@ CU_TestInfo tests_viewer_stepper[] = {
     {"nodes follow the trace", test_nodes_follow_the_trace},
     {"step, next block, finish block", test_step_next_finish},
     {"backward: its nodes, blocks last to first", test_backward_nodes_and_blocks},
+    {"a training step: the backward, then each update", test_training_step_nodes},
     {"next block from inside a block", test_next_block_from_inside_a_block},
     {"breakpoints stop every run", test_breakpoints_stop_every_run},
     {"pause and restart", test_pause_and_restart},

@@ -1270,6 +1270,50 @@ check_train_stop_resume() {
     ARGS=""
 }
 
+# d, paused, opens the debugger on the run's next step, taken on a copy: its
+# forward on the whole batch, the backward of its loss, AdamW's update of each
+# parameter, stepped like any pass; r (a restart) is refused there, d shows the
+# forward again once all is computed, q goes back to the training screen where
+# it was. The run then ends with vit train's model bit for bit: looking at a
+# step changed nothing.
+check_train_debugger() {
+    out="$WORK/train/debugged.safetensors"
+    ARGS="--train --paused $TRAIN_FLAGS --out $out"
+    start train-debug
+    $TMUX_CMD resize-window -t "$SESSION" -x 160 -y 50
+    check "--train: paused at step 0, for the debugger" " paused · step 0 " 30
+    keys .
+    check "--train: step 1, then d" " paused · step 1 " 10
+    keys d
+    check "--train d: the debugger on step 2, on a copy" "step 2 of the run, on a copy: the batch of 128" 15
+    check "--train d: it stops at the batch's input" "paused at input 1/" 10
+    check "--train d: the whole batch" "shape  \(B=128, C=1, S=28, S=28\)"
+    keys r
+    check "--train d: r is refused there" "no restart, what-if or other picture"
+    keys c
+    check "--train d: the forward runs to the logits" "finished at logits" 10
+    keys c
+    check "--train d: then the backward of the loss" "∂ loss / ∂ logits" 10
+    check "--train d: stopped at the backward's first stage" "paused at grad\.logits 1/"
+    keys c
+    check "--train d: AdamW's updates, one per parameter" "finished at optim\.update\.head\.bias" 20
+    check "--train d: the update's parts" "‖g‖ [0-9.e-]+  ‖m‖ [0-9.e-]+  ‖v‖"
+    keys d
+    check "--train d: d shows the step's forward again" "the step's forward, on its batch" 10
+    keys q
+    check "--train d: q goes back to the training, where it was" \
+        "back from the debugger: the run is where it was, step 2 next" 10
+    check "--train d: still paused at step 1" " paused · step 1 " 10
+    keys ' '
+    check "--train d: space resumes, the run ends" "written: q leaves" 120
+    quit "--train d: q exits 0 at the end"
+    if tensor_bytes "$out" | cmp -s - "$WORK/train/ref.data"; then PASSED=$((PASSED + 1)); else
+        FAILED=$((FAILED + 1)); LAST_FAILURE="--train with the debugger opened on step 2: vit train's model bit for bit"
+        echo "viewer_tmux: FAILED: $LAST_FAILURE" >&2
+    fi
+    ARGS=""
+}
+
 if [ -x "$VIT" ] && [ -r "$TRAIN_DATA" ]; then
     mkdir -p "$WORK/train"
     # shellcheck disable=SC2086 # the flags are words
@@ -1279,6 +1323,7 @@ if [ -x "$VIT" ] && [ -r "$TRAIN_DATA" ]; then
         check_train_screen 80 24
         check_train_screen 160 50
         check_train_stop_resume
+        check_train_debugger
     else
         FAILED=$((FAILED + 1))
         LAST_FAILURE="vit train for the training screen's reference"
@@ -1304,7 +1349,7 @@ else
 fi
 
 if [ "$FAILED" -eq 0 ]; then
-    echo "viewer_tmux: PASS ($PASSED checks, $VITVIEW at 100x30, 60x20, 40x10, NO_COLOR, NaN, cut weights, a training's film; the default Fashion-MNIST model, $DEMO_WHAT, at 100x30, 80x24, 160x50; --train at 80x24 and 160x50; no model)"
+    echo "viewer_tmux: PASS ($PASSED checks, $VITVIEW at 100x30, 60x20, 40x10, NO_COLOR, NaN, cut weights, a training's film; the default Fashion-MNIST model, $DEMO_WHAT, at 100x30, 80x24, 160x50; --train at 80x24 and 160x50, its debugger of a step; no model)"
     exit 0
 fi
 echo "viewer_tmux: FAIL ($FAILED of $((PASSED + FAILED)) checks failed, last: $LAST_FAILURE)"

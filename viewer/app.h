@@ -12,6 +12,7 @@
 #include "io/labels.h"
 #include "pictures.h"
 #include "model/vit.h"
+#include "train/step_view.h"
 
 /** @defgroup viewer_app Viewer main loop
  *  @brief The forward pass, stopped in its trace callback by the UI.
@@ -40,6 +41,18 @@ typedef struct {
  * @return an exit status: 0, or VIT_ERR_INPUT when the forward pass refuses the input
  */
 int app_run(AppOptions *opt);
+
+/**
+ * @brief A training step's debugger, on the terminal curses already has (the
+ *        training screen's): the run's next step, taken on the copy @p step
+ *        (train/step_view.h), stepped stage by stage through its forward on the
+ *        batch, the backward of its loss and AdamW's update of each parameter,
+ *        then browsed until q. The caller draws its own screen again after.
+ * @param[in] opt  @ref AppOptions::vit is the copy's model, @ref AppOptions::input
+ *                 the step's batch (B, C, S, S); no pictures, film or timings
+ * @return 0 (a step that cannot be taken says why on the screen)
+ */
+int app_run_train_step(AppOptions *opt, TrainStepView *step);
 
 /**
  * @brief Give the terminal back (end curses) if the viewer has it; for a fatal

@@ -35,6 +35,18 @@ void state_init(State *s, const VitConfig *cfg, size_t budget) {
     s->opacity = 0.7f;
 }
 
+void state_init_train_step(State *s, const TrainStepView *step, size_t budget) {
+    const AdamW *opt = &step->copy.opt;
+    const char **names = vit_malloc((size_t)opt->count * sizeof *names);
+    for (int i = 0; i < opt->count; i++) names[i] = opt->params[i].name;
+    stepper_free(&s->other_stepper);
+    stepper_init_train_step(&s->other_stepper, &s->stepper, names, opt->count);
+    free(names);
+    history_free(&s->other_history);
+    history_init(&s->other_history, s->other_stepper.count, budget, -1);
+    s->step = step;
+}
+
 void state_free(State *s) {
     history_free(&s->history);
     history_free(&s->baseline);
@@ -116,6 +128,8 @@ static bool shows_attention(const State *s) {
 }
 
 Mat state_shown_matrix(const State *s, const Tensor *t, float *scratch) {
+    if (stepper_is_update(state_node(s)) && t->ndim == 2) // a weight's update: all of it
+        return (Mat){t->data, t->shape[0], t->shape[1]};
     if (shows_attention(s) && s->heads != HEADS_ONE) return attention_map(t, 0, s->heads, scratch);
     return tensor_slice(t, s->plane);
 }

@@ -25,6 +25,7 @@
 #include "explain/occlusion.h"
 #include "explain/patching.h"
 #include "model/vit.h"
+#include "train/step_view.h"
 
 /** @defgroup viewer_state Viewer state
  *  @brief The one struct the panes draw from and the keys change.
@@ -122,6 +123,9 @@ typedef struct {
     Stepper other_stepper; /**< the pass not shown, kept as it was (swapped by state_show()) */
     History other_history; /**< its tensors */
     int backward_class;   /**< the class whose logit the backward differentiates */
+    const TrainStepView *step; /**< a training step's debugger (state_init_train_step()):
+                                    the backward is the batch's loss's, then AdamW's
+                                    updates; NULL for the picture's passes */
     Labels labels;        /**< class names, possibly none (owned) */
     /* view options, kept across stages so a choice survives a step */
     int plane;            /**< head (or channel) of 4-d tensors */
@@ -207,6 +211,12 @@ typedef struct {
  * @param[in] budget  most bytes the history holds (HISTORY_DEFAULT_BUDGET)
  */
 void state_init(State *s, const VitConfig *cfg, size_t budget);
+/**
+ * @brief Make the state a training step's debugger: after the forward of the
+ *        step's batch, the backward of its loss and AdamW's update of each
+ *        parameter of @p step (borrowed) as the second pass's nodes.
+ */
+void state_init_train_step(State *s, const TrainStepView *step, size_t budget);
 /** @brief Free what the state owns (labels included). */
 void state_free(State *s);
 /** @brief The one place a new terminal size is taken in: recompute the layout. */

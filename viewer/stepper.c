@@ -14,6 +14,11 @@ const VitStage stepper_patches_stage = {
     "the image cut into p×p patches, each flattened (the viewer cuts them itself)",
     "F.unfold(x, p, stride=p).transpose(1, 2)"};
 
+const VitStage stepper_update_stage = {
+    "optim.update", false, "", "Δθ = −η·m̂/(√v̂ + ε) − η·λ·θ",
+    "AdamW's change to one parameter: the step from m and v, and the weight decay",
+    "opt.step()"};
+
 static void add_node(Stepper *s, const VitStage *stage, int block) {
     PipeNode *n = &s->nodes[s->count++];
     n->stage = stage;
@@ -66,6 +71,27 @@ void stepper_init_backward(Stepper *s, const Stepper *forward) {
     }
     stepper_alloc_rest(s);
 }
+
+void stepper_init_train_step(Stepper *s, const Stepper *forward, const char *const *params,
+                             int count) {
+    Stepper backward;
+    stepper_init_backward(&backward, forward);
+    memset(s, 0, sizeof *s);
+    s->depth = backward.depth;
+    s->nodes = vit_calloc((size_t)(backward.count + count), sizeof *s->nodes);
+    memcpy(s->nodes, backward.nodes, (size_t)backward.count * sizeof *s->nodes);
+    s->count = backward.count;
+    stepper_free(&backward);
+    for (int i = 0; i < count; i++) { // outside the blocks' folds: one line each
+        PipeNode *n = &s->nodes[s->count++];
+        n->stage = &stepper_update_stage;
+        n->block = -1;
+        snprintf(n->name, sizeof n->name, "optim.update.%.42s", params[i]);
+    }
+    stepper_alloc_rest(s);
+}
+
+bool stepper_is_update(const PipeNode *n) { return n->stage == &stepper_update_stage; }
 
 void stepper_free(Stepper *s) {
     free(s->nodes);

@@ -68,6 +68,8 @@ typedef struct {
 
 /** The stage the viewer adds after "input": the image cut into patches. */
 extern const VitStage stepper_patches_stage;
+/** @brief The stage of each parameter's update in a training step's debugger. */
+extern const VitStage stepper_update_stage;
 
 /** @brief Build the node list for @p depth blocks; stops after the first node ("input"). */
 void stepper_init(Stepper *s, int depth);
@@ -77,6 +79,17 @@ void stepper_init(Stepper *s, int depth);
  *        the viewer's own "patches"; stops after the first node.
  */
 void stepper_init_backward(Stepper *s, const Stepper *forward);
+/**
+ * @brief The nodes of a training step after its forward: the backward's
+ *        (stepper_init_backward()), then one per parameter, "optim.update." +
+ *        its name, in the optimizer's order (AdamW's change to it), outside the
+ *        blocks' folds; stops after the first node.
+ * @param[in] params  @p count parameter names, e.g. "blocks.0.attn.qkv.weight"
+ */
+void stepper_init_train_step(Stepper *s, const Stepper *forward, const char *const *params,
+                             int count);
+/** @brief Whether @p n is one of the optimizer's nodes (stepper_init_train_step()). */
+bool stepper_is_update(const PipeNode *n);
 /** @brief Free the node list and flags. */
 void stepper_free(Stepper *s);
 

@@ -138,7 +138,7 @@ static TrainAction key_pause(TrainView *v, int key) {
         return TV_NONE;
     }
     v->paused = !v->paused;
-    train_view_message(v, v->paused ? "paused: . takes one step, space resumes" : "running");
+    train_view_message(v, v->paused ? "paused: . takes one step, d debugs it, space resumes" : "running");
     return TV_NONE;
 }
 
@@ -152,6 +152,18 @@ static TrainAction key_step(TrainView *v, int key) {
         return TV_NONE;
     }
     return TV_STEP;
+}
+
+static TrainAction key_debug(TrainView *v, int key) {
+    if (v->finished) {
+        train_view_message(v, "the run is finished: no step left to debug");
+        return TV_NONE;
+    }
+    if (!v->paused) {
+        train_view_message(v, "d opens the debugger on the next step while paused (space pauses)");
+        return TV_NONE;
+    }
+    return TV_DEBUG;
 }
 
 static TrainAction key_picture(TrainView *v, int key) {
@@ -211,6 +223,8 @@ static TrainAction key_quit(TrainView *v, int key) { return TV_QUIT; }
 static const TrainKey bindings[] = {
     {{' '}, "space", "pause / resume the training", key_pause},
     {{'.'}, ".", "while paused: one optimizer step", key_step},
+    {{'d'}, "d", "while paused: the debugger on the next step (its forward, backward and "
+                 "AdamW update, on a copy: q comes back, the run as if unwatched)", key_debug},
     {{'}', '{'}, "} {", "next / previous picture of the panel (its attention is drawn)",
      key_picture},
     {{'j', 'k'}, "j k ↓ ↑", "next / previous layer of the attention", key_layer},

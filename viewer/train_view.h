@@ -97,6 +97,7 @@ typedef enum {
     TV_NONE = 0,       /**< handled: redraw */
     TV_PANEL,          /**< the picture, layer or head changed: recompute the panel now */
     TV_STEP,           /**< take one optimizer step (paused) */
+    TV_DEBUG,          /**< open the debugger on the next step (paused), on a copy */
     TV_QUIT,           /**< stop the run as Ctrl-C does: a checkpoint, then leave */
 } TrainAction;
 
@@ -186,7 +187,7 @@ int train_view_epoch(const TrainView *v);
 
 /**
  * @brief Change the view for a key: space pauses and resumes, . steps while
- *        paused, } { the picture, j k the layer, [ ] and digits the head,
+ *        paused, d opens the debugger on the next step while paused, } { the picture, j k the layer, [ ] and digits the head,
  *        + − the redraw interval, Tab the shared pane, ? the help, q stops.
  *        Arrow keys arrive as j and k (tui_train_run.c translates them).
  */

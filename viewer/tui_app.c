@@ -55,6 +55,7 @@ typedef struct {
     bool saw_non_finite;   // this pass has stopped at its first NaN or infinity
     double key_at;         // when the key being answered arrived (0: none)
     int key_kind;          // its timing category
+    TrainStepView *step;   // a training step's debugger: its one pass (NULL: the picture's)
     Latency latency[T_COUNT];
 } App;
 
@@ -327,6 +328,41 @@ static UiAction handle_key(State *s, int key) {
 
 /* ------------------------------------------------------------- the loop */
 
+// A training step's debugger steps that step only: it cannot restart it or
+// change its input or model (the run's next step must stay the run's); d
+// switches between the forward and the backward once the step is taken.
+// The step's second half: the backward and the updates, shown or not.
+static const Stepper *step_second_half(const State *s) {
+    return s->backward ? &s->stepper : &s->other_stepper;
+}
+
+static UiAction step_refuses(App *app, UiAction a) {
+    State *s = &app->state;
+    if (!app->step || (a != ACT_REQUEST && a != ACT_RESTART)) return a;
+    const Request r = a == ACT_REQUEST ? s->request : REQ_NONE;
+    s->request = REQ_NONE;
+    if ((r == REQ_FORWARD || r == REQ_BACKWARD) && stepper_finished(step_second_half(s))) {
+        state_show(s, !s->backward);
+        state_message(s, s->backward ? "the step's backward and AdamW's updates (d: its forward)"
+                                     : "the step's forward, on its batch (d: its backward)");
+    } else if (r == REQ_FORWARD || r == REQ_BACKWARD) {
+        state_message(s, "the step runs its forward, its backward and its updates in one go: "
+                      "c runs on");
+    } else {
+        state_message(s, "a training step's debugger shows the run's next step as it is: no "
+                      "restart, what-if or other picture (q goes back to the training)");
+    }
+    return ACT_NONE;
+}
+
+// In a training step's debugger the forward's end is not the pass's: s n f c
+// there, and d, go on into the backward (which stops at its first stage).
+static bool step_crosses(const App *app, int key) {
+    const State *s = &app->state;
+    return app->step && !s->backward && !s->help && !s->prompting &&
+           stepper_finished(&s->stepper) && s->other_stepper.done == 0 && key && strchr("snfcd", key);
+}
+
 // The UI, until a key resumes the pass (ACT_RUN), restarts it or quits.
 static UiAction ui_loop(App *app) {
     State *s = &app->state;
@@ -349,7 +385,8 @@ static UiAction ui_loop(App *app) {
             on_resize(s);
             continue;
         }
-        const UiAction a = handle_key(s, key);
+        if (step_crosses(app, key)) return ACT_RUN;
+        const UiAction a = step_refuses(app, handle_key(s, key));
         if (a != ACT_NONE) return a;
     }
 }
@@ -913,16 +950,9 @@ static int run_passes(App *app) {
 
 void app_restore_terminal(void) { ui_stop(); }
 
-int app_run(AppOptions *opt) {
-    setlocale(LC_ALL, "");
-    SCREEN *screen = ui_open_terminal();
-    if (!screen) {
-        const char *term = getenv("TERM");
-        fprintf(stderr, "vitview: cannot drive this terminal (TERM=%s)\n", term ? term : "unset");
-        labels_free(&opt->labels);
-        frames_free(&opt->film);
-        return VIT_ERR_USAGE;
-    }
+// The viewer's state for the options: what app_run() and a training step's
+// debugger share. The labels and the film pass to the state.
+static App *app_new(AppOptions *opt) {
     App *app = vit_calloc(1, sizeof *app);
     app->vit = opt->vit;
     app->pictures = opt->pictures;
@@ -941,15 +971,83 @@ int app_run(AppOptions *opt) {
     s->weights_path = opt->vit->file.label; // NULL for random weights
     s->picture_path = opt->pictures ? opt->pictures->shown : NULL;
     if (opt->message) state_message(s, "%s", opt->message);
-    ui_start(s, opt->mono);
+    return app;
+}
+
+static void app_free(App *app) {
+    vit_heads_all_on(app->vit);
+    tensor_free(&app->original);
+    tensor_free(&app->input);
+    state_free(&app->state);
+    free(app);
+}
+
+int app_run(AppOptions *opt) {
+    setlocale(LC_ALL, "");
+    SCREEN *screen = ui_open_terminal();
+    if (!screen) {
+        const char *term = getenv("TERM");
+        fprintf(stderr, "vitview: cannot drive this terminal (TERM=%s)\n", term ? term : "unset");
+        labels_free(&opt->labels);
+        frames_free(&opt->film);
+        return VIT_ERR_USAGE;
+    }
+    App *app = app_new(opt);
+    ui_start(&app->state, opt->mono);
     const int status = run_passes(app);
     ui_stop();
     delscreen(screen);
     if (opt->timings) timings_write(app, opt->timings);
-    vit_heads_all_on(app->vit);
-    tensor_free(&app->original);
-    tensor_free(&app->input);
-    state_free(s);
-    free(app);
+    app_free(app);
     return status;
+}
+
+/* ------------------------------------------- a training step's debugger */
+
+// Its TraceFn: the forward's stages, then, at the first gradient, the second
+// pass shown (the backward of the loss, then the updates), stopping at its start.
+static void on_step_trace(void *user, const char *name, const Tensor *t) {
+    App *app = user;
+    State *s = &app->state;
+    if (!s->backward && (!strncmp(name, VIT_GRAD_PREFIX, strlen(VIT_GRAD_PREFIX)) ||
+                         !strncmp(name, TRAIN_UPDATE_PREFIX, strlen(TRAIN_UPDATE_PREFIX)))) {
+        state_show(s, true);
+        history_clear(&s->history);
+        stepper_restart(&s->stepper);
+        if (app->abandon == ACT_NONE)
+            state_message(s, "the forward is done: now the gradient of the batch's loss, "
+                          "stage by stage back, then AdamW's update of each parameter");
+    }
+    on_trace(user, name, t);
+}
+
+// The step's one pass under the UI, then browsed until q.
+static void run_step_pass(App *app) {
+    State *s = &app->state;
+    app->abandon = ACT_NONE;
+    app->resumed_at = app->run_since = vit_now();
+    s->run_out = 0;
+    VitError err;
+    if (train_step_view_run(app->step, on_step_trace, app, &err) != VIT_OK) message_error(s, &err);
+    else if (app->abandon == ACT_NONE)
+        state_message(s, "step %lld taken on the copy: loss %.4f, %d of %d right, gradient norm "
+                      "%.3g before clipping (d: the forward; q: back to the training)",
+                      (long long)app->step->step + 1, (double)app->step->result.loss,
+                      app->step->result.correct, app->step->copy.config.batch,
+                      app->step->result.grad_norm);
+    while (app->abandon != ACT_QUIT && ui_loop(app) != ACT_QUIT) {}
+}
+
+int app_run_train_step(AppOptions *opt, TrainStepView *step) {
+    App *app = app_new(opt);
+    app->step = step;
+    state_init_train_step(&app->state, step, opt->history_bytes);
+    char title[160];
+    snprintf(title, sizeof title, "step %lld of the run, on a copy: the batch of %d",
+             (long long)step->step + 1, step->copy.config.batch);
+    set_title(app, title);
+    ui_start(&app->state, opt->mono);
+    run_step_pass(app);
+    app_free(app);
+    return 0;
 }

@@ -19,6 +19,10 @@ static void shape_line(const State *s, int y, Rect r, const PipeNode *n, const H
         ui_printf(y, r.x, r.w, ROLE_NORMAL, "shape  %s · %s values · %s", shape, count, bytes);
         return;
     }
+    if (stepper_is_update(n)) {
+        ui_text(y, r.x, r.w, ROLE_PENDING, "shape  the parameter's, when AdamW reaches it");
+        return;
+    }
     int dims[4];
     int nd = vit_stage_shape(s->cfg, 1, n->name, dims); // 0 for the viewer's own "patches"
     Tensor t = {.ndim = nd};
@@ -85,6 +89,39 @@ static void whatif_line(const State *s, int y, Rect r, int node) {
                    "dropped)%s", where);
 }
 
+// A training step's backward: the gradient of the batch's loss, not of a logit.
+static void step_grad_lines(const State *s, int *y, Rect r, const PipeNode *n) {
+    const TrainConfig *c = &s->step->copy.config;
+    int x = r.x + ui_printf(*y, r.x, r.w, ROLE_FORMULA, "∂ loss / ∂ %s",
+                            n->name + strlen(VIT_GRAD_PREFIX));
+    ui_printf((*y)++, x, r.x + r.w - x, ROLE_DIM, "  — the mean cross-entropy of the batch of %d",
+              c->batch);
+    if (r.h >= 6)
+        ui_printf((*y)++, r.x, r.w, ROLE_DIM, "torch  F.cross_entropy(model(x), y, "
+                  "label_smoothing=%g).backward(); the stage's .grad", (double)c->smoothing);
+}
+
+// A parameter's update: the formula, AdamW's settings of this step.
+static void step_update_lines(const State *s, int *y, Rect r) {
+    const TrainStepView *v = s->step;
+    const AdamWConfig *c = &v->copy.opt.config;
+    int x = r.x + ui_text(*y, r.x, r.w, ROLE_FORMULA, stepper_update_stage.formula);
+    ui_printf((*y)++, x, r.x + r.w - x, ROLE_DIM, "  — AdamW, step t = %lld", (long long)v->step + 1);
+    if (r.h >= 6)
+        ui_printf((*y)++, r.x, r.w, ROLE_DIM, "torch  opt.step(): η %.4g, β1 %g, β2 %g, ε %g, "
+                  "λ %g (weights only)", v->lr, c->beta1, c->beta2, c->eps, c->weight_decay);
+}
+
+// Once the update is done: its parts, as norms over the tensor.
+static void update_norms_line(const State *s, int y, Rect r, const PipeNode *n,
+                              const HistEntry *e) {
+    const int i = train_step_view_param(s->step, n->name);
+    if (!e || i < 0) return;
+    const TrainParamUpdate u = train_step_view_update(s->step, i);
+    ui_printf(y, r.x, r.w, ROLE_NORMAL, "‖g‖ %.3g  ‖m‖ %.3g  ‖v‖ %.3g  ‖Δθ‖ %.3g = %.3g of ‖θ‖ "
+              "%.3g  decay ‖ηλθ‖ %.3g", u.grad, u.m, u.v, u.update, u.ratio, u.before, u.decay);
+}
+
 void info_draw(const State *s) {
     const Rect r = s->layout.info;
     const PipeNode *n = state_node(s);
@@ -101,6 +138,16 @@ void info_draw(const State *s) {
     ui_text(y, r.x + r.w - pos_w, pos_w, ROLE_DIM, pos);
     y++;
     // formula — what it is; for a gradient, of which logit, and of what
+    const bool update = stepper_is_update(n);
+    if (s->step && s->backward) {
+        if (update) step_update_lines(s, &y, r);
+        else step_grad_lines(s, &y, r, n);
+        shape_line(s, y++, r, n, e);
+        stats_line(s, y++, r, e);
+        if (update) update_norms_line(s, y++, r, n, e);
+        else cost_line(s, y++, r, n, e);
+        return;
+    }
     if (s->backward) {
         const char *cls = labels_name(&s->labels, s->backward_class);
         char what[96];

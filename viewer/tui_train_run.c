@@ -17,12 +17,15 @@
  * the current step, and the line saying how to resume, printed after the
  * screen is given back.
  */
+#include "app.h"
+#include "history.h"
 #include "tui_train.h"
 #include "train_panel.h"
 #include "tui.h"
 #include "base/fileio.h"
 #include "train/layer_stats.h"
 #include "train/run.h"
+#include "train/step_view.h"
 #include "../cli/train_command.h"
 
 #include <locale.h>
@@ -44,6 +47,7 @@ typedef struct {
     TrainLayerStats *stats;  // (groups) its numbers
     bool measure;            // measure the next step's layers (the first after a redraw)
     double last_draw;        // vit_now() at the last redraw
+    bool mono;               // --mono, for the debugger too
 } Watch;
 
 // What the run keeps that the screen shows, copied in: its place, its speed,
@@ -151,6 +155,45 @@ static VitStatus one_step(Watch *w, VitError *err) {
     return VIT_OK;
 }
 
+// The data's class names, for the debugger's logits (it owns them).
+static Labels class_labels(const Dataset *d) {
+    Labels l = {.names = vit_calloc((size_t)d->classes, sizeof *l.names), .count = d->classes};
+    for (int i = 0; i < d->classes; i++) {
+        char number[16];
+        snprintf(number, sizeof number, "%d", i);
+        l.names[i] = vit_strdup(d->class_names ? d->class_names[i] : number);
+    }
+    return l;
+}
+
+// d (paused): the debugger on the run's next step, taken on a copy
+// (train/step_view.h). The run is not touched: it goes on from here as if
+// nobody had looked, and the step the debugger showed is the one it takes.
+static void debug_step(Watch *w) {
+    TrainView *v = &w->view;
+    VitError err;
+    TrainStepView sv;
+    if (train_step_view_open(&sv, &w->run.t, &err) != VIT_OK) {
+        train_view_message(v, "%s", err.msg);
+        return;
+    }
+    trainer_next_batch(&sv.copy); // the step's batch, as its input (the step draws it again, the same)
+    const TrainConfig *c = &sv.copy.config;
+    const VitConfig *m = &sv.copy.vit.config;
+    const int shape[4] = {c->batch, m->channels, m->image_size, m->image_size};
+    const Tensor batch = tensor_view_shape(sv.copy.images, 4, shape);
+    AppOptions opt = {.vit = &sv.copy.vit, .input = &batch, .model = v->model, .picture = "",
+                      .history_bytes = HISTORY_DEFAULT_BUDGET,
+                      .labels = class_labels(&w->run.all), .mono = w->mono};
+    app_run_train_step(&opt, &sv);
+    const int64_t next = sv.step + 1;
+    train_step_view_free(&sv);
+    train_screen_start(v, w->mono); // the training screen's look again
+    clearok(curscr, TRUE);
+    train_view_message(v, "back from the debugger: the run is where it was, step %lld next "
+                       "(. takes it, space resumes)", (long long)next);
+}
+
 // A key: arrows as j k, a resize, Ctrl-L; the rest by the view's table.
 static TrainAction handle_key(Watch *w, int key) {
     TrainView *v = &w->view;
@@ -187,6 +230,7 @@ static VitStatus watch_loop(Watch *w, VitError *err) {
         if (key != ERR) {
             const TrainAction a = handle_key(w, key);
             if (a == TV_QUIT) return train_run_interrupt(&w->run, err);
+            if (a == TV_DEBUG) debug_step(w);
             if (a == TV_STEP) {
                 VitStatus s = one_step(w, err);
                 if (s != VIT_OK) return s;
@@ -307,6 +351,7 @@ int train_main(int argc, char **argv) {
     s = train_run_open(&w->run, &cmd.settings, &err);
     if (s == VIT_OK) s = watch_open(w, &err);
     w->view.paused = paused;
+    w->mono = mono;
     if (s != VIT_OK) {
         watch_free(w);
         free(w);

@@ -6,6 +6,7 @@
 #include "tui.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 // Does any stage of block b carry a breakpoint?
 static bool block_has_breakpoint(const Stepper *st, int b) {
@@ -51,7 +52,10 @@ static void row_draw(const State *s, int y, Rect r, const TreeRow *row, bool sel
         mark_here = row->node == frontier;
         mark_moved = state_moved(s, row->node) > 0;
         computed = row->node <= frontier;
-        snprintf(label, sizeof label, "%s%s", n->block >= 0 ? "    " : "", n->stage->name);
+        if (stepper_is_update(n)) // AdamW's change to a parameter: named by the parameter
+            snprintf(label, sizeof label, "%s %s", ui_glyph(s, "Δ", "d"),
+                     n->name + strlen(TRAIN_UPDATE_PREFIX));
+        else snprintf(label, sizeof label, "%s%s", n->block >= 0 ? "    " : "", n->stage->name);
     }
     const Role role = selected ? ROLE_SELECTED : computed ? ROLE_NORMAL : ROLE_PENDING;
     if (selected) {

@@ -607,8 +607,9 @@ void view_draw(const State *s) {
             snprintf(head, sizeof head, "head %d of %d ([ ]%s) · ", s->plane, e->t.shape[1],
                      s->heads == HEADS_MEAN  ? "; the maps: mean"
                      : s->heads == HEADS_MAX ? "; the maps: max" : "");
-        matrix_view(s, r, m, "tokens", strstr(n->stage->axes, "Dh") ? "Dh"
-                    : strstr(n->stage->axes, "M") ? "M features" : "D features", head);
+        if (stepper_is_update(n)) matrix_view(s, r, m, "rows", "columns", head); // a parameter's
+        else matrix_view(s, r, m, "tokens", strstr(n->stage->axes, "Dh") ? "Dh"
+                         : strstr(n->stage->axes, "M") ? "M features" : "D features", head);
         break;
     }
 }
