@@ -110,7 +110,7 @@ bool train_step_log_restore(TrainRun *r, const char *text, bool layers) {
 
 void train_step_log_row(TrainRun *r, const TrainStep *st) {
     const Trainer *t = &r->t;
-    char row[128];
+    char row[192]; // the widest row part: two integers and four %.6g, under 100 bytes
     // t->step is already past this step: it is the step's number from 1
     int n = snprintf(row, sizeof row, "%lld,%" PRId64 ",%.6g,%.6g,%.6g,%.6g",
                      (long long)((t->step - 1) / t->steps_per_epoch + 1), t->step, st->lr,
