@@ -23,6 +23,7 @@ typedef struct {
     const char *resume;     // --resume: a checkpoint to continue from
     const char *log;        // --log: the CSV of each epoch
     const char *layer_log;  // --layer-log: the CSV of each epoch's layer groups ("none": off)
+    const char *step_log;   // --step-log: the CSV of each step ("none": off)
     const char *film;       // --film: the folder of the kept epochs' models ("none": off)
     int test;               // --test: evaluate the test split at the end (1) or not (0)
     bool watch;             // --watch: vitview --train on a terminal
@@ -50,13 +51,18 @@ static const char description[] =
     "(patch_embed with [cls] and the positions, blocks.0 ..., norm, head): the\n"
     "mean over the epoch's steps of its gradient norm before clipping, its weight\n"
     "norm after the step and its update ratio ||after - before|| / ||before||.\n"
+    "The step log (--step-log) has a row per step: epoch, step, the learning\n"
+    "rate it used, the batch's loss and accuracy before the update and the\n"
+    "gradient norm before clipping; with a layer log, each layer group's three\n"
+    "numbers of that step too, as columns (blocks.0.grad_norm, ...). It is\n"
+    "written at each epoch's end and on Ctrl-C, and continues on --resume.\n"
     "The film (--film) is a folder of ordinary model files, epoch-000.safetensors\n"
     "(the initial weights), each power of two and the last epoch, with\n"
     "train.epoch in their metadata. --watch on a terminal hands the run to\n"
     "vitview --train (beside vit); --watch degrades to the progress line when\n"
     "the output is not a terminal.\n"
     "\n"
-    "Before the first step every output is checked: four different files, none\n"
+    "Before the first step every output is checked: five different files, none\n"
     "of them one the run reads (the data, the checkpoint it resumes), each one\n"
     "that can be written, and the film's folder a folder or none yet; the test\n"
     "split is read then too.\n"
@@ -89,7 +95,8 @@ static TrainConfig read_config(const TrainFlags *f) {
 
 // The default names made from --out however long it is: OUT.ckpt, and OUT
 // without its .safetensors plus a suffix (vit-fashion.safetensors →
-// vit-fashion.csv, vit-fashion.layers.csv, vit-fashion.film). free() them.
+// vit-fashion.csv, vit-fashion.layers.csv, vit-fashion.steps.csv,
+// vit-fashion.film). free() them.
 static char *default_checkpoint(const char *out) {
     const size_t n = strlen(out);
     char *name = vit_malloc(n + sizeof ".ckpt");
@@ -186,6 +193,10 @@ static VitStatus parse_flags(TrainFlags *f, const VitCommand *self, int argc, ch
          "groups: each one's mean over the epoch's steps of its gradient norm (before "
          "clipping), weight norm and update ratio ‖Δθ‖/‖θ‖ (default: OUT without "
          ".safetensors, plus .layers.csv; none: not kept)", .required = false},
+        {"--step-log", CLI_STRING, &f->step_log, "FILE", "the CSV of each step: epoch, step, "
+         "lr, loss, batch_acc, grad_norm (before clipping) and, with a layer log, each layer "
+         "group's numbers of the step (default: OUT without .safetensors, plus .steps.csv; "
+         "none: not kept)", .required = false},
         {"--film", CLI_STRING, &f->film, "DIR", "a model file for epoch 0, each power of two "
          "and the last, DIR/epoch-NNN.safetensors (default: OUT without .safetensors, plus "
          ".film; none: no film)", .required = false},
@@ -217,19 +228,21 @@ VitStatus train_command_parse(TrainCommand *c, const VitCommand *self, int argc,
     if (!f.log) f.log = c->made[1] = out_with(f.out, ".csv");
     if (!f.layer_log) f.layer_log = c->made[2] = out_with(f.out, ".layers.csv");
     if (!f.film) f.film = c->made[3] = film_dir_for(f.out);
+    if (!f.step_log) f.step_log = c->made[4] = out_with(f.out, ".steps.csv");
     join_command(c->command, sizeof c->command, argc, argv);
     c->settings = (TrainRunSettings){
         .config = read_config(&f), .arch = f.arch, .patch = f.patch, .dim = f.dim,
         .depth = f.depth, .heads = f.heads, .mlp = f.mlp, .data_dir = cli_data_dir(f.data),
         .limit = f.limit, .out = f.out, .checkpoint = f.checkpoint, .resume = f.resume,
         .log = f.log, .layer_log = strcmp(f.layer_log, "none") ? f.layer_log : NULL,
+        .step_log = strcmp(f.step_log, "none") ? f.step_log : NULL,
         .film = strcmp(f.film, "none") ? f.film : NULL, .test = f.test != 0,
         .command = c->command};
     return VIT_OK;
 }
 
 void train_command_free(TrainCommand *c) {
-    for (int i = 0; i < 4; i++) free(c->made[i]);
+    for (int i = 0; i < 5; i++) free(c->made[i]);
     memset(c->made, 0, sizeof c->made);
 }
 

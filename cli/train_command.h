@@ -18,7 +18,7 @@ typedef struct {
     TrainRunSettings settings; /**< for train_run_open(); its strings are the command
                                     line's or @ref made, its command @ref command */
     bool watch;                /**< --watch: the run in vitview --train on a terminal */
-    char *made[4];             /**< the file names made from --out (owned) */
+    char *made[5];             /**< the file names made from --out (owned) */
     char command[2048];        /**< the command line, for the model's metadata */
 } TrainCommand;
 

@@ -12,8 +12,9 @@
  * metadata. The test images never choose anything: the run is fixed before
  * they are seen, and their accuracy is reported for the final model only.
  *
- * Each epoch also adds its layer groups' health to the layer log and, for
- * epoch 0, each power of two and the last, a model file to the film.
+ * Each epoch also adds its layer groups' health to the layer log, its
+ * steps' rows to the step log and, for epoch 0, each power of two and the
+ * last, a model file to the film.
  *
  * The run itself is lib/train/run.h (train_run_open(), train_run_step(), …),
  * which a live screen drives the same way; this file parses the flags, makes

@@ -342,9 +342,11 @@ static bool wait_for(const char *path, const char *needle) {
     return false;
 }
 
-// A copy of the checkpoint at `from` without the layer log's two entries:
-// a checkpoint of vit train from before the layer log.
-static void without_layer_log(const char *from, const char *to) {
+// A copy of the checkpoint at `from` without the entries whose keys start
+// with `drop` (NULL: none), and with the entry `key` set to `value` (NULL:
+// none): a checkpoint of vit train from before a log, or a damaged one.
+static void copy_checkpoint(const char *from, const char *to, const char *drop, const char *key,
+                            const char *value) {
     SafeTensors st;
     VitError err;
     CU_ASSERT_EQUAL_FATAL(st_open(&st, from, &err), VIT_OK);
@@ -354,9 +356,11 @@ static void without_layer_log(const char *from, const char *to) {
         CU_ASSERT_EQUAL_FATAL(st_read_tensor(&st, st.tensors[i].name, &t[i], &err), VIT_OK);
         st_writer_add(&w, st.tensors[i].name, &t[i]);
     }
-    for (int i = 0; i < st.meta_count; i++)
-        if (strncmp(st.meta_keys[i], "train.layer_", 12) != 0)
-            st_writer_meta(&w, st.meta_keys[i], st.meta_values[i]);
+    for (int i = 0; i < st.meta_count; i++) {
+        const char *k = st.meta_keys[i];
+        if (drop && strncmp(k, drop, strlen(drop)) == 0) continue;
+        st_writer_meta(&w, k, key && strcmp(k, key) == 0 ? value : st.meta_values[i]);
+    }
     CU_ASSERT_EQUAL(st_writer_save(&w, to, &err), VIT_OK);
     st_writer_free(&w);
     for (int i = 0; i < st.count; i++) tensor_free(&t[i]);
@@ -364,8 +368,23 @@ static void without_layer_log(const char *from, const char *to) {
     st_close(&st);
 }
 
-// Ctrl-C in the middle, --resume: the layer log goes on as if never stopped,
-// its epochs' means over steps before and after the stop alike.
+// The steps of a step log's rows: true when they are first, first + 1, …,
+// last, each once, and each row ends with a newline.
+static bool steps_in_turn(const char *csv, long first, long last) {
+    const char *row = csv ? strchr(csv, '\n') : NULL; // after the header
+    long want = first;
+    for (row = row ? row + 1 : NULL; row && *row; want++) {
+        const char *comma = strchr(row, ',');
+        if (!comma || atol(comma + 1) != want) return false;
+        row = strchr(row, '\n');
+        row = row ? row + 1 : NULL;
+    }
+    return row && want == last + 1;
+}
+
+// Ctrl-C in the middle, --resume: the layer log and the step log go on as if
+// never stopped, the layer log's epoch means over steps before and after the
+// stop alike, the step log's rows each step once.
 static void test_resume_continues_the_layer_log(void) {
     ScratchDir d;
     CU_ASSERT_FATAL(scratch_make(&d));
@@ -375,6 +394,9 @@ static void test_resume_continues_the_layer_log(void) {
     scratch_file(&d, "m.safetensors.ckpt", ckpt, sizeof ckpt);
     scratch_file(&d, "whole.layers.csv", a, sizeof a);
     scratch_file(&d, "m.layers.csv", b, sizeof b);
+    char whole_steps[PATH_SIZE], steps[PATH_SIZE];
+    scratch_file(&d, "whole.steps.csv", whole_steps, sizeof whole_steps);
+    scratch_file(&d, "m.steps.csv", steps, sizeof steps);
 #define RUN_FLAGS TINY, "--epochs", "6", "--warmup", "1", "--limit", "1920"
     CliResult r = VIT_RUN("train", RUN_FLAGS, "--out", whole);
     CU_ASSERT_EQUAL_FATAL(r.status, 0);
@@ -388,19 +410,28 @@ static void test_resume_continues_the_layer_log(void) {
     CU_ASSERT_EQUAL(r.status, 1);
     CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "interrupted at step"));
     cli_result_free(&r);
-    // a checkpoint from before the layer log resumes too, its layer log from empty
-    char old[PATH_SIZE], old_out[PATH_SIZE], old_log[PATH_SIZE];
+    // a checkpoint from before the layer and step logs resumes too, those logs from empty
+    char old[PATH_SIZE], old_out[PATH_SIZE], old_log[PATH_SIZE], old_steps[PATH_SIZE];
     scratch_file(&d, "old.ckpt", old, sizeof old);
     scratch_file(&d, "old.safetensors", old_out, sizeof old_out);
     scratch_file(&d, "old.layers.csv", old_log, sizeof old_log);
-    without_layer_log(ckpt, old);
+    scratch_file(&d, "old.steps.csv", old_steps, sizeof old_steps);
+    char no_steps[PATH_SIZE];
+    scratch_file(&d, "no-steps.ckpt", no_steps, sizeof no_steps);
+    copy_checkpoint(ckpt, old, "train.layer_", NULL, NULL);
+    copy_checkpoint(old, no_steps, "train.step_log", NULL, NULL);
     SafeTensors st;
     VitError err;
     CU_ASSERT_EQUAL_FATAL(st_open(&st, ckpt, &err), VIT_OK);
     const long stopped = atol(st_meta(&st, "train.step") ? st_meta(&st, "train.step") : "0");
     st_close(&st);
     CU_ASSERT(stopped >= 60 && stopped < 360);
-    r = VIT_RUN("train", RUN_FLAGS, "--out", old_out, "--resume", old);
+    // the stop wrote the step log up to its step
+    char *at_stop = read_whole_file(steps, NULL);
+    CU_ASSERT_EQUAL(count_lines(at_stop), 1 + stopped);
+    CU_ASSERT_TRUE(steps_in_turn(at_stop, 1, stopped));
+    free(at_stop);
+    r = VIT_RUN("train", RUN_FLAGS, "--out", old_out, "--resume", no_steps);
     if (r.status) fprintf(stderr, "\n    %s", r.err);
     CU_ASSERT_EQUAL(r.status, 0);
     cli_result_free(&r);
@@ -408,6 +439,10 @@ static void test_resume_continues_the_layer_log(void) {
     CU_ASSERT_PTR_NOT_NULL_FATAL(old_rows);
     CU_ASSERT_EQUAL(count_lines(old_rows), 1 + 5 * (6 - (int)(stopped / 60)));
     CU_ASSERT_PTR_NULL(strstr(old_rows, "\n1,60,")); // epoch 1 was before the stop
+    free(old_rows);
+    old_rows = read_whole_file(old_steps, NULL); // the steps after the stop, each once
+    CU_ASSERT_EQUAL(count_lines(old_rows), 1 + 360 - stopped);
+    CU_ASSERT_TRUE(steps_in_turn(old_rows, stopped + 1, 360));
     free(old_rows);
     // the checkpoint of today, resumed
     r = VIT_RUN("train", RUN_FLAGS, "--out", out, "--resume", ckpt);
@@ -421,6 +456,218 @@ static void test_resume_continues_the_layer_log(void) {
     CU_ASSERT_EQUAL(count_lines(whole_log), 1 + 6 * 5);
     CU_ASSERT_STRING_EQUAL(resumed_log, whole_log);
     free(whole_log), free(resumed_log);
+    // the step log: every step once, the uninterrupted run's rows exactly
+    whole_log = read_whole_file(whole_steps, NULL), resumed_log = read_whole_file(steps, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(whole_log);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(resumed_log);
+    CU_ASSERT_EQUAL(count_lines(resumed_log), 1 + 360);
+    CU_ASSERT_TRUE(steps_in_turn(resumed_log, 1, 360));
+    CU_ASSERT_STRING_EQUAL(resumed_log, whole_log);
+    free(whole_log), free(resumed_log);
+    scratch_remove(&d);
+}
+
+/* ------------------------------------------------------------ the step log */
+
+// The fields of one CSV row (up to its newline) as numbers, an empty one NaN;
+// returns how many there are (at most max kept).
+static int csv_numbers(const char *row, double *out, int max) {
+    int n = 0;
+    for (const char *p = row;; n++) {
+        char *end;
+        const double v = strtod(p, &end);
+        if (n < max) out[n] = end == p ? NAN : v;
+        p = end + strcspn(end, ",\n");
+        if (*p != ',') return n + 1;
+        p++;
+    }
+}
+
+// The learning rate of step k (from 0) of `total`, from the recipe's words:
+// a straight line from 0 up to the peak over `warm` steps, then half a cosine
+// down to min_lr at the last step.
+static double recipe_lr(int k, int warm, int total, double peak, double min_lr) {
+    if (k < warm) return peak * k / warm;
+    const double progress = (double)(k - warm) / (total - 1 - warm);
+    return min_lr + (peak - min_lr) * 0.5 * (1 + cos(acos(-1.0) * progress));
+}
+
+enum { STEP_GROUPS = 5, STEP_FIELDS = 6 + 3 * STEP_GROUPS, STEP_EPOCHS = 2, EPOCH_STEPS = 10 };
+#define STEP_RUN TINY, "--epochs", "2", "--warmup", "1", "--limit", "320", "--lr", "0.001", \
+                 "--min-lr", "0.0001"
+
+// Each row of the step log checked by hand: its epoch and step, the
+// schedule's rate, a loss and batch accuracy that can be, the global norm
+// the root of the groups' squares; and the epochs' rows of the epoch log
+// are the means of their steps'.
+static void expect_step_rows(const char *csv, const char *epoch_log) {
+    const char *row = strchr(csv, '\n') + 1;
+    double sum_loss[STEP_EPOCHS] = {0}, sum_acc[STEP_EPOCHS] = {0};
+    for (int i = 1; i <= STEP_EPOCHS * EPOCH_STEPS && row && *row; i++) {
+        double x[STEP_FIELDS + 1];
+        CU_ASSERT_EQUAL(csv_numbers(row, x, STEP_FIELDS + 1), STEP_FIELDS);
+        const int epoch = (i - 1) / EPOCH_STEPS + 1;
+        CU_ASSERT_EQUAL(x[0], epoch);
+        CU_ASSERT_EQUAL(x[1], i);
+        const double lr = recipe_lr(i - 1, EPOCH_STEPS, STEP_EPOCHS * EPOCH_STEPS, 1e-3, 1e-4);
+        if (fabs(x[2] - lr) > 1e-5 * lr) fprintf(stderr, "\n    step %d: lr %g, not %g", i, x[2], lr);
+        CU_ASSERT_TRUE(fabs(x[2] - lr) <= 1e-5 * lr);
+        CU_ASSERT_TRUE(isfinite(x[3]) && x[3] > 0 && x[3] < 10); // ≈ ln 10 at the start
+        CU_ASSERT_TRUE(x[4] >= 0 && x[4] <= 1 && x[4] * 32 == round(x[4] * 32)); // of 32 images
+        double squares = 0;
+        for (int g = 0; g < STEP_GROUPS; g++) {
+            const double *grp = x + 6 + 3 * g; // grad_norm, weight_norm, update_ratio
+            CU_ASSERT_TRUE(grp[0] >= 0 && grp[1] > 0 && grp[2] >= 0);
+            squares += grp[0] * grp[0];
+        }
+        CU_ASSERT_TRUE(x[5] > 0 && fabs(sqrt(squares) - x[5]) <= 1e-4 * x[5]);
+        sum_loss[epoch - 1] += x[3], sum_acc[epoch - 1] += x[4];
+        row = strchr(row, '\n') + 1;
+    }
+    CU_ASSERT_TRUE(row && *row == '\0');
+    const char *erow = strchr(epoch_log, '\n') + 1; // epoch,step,lr,train_loss,train_acc,…
+    for (int e = 0; e < STEP_EPOCHS && erow && *erow; e++) {
+        double x[9];
+        CU_ASSERT_EQUAL(csv_numbers(erow, x, 9), 9);
+        CU_ASSERT_DOUBLE_EQUAL(x[3], sum_loss[e] / EPOCH_STEPS, 1e-4);
+        CU_ASSERT_DOUBLE_EQUAL(x[4], sum_acc[e] / EPOCH_STEPS, 1e-4);
+        erow = strchr(erow, '\n') + 1;
+    }
+}
+
+// A run of 2 epochs of 10 steps: the step log beside the model, a header and
+// a row per step, the same rows the checkpoint keeps.
+static void test_step_log_rows_follow_the_schedule(void) {
+    ScratchDir d;
+    CU_ASSERT_FATAL(scratch_make(&d));
+    char out[PATH_SIZE], steps[PATH_SIZE], log[PATH_SIZE], ckpt[PATH_SIZE];
+    scratch_file(&d, "m.safetensors", out, sizeof out);
+    scratch_file(&d, "m.steps.csv", steps, sizeof steps);
+    scratch_file(&d, "m.csv", log, sizeof log);
+    scratch_file(&d, "m.safetensors.ckpt", ckpt, sizeof ckpt);
+    CliResult r = VIT_RUN("train", STEP_RUN, "--out", out);
+    if (r.status) fprintf(stderr, "\n    %s", r.err);
+    CU_ASSERT_EQUAL_FATAL(r.status, 0);
+    cli_result_free(&r);
+    char *csv = read_whole_file(steps, NULL), *epochs = read_whole_file(log, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(csv);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(epochs);
+    static const char HEADER[] =
+        "epoch,step,lr,loss,batch_acc,grad_norm,"
+        "patch_embed.grad_norm,patch_embed.weight_norm,patch_embed.update_ratio,"
+        "blocks.0.grad_norm,blocks.0.weight_norm,blocks.0.update_ratio,"
+        "blocks.1.grad_norm,blocks.1.weight_norm,blocks.1.update_ratio,"
+        "norm.grad_norm,norm.weight_norm,norm.update_ratio,"
+        "head.grad_norm,head.weight_norm,head.update_ratio\n";
+    CU_ASSERT_EQUAL_FATAL(strncmp(csv, HEADER, strlen(HEADER)), 0);
+    CU_ASSERT_EQUAL(count_lines(csv), 1 + STEP_EPOCHS * EPOCH_STEPS);
+    expect_step_rows(csv, epochs);
+    SafeTensors st;
+    VitError err;
+    CU_ASSERT_EQUAL_FATAL(st_open(&st, ckpt, &err), VIT_OK);
+    const char *kept = st_meta(&st, "train.step_log");
+    CU_ASSERT_STRING_EQUAL(kept ? kept : "", csv);
+    st_close(&st);
+    free(csv), free(epochs);
+    scratch_remove(&d);
+}
+
+// Every tensor of two model files, byte for byte.
+static bool same_tensors(const char *path_a, const char *path_b) {
+    SafeTensors a, b;
+    VitError err;
+    if (st_open(&a, path_a, &err) != VIT_OK) return false;
+    if (st_open(&b, path_b, &err) != VIT_OK) return st_close(&a), false;
+    bool same = a.count == b.count && a.count > 0;
+    for (int i = 0; i < a.count && same; i++) {
+        const StTensor *x = &a.tensors[i], *y = st_find(&b, x->name);
+        same = y && x->end - x->begin == y->end - y->begin &&
+               memcmp(x->bytes, y->bytes, x->end - x->begin) == 0;
+        if (!same) fprintf(stderr, "\n    %s differs", x->name);
+    }
+    st_close(&a), st_close(&b);
+    return same;
+}
+
+// --step-log none writes no step log, and the weights are the same bits as
+// with one; without a layer log the rows have the step's six columns alone.
+static void test_step_log_none_same_weights(void) {
+    ScratchDir d;
+    CU_ASSERT_FATAL(scratch_make(&d));
+    char with[PATH_SIZE], without[PATH_SIZE], steps[PATH_SIZE], bare[PATH_SIZE];
+    scratch_file(&d, "with.safetensors", with, sizeof with);
+    scratch_file(&d, "without.safetensors", without, sizeof without);
+    scratch_file(&d, "without.steps.csv", steps, sizeof steps);
+    scratch_file(&d, "bare.safetensors", bare, sizeof bare);
+    CliResult r = VIT_RUN("train", STEP_RUN, "--out", with);
+    CU_ASSERT_EQUAL(r.status, 0);
+    cli_result_free(&r);
+    r = VIT_RUN("train", STEP_RUN, "--out", without, "--step-log", "none");
+    CU_ASSERT_EQUAL(r.status, 0);
+    cli_result_free(&r);
+    CU_ASSERT_FALSE(file_exists(steps));
+    CU_ASSERT_TRUE(same_tensors(with, without));
+    // no layer log: the columns of the step alone, a row per step
+    r = VIT_RUN("train", TINY, "--epochs", "1", "--warmup", "0", "--limit", "320", "--out", bare,
+                "--layer-log", "none", "--film", "none");
+    CU_ASSERT_EQUAL(r.status, 0);
+    cli_result_free(&r);
+    scratch_file(&d, "bare.steps.csv", steps, sizeof steps);
+    char *csv = read_whole_file(steps, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(csv);
+    CU_ASSERT_EQUAL(strncmp(csv, "epoch,step,lr,loss,batch_acc,grad_norm\n", 39), 0);
+    CU_ASSERT_EQUAL(count_lines(csv), 1 + EPOCH_STEPS);
+    const char *last = strstr(csv, "\n1,10,");
+    double x[8];
+    CU_ASSERT_TRUE(last && csv_numbers(last + 1, x, 8) == 6);
+    free(csv);
+    scratch_remove(&d);
+}
+
+// A step log that cannot be written, or is another output, is refused before
+// the first step with nothing written; a checkpoint whose step log misses a
+// step is refused on --resume, the files of before left as they were.
+static void test_step_log_refusals(void) {
+    ScratchDir d;
+    CU_ASSERT_FATAL(scratch_make(&d));
+    char out[PATH_SIZE], bad[PATH_SIZE], folder[PATH_SIZE];
+    scratch_file(&d, "m.safetensors", out, sizeof out);
+    scratch_file(&d, "no-such-folder/m.steps.csv", bad, sizeof bad);
+    scratch_file(&d, "a-folder", folder, sizeof folder);
+    CU_ASSERT_EQUAL_FATAL(mkdir(folder, 0777), 0);
+#define ONE_EPOCH TINY, "--epochs", "1", "--warmup", "0", "--limit", "64", "--out", out
+    EXPECT_FAILURE(VIT_RUN("train", ONE_EPOCH, "--step-log", bad), 1,
+                   "no-such-folder/m.steps.csv", "cannot write");
+    EXPECT_FAILURE(VIT_RUN("train", ONE_EPOCH, "--step-log", folder), 1, "a-folder",
+                   "is a directory");
+    EXPECT_FAILURE(VIT_RUN("train", ONE_EPOCH, "--step-log", out), 2, "--step-log", "one file");
+    CU_ASSERT_EQUAL(scratch_count(&d), 1); // the folder alone: nothing written
+    // a checkpoint whose step log lost its last row
+    char steps[PATH_SIZE], ckpt[PATH_SIZE], damaged[PATH_SIZE];
+    scratch_file(&d, "m.steps.csv", steps, sizeof steps);
+    scratch_file(&d, "m.safetensors.ckpt", ckpt, sizeof ckpt);
+    scratch_file(&d, "damaged.ckpt", damaged, sizeof damaged);
+    CliResult r = VIT_RUN("train", ONE_EPOCH);
+    CU_ASSERT_EQUAL_FATAL(r.status, 0);
+    cli_result_free(&r);
+    char *csv = read_whole_file(steps, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(csv);
+    CU_ASSERT_EQUAL(count_lines(csv), 1 + 2); // 64 images, 32 a step
+    char *cut = strdup(csv);
+    *strstr(cut, "\n1,2,") = '\0'; // steps 1 alone: the header and one row, then nothing
+    strcat(cut, "\n");
+    copy_checkpoint(ckpt, damaged, NULL, "train.step_log", cut);
+    const int files = scratch_count(&d);
+    r = VIT_RUN("train", ONE_EPOCH, "--resume", damaged);
+    if (!strstr(r.err, "train.step_log")) fprintf(stderr, "\n    %s", r.err);
+    CU_ASSERT_EQUAL(r.status, 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "damaged.ckpt"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "train.step_log"));
+    cli_result_free(&r);
+    CU_ASSERT_TRUE(has_text(steps, csv)); // as the first run left it
+    CU_ASSERT_EQUAL(scratch_count(&d), files);
+#undef ONE_EPOCH
+    free(cut), free(csv);
     scratch_remove(&d);
 }
 
@@ -446,7 +693,8 @@ static void without_times(char *text) {
     *w = '\0';
 }
 
-// Off a terminal --watch is the progress line: the same output, the same model.
+// Off a terminal --watch is the progress line: the same output, the same
+// model, the same step log.
 static void test_watch_off_a_terminal_is_the_progress_line(void) {
     ScratchDir d;
     CU_ASSERT_FATAL(scratch_make(&d));
@@ -473,6 +721,13 @@ static void test_watch_off_a_terminal_is_the_progress_line(void) {
     CU_ASSERT_STRING_EQUAL(w.out, r.out);
     cli_result_free(&r);
     cli_result_free(&w);
+    char plain_steps[PATH_SIZE], watched_steps[PATH_SIZE];
+    scratch_file(&d, "plain.steps.csv", plain_steps, sizeof plain_steps);
+    scratch_file(&d, "watched.steps.csv", watched_steps, sizeof watched_steps);
+    char *csv = read_whole_file(plain_steps, NULL);
+    CU_ASSERT_EQUAL(count_lines(csv), 1 + 20);
+    CU_ASSERT_TRUE(csv && has_text(watched_steps, csv));
+    free(csv);
     scratch_remove(&d);
 }
 
@@ -481,7 +736,11 @@ CU_TestInfo tests_train_run[] = {
     {"the layer log's numbers of one step, by hand", test_layer_numbers_of_one_step},
     {"the film keeps epoch 0, powers of two, the last", test_film_keeps_0_powers_of_two_and_the_last},
     {"a film that is a file is refused; none is off", test_film_refusal_and_none},
-    {"a resume continues the layer log exactly", test_resume_continues_the_layer_log},
+    {"a resume continues the layer log and the step log exactly",
+     test_resume_continues_the_layer_log},
+    {"the step log: a row per step, the schedule's rate", test_step_log_rows_follow_the_schedule},
+    {"the step log changes no weight; none writes none", test_step_log_none_same_weights},
+    {"a step log that cannot be written is refused", test_step_log_refusals},
     {"--watch off a terminal is the progress line", test_watch_off_a_terminal_is_the_progress_line},
     CU_TEST_INFO_NULL,
 };

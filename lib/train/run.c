@@ -44,6 +44,7 @@ static VitStatus check_files(const TrainRunSettings *f, VitError *err) {
                           : file_same(f->resume, f->out) ? "out"
                           : file_same(f->resume, f->log) ? "log"
                           : f->layer_log && file_same(f->resume, f->layer_log) ? "layer-log"
+                          : f->step_log && file_same(f->resume, f->step_log) ? "step-log"
                                                          : NULL;
     if (resumed) {
         char resume[512], ckpt[512];
@@ -52,7 +53,8 @@ static VitStatus check_files(const TrainRunSettings *f, VitError *err) {
                         resumed, vit_escape(ckpt, sizeof ckpt, f->checkpoint));
     }
     const FileRole outputs[] = {{f->out, "--out"}, {f->checkpoint, "--checkpoint"},
-                               {f->log, "--log"}, {f->layer_log, "--layer-log"}};
+                               {f->log, "--log"}, {f->layer_log, "--layer-log"},
+                               {f->step_log, "--step-log"}};
     const int n_out = sizeof outputs / sizeof outputs[0];
     VitStatus s = file_check_distinct(outputs, n_out, err);
     if (s != VIT_OK) return s;
@@ -77,8 +79,8 @@ static VitStatus check_files(const TrainRunSettings *f, VitError *err) {
         if ((s = outfile_check(outputs[i].path, err)) != VIT_OK) return s;
     }
     if (!f->film) return VIT_OK;
-    const FileRole all[] = {outputs[0], outputs[1], outputs[2], outputs[3], reads[0], reads[1],
-                           reads[2], reads[3], reads[4]};
+    const FileRole all[] = {outputs[0], outputs[1], outputs[2], outputs[3], outputs[4],
+                           reads[0],   reads[1],   reads[2],   reads[3],   reads[4]};
     return check_film(f, all, sizeof all / sizeof all[0], err);
 }
 
@@ -253,6 +255,7 @@ static VitStatus restore_logs(TrainRun *r, const char *path, VitError *err) {
     const char *log = st_meta(&st, "train.log"), *sums = st_meta(&st, "train.epoch_sums");
     const char *acc = st_meta(&st, "train.val_accuracy");
     const char *layers = st_meta(&st, "train.layer_log");
+    const char *steps = st_meta(&st, "train.step_log");
     const int epochs = trainer_epoch(&r->t);
     char shown[512], from_log[32] = "not measured";
     vit_escape(shown, sizeof shown, path);
@@ -268,6 +271,9 @@ static VitStatus restore_logs(TrainRun *r, const char *path, VitError *err) {
     else if (!check_layer_log(layers))
         s = vit_fail(err, VIT_ERR_INPUT, "%s: its train.layer_log is not a CSV of layer "
                      "groups: damaged", shown);
+    else if (!train_step_log_restore(r, steps, r->settings.layer_log != NULL))
+        s = vit_fail(err, VIT_ERR_INPUT, "%s: its train.step_log is not the CSV of steps "
+                     "numbered in turn up to step %lld: damaged", shown, (long long)r->t.step);
     if (s == VIT_OK) {
         train_text_append(&r->log, log);
         train_text_append(&r->layer_log, layers ? layers : TRAIN_LAYER_CSV_HEADER);
@@ -296,6 +302,7 @@ static VitStatus start(TrainRun *r, const TrainRunSettings *f, VitError *err) {
     if (!f->resume) {
         train_text_append(&r->log, TRAIN_CSV_HEADER);
         train_text_append(&r->layer_log, TRAIN_LAYER_CSV_HEADER);
+        train_step_log_start(r, f->layer_log != NULL); // its layer columns: with a layer log
         return VIT_OK;
     }
     r->resumed = true;
@@ -350,6 +357,7 @@ void train_run_free(TrainRun *r) {
     train_layers_free(&r->watch);
     free(r->log);
     free(r->layer_log);
+    free(r->step_log);
     free(r->epochs);
     free(r->steps);
     free(r->layers);

@@ -21,7 +21,8 @@
  * @endcode
  *
  * Files: the model (--out), the checkpoint, the CSV of each epoch, the CSV
- * of each epoch's layer groups (layer_stats.h), and the film: a folder of
+ * of each epoch's layer groups (layer_stats.h), the CSV of each step
+ * (run_steps.c: its numbers and, with a layer log, its layer groups'), and the film: a folder of
  * model files, one per kept epoch (0, each power of two, the last), each
  * `epoch-NNN.safetensors` loadable like the final model.
  */
@@ -54,6 +55,7 @@ typedef struct {
     const char *resume;     /**< a checkpoint to continue from; NULL: start */
     const char *log;        /**< the CSV of each epoch */
     const char *layer_log;  /**< the CSV of each epoch's layer groups; NULL: none */
+    const char *step_log;   /**< the CSV of each step; NULL: none */
     const char *film;       /**< the folder of the kept epochs' models; NULL: none */
     bool test;              /**< evaluate the test split at the end */
     const char *command;    /**< the command line, for the metadata */
@@ -109,6 +111,11 @@ typedef struct {
     bool resumed;              /**< from a checkpoint */
     char *log;                 /**< the CSV of each epoch so far, header first */
     char *layer_log;           /**< the CSV of each epoch's layer groups, header first */
+    char *step_log;            /**< the CSV of each step so far, header first (kept, and
+                                    checkpointed, even when the settings write none) */
+    size_t step_log_size;      /**< strlen(@ref step_log) */
+    size_t step_log_room;      /**< bytes allocated for @ref step_log */
+    bool step_layers;          /**< its rows carry the layer groups' columns */
     TrainEpochStats epoch;     /**< the current epoch so far (a checkpoint keeps it) */
     char val_acc[32];          /**< the last validation accuracy, "%.4f", or "not measured" */
     char test_acc[32];         /**< the test accuracy, "%.4f", or "not measured" */
@@ -149,16 +156,18 @@ VitStatus train_run_watch_layers(TrainRun *r, VitError *err);
 bool train_run_done(const TrainRun *r);
 
 /**
- * @brief One trainer_step(); after an epoch's last step, the validation
- *        pass, the CSV rows, the checkpoint and the film frame.
+ * @brief One trainer_step() and its row of the step log; after an epoch's
+ *        last step, the validation pass, the CSV rows, the checkpoint, the
+ *        CSV files and the film frame.
  * @param[out] out  what the step did; out->epoch_ended is set as soon as the
  *                  epoch is validated, even when a file fails after
  */
 VitStatus train_run_step(TrainRun *r, TrainRunStep *out, VitError *err);
 
 /**
- * @brief Save a checkpoint at the current step and fail with the message
- *        saying how to continue ("interrupted at step …; … --resume FILE").
+ * @brief Save a checkpoint at the current step (and the step log up to it)
+ *        and fail with the message saying how to continue ("interrupted at
+ *        step …; … --resume FILE").
  * @return VIT_ERR_INPUT always (the checkpoint's own error if it fails)
  */
 VitStatus train_run_interrupt(TrainRun *r, VitError *err);

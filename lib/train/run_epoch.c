@@ -38,8 +38,9 @@ static VitStatus write_text(const char *text, const char *path, VitError *err) {
     return outfile_commit(&out, fwrite(text, 1, n, out.f) == n, err);
 }
 
-// The checkpoint: the model, AdamW's state, the logs so far and the current
-// epoch's sums (so an epoch interrupted and resumed logs all of its steps).
+// The checkpoint: the model, AdamW's state, the logs so far (the step log's
+// rows up to this step) and the current epoch's sums (so an epoch
+// interrupted and resumed logs all of its steps).
 static VitStatus save_checkpoint(const TrainRun *r, VitError *err) {
     char sums[160];
     const TrainEpochStats *e = &r->epoch;
@@ -56,7 +57,8 @@ static VitStatus save_checkpoint(const TrainRun *r, VitError *err) {
     const TrainMeta meta[] = {{"train.log", r->log}, {"train.command", r->settings.command},
                               {"train.epoch_sums", sums}, {"train.val_accuracy", r->val_acc},
                               {"train.layer_log", r->layer_log},
-                              {"train.layer_sums", layer_sums}};
+                              {"train.layer_sums", layer_sums},
+                              {"train.step_log", r->step_log}};
     VitStatus s = trainer_save(&r->t, r->settings.checkpoint, true, meta,
                                sizeof meta / sizeof meta[0], err);
     free(layer_sums);
@@ -182,6 +184,7 @@ static VitStatus end_epoch(TrainRun *r, TrainRunStep *out, VitError *err) {
     if ((s = save_checkpoint(r, err)) != VIT_OK) return s;
     if ((s = write_text(r->log, f->log, err)) != VIT_OK) return s;
     if (f->layer_log && (s = write_text(r->layer_log, f->layer_log, err)) != VIT_OK) return s;
+    if (f->step_log && (s = write_text(r->step_log, f->step_log, err)) != VIT_OK) return s;
     const int epoch = trainer_epoch(&r->t);
     if (f->film && film_keeps_epoch(epoch, f->config.epochs)) s = train_film_frame(r, epoch, err);
     return s;
@@ -211,6 +214,7 @@ VitStatus train_run_step(TrainRun *r, TrainRunStep *out, VitError *err) {
         }
         r->layer_steps++;
     }
+    train_step_log_row(r, &out->step);
     if (t->step % t->steps_per_epoch != 0) return VIT_OK;
     // the epoch is complete: its checkpoint holds the next epoch, empty (and
     // started now, not at time 0: a run resumed from it times that epoch right)
@@ -224,6 +228,9 @@ VitStatus train_run_step(TrainRun *r, TrainRunStep *out, VitError *err) {
 
 VitStatus train_run_interrupt(TrainRun *r, VitError *err) {
     VitStatus s = save_checkpoint(r, err);
+    // the step log up to the stop (a resume rewrites it whole: no row twice)
+    if (s == VIT_OK && r->settings.step_log)
+        s = write_text(r->step_log, r->settings.step_log, err);
     if (s != VIT_OK) return s;
     char shown[1024];
     return vit_fail(err, VIT_ERR_INPUT, "interrupted at step %lld of %lld: checkpoint saved to "
