@@ -16,7 +16,9 @@
 #     exponent that the chapter's captured output does not print
 #     (scripts/docs-numbers.sh, which names the page, the line and the number;
 #     its --self-test, run here too, plants a wrong number in a copy of a page
-#     and fails unless the check catches it).
+#     and fails unless the check catches it);
+#   - shows, in a chapter's output box, a paragraph its page already says, or a
+#     paragraph of prose with no value in it (scripts/docs-said-once.sh).
 # It prints how many pages, formulas, pictures and links it checked.
 #
 # Environment: CHROMIUM (default: chromium on the PATH); DOCS_CHECK_BUDGET
@@ -57,6 +59,8 @@ problems=$OUT/problems.txt
 scripts/docs-numbers.sh >"$OUT/numbers.txt" 2>&1 || cat "$OUT/numbers.txt" >>"$problems"
 scripts/docs-numbers.sh --self-test >"$OUT/numbers-self-test.txt" 2>&1 ||
     sed 's/^/numbers self-test: /' "$OUT/numbers-self-test.txt" >>"$problems"
+# each point said once: no box repeats its page's prose (scripts/docs-said-once.sh), and its self-test
+{ scripts/docs-said-once.sh && scripts/docs-said-once.sh --self-test; } >"$OUT/said-once.txt" 2>&1 || cat "$OUT/said-once.txt" >>"$problems"
 formulas=0 pictures=0 npages=0
 for page in $pages; do
     [ -f "$HTML/$page" ] || { echo "$page: the page is missing" >>"$problems"; continue; }

@@ -82,7 +82,7 @@ command -v dot >/dev/null 2>&1 || missing="$missing graphviz"
 # (the section headed "K. ...") and NN_name.next.txt ("What's next"). A heading
 # is a line underlined with dashes (ch_section()); the heading and its
 # underline stay out (the page has its own), and so do blank lines at either end.
-split_sections() {
+split_sections() { # OUT/NN_name FILE: the sections of FILE, named after OUT/NN_name
     awk -v base="$1" '
         { line[n++] = $0 }
         function emit(id, from, to,    i) {
@@ -105,7 +105,40 @@ split_sections() {
                 id = next_id; start = i + 2; i++
             }
             emit(id, start, n)
-        }' "$1.txt"
+        }' "$2"
+}
+
+# boxes_only OUT/NN_name: what the page's boxes show of the capture
+# OUT/NN_name.raw, whose prose lines (ch_say()) start with the record
+# separator (VIT_CHAPTER_PROSE=marked). The page carries the explanation, so
+# a paragraph of prose stays out of the boxes unless it gives a measured value
+# (a number with a decimal point, an exponent or a percent sign: a value the
+# page's prose reads); tables, matrices and values stay. The whole transcript,
+# prose included, is OUT/NN_name.txt (the book's numbers are checked against
+# it, scripts/docs-numbers.sh). Runs of blank lines left behind become one.
+# "What's next" is the program's own text, which the page does not say
+# again: it stays whole.
+boxes_only() {
+    awk -v mark="$(printf '\036')" '
+        function flush(   i, keep) {
+            keep = para ~ /[0-9]\.[0-9]|[0-9]e[-+]?[0-9]|[0-9] ?%/
+            for (i = 0; keep && i < np; i++) out(lines[i])
+            if (keep) out("")
+            np = 0; para = ""
+        }
+        function out(s) {
+            if (s == "" && last_blank) return
+            print s; last_blank = (s == "")
+        }
+        index($0, mark) == 1 && next_section { print substr($0, length(mark) + 1); next }
+        index($0, mark) == 1 {
+            s = substr($0, length(mark) + 1)
+            if (s == "") { flush(); next }
+            lines[np++] = s; para = para " " s
+            next
+        }
+        { if (np) flush(); out($0); if ($0 == "What\047s next") next_section = 1 }
+        END { if (np) flush() }' "$1.raw"
 }
 
 # check_page_includes NN_name: the chapter page shows every section's output
@@ -138,11 +171,17 @@ if ls chapters/[0-9][0-9]_*.c >/dev/null 2>&1; then
         name=$(basename "$src" .c)
         echo "docs: running $BUILD/chapters/$name > $OUT/$name.txt"
         # no colours, no terminal: the page shows plain text
-        if ! NO_COLOR=1 TERM=dumb timeout "${CHAPTER_TIMEOUT:-300}" \
-                "$BUILD/chapters/$name" >"$OUT/$name.txt" </dev/null; then
+        if ! NO_COLOR=1 TERM=dumb VIT_CHAPTER_PROSE=marked timeout "${CHAPTER_TIMEOUT:-300}" \
+                "$BUILD/chapters/$name" >"$OUT/$name.raw" </dev/null; then
             fail "$BUILD/chapters/$name failed; its page would show broken output"
         fi
-        split_sections "$OUT/$name"
+        tr -d '\036' <"$OUT/$name.raw" >"$OUT/$name.txt" # all of it, as a terminal shows it
+        boxes_only "$OUT/$name" >"$OUT/$name.boxes"
+        split_sections "$OUT/$name" "$OUT/$name.boxes"
+        # the introduction is the page's own: what is left of the program's
+        # (a formula in ASCII) the page writes in TeX
+        rm -f "$OUT/$name.s0.txt"
+        rm -f "$OUT/$name.raw" "$OUT/$name.boxes"
         check_page_includes "$name"
     done
 fi

@@ -44,22 +44,39 @@ void ch_section(Chapter *ch, const char *heading) {
     fputc('\n', ch->out);
 }
 
-// Greedy word wrap; explicit newlines in the text start new lines.
-static void print_wrapped(FILE *f, const char *text, int width) {
+// Greedy word wrap; explicit newlines in the text start new lines. Each line
+// starts with `mark` ("" for none).
+static void print_wrapped(FILE *f, const char *text, int width, const char *mark) {
     int col = 0;
+    bool line_start = true;
     const char *p = text;
     while (*p) {
-        if (*p == '\n') { fputc('\n', f); col = 0; p++; continue; }
+        if (*p == '\n') {
+            fprintf(f, "%s\n", line_start ? mark : "");
+            col = 0, line_start = true, p++;
+            continue;
+        }
         if (*p == ' ') { p++; continue; }
         size_t len = strcspn(p, " \n");
         int w = columns(p, len);
-        if (col > 0 && col + 1 + w > width) { fputc('\n', f); col = 0; }
+        if (col > 0 && col + 1 + w > width) { fputc('\n', f); col = 0, line_start = true; }
+        if (line_start) fputs(mark, f), line_start = false;
         if (col > 0) { fputc(' ', f); col++; }
         fwrite(p, 1, len, f);
         col += w;
         p += len;
     }
-    fputc('\n', f);
+    fprintf(f, "%s\n", line_start ? mark : "");
+}
+
+// The book's pages carry the explanation; their output boxes show the
+// numbers. So when the book captures a chapter (scripts/docs.sh sets
+// VIT_CHAPTER_PROSE=marked), every line of ch_say()'s prose starts with the
+// ASCII record separator, for the capture to tell prose from tables and
+// values; a terminal never sees it.
+static const char *prose_mark(void) {
+    const char *m = getenv("VIT_CHAPTER_PROSE");
+    return m && strcmp(m, "marked") == 0 ? CHAPTER_PROSE_MARK : "";
 }
 
 void ch_say(Chapter *ch, const char *fmt, ...) {
@@ -70,8 +87,9 @@ void ch_say(Chapter *ch, const char *fmt, ...) {
     if (vasprintf(&text, fmt, ap) < 0) text = NULL;
     va_end(ap);
     if (!text) return;
-    print_wrapped(ch->out, text, wrap_width(ch));
-    fputc('\n', ch->out);
+    const char *mark = prose_mark();
+    print_wrapped(ch->out, text, wrap_width(ch), mark);
+    fprintf(ch->out, "%s\n", mark); // the blank line after a paragraph is the paragraph's
     free(text);
 }
 

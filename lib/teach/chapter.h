@@ -36,6 +36,11 @@ typedef struct {
     int width;      /**< wrap prose at this column, e.g. 78 */
 } Chapter;
 
+/** What starts each line of ch_say()'s prose when the environment has
+ *  VIT_CHAPTER_PROSE=marked (the book's capture, scripts/docs.sh): the ASCII
+ *  record separator, so the capture tells prose from tables and values. */
+#define CHAPTER_PROSE_MARK "\036"
+
 /** A chapter's body. */
 typedef void (*ChapterFn)(Chapter *ch);
 
