@@ -43,6 +43,8 @@
 #include "base/tensor.h"
 #include "train/train.h"
 #include "train/cnn_train.h"
+#include "train/film.h"
+#include "explain/rollout.h"
 #include "base/util.h"
 #include "model/vit.h"
 
@@ -1407,6 +1409,339 @@ static void data_hunger(Chapter *ch, Work *w) {
     hunger_cnn(ch, sum, cnn);
 }
 
+/* ------------------------------------------------------------- 6. the film */
+
+// The film's frames the section shows, the test image it follows, and the
+// layer log's epochs and groups it tabulates.
+enum { FILM_FRAMES = 4, FILM_TOP = 5, RATIO_EPOCHS = 6, RATIO_GROUPS = 3 };
+static const int FILM_EPOCH[FILM_FRAMES] = {0, 1, 4, 36};
+static const int FILM_IMAGE = 0; // test image 0, an ankle boot the trained model is sure of
+static const char FILM_DIR[] = "models/vit-fashion.film";
+static const char LAYER_LOG[] = "models/vit-fashion.layers.csv";
+static const char LAYER_HEADER[] = "epoch,step,layer,grad_norm,weight_norm,update_ratio";
+static const int RATIO_EPOCH[RATIO_EPOCHS] = {1, 2, 4, 8, 16, 36};
+static const char *const RATIO_GROUP[RATIO_GROUPS] = {"patch_embed", "blocks.2", "head"};
+
+/// What one frame of the film did on the first TEST_IMAGES and on FILM_IMAGE.
+typedef struct {
+    float accuracy;        // on the first TEST_IMAGES test images
+    int chosen;            // FILM_IMAGE's predicted class
+    float p_chosen, p_true; // its probability, and the true class's
+    float cls[64];         // the last layer's [cls] attention over the P patches, heads' mean
+    float self;            // what [cls] keeps for itself
+    float bits, top;       // the patch shares' entropy (renormalised to sum 1), the top 5's share
+} FilmFrameResult;
+
+// The entropy in bits of the P shares of a map renormalised to sum 1, and the
+// share of its FILM_TOP largest (of the renormalised map).
+static void map_focus(float *bits, float *top, const float *map, int P) {
+    double sum = 0, h = 0;
+    for (int p = 0; p < P; p++) sum += map[p];
+    for (int p = 0; p < P; p++)
+        if (map[p] > 0) h -= map[p] / sum * log2(map[p] / sum);
+    int order[64];
+    rollout_map_rank(order, map, P);
+    double t = 0;
+    for (int k = 0; k < FILM_TOP && k < P; k++) t += map[order[k]];
+    *bits = (float)h, *top = (float)(t / sum);
+}
+
+// One frame: its accuracy on `slice`, and its last layer's [cls] row for FILM_IMAGE
+// (the forward records only the attention probabilities: rollout_record_probs()).
+static bool film_frame(FilmFrameResult *r, const char *path, const Dataset *test,
+                       const Dataset *slice, VitError *err) {
+    Vit vit;
+    if (vit_build(&vit, path, err) != VIT_OK) return false;
+    const VitConfig *c = &vit.config;
+    const int S = c->image_size, G = S / c->patch_size, P = G * G, N = P + 1, Y = c->num_classes;
+    float mean, std, input[28 * 28], probs[16];
+    model_norm(&vit, &mean, &std);
+    EvalResult e;
+    bool ok = P <= 64 && Y <= 16 && S == 28 && c->channels == 1 &&
+              eval_run(&vit, slice, mean, std, 50, &e, err) == VIT_OK;
+    if (ok) r->accuracy = (float)eval_accuracy(&e), eval_free(&e);
+    int label, idx = FILM_IMAGE;
+    const int shape[4] = {1, 1, S, S};
+    const Tensor x = tensor_view_shape(input, 4, shape);
+    TraceRecorder rec = {0};
+    if (ok) dataset_batch(input, &label, test, &idx, 1, mean, std, NULL, NULL);
+    ok = ok && vit_forward(&vit, &x, rollout_record_probs, &rec, err) == VIT_OK;
+    char name[64];
+    snprintf(name, sizeof name, "blocks.%d.attn.probs", c->depth - 1);
+    const Tensor *t = ok ? trace_find(&rec, name) : NULL; // (1, H, N, N)
+    if (t) {
+        softmax(probs, vit_logits(&vit).data, 1, Y);
+        r->chosen = ops_index_of_max(probs, Y);
+        r->p_chosen = probs[r->chosen], r->p_true = probs[label];
+        float row[65];
+        attention_cls_row(row, t->data, c->heads, N, -1, FUSE_MEAN); // (N): [cls], the patches
+        r->self = row[0];
+        memcpy(r->cls, row + 1, sizeof(float) * (size_t)P);
+        map_focus(&r->bits, &r->top, r->cls, P);
+    } else if (ok) {
+        ok = false, vit_fail(err, VIT_ERR_INPUT, "%s: no %s in the trace", path, name);
+    }
+    trace_recorder_free(&rec);
+    vit_free(&vit);
+    return ok;
+}
+
+static float most_of(const float *x, int n) {
+    float m = x[0];
+    for (int i = 1; i < n; i++) m = fmaxf(m, x[i]);
+    return m;
+}
+
+// Two frames' maps side by side, each as percent of [cls]'s attention laid out on the
+// G×G patch grid (as Chapter 12 prints its maps), under their captions.
+static void film_grids(Chapter *ch, const FilmFrameResult *f, const int *epoch, int G) {
+    char line[256];
+    ch_line(ch, "    epoch %-*d    epoch %d", 6 * G - 6, epoch[0], epoch[1]);
+    for (int y = 0; y < G; y++) {
+        int at = snprintf(line, sizeof line, "   ");
+        for (int k = 0; k < 2; k++, at += snprintf(line + at, sizeof line - (size_t)at, "   "))
+            for (int x = 0; x < G; x++)
+                at += snprintf(line + at, sizeof line - (size_t)at, " %5.1f",
+                               100 * (double)f[k].cls[y * G + x]);
+        while (at > 0 && line[at - 1] == ' ') line[--at] = '\0';
+        ch_line(ch, "%s", line);
+    }
+    ch_line(ch, "%s", "");
+}
+
+// The update ratios of RATIO_GROUP at RATIO_EPOCH from the layer log (NAN where a
+// row is missing); false with the reason in why when it cannot be read.
+static bool layer_ratios(float ratio[RATIO_EPOCHS][RATIO_GROUPS], const char *path, char *why,
+                         size_t size) {
+    char *text, esc[256];
+    size_t bytes;
+    VitError err;
+    if (file_read_all(&text, &bytes, path, (size_t)LOG_MAX_ROWS * 16 * 128, "a layer log",
+                      &err) != VIT_OK) {
+        snprintf(why, size, "%s", vit_escape(esc, sizeof esc, err.msg));
+        return false;
+    }
+    for (int e = 0; e < RATIO_EPOCHS; e++)
+        for (int g = 0; g < RATIO_GROUPS; g++) ratio[e][g] = NAN;
+    const bool ok = strncmp(text, LAYER_HEADER, strlen(LAYER_HEADER)) == 0;
+    if (!ok) snprintf(why, size, "its first line is not \"%s\"", LAYER_HEADER);
+    // each row: epoch,step,layer,grad_norm,weight_norm,update_ratio
+    for (char *line = ok ? strchr(text, '\n') : NULL; line && *++line; line = strchr(line, '\n')) {
+        char group[32];
+        int epoch;
+        double grad, weight, r;
+        if (sscanf(line, "%d,%*d,%31[^,],%lf,%lf,%lf", &epoch, group, &grad, &weight, &r) != 5)
+            continue;
+        for (int e = 0; e < RATIO_EPOCHS; e++)
+            for (int g = 0; g < RATIO_GROUPS; g++)
+                if (epoch == RATIO_EPOCH[e] && strcmp(group, RATIO_GROUP[g]) == 0 && isfinite(r))
+                    ratio[e][g] = (float)r;
+    }
+    free(text);
+    return ok;
+}
+
+// What the four frames show, said from their numbers.
+static void film_says(Chapter *ch, const FilmFrameResult *f, const float *bits, const float *top,
+                      double uniform, int t) {
+    int right = -1, sharpest = 0; // the first frame that names the image, the most focused map
+    for (int k = FILM_FRAMES - 1; k >= 0; k--)
+        if (f[k].chosen == t) right = k;
+    for (int k = 1; k < FILM_FRAMES; k++)
+        if (bits[k] < bits[sharpest]) sharpest = k;
+    const int last = FILM_FRAMES - 1;
+    char named[200];
+    if (right < 0) snprintf(named, sizeof named, "No frame names it.");
+    else if (right == 0) snprintf(named, sizeof named, "Even the initial weights name it.");
+    else
+        snprintf(named, sizeof named, "The frame of epoch %d is the first of the four to name "
+                 "it; before it, epoch %d took it for a %s.", FILM_EPOCH[right],
+                 FILM_EPOCH[right - 1], DATASET_FASHION_MNIST_CLASSES[f[right - 1].chosen]);
+    ch_say(ch, "At epoch 0 the attention is %s: %.2f bits against the uniform %.2f, and the "
+               "top %d patches hold %.1f%%. The initial weights are small, so every "
+               "score q·k is near 0 and softmax spreads [cls] evenly; the accuracy, %.1f%%, is "
+               "what guessing one of ten gives. After one epoch it is %.1f%%, after four "
+               "%.1f%%, after %d %.1f%%. %s The map is most focused at epoch %d (%.2f bits, "
+               "the top %d holding %.1f%%)%s. Where [cls] reads is not yet why the model "
+               "answers: Chapter 12 tests how far such maps point at what the answer rests on.",
+           fabs(bits[0] - uniform) < 0.05 ? "all but uniform" : "already uneven", (double)bits[0],
+           uniform, FILM_TOP, 100 * (double)top[0], 100 * (double)f[0].accuracy,
+           100 * (double)f[1].accuracy, 100 * (double)f[2].accuracy, FILM_EPOCH[last],
+           100 * (double)f[last].accuracy, named, FILM_EPOCH[sharpest], (double)bits[sharpest],
+           FILM_TOP, 100 * (double)top[sharpest],
+           sharpest == last ? ", the last frame"
+           : bits[last] > bits[sharpest] ? ", and a little broader again by the end" : "");
+}
+
+static void film_frames(Chapter *ch, Work *w) {
+    char dir[1024], shown[160];
+    snprintf(shown, sizeof shown, "data/%s", FILM_DIR);
+    vit_data_path(dir, sizeof dir, FILM_DIR);
+    FilmFrameResult f[FILM_FRAMES] = {{0}};
+    const Dataset slice = dataset_slice(&w->test, 0, TEST_IMAGES);
+    VitError err = {0};
+    bool ok = true;
+    for (int k = 0; ok && k < FILM_FRAMES; k++) {
+        char *path = film_frame_path(dir, FILM_EPOCH[k]);
+        ok = access(path, F_OK) == 0 && film_frame(&f[k], path, &w->test, &slice, &err);
+        free(path);
+    }
+    ch_value(ch, "film.present", ok ? 1.0f : 0.0f);
+    if (!ok) {
+        char esc[256];
+        ch_say(ch, "%s, the film of the shipped model's training, cannot be read (%s): this "
+                   "part is skipped.", shown, err.msg[0] ? vit_escape(esc, sizeof esc, err.msg)
+                                                          : "a frame is missing");
+        return;
+    }
+    const int G = 7, P = G * G, t = w->test.labels[FILM_IMAGE];
+    float v[FILM_FRAMES][5], cls[FILM_FRAMES * 49];
+    for (int k = 0; k < FILM_FRAMES; k++) {
+        const float row[5] = {(float)FILM_EPOCH[k], f[k].accuracy, (float)f[k].chosen,
+                              f[k].p_chosen, f[k].p_true};
+        memcpy(v[k], row, sizeof row);
+        memcpy(cls + k * P, f[k].cls, sizeof(float) * P);
+    }
+    static const char *const COLUMN[5] = {"epoch", "accuracy", "chosen", "p_chosen", "p_true"};
+    for (int c = 0; c < 5; c++) {
+        float col[FILM_FRAMES];
+        for (int k = 0; k < FILM_FRAMES; k++) col[k] = v[k][c];
+        pin_rowf(ch, col, FILM_FRAMES, "film.%s", COLUMN[c]);
+    }
+    float bits[FILM_FRAMES], top[FILM_FRAMES], self[FILM_FRAMES];
+    for (int k = 0; k < FILM_FRAMES; k++) bits[k] = f[k].bits, top[k] = f[k].top, self[k] = f[k].self;
+    pin_row(ch, "film.cls", cls, FILM_FRAMES * P);
+    pin_row(ch, "film.self", self, FILM_FRAMES);
+    pin_row(ch, "film.bits", bits, FILM_FRAMES);
+    pin_row(ch, "film.top5", top, FILM_FRAMES);
+    const double uniform = log2(P);
+    ch_say(ch, "`vit train --film` kept the model as it was at epoch 0 (the initial weights), "
+               "1, 2, 4, 8, 16, 32 and 36, in %s/: each frame is a model file, and vit_build() "
+               "loads it as it loads the model. Four of them, on test image %d, of class %s, and on "
+               "the first %s test images. For the image: the class the frame chose and its "
+               "probability, the true class's probability, and where the last block's [cls] "
+               "reads (its attention over the %d patches, the %d heads' mean, as Chapter 12 "
+               "reads it). How focused that is, in two numbers: its entropy in bits, with the "
+               "%d shares divided by their sum (the rest of the row, [cls] reading itself, "
+               "is %.1f%% to %.1f%% in these frames), where log2 %d = %.2f bits is uniform and lower is more focused; and "
+               "the share of its %d largest patches (%d/%d = %.1f%% when uniform):",
+           shown, FILM_IMAGE, DATASET_FASHION_MNIST_CLASSES[t], th(TEST_IMAGES), P, 4, P,
+           100 * fminf(fminf(self[0], self[1]), fminf(self[2], self[3])),
+           100 * fmaxf(fmaxf(self[0], self[1]), fmaxf(self[2], self[3])), P, uniform, FILM_TOP,
+           FILM_TOP, P, 100.0 * FILM_TOP / P);
+    ch_line(ch, "    epoch  chosen        p(chosen)  p(%s)  entropy  top %d  accuracy",
+            DATASET_FASHION_MNIST_CLASSES[t], FILM_TOP);
+    for (int k = 0; k < FILM_FRAMES; k++)
+        ch_line(ch, "    %5d  %-12s  %8.1f%%  %*.1f%%  %5.2f b  %5.1f%%  %7.1f%%", FILM_EPOCH[k],
+                DATASET_FASHION_MNIST_CLASSES[f[k].chosen], 100 * f[k].p_chosen,
+                (int)strlen(DATASET_FASHION_MNIST_CLASSES[t]) + 2, 100 * f[k].p_true,
+                (double)bits[k], 100 * top[k], 100 * f[k].accuracy);
+    ch_line(ch, "%s", "");
+    float img[28 * 28];
+    const float *shown_img[1] = {img};
+    char caption[1][2][40];
+    image_values(img, &w->test, FILM_IMAGE);
+    snprintf(caption[0][0], 40, "test %d: %s", FILM_IMAGE, DATASET_FASHION_MNIST_CLASSES[t]);
+    snprintf(caption[0][1], 40, "%s", "");
+    ch_say(ch, "The image, and each frame's map: the percent of [cls]'s attention on each "
+               "patch, laid out as the patches are on the %d×%d grid (reading all %d tokens "
+               "alike would give each %.1f%%; the largest share of the four maps is %.1f%%):",
+           G, G, P + 1, 100.0 / (P + 1),
+           100 * (double)most_of(cls, FILM_FRAMES * P));
+    draw_row(ch, shown_img, caption, 1, 28);
+    film_grids(ch, f, FILM_EPOCH, G);
+    film_grids(ch, f + 2, FILM_EPOCH + 2, G);
+    film_says(ch, f, bits, top, uniform, t);
+}
+
+static float min_of(const float *x, int n) {
+    float m = x[0];
+    for (int i = 1; i < n; i++) m = fminf(m, x[i]);
+    return m;
+}
+
+// What the ratios say about the learning rate, from their numbers.
+static void ratios_say(Chapter *ch, float ratio[RATIO_EPOCHS][RATIO_GROUPS], const float *lr) {
+    float per_lr[RATIO_EPOCHS]; // the middle block's ratio divided by the learning rate
+    for (int e = 0; e < RATIO_EPOCHS; e++) per_lr[e] = ratio[e][1] / lr[e];
+    const float lo = min_of(per_lr, RATIO_EPOCHS), hi = most_of(per_lr, RATIO_EPOCHS);
+    const int peak = ops_index_of_max(lr, RATIO_EPOCHS), last = RATIO_EPOCHS - 1;
+    char highest[256];
+    int at = 0;
+    for (int g = 0; g < RATIO_GROUPS; g++) {
+        float col[RATIO_EPOCHS];
+        for (int e = 0; e < RATIO_EPOCHS; e++) col[e] = ratio[e][g];
+        at += snprintf(highest + at, sizeof highest - (size_t)at, "%s%d for %s",
+                       g == 0 ? "" : g == RATIO_GROUPS - 1 ? " and " : ", ",
+                       RATIO_EPOCH[ops_index_of_max(col, RATIO_EPOCHS)], RATIO_GROUP[g]);
+    }
+    ch_say(ch, "While the learning rate goes from %.2e (epoch %d) to %.2e (epoch %d), a "
+               "factor of %.0f, %s's ratio divided by it stays between %.2f and %.2f: the "
+               "ratio %s the learning rate, up through the warm-up and down the cosine. "
+               "AdamW divides each gradient by its own running size, so a step moves each "
+               "weight by about the learning rate, whatever the gradient's scale. Among the "
+               "six epochs, the ratio is highest at epoch %s.",
+           (double)lr[peak], RATIO_EPOCH[peak], (double)lr[last], RATIO_EPOCH[last],
+           (double)(lr[peak] / lr[last]), RATIO_GROUP[1], (double)lo, (double)hi,
+           hi < 4 * lo ? "follows" : "only loosely follows", highest);
+    ch_say(ch, "So a ratio is healthy or not only beside the learning rate. At epoch %d, at "
+               "the peak rate, the three groups move %.1e to %.1e of their size per step; at "
+               "epoch %d, %.1e to %.1e, the largest %.0f times below: the steps have all but "
+               "stopped, as the schedule means them to. The warnings are a group far from its "
+               "neighbours at the same epoch, or one near 0 while the rate is still high.",
+           RATIO_EPOCH[peak], (double)min_of(ratio[peak], RATIO_GROUPS),
+           (double)most_of(ratio[peak], RATIO_GROUPS), RATIO_EPOCH[last],
+           (double)min_of(ratio[last], RATIO_GROUPS), (double)most_of(ratio[last], RATIO_GROUPS),
+           (double)(most_of(ratio[peak], RATIO_GROUPS) / most_of(ratio[last], RATIO_GROUPS)));
+}
+
+// The update ratios of a few groups at a few epochs, beside the learning rate.
+static void update_ratios(Chapter *ch) {
+    char path[1024], shown[160], why[512];
+    snprintf(shown, sizeof shown, "data/%s", LAYER_LOG);
+    float ratio[RATIO_EPOCHS][RATIO_GROUPS], lr[RATIO_EPOCHS];
+    bool ok = layer_ratios(ratio, vit_data_path(path, sizeof path, LAYER_LOG), why, sizeof why);
+    TrainLog log = {0};
+    char log_shown[160];
+    snprintf(log_shown, sizeof log_shown, "data/%s", LOG_FILE);
+    ok = ok && log_read(&log, vit_data_path(path, sizeof path, LOG_FILE), log_shown, why, sizeof why);
+    for (int e = 0; ok && e < RATIO_EPOCHS; e++) {
+        lr[e] = NAN;
+        for (int r = 0; r < log.rows; r++)
+            if ((int)log.v[r][L_EPOCH] == RATIO_EPOCH[e]) lr[e] = (float)log.v[r][L_LR];
+        for (int g = 0; g < RATIO_GROUPS; g++) ok &= isfinite(ratio[e][g]) && isfinite(lr[e]);
+        if (!ok) snprintf(why, sizeof why, "epoch %d is not in both logs", RATIO_EPOCH[e]);
+    }
+    free(log.v);
+    ch_value(ch, "layers.present", ok ? 1.0f : 0.0f);
+    if (!ok) {
+        ch_say(ch, "%s cannot be read (%s): the update ratios are skipped.", shown, why);
+        return;
+    }
+    pin_row(ch, "layers.ratio", &ratio[0][0], RATIO_EPOCHS * RATIO_GROUPS);
+    pin_row(ch, "layers.lr", lr, RATIO_EPOCHS);
+    ch_say(ch, "The film shows what changed; %s says how fast. For each epoch and layer group "
+               "it holds the mean over the epoch's steps of the update ratio ‖Δθ‖/‖θ‖: how far "
+               "one AdamW step moved the group's weights, as a fraction of their size. Three "
+               "groups, beside the learning rate of the epoch's last step (from %s):",
+           shown, log_shown);
+    ch_line(ch, "    epoch  learning rate  %11s  %11s  %11s   moves most", RATIO_GROUP[0],
+            RATIO_GROUP[1], RATIO_GROUP[2]);
+    for (int e = 0; e < RATIO_EPOCHS; e++) {
+        const int most = ops_index_of_max(ratio[e], RATIO_GROUPS);
+        ch_line(ch, "    %5d  %13.2e  %11.2e  %11.2e  %11.2e   %s", RATIO_EPOCH[e], (double)lr[e],
+                (double)ratio[e][0], (double)ratio[e][1], (double)ratio[e][2], RATIO_GROUP[most]);
+    }
+    ch_line(ch, "%s", "");
+    ratios_say(ch, ratio, lr);
+}
+
+static void the_film(Chapter *ch, Work *w) {
+    ch_section(ch, "6. The film: the shipped model as it learned");
+    film_frames(ch, w);
+    update_ratios(ch);
+}
+
 static void whats_next(Chapter *ch) {
     ch_section(ch, "What's next");
     ch_say(ch, "The model is trained; what did it learn? Chapter 12 opens it up: which "
@@ -1449,6 +1784,7 @@ void chapter11_run(Chapter *ch) {
     the_shipped_curve(ch);
     the_trained_model(ch, &w);
     data_hunger(ch, &w);
+    the_film(ch, &w);
     whats_next(ch);
 
     dataset_free(&w.all);

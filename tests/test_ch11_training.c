@@ -11,7 +11,8 @@
  * the data and of the chapter's runs, each run repeated in PyTorch by
  * tools/gen_golden_ch11.py. ch11_shipped.safetensors holds the numbers of
  * data/models (the shipped model's training log, the experiments' logs, the
- * model on the test images) as they were when it was made; it is checked when
+ * model on the test images, four frames of its film and its layer log) as
+ * they were when it was made; it is checked when
  * data/models still holds the same files, and otherwise the test says that
  * it must be made again, and checks the rest.
  *
@@ -87,7 +88,8 @@ static const float *chapter_value(const char *name, int *n) {
 
 // The values that come from data/models, checked against ch11_shipped.safetensors.
 static bool shipped_name(const char *name) {
-    static const char *const prefixes[] = {"log.", "experiment", "model.", "test.", "mistakes."};
+    static const char *const prefixes[] = {"log.",  "experiment", "model.", "test.",
+                                            "mistakes.", "film.", "layers."};
     for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
         if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0) return true;
     return false;
@@ -152,9 +154,14 @@ static void test_chapter_matches_pytorch(void) {
     const float log = golden_scalar(&r.shipped, "log.present");
     const float model = golden_scalar(&r.shipped, "model.present");
     const float experiments = golden_scalar(&r.shipped, "experiments.count");
+    const float film = golden_scalar(&r.shipped, "film.present");
+    const bool frames = data_file("models/vit-fashion.film/epoch-000.safetensors") &&
+                        data_file("models/vit-fashion.film/epoch-001.safetensors") &&
+                        data_file("models/vit-fashion.film/epoch-004.safetensors") &&
+                        data_file("models/vit-fashion.film/epoch-036.safetensors");
     r.check_shipped = log == (data_file("models/vit-fashion.csv") ? 1.0f : 0.0f) &&
                       model == (data_file("models/vit-fashion.safetensors") ? 1.0f : 0.0f) &&
-                      experiments == (float)experiment_files();
+                      experiments == (float)experiment_files() && film == (frames ? 1.0f : 0.0f);
     if (!r.check_shipped)
         printf("\n      note: data/models is not what tests/golden/ch11_shipped.safetensors "
                "was made from (a log, the model or an experiment came or went): its numbers "
