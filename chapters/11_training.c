@@ -14,14 +14,18 @@
  * images until it knows them by heart; reads the training log of the model
  * the project ships and of the experiments beside it; evaluates that model
  * on the first 1,000 test images (the confusion matrix, its mistakes); and
- * asks why a ViT is so hungry for data.
+ * asks why a ViT is so hungry for data. Last, the film of the shipped
+ * model's training: four of its frames (epochs 0, 1, 4, 36) on one test
+ * image and on the first 1,000, and the update ratios of its layer log
+ * beside the learning rate.
  *
  * Every number of the data and of the runs is pinned by name and checked by
  * tests/test_ch11_training.c against tools/gen_golden_ch11.py, which reads
  * the same IDX files in Python and repeats every run in PyTorch (the same
  * shuffles and batches, F.cross_entropy, clip_grad_norm_, torch.optim.AdamW);
  * the logs' numbers are read there with Python's csv module and the shipped
- * model is run there by tools/ref_vit.py. The timings are printed only.
+ * model and its film's frames are run there by tools/ref_vit.py. The
+ * timings are printed only.
  *
  * Run: `build/chapters/11_training`
  */
@@ -1427,6 +1431,7 @@ typedef struct {
     float accuracy;        // on the first TEST_IMAGES test images
     int chosen;            // FILM_IMAGE's predicted class
     float p_chosen, p_true; // its probability, and the true class's
+    int side, heads;       // the frame's patch grid's side (P = side²) and its heads
     float cls[64];         // the last layer's [cls] attention over the P patches, heads' mean
     float self;            // what [cls] keeps for itself
     float bits, top;       // the patch shares' entropy (renormalised to sum 1), the top 5's share
@@ -1457,7 +1462,8 @@ static bool film_frame(FilmFrameResult *r, const char *path, const Dataset *test
     float mean, std, input[28 * 28], probs[16];
     model_norm(&vit, &mean, &std);
     EvalResult e;
-    bool ok = P <= 64 && Y <= 16 && S == 28 && c->channels == 1 &&
+    r->side = G, r->heads = c->heads;
+    bool ok = P <= 64 && Y == 10 && S == 28 && c->channels == 1 &&
               eval_run(&vit, slice, mean, std, 50, &e, err) == VIT_OK;
     if (ok) r->accuracy = (float)eval_accuracy(&e), eval_free(&e);
     int label, idx = FILM_IMAGE;
@@ -1542,42 +1548,46 @@ static bool layer_ratios(float ratio[RATIO_EPOCHS][RATIO_GROUPS], const char *pa
 }
 
 // What the four frames show, said from their numbers.
-static void film_says(Chapter *ch, const FilmFrameResult *f, const float *bits, const float *top,
-                      double uniform, int t) {
+static void film_says(Chapter *ch, const FilmFrameResult *f, double uniform, int t) {
     int right = -1, sharpest = 0; // the first frame that names the image, the most focused map
     for (int k = FILM_FRAMES - 1; k >= 0; k--)
         if (f[k].chosen == t) right = k;
     for (int k = 1; k < FILM_FRAMES; k++)
-        if (bits[k] < bits[sharpest]) sharpest = k;
+        if (f[k].bits < f[sharpest].bits) sharpest = k;
     const int last = FILM_FRAMES - 1;
-    char named[200];
-    if (right < 0) snprintf(named, sizeof named, "No frame names it.");
-    else if (right == 0) snprintf(named, sizeof named, "Even the initial weights name it.");
+    char named[200], after[80] = "";
+    if (right < 0) snprintf(named, sizeof named, "No frame names the image.");
+    else if (right == 0) snprintf(named, sizeof named, "Even the initial weights name the image.");
     else
         snprintf(named, sizeof named, "The frame of epoch %d is the first of the four to name "
-                 "it; before it, epoch %d took it for a %s.", FILM_EPOCH[right],
-                 FILM_EPOCH[right - 1], DATASET_FASHION_MNIST_CLASSES[f[right - 1].chosen]);
+                 "the image; epoch %d chose %s.", FILM_EPOCH[right], FILM_EPOCH[right - 1],
+                 DATASET_FASHION_MNIST_CLASSES[f[right - 1].chosen]);
+    if (sharpest != last)
+        snprintf(after, sizeof after, ", and %s by epoch %d (%.2f bits)",
+                 f[last].bits - f[sharpest].bits < 0.5 ? "a little broader again" : "broader again",
+                 FILM_EPOCH[last], (double)f[last].bits);
     ch_say(ch, "At epoch 0 the attention is %s: %.2f bits against the uniform %.2f, and the "
-               "top %d patches hold %.1f%%. The initial weights are small, so every "
-               "score q·k is near 0 and softmax spreads [cls] evenly; the accuracy, %.1f%%, is "
-               "what guessing one of ten gives. After one epoch it is %.1f%%, after four "
-               "%.1f%%, after %d %.1f%%. %s The map is most focused at epoch %d (%.2f bits, "
-               "the top %d holding %.1f%%)%s. Where [cls] reads is not yet why the model "
-               "answers: Chapter 12 tests how far such maps point at what the answer rests on.",
-           fabs(bits[0] - uniform) < 0.05 ? "all but uniform" : "already uneven", (double)bits[0],
-           uniform, FILM_TOP, 100 * (double)top[0], 100 * (double)f[0].accuracy,
-           100 * (double)f[1].accuracy, 100 * (double)f[2].accuracy, FILM_EPOCH[last],
-           100 * (double)f[last].accuracy, named, FILM_EPOCH[sharpest], (double)bits[sharpest],
-           FILM_TOP, 100 * (double)top[sharpest],
-           sharpest == last ? ", the last frame"
-           : bits[last] > bits[sharpest] ? ", and a little broader again by the end" : "");
+               "top %d patches hold %.1f%%. The initial weights are small, so every score "
+               "q·k is near 0 and softmax spreads [cls] evenly; the accuracy, %.1f%%, is %s. "
+               "After epoch %d it is %.1f%%, after epoch %d %.1f%%, after epoch %d %.1f%%. %s "
+               "The map is most focused at epoch %d (%.2f bits, the top %d holding %.1f%%)%s. "
+               "Where [cls] reads is not yet why the model answers: Chapter 12 tests how far "
+               "such maps point at what the answer rests on.",
+           fabs(f[0].bits - uniform) < 0.05 ? "all but uniform" : "already uneven",
+           (double)f[0].bits, uniform, FILM_TOP, 100 * (double)f[0].top,
+           100 * (double)f[0].accuracy,
+           fabsf(f[0].accuracy - 0.1f) < 0.03f ? "about what guessing one of ten gives"
+                                               : "not what guessing one of ten gives",
+           FILM_EPOCH[1], 100 * (double)f[1].accuracy, FILM_EPOCH[2], 100 * (double)f[2].accuracy,
+           FILM_EPOCH[last], 100 * (double)f[last].accuracy, named, FILM_EPOCH[sharpest],
+           (double)f[sharpest].bits, FILM_TOP, 100 * (double)f[sharpest].top, after);
 }
 
-static void film_frames(Chapter *ch, Work *w) {
-    char dir[1024], shown[160];
-    snprintf(shown, sizeof shown, "data/%s", FILM_DIR);
+// The film's FILM_FRAMES frames, each run on the first TEST_IMAGES test images and
+// on FILM_IMAGE; false, said in the chapter, when one cannot be.
+static bool film_run(Chapter *ch, FilmFrameResult *f, const Work *w) {
+    char dir[1024];
     vit_data_path(dir, sizeof dir, FILM_DIR);
-    FilmFrameResult f[FILM_FRAMES] = {{0}};
     const Dataset slice = dataset_slice(&w->test, 0, TEST_IMAGES);
     VitError err = {0};
     bool ok = true;
@@ -1589,69 +1599,87 @@ static void film_frames(Chapter *ch, Work *w) {
     ch_value(ch, "film.present", ok ? 1.0f : 0.0f);
     if (!ok) {
         char esc[256];
-        ch_say(ch, "%s, the film of the shipped model's training, cannot be read (%s): this "
-                   "part is skipped.", shown, err.msg[0] ? vit_escape(esc, sizeof esc, err.msg)
-                                                          : "a frame is missing");
-        return;
+        ch_say(ch, "data/%s, the film of the shipped model's training, cannot be read (%s): "
+                   "this part is skipped.", FILM_DIR,
+               err.msg[0] ? vit_escape(esc, sizeof esc, err.msg) : "a frame is missing");
     }
-    const int G = 7, P = G * G, t = w->test.labels[FILM_IMAGE];
-    float v[FILM_FRAMES][5], cls[FILM_FRAMES * 49];
+    return ok;
+}
+
+// Every number of the frames, pinned by name: a row of FILM_FRAMES each, the maps (FILM_FRAMES, P).
+static void film_pin(Chapter *ch, const FilmFrameResult *f, float *cls) {
+    const int P = f[0].side * f[0].side;
+    float col[9][FILM_FRAMES];
     for (int k = 0; k < FILM_FRAMES; k++) {
-        const float row[5] = {(float)FILM_EPOCH[k], f[k].accuracy, (float)f[k].chosen,
-                              f[k].p_chosen, f[k].p_true};
-        memcpy(v[k], row, sizeof row);
-        memcpy(cls + k * P, f[k].cls, sizeof(float) * P);
+        const float row[9] = {(float)FILM_EPOCH[k], f[k].accuracy, (float)f[k].chosen,
+                              f[k].p_chosen, f[k].p_true, f[k].self, f[k].bits, f[k].top};
+        for (int c = 0; c < 8; c++) col[c][k] = row[c];
+        memcpy(cls + k * P, f[k].cls, sizeof(float) * (size_t)P);
     }
-    static const char *const COLUMN[5] = {"epoch", "accuracy", "chosen", "p_chosen", "p_true"};
-    for (int c = 0; c < 5; c++) {
-        float col[FILM_FRAMES];
-        for (int k = 0; k < FILM_FRAMES; k++) col[k] = v[k][c];
-        pin_rowf(ch, col, FILM_FRAMES, "film.%s", COLUMN[c]);
-    }
-    float bits[FILM_FRAMES], top[FILM_FRAMES], self[FILM_FRAMES];
-    for (int k = 0; k < FILM_FRAMES; k++) bits[k] = f[k].bits, top[k] = f[k].top, self[k] = f[k].self;
+    static const char *const NAME[8] = {"epoch", "accuracy", "chosen", "p_chosen",
+                                        "p_true", "self", "bits", "top5"};
+    for (int c = 0; c < 8; c++) pin_rowf(ch, col[c], FILM_FRAMES, "film.%s", NAME[c]);
     pin_row(ch, "film.cls", cls, FILM_FRAMES * P);
-    pin_row(ch, "film.self", self, FILM_FRAMES);
-    pin_row(ch, "film.bits", bits, FILM_FRAMES);
-    pin_row(ch, "film.top5", top, FILM_FRAMES);
-    const double uniform = log2(P);
+}
+
+// What the section measures on each frame, and the table of it.
+static void film_table(Chapter *ch, const FilmFrameResult *f, int t) {
+    const int P = f[0].side * f[0].side;
+    float lo = 1, hi = 0; // [cls] reading itself, over the frames
+    for (int k = 0; k < FILM_FRAMES; k++) lo = fminf(lo, f[k].self), hi = fmaxf(hi, f[k].self);
     ch_say(ch, "`vit train --film` kept the model as it was at epoch 0 (the initial weights), "
-               "1, 2, 4, 8, 16, 32 and 36, in %s/: each frame is a model file, and vit_build() "
-               "loads it as it loads the model. Four of them, on test image %d, of class %s, and on "
-               "the first %s test images. For the image: the class the frame chose and its "
-               "probability, the true class's probability, and where the last block's [cls] "
-               "reads (its attention over the %d patches, the %d heads' mean, as Chapter 12 "
-               "reads it). How focused that is, in two numbers: its entropy in bits, with the "
-               "%d shares divided by their sum (the rest of the row, [cls] reading itself, "
-               "is %.1f%% to %.1f%% in these frames), where log2 %d = %.2f bits is uniform and lower is more focused; and "
-               "the share of its %d largest patches (%d/%d = %.1f%% when uniform):",
-           shown, FILM_IMAGE, DATASET_FASHION_MNIST_CLASSES[t], th(TEST_IMAGES), P, 4, P,
-           100 * fminf(fminf(self[0], self[1]), fminf(self[2], self[3])),
-           100 * fmaxf(fmaxf(self[0], self[1]), fmaxf(self[2], self[3])), P, uniform, FILM_TOP,
-           FILM_TOP, P, 100.0 * FILM_TOP / P);
+               "1, 2, 4, 8, 16, 32 and 36, in data/%s/: each frame is a model file, and "
+               "vit_build() loads it as it loads the model. Four of them, on test image %d, "
+               "of class %s, and on the first %s test images. For the image: the class the "
+               "frame chose and its probability, the true class's probability, and where the "
+               "last block's [cls] reads (its attention over the %d patches, the %d heads' "
+               "mean, as Chapter 12 reads it). How focused that is, in two numbers: its "
+               "entropy in bits, with the %d shares divided by their sum (the rest of the "
+               "row, [cls] reading itself, is %.1f%% to %.1f%% in these frames), where "
+               "log2 %d = %.2f bits is uniform and lower is more focused; and the share of "
+               "its %d largest patches (%d/%d = %.1f%% when uniform):",
+           FILM_DIR, FILM_IMAGE, DATASET_FASHION_MNIST_CLASSES[t], th(TEST_IMAGES), P,
+           f[0].heads, P, 100 * (double)lo, 100 * (double)hi, P, log2(P), FILM_TOP, FILM_TOP,
+           P, 100.0 * FILM_TOP / P);
     ch_line(ch, "    epoch  chosen        p(chosen)  p(%s)  entropy  top %d  accuracy",
             DATASET_FASHION_MNIST_CLASSES[t], FILM_TOP);
     for (int k = 0; k < FILM_FRAMES; k++)
         ch_line(ch, "    %5d  %-12s  %8.1f%%  %*.1f%%  %5.2f b  %5.1f%%  %7.1f%%", FILM_EPOCH[k],
-                DATASET_FASHION_MNIST_CLASSES[f[k].chosen], 100 * f[k].p_chosen,
-                (int)strlen(DATASET_FASHION_MNIST_CLASSES[t]) + 2, 100 * f[k].p_true,
-                (double)bits[k], 100 * top[k], 100 * f[k].accuracy);
+                DATASET_FASHION_MNIST_CLASSES[f[k].chosen], 100 * (double)f[k].p_chosen,
+                (int)strlen(DATASET_FASHION_MNIST_CLASSES[t]) + 2, 100 * (double)f[k].p_true,
+                (double)f[k].bits, 100 * (double)f[k].top, 100 * (double)f[k].accuracy);
     ch_line(ch, "%s", "");
-    float img[28 * 28];
+}
+
+// The image, then the frames' maps two by two.
+static void film_maps(Chapter *ch, const Work *w, const FilmFrameResult *f, const float *cls,
+                      int t) {
+    const int G = f[0].side, P = G * G, S = w->test.size;
+    float *img = vit_malloc(sizeof(float) * (size_t)S * S);
     const float *shown_img[1] = {img};
     char caption[1][2][40];
     image_values(img, &w->test, FILM_IMAGE);
-    snprintf(caption[0][0], 40, "test %d: %s", FILM_IMAGE, DATASET_FASHION_MNIST_CLASSES[t]);
-    snprintf(caption[0][1], 40, "%s", "");
+    snprintf(caption[0][0], 40, "test %d:", FILM_IMAGE);
+    snprintf(caption[0][1], 40, "%s", DATASET_FASHION_MNIST_CLASSES[t]);
     ch_say(ch, "The image, and each frame's map: the percent of [cls]'s attention on each "
                "patch, laid out as the patches are on the %d×%d grid (reading all %d tokens "
                "alike would give each %.1f%%; the largest share of the four maps is %.1f%%):",
-           G, G, P + 1, 100.0 / (P + 1),
-           100 * (double)most_of(cls, FILM_FRAMES * P));
-    draw_row(ch, shown_img, caption, 1, 28);
-    film_grids(ch, f, FILM_EPOCH, G);
-    film_grids(ch, f + 2, FILM_EPOCH + 2, G);
-    film_says(ch, f, bits, top, uniform, t);
+           G, G, P + 1, 100.0 / (P + 1), 100 * (double)most_of(cls, FILM_FRAMES * P));
+    draw_row(ch, shown_img, caption, 1, S);
+    free(img);
+    for (int k = 0; k + 1 < FILM_FRAMES; k += 2) film_grids(ch, f + k, FILM_EPOCH + k, G);
+}
+
+static void film_frames(Chapter *ch, Work *w) {
+    FilmFrameResult f[FILM_FRAMES] = {{0}};
+    if (!film_run(ch, f, w)) return;
+    const int t = w->test.labels[FILM_IMAGE];
+    float *cls = vit_malloc(sizeof(float) * FILM_FRAMES * (size_t)(f[0].side * f[0].side));
+    film_pin(ch, f, cls);
+    film_table(ch, f, t);
+    film_maps(ch, w, f, cls, t);
+    free(cls);
+    film_says(ch, f, log2(f[0].side * f[0].side), t);
 }
 
 static float min_of(const float *x, int n) {
@@ -1723,9 +1751,10 @@ static void update_ratios(Chapter *ch) {
     ch_say(ch, "The film shows what changed; %s says how fast. For each epoch and layer group "
                "it holds the mean over the epoch's steps of the update ratio ‖Δθ‖/‖θ‖: how far "
                "one AdamW step moved the group's weights, as a fraction of their size. Three "
-               "groups, beside the learning rate of the epoch's last step (from %s):",
+               "groups, beside the learning rate of the epoch's last step (from %s), and "
+               "which of the three moved most:",
            shown, log_shown);
-    ch_line(ch, "    epoch  learning rate  %11s  %11s  %11s   moves most", RATIO_GROUP[0],
+    ch_line(ch, "    epoch  learning rate  %11s  %11s  %11s   most", RATIO_GROUP[0],
             RATIO_GROUP[1], RATIO_GROUP[2]);
     for (int e = 0; e < RATIO_EPOCHS; e++) {
         const int most = ops_index_of_max(ratio[e], RATIO_GROUPS);
@@ -1756,8 +1785,9 @@ void chapter11_run(Chapter *ch) {
                "clip, AdamW at the schedule's learning rate, thousands of times, with an "
                "eye on images the model never trains on. This chapter looks at the data, "
                "trains a tiny ViT for a few seconds and watches it learn and then overfit, "
-               "reads the log of the model the project trained, tests that model, and asks "
-               "why a ViT needs so many images.");
+               "reads the log of the model the project trained, tests that model, asks "
+               "why a ViT needs so many images, and watches that model learn through the "
+               "film its training kept.");
     // One thread: the tiny runs gain nothing from two, and with one every number of
     // the runs is the same whatever the machine's core count (train.h).
     const int threads = vit_get_threads();
