@@ -1451,46 +1451,68 @@ static void map_focus(float *bits, float *top, const float *map, int P) {
     *bits = (float)h, *top = (float)(t / sum);
 }
 
-// One frame: its accuracy on `slice`, and its last layer's [cls] row for FILM_IMAGE
-// (the forward records only the attention probabilities: rollout_record_probs()).
+// Can the section read this frame: 28×28 grey images, 10 classes, at most 64 patches?
+static bool film_fits(const VitConfig *c, const char *path, VitError *err) {
+    const int G = c->image_size / c->patch_size;
+    if (c->image_size == 28 && c->channels == 1 && c->num_classes == 10 && G * G <= 64)
+        return true;
+    vit_fail(err, VIT_ERR_INPUT, "%s is not a model of 28×28 grey images in 10 classes with "
+             "at most 64 patches", path);
+    return false;
+}
+
+// [film_look]
+// FILM_IMAGE through a frame, recording only the attention probabilities
+// (rollout_record_probs(), as Chapter 12's rollout does): the class chosen, the
+// probabilities, and the last block's [cls] row, the heads' mean.
+static bool film_look(FilmFrameResult *r, Vit *vit, const Dataset *test, float mean, float std,
+                      VitError *err) {
+    const VitConfig *c = &vit->config;
+    const int S = c->image_size, G = S / c->patch_size, N = G * G + 1, Y = c->num_classes;
+    float input[28 * 28], probs[10], row[65]; // film_fits(): 28×28 grey, 10 classes, N ≤ 65
+    int label, idx = FILM_IMAGE;
+    const int shape[4] = {1, 1, S, S};
+    const Tensor x = tensor_view_shape(input, 4, shape); // (1, 1, S, S)
+    dataset_batch(input, &label, test, &idx, 1, mean, std, NULL, NULL);
+    TraceRecorder rec = {0};
+    char name[64];
+    snprintf(name, sizeof name, "blocks.%d.attn.probs", c->depth - 1);
+    const Tensor *t = NULL; // (1, H, N, N)
+    if (vit_forward(vit, &x, rollout_record_probs, &rec, err) == VIT_OK &&
+        !(t = trace_find(&rec, name)))
+        vit_fail(err, VIT_ERR_INPUT, "no %s in the trace", name);
+    if (t) {
+        softmax(probs, vit_logits(vit).data, 1, Y);
+        r->chosen = ops_index_of_max(probs, Y);
+        r->p_chosen = probs[r->chosen], r->p_true = probs[label];
+        attention_cls_row(row, t->data, c->heads, N, -1, FUSE_MEAN); // (N): [cls], the patches
+        r->self = row[0], r->side = G, r->heads = c->heads;
+        memcpy(r->cls, row + 1, sizeof(float) * (size_t)(N - 1));
+        map_focus(&r->bits, &r->top, r->cls, N - 1);
+    }
+    trace_recorder_free(&rec);
+    return t != NULL;
+}
+// [film_look]
+
+// [film_frame]
+// One frame of the film, loaded as any model file is: its accuracy on `slice`
+// (the first TEST_IMAGES test images), and what it makes of FILM_IMAGE.
 static bool film_frame(FilmFrameResult *r, const char *path, const Dataset *test,
                        const Dataset *slice, VitError *err) {
     Vit vit;
     if (vit_build(&vit, path, err) != VIT_OK) return false;
-    const VitConfig *c = &vit.config;
-    const int S = c->image_size, G = S / c->patch_size, P = G * G, N = P + 1, Y = c->num_classes;
-    float mean, std, input[28 * 28], probs[16];
-    model_norm(&vit, &mean, &std);
+    float mean, std;
+    model_norm(&vit, &mean, &std); // the frame's metadata: the normalisation it trained with
     EvalResult e;
-    r->side = G, r->heads = c->heads;
-    bool ok = P <= 64 && Y == 10 && S == 28 && c->channels == 1 &&
+    bool ok = film_fits(&vit.config, path, err) &&
               eval_run(&vit, slice, mean, std, 50, &e, err) == VIT_OK;
     if (ok) r->accuracy = (float)eval_accuracy(&e), eval_free(&e);
-    int label, idx = FILM_IMAGE;
-    const int shape[4] = {1, 1, S, S};
-    const Tensor x = tensor_view_shape(input, 4, shape);
-    TraceRecorder rec = {0};
-    if (ok) dataset_batch(input, &label, test, &idx, 1, mean, std, NULL, NULL);
-    ok = ok && vit_forward(&vit, &x, rollout_record_probs, &rec, err) == VIT_OK;
-    char name[64];
-    snprintf(name, sizeof name, "blocks.%d.attn.probs", c->depth - 1);
-    const Tensor *t = ok ? trace_find(&rec, name) : NULL; // (1, H, N, N)
-    if (t) {
-        softmax(probs, vit_logits(&vit).data, 1, Y);
-        r->chosen = ops_index_of_max(probs, Y);
-        r->p_chosen = probs[r->chosen], r->p_true = probs[label];
-        float row[65];
-        attention_cls_row(row, t->data, c->heads, N, -1, FUSE_MEAN); // (N): [cls], the patches
-        r->self = row[0];
-        memcpy(r->cls, row + 1, sizeof(float) * (size_t)P);
-        map_focus(&r->bits, &r->top, r->cls, P);
-    } else if (ok) {
-        ok = false, vit_fail(err, VIT_ERR_INPUT, "%s: no %s in the trace", path, name);
-    }
-    trace_recorder_free(&rec);
+    ok = ok && film_look(r, &vit, test, mean, std, err);
     vit_free(&vit);
     return ok;
 }
+// [film_frame]
 
 static float most_of(const float *x, int n) {
     float m = x[0];
@@ -1690,8 +1712,10 @@ static float min_of(const float *x, int n) {
 
 // What the ratios say about the learning rate, from their numbers.
 static void ratios_say(Chapter *ch, float ratio[RATIO_EPOCHS][RATIO_GROUPS], const float *lr) {
+    // [ratio_per_lr]
     float per_lr[RATIO_EPOCHS]; // the middle block's ratio divided by the learning rate
     for (int e = 0; e < RATIO_EPOCHS; e++) per_lr[e] = ratio[e][1] / lr[e];
+    // [ratio_per_lr]
     const float lo = min_of(per_lr, RATIO_EPOCHS), hi = most_of(per_lr, RATIO_EPOCHS);
     const int peak = ops_index_of_max(lr, RATIO_EPOCHS), last = RATIO_EPOCHS - 1;
     char highest[256];
