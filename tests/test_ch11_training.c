@@ -284,6 +284,39 @@ static void test_the_shipped_model(void) {
     vit_free(&vit);
 }
 
+// Section 6's claims about the film and the layer log, held against the numbers
+// the chapter pinned (which the golden checks against PyTorch).
+static void test_the_film(void) {
+    const float *present = chapter_value("film.present", NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(present);
+    if (present[0] != 1.0f) {
+        printf("\n      note: data/models/vit-fashion.film is not there: nothing to check ");
+        return;
+    }
+    int n = 0;
+    const float *bits = chapter_value("film.bits", &n), *acc = chapter_value("film.accuracy", NULL);
+    const float *chosen = chapter_value("film.chosen", NULL);
+    CU_ASSERT_FATAL(bits && acc && chosen && n == 4);
+    CU_ASSERT(bits[0] > log2(49.0) - 0.05);  // epoch 0: [cls] reads the patches alike
+    CU_ASSERT(bits[n - 1] < bits[0] - 0.5);  // the trained model's map is focused
+    CU_ASSERT(acc[0] < 0.2);                 // the initial weights guess
+    for (int k = 1; k < n; k++) CU_ASSERT(acc[k] > acc[k - 1]);
+    CU_ASSERT(acc[n - 1] >= SHIPPED_FLOOR);  // the last frame is the shipped model
+    CU_ASSERT(chosen[n - 1] == 9.0f);        // and names test image 0, an ankle boot
+    // the update ratio follows the learning rate: the middle block's ratio ÷ rate
+    // within a factor of 4 while the rate spans a factor of 100 and more
+    int m = 0;
+    const float *ratio = chapter_value("layers.ratio", &m), *lr = chapter_value("layers.lr", NULL);
+    CU_ASSERT_FATAL(ratio && lr && m == 6 * 3);
+    float lo = INFINITY, hi = 0, lr_lo = INFINITY, lr_hi = 0;
+    for (int e = 0; e < 6; e++) {
+        const float q = ratio[e * 3 + 1] / lr[e];
+        lo = fminf(lo, q), hi = fmaxf(hi, q), lr_lo = fminf(lr_lo, lr[e]), lr_hi = fmaxf(lr_hi, lr[e]);
+    }
+    CU_ASSERT(lr_hi > 100 * lr_lo);
+    CU_ASSERT(hi < 4 * lo);
+}
+
 /* -------------------------------------------------------------- the probes */
 
 // A model and a run small enough for a dozen replays in a blink, with every part
@@ -713,6 +746,8 @@ CU_TestInfo tests_ch11_training[] = {
     {"the gap between own and new images shrinks with data and augmentation",
      test_the_gap_shrinks_with_data},
     {"the shipped model on the first 1,000 test images", test_the_shipped_model},
+    {"the film: attention even at epoch 0, focused at the end; the ratio follows the rate",
+     test_the_film},
     {"probe: trainer_step is PyTorch's loop body", test_probe_trainer_step},
     {"probe: trainer_step reports the loss, lr, norm and right answers",
      test_probe_trainer_step_reports},
