@@ -14,14 +14,18 @@
  * images until it knows them by heart; reads the training log of the model
  * the project ships and of the experiments beside it; evaluates that model
  * on the first 1,000 test images (the confusion matrix, its mistakes); and
- * asks why a ViT is so hungry for data.
+ * asks why a ViT is so hungry for data. Last, the film of the shipped
+ * model's training: four of its frames (epochs 0, 1, 4, 36) on one test
+ * image and on the first 1,000, and the update ratios of its layer log
+ * beside the learning rate.
  *
  * Every number of the data and of the runs is pinned by name and checked by
  * tests/test_ch11_training.c against tools/gen_golden_ch11.py, which reads
  * the same IDX files in Python and repeats every run in PyTorch (the same
  * shuffles and batches, F.cross_entropy, clip_grad_norm_, torch.optim.AdamW);
  * the logs' numbers are read there with Python's csv module and the shipped
- * model is run there by tools/ref_vit.py. The timings are printed only.
+ * model and its film's frames are run there by tools/ref_vit.py. The
+ * timings are printed only.
  *
  * Run: `build/chapters/11_training`
  */
@@ -43,6 +47,8 @@
 #include "base/tensor.h"
 #include "train/train.h"
 #include "train/cnn_train.h"
+#include "train/film.h"
+#include "explain/rollout.h"
 #include "base/util.h"
 #include "model/vit.h"
 
@@ -1407,6 +1413,388 @@ static void data_hunger(Chapter *ch, Work *w) {
     hunger_cnn(ch, sum, cnn);
 }
 
+/* ------------------------------------------------------------- 6. the film */
+
+// The film's frames the section shows, the test image it follows, and the
+// layer log's epochs and groups it tabulates.
+enum { FILM_FRAMES = 4, FILM_TOP = 5, RATIO_EPOCHS = 6, RATIO_GROUPS = 3 };
+static const int FILM_EPOCH[FILM_FRAMES] = {0, 1, 4, 36};
+static const int FILM_IMAGE = 0; // test image 0, an ankle boot the trained model is sure of
+static const char FILM_DIR[] = "models/vit-fashion.film";
+static const char LAYER_LOG[] = "models/vit-fashion.layers.csv";
+static const char LAYER_HEADER[] = "epoch,step,layer,grad_norm,weight_norm,update_ratio";
+static const int RATIO_EPOCH[RATIO_EPOCHS] = {1, 2, 4, 8, 16, 36};
+static const char *const RATIO_GROUP[RATIO_GROUPS] = {"patch_embed", "blocks.2", "head"};
+
+/// What one frame of the film did on the first TEST_IMAGES and on FILM_IMAGE.
+typedef struct {
+    float accuracy;        // on the first TEST_IMAGES test images
+    int chosen;            // FILM_IMAGE's predicted class
+    float p_chosen, p_true; // its probability, and the true class's
+    int side, heads;       // the frame's patch grid's side (P = side²) and its heads
+    float cls[64];         // the last layer's [cls] attention over the P patches, heads' mean
+    float self;            // what [cls] keeps for itself
+    float bits, top;       // the patch shares' entropy (renormalised to sum 1), the top 5's share
+} FilmFrameResult;
+
+// The entropy in bits of the P shares of a map renormalised to sum 1, and the
+// share of its FILM_TOP largest (of the renormalised map).
+static void map_focus(float *bits, float *top, const float *map, int P) {
+    double sum = 0, h = 0;
+    for (int p = 0; p < P; p++) sum += map[p];
+    for (int p = 0; p < P; p++)
+        if (map[p] > 0) h -= map[p] / sum * log2(map[p] / sum);
+    int order[64];
+    rollout_map_rank(order, map, P);
+    double t = 0;
+    for (int k = 0; k < FILM_TOP && k < P; k++) t += map[order[k]];
+    *bits = (float)h, *top = (float)(t / sum);
+}
+
+// Can the section read this frame: 28×28 grey images, 10 classes, at most 64 patches?
+static bool film_fits(const VitConfig *c, const char *path, VitError *err) {
+    const int G = c->image_size / c->patch_size;
+    if (c->image_size == 28 && c->channels == 1 && c->num_classes == 10 && G * G <= 64)
+        return true;
+    vit_fail(err, VIT_ERR_INPUT, "%s is not a model of 28×28 grey images in 10 classes with "
+             "at most 64 patches", path);
+    return false;
+}
+
+// [film_look]
+// FILM_IMAGE through a frame, recording only the attention probabilities
+// (rollout_record_probs(), as Chapter 12's rollout does): the class chosen, the
+// probabilities, and the last block's [cls] row, the heads' mean.
+static bool film_look(FilmFrameResult *r, Vit *vit, const Dataset *test, float mean, float std,
+                      VitError *err) {
+    const VitConfig *c = &vit->config;
+    const int S = c->image_size, G = S / c->patch_size, N = G * G + 1, Y = c->num_classes;
+    float input[28 * 28], probs[10], row[65]; // film_fits(): 28×28 grey, 10 classes, N ≤ 65
+    int label, idx = FILM_IMAGE;
+    const int shape[4] = {1, 1, S, S};
+    const Tensor x = tensor_view_shape(input, 4, shape); // (1, 1, S, S)
+    dataset_batch(input, &label, test, &idx, 1, mean, std, NULL, NULL);
+    TraceRecorder rec = {0};
+    char name[64];
+    snprintf(name, sizeof name, "blocks.%d.attn.probs", c->depth - 1);
+    const Tensor *t = NULL; // (1, H, N, N)
+    if (vit_forward(vit, &x, rollout_record_probs, &rec, err) == VIT_OK &&
+        !(t = trace_find(&rec, name)))
+        vit_fail(err, VIT_ERR_INPUT, "no %s in the trace", name);
+    if (t) {
+        softmax(probs, vit_logits(vit).data, 1, Y);
+        r->chosen = ops_index_of_max(probs, Y);
+        r->p_chosen = probs[r->chosen], r->p_true = probs[label];
+        attention_cls_row(row, t->data, c->heads, N, -1, FUSE_MEAN); // (N): [cls], the patches
+        r->self = row[0], r->side = G, r->heads = c->heads;
+        memcpy(r->cls, row + 1, sizeof(float) * (size_t)(N - 1));
+        map_focus(&r->bits, &r->top, r->cls, N - 1);
+    }
+    trace_recorder_free(&rec);
+    return t != NULL;
+}
+// [film_look]
+
+// [film_frame]
+// One frame of the film, loaded as any model file is: its accuracy on `slice`
+// (the first TEST_IMAGES test images), and what it makes of FILM_IMAGE.
+static bool film_frame(FilmFrameResult *r, const char *path, const Dataset *test,
+                       const Dataset *slice, VitError *err) {
+    Vit vit;
+    if (vit_build(&vit, path, err) != VIT_OK) return false;
+    float mean, std;
+    model_norm(&vit, &mean, &std); // the frame's metadata: the normalisation it trained with
+    EvalResult e;
+    bool ok = film_fits(&vit.config, path, err) &&
+              eval_run(&vit, slice, mean, std, 50, &e, err) == VIT_OK;
+    if (ok) r->accuracy = (float)eval_accuracy(&e), eval_free(&e);
+    ok = ok && film_look(r, &vit, test, mean, std, err);
+    vit_free(&vit);
+    return ok;
+}
+// [film_frame]
+
+static float most_of(const float *x, int n) {
+    float m = x[0];
+    for (int i = 1; i < n; i++) m = fmaxf(m, x[i]);
+    return m;
+}
+
+// Two frames' maps side by side, each as percent of [cls]'s attention laid out on the
+// G×G patch grid (as Chapter 12 prints its maps), under their captions.
+static void film_grids(Chapter *ch, const FilmFrameResult *f, const int *epoch, int G) {
+    char line[256];
+    ch_line(ch, "    epoch %-*d    epoch %d", 6 * G - 6, epoch[0], epoch[1]);
+    for (int y = 0; y < G; y++) {
+        int at = snprintf(line, sizeof line, "   ");
+        for (int k = 0; k < 2; k++, at += snprintf(line + at, sizeof line - (size_t)at, "   "))
+            for (int x = 0; x < G; x++)
+                at += snprintf(line + at, sizeof line - (size_t)at, " %5.1f",
+                               100 * (double)f[k].cls[y * G + x]);
+        while (at > 0 && line[at - 1] == ' ') line[--at] = '\0';
+        ch_line(ch, "%s", line);
+    }
+    ch_line(ch, "%s", "");
+}
+
+// The update ratios of RATIO_GROUP at RATIO_EPOCH from the layer log (NAN where a
+// row is missing); false with the reason in why when it cannot be read.
+static bool layer_ratios(float ratio[RATIO_EPOCHS][RATIO_GROUPS], const char *path, char *why,
+                         size_t size) {
+    char *text, esc[256];
+    size_t bytes;
+    VitError err;
+    if (file_read_all(&text, &bytes, path, (size_t)LOG_MAX_ROWS * 16 * 128, "a layer log",
+                      &err) != VIT_OK) {
+        snprintf(why, size, "%s", vit_escape(esc, sizeof esc, err.msg));
+        return false;
+    }
+    for (int e = 0; e < RATIO_EPOCHS; e++)
+        for (int g = 0; g < RATIO_GROUPS; g++) ratio[e][g] = NAN;
+    const bool ok = strncmp(text, LAYER_HEADER, strlen(LAYER_HEADER)) == 0;
+    if (!ok) snprintf(why, size, "its first line is not \"%s\"", LAYER_HEADER);
+    // each row: epoch,step,layer,grad_norm,weight_norm,update_ratio
+    for (char *line = ok ? strchr(text, '\n') : NULL; line && *++line; line = strchr(line, '\n')) {
+        char group[32];
+        int epoch;
+        double grad, weight, r;
+        if (sscanf(line, "%d,%*d,%31[^,],%lf,%lf,%lf", &epoch, group, &grad, &weight, &r) != 5)
+            continue;
+        for (int e = 0; e < RATIO_EPOCHS; e++)
+            for (int g = 0; g < RATIO_GROUPS; g++)
+                if (epoch == RATIO_EPOCH[e] && strcmp(group, RATIO_GROUP[g]) == 0 && isfinite(r))
+                    ratio[e][g] = (float)r;
+    }
+    free(text);
+    return ok;
+}
+
+// What the four frames show, said from their numbers.
+static void film_says(Chapter *ch, const FilmFrameResult *f, double uniform, int t) {
+    int right = -1, sharpest = 0; // the first frame that names the image, the most focused map
+    for (int k = FILM_FRAMES - 1; k >= 0; k--)
+        if (f[k].chosen == t) right = k;
+    for (int k = 1; k < FILM_FRAMES; k++)
+        if (f[k].bits < f[sharpest].bits) sharpest = k;
+    const int last = FILM_FRAMES - 1;
+    char named[200], after[80] = "";
+    if (right < 0) snprintf(named, sizeof named, "No frame names the image.");
+    else if (right == 0) snprintf(named, sizeof named, "Even the initial weights name the image.");
+    else
+        snprintf(named, sizeof named, "The frame of epoch %d is the first of the four to name "
+                 "the image; epoch %d chose %s.", FILM_EPOCH[right], FILM_EPOCH[right - 1],
+                 DATASET_FASHION_MNIST_CLASSES[f[right - 1].chosen]);
+    if (sharpest != last)
+        snprintf(after, sizeof after, ", and %s by epoch %d (%.2f bits)",
+                 f[last].bits - f[sharpest].bits < 0.5 ? "a little broader again" : "broader again",
+                 FILM_EPOCH[last], (double)f[last].bits);
+    ch_say(ch, "At epoch 0 the attention is %s: %.2f bits against the uniform %.2f, and the "
+               "top %d patches hold %.1f%%. The initial weights are small, so every score "
+               "q·k is near 0 and softmax spreads [cls] evenly; the accuracy, %.1f%%, is %s. "
+               "After epoch %d it is %.1f%%, after epoch %d %.1f%%, after epoch %d %.1f%%. %s "
+               "The map is most focused at epoch %d (%.2f bits, the top %d holding %.1f%%)%s. "
+               "Where [cls] reads is not yet why the model answers: Chapter 12 tests how far "
+               "such maps point at what the answer rests on.",
+           fabs(f[0].bits - uniform) < 0.05 ? "all but uniform" : "already uneven",
+           (double)f[0].bits, uniform, FILM_TOP, 100 * (double)f[0].top,
+           100 * (double)f[0].accuracy,
+           fabsf(f[0].accuracy - 0.1f) < 0.03f ? "about what guessing one of ten gives"
+                                               : "not what guessing one of ten gives",
+           FILM_EPOCH[1], 100 * (double)f[1].accuracy, FILM_EPOCH[2], 100 * (double)f[2].accuracy,
+           FILM_EPOCH[last], 100 * (double)f[last].accuracy, named, FILM_EPOCH[sharpest],
+           (double)f[sharpest].bits, FILM_TOP, 100 * (double)f[sharpest].top, after);
+}
+
+// The film's FILM_FRAMES frames, each run on the first TEST_IMAGES test images and
+// on FILM_IMAGE; false, said in the chapter, when one cannot be.
+static bool film_run(Chapter *ch, FilmFrameResult *f, const Work *w) {
+    char dir[1024];
+    vit_data_path(dir, sizeof dir, FILM_DIR);
+    const Dataset slice = dataset_slice(&w->test, 0, TEST_IMAGES);
+    VitError err = {0};
+    bool ok = true;
+    for (int k = 0; ok && k < FILM_FRAMES; k++) {
+        char *path = film_frame_path(dir, FILM_EPOCH[k]);
+        ok = access(path, F_OK) == 0 && film_frame(&f[k], path, &w->test, &slice, &err);
+        free(path);
+    }
+    ch_value(ch, "film.present", ok ? 1.0f : 0.0f);
+    if (!ok) {
+        char esc[256];
+        ch_say(ch, "data/%s, the film of the shipped model's training, cannot be read (%s): "
+                   "this part is skipped.", FILM_DIR,
+               err.msg[0] ? vit_escape(esc, sizeof esc, err.msg) : "a frame is missing");
+    }
+    return ok;
+}
+
+// Every number of the frames, pinned by name: a row of FILM_FRAMES each, the maps (FILM_FRAMES, P).
+static void film_pin(Chapter *ch, const FilmFrameResult *f, float *cls) {
+    const int P = f[0].side * f[0].side;
+    float col[9][FILM_FRAMES];
+    for (int k = 0; k < FILM_FRAMES; k++) {
+        const float row[9] = {(float)FILM_EPOCH[k], f[k].accuracy, (float)f[k].chosen,
+                              f[k].p_chosen, f[k].p_true, f[k].self, f[k].bits, f[k].top};
+        for (int c = 0; c < 8; c++) col[c][k] = row[c];
+        memcpy(cls + k * P, f[k].cls, sizeof(float) * (size_t)P);
+    }
+    static const char *const NAME[8] = {"epoch", "accuracy", "chosen", "p_chosen",
+                                        "p_true", "self", "bits", "top5"};
+    for (int c = 0; c < 8; c++) pin_rowf(ch, col[c], FILM_FRAMES, "film.%s", NAME[c]);
+    pin_row(ch, "film.cls", cls, FILM_FRAMES * P);
+}
+
+// What the section measures on each frame, and the table of it.
+static void film_table(Chapter *ch, const FilmFrameResult *f, int t) {
+    const int P = f[0].side * f[0].side;
+    float lo = 1, hi = 0; // [cls] reading itself, over the frames
+    for (int k = 0; k < FILM_FRAMES; k++) lo = fminf(lo, f[k].self), hi = fmaxf(hi, f[k].self);
+    ch_say(ch, "`vit train --film` kept the model as it was at epoch 0 (the initial weights), "
+               "1, 2, 4, 8, 16, 32 and 36, in data/%s/: each frame is a model file, and "
+               "vit_build() loads it as it loads the model. Four of them, on test image %d, "
+               "of class %s, and on the first %s test images. For the image: the class the "
+               "frame chose and its probability, the true class's probability, and where the "
+               "last block's [cls] reads (its attention over the %d patches, the %d heads' "
+               "mean, as Chapter 12 reads it). How focused that is, in two numbers: its "
+               "entropy in bits, with the %d shares divided by their sum (the rest of the "
+               "row, [cls] reading itself, is %.1f%% to %.1f%% in these frames), where "
+               "log2 %d = %.2f bits is uniform and lower is more focused; and the share of "
+               "its %d largest patches (%d/%d = %.1f%% when uniform):",
+           FILM_DIR, FILM_IMAGE, DATASET_FASHION_MNIST_CLASSES[t], th(TEST_IMAGES), P,
+           f[0].heads, P, 100 * (double)lo, 100 * (double)hi, P, log2(P), FILM_TOP, FILM_TOP,
+           P, 100.0 * FILM_TOP / P);
+    ch_line(ch, "    epoch  chosen        p(chosen)  p(%s)  entropy  top %d  accuracy",
+            DATASET_FASHION_MNIST_CLASSES[t], FILM_TOP);
+    for (int k = 0; k < FILM_FRAMES; k++)
+        ch_line(ch, "    %5d  %-12s  %8.1f%%  %*.1f%%  %5.2f b  %5.1f%%  %7.1f%%", FILM_EPOCH[k],
+                DATASET_FASHION_MNIST_CLASSES[f[k].chosen], 100 * (double)f[k].p_chosen,
+                (int)strlen(DATASET_FASHION_MNIST_CLASSES[t]) + 2, 100 * (double)f[k].p_true,
+                (double)f[k].bits, 100 * (double)f[k].top, 100 * (double)f[k].accuracy);
+    ch_line(ch, "%s", "");
+}
+
+// The image, then the frames' maps two by two.
+static void film_maps(Chapter *ch, const Work *w, const FilmFrameResult *f, const float *cls,
+                      int t) {
+    const int G = f[0].side, P = G * G, S = w->test.size;
+    float *img = vit_malloc(sizeof(float) * (size_t)S * S);
+    const float *shown_img[1] = {img};
+    char caption[1][2][40];
+    image_values(img, &w->test, FILM_IMAGE);
+    snprintf(caption[0][0], 40, "test %d:", FILM_IMAGE);
+    snprintf(caption[0][1], 40, "%s", DATASET_FASHION_MNIST_CLASSES[t]);
+    ch_say(ch, "The image, and each frame's map: the percent of [cls]'s attention on each "
+               "patch, laid out as the patches are on the %d×%d grid (reading all %d tokens "
+               "alike would give each %.1f%%; the largest share of the four maps is %.1f%%):",
+           G, G, P + 1, 100.0 / (P + 1), 100 * (double)most_of(cls, FILM_FRAMES * P));
+    draw_row(ch, shown_img, caption, 1, S);
+    free(img);
+    for (int k = 0; k + 1 < FILM_FRAMES; k += 2) film_grids(ch, f + k, FILM_EPOCH + k, G);
+}
+
+static void film_frames(Chapter *ch, Work *w) {
+    FilmFrameResult f[FILM_FRAMES] = {{0}};
+    if (!film_run(ch, f, w)) return;
+    const int t = w->test.labels[FILM_IMAGE];
+    float *cls = vit_malloc(sizeof(float) * FILM_FRAMES * (size_t)(f[0].side * f[0].side));
+    film_pin(ch, f, cls);
+    film_table(ch, f, t);
+    film_maps(ch, w, f, cls, t);
+    free(cls);
+    film_says(ch, f, log2(f[0].side * f[0].side), t);
+}
+
+static float min_of(const float *x, int n) {
+    float m = x[0];
+    for (int i = 1; i < n; i++) m = fminf(m, x[i]);
+    return m;
+}
+
+// What the ratios say about the learning rate, from their numbers.
+static void ratios_say(Chapter *ch, float ratio[RATIO_EPOCHS][RATIO_GROUPS], const float *lr) {
+    // [ratio_per_lr]
+    float per_lr[RATIO_EPOCHS]; // the middle block's ratio divided by the learning rate
+    for (int e = 0; e < RATIO_EPOCHS; e++) per_lr[e] = ratio[e][1] / lr[e];
+    // [ratio_per_lr]
+    const float lo = min_of(per_lr, RATIO_EPOCHS), hi = most_of(per_lr, RATIO_EPOCHS);
+    const int peak = ops_index_of_max(lr, RATIO_EPOCHS), last = RATIO_EPOCHS - 1;
+    char highest[256];
+    int at = 0;
+    for (int g = 0; g < RATIO_GROUPS; g++) {
+        float col[RATIO_EPOCHS];
+        for (int e = 0; e < RATIO_EPOCHS; e++) col[e] = ratio[e][g];
+        at += snprintf(highest + at, sizeof highest - (size_t)at, "%s%d for %s",
+                       g == 0 ? "" : g == RATIO_GROUPS - 1 ? " and " : ", ",
+                       RATIO_EPOCH[ops_index_of_max(col, RATIO_EPOCHS)], RATIO_GROUP[g]);
+    }
+    ch_say(ch, "While the learning rate goes from %.2e (epoch %d) to %.2e (epoch %d), a "
+               "factor of %.0f, %s's ratio divided by it stays between %.2f and %.2f: the "
+               "ratio %s the learning rate, up through the warm-up and down the cosine. "
+               "AdamW divides each gradient by its own running size, so a step moves each "
+               "weight by about the learning rate, whatever the gradient's scale. Among the "
+               "six epochs, the ratio is highest at epoch %s.",
+           (double)lr[peak], RATIO_EPOCH[peak], (double)lr[last], RATIO_EPOCH[last],
+           (double)(lr[peak] / lr[last]), RATIO_GROUP[1], (double)lo, (double)hi,
+           hi < 4 * lo ? "follows" : "only loosely follows", highest);
+    ch_say(ch, "So a ratio is healthy or not only beside the learning rate. At epoch %d, at "
+               "the peak rate, the three groups move %.1e to %.1e of their size per step; at "
+               "epoch %d, %.1e to %.1e, the largest %.0f times below: the steps have all but "
+               "stopped, as the schedule means them to. The warnings are a group far from its "
+               "neighbours at the same epoch, or one near 0 while the rate is still high.",
+           RATIO_EPOCH[peak], (double)min_of(ratio[peak], RATIO_GROUPS),
+           (double)most_of(ratio[peak], RATIO_GROUPS), RATIO_EPOCH[last],
+           (double)min_of(ratio[last], RATIO_GROUPS), (double)most_of(ratio[last], RATIO_GROUPS),
+           (double)(most_of(ratio[peak], RATIO_GROUPS) / most_of(ratio[last], RATIO_GROUPS)));
+}
+
+// The update ratios of a few groups at a few epochs, beside the learning rate.
+static void update_ratios(Chapter *ch) {
+    char path[1024], shown[160], why[512];
+    snprintf(shown, sizeof shown, "data/%s", LAYER_LOG);
+    float ratio[RATIO_EPOCHS][RATIO_GROUPS], lr[RATIO_EPOCHS];
+    bool ok = layer_ratios(ratio, vit_data_path(path, sizeof path, LAYER_LOG), why, sizeof why);
+    TrainLog log = {0};
+    char log_shown[160];
+    snprintf(log_shown, sizeof log_shown, "data/%s", LOG_FILE);
+    ok = ok && log_read(&log, vit_data_path(path, sizeof path, LOG_FILE), log_shown, why, sizeof why);
+    for (int e = 0; ok && e < RATIO_EPOCHS; e++) {
+        lr[e] = NAN;
+        for (int r = 0; r < log.rows; r++)
+            if ((int)log.v[r][L_EPOCH] == RATIO_EPOCH[e]) lr[e] = (float)log.v[r][L_LR];
+        for (int g = 0; g < RATIO_GROUPS; g++) ok &= isfinite(ratio[e][g]) && isfinite(lr[e]);
+        if (!ok) snprintf(why, sizeof why, "epoch %d is not in both logs", RATIO_EPOCH[e]);
+    }
+    free(log.v);
+    ch_value(ch, "layers.present", ok ? 1.0f : 0.0f);
+    if (!ok) {
+        ch_say(ch, "%s cannot be read (%s): the update ratios are skipped.", shown, why);
+        return;
+    }
+    pin_row(ch, "layers.ratio", &ratio[0][0], RATIO_EPOCHS * RATIO_GROUPS);
+    pin_row(ch, "layers.lr", lr, RATIO_EPOCHS);
+    ch_say(ch, "The film shows what changed; %s says how fast. For each epoch and layer group "
+               "it holds the mean over the epoch's steps of the update ratio ‖Δθ‖/‖θ‖: how far "
+               "one AdamW step moved the group's weights, as a fraction of their size. Three "
+               "groups, beside the learning rate of the epoch's last step (from %s), and "
+               "which of the three moved most:",
+           shown, log_shown);
+    ch_line(ch, "    epoch  learning rate  %11s  %11s  %11s   most", RATIO_GROUP[0],
+            RATIO_GROUP[1], RATIO_GROUP[2]);
+    for (int e = 0; e < RATIO_EPOCHS; e++) {
+        const int most = ops_index_of_max(ratio[e], RATIO_GROUPS);
+        ch_line(ch, "    %5d  %13.2e  %11.2e  %11.2e  %11.2e   %s", RATIO_EPOCH[e], (double)lr[e],
+                (double)ratio[e][0], (double)ratio[e][1], (double)ratio[e][2], RATIO_GROUP[most]);
+    }
+    ch_line(ch, "%s", "");
+    ratios_say(ch, ratio, lr);
+}
+
+static void the_film(Chapter *ch, Work *w) {
+    ch_section(ch, "6. The film: the shipped model as it learned");
+    film_frames(ch, w);
+    update_ratios(ch);
+}
+
 static void whats_next(Chapter *ch) {
     ch_section(ch, "What's next");
     ch_say(ch, "The model is trained; what did it learn? Chapter 12 opens it up: which "
@@ -1421,8 +1809,9 @@ void chapter11_run(Chapter *ch) {
                "clip, AdamW at the schedule's learning rate, thousands of times, with an "
                "eye on images the model never trains on. This chapter looks at the data, "
                "trains a tiny ViT for a few seconds and watches it learn and then overfit, "
-               "reads the log of the model the project trained, tests that model, and asks "
-               "why a ViT needs so many images.");
+               "reads the log of the model the project trained, tests that model, asks "
+               "why a ViT needs so many images, and watches that model learn through the "
+               "film its training kept.");
     // One thread: the tiny runs gain nothing from two, and with one every number of
     // the runs is the same whatever the machine's core count (train.h).
     const int threads = vit_get_threads();
@@ -1449,6 +1838,7 @@ void chapter11_run(Chapter *ch) {
     the_shipped_curve(ch);
     the_trained_model(ch, &w);
     data_hunger(ch, &w);
+    the_film(ch, &w);
     whats_next(ch);
 
     dataset_free(&w.all);

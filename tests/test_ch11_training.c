@@ -11,7 +11,8 @@
  * the data and of the chapter's runs, each run repeated in PyTorch by
  * tools/gen_golden_ch11.py. ch11_shipped.safetensors holds the numbers of
  * data/models (the shipped model's training log, the experiments' logs, the
- * model on the test images) as they were when it was made; it is checked when
+ * model on the test images, four frames of its film and its layer log) as
+ * they were when it was made; it is checked when
  * data/models still holds the same files, and otherwise the test says that
  * it must be made again, and checks the rest.
  *
@@ -87,7 +88,8 @@ static const float *chapter_value(const char *name, int *n) {
 
 // The values that come from data/models, checked against ch11_shipped.safetensors.
 static bool shipped_name(const char *name) {
-    static const char *const prefixes[] = {"log.", "experiment", "model.", "test.", "mistakes."};
+    static const char *const prefixes[] = {"log.",  "experiment", "model.", "test.",
+                                            "mistakes.", "film.", "layers."};
     for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
         if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0) return true;
     return false;
@@ -152,9 +154,14 @@ static void test_chapter_matches_pytorch(void) {
     const float log = golden_scalar(&r.shipped, "log.present");
     const float model = golden_scalar(&r.shipped, "model.present");
     const float experiments = golden_scalar(&r.shipped, "experiments.count");
+    const float film = golden_scalar(&r.shipped, "film.present");
+    const bool frames = data_file("models/vit-fashion.film/epoch-000.safetensors") &&
+                        data_file("models/vit-fashion.film/epoch-001.safetensors") &&
+                        data_file("models/vit-fashion.film/epoch-004.safetensors") &&
+                        data_file("models/vit-fashion.film/epoch-036.safetensors");
     r.check_shipped = log == (data_file("models/vit-fashion.csv") ? 1.0f : 0.0f) &&
                       model == (data_file("models/vit-fashion.safetensors") ? 1.0f : 0.0f) &&
-                      experiments == (float)experiment_files();
+                      experiments == (float)experiment_files() && film == (frames ? 1.0f : 0.0f);
     if (!r.check_shipped)
         printf("\n      note: data/models is not what tests/golden/ch11_shipped.safetensors "
                "was made from (a log, the model or an experiment came or went): its numbers "
@@ -275,6 +282,39 @@ static void test_the_shipped_model(void) {
     eval_free(&r);
     dataset_free(&test);
     vit_free(&vit);
+}
+
+// Section 6's claims about the film and the layer log, held against the numbers
+// the chapter pinned (which the golden checks against PyTorch).
+static void test_the_film(void) {
+    const float *present = chapter_value("film.present", NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(present);
+    if (present[0] != 1.0f) {
+        printf("\n      note: data/models/vit-fashion.film is not there: nothing to check ");
+        return;
+    }
+    int n = 0;
+    const float *bits = chapter_value("film.bits", &n), *acc = chapter_value("film.accuracy", NULL);
+    const float *chosen = chapter_value("film.chosen", NULL);
+    CU_ASSERT_FATAL(bits && acc && chosen && n == 4);
+    CU_ASSERT(bits[0] > log2(49.0) - 0.05);  // epoch 0: [cls] reads the patches alike
+    CU_ASSERT(bits[n - 1] < bits[0] - 0.5);  // the trained model's map is focused
+    CU_ASSERT(acc[0] < 0.2);                 // the initial weights guess
+    for (int k = 1; k < n; k++) CU_ASSERT(acc[k] > acc[k - 1]);
+    CU_ASSERT(acc[n - 1] >= SHIPPED_FLOOR);  // the last frame is the shipped model
+    CU_ASSERT(chosen[n - 1] == 9.0f);        // and names test image 0, an ankle boot
+    // the update ratio follows the learning rate: the middle block's ratio ÷ rate
+    // within a factor of 4 while the rate spans a factor of 100 and more
+    int m = 0;
+    const float *ratio = chapter_value("layers.ratio", &m), *lr = chapter_value("layers.lr", NULL);
+    CU_ASSERT_FATAL(ratio && lr && m == 6 * 3);
+    float lo = INFINITY, hi = 0, lr_lo = INFINITY, lr_hi = 0;
+    for (int e = 0; e < 6; e++) {
+        const float q = ratio[e * 3 + 1] / lr[e];
+        lo = fminf(lo, q), hi = fmaxf(hi, q), lr_lo = fminf(lr_lo, lr[e]), lr_hi = fmaxf(lr_hi, lr[e]);
+    }
+    CU_ASSERT(lr_hi > 100 * lr_lo);
+    CU_ASSERT(hi < 4 * lo);
 }
 
 /* -------------------------------------------------------------- the probes */
@@ -706,6 +746,8 @@ CU_TestInfo tests_ch11_training[] = {
     {"the gap between own and new images shrinks with data and augmentation",
      test_the_gap_shrinks_with_data},
     {"the shipped model on the first 1,000 test images", test_the_shipped_model},
+    {"the film: attention even at epoch 0, focused at the end; the ratio follows the rate",
+     test_the_film},
     {"probe: trainer_step is PyTorch's loop body", test_probe_trainer_step},
     {"probe: trainer_step reports the loss, lr, norm and right answers",
      test_probe_trainer_step_reports},

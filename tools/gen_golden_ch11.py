@@ -29,7 +29,11 @@ script computes each one again, independently, under the same name:
   * the logs (data/models/vit-fashion.csv and data/models/experiments/*.csv), when
     they are there, read with Python's csv module;
   * the shipped model (data/models/vit-fashion.safetensors), when it is there,
-    run by tools/ref_vit.py in float64 on the first 1,000 test images.
+    run by tools/ref_vit.py in float64 on the first 1,000 test images;
+  * its film (data/models/vit-fashion.film/, epochs 0, 1, 4 and 36), each frame
+    run the same way, with the last block's attention probabilities from
+    ref_vit.py's record; and its layer log (vit-fashion.layers.csv), read with
+    the csv module.
 
 The logs and the model are data/'s (VIT_DATA_DIR, as the C code reads it,
 else the source tree's data/). ch11_shipped records what was there
@@ -85,6 +89,11 @@ SIZES = 4  # RUNS[:SIZES]: more and more images, the CNN's runs too
 SMALL_CNN = (8, 20)  # the CNN's channels (chapters/11_training.c's SMALL_CNN)
 RUNS = [(128, False, 8), (512, False, 12), (2048, False, 1), (6144, False, 1), (512, True, 12)]
 TEST_IMAGES, MISTAKES = 1000, 4
+# Section 6: the film's frames shown, the test image they are shown on, the share
+# of the top patches, and the layer log's epochs and groups tabulated
+FILM_EPOCHS, FILM_IMAGE, FILM_TOP = [0, 1, 4, 36], 0, 5
+RATIO_EPOCHS, RATIO_GROUPS = [1, 2, 4, 8, 16, 36], ["patch_embed", "blocks.2", "head"]
+LAYER_COLUMNS = ["epoch", "step", "layer", "grad_norm", "weight_norm", "update_ratio"]
 LOG_COLUMNS = ["epoch", "step", "lr", "train_loss", "train_acc", "val_loss", "val_acc",
                "seconds", "images_per_s"]
 LOG_PINNED = ["epoch", "step", "lr", "train_loss", "train_acc", "val_loss", "val_acc"]
@@ -574,6 +583,81 @@ def pins_of_the_model(g, tol, test_x, test_y):
     g["model.pos_cos_near_init"], g["model.pos_cos_far_init"] = torch.tensor(near0), torch.tensor(far0)
 
 
+def film_frame(path, test_x, test_y):
+    """One frame of the film in float64: its accuracy on the first TEST_IMAGES test
+    images, and for FILM_IMAGE the class chosen, its probability, the true class's,
+    and the last block's [cls] row of attention, the heads' mean: ([cls], patches)."""
+    model = RefViT.from_safetensors(path).double()
+    meta = stio.load(path)[1]
+    table = lut(float(meta.get("mean", MEAN)), float(meta.get("std", STD)))
+    x = torch.from_numpy(batch(test_x, range(TEST_IMAGES), table)).double()
+    probs = {}
+    with torch.no_grad():
+        z = model(x, lambda name, t: probs.__setitem__(name, t) if name.endswith("attn.probs")
+                  else None)
+    top2 = torch.topk(z, 2, dim=1).values
+    gap = top2[:, 0] - top2[:, 1]
+    assert float(gap[FILM_IMAGE]) > 1e-4, f"{path}: the image's two best classes tie"
+    ties = int((gap < 1e-4).sum())  # images whose choice float32 may make otherwise
+    accuracy = float((z.argmax(dim=1) == torch.from_numpy(test_y[:TEST_IMAGES])).double().mean())
+    p = torch.softmax(z[FILM_IMAGE], dim=0)
+    last = probs[f"blocks.{len(model.blocks) - 1}.attn.probs"][FILM_IMAGE]  # (H, N, N)
+    row = last.mean(dim=0)[0]  # (N): [cls] reading [cls], then the patches
+    return accuracy, int(p.argmax()), float(p.max()), float(p[test_y[FILM_IMAGE]]), row, ties
+
+
+def pins_of_the_film(g, tol, test_x, test_y):
+    """Section 6's first part: four frames of data/models/vit-fashion.film/."""
+    folder = os.path.join(data_dir(), "models", "vit-fashion.film")
+    paths = [os.path.join(folder, f"epoch-{e:03d}.safetensors") for e in FILM_EPOCHS]
+    present = all(os.path.exists(p) for p in paths)
+    g["film.present"] = torch.tensor(1.0 if present else 0.0)
+    if not present:
+        return
+    frames = [film_frame(p, test_x, test_y) for p in paths]
+    g["film.epoch"] = torch.tensor([float(e) for e in FILM_EPOCHS])
+    for i, name in enumerate(["accuracy", "chosen", "p_chosen", "p_true"]):
+        g[f"film.{name}"] = torch.tensor([float(f[i]) for f in frames])
+    rows = [f[4] for f in frames]
+    g["film.cls"] = torch.cat([r[1:] for r in rows]).float()
+    g["film.self"] = torch.tensor([float(r[0]) for r in rows])
+    shares = [r[1:] / r[1:].sum() for r in rows]  # the patches' shares renormalised to sum 1
+    g["film.bits"] = torch.tensor([float(-(s * torch.log2(s)).sum()) for s in shares])
+    g["film.top5"] = torch.tensor([float(s.sort(descending=True).values[:FILM_TOP].sum())
+                                   for s in shares])
+    for name in ["p_chosen", "p_true", "cls", "self", "bits", "top5"]:
+        tol[f"film.{name}"] = MODEL_TOL
+    # The initial weights' logits are all near 0: at epoch 0 one of the 1,000
+    # images has its two best classes 1.2e-5 apart, where float32 may choose the
+    # other. The accuracy may differ by one image per such near tie, no more.
+    tol["film.accuracy"] = (max(f[5] for f in frames) / TEST_IMAGES + 1e-6, 0.0)
+
+
+def pins_of_the_layer_log(g):
+    """Section 6's second part: update ratios from data/models/vit-fashion.layers.csv,
+    and each epoch's learning rate from data/models/vit-fashion.csv."""
+    path = os.path.join(data_dir(), "models", "vit-fashion.layers.csv")
+    log = read_log(os.path.join(data_dir(), "models", "vit-fashion.csv"))
+    ratio = {}
+    try:
+        with open(path, newline="") as f:
+            rows = list(csv.reader(f))
+        if rows and rows[0] == LAYER_COLUMNS:
+            for r in rows[1:]:
+                if len(r) == len(LAYER_COLUMNS):
+                    ratio[(int(r[0]), r[2])] = float(r[5])
+    except OSError:
+        pass
+    lr = {int(e): v for e, v in zip(log["epoch"], log["lr"])} if log else {}
+    present = all((e, grp) in ratio for e in RATIO_EPOCHS for grp in RATIO_GROUPS) and \
+        all(e in lr for e in RATIO_EPOCHS)
+    g["layers.present"] = torch.tensor(1.0 if present else 0.0)
+    if present:
+        g["layers.ratio"] = torch.tensor([ratio[(e, grp)] for e in RATIO_EPOCHS
+                                          for grp in RATIO_GROUPS])
+        g["layers.lr"] = torch.tensor([lr[e] for e in RATIO_EPOCHS])
+
+
 @golden
 def ch11_training():
     """Chapter 11's data and runs: every number that depends on Fashion-MNIST alone."""
@@ -598,6 +682,8 @@ def ch11_shipped():
     g, tol = {}, {}
     pins_of_the_logs(g)
     pins_of_the_model(g, tol, test_x, test_y)
+    pins_of_the_film(g, tol, test_x, test_y)
+    pins_of_the_layer_log(g)
     g = {k: v.float().contiguous() for k, v in g.items()}
     meta = {"data": "data/models (VIT_DATA_DIR when set)",
             "reference": "Python's csv module; tools/ref_vit.py in float64"}
