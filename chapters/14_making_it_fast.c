@@ -581,7 +581,8 @@ static void packing(Chapter *ch, Work *w) {
 
 // The largest block each cache allows, Goto and van de Geijn's rule: a kc × NR
 // sliver of b in half of L1 (the a sliver streams through the other half), an
-// mc × kc block of a in half of L2, a kc × nc panel of b in half of L3; 0 when
+// mc × kc block of a in half of L2; and BLIS's third level, a kc × nc panel of
+// b in half of L3; 0 when
 // the machine does not say the cache's size.
 // [block_bounds]
 static long bound_in(long cache_bytes, long floats_per_unit) {
@@ -609,8 +610,8 @@ static void block_sizes(Chapter *ch) {
                "GotoBLAS, then OpenBLAS and BLIS) reads it off the caches: the micro-kernel "
                "keeps one kc × NR sliver of b in L1 while slivers of a stream past it, so "
                "kc · NR floats should fill about half of L1; the mc × kc block of a those "
-               "slivers come from should fill about half of L2; and the kc × nc panel of b, "
-               "about half of L3. For lib's \"%s\" kernel (a %d × %d tile, NR = %d) and this "
+               "slivers come from should fill about half of L2; and BLIS, which added a "
+               "third level, puts the kc × nc panel of b in about half of L3. For lib's \"%s\" kernel (a %d × %d tile, NR = %d) and this "
                "machine's caches, the largest each rule allows, beside lib's sizes "
                "(lib/gemm/gemm.h):", gemm_tiled_kernel(), mr, nr, nr);
     ch_line(ch, "    %-12s %-24s %12s %6s", "block", "rule", "this machine", "lib");
