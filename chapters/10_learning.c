@@ -357,7 +357,7 @@ static void through_a_head(Chapter *ch) {
     }
     ch_say(ch, "Step 2, back through the softmax, row by row (Section 3 derives it): "
                "dscaled_ij = p_ij·(dprobs_ij − Σ_k p_ik·dprobs_ik). Every row of dscaled "
-               "sums to 0 (the largest row sum here is %.1e): adding one number to a "
+               "sums to 0; the largest row sum here is %.1e. Adding one number to a "
                "whole row of scores changes no probability, so no gradient points that "
                "way.", ch_value(ch, "dscaled_max_row_sum", max_abs(row_sum, HN)));
     show(ch, "dscaled", dscaled, HN, HN);

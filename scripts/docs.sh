@@ -111,20 +111,36 @@ split_sections() { # OUT/NN_name FILE: the sections of FILE, named after OUT/NN_
 # boxes_only OUT/NN_name: what the page's boxes show of the capture
 # OUT/NN_name.raw, whose prose lines (ch_say()) start with the record
 # separator (VIT_CHAPTER_PROSE=marked). The page carries the explanation, so
-# a paragraph of prose stays out of the boxes unless it gives a measured value
-# (a number with a decimal point, an exponent or a percent sign: a value the
-# page's prose reads); tables, matrices and values stay. The whole transcript,
+# of the prose a box keeps only the sentences that give a measured value (a
+# number with a decimal point, an exponent or a percent sign: a value the
+# page's prose reads), rewrapped; tables, matrices and values stay. The whole transcript,
 # prose included, is OUT/NN_name.txt (the book's numbers are checked against
 # it, scripts/docs-numbers.sh). Runs of blank lines left behind become one.
 # "What's next" is the program's own text, which the page does not say
 # again: it stays whole.
 boxes_only() {
     awk -v mark="$(printf '\036')" '
-        function flush(   i, keep) {
-            keep = para ~ /[0-9]\.[0-9]|[0-9]e[-+]?[0-9]|[0-9] ?%/
-            for (i = 0; keep && i < np; i++) out(lines[i])
-            if (keep) out("")
+        function has_value(t) { return t ~ /[0-9]\.[0-9]|[0-9]e[-+]?[0-9]|[0-9] ?%/ }
+        # the sentences of the paragraph that give a value, wrapped at 78 columns
+        function flush(   rest, cut, sentence, kept, k, words, i, line) {
+            rest = para; kept = ""
+            while (rest != "") {
+                # a sentence ends at . ! ? (and a closing bracket) before a space and a capital
+                if (match(rest, /[.!?][)]? [A-Z(]/)) {
+                    cut = RSTART + RLENGTH - 2
+                    sentence = substr(rest, 1, cut - 1); rest = substr(rest, cut + 1)
+                }
+                else { sentence = rest; rest = "" }
+                if (has_value(sentence)) kept = kept (kept ? " " : "") sentence
+            }
             np = 0; para = ""
+            if (kept == "") return
+            k = split(kept, words, " "); line = ""
+            for (i = 1; i <= k; i++) {
+                if (line != "" && length(line) + 1 + length(words[i]) > 78) { out(line); line = "" }
+                line = line (line ? " " : "") words[i]
+            }
+            out(line); out("")
         }
         function out(s) {
             if (s == "" && last_blank) return
@@ -134,7 +150,7 @@ boxes_only() {
         index($0, mark) == 1 {
             s = substr($0, length(mark) + 1)
             if (s == "") { flush(); next }
-            lines[np++] = s; para = para " " s
+            np++; para = para (para ? " " : "") s
             next
         }
         { if (np) flush(); out($0); if ($0 == "What\047s next") next_section = 1 }
