@@ -202,6 +202,47 @@ make --no-print-directory BUILD="$BUILD" "$BUILD/plots/gelu_points"
 "$BUILD/plots/gelu_points" >"$PICTURES/gelu-relu.dat"
 plot gelu_relu.gp "$PICTURES/gelu-relu.dat" gelu-relu.png
 
+# ------------------------------------------------------------ the chapters' own numbers, drawn
+# A picture for the chapters whose page would otherwise be all text, drawn from
+# what the chapter printed above ($OUT/NN_name.sK.txt): its matrices as
+# heatmaps, its tables as bars and curves. Timings (chapters 13 and 14) are
+# the ones this machine measured while the book was built.
+# matrix_of FILE NAME: the rows of the matrix the chapter printed as
+# "NAME = [[...], ...]", one line of numbers per row (-inf kept as written)
+matrix_of() {
+    awk -v name="$2" '
+        index($0, name " = [[") == 1 { on = 1; sub(/^[^[]*/, "") }
+        on { line = $0; gsub(/[][,]/, " ", line); print line; if ($0 ~ /]]$/) exit }' "$1"
+}
+# need FILE LINES WHAT: fails unless FILE has at least LINES lines
+need() {
+    [ "$(wc -l <"$1")" -ge "$2" ] || fail "$3 was not found in the chapter's output (for $1)"
+}
+echo "docs: drawing the chapters' numbers -> $PICTURES"
+if [ -f "$OUT/01_dot_product.s4.txt" ]; then
+    matrix_of "$OUT/01_dot_product.s4.txt" scores >"$PICTURES/dot-scores.dat"
+    need "$PICTURES/dot-scores.dat" 2 "chapter 01's scores"
+    plot dot_scores.gp "$PICTURES/dot-scores.dat" dot-scores.png
+fi
+if [ -f "$OUT/03_softmax.s4.txt" ]; then
+    {
+        # the header names each key by its score, from the row "x = [...]" printed above the table
+        grep -m1 '^ *x = \[' "$OUT/03_softmax.s4.txt" | sed 's/.*\[//; s/\].*//; s/,/ /g' |
+            awk '{ printf "T"; for (i = 1; i <= NF; i++) printf " \"key %d: %s\"", i - 1, $i; print "" }'
+        rows_of "$OUT/03_softmax.s4.txt" 5
+    } >"$PICTURES/softmax-temperature.dat"
+    need "$PICTURES/softmax-temperature.dat" 4 "chapter 03's temperature table"
+    plot softmax_temperature.gp "$PICTURES/softmax-temperature.dat" softmax-temperature.png
+fi
+if [ -f "$OUT/04_attention.s5.txt" ]; then
+    matrix_of "$OUT/04_attention.s2.txt" probs >"$PICTURES/attention.probs"
+    matrix_of "$OUT/04_attention.s5.txt" causal_mask |
+        awk '{ for (i = 1; i <= NF; i++) $i = ($i == "-inf") ? 1 : 0; print }' >"$PICTURES/attention.mask"
+    matrix_of "$OUT/04_attention.s5.txt" probs_causal >"$PICTURES/attention.causal"
+    for part in probs mask causal; do need "$PICTURES/attention.$part" 2 "chapter 04's $part"; done
+    plot attention_masks.gp "$PICTURES/attention" attention-masks.png
+fi
+
 # ------------------------------------------------------------ lib's own pictures
 # Two pictures drawn by small programs linked with lib (docs/plots/*.c), so
 # they show what lib's code does: heads-layout.svg, chapter 05's memory of a
