@@ -176,8 +176,8 @@ fi
 # project's own numbers: the shipped model's training log, the tables chapter
 # 02 printed above, lib's gelu(). The scripts are docs/plots/*.gp.
 command -v gnuplot >/dev/null 2>&1 || fail "missing: gnuplot; run scripts/deps.sh gnuplot-nox first"
-plot() { # script, data, picture
-    gnuplot -e "data='$2'; out='$PICTURES/$3'" "docs/plots/$1" 2>"$PICTURES/$3.log" ||
+plot() { # script, data, picture, then any more gnuplot assignments ("name=value; ...")
+    gnuplot -e "data='$2'; out='$PICTURES/$3'; ${4:-}" "docs/plots/$1" 2>"$PICTURES/$3.log" ||
         { cat "$PICTURES/$3.log" >&2; fail "gnuplot docs/plots/$1 failed"; }
     [ ! -s "$PICTURES/$3.log" ] || { cat "$PICTURES/$3.log" >&2; fail "gnuplot docs/plots/$1 warned"; }
     rm -f "$PICTURES/$3.log"
@@ -241,6 +241,36 @@ if [ -f "$OUT/04_attention.s5.txt" ]; then
     matrix_of "$OUT/04_attention.s5.txt" probs_causal >"$PICTURES/attention.causal"
     for part in probs mask causal; do need "$PICTURES/attention.$part" 2 "chapter 04's $part"; done
     plot attention_masks.gp "$PICTURES/attention" attention-masks.png
+fi
+if [ -f "$OUT/13_attention_at_scale.s5.txt" ]; then
+    # the tables of sections 2 to 5 joined on N: sizes in MB and times in ms, units and commas dropped
+    for k in 2 3 4 5; do
+        grep -E '^ +[0-9]+ px ' "$OUT/13_attention_at_scale.s$k.txt" | tr -d ',%' >"$PICTURES/scale-s$k.rows"
+    done
+    awk 'FILENAME ~ /s2.rows$/ { one[$3] = $5; heads[$3] = $7; traced[$3] = $9; exact[$3] = $11; order[n++] = $3 }
+         FILENAME ~ /s3.rows$/ { held[$3] = $5; chunks[$3] = $7 }
+         FILENAME ~ /s4.rows$/ { online[$3] = $5 }
+         FILENAME ~ /s5.rows$/ { local[$3] = $6 }
+         END { for (i = 0; i < n; i++) { N = order[i]
+                   if (!(N in held) || !(N in online) || !(N in local)) exit 1
+                   print N, one[N], heads[N], traced[N], held[N], exact[N], chunks[N], online[N], local[N] } }' \
+        "$PICTURES"/scale-s[2345].rows >"$PICTURES/attention-scale.dat" ||
+        fail "chapter 13's tables of sections 2 to 5 do not list the same sizes"
+    rm -f "$PICTURES"/scale-s[2345].rows
+    need "$PICTURES/attention-scale.dat" 3 "chapter 13's tables"
+    plot attention_scale.gp "$PICTURES/attention-scale.dat" attention-scale.png
+fi
+if [ -f "$OUT/14_making_it_fast.s10.txt" ]; then
+    # the ladder: "name (what it changes)<TAB>GFLOP/s", from the table after "The whole ladder"
+    awk '/^The whole ladder/ { on = 1 }
+         on && /^    matmul_/ { d = $2; for (i = 3; i <= NF - 4; i++) d = d " " $i
+                                printf "%s (%s)\t%s\n", $1, d, $(NF - 1) }' \
+        "$OUT/14_making_it_fast.s9.txt" >"$PICTURES/gflops-ladder.dat"
+    need "$PICTURES/gflops-ladder.dat" 5 "chapter 14's ladder"
+    best=$(sed -n 's/.*best measured \([0-9.]*\).*/\1/p' "$OUT/14_making_it_fast.s10.txt" | head -n 1)
+    peak=$(sed -n 's/.* = \([0-9.]*\) GFLOP\/s on paper.*/\1/p' "$OUT/14_making_it_fast.s10.txt" | head -n 1)
+    [ -n "$best" ] || fail "chapter 14's best measured speed was not found in its section 10"
+    plot gflops_ladder.gp "$PICTURES/gflops-ladder.dat" gflops-ladder.png "best=$best; peak=${peak:-0}"
 fi
 
 # ------------------------------------------------------------ lib's own pictures
