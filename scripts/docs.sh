@@ -242,6 +242,18 @@ if [ -f "$OUT/04_attention.s5.txt" ]; then
     for part in probs mask causal; do need "$PICTURES/attention.$part" 2 "chapter 04's $part"; done
     plot attention_masks.gp "$PICTURES/attention" attention-masks.png
 fi
+if [ -f "$OUT/10_learning.s8.txt" ]; then
+    # the schedule as the chapter states it ("... over the first W steps ... For a run of
+    # T steps, peak P and floor F:"), then lib's lr_at() at every step of it
+    set -- $(awk '{ printf "%s ", $0 } /floor [0-9.e+-]+:$/ { exit }' "$OUT/10_learning.s8.txt" |
+        sed -n 's/.*over the first \([0-9]*\) steps.*a run of \([0-9]*\) steps, peak \([0-9.e+-]*\) and floor \([0-9.e+-]*\):.*/\2 \1 \3 \4/p')
+    [ $# -eq 4 ] || fail "chapter 10's schedule (steps, warm-up, peak, floor) was not found in its section 8"
+    make --no-print-directory BUILD="$BUILD" "$BUILD/plots/lr_points"
+    "$BUILD/plots/lr_points" "$@" >"$PICTURES/lr-schedule.dat" || fail "$BUILD/plots/lr_points $* failed"
+    grep -E '^ +[0-9]+ +[0-9.]+e[-+][0-9]+$' "$OUT/10_learning.s8.txt" >"$PICTURES/lr-table.dat" || true
+    need "$PICTURES/lr-table.dat" 3 "chapter 10's table of the learning rate"
+    plot lr_schedule.gp "$PICTURES/lr-schedule.dat" lr-schedule.png "table='$PICTURES/lr-table.dat'"
+fi
 if [ -f "$OUT/13_attention_at_scale.s5.txt" ]; then
     # the tables of sections 2 to 5 joined on N: sizes in MB and times in ms, units and commas dropped
     for k in 2 3 4 5; do
