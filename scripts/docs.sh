@@ -242,6 +242,13 @@ if [ -f "$OUT/04_attention.s5.txt" ]; then
     for part in probs mask causal; do need "$PICTURES/attention.$part" 2 "chapter 04's $part"; done
     plot attention_masks.gp "$PICTURES/attention" attention-masks.png
 fi
+if [ -f "$model" ]; then
+    # chapter 07's positions are random; the shipped model's were learned
+    make --no-print-directory BUILD="$BUILD" "$BUILD/plots/pos_similarity"
+    "$BUILD/plots/pos_similarity" "$model" >"$PICTURES/pos-similarity.dat" ||
+        fail "$BUILD/plots/pos_similarity failed; chapter 07's picture would be missing"
+    plot pos_similarity.gp "$PICTURES/pos-similarity.dat" pos-similarity.png
+fi
 if [ -f "$OUT/10_learning.s8.txt" ]; then
     # the schedule as the chapter states it ("... over the first W steps ... For a run of
     # T steps, peak P and floor F:"), then lib's lr_at() at every step of it
