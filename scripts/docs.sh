@@ -261,6 +261,22 @@ if [ -f "$OUT/10_learning.s8.txt" ]; then
     need "$PICTURES/lr-table.dat" 3 "chapter 10's table of the learning rate"
     plot lr_schedule.gp "$PICTURES/lr-schedule.dat" lr-schedule.png "table='$PICTURES/lr-table.dat'"
 fi
+if [ -f "$OUT/10_learning.s2.txt" ]; then
+    # the head's forward and backward as a graph, each tensor with the shape the chapter printed
+    fill=""
+    for name in Q K V probs dcontext dprobs dV dscaled dscores dQ dK; do
+        shape=$(matrix_of "$OUT/10_learning.s2.txt" "$name" | awk 'NF { r++; c = NF } END { if (r) printf "(%d, %d)", r, c }')
+        [ -n "$shape" ] || fail "chapter 10's $name was not found in its section 2"
+        fill="$fill s/@$name@/$shape/g;"
+    done
+    sed "$fill" docs/plots/head_backward.dot.in >"$PICTURES/head-backward.dot"
+    ! grep -v '^ *//' "$PICTURES/head-backward.dot" | grep -q '@[A-Za-z]*@' || fail "docs/plots/head_backward.dot.in names a shape not filled in"
+    dot -Tsvg "$PICTURES/head-backward.dot" -o "$PICTURES/head-backward.svg" 2>"$PICTURES/head-backward.log" ||
+        { cat "$PICTURES/head-backward.log" >&2; fail "dot could not draw $PICTURES/head-backward.dot"; }
+    [ ! -s "$PICTURES/head-backward.log" ] ||
+        { cat "$PICTURES/head-backward.log" >&2; fail "dot warned on $PICTURES/head-backward.dot"; }
+    rm -f "$PICTURES/head-backward.log"
+fi
 if [ -f "$OUT/13_attention_at_scale.s5.txt" ]; then
     # the tables of sections 2 to 5 joined on N: sizes in MB and times in ms, units and commas dropped
     for k in 2 3 4 5; do
