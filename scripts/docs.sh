@@ -6,7 +6,9 @@
 #      (NN_name.sK.txt), so a chapter page shows each section's real output
 #      beside its prose with \verbinclude NN_name.sK.txt (checked: every
 #      section once);
-#   2. draws the pictures the pages show with `vit attention` (chapter 12's maps);
+#   2. draws the pictures the pages show: `vit attention` (chapter 12's maps),
+#      gnuplot and graphviz from the chapters' printed numbers and from small
+#      programs linked with lib (docs/plots/), vitview's screens;
 #   3. writes the answer keys' page list (build/docs/keys: every test file as an
 #      example page) and runs doxygen on the folders that exist (lib, chapters,
 #      docs, cli, benchmarks, viewer) and the exercises' READMEs, failing on any
