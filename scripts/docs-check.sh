@@ -199,3 +199,4 @@ fi
 echo "docs-check: $npages pages opened in Chromium, $formulas formulas typeset, $pictures pictures and $links links checked"
 sed 's/^/docs-check: /' "$OUT/numbers.txt"
 echo "docs-check: screenshots in $OUT/screens/, the rendered pages in $OUT/dom/"
+scripts/docs-pictures.sh  # pictures per chapter page; fails on a page with none

@@ -6,7 +6,9 @@
 #      (NN_name.sK.txt), so a chapter page shows each section's real output
 #      beside its prose with \verbinclude NN_name.sK.txt (checked: every
 #      section once);
-#   2. draws the pictures the pages show with `vit attention` (chapter 12's maps);
+#   2. draws the pictures the pages show: `vit attention` (chapter 12's maps),
+#      gnuplot and graphviz from the chapters' printed numbers and from small
+#      programs linked with lib (docs/plots/), vitview's screens;
 #   3. writes the answer keys' page list (build/docs/keys: every test file as an
 #      example page) and runs doxygen on the folders that exist (lib, chapters,
 #      docs, cli, benchmarks, viewer) and the exercises' READMEs, failing on any
@@ -231,8 +233,8 @@ fi
 # project's own numbers: the shipped model's training log, the tables chapter
 # 02 printed above, lib's gelu(). The scripts are docs/plots/*.gp.
 command -v gnuplot >/dev/null 2>&1 || fail "missing: gnuplot; run scripts/deps.sh gnuplot-nox first"
-plot() { # script, data, picture
-    gnuplot -e "data='$2'; out='$PICTURES/$3'" "docs/plots/$1" 2>"$PICTURES/$3.log" ||
+plot() { # script, data, picture, then any more gnuplot assignments ("name=value; ...")
+    gnuplot -e "data='$2'; out='$PICTURES/$3'; ${4:-}" "docs/plots/$1" 2>"$PICTURES/$3.log" ||
         { cat "$PICTURES/$3.log" >&2; fail "gnuplot docs/plots/$1 failed"; }
     [ ! -s "$PICTURES/$3.log" ] || { cat "$PICTURES/$3.log" >&2; fail "gnuplot docs/plots/$1 warned"; }
     rm -f "$PICTURES/$3.log"
@@ -256,6 +258,112 @@ fi
 make --no-print-directory BUILD="$BUILD" "$BUILD/plots/gelu_points"
 "$BUILD/plots/gelu_points" >"$PICTURES/gelu-relu.dat"
 plot gelu_relu.gp "$PICTURES/gelu-relu.dat" gelu-relu.png
+
+# ------------------------------------------------------------ the chapters' own numbers, drawn
+# A picture for the chapters whose page would otherwise be all text, drawn from
+# what the chapter printed above ($OUT/NN_name.sK.txt): its matrices as
+# heatmaps, its tables as bars and curves. Timings (chapters 13 and 14) are
+# the ones this machine measured while the book was built.
+# matrix_of FILE NAME: the rows of the matrix the chapter printed as
+# "NAME = [[...], ...]", one line of numbers per row (-inf kept as written)
+matrix_of() {
+    awk -v name="$2" '
+        index($0, name " = [[") == 1 { on = 1; sub(/^[^[]*/, "") }
+        on { line = $0; gsub(/[][,]/, " ", line); print line; if ($0 ~ /]]$/) exit }' "$1"
+}
+# need FILE LINES WHAT: fails unless FILE has at least LINES lines
+need() {
+    [ "$(wc -l <"$1")" -ge "$2" ] || fail "$3 was not found in the chapter's output (for $1)"
+}
+echo "docs: drawing the chapters' numbers -> $PICTURES"
+if [ -f "$OUT/01_dot_product.s4.txt" ]; then
+    matrix_of "$OUT/01_dot_product.s4.txt" scores >"$PICTURES/dot-scores.dat"
+    need "$PICTURES/dot-scores.dat" 2 "chapter 01's scores"
+    plot dot_scores.gp "$PICTURES/dot-scores.dat" dot-scores.png
+fi
+if [ -f "$OUT/03_softmax.s4.txt" ]; then
+    {
+        # the header names each key by its score, from the row "x = [...]" printed above the table
+        grep -m1 '^ *x = \[' "$OUT/03_softmax.s4.txt" | sed 's/.*\[//; s/\].*//; s/,/ /g' |
+            awk '{ printf "T"; for (i = 1; i <= NF; i++) printf " \"key %d: %s\"", i - 1, $i; print "" }'
+        rows_of "$OUT/03_softmax.s4.txt" 5
+    } >"$PICTURES/softmax-temperature.dat"
+    need "$PICTURES/softmax-temperature.dat" 4 "chapter 03's temperature table"
+    plot softmax_temperature.gp "$PICTURES/softmax-temperature.dat" softmax-temperature.png
+fi
+if [ -f "$OUT/04_attention.s5.txt" ]; then
+    matrix_of "$OUT/04_attention.s2.txt" probs >"$PICTURES/attention.probs"
+    matrix_of "$OUT/04_attention.s5.txt" causal_mask |
+        awk '{ for (i = 1; i <= NF; i++) $i = ($i == "-inf") ? 1 : 0; print }' >"$PICTURES/attention.mask"
+    matrix_of "$OUT/04_attention.s5.txt" probs_causal >"$PICTURES/attention.causal"
+    for part in probs mask causal; do need "$PICTURES/attention.$part" 2 "chapter 04's $part"; done
+    plot attention_masks.gp "$PICTURES/attention" attention-masks.png
+fi
+if [ -f "$model" ]; then
+    # chapter 07's positions are random; the shipped model's were learned
+    make --no-print-directory BUILD="$BUILD" "$BUILD/plots/pos_similarity"
+    "$BUILD/plots/pos_similarity" "$model" >"$PICTURES/pos-similarity.dat" ||
+        fail "$BUILD/plots/pos_similarity failed; chapter 07's picture would be missing"
+    plot pos_similarity.gp "$PICTURES/pos-similarity.dat" pos-similarity.png
+fi
+if [ -f "$OUT/10_learning.s8.txt" ]; then
+    # the schedule as the chapter states it ("... over the first W steps ... For a run of
+    # T steps, peak P and floor F:"), then lib's lr_at() at every step of it
+    set -- $(awk '{ printf "%s ", $0 } /floor [0-9.e+-]+:$/ { exit }' "$OUT/10_learning.s8.txt" |
+        sed -n 's/.*over the first \([0-9]*\) steps.*a run of \([0-9]*\) steps, peak \([0-9.e+-]*\) and floor \([0-9.e+-]*\):.*/\2 \1 \3 \4/p')
+    [ $# -eq 4 ] || fail "chapter 10's schedule (steps, warm-up, peak, floor) was not found in its section 8"
+    make --no-print-directory BUILD="$BUILD" "$BUILD/plots/lr_points"
+    "$BUILD/plots/lr_points" "$@" >"$PICTURES/lr-schedule.dat" || fail "$BUILD/plots/lr_points $* failed"
+    grep -E '^ +[0-9]+ +[0-9.]+e[-+][0-9]+$' "$OUT/10_learning.s8.txt" >"$PICTURES/lr-table.dat" || true
+    need "$PICTURES/lr-table.dat" 3 "chapter 10's table of the learning rate"
+    plot lr_schedule.gp "$PICTURES/lr-schedule.dat" lr-schedule.png "table='$PICTURES/lr-table.dat'"
+fi
+if [ -f "$OUT/10_learning.s2.txt" ]; then
+    # the head's forward and backward as a graph, each tensor with the shape the chapter printed
+    fill=""
+    for name in Q K V probs dcontext dprobs dV dscaled dscores dQ dK; do
+        shape=$(matrix_of "$OUT/10_learning.s2.txt" "$name" | awk 'NF { r++; c = NF } END { if (r) printf "(%d, %d)", r, c }')
+        [ -n "$shape" ] || fail "chapter 10's $name was not found in its section 2"
+        fill="$fill s/@$name@/$shape/g;"
+    done
+    sed "$fill" docs/plots/head_backward.dot.in >"$PICTURES/head-backward.dot"
+    ! grep -v '^ *//' "$PICTURES/head-backward.dot" | grep -q '@[A-Za-z]*@' || fail "docs/plots/head_backward.dot.in names a shape not filled in"
+    dot -Tsvg "$PICTURES/head-backward.dot" -o "$PICTURES/head-backward.svg" 2>"$PICTURES/head-backward.log" ||
+        { cat "$PICTURES/head-backward.log" >&2; fail "dot could not draw $PICTURES/head-backward.dot"; }
+    [ ! -s "$PICTURES/head-backward.log" ] ||
+        { cat "$PICTURES/head-backward.log" >&2; fail "dot warned on $PICTURES/head-backward.dot"; }
+    rm -f "$PICTURES/head-backward.log"
+fi
+if [ -f "$OUT/13_attention_at_scale.s5.txt" ]; then
+    # the tables of sections 2 to 5 joined on N: sizes in MB and times in ms, units and commas dropped
+    for k in 2 3 4 5; do
+        grep -E '^ +[0-9]+ px ' "$OUT/13_attention_at_scale.s$k.txt" | tr -d ',%' >"$PICTURES/scale-s$k.rows"
+    done
+    awk 'FILENAME ~ /s2.rows$/ { one[$3] = $5; heads[$3] = $7; traced[$3] = $9; exact[$3] = $11; order[n++] = $3 }
+         FILENAME ~ /s3.rows$/ { held[$3] = $5; chunks[$3] = $7 }
+         FILENAME ~ /s4.rows$/ { online[$3] = $5 }
+         FILENAME ~ /s5.rows$/ { local[$3] = $6 }
+         END { for (i = 0; i < n; i++) { N = order[i]
+                   if (!(N in held) || !(N in online) || !(N in local)) exit 1
+                   print N, one[N], heads[N], traced[N], held[N], exact[N], chunks[N], online[N], local[N] } }' \
+        "$PICTURES"/scale-s[2345].rows >"$PICTURES/attention-scale.dat" ||
+        fail "chapter 13's tables of sections 2 to 5 do not list the same sizes"
+    rm -f "$PICTURES"/scale-s[2345].rows
+    need "$PICTURES/attention-scale.dat" 3 "chapter 13's tables"
+    plot attention_scale.gp "$PICTURES/attention-scale.dat" attention-scale.png
+fi
+if [ -f "$OUT/14_making_it_fast.s10.txt" ]; then
+    # the ladder: "name (what it changes)<TAB>GFLOP/s", from the table after "The whole ladder"
+    awk '/^The whole ladder/ { on = 1 }
+         on && /^    matmul_/ { d = $2; for (i = 3; i <= NF - 4; i++) d = d " " $i
+                                printf "%s (%s)\t%s\n", $1, d, $(NF - 1) }' \
+        "$OUT/14_making_it_fast.s9.txt" >"$PICTURES/gflops-ladder.dat"
+    need "$PICTURES/gflops-ladder.dat" 5 "chapter 14's ladder"
+    best=$(sed -n 's/.*best measured \([0-9.]*\).*/\1/p' "$OUT/14_making_it_fast.s10.txt" | head -n 1)
+    peak=$(sed -n 's/.* = \([0-9.]*\) GFLOP\/s on paper.*/\1/p' "$OUT/14_making_it_fast.s10.txt" | head -n 1)
+    [ -n "$best" ] || fail "chapter 14's best measured speed was not found in its section 10"
+    plot gflops_ladder.gp "$PICTURES/gflops-ladder.dat" gflops-ladder.png "best=$best; peak=${peak:-0}"
+fi
 
 # ------------------------------------------------------------ lib's own pictures
 # Two pictures drawn by small programs linked with lib (docs/plots/*.c), so
