@@ -551,6 +551,129 @@ static void bench_vit(void) {
     vit_free(&vit);
 }
 
+/* ------------------------------------------- where the forward's time goes */
+
+// The 1-minute load average, or -1 when the system does not say.
+static double load_average(void) {
+    double load[1];
+    return getloadavg(load, 1) == 1 ? load[0] : -1;
+}
+
+// A listener that only reads the clock: the time from one stage's emission to
+// the next is the next stage's work. Summed per row of the stage table, over
+// every block (blocks.3.mlp.fc1 counts as mlp.fc1).
+enum { PROFILE_ROUNDS = 7 };
+/** The clock a profiled pass reads at each stage. */
+typedef struct {
+    double last;     /**< vit_now() when the previous stage was handed over */
+    double *seconds; /**< (stage rows) this pass's time per row of the stage table */
+} StageClock;
+
+static void clock_stage(void *user, const char *name, const Tensor *t) {
+    (void)t;
+    StageClock *c = user;
+    const double now = vit_now();
+    int block;
+    const VitStage *st = vit_stage_find(name, &block);
+    for (int i = 0; st && i < vit_stage_count(); i++)
+        if (vit_stage_at(i) == st) c->seconds[i] += now - c->last;
+    c->last = vit_now(); // the listener's own time is nobody's stage
+}
+
+// The best rate this machine gives on the forward's own big products (qkv, fc1,
+// fc2 at batch 1), over the backends built in: the ceiling a stage is held to.
+static double best_product_gflops(void) {
+    const int shapes[3][3] = {{197, 768, 2304}, {197, 768, 3072}, {197, 3072, 768}};
+    double best = 0;
+    Rng rng;
+    rng_seed(&rng, 3);
+    for (int s = 0; s < 3; s++) {
+        const int M = shapes[s][0], K = shapes[s][1], N = shapes[s][2];
+        float *a = vit_malloc((size_t)M * K * sizeof(float)), *b = vit_malloc((size_t)N * K * sizeof(float));
+        float *out = vit_malloc((size_t)M * N * sizeof(float));
+        rng_fill_uniform(&rng, a, (size_t)M * K, -1.0f, 1.0f);
+        rng_fill_uniform(&rng, b, (size_t)N * K, -1.0f, 1.0f);
+        GemmCase c = {"forward product", M, K, N, true, a, b, out, GEMM_TILED};
+        best = fmax(best, gemm_gflops(&c, GEMM_TILED));
+        if (gemm_have_blas()) best = fmax(best, gemm_gflops(&c, GEMM_BLAS));
+        free(a);
+        free(b);
+        free(out);
+    }
+    gemm_use_choice();
+    return best;
+}
+
+// One row per stage of the table (the blocks' stages summed over the blocks):
+// the median over the rounds of its time, its arithmetic, its rate, its share
+// of the pass and its rate against the machine's best product.
+static void print_profile(const VitConfig *cfg, double *rounds[PROFILE_ROUNDS], double total_ms,
+                          double best) {
+    printf("  %-12s %8s %8s %9s %7s %8s\n", "stage", "ms", "GFLOP", "GFLOP/s", "share",
+           "of best");
+    for (int i = 0; i < vit_stage_count(); i++) {
+        const VitStage *st = vit_stage_at(i);
+        double per_round[PROFILE_ROUNDS];
+        for (int r = 0; r < PROFILE_ROUNDS; r++) per_round[r] = rounds[r][i];
+        const double ms = 1e3 * median_of(per_round, PROFILE_ROUNDS);
+        char name[64];
+        snprintf(name, sizeof name, st->per_block ? "blocks.0.%s" : "%s", st->name);
+        const double gflop = vit_stage_flops(cfg, 1, name) * (st->per_block ? cfg->depth : 1) / 1e9;
+        const double rate = ms > 0 ? gflop / (ms / 1e3) : 0;
+        if (gflop > 0)
+            printf("  %-12s %8.2f %8.3f %9.1f %6.1f%% %7.0f%%\n", st->name, ms, gflop, rate,
+                   100 * ms / total_ms, 100 * rate / best);
+        else printf("  %-12s %8.2f %8s %9s %6.1f%% %8s\n", st->name, ms, "-", "-",
+                    100 * ms / total_ms, "-");
+    }
+}
+
+static void bench_profile(void) {
+    char path[600];
+    Vit vit;
+    VitError err;
+    if (!vit_base_weights(path, sizeof path) || vit_build(&vit, path, &err) != VIT_OK) {
+        printf("profile: could not write or load the ViT-B/16 weights; section skipped\n\n");
+        return;
+    }
+    const double best = best_product_gflops();
+    Tensor input = tensor_new(4, 1, 3, 224, 224);
+    Rng rng;
+    rng_seed(&rng, 7);
+    rng_fill_uniform(&rng, input.data, input.numel, -1.0f, 1.0f);
+    const int rows = vit_stage_count();
+    double *rounds[PROFILE_ROUNDS], traced[PROFILE_ROUNDS], plain[PROFILE_ROUNDS];
+    ForwardCase fc = {&vit, &input};
+    run_forward(&fc); // warm: the weights' pages, the caches, the threads
+    for (int r = 0; r < PROFILE_ROUNDS; r++) { // in turn: a profiled pass, then a plain one
+        rounds[r] = vit_calloc((size_t)rows, sizeof(double));
+        StageClock c = {vit_now(), rounds[r]};
+        const double t0 = c.last;
+        if (vit_forward(&vit, &input, clock_stage, &c, &err) != VIT_OK) {
+            fprintf(stderr, "bench: %s\n", err.msg);
+            exit(1);
+        }
+        traced[r] = vit_now() - t0;
+        const double t1 = vit_now();
+        run_forward(&fc);
+        plain[r] = vit_now() - t1;
+    }
+    const double traced_ms = 1e3 * median_of(traced, PROFILE_ROUNDS);
+    const double plain_ms = 1e3 * median_of(plain, PROFILE_ROUNDS);
+    const double flops = vit_forward_flops(&vit.config, 1);
+    printf("Where the ViT-B/16 forward's time goes (batch 1, %d threads, medians of %d passes; "
+           "the best product here, on the forward's own qkv/fc1/fc2 shapes: %.1f GFLOP/s)\n",
+           vit_get_threads(), PROFILE_ROUNDS, best);
+    print_profile(&vit.config, rounds, traced_ms, best);
+    printf("  the profiled pass: %.1f ms, %.1f GFLOP/s, %.0f%% of the best product rate; a pass "
+           "without the listener, timed in turn with it: %.1f ms; load average now %.2f\n\n",
+           traced_ms, flops / traced_ms / 1e6, 100 * flops / traced_ms / 1e6 / best, plain_ms,
+           load_average());
+    for (int r = 0; r < PROFILE_ROUNDS; r++) free(rounds[r]);
+    tensor_free(&input);
+    vit_free(&vit);
+}
+
 /* -------------------------------------------------------------- targets */
 
 // A ratio against its target, with the verdict.
@@ -914,6 +1037,8 @@ static const Section sections[] = {
     {"blas-kernels", "OpenBLAS with each kernel this CPU runs (OPENBLAS_CORETYPE)",
      bench_blas_kernels},
     {"vit", "ViT-B/16 forward pass, batch 1 and 8: ms, GFLOP/s, peak memory", bench_vit},
+    {"profile", "ViT-B/16 forward, stage by stage: ms, GFLOP, GFLOP/s, share, against the best product",
+     bench_profile},
     {"targets", "the speed targets: our GEMM against OpenBLAS's best, the forward against the peak",
      bench_targets},
     {"train", "a training step of a small ViT, batch 128: images/s, forward/backward/optimizer",

@@ -181,7 +181,8 @@ check_page_includes() {
 
 mkdir -p build/docs
 rm -rf "$OUT"
-mkdir -p "$OUT"
+FULL=$OUT/full                   # each section whole, prose included (not shown)
+mkdir -p "$OUT" "$FULL"
 if ls chapters/[0-9][0-9]_*.c >/dev/null 2>&1; then
     echo "docs: building the chapters"
     make --no-print-directory BUILD="$BUILD" chapters
@@ -196,6 +197,7 @@ if ls chapters/[0-9][0-9]_*.c >/dev/null 2>&1; then
         tr -d '\036' <"$OUT/$name.raw" >"$OUT/$name.txt" # all of it, as a terminal shows it
         boxes_only "$OUT/$name" >"$OUT/$name.boxes"
         split_sections "$OUT/$name" "$OUT/$name.boxes"
+        split_sections "$FULL/$name" "$OUT/$name.txt" # whole, for the pictures drawn from it
         # the introduction is the page's own: what is left of the program's
         # (a formula in ASCII) the page writes in TeX
         rm -f "$OUT/$name.s0.txt"
@@ -246,12 +248,12 @@ rows_of() {
 }
 echo "docs: plotting -> $PICTURES"
 [ -f data/models/vit-fashion.csv ] && plot training_curve.gp data/models/vit-fashion.csv training-curve.png
-if [ -f "$OUT/02_scaling.s1.txt" ]; then
-    rows_of "$OUT/02_scaling.s1.txt" 5 >"$PICTURES/scaling-variance.dat"
-    rows_of "$OUT/02_scaling.s2.txt" 5 >"$PICTURES/scaling-saturation.dat"
+if [ -f "$FULL/02_scaling.s1.txt" ]; then
+    rows_of "$FULL/02_scaling.s1.txt" 5 >"$PICTURES/scaling-variance.dat"
+    rows_of "$FULL/02_scaling.s2.txt" 5 >"$PICTURES/scaling-saturation.dat"
     for t in variance saturation; do
         [ "$(wc -l <"$PICTURES/scaling-$t.dat")" -ge 3 ] ||
-            fail "chapter 02's $t table was not found in its output ($OUT/02_scaling.s*.txt)"
+            fail "chapter 02's $t table was not found in its output ($FULL/02_scaling.s*.txt)"
         plot scaling_$t.gp "$PICTURES/scaling-$t.dat" scaling-$t.png
     done
 fi
@@ -261,7 +263,7 @@ plot gelu_relu.gp "$PICTURES/gelu-relu.dat" gelu-relu.png
 
 # ------------------------------------------------------------ the chapters' own numbers, drawn
 # A picture for the chapters whose page would otherwise be all text, drawn from
-# what the chapter printed above ($OUT/NN_name.sK.txt): its matrices as
+# what the chapter printed above ($FULL/NN_name.sK.txt): its matrices as
 # heatmaps, its tables as bars and curves. Timings (chapters 13 and 14) are
 # the ones this machine measured while the book was built.
 # matrix_of FILE NAME: the rows of the matrix the chapter printed as
@@ -276,26 +278,26 @@ need() {
     [ "$(wc -l <"$1")" -ge "$2" ] || fail "$3 was not found in the chapter's output (for $1)"
 }
 echo "docs: drawing the chapters' numbers -> $PICTURES"
-if [ -f "$OUT/01_dot_product.s4.txt" ]; then
-    matrix_of "$OUT/01_dot_product.s4.txt" scores >"$PICTURES/dot-scores.dat"
+if [ -f "$FULL/01_dot_product.s4.txt" ]; then
+    matrix_of "$FULL/01_dot_product.s4.txt" scores >"$PICTURES/dot-scores.dat"
     need "$PICTURES/dot-scores.dat" 2 "chapter 01's scores"
     plot dot_scores.gp "$PICTURES/dot-scores.dat" dot-scores.png
 fi
-if [ -f "$OUT/03_softmax.s4.txt" ]; then
+if [ -f "$FULL/03_softmax.s4.txt" ]; then
     {
         # the header names each key by its score, from the row "x = [...]" printed above the table
-        grep -m1 '^ *x = \[' "$OUT/03_softmax.s4.txt" | sed 's/.*\[//; s/\].*//; s/,/ /g' |
+        grep -m1 '^ *x = \[' "$FULL/03_softmax.s4.txt" | sed 's/.*\[//; s/\].*//; s/,/ /g' |
             awk '{ printf "T"; for (i = 1; i <= NF; i++) printf " \"key %d: %s\"", i - 1, $i; print "" }'
-        rows_of "$OUT/03_softmax.s4.txt" 5
+        rows_of "$FULL/03_softmax.s4.txt" 5
     } >"$PICTURES/softmax-temperature.dat"
     need "$PICTURES/softmax-temperature.dat" 4 "chapter 03's temperature table"
     plot softmax_temperature.gp "$PICTURES/softmax-temperature.dat" softmax-temperature.png
 fi
-if [ -f "$OUT/04_attention.s5.txt" ]; then
-    matrix_of "$OUT/04_attention.s2.txt" probs >"$PICTURES/attention.probs"
-    matrix_of "$OUT/04_attention.s5.txt" causal_mask |
+if [ -f "$FULL/04_attention.s5.txt" ]; then
+    matrix_of "$FULL/04_attention.s2.txt" probs >"$PICTURES/attention.probs"
+    matrix_of "$FULL/04_attention.s5.txt" causal_mask |
         awk '{ for (i = 1; i <= NF; i++) $i = ($i == "-inf") ? 1 : 0; print }' >"$PICTURES/attention.mask"
-    matrix_of "$OUT/04_attention.s5.txt" probs_causal >"$PICTURES/attention.causal"
+    matrix_of "$FULL/04_attention.s5.txt" probs_causal >"$PICTURES/attention.causal"
     for part in probs mask causal; do need "$PICTURES/attention.$part" 2 "chapter 04's $part"; done
     plot attention_masks.gp "$PICTURES/attention" attention-masks.png
 fi
@@ -306,23 +308,23 @@ if [ -f "$model" ]; then
         fail "$BUILD/plots/pos_similarity failed; chapter 07's picture would be missing"
     plot pos_similarity.gp "$PICTURES/pos-similarity.dat" pos-similarity.png
 fi
-if [ -f "$OUT/10_learning.s8.txt" ]; then
+if [ -f "$FULL/10_learning.s8.txt" ]; then
     # the schedule as the chapter states it ("... over the first W steps ... For a run of
     # T steps, peak P and floor F:"), then lib's lr_at() at every step of it
-    set -- $(awk '{ printf "%s ", $0 } /floor [0-9.e+-]+:$/ { exit }' "$OUT/10_learning.s8.txt" |
+    set -- $(awk '{ printf "%s ", $0 } /floor [0-9.e+-]+:$/ { exit }' "$FULL/10_learning.s8.txt" |
         sed -n 's/.*over the first \([0-9]*\) steps.*a run of \([0-9]*\) steps, peak \([0-9.e+-]*\) and floor \([0-9.e+-]*\):.*/\2 \1 \3 \4/p')
     [ $# -eq 4 ] || fail "chapter 10's schedule (steps, warm-up, peak, floor) was not found in its section 8"
     make --no-print-directory BUILD="$BUILD" "$BUILD/plots/lr_points"
     "$BUILD/plots/lr_points" "$@" >"$PICTURES/lr-schedule.dat" || fail "$BUILD/plots/lr_points $* failed"
-    grep -E '^ +[0-9]+ +[0-9.]+e[-+][0-9]+$' "$OUT/10_learning.s8.txt" >"$PICTURES/lr-table.dat" || true
+    grep -E '^ +[0-9]+ +[0-9.]+e[-+][0-9]+$' "$FULL/10_learning.s8.txt" >"$PICTURES/lr-table.dat" || true
     need "$PICTURES/lr-table.dat" 3 "chapter 10's table of the learning rate"
     plot lr_schedule.gp "$PICTURES/lr-schedule.dat" lr-schedule.png "table='$PICTURES/lr-table.dat'"
 fi
-if [ -f "$OUT/10_learning.s2.txt" ]; then
+if [ -f "$FULL/10_learning.s2.txt" ]; then
     # the head's forward and backward as a graph, each tensor with the shape the chapter printed
     fill=""
     for name in Q K V probs dcontext dprobs dV dscaled dscores dQ dK; do
-        shape=$(matrix_of "$OUT/10_learning.s2.txt" "$name" | awk 'NF { r++; c = NF } END { if (r) printf "(%d, %d)", r, c }')
+        shape=$(matrix_of "$FULL/10_learning.s2.txt" "$name" | awk 'NF { r++; c = NF } END { if (r) printf "(%d, %d)", r, c }')
         [ -n "$shape" ] || fail "chapter 10's $name was not found in its section 2"
         fill="$fill s/@$name@/$shape/g;"
     done
@@ -334,10 +336,10 @@ if [ -f "$OUT/10_learning.s2.txt" ]; then
         { cat "$PICTURES/head-backward.log" >&2; fail "dot warned on $PICTURES/head-backward.dot"; }
     rm -f "$PICTURES/head-backward.log"
 fi
-if [ -f "$OUT/13_attention_at_scale.s5.txt" ]; then
+if [ -f "$FULL/13_attention_at_scale.s5.txt" ]; then
     # the tables of sections 2 to 5 joined on N: sizes in MB and times in ms, units and commas dropped
     for k in 2 3 4 5; do
-        grep -E '^ +[0-9]+ px ' "$OUT/13_attention_at_scale.s$k.txt" | tr -d ',%' >"$PICTURES/scale-s$k.rows"
+        grep -E '^ +[0-9]+ px ' "$FULL/13_attention_at_scale.s$k.txt" | tr -d ',%' >"$PICTURES/scale-s$k.rows"
     done
     awk 'FILENAME ~ /s2.rows$/ { one[$3] = $5; heads[$3] = $7; traced[$3] = $9; exact[$3] = $11; order[n++] = $3 }
          FILENAME ~ /s3.rows$/ { held[$3] = $5; chunks[$3] = $7 }
@@ -352,15 +354,15 @@ if [ -f "$OUT/13_attention_at_scale.s5.txt" ]; then
     need "$PICTURES/attention-scale.dat" 3 "chapter 13's tables"
     plot attention_scale.gp "$PICTURES/attention-scale.dat" attention-scale.png
 fi
-if [ -f "$OUT/14_making_it_fast.s10.txt" ]; then
+if [ -f "$FULL/14_making_it_fast.s10.txt" ]; then
     # the ladder: "name (what it changes)<TAB>GFLOP/s", from the table after "The whole ladder"
     awk '/^The whole ladder/ { on = 1 }
          on && /^    matmul_/ { d = $2; for (i = 3; i <= NF - 4; i++) d = d " " $i
                                 printf "%s (%s)\t%s\n", $1, d, $(NF - 1) }' \
-        "$OUT/14_making_it_fast.s9.txt" >"$PICTURES/gflops-ladder.dat"
+        "$FULL/14_making_it_fast.s9.txt" >"$PICTURES/gflops-ladder.dat"
     need "$PICTURES/gflops-ladder.dat" 5 "chapter 14's ladder"
-    best=$(sed -n 's/.*best measured \([0-9.]*\).*/\1/p' "$OUT/14_making_it_fast.s10.txt" | head -n 1)
-    peak=$(sed -n 's/.* = \([0-9.]*\) GFLOP\/s on paper.*/\1/p' "$OUT/14_making_it_fast.s10.txt" | head -n 1)
+    best=$(sed -n 's/.*best measured \([0-9.]*\).*/\1/p' "$FULL/14_making_it_fast.s10.txt" | head -n 1)
+    peak=$(sed -n 's/.* = \([0-9.]*\) GFLOP\/s on paper.*/\1/p' "$FULL/14_making_it_fast.s10.txt" | head -n 1)
     [ -n "$best" ] || fail "chapter 14's best measured speed was not found in its section 10"
     plot gflops_ladder.gp "$PICTURES/gflops-ladder.dat" gflops-ladder.png "best=$best; peak=${peak:-0}"
 fi
