@@ -149,6 +149,54 @@ else
     echo "md_docs_fulltext.html: chromium could not open it" >>"$problems"
 fi
 
+# The narrative pages as a reader's browser shows them, in one Chromium: the
+# main page, every Markdown page (chapters, glossary, teachers', answer keys,
+# contract, viewer, full-text search, the exercises' READMEs), the modules and
+# the folders, and the full-text searches below. scripts/docs-check.js does the
+# reading (see its comment for what it checks); the page that runs it is
+# written here.
+narrative="index.html $(cd "$HTML" && ls md_*.html) modules.html $(cd "$HTML" && ls dir_*.html | grep -v '^dir_[^_]*_[^_]*\.html$')"
+js_list() { printf '%s\n' "$@" | sed 's/\\/\\\\/g; s/"/\\"/g; s/^/"/; s/$/",/'; }
+nnarrative=0
+for page in $narrative; do nnarrative=$((nnarrative + 1)); done
+{
+    echo '<!DOCTYPE html><html><head><meta charset="utf-8"><title>docs-check</title></head><body>'
+    echo '<pre id="report"></pre><script>'
+    echo "var DOCS_CHECK_BASE = \"file://$ROOT/$HTML/\";"
+    echo "var DOCS_CHECK_PAGES = ["
+    js_list $narrative
+    echo "];"
+    # [query, the page that must come first (or ""), ...]: LayerNorm is chapter
+    # 08's, AdamW chapter 10's; the formulas of softmax and LayerNorm must come
+    # out as text; "online softmax" is a phrase (chapter 13), not two words
+    echo 'var DOCS_CHECK_SEARCHES = ['
+    echo '    ["LayerNorm", "md_docs_chapters_08_encoder_block.html"],'
+    echo '    ["AdamW", "md_docs_chapters_10_learning.html"],'
+    echo '    ["softmax", ""], ["variance", ""], ["gradient", ""],'
+    echo '    ["\"online softmax\"", ""]'
+    echo '];'
+    echo "</script><script src=\"file://$ROOT/scripts/docs-check.js\"></script></body></html>"
+} >"$OUT/pages.html"
+# each page gets the budget's share of virtual time, and MathJax its time to typeset
+browse --allow-file-access-from-files --virtual-time-budget=$((BUDGET + 3000 * (nnarrative + 6))) \
+    --dump-dom "file://$ROOT/$OUT/pages.html" >"$OUT/dom/pages.html" ||
+    echo "$OUT/pages.html: chromium could not open it" >>"$problems"
+if grep -q '<pre id="report" data-done=' "$OUT/dom/pages.html"; then
+    sed -n '/<pre id="report"/,/<\/pre>/p' "$OUT/dom/pages.html" |
+        sed -e 's/^<pre id="report"[^>]*>//' -e 's|</pre>.*||' -e '/^$/d' \
+            -e 's/&lt;/</g; s/&gt;/>/g; s/&quot;/"/g; s/&nbsp;/ /g; s/&amp;/\&/g' \
+            -e 's/\t/: /' >>"$problems"
+else
+    echo "$OUT/pages.html: the narrative pages' check did not finish (DOCS_CHECK_BUDGET?)" >>"$problems"
+fi
+
+# Every page of the book, as Doxygen wrote it: no capitalised word followed by
+# a number (Chapter 02) links to a struct, in prose or in a file's brief
+# (scripts/docs.sh --prose-filter writes "Chapter NN" as %Chapter NN for Doxygen).
+grep -o 'href="struct[A-Za-z0-9_]*\.html"[^>]*>[A-Z][a-z]*</a>\(&#160;\| \)[0-9][0-9]*' "$HTML"/*.html |
+    sed 's|^[^:]*/\([^/:]*\):.*>\([A-Z][a-z]*\)</a>[^0-9]*\([0-9]*\)$|\1: "\2 \3" links the word \2 to the struct \2 (write %\2)|' \
+    >>"$problems" || true
+
 # the navigation tree's entries: "file.html#anchor":[…] in navtreeindex*.js
 for js in "$HTML"/navtreeindex*.js; do
     grep -o '^"[^"]*":' "$js" | sed 's/^"\(.*\)":$/\1/' | sed "s|^|navtree |"
