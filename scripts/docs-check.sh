@@ -44,11 +44,12 @@
 # backtick, d*name*, a ‘quotation’ and "Chapter 02" linked to the struct)
 # goes through the same check; docs-check fails unless each is named (what
 # was said of the copy: build/docs/check/planted.txt). To see a real failure
-# by hand, plant the same in a built page and re-run only the check, e.g.
+# by hand, plant the same in a built page and run only this script (make
+# docs-check would build the book again first, and so undo the planting):
 #     make -s docs
 #     sed -i 's|<div class="textblock">|&<p>**x** under`gdb <a class="el" href="structChapter.html">Chapter</a> 02</p>|' \
 #         docs/html/md_docs_teachers.html
-#     make -s docs-check      # fails, naming md_docs_teachers.html and each text
+#     scripts/docs-check.sh   # fails, naming md_docs_teachers.html and each text
 #     make -s docs            # puts the page back
 # It prints how many pages, formulas, pictures and links it checked.
 #
