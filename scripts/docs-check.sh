@@ -11,7 +11,10 @@
 #   - links to a page or an anchor that does not exist (the rendered page's
 #     links, menus included, and every entry of the navigation tree);
 #   - says "snippet not found" (Doxygen's text for a \snippet whose marker is gone);
-#   - links the word of "Chapter NN" to the struct Chapter (Doxygen's autolink);
+#   - links the word of "Chapter NN" to the struct Chapter (Doxygen's autolink),
+#     or any capitalised word followed by a number to a struct of that name:
+#     checked on every page of the book as Doxygen wrote it (file pages and
+#     the tests' pages too);
 #   - writes, in a chapter page's prose, a number with a decimal point or an
 #     exponent that the chapter's captured output does not print
 #     (scripts/docs-numbers.sh, which names the page, the line and the number;
@@ -19,6 +22,37 @@
 #     and fails unless the check catches it);
 #   - shows, in a chapter's output box, a paragraph its page already says, or a
 #     paragraph of prose with no value in it (scripts/docs-said-once.sh).
+# Then one more Chromium reads every narrative page in turn (the main page,
+# every Markdown page: chapters, glossary, teachers', answer keys, contract,
+# viewer, full-text search, the exercises' READMEs; the modules and the folder
+# pages) and runs the full-text search, with scripts/docs-check.js, and fails,
+# naming the page and quoting the text, when a page's text (outside code)
+#   - shows Markdown that Doxygen left as text: "**", a backtick (a code span
+#     not closed), a *word* or *a few words* (emphasis not read, as d*name*),
+#     or a ‘…’ that Doxygen made of a code span with a ' before its closing
+#     backtick (write such a span with double backticks);
+#   - links a plain capitalised word to the struct of that name ("Chapter",
+#     "Tensor", "State") in the page's own text: the rule is that prose there
+#     means the English word (write %Word, or "Chapter NN", which docs.sh's
+#     --prose-filter escapes), and a type is named as code (`Tensor`);
+#   - has a formula MathJax did not typeset, or an error box;
+# and when the full-text search (md_docs_fulltext.html?q=…) does not list
+# chapter 08 first for LayerNorm and chapter 10 first for AdamW, shows TeX in
+# an excerpt, or lists for "online softmax" (in quotes) a page without that
+# phrase (or misses one with it).
+#
+# Self-test, run every time: a copy of the glossary with one mistake of each
+# kind planted in its text (build/docs/check/planted.html: literal **, an open
+# backtick, d*name*, a ‘quotation’ and "Chapter 02" linked to the struct)
+# goes through the same check; docs-check fails unless each is named (what
+# was said of the copy: build/docs/check/planted.txt). To see a real failure
+# by hand, plant the same in a built page and run only this script (make
+# docs-check would build the book again first, and so undo the planting):
+#     make -s docs
+#     sed -i 's|<div class="textblock">|&<p>**x** under`gdb <a class="el" href="structChapter.html">Chapter</a> 02</p>|' \
+#         docs/html/md_docs_teachers.html
+#     scripts/docs-check.sh   # fails, naming md_docs_teachers.html and each text
+#     make -s docs            # puts the page back
 # It prints how many pages, formulas, pictures and links it checked.
 #
 # Environment: CHROMIUM (default: chromium on the PATH); DOCS_CHECK_BUDGET
@@ -153,6 +187,75 @@ else
     echo "md_docs_fulltext.html: chromium could not open it" >>"$problems"
 fi
 
+# The narrative pages as a reader's browser shows them, in one Chromium: the
+# main page, every Markdown page (chapters, glossary, teachers', answer keys,
+# contract, viewer, full-text search, the exercises' READMEs), the modules and
+# the folders, and the full-text searches below. scripts/docs-check.js does the
+# reading (see its comment for what it checks); the page that runs it is
+# written here.
+narrative="index.html $(cd "$HTML" && ls md_*.html) modules.html $(cd "$HTML" && ls dir_*.html | grep -v '^dir_[^_]*_[^_]*\.html$')"
+js_list() { printf '%s\n' "$@" | sed 's/\\/\\\\/g; s/"/\\"/g; s/^/"/; s/$/",/'; }
+nnarrative=0
+for page in $narrative; do nnarrative=$((nnarrative + 1)); done
+{
+    echo '<!DOCTYPE html><html><head><meta charset="utf-8"><title>docs-check</title></head><body>'
+    echo '<pre id="report"></pre><script>'
+    echo "var DOCS_CHECK_BASE = \"file://$ROOT/$HTML/\";"
+    echo "var DOCS_CHECK_PLANTED = \"file://$ROOT/$OUT/planted.html\";"
+    echo "var DOCS_CHECK_PAGES = ["
+    js_list $narrative
+    echo "];"
+    # [query, the page that must come first (or ""), ...]: LayerNorm is chapter
+    # 08's, AdamW chapter 10's; the formulas of softmax and LayerNorm must come
+    # out as text; "online softmax" is a phrase (chapter 13), not two words
+    echo 'var DOCS_CHECK_SEARCHES = ['
+    echo '    ["LayerNorm", "md_docs_chapters_08_encoder_block.html"],'
+    echo '    ["AdamW", "md_docs_chapters_10_learning.html"],'
+    echo '    ["softmax", ""], ["variance", ""], ["gradient", ""],'
+    echo '    ["\"online softmax\"", ""]'
+    echo '];'
+    echo "</script><script src=\"file://$ROOT/scripts/docs-check.js\"></script></body></html>"
+} >"$OUT/pages.html"
+# The self-test: a copy of the glossary (build/docs/check/planted.html, its
+# links and scripts still the book's) with one mistake of each kind in its
+# text. The check must name each one, or docs-check fails; the lines it
+# writes for the copy are expected and set aside ($OUT/planted.txt).
+PLANTED='<p>Planted: **bold** as text; a span left open under`gdb; d*name* as text; ‘x’ from a broken span; <a class="el" href="structChapter.html">Chapter</a> 02 linked.</p>'
+if [ -f "$HTML/md_docs_glossary.html" ]; then
+    awk -v base="file://$ROOT/$HTML/" -v planted="$PLANTED" '
+        /<head>/ { sub(/<head>/, "<head><base href=\"" base "\">") }
+        /<div class="textblock">/ && !done { sub(/<div class="textblock">/, "&" planted); done = 1 }
+        { print }' "$HTML/md_docs_glossary.html" >"$OUT/planted.html"
+else
+    echo "md_docs_glossary.html: the page is missing (docs-check's self-test plants its mistakes in a copy)" >>"$problems"
+fi
+# each page gets the budget's share of virtual time, and MathJax its time to typeset
+browse --allow-file-access-from-files --virtual-time-budget=$((BUDGET + 3000 * (nnarrative + 6))) \
+    --dump-dom "file://$ROOT/$OUT/pages.html" >"$OUT/dom/pages.html" ||
+    echo "$OUT/pages.html: chromium could not open it" >>"$problems"
+if grep -q '<pre id="report" data-done=' "$OUT/dom/pages.html"; then
+    sed -n '/<pre id="report"/,/<\/pre>/p' "$OUT/dom/pages.html" |
+        sed -e 's/^<pre id="report"[^>]*>//' -e 's|</pre>.*||' -e '/^$/d' \
+            -e 's/&lt;/</g; s/&gt;/>/g; s/&quot;/"/g; s/&nbsp;/ /g; s/&amp;/\&/g' \
+            -e 's/\t/: /' >"$OUT/pages.txt"
+    grep -v '^planted: ' "$OUT/pages.txt" >>"$problems" || true
+    grep '^planted: ' "$OUT/pages.txt" >"$OUT/planted.txt" || true
+    for kind in 'literal \*\*.*\*\*bold\*\*' 'a backtick left in the text.*under`gdb' \
+            'a literal \*word\*.*d\*name\*' 'quotation.*‘x’' 'the word “Chapter” links to the struct Chapter'; do
+        grep -q "$kind" "$OUT/planted.txt" ||
+            echo "docs-check's self-test: the mistake matching /$kind/ planted in $OUT/planted.html was not reported" >>"$problems"
+    done
+else
+    echo "$OUT/pages.html: the narrative pages' check did not finish (DOCS_CHECK_BUDGET?)" >>"$problems"
+fi
+
+# Every page of the book, as Doxygen wrote it: no capitalised word followed by
+# a number (Chapter 02) links to a struct, in prose or in a file's brief
+# (scripts/docs.sh --prose-filter writes "Chapter NN" as %Chapter NN for Doxygen).
+grep -o 'href="struct[A-Za-z0-9_]*\.html"[^>]*>[A-Z][a-z]*</a>\(&#160;\| \)[0-9][0-9]*' "$HTML"/*.html |
+    sed 's|^[^:]*/\([^/:]*\):.*>\([A-Z][a-z]*\)</a>[^0-9]*\([0-9]*\)$|\1: "\2 \3" links the word \2 to the struct \2 (write %\2)|' \
+    >>"$problems" || true
+
 # the navigation tree's entries: "file.html#anchor":[…] in navtreeindex*.js
 for js in "$HTML"/navtreeindex*.js; do
     grep -o '^"[^"]*":' "$js" | sed 's/^"\(.*\)":$/\1/' | sed "s|^|navtree |"
@@ -197,6 +300,8 @@ if [ -s "$problems" ]; then
     fail "$(sort -u "$problems" | wc -l) problems in the book (all of them: $problems)"
 fi
 echo "docs-check: $npages pages opened in Chromium, $formulas formulas typeset, $pictures pictures and $links links checked"
+echo "docs-check: $nnarrative narrative pages read for Markdown left as text and words linked to structs, 6 searches run, the 5 mistakes planted in its self-test named"
 sed 's/^/docs-check: /' "$OUT/numbers.txt"
+sed 's/^/docs-check: /' "$OUT/said-once.txt"
 echo "docs-check: screenshots in $OUT/screens/, the rendered pages in $OUT/dom/"
 scripts/docs-pictures.sh  # pictures per chapter page; fails on a page with none

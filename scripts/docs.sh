@@ -26,8 +26,49 @@
 # the same file #undef's (a helper inside one function, such as an option-table
 # row) is not part of any interface, and Doxygen cannot attach a comment to a
 # definition inside a function body. Line numbers stay the same, and the source
-# pages still show the file as written.
+# pages still show the file as written. It then does what --prose-filter does.
+#
+#   scripts/docs.sh --prose-filter FILE   (doxygen's filter for *.h, *.md, *.dox)
+#
+# prints FILE with "Chapter NN" written "%Chapter NN" outside code spans and
+# code blocks: the chapter, not the narrator struct Chapter that Doxygen's
+# autolink would link the word to. The sources stay as a reader of the file or
+# of GitHub sees them ("Chapter 02", no escape); the link text of an @ref or a
+# @subpage ("Chapter 02 · Scaling") is left as written (Doxygen never links it).
 set -eu
+
+# prose_filter: stdin to stdout, the "Chapter NN" of --prose-filter escaped
+prose_filter() {
+    awk '
+        # fenced blocks (``` or ~~~) and @code / @verbatim blocks are code
+        /^[ \t]*(```|~~~)/ { fence = !fence; print; next }
+        fence || block { if ($0 ~ /[@\\]end(code|verbatim)/) block = 0; print; next }
+        /[@\\](code|verbatim)([^a-z]|$)/ { if ($0 !~ /[@\\]end(code|verbatim)/) block = 1; print; next }
+        {
+            # the pieces between backticks: the 1st, 3rd, … are prose, the others code spans
+            n = split($0, piece, "`"); line = ""
+            for (i = 1; i <= n; i++)
+                line = line (i > 1 ? "`" : "") (i % 2 ? escape(piece[i]) : piece[i])
+            print line
+        }
+        function escape(s,    out, pre) {
+            out = ""
+            while (match(s, /Chapter [0-9]/)) {
+                pre = out substr(s, 1, RSTART - 1)
+                out = pre
+                if (pre !~ /[%A-Za-z0-9_]$/ && pre !~ /[@\\](ref|subpage)[ \t]+[A-Za-z0-9_.]+[ \t]+"$/)
+                    out = out "%"
+                out = out "Chapter"
+                s = substr(s, RSTART + 7)
+            }
+            return out s
+        }'
+}
+
+if [ "${1:-}" = "--prose-filter" ]; then
+    prose_filter <"$2"
+    exit
+fi
 
 if [ "${1:-}" = "--c-filter" ]; then
     awk '
@@ -56,7 +97,7 @@ if [ "${1:-}" = "--c-filter" ]; then
             }
         }
         { print }
-    ' "$2" "$2"
+    ' "$2" "$2" | prose_filter
     exit
 fi
 
