@@ -168,12 +168,18 @@ static void test_keys_pause_and_step(void) {
     CU_ASSERT_EQUAL(train_view_key(&v, ' '), TV_NONE);
     CU_ASSERT_TRUE(v.paused);
     CU_ASSERT_EQUAL(train_view_key(&v, '.'), TV_STEP);
+    CU_ASSERT_EQUAL(train_view_key(&v, 'd'), TV_DEBUG); // paused: the debugger on the next step
     CU_ASSERT_EQUAL(train_view_key(&v, ' '), TV_NONE);
     CU_ASSERT_FALSE(v.paused);
+    CU_ASSERT_EQUAL(train_view_key(&v, 'd'), TV_NONE); // running: d only says how
+    CU_ASSERT_PTR_NOT_NULL(strstr(v.message, "d opens the debugger on the next step while paused"));
     CU_ASSERT_EQUAL(train_view_key(&v, 'q'), TV_QUIT);
     v.finished = true;
     CU_ASSERT_EQUAL(train_view_key(&v, ' '), TV_NONE);
     CU_ASSERT_FALSE(v.paused); // nothing left to pause
+    v.paused = true;
+    CU_ASSERT_EQUAL(train_view_key(&v, 'd'), TV_NONE); // nor to debug
+    CU_ASSERT_PTR_NOT_NULL(strstr(v.message, "no step left"));
     train_view_free(&v);
 }
 

@@ -142,28 +142,25 @@ static TrainAction key_pause(TrainView *v, int key) {
     return TV_NONE;
 }
 
-static TrainAction key_step(TrainView *v, int key) {
+// . and d act on the next step, and only while paused: `a`, or a line saying why not.
+static TrainAction on_next_step(TrainView *v, TrainAction a, const char *key_does) {
     if (v->finished) {
         train_view_message(v, "the run is finished: no step left");
         return TV_NONE;
     }
     if (!v->paused) {
-        train_view_message(v, ". takes one step while paused (space pauses)");
+        train_view_message(v, "%s while paused (space pauses)", key_does);
         return TV_NONE;
     }
-    return TV_STEP;
+    return a;
+}
+
+static TrainAction key_step(TrainView *v, int key) {
+    return on_next_step(v, TV_STEP, ". takes one step");
 }
 
 static TrainAction key_debug(TrainView *v, int key) {
-    if (v->finished) {
-        train_view_message(v, "the run is finished: no step left to debug");
-        return TV_NONE;
-    }
-    if (!v->paused) {
-        train_view_message(v, "d opens the debugger on the next step while paused (space pauses)");
-        return TV_NONE;
-    }
-    return TV_DEBUG;
+    return on_next_step(v, TV_DEBUG, "d opens the debugger on the next step");
 }
 
 static TrainAction key_picture(TrainView *v, int key) {
