@@ -48,6 +48,7 @@
 #include "io/safetensors.h"
 #include "train/shards.h"
 #include "model/trace_stages.h"
+#include "model/trace_timing.h"
 #include "base/util.h"
 #include "model/vit.h"
 
@@ -559,26 +560,10 @@ static double load_average(void) {
     return getloadavg(load, 1) == 1 ? load[0] : -1;
 }
 
-// A listener that only reads the clock: the time from one stage's emission to
-// the next is the next stage's work. Summed per row of the stage table, over
-// every block (blocks.3.mlp.fc1 counts as mlp.fc1).
+// The passes are timed by lib's stopwatch (model/trace_timing.h, chapter 09's):
+// a listener charging the time from one stage's hand-over to the next to the
+// next stage, summed per row of the stage table over the blocks.
 enum { PROFILE_ROUNDS = 7 };
-/** The clock a profiled pass reads at each stage. */
-typedef struct {
-    double last;     /**< vit_now() when the previous stage was handed over */
-    double *seconds; /**< (stage rows) this pass's time per row of the stage table */
-} StageClock;
-
-static void clock_stage(void *user, const char *name, const Tensor *t) {
-    (void)t;
-    StageClock *c = user;
-    const double now = vit_now();
-    int block;
-    const VitStage *st = vit_stage_find(name, &block);
-    for (int i = 0; st && i < vit_stage_count(); i++)
-        if (vit_stage_at(i) == st) c->seconds[i] += now - c->last;
-    c->last = vit_now(); // the listener's own time is nobody's stage
-}
 
 // The best rate this machine gives on the forward's own big products (qkv, fc1,
 // fc2 at batch 1), over the backends built in: the ceiling a stage is held to.
@@ -647,13 +632,15 @@ static void bench_profile(void) {
     run_forward(&fc); // warm: the weights' pages, the caches, the threads
     for (int r = 0; r < PROFILE_ROUNDS; r++) { // in turn: a profiled pass, then a plain one
         rounds[r] = vit_calloc((size_t)rows, sizeof(double));
-        StageClock c = {vit_now(), rounds[r]};
-        const double t0 = c.last;
-        if (vit_forward(&vit, &input, clock_stage, &c, &err) != VIT_OK) {
+        StageClock clock;
+        const double t0 = vit_now();
+        stage_clock_start(&clock, NULL, NULL);
+        if (vit_forward(&vit, &input, stage_clock_trace, &clock, &err) != VIT_OK) {
             fprintf(stderr, "bench: %s\n", err.msg);
             exit(1);
         }
         traced[r] = vit_now() - t0;
+        for (int i = 0; i < rows && i < STAGE_CLOCK_MAX; i++) rounds[r][i] = clock.seconds[i];
         const double t1 = vit_now();
         run_forward(&fc);
         plain[r] = vit_now() - t1;
