@@ -256,11 +256,11 @@ static void convolution(Chapter *ch, Work *w) {
                                          "unfold + linear was", "the naive loop");
     ch_say(ch, "%s", sentence);
     if (v == SPEED_FASTER)
-        ch_say(ch, "Rearranging the pixels first turns the whole layer into one large "
+        ch_verdict(ch, "Rearranging the pixels first turns the whole layer into one large "
                    "matrix product, the operation computers are fastest at. That is why "
                    "lib implements the convolution as unfold + linear.");
     else
-        ch_say(ch, "So this run does not show unfold + linear to be the faster here. lib "
+        ch_verdict(ch, "So this run does not show unfold + linear to be the faster here. lib "
                    "implements the convolution that way because it turns the whole layer "
                    "into one large matrix product, the operation matrix libraries are "
                    "built to make fast (Chapter 14 shows how); run the chapter again on a "

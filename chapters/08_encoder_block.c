@@ -527,7 +527,7 @@ void chapter08_run(Chapter *ch) {
     cfg.depth = 1; // the embedding and block 0 draw the same numbers as in the 12-block model
     VitInit init = vit_init_timm(WEIGHT_SEED);
     if (vit_build_random(&w.vit, &cfg, &init, &err) != VIT_OK) {
-        ch_say(ch, "cannot build the block: %s", err.msg);
+        ch_verdict(ch, "cannot build the block: %s", err.msg);
         return;
     }
     // [build]

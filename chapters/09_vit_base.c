@@ -169,7 +169,7 @@ static void build(Chapter *ch, Work *w) {
     // [build]
     w->build_seconds = vit_now() - t0;
     if (status != VIT_OK) {
-        ch_say(ch, "cannot build ViT-Base: %s", err.msg);
+        ch_verdict(ch, "cannot build ViT-Base: %s", err.msg);
         return;
     }
     w->cfg = &w->vit.config;
@@ -205,7 +205,7 @@ static void recipe(Chapter *ch, Work *w) {
     // [forward]
     w->forward_seconds = vit_now() - t0;
     if (status != VIT_OK) {
-        ch_say(ch, "the forward pass failed: %s", err.msg);
+        ch_verdict(ch, "the forward pass failed: %s", err.msg);
         return;
     }
     const Watch *s = &w->watch;
@@ -308,7 +308,7 @@ static void cost(Chapter *ch, Work *w) {
                    "FLOPs estimates the work; for a memory-bound stage the time is set "
                    "by the bytes it moves.");
     else
-        ch_say(ch, "On this run the difference per FLOP is small: this machine moved "
+        ch_verdict(ch, "On this run the difference per FLOP is small: this machine moved "
                    "the softmax's numbers about as fast as it did the matrix product's "
                    "arithmetic. Usually a softmax is memory-bound, since it does a few "
                    "operations per number it reads and writes, where a matrix product "

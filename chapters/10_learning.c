@@ -219,7 +219,7 @@ static void the_loss(Chapter *ch, Work *w) {
     VitError err;
     // [loss]
     if (vit_forward(&w->vit, &w->image, NULL, NULL, &err) != VIT_OK) {
-        ch_say(ch, "the forward pass failed: %s", err.msg);
+        ch_verdict(ch, "the forward pass failed: %s", err.msg);
         free(probs), free(dlogits);
         return;
     }
@@ -822,7 +822,7 @@ static void adam_written_out(Chapter *ch) {
     AdamW opt;
     VitError err;
     if (adamw_init(&opt, &p, 1, &cfg, &err) != VIT_OK) {
-        ch_say(ch, "cannot set up AdamW: %s", err.msg);
+        ch_verdict(ch, "cannot set up AdamW: %s", err.msg);
         return;
     }
     // [adam_by_hand]
@@ -1219,7 +1219,7 @@ static void one_step(Chapter *ch, Work *w) {
     Step s;
     VitError err;
     if (!step_new(&s, w, &err)) {
-        ch_say(ch, "cannot prepare the model for training: %s", err.msg);
+        ch_verdict(ch, "cannot prepare the model for training: %s", err.msg);
     } else if (step_backward(ch, w, &s)) {
         step_check(ch, w, &s);
         step_update(ch, w, &s);
@@ -1409,7 +1409,7 @@ void chapter10_run(Chapter *ch) {
     VitInit init = vit_init_timm(MODEL_SEED);
     VitError err;
     if (vit_build_random(&w.vit, &cfg, &init, &err) != VIT_OK) {
-        ch_say(ch, "cannot build the model: %s", err.msg);
+        ch_verdict(ch, "cannot build the model: %s", err.msg);
         return;
     }
     w.cfg = &w.vit.config;

@@ -432,7 +432,7 @@ static bool train_run(Chapter *ch, Work *w, int i, uint64_t seed, RunLog *log) {
     Trainer t;
     VitError err;
     if (trainer_init(&t, &TINY, &c, &train, &err) != VIT_OK) {
-        ch_say(ch, "cannot start the run: %s", err.msg);
+        ch_verdict(ch, "cannot start the run: %s", err.msg);
         return false;
     }
     t.schedule.warmup_steps = WARMUP;       // 64 steps, even when an epoch is the whole run
@@ -481,7 +481,7 @@ static bool train_run(Chapter *ch, Work *w, int i, uint64_t seed, RunLog *log) {
         log->fit_loss = (float)fit.loss, log->fit_acc = (float)eval_accuracy(&fit);
         eval_free(&fit);
     } else {
-        ch_say(ch, "the run's evaluation failed: %s", err.msg);
+        ch_verdict(ch, "the run's evaluation failed: %s", err.msg);
     }
     trainer_free(&t);
     return log->ok;
@@ -723,7 +723,7 @@ static void the_shipped_curve(Chapter *ch) {
     const bool present = access(path, F_OK) == 0;
     ch_value(ch, "log.present", present ? 1.0f : 0.0f);
     if (!present) {
-        ch_say(ch, "%s, the log `vit train` wrote while training the model the project "
+        ch_verdict(ch, "%s, the log `vit train` wrote while training the model the project "
                    "ships, is not there yet, so this section has nothing to show: it is "
                    "skipped. Once the model is trained and its log committed, this section "
                    "reads it.", shown);
@@ -795,7 +795,7 @@ static void the_shipped_curve(Chapter *ch) {
     const int n = experiment_names(names, MAX_EXPERIMENTS);
     ch_value(ch, "experiments.count", (float)n);
     if (n == 0) {
-        ch_say(ch, "Beside the shipped model, data/%s/ is to hold the logs of shorter runs "
+        ch_verdict(ch, "Beside the shipped model, data/%s/ is to hold the logs of shorter runs "
                    "that each leave one part of the recipe out (baseline.csv, no-augment.csv, "
                    "no-warmup.csv, no-decay.csv). None is there yet, so what warm-up, "
                    "augmentation and weight decay change is not shown.", EXPERIMENTS_DIR);
@@ -873,7 +873,7 @@ static void the_shipped_curve(Chapter *ch) {
                  shipped_epochs);
     for (int i = 0; i < n; i++)
         if (strcmp(names[i], "augment") == 0 && fit[i] < final[i])
-            ch_say(ch, "In the run with crop and flip, the training accuracy (%.2f%%) is still "
+            ch_verdict(ch, "In the run with crop and flip, the training accuracy (%.2f%%) is still "
                        "below the validation accuracy (%.2f%%) after its last epoch: the "
                        "model has not begun to overfit, and overfitting is what augmentation "
                        "is for.", 100 * fit[i], 100 * final[i]);
@@ -933,7 +933,7 @@ static void the_trained_model(Chapter *ch, Work *w) {
     const bool present = access(path, F_OK) == 0;
     ch_value(ch, "model.present", present ? 1.0f : 0.0f);
     if (!present) {
-        ch_say(ch, "%s, the model `vit train` trained for the project on all 55,000 "
+        ch_verdict(ch, "%s, the model `vit train` trained for the project on all 55,000 "
                    "training images, is not there yet, so it cannot be tested here: this "
                    "section is skipped. Once it is committed, this section loads it, runs it "
                    "on the first %s test images, and shows its confusion matrix and its "
@@ -943,7 +943,7 @@ static void the_trained_model(Chapter *ch, Work *w) {
     Vit vit;
     VitError err;
     if (vit_build(&vit, path, &err) != VIT_OK) {
-        ch_say(ch, "%s cannot be loaded (%s): this section is skipped.", shown, err.msg);
+        ch_verdict(ch, "%s cannot be loaded (%s): this section is skipped.", shown, err.msg);
         return;
     }
     const VitConfig *c = &vit.config;
@@ -963,7 +963,7 @@ static void the_trained_model(Chapter *ch, Work *w) {
     EvalResult r;
     // [evaluate]
     if (eval_run(&vit, &slice, mean, std, 50, &r, &err) != VIT_OK) {
-        ch_say(ch, "the evaluation failed: %s", err.msg);
+        ch_verdict(ch, "the evaluation failed: %s", err.msg);
         vit_free(&vit);
         return;
     }
@@ -1148,7 +1148,7 @@ static bool cnn_run(Chapter *ch, Work *w, int i, uint64_t seed, float *val, floa
     CnnRun r;
     VitError err;
     if (cnn_run_init(&r, SMALL_CNN, &c, &train, &err) != VIT_OK) {
-        ch_say(ch, "cannot start the CNN's run: %s", err.msg);
+        ch_verdict(ch, "cannot start the CNN's run: %s", err.msg);
         return false;
     }
     r.schedule.warmup_steps = WARMUP;          // as the ViT's runs
@@ -1199,7 +1199,7 @@ static void hunger_intro(Chapter *ch, const Work *w) {
                "start as noise and have to discover which patches are next to each other.",
            TINY.patch_size, TINY.patch_size);
     if (w->have_model)
-        ch_say(ch, "The shipped model shows what that learning produced. In its position "
+        ch_verdict(ch, "The shipped model shows what that learning produced. In its position "
                    "embeddings, the vectors of patches next to each other have a mean cosine "
                    "similarity of %.2f, those of patches %d or more apart %.2f%s. Position "
                    "embeddings drawn at random, as a run's are before its first step (timm's "
@@ -1257,7 +1257,7 @@ static void hunger_validation(Chapter *ch, const Work *w, const SeedSummary *m) 
         if (m[i].val > m[best].val) best = i;
     const SeedSummary *b = &m[best], *l = &m[SIZES - 1];
     if (best == SIZES - 1) {
-        ch_say(ch, "And the validation accuracy is highest with the most images: %.1f%%, "
+        ch_verdict(ch, "And the validation accuracy is highest with the most images: %.1f%%, "
                    "%.1f%%, %.1f%% and %.1f%%.", m[0].val, m[1].val, m[2].val, m[3].val);
         return;
     }
@@ -1359,12 +1359,12 @@ static void hunger_cnn(Chapter *ch, const SeedSummary *vit, const SeedSummary *c
            closes ? ", a fall beyond the seeds' spread" : ", a change the seeds cannot tell "
                                                           "from their noise");
     if (few && lead[0] > 0 && closes)
-        ch_say(ch, "That is what \"a ViT is hungry for data\" means here, measured: with the "
+        ch_verdict(ch, "That is what \"a ViT is hungry for data\" means here, measured: with the "
                    "same arithmetic per image, a model with locality and equivariance built "
                    "in learns more from few images, and the ViT closes the distance as the "
                    "images grow.");
     else
-        ch_say(ch, "So these runs do not show the whole of the claim that a ViT is hungrier "
+        ch_verdict(ch, "So these runs do not show the whole of the claim that a ViT is hungrier "
                    "for data than a CNN: %s",
                few && lead[0] > 0 ? "the CNN leads on few images, but the lead does not fall "
                                     "beyond the seeds' spread as the images grow."
@@ -1375,7 +1375,7 @@ static void hunger_cnn(Chapter *ch, const SeedSummary *vit, const SeedSummary *c
         underfits &= cnn[i].fit < vit[i].fit &&
                      beyond_seeds(cnn[i].fit, cnn[i].fit_sd, vit[i].fit, vit[i].fit_sd);
     if (underfits)
-        ch_say(ch, "Built-in locality did not make up for what this CNN lacks in %d steps of "
+        ch_verdict(ch, "Built-in locality did not make up for what this CNN lacks in %d steps of "
                    "the ViT's recipe: it gets only %.1f%% of its own %d images right, where "
                    "the ViT learns %.1f%% of them, and it learns less of its own images than "
                    "the ViT on every size. It underfits; a CNN trained longer, or with a "
@@ -1767,7 +1767,7 @@ static void update_ratios(Chapter *ch) {
     free(log.v);
     ch_value(ch, "layers.present", ok ? 1.0f : 0.0f);
     if (!ok) {
-        ch_say(ch, "%s cannot be read (%s): the update ratios are skipped.", shown, why);
+        ch_verdict(ch, "%s cannot be read (%s): the update ratios are skipped.", shown, why);
         return;
     }
     pin_row(ch, "layers.ratio", &ratio[0][0], RATIO_EPOCHS * RATIO_GROUPS);

@@ -117,7 +117,7 @@ static bool rollout_row(Chapter *ch, float *map, float *self, const Work *w, int
     VitError err;
     const RolloutOptions o = {fuse, discard};
     if (rollout_from_trace(&joint, &w->fwd, grad ? &w->bwd : NULL, w->L, b, &o, &err) != VIT_OK) {
-        ch_say(ch, "the rollout failed: %s", err.msg);
+        ch_verdict(ch, "the rollout failed: %s", err.msg);
         return false;
     }
     memcpy(map, joint.data + 1, sizeof(float) * (size_t)w->P);
@@ -243,13 +243,13 @@ static void rolled_out(Chapter *ch, Work *w) {
     print_grid(ch, map, w->side, caption);
     w->rollout_peak = map[q], w->rollout_peak_at = q;
     if (map[q] < w->layer_peak_min)
-        ch_say(ch, "The rollout is flatter than any one layer: its largest share, %.1f%%, is "
+        ch_verdict(ch, "The rollout is flatter than any one layer: its largest share, %.1f%%, is "
                    "below the smallest of the layers' largest (%.1f%%). Every layer's residual "
                    "keeps part of each token where it was, and multiplying the layers spreads "
                    "what each one concentrated. It is the map `vit attention` draws by default.",
                100 * map[q], 100 * w->layer_peak_min);
     else
-        ch_say(ch, "Its largest share, %.1f%%, is not below every layer's largest (the smallest "
+        ch_verdict(ch, "Its largest share, %.1f%%, is not below every layer's largest (the smallest "
                    "of those is %.1f%%): here the layers concentrate on the same region and the "
                    "product keeps it. It is the map `vit attention` draws by default.",
                100 * map[q], 100 * w->layer_peak_min);
@@ -356,7 +356,7 @@ static void score_units(Chapter *ch, Work *w) {
         Tensor joint;
         const RolloutOptions o = {FUSE_MEAN, 0};
         if (rollout_from_trace(&joint, &fwd, &bwd, w->L, 0, &o, &err) != VIT_OK) {
-            ch_say(ch, "the rollout failed: %s", err.msg);
+            ch_verdict(ch, "the rollout failed: %s", err.msg);
             break;
         }
         self[u] = joint.data[0]; // J(0, 0): what [cls] keeps of itself
@@ -598,13 +598,13 @@ static bool load(Chapter *ch, Work *w) {
     char path[1024];
     VitError err;
     if (dataset_fashion_mnist_load(&w->test, NULL, "test", &err) != VIT_OK) {
-        ch_say(ch, "Fashion-MNIST cannot be loaded (%s). Install Debian's "
+        ch_verdict(ch, "Fashion-MNIST cannot be loaded (%s). Install Debian's "
                    "dataset-fashion-mnist (scripts/deps.sh does) and run the chapter again.",
                err.msg);
         return false;
     }
     if (vit_build(&w->vit, vit_data_path(path, sizeof path, MODEL_FILE), &err) != VIT_OK) {
-        ch_say(ch, "data/%s cannot be loaded (%s).", MODEL_FILE, err.msg);
+        ch_verdict(ch, "data/%s cannot be loaded (%s).", MODEL_FILE, err.msg);
         return false;
     }
     const VitConfig *c = &w->vit.config;
@@ -618,7 +618,7 @@ static bool load(Chapter *ch, Work *w) {
     // [record]
     dataset_batch(w->input.data, labels, &w->test, SHOWN_INDEX, SHOWN, w->mean, w->std, NULL, NULL);
     if (rollout_record(&w->vit, &w->input, NULL, w->pred, &w->fwd, &w->bwd, &err) != VIT_OK) {
-        ch_say(ch, "the pass failed: %s", err.msg);
+        ch_verdict(ch, "the pass failed: %s", err.msg);
         return false;
     }
     // [record]

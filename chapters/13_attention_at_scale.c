@@ -904,18 +904,18 @@ static void where_it_looks(Chapter *ch, Where *w, int side) {
     // hardly local: no head is local, and none reads much nearer than uniform attention
     w->hardly_local = w->local_heads == 0 && min_of(w->distance, LH) >= NEAR_SHARE * u.distance;
     if (w->hardly_local)
-        ch_say(ch, "No head keeps even %d× uniform's share in the 3 × 3 window, and the "
+        ch_verdict(ch, "No head keeps even %d× uniform's share in the 3 × 3 window, and the "
                    "nearest-looking head reads from %.2f patches away on average where uniform "
                    "attention reads from %.2f: this model is hardly local. Its heads read from "
                    "all over the %d × %d grid; distance does not say which patches they pick.",
                LOCAL_TIMES, min_of(w->distance, LH), u.distance, side, side);
     else if (w->local_heads == 0)
-        ch_say(ch, "No head keeps even %d× uniform's share in the 3 × 3 window, but the "
+        ch_verdict(ch, "No head keeps even %d× uniform's share in the 3 × 3 window, but the "
                    "nearest-looking head reads from %.2f patches away on average where uniform "
                    "attention reads from %.2f: some heads lean towards nearby patches without "
                    "keeping to a window.", LOCAL_TIMES, min_of(w->distance, LH), u.distance);
     else
-        ch_say(ch, "%d of the %d heads keep at least %d× uniform's share in the 3 × 3 window: "
+        ch_verdict(ch, "%d of the %d heads keep at least %d× uniform's share in the 3 × 3 window: "
                    "local heads, the kind a window suits; the others read from all over the "
                    "%d × %d grid.", w->local_heads, LH, LOCAL_TIMES, side, side);
 }
@@ -928,13 +928,13 @@ static void trained_model(Chapter *ch) {
     VitError err;
     char path[1024];
     if (dataset_fashion_mnist_load(&test, NULL, "test", &err) != VIT_OK) {
-        ch_say(ch, "Fashion-MNIST cannot be loaded (%s). Install Debian's "
+        ch_verdict(ch, "Fashion-MNIST cannot be loaded (%s). Install Debian's "
                    "dataset-fashion-mnist (scripts/deps.sh does) and run the chapter again.",
                err.msg);
         return;
     }
     if (vit_build(&vit, vit_data_path(path, sizeof path, MODEL_FILE), &err) != VIT_OK) {
-        ch_say(ch, "data/%s cannot be loaded (%s).", MODEL_FILE, err.msg);
+        ch_verdict(ch, "data/%s cannot be loaded (%s).", MODEL_FILE, err.msg);
         dataset_free(&test);
         return;
     }
@@ -965,7 +965,7 @@ static void trained_model(Chapter *ch) {
         dataset_batch(input, labels, &test, index, B, mean, std, NULL, NULL);
         const Tensor x = tensor_view(input, 4, B, c->channels, c->image_size, c->image_size);
         if (vit_forward(&vit, &x, looks_trace, &looks, &err) != VIT_OK) {
-            ch_say(ch, "the pass failed: %s", err.msg);
+            ch_verdict(ch, "the pass failed: %s", err.msg);
             break;
         }
         const Tensor model = vit_logits(&vit);

@@ -436,7 +436,7 @@ static void naive(Chapter *ch, Work *w) {
     // [naive_rung]
     ch_line(ch, "%s", "");
     if (w->others >= 0)
-        ch_say(ch, "While the ladder was timed, other programs kept %.1f of this machine's "
+        ch_verdict(ch, "While the ladder was timed, other programs kept %.1f of this machine's "
                    "CPUs busy on average (/proc/stat).", w->others);
 }
 
@@ -521,10 +521,10 @@ static void blocking(Chapter *ch, Work *w) {
            per_byte_ikj, per_byte_blocked, (int)lroundf(per_byte_blocked / per_byte_ikj));
     const SpeedVerdict v = rung(ch, w, BLOCKED, IKJ, "blocking made the loop", "the step before");
     if (v == SPEED_FASTER)
-        ch_say(ch, "Blocking paid here. The next steps make the arithmetic itself faster, "
+        ch_verdict(ch, "Blocking paid here. The next steps make the arithmetic itself faster, "
                    "and keep the blocks.");
     else if (v != SPEED_NOISY)
-        ch_say(ch, "So on its own blocking did not pay here. It changes where b is read "
+        ch_verdict(ch, "So on its own blocking did not pay here. It changes where b is read "
                    "from, not the instructions: the ikj loop still does two loads, a "
                    "multiply, an add and a store for each multiply-add, one float at a "
                    "time. The next steps change that, and keep the blocks.");
@@ -687,15 +687,15 @@ static void threads(Chapter *ch, Work *w) {
     for (int i = 0; i < rounds(); i++) r[i] = w->rounds[i][TILED_1] / w->rounds[i][TILED];
     speed_verdict(r, rounds(), NULL, &mid, NULL);
     if (v == SPEED_FASTER && mid <= 1.05 * w->threads)
-        ch_say(ch, "That is %.0f%% of the %d× that %d threads could give if nothing were "
+        ch_verdict(ch, "That is %.0f%% of the %d× that %d threads could give if nothing were "
                    "lost: a parallel product waits for its slowest thread at the end, and "
                    "a product of %d rows gives each thread only so much work.",
                100 * mid / w->threads, w->threads, w->threads, TM);
     else if (v == SPEED_FASTER)
-        ch_say(ch, "That is more than the %d× of %d threads sharing the work evenly; the "
+        ch_verdict(ch, "That is more than the %d× of %d threads sharing the work evenly; the "
                    "timings alone do not say why.", w->threads, w->threads);
     else if (v != SPEED_NOISY)
-        ch_say(ch, "Here threads did not pay on this product.");
+        ch_verdict(ch, "Here threads did not pay on this product.");
 }
 
 static void openblas(Chapter *ch, Work *w) {
@@ -707,7 +707,7 @@ static void openblas(Chapter *ch, Work *w) {
                    "when it starts; here it "
                    "picked \"%s\". matmul_blas(), all threads:", gemm_blas_core());
     else
-        ch_say(ch, "This build has no OpenBLAS (make BLAS=0, or the library is not "
+        ch_verdict(ch, "This build has no OpenBLAS (make BLAS=0, or the library is not "
                    "installed), so matmul_blas() runs matmul_tiled() again:");
     // [ladder]
     rung(ch, w, BLAS, TILED, "OpenBLAS, on this product, was", "lib's tiled kernel");
@@ -727,13 +727,13 @@ static void openblas(Chapter *ch, Work *w) {
     const SpeedVerdict v = speed_verdict(r, rounds(), &lo, NULL, &hi);
     // [first_line]
     if (v == SPEED_FASTER)
-        ch_say(ch, "From the first line to the fastest (%s, %.2f ms), the same sums got "
+        ch_verdict(ch, "From the first line to the fastest (%s, %.2f ms), the same sums got "
                    "%.0f times faster: %.2f ms / %.2f ms, from the table (between %.0f and "
                    "%.0f times in each round).",
                step_name(name, sizeof name, fastest), 1e3 * w->seconds[fastest], x,
                1e3 * w->seconds[NAIVE], 1e3 * w->seconds[fastest], lo, hi);
     else
-        ch_say(ch, "From the first line to the fastest (%s), the table gives %.0f times "
+        ch_verdict(ch, "From the first line to the fastest (%s), the table gives %.0f times "
                    "faster, but the rounds ran from %.2f to %.2f times: too noisy to tell.",
                step_name(name, sizeof name, fastest), x, lo, hi);
 }
@@ -838,7 +838,7 @@ static void peak(Chapter *ch, Work *w) {
                     "measured %.1f GFLOP/s", w->peak_gflops);
     ch_line(ch, "%s", "");
     if (ghz > 0 && w->peak_gflops > paper)
-        ch_say(ch, "The best measured is above the peak on paper, which no product can be: "
+        ch_verdict(ch, "The best measured is above the peak on paper, which no product can be: "
                    "so an input of the formula is wrong for this machine. Most likely the "
                    "cores ran at a boost clock above the one read, or they have more FMA "
                    "units than the %d assumed.",
@@ -963,7 +963,7 @@ static void vit_base(Chapter *ch, Work *w) {
     void *blob = NULL;
     VitError err;
     if (vit_base_in_memory(&vit, &blob, &err) != VIT_OK) {
-        ch_say(ch, "cannot build ViT-B/16: %s", err.msg);
+        ch_verdict(ch, "cannot build ViT-B/16: %s", err.msg);
         free(blob);
         return;
     }
@@ -978,7 +978,7 @@ static void vit_base(Chapter *ch, Work *w) {
     gemm_choice_describe(choice, sizeof choice);
     // [forward]
     if (sec < 0) {
-        ch_say(ch, "the forward pass failed: %s", err.msg);
+        ch_verdict(ch, "the forward pass failed: %s", err.msg);
     } else {
         const double rate = gflop / sec, best_rate = gflop / fastest;
         char paper[64] = "";
@@ -992,7 +992,7 @@ static void vit_base(Chapter *ch, Work *w) {
         const int n = (int)ch_value(ch, "vit.tokens", (float)vit_num_tokens(&cfg));
         const int dh = (int)ch_value(ch, "vit.head_dim", (float)(cfg.dim / cfg.heads));
         if (best_rate < w->peak_gflops / SPEED_MARGIN)
-            ch_say(ch, "Even its fastest of the %d runs, %.1f GFLOP/s, is more than 10%% "
+            ch_verdict(ch, "Even its fastest of the %d runs, %.1f GFLOP/s, is more than 10%% "
                        "below the best measured. Its products are small beside those of "
                        "section 10 (%d rows: tiles at the edges are partly wasted, each "
                        "thread gets less work), the two N × N products of attention are "
@@ -1001,7 +1001,7 @@ static void vit_base(Chapter *ch, Work *w) {
                        "they read and write.",
                    FORWARD_RUNS, best_rate, n, n, dh, dh, n);
         else
-            ch_say(ch, "Its fastest of the %d runs, %.1f GFLOP/s, is not more than 10%% "
+            ch_verdict(ch, "Its fastest of the %d runs, %.1f GFLOP/s, is not more than 10%% "
                        "below the best measured in section 10, whose products are larger "
                        "and simpler: either the forward pass ran well or section 10's "
                        "timings were slowed by something else on this machine, and this "
@@ -1027,7 +1027,7 @@ static void wrong_kernel(Chapter *ch, Work *w) {
                "kernel, within a few percent of lib's on ViT-B/16's products and faster "
                "on the small products of the model chapter 11 trains.");
     if (gemm_have_blas()) {
-        ch_say(ch, "Here OpenBLAS picked \"%s\"%s. On that product, in section 10, its best "
+        ch_verdict(ch, "Here OpenBLAS picked \"%s\"%s. On that product, in section 10, its best "
                    "was %.1f GFLOP/s against %.1f for lib's tiled kernel.",
                gemm_blas_core(),
                getenv("OPENBLAS_CORETYPE") ? " (as OPENBLAS_CORETYPE told it)" : "",
@@ -1041,7 +1041,7 @@ static void wrong_kernel(Chapter *ch, Work *w) {
             ch_say(ch, "%s", sentence);
         }
     } else {
-        ch_say(ch, "This build has no OpenBLAS, so nothing here can pick a wrong kernel.");
+        ch_verdict(ch, "This build has no OpenBLAS, so nothing here can pick a wrong kernel.");
     }
     char choice[1024];
     // [choice]

@@ -20,8 +20,8 @@
 #     (scripts/docs-numbers.sh, which names the page, the line and the number;
 #     its --self-test, run here too, plants a wrong number in a copy of a page
 #     and fails unless the check catches it);
-#   - shows, in a chapter's output box, a paragraph its page already says, or a
-#     paragraph of prose with no value in it (scripts/docs-said-once.sh).
+#   - shows, in a chapter's output box, a paragraph its page already says
+#     (scripts/docs-said-once.sh).
 # Then one more Chromium reads every narrative page in turn (the main page,
 # every Markdown page: chapters, glossary, teachers', answer keys, contract,
 # viewer, full-text search, the exercises' READMEs; the modules and the folder

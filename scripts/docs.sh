@@ -158,7 +158,8 @@ split_sections() { # OUT/NN_name FILE: the sections of FILE, named after OUT/NN_
 # number with a decimal point, an exponent or a percent sign: a value the
 # page's prose reads), rewrapped; tables, matrices and values stay. The whole transcript,
 # prose included, is OUT/NN_name.txt (the book's numbers are checked against
-# it, scripts/docs-numbers.sh). Runs of blank lines left behind become one.
+# it, scripts/docs-numbers.sh). A verdict the data decides (ch_verdict()) is
+# not marked and stays whole. Runs of blank lines left behind become one.
 # "What's next" is the program's own text, which the page does not say
 # again: it stays whole.
 boxes_only() {

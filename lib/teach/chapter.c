@@ -79,18 +79,30 @@ static const char *prose_mark(void) {
     return m && strcmp(m, "marked") == 0 ? CHAPTER_PROSE_MARK : "";
 }
 
+// A wrapped paragraph and the blank line after it, each line starting with `mark`.
+static void paragraph(Chapter *ch, const char *mark, const char *fmt, va_list ap) {
+    char *text = NULL;
+    if (vasprintf(&text, fmt, ap) < 0) text = NULL;
+    if (!text) return;
+    print_wrapped(ch->out, text, wrap_width(ch), mark);
+    fprintf(ch->out, "%s\n", mark); // the blank line after a paragraph is the paragraph's
+    free(text);
+}
+
 void ch_say(Chapter *ch, const char *fmt, ...) {
     if (!ch->out) return;
     va_list ap;
     va_start(ap, fmt);
-    char *text = NULL;
-    if (vasprintf(&text, fmt, ap) < 0) text = NULL;
+    paragraph(ch, prose_mark(), fmt, ap);
     va_end(ap);
-    if (!text) return;
-    const char *mark = prose_mark();
-    print_wrapped(ch->out, text, wrap_width(ch), mark);
-    fprintf(ch->out, "%s\n", mark); // the blank line after a paragraph is the paragraph's
-    free(text);
+}
+
+void ch_verdict(Chapter *ch, const char *fmt, ...) {
+    if (!ch->out) return;
+    va_list ap;
+    va_start(ap, fmt);
+    paragraph(ch, "", fmt, ap);
+    va_end(ap);
 }
 
 void ch_line(Chapter *ch, const char *fmt, ...) {

@@ -50,6 +50,10 @@ void ch_title(Chapter *ch, const char *number, const char *title);
 void ch_section(Chapter *ch, const char *heading);
 /** @brief Print one paragraph (printf-style), word-wrapped, followed by a blank line. */
 void ch_say(Chapter *ch, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/** @brief A paragraph the data decides (a verdict, a branch taken on the
+ *         numbers): printed as ch_say() prints, but never marked as prose, so the
+ *         book's box keeps it whole beside the numbers it concludes from. */
+void ch_verdict(Chapter *ch, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /** @brief Print one line verbatim (tables, formulas), no wrapping. */
 void ch_line(Chapter *ch, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /** @brief Pin a scalar under @p name and return it, for use inside ch_say(). */
