@@ -328,14 +328,14 @@ static UiAction handle_key(State *s, int key) {
 
 /* ------------------------------------------------------------- the loop */
 
-// A training step's debugger steps that step only: it cannot restart it or
-// change its input or model (the run's next step must stay the run's); d
-// switches between the forward and the backward once the step is taken.
 // The step's second half: the backward and the updates, shown or not.
 static const Stepper *step_second_half(const State *s) {
     return s->backward ? &s->stepper : &s->other_stepper;
 }
 
+// A training step's debugger steps that step only: it cannot restart it or
+// change its input or model (the run's next step must stay the run's); d
+// switches between the forward and the backward once all is computed.
 static UiAction step_refuses(App *app, UiAction a) {
     State *s = &app->state;
     if (!app->step || (a != ACT_REQUEST && a != ACT_RESTART)) return a;
