@@ -1298,6 +1298,8 @@ check_train_debugger() {
     keys c
     check "--train d: AdamW's updates, one per parameter" "finished at optim\.update\.head\.bias" 20
     check "--train d: the update's parts" "‖g‖ [0-9.e-]+  ‖m‖ [0-9.e-]+  ‖v‖"
+    keys c
+    check "--train d: computed, c says what is left" "the step is computed: d shows its forward"
     keys d
     check "--train d: d shows the step's forward again" "the step's forward, on its batch" 10
     keys q

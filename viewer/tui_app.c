@@ -363,6 +363,18 @@ static bool step_crosses(const App *app, int key) {
            stepper_finished(&s->stepper) && s->other_stepper.done == 0 && key && strchr("snfcd", key);
 }
 
+// ... and once the step is all computed, they have nothing to run: say what is
+// left (the picture's passes say "r restarts it", which this one refuses).
+static bool step_done_key(App *app, int key) {
+    State *s = &app->state;
+    if (!app->step || s->help || s->prompting || !key || !strchr("snfc", key) ||
+        !stepper_finished(&s->stepper) || (!s->backward && s->other_stepper.done == 0))
+        return false;
+    state_message(s, "the step is computed: d shows its %s, q goes back to the training",
+                  s->backward ? "forward" : "backward and updates");
+    return true;
+}
+
 // The UI, until a key resumes the pass (ACT_RUN), restarts it or quits.
 static UiAction ui_loop(App *app) {
     State *s = &app->state;
@@ -386,6 +398,7 @@ static UiAction ui_loop(App *app) {
             continue;
         }
         if (step_crosses(app, key)) return ACT_RUN;
+        if (step_done_key(app, key)) continue;
         const UiAction a = step_refuses(app, handle_key(s, key));
         if (a != ACT_NONE) return a;
     }
