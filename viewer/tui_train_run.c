@@ -177,11 +177,10 @@ static void debug_step(Watch *w) {
         train_view_message(v, "%s", err.msg);
         return;
     }
-    trainer_next_batch(&sv.copy); // the step's batch, as its input (the step draws it again, the same)
     const TrainConfig *c = &sv.copy.config;
     const VitConfig *m = &sv.copy.vit.config;
     const int shape[4] = {c->batch, m->channels, m->image_size, m->image_size};
-    const Tensor batch = tensor_view_shape(sv.copy.images, 4, shape);
+    const Tensor batch = tensor_view_shape(sv.copy.images, 4, shape); // drawn by the view
     AppOptions opt = {.vit = &sv.copy.vit, .input = &batch, .model = v->model, .picture = "",
                       .history_bytes = HISTORY_DEFAULT_BUDGET,
                       .labels = class_labels(&w->run.all), .mono = w->mono};

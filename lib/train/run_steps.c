@@ -117,10 +117,13 @@ void train_step_log_row(TrainRun *r, const TrainStep *st) {
                      (double)st->loss, (double)st->correct / t->config.batch, st->grad_norm);
     step_log_add(r, row, (size_t)n);
     for (int g = 0; g < train_layer_count(&r->model) && r->step_layers; g++) {
-        const TrainLayerStats *s = &r->layers[g];
-        n = r->watch_layers ? snprintf(row, sizeof row, ",%.6g,%.6g,%.6g", s->grad_norm,
-                                       s->weight_norm, s->update_ratio)
-                            : snprintf(row, sizeof row, ",,,"); // not measured
+        if (r->watch_layers) {
+            const TrainLayerStats *s = &r->layers[g];
+            n = snprintf(row, sizeof row, ",%.6g,%.6g,%.6g", s->grad_norm, s->weight_norm,
+                         s->update_ratio);
+        } else {
+            n = snprintf(row, sizeof row, ",,,"); // not measured (r->layers may be NULL)
+        }
         step_log_add(r, row, (size_t)n);
     }
     step_log_add(r, "\n", 1);

@@ -48,6 +48,7 @@ VitStatus train_step_view_open(TrainStepView *v, const Trainer *run, VitError *e
     }
     v->before = vit_malloc(total * sizeof *v->before);
     v->delta = vit_malloc(largest * sizeof *v->delta);
+    trainer_next_batch(&v->copy); // the run's next batch: the same images, crops and flips
     return VIT_OK;
 }
 
@@ -95,7 +96,6 @@ VitStatus train_step_view_run(TrainStepView *v, TraceFn trace, void *user, VitEr
     const VitConfig *m = &t->vit.config;
     if (v->taken) return vit_fail(err, VIT_ERR_INPUT, "step %lld was taken already: open the "
                                   "view again for the next", (long long)v->step + 1);
-    trainer_next_batch(t); // the run's next batch: the same images, crops and flips
     const int shape[4] = {c->batch, m->channels, m->image_size, m->image_size};
     const Tensor images = tensor_view_shape(t->images, 4, shape);
     vit_grads_zero(&t->grads);

@@ -68,7 +68,9 @@ typedef struct {
 } TrainParamUpdate;
 
 /**
- * @brief Copy what the next step of @p run reads.
+ * @brief Copy what the next step of @p run reads, and draw its batch
+ *        (copy.images, copy.labels: the run's next batch, the same images,
+ *        crops and flips).
  * @return VIT_ERR_INPUT when the run is over (no next step) or the memory
  *         cannot be had; the view is then freed
  */
