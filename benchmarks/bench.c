@@ -592,8 +592,8 @@ static double best_product_gflops(void) {
 // One row per stage of the table (the blocks' stages summed over the blocks):
 // the median over the rounds of its time, its arithmetic, its rate, its share
 // of the pass and its rate against the machine's best product.
-static void print_profile(const VitConfig *cfg, double *rounds[PROFILE_ROUNDS], double total_ms,
-                          double best) {
+static void print_profile(const VitConfig *cfg, double rounds[PROFILE_ROUNDS][STAGE_CLOCK_MAX],
+                          double total_ms, double best) {
     printf("  %-12s %8s %8s %9s %7s %8s\n", "stage", "ms", "GFLOP", "GFLOP/s", "share",
            "of best");
     for (int i = 0; i < vit_stage_count(); i++) {
@@ -626,12 +626,10 @@ static void bench_profile(void) {
     Rng rng;
     rng_seed(&rng, 7);
     rng_fill_uniform(&rng, input.data, input.numel, -1.0f, 1.0f);
-    const int rows = vit_stage_count();
-    double *rounds[PROFILE_ROUNDS], traced[PROFILE_ROUNDS], plain[PROFILE_ROUNDS];
+    double rounds[PROFILE_ROUNDS][STAGE_CLOCK_MAX], traced[PROFILE_ROUNDS], plain[PROFILE_ROUNDS];
     ForwardCase fc = {&vit, &input};
     run_forward(&fc); // warm: the weights' pages, the caches, the threads
     for (int r = 0; r < PROFILE_ROUNDS; r++) { // in turn: a profiled pass, then a plain one
-        rounds[r] = vit_calloc((size_t)rows, sizeof(double));
         StageClock clock;
         const double t0 = vit_now();
         stage_clock_start(&clock, NULL, NULL);
@@ -640,7 +638,7 @@ static void bench_profile(void) {
             exit(1);
         }
         traced[r] = vit_now() - t0;
-        for (int i = 0; i < rows && i < STAGE_CLOCK_MAX; i++) rounds[r][i] = clock.seconds[i];
+        memcpy(rounds[r], clock.seconds, sizeof rounds[r]);
         const double t1 = vit_now();
         run_forward(&fc);
         plain[r] = vit_now() - t1;
@@ -656,7 +654,6 @@ static void bench_profile(void) {
            "without the listener, timed in turn with it: %.1f ms; load average now %.2f\n\n",
            traced_ms, flops / traced_ms / 1e6, 100 * flops / traced_ms / 1e6 / best, plain_ms,
            load_average());
-    for (int r = 0; r < PROFILE_ROUNDS; r++) free(rounds[r]);
     tensor_free(&input);
     vit_free(&vit);
 }
