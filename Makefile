@@ -479,7 +479,8 @@ docs-check: docs
 # doing the same work beside the C figures, when
 # Debian's Python has torch (dev-time Python; else said so): torchvision's
 # vit_b_16 at its best thread setting (tools/bench_torch_vit.py) and the same
-# training step (tools/bench_torch_train.py).
+# training step (tools/bench_torch_train.py); last, the forward beside other
+# work, ours and PyTorch's under the same load (benchmarks/shared.sh).
 BENCH_TRAIN := $(BUILD)/bench-train.txt
 BENCH_VIT   := $(BUILD)/bench-vit.txt
 bench: deps
@@ -497,6 +498,8 @@ bench: deps
 	else \
 	    echo "PyTorch: skipped, $(PYTHON) has no torch and torchvision (apt-get install python3-torch python3-torchvision to compare)"; \
 	fi
+	@echo
+	@benchmarks/shared.sh $(BUILD) $(PYTHON)
 
 # ------------------------------------------------------------------ goldens
 # Every tools/gen_golden*.py, one after another, with Debian's Python and

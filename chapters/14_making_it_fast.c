@@ -27,9 +27,11 @@
  */
 #include <math.h>
 #include <stdarg.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "teach/chapter.h"
@@ -40,6 +42,7 @@
 #include "base/rng.h"
 #include "io/safetensors.h"
 #include "model/trace_stages.h"
+#include "model/trace_timing.h"
 #include "base/tensor.h"
 #include "base/util.h"
 #include "model/vit.h"
@@ -1084,6 +1087,255 @@ static void wrong_kernel(Chapter *ch, Work *w) {
                "measure on yours.");
 }
 
+/* ------------------------------------------- the forward, stage by stage */
+
+// What bounds a stage of the trace: the big products (compute), attention's
+// products, one pair per head, or the passes over memory around them.
+enum { KIND_PRODUCT, KIND_ATTENTION, KIND_MEMORY, KINDS };
+static const char *const KIND_LABEL[KINDS] = {
+    [KIND_PRODUCT] = "the big products (patches, q k v, proj, fc1, fc2, head)",
+    [KIND_ATTENTION] = "attention's products, per head (scores, context)",
+    [KIND_MEMORY] = "passes over memory (LayerNorm, softmax, GELU, adds, copies)",
+};
+
+static int stage_kind(const char *name) {
+    static const char *const products[] = {"patch_embed", "attn.q", "attn.k", "attn.v",
+                                           "attn.proj", "mlp.fc1", "mlp.fc2", "logits"};
+    for (size_t i = 0; i < sizeof products / sizeof *products; i++)
+        if (strcmp(name, products[i]) == 0) return KIND_PRODUCT;
+    if (strcmp(name, "attn.scores") == 0 || strcmp(name, "attn.context") == 0)
+        return KIND_ATTENTION;
+    return KIND_MEMORY;
+}
+
+// One pass with the stopwatch listening (the recipe: every stage written and
+// handed over) and one without (the fused block), @p n rounds in turn: seconds
+// of each pass per round, and each stage's seconds summed over the traced passes.
+// The stopwatch starts again for each traced pass, so the plain passes between
+// them are charged to no stage.
+// [time_traced_and_plain]
+static bool time_traced_and_plain(Vit *vit, const Tensor *image, double stage_s[STAGE_CLOCK_MAX],
+                                  double *traced, double *plain, int n, VitError *err) {
+    if (vit_forward(vit, image, NULL, NULL, err) != VIT_OK) return false; // warm
+    for (int r = 0; r < n; r++) {
+        StageClock clock;
+        double t0 = vit_now();
+        stage_clock_start(&clock, NULL, NULL);
+        if (vit_forward(vit, image, stage_clock_trace, &clock, err) != VIT_OK) return false;
+        traced[r] = vit_now() - t0;
+        for (int i = 0; i < STAGE_CLOCK_MAX; i++) stage_s[i] += clock.seconds[i];
+        t0 = vit_now();
+        if (vit_forward(vit, image, NULL, NULL, err) != VIT_OK) return false;
+        plain[r] = vit_now() - t0;
+    }
+    return true;
+}
+// [time_traced_and_plain]
+
+// The three kinds' rows: ms per traced pass, share of their sum, GFLOP/s.
+static void kind_rows(Chapter *ch, const double stage_s[STAGE_CLOCK_MAX], const VitConfig *cfg,
+                      int n, double kind_ms[KINDS], double kind_gflops[KINDS]) {
+    double flops[KINDS] = {0};
+    for (int i = 0; i < vit_stage_count(); i++) {
+        const VitStage *st = vit_stage_at(i);
+        char name[64];
+        snprintf(name, sizeof name, st->per_block ? "blocks.0.%s" : "%s", st->name);
+        const int k = stage_kind(st->name), copies = st->per_block ? cfg->depth : 1;
+        kind_ms[k] += 1e3 * stage_s[i] / n;
+        flops[k] += vit_stage_flops(cfg, 1, name) * copies;
+    }
+    double total_ms = 0;
+    for (int k = 0; k < KINDS; k++) total_ms += kind_ms[k];
+    ch_line(ch, "    %-62s %8s %6s %8s", "stages of the traced pass (mean of the passes)", "ms",
+            "share", "GFLOP/s");
+    for (int k = 0; k < KINDS; k++) {
+        kind_gflops[k] = kind_ms[k] > 0 ? flops[k] / (kind_ms[k] / 1e3) / 1e9 : 0;
+        ch_line(ch, "    %-62s %8.1f %5.0f%% %8.1f", KIND_LABEL[k], kind_ms[k],
+                100 * kind_ms[k] / total_ms, kind_gflops[k]);
+    }
+}
+
+static void where_time_goes(Chapter *ch, Work *w) {
+    ch_section(ch, "13. Where the forward's time goes, and what fusing saves");
+    ch_say(ch, "Section 11 timed the forward pass whole. Chapter 09's stopwatch, "
+               "stage_clock_trace() (lib/model/trace_timing.c), splits it: it listens to "
+               "the trace and charges the time between two stages to the second. A "
+               "listener has a price: the forward then writes every stage the trace "
+               "names, each in a pass of its own, and attention keeps its (N, N) "
+               "matrices. Here are %d passes with it, each followed by one without, "
+               "the stages summed over the 12 blocks and grouped by what bounds them:",
+           rounds());
+    Vit vit;
+    void *blob = NULL;
+    VitError err;
+    if (vit_base_in_memory(&vit, &blob, &err) != VIT_OK) {
+        ch_verdict(ch, "cannot build ViT-B/16: %s", err.msg);
+        free(blob);
+        return;
+    }
+    Tensor image = tensor_new(4, 1, 3, 224, 224);
+    Rng rng;
+    rng_seed(&rng, TIMED_SEED + 3);
+    rng_fill_uniform(&rng, image.data, image.numel, -1.0f, 1.0f);
+    double stage_s[STAGE_CLOCK_MAX] = {0}, traced[MAX_ROUNDS], plain[MAX_ROUNDS], ratios[MAX_ROUNDS];
+    if (!time_traced_and_plain(&vit, &image, stage_s, traced, plain, rounds(), &err)) {
+        ch_verdict(ch, "the forward pass failed: %s", err.msg);
+    } else {
+        const double traced_ms = 1e3 * speed_median(traced, rounds());
+        const double plain_ms = 1e3 * speed_median(plain, rounds());
+        const double gflop = vit_forward_flops(&vit.config, 1) / 1e9;
+        double kind_ms[KINDS] = {0}, kind_gflops[KINDS] = {0};
+        kind_rows(ch, stage_s, &vit.config, rounds(), kind_ms, kind_gflops);
+        ch_line(ch, "    %-62s %8.1f %6s %8.1f", "the traced pass, whole (median)", traced_ms, "",
+                gflop / (traced_ms / 1e3));
+        ch_line(ch, "    %-62s %8.1f %6s %8.1f", "the plain pass, nobody listening (median)",
+                plain_ms, "", gflop / (plain_ms / 1e3));
+        ch_line(ch, "%s", "");
+        const double stages_ms = kind_ms[KIND_PRODUCT] + kind_ms[KIND_ATTENTION] + kind_ms[KIND_MEMORY];
+        ch_verdict(ch, "The big products took %.0f%% of the traced pass, at %.1f GFLOP/s, "
+                   "%.0f%% of the best measured in section 10. The passes over memory took "
+                   "%.1f ms, %.0f%%, at %.1f GFLOP/s: they do almost no arithmetic, but read "
+                   "and write each activation once more, at the speed of memory, not of the "
+                   "FMA units.",
+                   100 * kind_ms[KIND_PRODUCT] / stages_ms, kind_gflops[KIND_PRODUCT],
+                   100 * kind_gflops[KIND_PRODUCT] / w->peak_gflops, kind_ms[KIND_MEMORY],
+                   100 * kind_ms[KIND_MEMORY] / stages_ms, kind_gflops[KIND_MEMORY]);
+        ch_say(ch, "Nobody listening, vit_block_forward() hands each block to "
+                   "vit_block_forward_fused() (lib/model/block_fused.c), which computes the "
+                   "same sums in fewer passes: q, k and v as one product of the fused (3D, D) "
+                   "weight timm stores; each product starting from its bias, and from the "
+                   "residual stream when it ends a branch, so the bias and residual passes "
+                   "disappear into the product's own writes; GELU in place; attention online, "
+                   "without the (N, N) matrices (chapter 13). Only the order of the additions "
+                   "changes, and the vit suite pins the fused block against PyTorch.");
+        for (int r = 0; r < rounds(); r++) ratios[r] = traced[r] / plain[r];
+        char sentence[512];
+        speed_compare(sentence, sizeof sentence, ratios, rounds(), "the plain pass was",
+                      "the traced pass");
+        ch_verdict(ch, "%s Its %.1f GFLOP/s are %.0f%% of the best measured in section 10.",
+                   sentence, gflop / (plain_ms / 1e3),
+                   100 * (gflop / (plain_ms / 1e3)) / w->peak_gflops);
+    }
+    tensor_free(&image);
+    vit_free(&vit);
+    free(blob);
+}
+
+/* ------------------------------------------------- beside other work */
+
+// A busy loop in a child process, as a second terminal, a build or a browser
+// takes a core from under the forward pass; busy_stop() ends it. The child only
+// spins (a process forked from one with threads may run little else).
+// [busy_loop]
+static pid_t busy_start(void) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+        volatile unsigned long spins = 0;
+        for (;;) spins++;
+    }
+    return pid;
+}
+
+static void busy_stop(pid_t pid) {
+    if (pid <= 0) return;
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+}
+// [busy_loop]
+
+// @p n rounds, each a pass alone and a pass beside one busy loop: the speed
+// ratios (beside over alone) and the median seconds of each.
+static bool time_beside_busy(Vit *vit, const Tensor *image, double *ratios, int n,
+                             double *alone_s, double *beside_s, VitError *err) {
+    double alone[MAX_ROUNDS], beside[MAX_ROUNDS];
+    if (vit_forward(vit, image, NULL, NULL, err) != VIT_OK) return false; // warm
+    for (int r = 0; r < n; r++) {
+        double t0 = vit_now();
+        if (vit_forward(vit, image, NULL, NULL, err) != VIT_OK) return false;
+        alone[r] = vit_now() - t0;
+        const pid_t busy = busy_start();
+        t0 = vit_now();
+        const VitStatus s = vit_forward(vit, image, NULL, NULL, err);
+        beside[r] = vit_now() - t0;
+        busy_stop(busy);
+        if (busy < 0 || s != VIT_OK) return false;
+        ratios[r] = alone[r] / beside[r];
+    }
+    *alone_s = speed_median(alone, n);
+    *beside_s = speed_median(beside, n);
+    return true;
+}
+
+static void beside_other_work(Chapter *ch, Work *w) {
+    ch_section(ch, "14. Beside other work");
+    ch_say(ch, "Everything so far was timed on a machine doing little else. A learner's "
+               "machine is seldom like that: a build, a browser, a second terminal. Each "
+               "parallel loop of the forward pass ends at a barrier, where the team of "
+               "threads waits for its slowest member, and a thread that shares its core "
+               "with another program is slow. How the others wait matters too. GNU's "
+               "OpenMP lets a waiting thread spin for a while, burning a core in the "
+               "hope that work comes soon; on a busy machine that core may be the very one "
+               "the slow thread needs. So every program of this project tells OpenMP's "
+               "threads to sleep while they wait (OMP_WAIT_POLICY=passive, set in "
+               "lib/base/util.c before main() runs; `vit info` says so). Here the plain "
+               "pass runs %d times alone and %d times beside one busy loop, in turn:",
+           rounds(), rounds());
+    Vit vit;
+    void *blob = NULL;
+    VitError err;
+    if (vit_base_in_memory(&vit, &blob, &err) != VIT_OK) {
+        ch_verdict(ch, "cannot build ViT-B/16: %s", err.msg);
+        free(blob);
+        return;
+    }
+    Tensor image = tensor_new(4, 1, 3, 224, 224);
+    Rng rng;
+    rng_seed(&rng, TIMED_SEED + 3);
+    rng_fill_uniform(&rng, image.data, image.numel, -1.0f, 1.0f);
+    double ratios[MAX_ROUNDS], alone = 0, beside = 0;
+    if (!time_beside_busy(&vit, &image, ratios, rounds(), &alone, &beside, &err)) {
+        ch_verdict(ch, "the forward pass failed, or no busy loop could be started: %s",
+                   err.msg);
+    } else {
+        const int cores = vit_thread_limit();
+        // a fair share of the cores: threads + 1 loop taking turns on `cores`
+        const double fair = w->threads + 1 > cores ? (double)(w->threads + 1) / cores : 1.0;
+        ch_line(ch, "    alone: %.0f ms; beside one busy loop: %.0f ms (medians)", 1e3 * alone,
+                1e3 * beside);
+        ch_line(ch, "    %d threads on %d cores; %s", w->threads, cores, vit_describe_wait());
+        ch_line(ch, "%s", "");
+        char sentence[512];
+        const SpeedVerdict v = speed_compare(sentence, sizeof sentence, ratios, rounds(),
+                                             "beside one busy loop the forward pass was",
+                                             "its time alone");
+        ch_verdict(ch, "%s", sentence);
+        const double slower = beside / alone;
+        if (v != SPEED_SLOWER)
+            ch_verdict(ch, "With rounds that do not agree, this run cannot say how the "
+                       "slowdown compares with a fair share of the cores (%d threads and one "
+                       "loop taking turns on %d cores: %.2f times).",
+                       w->threads, cores, fair);
+        else if (slower <= fair * 1.25)
+            ch_verdict(ch, "The medians give %.2f times the time alone, within a quarter of "
+                       "what a fair share of the cores costs (%d threads and one loop taking "
+                       "turns on %d cores: %.2f times).",
+                       slower, w->threads, cores, fair);
+        else
+            ch_verdict(ch, "The medians give %.2f times the time alone, more than a quarter "
+                       "above what a fair share of the cores costs (%d threads and one loop "
+                       "taking turns on %d cores: %.2f times): at each barrier the whole team "
+                       "waits for the thread the busy loop slowed down.",
+                       slower, w->threads, cores, fair);
+    }
+    ch_say(ch, "`make bench` (benchmarks/shared.sh) measures this properly: the forward "
+               "pass beside 2 and 12 busy loops and beside a parallel rebuild of this "
+               "project, with threads that sleep and with OpenMP's spinning default, "
+               "against PyTorch's under the same load.");
+    tensor_free(&image);
+    vit_free(&vit);
+    free(blob);
+}
+
 static void whats_next(Chapter *ch) {
     ch_section(ch, "What's next");
     ch_say(ch, "The steps are in lib/gemm/gemm_steps.c and lib/gemm/gemm_blocked.c, the real kernel "
@@ -1119,6 +1371,8 @@ void chapter14_run(Chapter *ch) {
     peak(ch, &w);
     vit_base(ch, &w);
     wrong_kernel(ch, &w);
+    where_time_goes(ch, &w);
+    beside_other_work(ch, &w);
     whats_next(ch);
     free(w.a);
     free(w.b);

@@ -90,6 +90,7 @@ static void print_compute(void) {
     gemm_choice_describe(gemm, sizeof gemm);
     printf("compute: %s; matrix products: %s\n", vit_describe_threads(threads, sizeof threads),
            gemm);
+    printf("  (%s)\n", vit_describe_wait());
     const GemmChoice *choice = gemm_choice();
     char safe[1024], why[4 * sizeof choice->not_kept]; // both hold a path from the environment
     if (choice->remembered)

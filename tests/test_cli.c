@@ -394,6 +394,33 @@ static void test_info_reports_the_configuration(void) {
     scratch_remove(&dir);
 }
 
+// Idle OpenMP threads sleep in every program (lib sets OMP_WAIT_POLICY=passive
+// and starts the program again before main()), unless a policy is set by hand;
+// `vit info` says which.
+static void test_info_says_how_threads_wait(void) {
+    ScratchDir dir;
+    if (!scratch_make(&dir)) CU_FAIL_FATAL("no scratch directory");
+    char w[PATH_SIZE];
+    scratch_file(&dir, "w.safetensors", w, sizeof w);
+    CU_ASSERT_EQUAL_FATAL(make_small(w, "3", "1"), 0);
+    const char *policy = getenv("OMP_WAIT_POLICY");
+    char kept[64];
+    snprintf(kept, sizeof kept, "%s", policy ? policy : "");
+    unsetenv("OMP_WAIT_POLICY"); // the child starts as a user's shell would start it
+    CliResult r = VIT_RUN("info", "--weights", w);
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "waiting threads sleep (OMP_WAIT_POLICY=passive)"));
+    cli_result_free(&r);
+    setenv("OMP_WAIT_POLICY", "active", 1); // set by hand: kept
+    r = VIT_RUN("info", "--weights", w);
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "waiting threads spin (OMP_WAIT_POLICY=active)"));
+    cli_result_free(&r);
+    if (kept[0]) setenv("OMP_WAIT_POLICY", kept, 1);
+    else unsetenv("OMP_WAIT_POLICY");
+    scratch_remove(&dir);
+}
+
 // A checkpoint with one tensor in BF16 and one bias missing: info says so.
 static void test_info_shows_conversions_and_zeros(void) {
     ScratchDir dir;
@@ -656,6 +683,7 @@ static void test_unwritable_output(void) {
 CU_TestInfo tests_cli[] = {
     {"help_for_every_command", test_help_for_every_command},
     {"trace_holds_the_contract", test_trace_holds_the_contract},
+    {"info_says_how_threads_wait", test_info_says_how_threads_wait},
     {"make_weights_is_deterministic", test_make_weights_is_deterministic},
     {"make_weights_sizes_and_presets", test_make_weights_sizes_and_presets},
     {"make_weights_grey", test_make_weights_grey},

@@ -488,6 +488,125 @@ static void test_forward_without_trace_gives_same_logits(void) {
     vit_free(&vit);
 }
 
+/* ------------------------------------------------------ the fused block */
+
+// How a test makes vit_block_forward_fused() project q, k and v.
+typedef enum {
+    QKV_ONE_PRODUCT,  // timm's fused (3D, D) weight: one product
+    QKV_SPLIT,        // q, k and v's weights apart (as Hugging Face stores them): three
+    QKV_NO_ROOM,      // no room for the (B, N, 3D) output (acts.qkv NULL): three
+} QkvRoad;
+
+// A block's inference buffers for a batch of B, NaN everywhere, so a buffer the
+// fused pass reads before writing shows up as NaN in its output.
+static float *inference_acts(VitBlockActs *a, const VitConfig *c, int B, QkvRoad road) {
+    const size_t floats = vit_block_acts_floats(c, B);
+    float *mem = malloc(sizeof(float) * floats);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mem);
+    for (size_t i = 0; i < floats; i++) mem[i] = NAN;
+    vit_block_acts_carve(a, mem, c, B);
+    a->mha.keep_matrices = false; // what vit_acts_ensure() sets for a forward pass only
+    if (road == QKV_NO_ROOM) a->qkv = NULL;
+    return mem;
+}
+
+// w with q, k and v's weights copied apart, so they are no longer one matrix; the
+// copies go to @p apart (3·D·D floats), laid out v, q, k so no third follows another.
+static VitBlockWeights with_qkv_apart(const VitBlockWeights *w, float *apart, int D) {
+    const size_t dd = (size_t)D * D;
+    VitBlockWeights split = *w;
+    memcpy(apart, w->attn.v_w, dd * sizeof(float));
+    memcpy(apart + dd, w->attn.q_w, dd * sizeof(float));
+    memcpy(apart + 2 * dd, w->attn.k_w, dd * sizeof(float));
+    split.attn.v_w = apart, split.attn.q_w = apart + dd, split.attn.k_w = apart + 2 * dd;
+    return split;
+}
+
+// Each block of the small ViT, fused, on PyTorch's input to it: its resid1 and its
+// output against PyTorch's, within the golden's tolerance for them.
+static void run_fused_block_against_golden(QkvRoad road, GemmBackend backend) {
+    gemm_set_backend(backend);
+    Vit vit;
+    if (!build(&vit, &small_config, &small_init)) return;
+    const VitConfig *c = &vit.config;
+    const int D = c->dim;
+    float *apart = malloc(sizeof(float) * 3 * (size_t)D * D);
+    for (int i = 0; i < c->depth; i++) {
+        char in_name[32], resid_name[32], out_name[32];
+        if (i == 0) snprintf(in_name, sizeof in_name, "embed");
+        else snprintf(in_name, sizeof in_name, "blocks.%d.out", i - 1);
+        snprintf(resid_name, sizeof resid_name, "blocks.%d.resid1", i);
+        snprintf(out_name, sizeof out_name, "blocks.%d.out", i);
+        Tensor x = golden_tensor("vit_small.safetensors", in_name);
+        const int B = x.shape[0];
+        VitBlockActs a;
+        float *mem = inference_acts(&a, c, B, road);
+        VitBlockWeights w = vit.weights.blocks[i];
+        if (road == QKV_SPLIT) w = with_qkv_apart(&w, apart, D);
+        CU_ASSERT_TRUE(vit_block_fusable(&a, NULL));
+        Tensor out = tensor_new(3, B, x.shape[1], D);
+        vit_block_forward_fused(out.data, x.data, &w, c, &a, B);
+        Tensor resid1 = {.data = a.resid1, .ndim = 3, .shape = {B, x.shape[1], D},
+                         .numel = out.numel};
+        expect_golden_tensor("vit_small.safetensors", resid_name, &resid1);
+        expect_golden_tensor("vit_small.safetensors", out_name, &out);
+        tensor_free(&out), tensor_free(&x), free(mem);
+    }
+    free(apart);
+    vit_free(&vit);
+    gemm_use_choice();
+}
+
+static void test_fused_block_one_product(void) {
+    run_fused_block_against_golden(QKV_ONE_PRODUCT, GEMM_NAIVE);
+    run_fused_block_against_golden(QKV_ONE_PRODUCT, GEMM_TILED);
+    if (gemm_have_blas()) run_fused_block_against_golden(QKV_ONE_PRODUCT, GEMM_BLAS);
+}
+static void test_fused_block_split_qkv(void) {
+    run_fused_block_against_golden(QKV_SPLIT, gemm_get_backend());
+}
+static void test_fused_block_no_room(void) {
+    run_fused_block_against_golden(QKV_NO_ROOM, gemm_get_backend());
+}
+
+// An odd model (N = 26 tokens, D = 36, 3 heads of 12, M = 60, batch 3): the fused
+// block against the recipe, which the goldens pin stage by stage, to float rounding,
+// on each road for q, k and v, and with a head switched off.
+static void test_fused_block_odd_shapes(void) {
+    const VitConfig odd = {.image_size = 20, .patch_size = 4, .channels = 3, .dim = 36,
+                           .depth = 1, .heads = 3, .mlp_dim = 60, .num_classes = 5,
+                           .ln_eps = 1e-6f};
+    Vit vit;
+    if (!build(&vit, &odd, &small_init)) return;
+    const int B = 3, N = vit_num_tokens(&odd), D = odd.dim;
+    Tensor x = tensor_new(3, B, N, D);
+    Rng rng;
+    rng_seed(&rng, 3);
+    rng_fill_uniform(&rng, x.data, x.numel, -2.0f, 2.0f);
+    const VitBlockWeights *w = &vit.weights.blocks[0];
+    float *apart = malloc(sizeof(float) * 3 * (size_t)D * D);
+    const QkvRoad roads[] = {QKV_ONE_PRODUCT, QKV_SPLIT, QKV_NO_ROOM, QKV_ONE_PRODUCT};
+    const bool middle_head_off[3] = {false, true, false};
+    for (size_t r = 0; r < sizeof roads / sizeof roads[0]; r++) {
+        VitBlockActs a;
+        float *mem = inference_acts(&a, &odd, B, roads[r]);
+        VitBlockWeights wr = roads[r] == QKV_SPLIT ? with_qkv_apart(w, apart, D) : *w;
+        if (r == 3) wr.attn.head_off = middle_head_off; // its context 0 on both roads
+        Tensor fused = tensor_new(3, B, N, D), recipe = tensor_new(3, B, N, D);
+        vit_block_forward_fused(fused.data, x.data, &wr, &odd, &a, B);
+        TraceRecorder rec = {0};
+        const Tracer listening = {record_all, &rec, "blocks.0."}; // a listener: the recipe
+        CU_ASSERT_FALSE(vit_block_fusable(&a, &listening));
+        vit_block_forward(recipe.data, x.data, &wr, &odd, &a, B, &listening);
+        assert_tensor_close(&fused, &recipe, 1e-5f, 1e-5f, "fused block against the recipe");
+        trace_recorder_free(&rec);
+        tensor_free(&fused), tensor_free(&recipe), free(mem);
+    }
+    free(apart);
+    tensor_free(&x);
+    vit_free(&vit);
+}
+
 static void test_forward_refuses_wrong_input(void) {
     Vit vit;
     if (!build(&vit, &small_config, &small_init)) return;
@@ -724,6 +843,11 @@ CU_TestInfo tests_vit[] = {
     {"pre_logits is each image's [cls] row, logits its head", test_pre_logits_is_the_cls_row},
     {"scores that overflow exp(): every stage equals PyTorch", test_overflowing_scores_match_pytorch},
     {"no listener: online attention, same logits", test_forward_without_trace_gives_same_logits},
+    {"fused block, one qkv product: each block equals PyTorch (every backend)",
+     test_fused_block_one_product},
+    {"fused block, q k v apart: each block equals PyTorch", test_fused_block_split_qkv},
+    {"fused block, no room for qkv: each block equals PyTorch", test_fused_block_no_room},
+    {"fused block on odd shapes, a head off too, equals the recipe", test_fused_block_odd_shapes},
     {"wrong input shape is refused", test_forward_refuses_wrong_input},
     {"ViT-B/16: every stage's statistics equal PyTorch", test_vit_base_matches_pytorch},
     CU_TEST_INFO_NULL,

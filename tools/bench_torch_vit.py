@@ -29,6 +29,7 @@ Dev-time only, with Debian's PyTorch: /usr/bin/python3, python3-torch,
 python3-torchvision.
 
     /usr/bin/python3 tools/bench_torch_vit.py [--runs 10] [--c-result build/bench-vit.txt]
+    /usr/bin/python3 tools/bench_torch_vit.py --latency [--runs 7]
 """
 import argparse
 import json
@@ -60,6 +61,9 @@ def time_setting(runs):
         return statistics.median(times)
 
     batch1 = median_seconds(torch.randn(1, 3, 224, 224), runs)
+    if os.environ.get("BENCH_TORCH_LATENCY_ONLY"):
+        print(json.dumps({"batch1_ms": 1e3 * batch1}))
+        return
     batch8 = median_seconds(torch.randn(8, 3, 224, 224), 3)
     print(json.dumps({"batch1_ms": 1e3 * batch1, "batch8_images_per_s": 8 / batch8,
                       "torch": torch.__version__, "torchvision": torchvision.__version__}))
@@ -87,8 +91,10 @@ def describe(s):
         s["threads"], s["OPENBLAS_NUM_THREADS"] or "unset", s["OPENBLAS_CORETYPE"] or "as installed")
 
 
-def run_setting(s, runs):
+def run_setting(s, runs, latency_only=False):
     env = dict(os.environ, BENCH_TORCH_THREADS=str(s["threads"]))
+    if latency_only:
+        env["BENCH_TORCH_LATENCY_ONLY"] = "1"
     for var in ("OPENBLAS_NUM_THREADS", "OPENBLAS_CORETYPE"):
         env.pop(var, None)
         if s[var]:
@@ -101,15 +107,37 @@ def run_setting(s, runs):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def latency(runs):
+    """The better batch-1 latency of 1 and all threads, each in a process of its own."""
+    cores = os.cpu_count() or 1
+    best = None
+    for threads in sorted({1, cores}):
+        s = {"threads": threads, "OPENBLAS_NUM_THREADS": None, "OPENBLAS_CORETYPE": None}
+        r = run_setting(s, runs, latency_only=True)
+        if r and (best is None or r["batch1_ms"] < best[1]):
+            best = (threads, r["batch1_ms"])
+    if best is None:
+        print("pytorch_ms=nan")
+        return 1
+    print("pytorch_ms=%.1f threads=%d" % (best[1], best[0]))
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=10, help="timed batch-1 calls per setting")
     ap.add_argument("--c-result", help="the C figures (build/bench --vit-result FILE)")
+    ap.add_argument("--latency", action="store_true",
+                    help="only the batch-1 latency, at 1 and at all threads (OpenBLAS as "
+                         "installed), the better printed as 'pytorch_ms=...' (for "
+                         "benchmarks/shared.sh, beside other work)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         time_setting(args.runs)
         return 0
+    if args.latency:
+        return latency(args.runs)
 
     c = read_c_result(args.c_result) if args.c_result else {}
     cores = os.cpu_count() or 1

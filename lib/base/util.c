@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -361,6 +362,48 @@ __attribute__((constructor)) static void threads_within_limit_at_start(void) {
     vit_set_threads(asked);
     threads_asked_by = getenv("OMP_NUM_THREADS") ? "OMP_NUM_THREADS" : "OpenMP's default";
 #endif
+}
+
+// OpenMP's threads wait for work (at a loop's end, between products) by spinning,
+// GNU's default for a while: on a shared machine a spinning thread burns the core
+// that its team's slowest thread, descheduled by other work, is waiting for, and
+// every barrier then waits a whole time slice (beside one busy loop the ViT-B/16
+// forward took several times its quiet time). Told to sleep instead
+// (OMP_WAIT_POLICY=passive), waiting threads give the cores back; quiet, `make
+// bench` measures what the wake-ups cost. libgomp reads the variable once, when
+// it is loaded, before any code of ours runs, and a variable set before then is
+// lost (the C library sets up the environment again after the program's
+// .preinit_array): so, as the first thing any program that links lib does, the
+// program sets it and starts itself again (glibc hands constructors argc, argv
+// and envp). The programs it starts inherit it. A policy or spin count set by
+// hand is kept; under valgrind, whose /proc/self/exe is valgrind itself, nothing
+// is done.
+__attribute__((constructor)) static void openmp_waits_asleep(int argc, char **argv, char **envp) {
+    (void)argc, (void)envp;
+#ifdef _OPENMP
+    if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT") || !argv || !argv[0]) return;
+    const char *preload = getenv("LD_PRELOAD");
+    if (preload && strstr(preload, "vgpreload")) return;
+    setenv("OMP_WAIT_POLICY", "passive", 1);
+    execv("/proc/self/exe", argv); // returns only when it fails: then this run spins
+#else
+    (void)argv;
+#endif
+}
+
+const char *vit_describe_wait(void) {
+    const char *policy = getenv("OMP_WAIT_POLICY"), *spin = getenv("GOMP_SPINCOUNT");
+    static char buf[160];
+    if (spin && !policy)
+        snprintf(buf, sizeof buf, "waiting threads spin %.40s times, then sleep (GOMP_SPINCOUNT)",
+                 spin);
+    else if (policy && strcasecmp(policy, "passive") == 0)
+        snprintf(buf, sizeof buf, "waiting threads sleep (OMP_WAIT_POLICY=passive)");
+    else if (policy && strcasecmp(policy, "active") == 0)
+        snprintf(buf, sizeof buf, "waiting threads spin (OMP_WAIT_POLICY=active)");
+    else
+        snprintf(buf, sizeof buf, "waiting threads spin a while, then sleep (OpenMP's default)");
+    return buf;
 }
 
 int vit_get_threads(void) {

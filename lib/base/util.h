@@ -200,6 +200,9 @@ int vit_get_threads(void);
  * @return @p buf
  */
 char *vit_describe_threads(char *buf, size_t size);
+/** @brief How idle OpenMP threads wait, for people: "waiting threads sleep
+ *         (OMP_WAIT_POLICY=passive)", lib's choice unless set by hand (util.c says why). */
+const char *vit_describe_wait(void);
 /** @} */
 /** @brief One line naming the compute back ends this build has, e.g. "OpenMP, OpenBLAS". */
 const char *vit_build_info(void);

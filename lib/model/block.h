@@ -16,6 +16,7 @@
 #ifndef VIT_BLOCK_H
 #define VIT_BLOCK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "base/trace.h"
@@ -65,6 +66,8 @@ typedef struct {
     float *fc1;     /**< (B, N, M) */
     float *gelu;    /**< (B, N, M) */
     float *fc2;     /**< (B, N, D) */
+    float *qkv;     /**< (B, N, 3D) or NULL: vit_block_forward_fused()'s q, k, v before their
+                         split, in fc1 and gelu's memory (NULL when it has not room) */
 } VitBlockActs;
 
 /** @brief Floats vit_block_acts_carve() needs for a batch of @p B. */
@@ -82,6 +85,27 @@ void vit_block_acts_carve(VitBlockActs *a, float *mem, const VitConfig *cfg, int
  */
 void vit_block_forward(float *out, const float *x, const VitBlockWeights *w,
                        const VitConfig *cfg, VitBlockActs *a, int B, const Tracer *tr);
+
+/**
+ * @brief May this pass take vit_block_forward_fused()? Yes when nobody listens
+ *        (@p tr NULL or without a function) and no backward will read the
+ *        buffers (inference buffers: `a->mha.keep_matrices` false).
+ */
+bool vit_block_fusable(const VitBlockActs *a, const Tracer *tr);
+
+/**
+ * @brief vit_block_forward()'s sums in fewer passes over memory, for a pass
+ *        nobody watches (block_fused.c says what is fused, chapter 14 why).
+ *
+ * Equal to the recipe to float rounding (the order of additions differs).
+ * Leaves resid1 in its buffer, and nothing else a listener or the backward
+ * could use: norm1, norm2 and fc1 (GELU'd in place) hold intermediate
+ * values, fc1's memory holds the fused q, k, v and then the GELU.
+ * @param[out] out  (B, N, D)
+ * @param[in]  x    (B, N, D)
+ */
+void vit_block_forward_fused(float *out, const float *x, const VitBlockWeights *w,
+                             const VitConfig *cfg, VitBlockActs *a, int B);
 
 /**
  * @brief Backward of vit_block_forward(): the gradient of the block's input

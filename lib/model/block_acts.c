@@ -24,6 +24,9 @@ void vit_block_acts_carve(VitBlockActs *a, float *mem, const VitConfig *c, int B
     a->fc1 = mem, mem += bnm;
     a->gelu = mem, mem += bnm;
     a->fc2 = mem, mem += bnd;
+    // the fused pass's q, k, v before their split live where fc1 and gelu will,
+    // free until the MLP, when there is room (2M ≥ 3D: ViT-B/16's 2·3072 ≥ 3·768)
+    a->qkv = 2 * M >= 3 * D ? a->fc1 : NULL;
     mha_scratch_carve(&a->mha, mem, B, (int)N, (int)D, c->heads);
 }
 // [vit_block_acts_carve]
