@@ -200,17 +200,32 @@ $(BUILD)/tests/chapters/%.o: chapters/%.c $(FLAGS_FILE)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -DCHAPTER_NO_MAIN -MMD -MP -c $< -o $@
 
-# The runner's suite table is generated from the test file names: adding
-# tests/test_foo.c (which defines CU_TestInfo tests_foo[]) adds suite "foo".
-# Written, like the flags, as make reads this file, and only when it changes.
+# The runner's suites are the rows of tests/book_order.h, in the book's order
+# (BOOK_SUITE(name, chapter, stage)); tests/test_foo.c, which defines
+# CU_TestInfo tests_foo[], is suite "foo". Every file needs its row and every
+# row its file, once: make stops, naming what is missing, as it reads this file
+# (so a suite is never left out of make test unnoticed). The runner's objects
+# include the table, and are rebuilt when it changes.
+BOOK_ROW_NAME := s/^BOOK_SUITE( *\([a-z0-9_]*\).*/\1/p
+BOOK_SUITES   := $(shell sed -n '$(BOOK_ROW_NAME)' tests/book_order.h)
+NOT_IN_BOOK   := $(filter-out $(BOOK_SUITES),$(TEST_SUITES))
+NO_SUITE_FILE := $(filter-out $(TEST_SUITES),$(BOOK_SUITES))
+BOOK_TWICE    := $(shell sed -n '$(BOOK_ROW_NAME)' tests/book_order.h | sort | uniq -d)
 ifeq ($(filter clean,$(MAKECMDGOALS)),)
-  SUITES_CHANGED := $(call record_if_changed,$(BUILD)/tests/suites.h,$(foreach s,$(TEST_SUITES),'SUITE($(s))'))
+  ifneq ($(NOT_IN_BOOK),)
+    $(error $(NOT_IN_BOOK:%=tests/test_%.c) has no row in tests/book_order.h, the suites in the book's order: add a BOOK_SUITE(name, chapter, stage) line at its place)
+  endif
+  ifneq ($(NO_SUITE_FILE),)
+    $(error tests/book_order.h has a row for suite $(NO_SUITE_FILE), but there is no $(NO_SUITE_FILE:%=tests/test_%.c))
+  endif
+  ifneq ($(BOOK_TWICE),)
+    $(error tests/book_order.h has more than one row for suite $(BOOK_TWICE): keep one)
+  endif
 endif
 
-$(BUILD)/tests/%.o: ALL_CFLAGS += -I$(BUILD)/tests -DVIT_TEST_DIR=\"$(CURDIR)/tests\"
+$(BUILD)/tests/%.o: ALL_CFLAGS += -DVIT_TEST_DIR=\"$(CURDIR)/tests\"
 $(BUILD)/lib/io/labels.o: ALL_CFLAGS += -DVIT_DATA_DIR=\"$(CURDIR)/data\"
 $(TEST_OBJ) $(CHAPTER_TOBJ) $(BUILD)/lib/io/labels.o: $(PATHS_FILE)
-$(BUILD)/tests/runner.o: $(BUILD)/tests/suites.h
 
 $(TEST_RUNNER): $(RUNNER_OBJ) $(LIB)
 	$(CC) $(ALL_CFLAGS) $(RUNNER_OBJ) $(LIB) $(RUNNER_LIBS) -o $@
