@@ -6,6 +6,7 @@
 #   make test       install missing packages, build, check lib's include graph has
 #                   no upward edge between its layer folders (make include-layers)
 #                   and its link graph no cycle (make link-graph), run every test suite
+#                   in the book's order; CH=NN: only the stages up to chapter NN
 #   make sanitize   the same tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make docs       Doxygen book into docs/html (warnings are errors)
 #   make docs-check the book opened in headless Chromium: formulas, pictures, links; numbers
@@ -300,20 +301,41 @@ GRADED_ELSEWHERE = --except 'ch*/chapter matches PyTorch golden'
 # and the exercise checks, their report kept in $(BUILD)/viewer_tmux.log and
 # printed when they end (a check that waits gives the viewer 5 s or more).
 VIEWER_TMUX_LOG = $(BUILD)/viewer_tmux.log
+#
+# make test CH=NN runs only what must work by the end of chapter NN: the
+# runner's suites of the stages down to that chapter's (lib's base, chapters 01
+# to NN and the lib suites each teaches: build/tests/run --up-to NN) and the
+# exercise checks of exercises 01 to NN. The later chapters, the programs'
+# suites, the viewer's checks in tmux and the grader's own checks are left out.
+# CH names a chapter as it names an exercise for make exercise: 5, 05,
+# 05_multi_head or multi_head. TEST_CHAPTER is that chapter's NN_name (empty
+# without CH, or for a CH that names none), CHAPTERS_TESTED those it keeps.
+CHAPTERS        := $(patsubst chapters/%.c,%,$(CHAPTER_SRC))
+TEST_CHAPTER    := $(if $(or $(findstring %,$(CH)),$(filter-out 1,$(words $(CH)))),,$(firstword \
+                     $(filter $(CH) $(CH)_% 0$(CH)_% %_$(CH),$(CHAPTERS))))
+up_to = $(if $(2),$(firstword $(2)) $(if $(filter $(1),$(firstword $(2))),,$(call up_to,$(1),$(wordlist 2,$(words $(2)),$(2)))))
+CHAPTERS_TESTED := $(if $(CH),$(if $(TEST_CHAPTER),$(call up_to,$(TEST_CHAPTER),$(CHAPTERS))),$(CHAPTERS))
+TEST_UP_TO      := $(if $(TEST_CHAPTER),--up-to $(firstword $(subst _, ,$(TEST_CHAPTER))))
+test: export TEST_CH = $(CH)
 test: deps
+ifneq ($(CH),)
+ifeq ($(TEST_CHAPTER),)
+	@echo "make test: CH=$$TEST_CH names no chapter: give a chapter from 01 to $(firstword $(subst _, ,$(lastword $(CHAPTERS)))) (or its name, as in CH=05_multi_head)" >&2; exit 2
+endif
+endif
 	@start=$$(date +%s); status=0; viewer=""; \
 	{ $(MAKE) --no-print-directory $(PARALLEL) all && \
 	  scripts/include-layers.sh lib docs/modules.dox && \
 	  scripts/link-graph.sh $(LIB_OBJ) && \
-	  { if [ -x tests/viewer_tmux.sh ] && [ -x $(BUILD)/vitview ]; then \
+	  { if [ -z "$(TEST_UP_TO)" ] && [ -x tests/viewer_tmux.sh ] && [ -x $(BUILD)/vitview ]; then \
 	      tests/viewer_tmux.sh $(BUILD)/vitview >$(VIEWER_TMUX_LOG) 2>&1 & viewer=$$!; fi; } && \
-	  $(TEST_RUNNER) $(GRADED_ELSEWHERE) && \
+	  $(TEST_RUNNER) $(GRADED_ELSEWHERE) $(TEST_UP_TO) && \
 	  $(MAKE) --no-print-directory $(PARALLEL) exercise-checks; \
 	} || status=$$?; \
 	if [ -n "$$viewer" ]; then \
 	  wait $$viewer || status=1; cat $(VIEWER_TMUX_LOG); \
 	fi; \
-	echo "make test: $$(($$(date +%s) - start)) s of wall time after the packages (it must stay under 300 s on 2 cores)$$([ $$status -eq 0 ] || echo ', and it FAILED')"; \
+	echo "make test$(if $(TEST_UP_TO), up to chapter $(TEST_CHAPTER)): $$(($$(date +%s) - start)) s of wall time after the packages (it must stay under 300 s on 2 cores)$$([ $$status -eq 0 ] || echo ', and it FAILED')"; \
 	exit $$status
 
 # ---------------------------------------------------------------- exercises
@@ -410,9 +432,17 @@ $(EXERCISE_TARGETS): export EX_VISIBILITY = $(VISIBILITY)
 # under make -j the cases run side by side: one OpenMP thread each, or
 # their spinning threads fight over the cores (twice as slow on two)
 CHECK_ENV = $(if $(findstring jobserver,$(MAKEFLAGS)),OMP_NUM_THREADS=1)
+# make test CH=NN: the checks of exercises 01 to NN only (their keys, skeletons,
+# wrong implementations and promises), none of the grader's own
+CHECKS_TESTED := $(if $(CH),$(filter $(foreach e,$(filter $(CHAPTERS_TESTED),$(EXERCISES)),exercise-check/key/$(e) \
+                   exercise-check/skeleton/$(e) exercise-check/wrong/$(e)/% exercise-check/promised/$(e)),$(EXERCISE_CHECKS)),$(EXERCISE_CHECKS))
 .PHONY: $(EXERCISE_CHECKS)
-exercise-checks: $(EXERCISE_CHECKS)
+exercise-checks: $(CHECKS_TESTED)
+ifeq ($(CH),)
 	@echo "exercises: $(words $(EXERCISES)) exercises (each README's hints shown), $(words $(WRONG_SRC)) wrong implementations, $(words $(GRADER_CHECK_SRC)) grader checks, make exercise's quoting and a class passed"
+else
+	@echo "exercises up to chapter $(TEST_CHAPTER): $(words $(filter exercise-check/key/%,$(CHECKS_TESTED))) exercises (each README's hints shown) and $(words $(filter exercise-check/wrong/%,$(CHECKS_TESTED))) wrong implementations passed; the grader's own checks left out (make test without CH runs them)"
+endif
 $(filter exercise-check/key/%,$(EXERCISE_CHECKS)): exercise-check/key/%: $(TEST_RUNNER)
 	@$(CHECK_ENV) tests/exercises.sh check-key $*
 $(filter exercise-check/skeleton/%,$(EXERCISE_CHECKS)): exercise-check/skeleton/%: $(TEST_RUNNER)

@@ -274,7 +274,7 @@ static const char *end_label(const SuiteRun *r) {
 static void describe_end(char *buf, size_t size, const SuiteRun *r) {
     if (r->pid <= 0) snprintf(buf, size, "could not be started");
     else if (r->timed_out)
-        snprintf(buf, size, "ran past the time limit of %.0f s (VIT_TEST_TIMEOUT) and was "
+        snprintf(buf, size, "ran past the time limit of %g s (VIT_TEST_TIMEOUT) and was "
                  "ended by signal %d (%s)", time_limit(), SIGKILL, strsignal(SIGKILL));
     else if (WIFSIGNALED(r->status))
         snprintf(buf, size, "ended by signal %d (%s)", WTERMSIG(r->status),
