@@ -470,8 +470,9 @@ SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-
 sanitize: deps
 	@$(MAKE) --no-print-directory BUILD=build/sanitize OPT=-O1 \
 	    EXTRA_CFLAGS="$(SAN_FLAGS)" EXTRA_LDFLAGS="$(SAN_FLAGS)" all
+	@# (the sanitizers make a suite several times slower: a longer time limit per suite)
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	    VIT_SANITIZE=1 build/sanitize/tests/run
+	    VIT_SANITIZE=1 VIT_TEST_TIMEOUT=$${VIT_TEST_TIMEOUT:-3600} build/sanitize/tests/run
 	@# the grader's own side too: a process per test, the pipes, results.json
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	    VIT_SANITIZE=1 build/sanitize/tests/run --grade --json build/sanitize/grade.json \
