@@ -309,13 +309,14 @@ VIEWER_TMUX_LOG = $(BUILD)/viewer_tmux.log
 # suites, the viewer's checks in tmux and the grader's own checks are left out.
 # CH names a chapter as it names an exercise for make exercise: 5, 05,
 # 05_multi_head or multi_head. TEST_CHAPTER is that chapter's NN_name (empty
-# without CH, or for a CH that names none), CHAPTERS_TESTED those it keeps.
+# without CH, or for a CH that names none), CHAPTERS_TESTED those it keeps, TEST_CH_NN its number.
 CHAPTERS        := $(patsubst chapters/%.c,%,$(CHAPTER_SRC))
 TEST_CHAPTER    := $(if $(or $(findstring %,$(CH)),$(filter-out 1,$(words $(CH)))),,$(firstword \
                      $(filter $(CH) $(CH)_% 0$(CH)_% %_$(CH),$(CHAPTERS))))
 up_to = $(if $(2),$(firstword $(2)) $(if $(filter $(1),$(firstword $(2))),,$(call up_to,$(1),$(wordlist 2,$(words $(2)),$(2)))))
 CHAPTERS_TESTED := $(if $(CH),$(if $(TEST_CHAPTER),$(call up_to,$(TEST_CHAPTER),$(CHAPTERS))),$(CHAPTERS))
-TEST_UP_TO      := $(if $(TEST_CHAPTER),--up-to $(firstword $(subst _, ,$(TEST_CHAPTER))))
+TEST_CH_NN      := $(firstword $(subst _, ,$(TEST_CHAPTER)))
+TEST_UP_TO      := $(if $(TEST_CHAPTER),--up-to $(TEST_CH_NN))
 test: export TEST_CH = $(CH)
 test: deps
 ifneq ($(CH),)
@@ -335,7 +336,7 @@ endif
 	if [ -n "$$viewer" ]; then \
 	  wait $$viewer || status=1; cat $(VIEWER_TMUX_LOG); \
 	fi; \
-	echo "make test$(if $(TEST_UP_TO), up to chapter $(TEST_CHAPTER)): $$(($$(date +%s) - start)) s of wall time after the packages (it must stay under 300 s on 2 cores)$$([ $$status -eq 0 ] || echo ', and it FAILED')"; \
+	echo "make test$(if $(TEST_UP_TO), up to chapter $(TEST_CH_NN)): $$(($$(date +%s) - start)) s of wall time after the packages (it must stay under 300 s on 2 cores)$$([ $$status -eq 0 ] || echo ', and it FAILED')"; \
 	exit $$status
 
 # ---------------------------------------------------------------- exercises
@@ -441,7 +442,7 @@ exercise-checks: $(CHECKS_TESTED)
 ifeq ($(CH),)
 	@echo "exercises: $(words $(EXERCISES)) exercises (each README's hints shown), $(words $(WRONG_SRC)) wrong implementations, $(words $(GRADER_CHECK_SRC)) grader checks, make exercise's quoting and a class passed"
 else
-	@echo "exercises up to chapter $(TEST_CHAPTER): $(words $(filter exercise-check/key/%,$(CHECKS_TESTED))) exercises (each README's hints shown) and $(words $(filter exercise-check/wrong/%,$(CHECKS_TESTED))) wrong implementations passed; the grader's own checks left out (make test without CH runs them)"
+	@echo "exercises up to chapter $(TEST_CH_NN): $(words $(filter exercise-check/key/%,$(CHECKS_TESTED))) exercises (each README's hints shown) and $(words $(filter exercise-check/wrong/%,$(CHECKS_TESTED))) wrong implementations passed; the grader's own checks left out (make test without CH runs them)"
 endif
 $(filter exercise-check/key/%,$(EXERCISE_CHECKS)): exercise-check/key/%: $(TEST_RUNNER)
 	@$(CHECK_ENV) tests/exercises.sh check-key $*
