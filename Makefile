@@ -6,6 +6,7 @@
 #   make test       install missing packages, build, check lib's include graph has
 #                   no upward edge between its layer folders (make include-layers)
 #                   and its link graph no cycle (make link-graph), run every test suite
+#                   in the book's order; CH=NN: only the stages up to chapter NN
 #   make sanitize   the same tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make docs       Doxygen book into docs/html (warnings are errors)
 #   make docs-check the book opened in headless Chromium: formulas, pictures, links; numbers
@@ -200,17 +201,32 @@ $(BUILD)/tests/chapters/%.o: chapters/%.c $(FLAGS_FILE)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -DCHAPTER_NO_MAIN -MMD -MP -c $< -o $@
 
-# The runner's suite table is generated from the test file names: adding
-# tests/test_foo.c (which defines CU_TestInfo tests_foo[]) adds suite "foo".
-# Written, like the flags, as make reads this file, and only when it changes.
+# The runner's suites are the rows of tests/book_order.h, in the book's order
+# (BOOK_SUITE(name, chapter, stage)); tests/test_foo.c, which defines
+# CU_TestInfo tests_foo[], is suite "foo". Every file needs its row and every
+# row its file, once: make stops, naming what is missing, as it reads this file
+# (so a suite is never left out of make test unnoticed). The runner's objects
+# include the table, and are rebuilt when it changes.
+BOOK_ROW_NAME := s/^BOOK_SUITE( *\([a-z0-9_]*\).*/\1/p
+BOOK_SUITES   := $(shell sed -n '$(BOOK_ROW_NAME)' tests/book_order.h)
+NOT_IN_BOOK   := $(filter-out $(BOOK_SUITES),$(TEST_SUITES))
+NO_SUITE_FILE := $(filter-out $(TEST_SUITES),$(BOOK_SUITES))
+BOOK_TWICE    := $(shell sed -n '$(BOOK_ROW_NAME)' tests/book_order.h | sort | uniq -d)
 ifeq ($(filter clean,$(MAKECMDGOALS)),)
-  SUITES_CHANGED := $(call record_if_changed,$(BUILD)/tests/suites.h,$(foreach s,$(TEST_SUITES),'SUITE($(s))'))
+  ifneq ($(NOT_IN_BOOK),)
+    $(error $(NOT_IN_BOOK:%=tests/test_%.c) has no row in tests/book_order.h, the suites in the book's order: add a BOOK_SUITE(name, chapter, stage) line at its place)
+  endif
+  ifneq ($(NO_SUITE_FILE),)
+    $(error tests/book_order.h has a row for suite $(NO_SUITE_FILE), but there is no $(NO_SUITE_FILE:%=tests/test_%.c))
+  endif
+  ifneq ($(BOOK_TWICE),)
+    $(error tests/book_order.h has more than one row for suite $(BOOK_TWICE): keep one)
+  endif
 endif
 
-$(BUILD)/tests/%.o: ALL_CFLAGS += -I$(BUILD)/tests -DVIT_TEST_DIR=\"$(CURDIR)/tests\"
+$(BUILD)/tests/%.o: ALL_CFLAGS += -DVIT_TEST_DIR=\"$(CURDIR)/tests\"
 $(BUILD)/lib/io/labels.o: ALL_CFLAGS += -DVIT_DATA_DIR=\"$(CURDIR)/data\"
 $(TEST_OBJ) $(CHAPTER_TOBJ) $(BUILD)/lib/io/labels.o: $(PATHS_FILE)
-$(BUILD)/tests/runner.o: $(BUILD)/tests/suites.h
 
 $(TEST_RUNNER): $(RUNNER_OBJ) $(LIB)
 	$(CC) $(ALL_CFLAGS) $(RUNNER_OBJ) $(LIB) $(RUNNER_LIBS) -o $@
@@ -285,20 +301,42 @@ GRADED_ELSEWHERE = --except 'ch*/chapter matches PyTorch golden'
 # and the exercise checks, their report kept in $(BUILD)/viewer_tmux.log and
 # printed when they end (a check that waits gives the viewer 5 s or more).
 VIEWER_TMUX_LOG = $(BUILD)/viewer_tmux.log
+#
+# make test CH=NN runs only what must work by the end of chapter NN: the
+# runner's suites of the stages down to that chapter's (lib's base, chapters 01
+# to NN and the lib suites each teaches: build/tests/run --up-to NN) and the
+# exercise checks of exercises 01 to NN. The later chapters, the programs'
+# suites, the viewer's checks in tmux and the grader's own checks are left out.
+# CH names a chapter as it names an exercise for make exercise: 5, 05,
+# 05_multi_head or multi_head. TEST_CHAPTER is that chapter's NN_name (empty
+# without CH, or for a CH that names none), CHAPTERS_TESTED those it keeps, TEST_CH_NN its number.
+CHAPTERS        := $(patsubst chapters/%.c,%,$(CHAPTER_SRC))
+TEST_CHAPTER    := $(if $(or $(findstring %,$(CH)),$(filter-out 1,$(words $(CH)))),,$(firstword \
+                     $(filter $(CH) $(CH)_% 0$(CH)_% %_$(CH),$(CHAPTERS))))
+up_to = $(if $(2),$(firstword $(2)) $(if $(filter $(1),$(firstword $(2))),,$(call up_to,$(1),$(wordlist 2,$(words $(2)),$(2)))))
+CHAPTERS_TESTED := $(if $(CH),$(if $(TEST_CHAPTER),$(call up_to,$(TEST_CHAPTER),$(CHAPTERS))),$(CHAPTERS))
+TEST_CH_NN      := $(firstword $(subst _, ,$(TEST_CHAPTER)))
+TEST_UP_TO      := $(if $(TEST_CHAPTER),--up-to $(TEST_CH_NN))
+test: export TEST_CH = $(CH)
 test: deps
+ifneq ($(CH),)
+ifeq ($(TEST_CHAPTER),)
+	@echo "make test: CH=$$TEST_CH names no chapter: give a chapter from 01 to $(firstword $(subst _, ,$(lastword $(CHAPTERS)))) (or its name, as in CH=05_multi_head)" >&2; exit 2
+endif
+endif
 	@start=$$(date +%s); status=0; viewer=""; \
 	{ $(MAKE) --no-print-directory $(PARALLEL) all && \
 	  scripts/include-layers.sh lib docs/modules.dox && \
 	  scripts/link-graph.sh $(LIB_OBJ) && \
-	  { if [ -x tests/viewer_tmux.sh ] && [ -x $(BUILD)/vitview ]; then \
+	  { if [ -z "$(TEST_UP_TO)" ] && [ -x tests/viewer_tmux.sh ] && [ -x $(BUILD)/vitview ]; then \
 	      tests/viewer_tmux.sh $(BUILD)/vitview >$(VIEWER_TMUX_LOG) 2>&1 & viewer=$$!; fi; } && \
-	  $(TEST_RUNNER) $(GRADED_ELSEWHERE) && \
+	  $(TEST_RUNNER) $(GRADED_ELSEWHERE) $(TEST_UP_TO) && \
 	  $(MAKE) --no-print-directory $(PARALLEL) exercise-checks; \
 	} || status=$$?; \
 	if [ -n "$$viewer" ]; then \
 	  wait $$viewer || status=1; cat $(VIEWER_TMUX_LOG); \
 	fi; \
-	echo "make test: $$(($$(date +%s) - start)) s of wall time after the packages (it must stay under 300 s on 2 cores)$$([ $$status -eq 0 ] || echo ', and it FAILED')"; \
+	echo "make test$(if $(TEST_UP_TO), up to chapter $(TEST_CH_NN)): $$(($$(date +%s) - start)) s of wall time after the packages (it must stay under 300 s on 2 cores)$$([ $$status -eq 0 ] || echo ', and it FAILED')"; \
 	exit $$status
 
 # ---------------------------------------------------------------- exercises
@@ -395,9 +433,17 @@ $(EXERCISE_TARGETS): export EX_VISIBILITY = $(VISIBILITY)
 # under make -j the cases run side by side: one OpenMP thread each, or
 # their spinning threads fight over the cores (twice as slow on two)
 CHECK_ENV = $(if $(findstring jobserver,$(MAKEFLAGS)),OMP_NUM_THREADS=1)
+# make test CH=NN: the checks of exercises 01 to NN only (their keys, skeletons,
+# wrong implementations and promises), none of the grader's own
+CHECKS_TESTED := $(if $(CH),$(filter $(foreach e,$(filter $(CHAPTERS_TESTED),$(EXERCISES)),exercise-check/key/$(e) \
+                   exercise-check/skeleton/$(e) exercise-check/wrong/$(e)/% exercise-check/promised/$(e)),$(EXERCISE_CHECKS)),$(EXERCISE_CHECKS))
 .PHONY: $(EXERCISE_CHECKS)
-exercise-checks: $(EXERCISE_CHECKS)
+exercise-checks: $(CHECKS_TESTED)
+ifeq ($(CH),)
 	@echo "exercises: $(words $(EXERCISES)) exercises (each README's hints shown), $(words $(WRONG_SRC)) wrong implementations, $(words $(GRADER_CHECK_SRC)) grader checks, make exercise's quoting and a class passed"
+else
+	@echo "exercises up to chapter $(TEST_CH_NN): $(words $(filter exercise-check/key/%,$(CHECKS_TESTED))) exercises (each README's hints shown) and $(words $(filter exercise-check/wrong/%,$(CHECKS_TESTED))) wrong implementations passed; the grader's own checks left out (make test without CH runs them)"
+endif
 $(filter exercise-check/key/%,$(EXERCISE_CHECKS)): exercise-check/key/%: $(TEST_RUNNER)
 	@$(CHECK_ENV) tests/exercises.sh check-key $*
 $(filter exercise-check/skeleton/%,$(EXERCISE_CHECKS)): exercise-check/skeleton/%: $(TEST_RUNNER)
@@ -425,8 +471,9 @@ SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-
 sanitize: deps
 	@$(MAKE) --no-print-directory BUILD=build/sanitize OPT=-O1 \
 	    EXTRA_CFLAGS="$(SAN_FLAGS)" EXTRA_LDFLAGS="$(SAN_FLAGS)" all
+	@# (the sanitizers make a suite several times slower: a longer time limit per suite)
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	    VIT_SANITIZE=1 build/sanitize/tests/run
+	    VIT_SANITIZE=1 VIT_TEST_TIMEOUT=$${VIT_TEST_TIMEOUT:-3600} build/sanitize/tests/run
 	@# the grader's own side too: a process per test, the pipes, results.json
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	    VIT_SANITIZE=1 build/sanitize/tests/run --grade --json build/sanitize/grade.json \

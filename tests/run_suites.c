@@ -8,7 +8,8 @@
  * starts the children, keeps each one's output in a temporary file until the
  * suites before it have printed theirs, and adds up the summaries the
  * children send it after every test. A child that dies leaves the summary of
- * the tests it finished; the test it was in is counted as failed.
+ * the tests it finished; the test it was in is counted as failed. A child
+ * still running at the time limit is killed, and counts as one that died.
  */
 #include "run_suites.h"
 
@@ -22,12 +23,19 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/util.h"
+#include "book_place.h"
 #include "gemm/gemm.h"
 
 enum { JOBS_MAX = 8, SLOWEST_SHOWN = 5 };
+
+// A suite's time limit, by default: some five times the slowest suite's on a
+// busy machine (ch11_training, 130 s in a make test beside other work), so
+// only a test that never returns meets it. VIT_TEST_TIMEOUT=S sets it.
+#define SUITE_SECONDS_DEFAULT 600.0
 
 /** One suite's run: its child, what it sent and what it printed. */
 typedef struct {
@@ -37,6 +45,7 @@ typedef struct {
     FILE *output;          // the child's stdout and stderr, printed in turn
     double started, seconds;
     bool done;
+    bool timed_out;        // killed at the time limit
     int status;            // waitpid()'s
     CU_RunSummary summary; // the last one the child sent: the tests it finished
     bool summary_final;    // sent after the suite's last test
@@ -75,14 +84,33 @@ static void on_suite_start(const CU_pSuite suite) {
     printf("\nSuite: %s", suite->pName);
 }
 
+// Is the environment variable var set to this suite's name?
+static bool named_by(const char *var, const CU_pSuite suite) {
+    const char *v = getenv(var);
+    return v && strcmp(v, suite->pName) == 0;
+}
+
+// How the runner's own tests (tests/test_runner.c) plant trouble in a suite's
+// first test, to see it reported at its stage and the other suites run on:
+// VIT_TEST_CRASH=SUITE dies of a signal (SIGSEGV), VIT_TEST_FAIL=SUITE fails
+// an assertion, VIT_TEST_HANG=SUITE never returns (the time limit ends it).
+static void plant_trouble(const CU_pSuite suite) {
+    static CU_pSuite planted; // the suite whose first test has had its trouble
+    if (planted == suite) return;
+    planted = suite;
+    if (named_by("VIT_TEST_CRASH", suite)) raise(SIGSEGV);
+    if (named_by("VIT_TEST_FAIL", suite))
+        CU_assertImplementation(CU_FALSE, __LINE__, "VIT_TEST_FAIL names this suite: its first "
+                                "test fails", __FILE__, "", CU_FALSE);
+    if (named_by("VIT_TEST_HANG", suite))
+        for (;;) pause();
+}
+
 static void on_test_start(const CU_pTest test, const CU_pSuite suite) {
     printf("\n  Test: %s ...", test->pName);
     fflush(stdout); // on disk before the test runs: a crash shows where it was
     send_summary(false, test->pName);
-    // VIT_TEST_CRASH=SUITE: that suite's first test dies of a signal, so the
-    // runner's own test can see a crash reported and the other suites run on
-    const char *crash = getenv("VIT_TEST_CRASH");
-    if (crash && strcmp(crash, suite->pName) == 0) raise(SIGSEGV);
+    plant_trouble(suite);
 }
 
 static void on_test_complete(const CU_pTest test, const CU_pSuite suite,
@@ -173,6 +201,11 @@ static void choose_matrix_product_first(void) {
     if (pid > 0) waitpid(pid, NULL, 0);
 }
 
+// The parent keeps SIGCHLD blocked while suites run, so that it can sleep
+// until a child ends or a time limit passes (wait_for_one()); each child gets
+// the signal mask the runner had before.
+static sigset_t mask_before;
+
 static bool start(SuiteRun *r) {
     int fds[2];
     r->output = tmpfile();
@@ -186,6 +219,7 @@ static bool start(SuiteRun *r) {
     r->started = vit_now();
     r->pid = fork();
     if (r->pid == 0) {
+        sigprocmask(SIG_SETMASK, &mask_before, NULL);
         close(fds[0]);
         run_in_child(r, fds[1]);
     }
@@ -216,9 +250,33 @@ static bool crashed(const SuiteRun *r) {
     return !r->summary_final || !WIFEXITED(r->status) || WEXITSTATUS(r->status) != 0;
 }
 
+// A suite's time limit, in seconds: VIT_TEST_TIMEOUT's, else the default. Read once.
+static double time_limit(void) {
+    static double limit = 0;
+    if (limit > 0) return limit;
+    limit = SUITE_SECONDS_DEFAULT;
+    const char *v = getenv("VIT_TEST_TIMEOUT");
+    if (v && *v) {
+        char *end;
+        const double seconds = strtod(v, &end);
+        if (*end == '\0' && seconds > 0) limit = seconds;
+        else fprintf(stderr, "run: VIT_TEST_TIMEOUT=%s is not a number of seconds above 0; "
+                             "each suite gets %.0f s\n", v, limit);
+    }
+    return limit;
+}
+
+// "CRASHED", or "TIMED OUT" for a suite killed at the time limit.
+static const char *end_label(const SuiteRun *r) {
+    return r->timed_out ? "TIMED OUT" : "CRASHED";
+}
+
 // How the child ended, when it did not end well: "ended by signal 11 (Segmentation fault)".
 static void describe_end(char *buf, size_t size, const SuiteRun *r) {
     if (r->pid <= 0) snprintf(buf, size, "could not be started");
+    else if (r->timed_out)
+        snprintf(buf, size, "ran past the time limit of %g s (VIT_TEST_TIMEOUT) and was "
+                 "ended by signal %d (%s)", time_limit(), SIGKILL, strsignal(SIGKILL));
     else if (WIFSIGNALED(r->status))
         snprintf(buf, size, "ended by signal %d (%s)", WTERMSIG(r->status),
                  strsignal(WTERMSIG(r->status)));
@@ -237,22 +295,54 @@ static void print_report(SuiteRun *r) {
         r->output = NULL;
     }
     if (crashed(r)) {
-        char how[128];
+        char how[160];
         describe_end(how, sizeof how, r);
         if (r->in_test)
-            printf("\n  CRASHED in test \"%s\": the suite's process %s; the test failed, and "
-                   "the rest of %s did not run", r->test, how, r->suite->pName);
-        else printf("\n  CRASHED: the suite's process %s after its last test", how);
+            printf("\n  %s in test \"%s\": the suite's process %s; the test failed, and "
+                   "the rest of %s did not run", end_label(r), r->test, how, r->suite->pName);
+        else printf("\n  %s: the suite's process %s after its last test", end_label(r), how);
     }
     printf("\n  wall time: %.1f s", r->seconds);
     fflush(stdout);
 }
 
-// Waits for a child to end; true when it was one of the suites' (or none is left).
-static bool wait_for_one(SuiteRun *runs, int n) {
+// Kills each suite still running at the time limit (it ends, and is waited
+// for, like any other); returns the seconds until the next one's limit.
+static double stop_overdue(SuiteRun *runs, int n, double limit) {
+    double next = limit;
+    const double now = vit_now();
+    for (int i = 0; i < n; i++) {
+        SuiteRun *r = &runs[i];
+        if (r->pid <= 0 || r->done || r->timed_out) continue;
+        const double left = r->started + limit - now;
+        if (left <= 0) {
+            // only the suite's own process: a program a test started ends by
+            // its own time limit (tests/cli_run.c)
+            kill(r->pid, SIGKILL);
+            r->timed_out = true;
+        } else if (left < next) next = left;
+    }
+    return next;
+}
+
+// Sleeps until a child ends (SIGCHLD, blocked, arrives) or the seconds pass.
+static void sleep_until_a_child_ends(double seconds) {
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    const struct timespec wait = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
+    sigtimedwait(&chld, NULL, &wait); // a signal, the time up or EINTR: the caller looks again
+}
+
+// Waits for a child to end, killing those that run past the time limit; true
+// when it was one of the suites' (or none is left).
+static bool wait_for_one(SuiteRun *runs, int n, double limit) {
     int status;
     pid_t pid;
-    while ((pid = waitpid(-1, &status, 0)) < 0 && errno == EINTR) {
+    for (;;) {
+        pid = waitpid(-1, &status, WNOHANG);
+        if (pid > 0 || (pid < 0 && errno != EINTR)) break;
+        if (pid == 0) sleep_until_a_child_ends(stop_overdue(runs, n, limit));
     }
     if (pid < 0) { // no child left (cannot happen while one runs): none is waited for again
         for (int i = 0; i < n; i++)
@@ -293,8 +383,40 @@ static int slower_first(const void *a, const void *b) {
     return (x < y) - (x > y);
 }
 
+// A suite's failed tests, as its stage counts them: those that failed, and
+// the one its process died in (or, when it died between tests or its set-up
+// failed, one for the suite).
+static unsigned failures_of(const SuiteRun *r) {
+    const unsigned n = r->summary.nTestsFailed + (crashed(r) ? 1 : 0);
+    return n == 0 && r->summary.nSuitesFailed > 0 ? 1 : n;
+}
+
+// The failing stages in the book's order (the runs are in that order), each
+// with its chapter and its failed tests: the first is where to start reading,
+// since the later stages build on it. Nothing when all passed.
+//   first wrong stage: chapter 05 multi-head attention (3 tests): start there
+//   also wrong: chapter 09 the whole forward pass (1 test)
+static void print_failing_stages(const SuiteRun *runs, int n) {
+    bool first = true;
+    int i = 0;
+    while (i < n) {
+        const BookPlace *stage = book_place(runs[i].suite->pName);
+        unsigned failed = 0;
+        do failed += failures_of(&runs[i++]); // this suite and the rest of its stage
+        while (i < n && book_same_stage(stage, book_place(runs[i].suite->pName)));
+        if (failed == 0) continue;
+        char chapter[24] = "";
+        if (stage && stage->chapter > 0)
+            snprintf(chapter, sizeof chapter, "chapter %02d ", stage->chapter);
+        printf("%s%s%s (%u test%s)%s\n", first ? "first wrong stage: " : "also wrong: ", chapter,
+               stage ? stage->stage : runs[i - 1].suite->pName, failed, failed == 1 ? "" : "s",
+               first ? ": start there" : "");
+        first = false;
+    }
+}
+
 // CUnit's table, added up over the children; a crashed suite counts as failed,
-// and so does the test it died in.
+// and so does the test it died in. Then the failing stages.
 static bool print_summary(SuiteRun *runs, int n, double wall, int jobs) {
     unsigned suites_failed = 0, tests_run = 0, tests_failed = 0, tests_inactive = 0;
     unsigned asserts = 0, asserts_failed = 0, crashes = 0;
@@ -317,9 +439,10 @@ static bool print_summary(SuiteRun *runs, int n, double wall, int jobs) {
            asserts - asserts_failed, asserts_failed);
     for (int i = 0; i < n; i++)
         if (crashed(&runs[i])) {
-            char how[128];
+            char how[160];
             describe_end(how, sizeof how, &runs[i]);
-            printf("CRASHED: suite %s: its process %s\n", runs[i].suite->pName, how);
+            printf("%s: suite %s: its process %s\n", end_label(&runs[i]), runs[i].suite->pName,
+                   how);
         }
     printf("Wall time = %.1f s for %d suites, %d at a time", wall, n, jobs);
     SuiteRun **order = malloc(sizeof *order * (size_t)(n > 0 ? n : 1));
@@ -332,6 +455,7 @@ static bool print_summary(SuiteRun *runs, int n, double wall, int jobs) {
         free(order);
     }
     printf("\n");
+    print_failing_stages(runs, n);
     return suites_failed == 0 && tests_failed == 0 && asserts_failed == 0 && crashes == 0;
 }
 
@@ -381,15 +505,20 @@ int run_suites(void) {
     choose_threads(threads_why, sizeof threads_why);
     printf("     %d suites, each in a process of its own, %d at a time%s\n", n, jobs, threads_why);
     choose_matrix_product_first();
-    const double t0 = vit_now();
+    const double limit = time_limit(), t0 = vit_now();
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &chld, &mask_before);
     int next_start = 0, next_print = 0, running = 0;
     while (next_print < n) {
         for (; next_start < n && running < jobs; next_start++)
             if (start(&runs[next_start])) running++;
             else runs[next_start].done = true;
-        if (running > 0 && wait_for_one(runs, n)) running--;
+        if (running > 0 && wait_for_one(runs, n, limit)) running--;
         while (next_print < n && runs[next_print].done) print_report(&runs[next_print++]);
     }
+    sigprocmask(SIG_SETMASK, &mask_before, NULL);
     const bool passed = print_summary(runs, n, vit_now() - t0, jobs);
     free(runs);
     return passed ? 0 : 1;
