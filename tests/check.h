@@ -14,6 +14,10 @@
  * the first failure is printed in full, the next CHECK_LINES in one line each,
  * the rest are counted ("… and 25 more"), so the first lines name the stage
  * where things went wrong and a failure never prints thousands of lines.
+ * Under a failing tensor, one more line says in words what the difference is
+ * when a diagnosis of diagnose.h holds over all of it ("      in words: a
+ * factor of exactly √Dh = 2 (Dh = 4): the scores were not scaled by 1/√Dh");
+ * the assertion's message repeats the first one. No diagnosis, no line.
  *
  * The assertions are macros, so CUnit records the file and line of the test
  * that called them, never this helper's.
@@ -173,6 +177,7 @@ typedef struct {
     int compared;   /**< comparisons made */
     int failures;   /**< of them, how many failed */
     char first[96]; /**< name of the first that failed */
+    char said[360]; /**< the first failure a diagnosis named, "stage: words" (diagnose.h), or "" */
 } CheckReport;
 
 /** Count one failure of @p name and say how much of it to print. */
@@ -199,6 +204,7 @@ typedef struct {
     int mismatches;    /* values outside tolerance or of the wrong shape */
     int unpinned;      /* values the code produced that the golden lacks */
     char first_unpinned[96];
+    char previous[96]; /* the golden compared last, for the diagnoses (diagnose.h) */
     CheckReport report; /* the mismatches, printed first in full, then a line each */
     bool loaded;
 } GoldenCheck;
