@@ -302,8 +302,45 @@ bool tensor_close(const Tensor *actual, const Tensor *expected, float atol, floa
     return false;
 }
 
+// An earlier stage a test holds, for check_assert_close_from()'s diagnoses.
+typedef struct {
+    const char *name;
+    const Tensor *expected;
+} KnownStage;
+
+// diagnose.h's expected_of over one known stage: any name holding its word is it.
+static bool known_expected_of(void *user, const char *name, Tensor *out) {
+    const KnownStage *k = user;
+    const size_t n = strlen(k->name);
+    for (const char *p = strstr(name, k->name); p; p = strstr(p + 1, k->name))
+        if ((p == name || strchr("._ :,()", p[-1])) && (!p[n] || strchr("._ :,()", p[n]))) {
+            *out = tensor_clone(k->expected);
+            return true;
+        }
+    return false;
+}
+
+static bool assert_close_in_words(const Tensor *actual, const Tensor *expected, float atol,
+                                  float rtol, const char *label, const DiagnoseContext *ctx,
+                                  const char *src, int line, const char *func);
+
+bool check_assert_close_from(const Tensor *actual, const Tensor *expected, float atol,
+                             float rtol, const char *label, const char *before_name,
+                             const Tensor *before, const char *src, int line, const char *func) {
+    KnownStage known = {before_name, before};
+    const DiagnoseContext ctx = {.expected_of = known_expected_of, .user = &known};
+    return assert_close_in_words(actual, expected, atol, rtol, label, &ctx, src, line, func);
+}
+
 bool check_assert_close(const Tensor *actual, const Tensor *expected, float atol, float rtol,
                         const char *label, const char *src, int line, const char *func) {
+    return assert_close_in_words(actual, expected, atol, rtol, label, NULL, src, line, func);
+}
+
+// check_assert_close()'s work, its diagnoses knowing what ctx holds (or NULL).
+static bool assert_close_in_words(const Tensor *actual, const Tensor *expected, float atol,
+                                  float rtol, const char *label, const DiagnoseContext *ctx,
+                                  const char *src, int line, const char *func) {
     TensorDiff d;
     record_tensor(label, actual, expected, atol, rtol);
     bool ok = tensor_diff(&d, actual, expected, atol, rtol);
@@ -312,7 +349,7 @@ bool check_assert_close(const Tensor *actual, const Tensor *expected, float atol
         tensor_diff_print(&d, actual, expected, atol, rtol, label, CHECK_FULL);
         char summary[640], words[256];
         tensor_diff_summary(summary, sizeof summary, &d, actual, expected, atol, rtol);
-        say_in_words(words, sizeof words, label, actual, expected, atol, rtol, NULL, NULL);
+        say_in_words(words, sizeof words, label, actual, expected, atol, rtol, ctx, NULL);
         snprintf(msg, sizeof msg, "assert_tensor_close(%s) %s%s%s", label, summary,
                  words[0] ? "; in words: " : "", words);
     }

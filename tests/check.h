@@ -169,6 +169,17 @@ void check_hint(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
                        __func__)
 bool check_assert_close(const Tensor *actual, const Tensor *expected, float atol, float rtol,
                         const char *label, const char *src, int line, const char *func);
+/**
+ * assert_tensor_close() for a stage computed from another, whose expected tensor the test
+ * has: @p before, named @p before_name (a word of diagnose.c's table, e.g. "tokens" for an
+ * "embed"), so a failure can say that the step between was left out.
+ */
+#define assert_tensor_close_from(actual, expected, atol, rtol, label, before_name, before)     \
+    check_assert_close_from((actual), (expected), (atol), (rtol), (label), (before_name),      \
+                            (before), __FILE__, __LINE__, __func__)
+bool check_assert_close_from(const Tensor *actual, const Tensor *expected, float atol,
+                             float rtol, const char *label, const char *before_name,
+                             const Tensor *before, const char *src, int line, const char *func);
 
 /* ------------------------------------------------------- a series of them */
 

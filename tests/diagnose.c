@@ -52,6 +52,8 @@ static const StageInfo STAGES[] = {
     {"probs", STAGE_PROBS, NULL, "probabilities moved by a constant: a term added after the softmax",
      "the probabilities are written keys by queries: queries and keys swapped",
      {{"scaled", "the softmax was never applied"}}},
+    {"p", STAGE_PROBS, NULL, NULL, "the probabilities are written keys by queries: queries and keys swapped",
+     {{NULL, NULL}}}, // chapter 03's p, p_padded, p_causal
     {"norm", STAGE_PLAIN, NULL, "a term missing or extra: the row's mean not subtracted, or β", NULL,
      {{NULL, NULL}}},
     {"norm1", STAGE_PLAIN, NULL, "a term missing or extra: the row's mean not subtracted, or β", NULL,
@@ -71,9 +73,11 @@ static const StageInfo STAGES[] = {
     {"ln_mean", STAGE_LN_MEAN, NULL, NULL, NULL, {{NULL, NULL}}},
 };
 
-static bool is_word_edge(char c) { return c == '\0' || c == '.' || c == '_'; }
+// What may stand around a word of a name: "blocks.0.attn.probs", "p_padded", or a test's
+// label such as "the chapter's head: probs".
+static bool is_word_edge(char c) { return c == '\0' || strchr("._ :,()", c) != NULL; }
 
-// Where `word` stands as a whole word in `name` ('.' or '_' or an end on both sides), or -1.
+// Where `word` stands as a whole word in `name` (an edge or an end on both sides), or -1.
 static int word_at(const char *name, const char *word) {
     const size_t n = strlen(word);
     for (const char *p = strstr(name, word); p; p = strstr(p + 1, word))
@@ -153,12 +157,13 @@ static bool say_unwritten(char *words, size_t size, const Case *c) {
         expected_zero += c->expected->data[i] == 0.0f;
     }
     if (nan == c->got->numel) {
-        snprintf(words, size, "every element is NaN: the output was never written (tests fill it"
-                 " with NaN first), or it was computed from a NaN");
+        snprintf(words, size, "every element is NaN: the output was never written (where a"
+                 " test fills it with NaN first), or it was computed from a NaN");
         return true;
     }
     if (zero == c->got->numel && expected_zero < c->got->numel && c->got->numel > 1) {
-        snprintf(words, size, "every element is 0: the output was never written");
+        snprintf(words, size, "every element is exactly 0, unlike the expected: the output was"
+                 " never written, or every term cancelled");
         return true;
     }
     return false;
@@ -176,8 +181,9 @@ static bool say_earlier(char *words, size_t size, const Case *c) {
             continue;
         const bool same = all_near(c, before.data, 1.0f);
         tensor_free(&before);
-        if (same) {
-            snprintf(words, size, "got is exactly the expected %s: %s", name,
+        if (same) { // a stream's stage by its name, a test's label by the table's word
+            snprintf(words, size, "got is exactly the expected %s: %s",
+                     strchr(name, ' ') ? c->info->earlier[e].stage : name,
                      c->info->earlier[e].words);
             return true;
         }
@@ -428,7 +434,9 @@ static bool say_wrong_axis(char *words, size_t size, const Case *c) {
     }
     if (summed < 2 || rows_sum_to_one || !expected_rows_normalised(c)) return false;
     char aside[64] = "";
-    if (nan_columns) snprintf(aside, sizeof aside, " (%zu all-NaN columns aside)", nan_columns);
+    if (nan_columns)
+        snprintf(aside, sizeof aside, " (%zu all-NaN column%s aside)", nan_columns,
+                 nan_columns > 1 ? "s" : "");
     snprintf(words, size, "each column sums to 1%s, not each row: the softmax ran over the wrong"
              " axis (over the queries, not the keys)", aside);
     return true;
