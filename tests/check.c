@@ -302,21 +302,17 @@ bool tensor_close(const Tensor *actual, const Tensor *expected, float atol, floa
     return false;
 }
 
-// An earlier stage a test holds, for check_assert_close_from()'s diagnoses.
-typedef struct {
-    const char *name;
-    const Tensor *expected;
-} KnownStage;
-
-// diagnose.h's expected_of over one known stage: any name holding its word is it.
+// diagnose.h's expected_of over the stages a test holds (a list ended by a NULL name):
+// the one whose name is a word of `name` (the diagnoses ask for "….tokens", "x", …).
 static bool known_expected_of(void *user, const char *name, Tensor *out) {
-    const KnownStage *k = user;
-    const size_t n = strlen(k->name);
-    for (const char *p = strstr(name, k->name); p; p = strstr(p + 1, k->name))
-        if ((p == name || strchr("._ :,()", p[-1])) && (!p[n] || strchr("._ :,()", p[n]))) {
-            *out = tensor_clone(k->expected);
-            return true;
-        }
+    for (const CheckStage *k = user; k->name; k++) {
+        const size_t n = strlen(k->name);
+        for (const char *p = strstr(name, k->name); p; p = strstr(p + 1, k->name))
+            if ((p == name || strchr("._ :,()", p[-1])) && (!p[n] || strchr("._ :,()", p[n]))) {
+                *out = tensor_clone(k->expected);
+                return true;
+            }
+    }
     return false;
 }
 
@@ -325,10 +321,9 @@ static bool assert_close_in_words(const Tensor *actual, const Tensor *expected, 
                                   const char *src, int line, const char *func);
 
 bool check_assert_close_from(const Tensor *actual, const Tensor *expected, float atol,
-                             float rtol, const char *label, const char *before_name,
-                             const Tensor *before, const char *src, int line, const char *func) {
-    KnownStage known = {before_name, before};
-    const DiagnoseContext ctx = {.expected_of = known_expected_of, .user = &known};
+                             float rtol, const char *label, const CheckStage *known,
+                             const char *src, int line, const char *func) {
+    const DiagnoseContext ctx = {.expected_of = known_expected_of, .user = (void *)known};
     return assert_close_in_words(actual, expected, atol, rtol, label, &ctx, src, line, func);
 }
 

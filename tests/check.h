@@ -169,17 +169,24 @@ void check_hint(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
                        __func__)
 bool check_assert_close(const Tensor *actual, const Tensor *expected, float atol, float rtol,
                         const char *label, const char *src, int line, const char *func);
+/** A tensor a test holds besides the two it compares, named for diagnose.c's table. */
+typedef struct {
+    const char *name;       /**< e.g. "tokens", "x", "w", "gamma" */
+    const Tensor *expected; /**< its expected (or given) value */
+} CheckStage;
 /**
- * assert_tensor_close() for a stage computed from another, whose expected tensor the test
- * has: @p before, named @p before_name (a word of diagnose.c's table, e.g. "tokens" for an
- * "embed"), so a failure can say that the step between was left out.
+ * assert_tensor_close() for a stage computed from others, which the test has: each a
+ * CheckStage after the label, e.g. `{"tokens", &want_tokens}` for an "embed", or
+ * `{"x", &x}, {"w", &w}` for a "linear"; a failure can then say which step was left out
+ * or done another way (the wrong softmax axis, a weight not transposed, …).
  */
-#define assert_tensor_close_from(actual, expected, atol, rtol, label, before_name, before)     \
-    check_assert_close_from((actual), (expected), (atol), (rtol), (label), (before_name),      \
-                            (before), __FILE__, __LINE__, __func__)
+#define assert_tensor_close_from(actual, expected, atol, rtol, label, ...)                     \
+    check_assert_close_from((actual), (expected), (atol), (rtol), (label),                     \
+                            (const CheckStage[]){__VA_ARGS__, {NULL, NULL}}, __FILE__,         \
+                            __LINE__, __func__)
 bool check_assert_close_from(const Tensor *actual, const Tensor *expected, float atol,
-                             float rtol, const char *label, const char *before_name,
-                             const Tensor *before, const char *src, int line, const char *func);
+                             float rtol, const char *label, const CheckStage *known,
+                             const char *src, int line, const char *func);
 
 /* ------------------------------------------------------- a series of them */
 

@@ -24,6 +24,8 @@ typedef enum {
     STAGE_GELU,    /* exact erf GELU of its first earlier stage */
     STAGE_EPS_STD, /* standard deviations of LayerNorm outputs for variances near ε */
     STAGE_LN_MEAN, /* the mean of a LayerNorm's output row, 0 */
+    STAGE_LAYERNORM, /* LayerNorm of a known x, gamma, beta (and eps) */
+    STAGE_LINEAR,  /* x·Wᵀ + b of a known x (N, I) and w (O, I) */
 } StageKind;
 
 /** A stage this one is computed from: got equal to its expected tensor says what was left out. */
@@ -60,7 +62,11 @@ static const StageInfo STAGES[] = {
      {{NULL, NULL}}},
     {"norm2", STAGE_PLAIN, NULL, "a term missing or extra: the row's mean not subtracted, or β", NULL,
      {{"resid1", "the LayerNorm was never applied"}}},
-    {"gelu", STAGE_GELU, NULL, NULL, NULL, {{"fc1", "the GELU was never applied"}}},
+    {"gelu", STAGE_GELU, NULL, NULL, NULL,
+     {{"fc1", "the GELU was never applied"}, {"x", "the GELU was never applied"}}},
+    {"layernorm", STAGE_LAYERNORM, NULL, "a term missing or extra: the row's mean not subtracted, or β",
+     NULL, {{"x", "the LayerNorm was never applied"}}},
+    {"linear", STAGE_LINEAR, NULL, NULL, NULL, {{NULL, NULL}}},
     {"gelu_y", STAGE_GELU, NULL, NULL, NULL, {{"gelu_x", "the GELU was never applied"}}},
     {"resid1", STAGE_PLAIN, NULL, NULL, NULL,
      {{"attn.proj", "the residual was not added: resid1 = x + attention"}}},
@@ -118,10 +124,13 @@ static bool near(float a, float b, float atol, float rtol, float slack) {
     return fabsf(a - b) <= slack * (atol + rtol * fabsf(b));
 }
 
-// Every element of got within the tolerance of candidate[i], `slack` times over.
+// Every element of got within the tolerance of candidate[i], `slack` times over; a NaN
+// matches a NaN (a candidate's 0/0 where got has one too).
 static bool all_near(const Case *c, const float *candidate, float slack) {
     for (size_t i = 0; i < c->got->numel; i++)
-        if (!near(c->got->data[i], candidate[i], c->atol, c->rtol, slack)) return false;
+        if (!near(c->got->data[i], candidate[i], c->atol, c->rtol, slack) &&
+            !(isnan(c->got->data[i]) && isnan(candidate[i])))
+            return false;
     return true;
 }
 
@@ -131,10 +140,14 @@ static bool all_finite(const Tensor *t) {
     return true;
 }
 
+// The expected tensor of stage `name`, of any shape, into `out`; false when unknown.
+static bool expected_any(const Case *c, const char *name, Tensor *out) {
+    return c->ctx && c->ctx->expected_of && name && c->ctx->expected_of(c->ctx->user, name, out);
+}
+
 // The expected tensor of stage `name` with got's shape, into `out`; false when unknown.
 static bool expected_of(const Case *c, const char *name, Tensor *out) {
-    if (!c->ctx || !c->ctx->expected_of || !name) return false;
-    if (!c->ctx->expected_of(c->ctx->user, name, out)) return false;
+    if (!expected_any(c, name, out)) return false;
     if (tensor_same_shape(out, c->got)) return true;
     tensor_free(out);
     return false;
@@ -442,11 +455,41 @@ static bool say_wrong_axis(char *words, size_t size, const Case *c) {
     return true;
 }
 
-// probs = softmax of the unscaled scores (over the last axis, as the expected's).
+// The unscaled scores Q·Kᵀ from the expected q and k (…, N, Dh), each (…, N, N)
+// matrix of got's shape; false when the stage has no q and k beside it.
+static bool scores_from_q_k(const Case *c, Tensor *s) {
+    char name[160];
+    Tensor q, k;
+    if (!expected_any(c, renamed(name, sizeof name, c, "q"), &q)) return false;
+    const bool have_k = expected_any(c, renamed(name, sizeof name, c, "k"), &k);
+    const size_t n = c->rows, dh = q.ndim ? (size_t)q.shape[q.ndim - 1] : 0;
+    const bool fits = have_k && c->rows == c->cols && tensor_same_shape(&q, &k) &&
+                      q.numel == c->outer * n * dh;
+    if (fits) {
+        *s = tensor_clone(c->got);
+        for (size_t o = 0; o < c->outer; o++)
+            for (size_t i = 0; i < n; i++)
+                for (size_t j = 0; j < n; j++) {
+                    double dot = 0;
+                    for (size_t d = 0; d < dh; d++)
+                        dot += (double)q.data[(o * n + i) * dh + d] * k.data[(o * n + j) * dh + d];
+                    s->data[(o * n + i) * n + j] = (float)dot;
+                }
+    }
+    tensor_free(&q);
+    if (have_k) tensor_free(&k);
+    return fits;
+}
+
+// probs = softmax of the unscaled scores (over the last axis, as the expected's): the
+// scores stage's expected tensor, or Q·Kᵀ from the expected q and k.
 static bool say_unscaled_softmax(char *words, size_t size, const Case *c) {
     char name[160];
     Tensor s;
-    if (!expected_of(c, renamed(name, sizeof name, c, "scores"), &s)) return false;
+    if (!expected_of(c, renamed(name, sizeof name, c, "scores"), &s)) {
+        if (!scores_from_q_k(c, &s)) return false;
+        snprintf(name, sizeof name, "scores Q·Kᵀ");
+    }
     for (size_t r = 0; r < s.numel / c->cols; r++) { // softmax in place, row by row, in double
         float *x = s.data + r * c->cols;
         float max = -INFINITY;
@@ -467,9 +510,11 @@ static bool say_unscaled_softmax(char *words, size_t size, const Case *c) {
 static bool say_gelu_form(char *words, size_t size, const Case *c) {
     char name[160];
     Tensor x;
-    if (!c->info->earlier[0].stage ||
-        !expected_of(c, renamed(name, sizeof name, c, c->info->earlier[0].stage), &x))
-        return false;
+    int e = 0;
+    while (e < 2 && c->info->earlier[e].stage &&
+           !expected_of(c, renamed(name, sizeof name, c, c->info->earlier[e].stage), &x))
+        e++;
+    if (e == 2 || !c->info->earlier[e].stage) return false;
     Tensor relu = tensor_clone(&x);
     for (size_t i = 0; i < x.numel; i++) {
         const double v = x.data[i];
@@ -519,6 +564,87 @@ static bool say_mean_kept(char *words, size_t size, const Case *c) {
     return true;
 }
 
+// x·W + b with the weight's memory read as (I, O), for the layer's x·Wᵀ + b with W (O, I):
+// got − x·W the same in every row (b, or 0) says the weight was not transposed.
+static bool say_weight_not_transposed(char *words, size_t size, const Case *c) {
+    Tensor x, w;
+    if (!expected_any(c, "x", &x)) return false;
+    if (!expected_any(c, "w", &w)) { tensor_free(&x); return false; }
+    const size_t rows = c->got->numel / c->cols, o_n = c->cols;
+    const size_t in = x.numel / (rows ? rows : 1);
+    bool holds = x.numel == rows * in && w.numel == in * o_n;
+    if (holds) {
+        Tensor xw = tensor_clone(c->got);
+        for (size_t r = 0; r < rows; r++)
+            for (size_t o = 0; o < o_n; o++) {
+                double sum = 0;
+                for (size_t i = 0; i < in; i++) sum += (double)x.data[r * in + i] * w.data[i * o_n + o];
+                xw.data[r * o_n + o] = (float)sum;
+            }
+        for (size_t i = 0; i < xw.numel && holds; i++) { // got − x·W: row 0's (the bias) in each row
+            const size_t j = i % o_n;
+            const float bias = c->got->data[j] - xw.data[j];
+            holds = near(c->got->data[i], xw.data[i] + bias, c->atol, c->rtol, 4.0f);
+        }
+        tensor_free(&xw);
+    }
+    tensor_free(&x);
+    tensor_free(&w);
+    if (holds)
+        snprintf(words, size, "got is x·W + b with the weight read as (in, out): the weight was"
+                 " not transposed (the layer is x·Wᵀ + b, W being (out, in))");
+    return holds;
+}
+
+// LayerNorm of the known x (rows, D) by the known gamma and beta, one way or another:
+// each row normalised as (x − mean)/√(var + eps) (`centre`, `eps`), or x/√(mean(x²))
+// (no centre). Returns the candidate (got's shape), or a zeroed tensor.
+static Tensor layernorm_candidate(const Case *c, bool centre, float eps) {
+    Tensor x, g, b, y = {0};
+    if (!expected_of(c, "x", &x)) return y;
+    const bool affine = expected_any(c, "gamma", &g);
+    if (affine && !expected_any(c, "beta", &b)) { tensor_free(&g); tensor_free(&x); return y; }
+    const size_t d = c->cols;
+    y = tensor_clone(c->got);
+    for (size_t r = 0; r < x.numel / d; r++) {
+        const float *xr = x.data + r * d;
+        double mean = 0, var = 0;
+        for (size_t j = 0; j < d; j++) mean += xr[j];
+        mean = centre ? mean / (double)d : 0.0;
+        for (size_t j = 0; j < d; j++) var += (xr[j] - mean) * (xr[j] - mean);
+        const double rstd = 1.0 / sqrt(var / (double)d + eps);
+        for (size_t j = 0; j < d; j++)
+            y.data[r * d + j] = (float)((xr[j] - mean) * rstd * (affine ? g.data[j] : 1.0f) +
+                                        (affine ? b.data[j] : 0.0f));
+    }
+    tensor_free(&x);
+    if (affine) { tensor_free(&g); tensor_free(&b); }
+    return y;
+}
+
+static bool say_layernorm_form(char *words, size_t size, const Case *c) {
+    Tensor eps_t;
+    float eps = 0.0f; // unknown: only the mean's candidate (ε moves it by far less than the mean)
+    const bool eps_known = expected_any(c, "eps", &eps_t);
+    if (eps_known) {
+        eps = eps_t.data[0];
+        tensor_free(&eps_t);
+    }
+    static const char *what[2] = {
+        "got is the LayerNorm of x without the mean subtracted (x/√(mean(x²) + ε)): the mean is missing",
+        "got is the LayerNorm of x without ε ((x − mean)/√var): the ε in √(var + ε) is missing"};
+    for (int k = 0; k < (eps_known ? 2 : 1); k++) {
+        Tensor y = layernorm_candidate(c, k == 1, k == 1 ? 0.0f : eps);
+        const bool holds = y.data && all_near(c, y.data, 4.0f);
+        tensor_free(&y);
+        if (holds) {
+            snprintf(words, size, "%s", what[k]);
+            return true;
+        }
+    }
+    return false;
+}
+
 static bool say_stage_own(char *words, size_t size, const Case *c) {
     switch (c->info ? c->info->kind : STAGE_PLAIN) {
     case STAGE_SCALE: return say_scale_value(words, size, c);
@@ -528,6 +654,8 @@ static bool say_stage_own(char *words, size_t size, const Case *c) {
     case STAGE_GELU: return c->got->numel > 1 && say_gelu_form(words, size, c);
     case STAGE_EPS_STD: return say_eps_missing(words, size, c);
     case STAGE_LN_MEAN: return say_mean_kept(words, size, c);
+    case STAGE_LAYERNORM: return c->got->numel > 1 && say_layernorm_form(words, size, c);
+    case STAGE_LINEAR: return c->got->numel > 1 && say_weight_not_transposed(words, size, c);
     default: return false;
     }
 }

@@ -40,6 +40,16 @@ typedef struct {
     const Tensor *t[2];
 } Stages;
 
+// The same over a CheckStage list (check.h), by exact name.
+static bool known_of(void *user, const char *name, Tensor *out) {
+    for (const CheckStage *k = user; k->name; k++)
+        if (!strcmp(k->name, name)) {
+            *out = tensor_clone(k->expected);
+            return true;
+        }
+    return false;
+}
+
 static bool stages_expected_of(void *user, const char *name, Tensor *out) {
     const Stages *s = user;
     for (int i = 0; i < 2; i++)
@@ -141,6 +151,27 @@ static void test_softmax_of_unscaled_scores(void) {
     Stages known = {{"blocks.0.attn.scores"}, {&s}};
     const DiagnoseContext ctx = {.expected_of = stages_expected_of, .user = &known};
     CU_ASSERT_TRUE(says("blocks.0.attn.probs", &g, &w, &ctx, "softmax of the unscaled blocks.0.attn.scores"));
+    // no scores stage, but q and k (N = 2, Dh = 4): the scores are Q·Kᵀ, the scale 1/2
+    const float q[8] = {1, 1, 1, 1, -1, 0, 0, 0}, k[8] = {0.25f, 0.25f, 0.25f, 0.25f, 1, 1, 0.5f, 0.5f};
+    float qk[4];
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++) {
+            qk[2 * i + j] = 0;
+            for (int d = 0; d < 4; d++) qk[2 * i + j] += q[4 * i + d] * k[4 * j + d];
+        }
+    float want2[4], got2[4];
+    for (int r = 0; r < 2; r++) {
+        const float *s2 = qk + 2 * r;
+        const double a = exp(s2[0] / 2.0), b = exp(s2[1] / 2.0), c = exp(s2[0]), d = exp(s2[1]);
+        want2[2 * r] = (float)(a / (a + b)), want2[2 * r + 1] = (float)(b / (a + b));
+        got2[2 * r] = (float)(c / (c + d)), got2[2 * r + 1] = (float)(d / (c + d));
+    }
+    Tensor tq = tensor_from(q, 2, (int[]){2, 4}), tk = tensor_from(k, 2, (int[]){2, 4});
+    Tensor w2 = tensor_from(want2, 2, (int[]){2, 2}), g2 = tensor_from(got2, 2, (int[]){2, 2});
+    Stages qk_known = {{"q", "k"}, {&tq, &tk}};
+    const DiagnoseContext qk_ctx = {.expected_of = stages_expected_of, .user = &qk_known};
+    CU_ASSERT_TRUE(says("probs", &g2, &w2, &qk_ctx, "softmax of the unscaled scores Q·Kᵀ"));
+    tensor_free(&tq), tensor_free(&tk), tensor_free(&w2), tensor_free(&g2);
     tensor_free(&s);
     tensor_free(&w);
     tensor_free(&g);
@@ -166,6 +197,44 @@ static void test_gelu_forms(void) {
     tensor_free(&want);
     tensor_free(&t);
     tensor_free(&r);
+}
+
+static void test_weight_not_transposed(void) {
+    const float x[4] = {1, 2, -1, 0.5f};             // (2, 2): two rows of two inputs
+    const float w[4] = {3, -1, 0.5f, 2}, b[2] = {0.25f, -0.75f}; // (O = 2, I = 2), bias (2)
+    float want[4], got[4];
+    for (int n = 0; n < 2; n++)
+        for (int o = 0; o < 2; o++) { // want = x·Wᵀ + b; got = x·W + b (W's rows taken as columns)
+            want[n * 2 + o] = x[n * 2] * w[o * 2] + x[n * 2 + 1] * w[o * 2 + 1] + b[o];
+            got[n * 2 + o] = x[n * 2] * w[o] + x[n * 2 + 1] * w[2 + o] + b[o];
+        }
+    Tensor tx = tensor_from(x, 2, (int[]){2, 2}), tw = tensor_from(w, 2, (int[]){2, 2});
+    Tensor tw_ = tensor_from(want, 2, (int[]){2, 2}), tg = tensor_from(got, 2, (int[]){2, 2});
+    const CheckStage known[] = {{"x", &tx}, {"w", &tw}, {NULL, NULL}};
+    DiagnoseContext ctx = {.expected_of = known_of, .user = (void *)known};
+    CU_ASSERT_TRUE(says("linear", &tg, &tw_, &ctx, "the weight was not transposed"));
+    tensor_free(&tx), tensor_free(&tw), tensor_free(&tw_), tensor_free(&tg);
+}
+
+static void test_layernorm_forms(void) {
+    const float x[6] = {1, 2, 6, -1, 0, 4}; // (2, 3); row means 3 and 1
+    float want[6], no_mean[6];
+    for (int r = 0; r < 2; r++) { // γ = 1, β = 0, ε = 1e-6, by hand
+        const float *xr = x + 3 * r;
+        const double mean = (xr[0] + xr[1] + xr[2]) / 3.0;
+        double var = 0, sq = 0;
+        for (int j = 0; j < 3; j++) var += (xr[j] - mean) * (xr[j] - mean), sq += xr[j] * xr[j];
+        for (int j = 0; j < 3; j++) {
+            want[3 * r + j] = (float)((xr[j] - mean) / sqrt(var / 3 + 1e-6));
+            no_mean[3 * r + j] = (float)(xr[j] / sqrt(sq / 3 + 1e-6));
+        }
+    }
+    Tensor tx = tensor_from(x, 2, (int[]){2, 3}), eps = tensor_scalar(1e-6f);
+    Tensor w = tensor_from(want, 2, (int[]){2, 3}), g = tensor_from(no_mean, 2, (int[]){2, 3});
+    const CheckStage known[] = {{"x", &tx}, {"eps", &eps}, {NULL, NULL}};
+    DiagnoseContext ctx = {.expected_of = known_of, .user = (void *)known};
+    CU_ASSERT_TRUE(says("layernorm", &g, &w, &ctx, "without the mean subtracted"));
+    tensor_free(&tx), tensor_free(&eps), tensor_free(&w), tensor_free(&g);
 }
 
 static void test_a_step_left_out(void) {
@@ -241,6 +310,8 @@ CU_TestInfo tests_check_diagnose[] = {
     {"the wrong softmax axis; rows never divided", test_softmax_mistakes},
     {"the softmax of the unscaled scores", test_softmax_of_unscaled_scores},
     {"GELU's tanh form, ReLU, no GELU at all", test_gelu_forms},
+    {"a weight not transposed", test_weight_not_transposed},
+    {"LayerNorm without its mean", test_layernorm_forms},
     {"a step left out: the stage before it", test_a_step_left_out},
     {"an output never written: all 0, all NaN", test_unwritten},
     {"the scale's value; LayerNorm's ε and mean", test_scale_and_layernorm_pins},
