@@ -108,6 +108,10 @@ static const StageInfo *stage_info(const char *stage, int *at) {
 
 /* ------------------------------------------------------------ what is compared */
 
+// How far from right a factor or an offset must be to be named: 1 % of the values. Near a
+// tolerance's edge, a tensor that is almost right fits many small factors and offsets.
+#define MISTAKE_SIZE 1e-2f
+
 /** One diagnosis's inputs, gathered once. */
 typedef struct {
     const char *stage;
@@ -182,6 +186,30 @@ static bool say_unwritten(char *words, size_t size, const Case *c) {
     return false;
 }
 
+// Some rows (of the last axis) all 0 or all NaN where the expected's are not, every other
+// row right: those rows were never written.
+static bool say_unwritten_rows(char *words, size_t size, const Case *c) {
+    const size_t rows = c->got->numel / c->cols;
+    size_t blank = 0, first = 0;
+    if (rows < 2) return false;
+    for (size_t r = 0; r < rows; r++) {
+        const float *g = c->got->data + r * c->cols, *e = c->expected->data + r * c->cols;
+        bool empty = true, right = true, expected_empty = true;
+        for (size_t j = 0; j < c->cols; j++) {
+            empty = empty && (g[j] == 0.0f || isnan(g[j]));
+            expected_empty = expected_empty && e[j] == 0.0f;
+            right = right && near(g[j], e[j], c->atol, c->rtol, 1.0f);
+        }
+        if (right) continue;
+        if (!empty || expected_empty) return false;
+        if (blank++ == 0) first = r;
+    }
+    if (blank == 0 || blank == rows) return false;
+    snprintf(words, size, "%zu of %zu rows (of the last axis) are all 0 or NaN, the first row %zu,"
+             " and every other row is right: those rows were never written", blank, rows, first);
+    return true;
+}
+
 /* ------------------------------------------------------------- a stage before */
 
 // got equal to the expected tensor of the stage it is computed from: that step was left out.
@@ -230,7 +258,7 @@ static bool one_factor(const Case *c, float *k) {
     }
     if (nonzero < 2) return false; // one number is a multiple of any other: proves nothing
     *k = c->got->data[big] / e->data[big];
-    if (near(*k, 1.0f, 0.0f, c->rtol, 1.0f)) return false;
+    if (!(fabsf(*k - 1.0f) > MISTAKE_SIZE)) return false; // nearly right is no mistake of this kind
     for (size_t i = 0; i < e->numel; i++)
         if (!near(c->got->data[i], *k * e->data[i], c->atol, c->rtol, 4.0f)) return false;
     return true;
@@ -264,6 +292,11 @@ static bool say_factor(char *words, size_t size, const Case *c) {
     if (c->got->numel < 2 || !one_factor(c, &k)) return false;
     if (c->info && c->info->kind == STAGE_SCALED)
         return say_scale_factor(words, size, k, c->ctx ? c->ctx->head_dim : 0);
+    if (c->info && c->info->kind == STAGE_GELU && (near(k, 2.0f, 0, 1e-3f, 1) || near(k, 0.5f, 0, 1e-3f, 1))) {
+        snprintf(words, size, "every value is exactly %g times the expected one: the ½ of"
+                 " ½·x·(1 + erf(x/√2)) is missing, or taken twice", (double)k);
+        return true;
+    }
     const char *why = c->info && c->info->factor ? c->info->factor
                                                   : "a scale missing, doubled or inverted";
     snprintf(words, size, "every value is exactly %.6g times the expected one: %s", (double)k, why);
@@ -349,12 +382,14 @@ static size_t offset_first(const Case *c, OffsetKind kind, size_t i) {
 // per-row and per-feature kinds, not one constant overall either (OFFSET_ALL says that).
 static bool offset_holds(const Case *c, OffsetKind kind) {
     const float *g = c->got->data, *e = c->expected->data;
+    float largest = 0; // |expected| at its largest: an offset is named when 1 % of it or more
+    for (size_t i = 0; i < c->got->numel; i++) largest = fmaxf(largest, fabsf(e[i]));
     bool moved = false, varies = false;
     for (size_t i = 0; i < c->got->numel; i++) {
         const size_t first = offset_first(c, kind, i);
         const float shift = g[first] - e[first];
         if (!isfinite(shift) || !near(g[i], e[i] + shift, c->atol, c->rtol, 4.0f)) return false;
-        moved = moved || fabsf(shift) > c->atol;
+        moved = moved || (fabsf(shift) > c->atol && fabsf(shift) > MISTAKE_SIZE * largest);
         varies = varies || !near(shift, g[0] - e[0], c->atol, c->rtol, 1.0f);
     }
     return moved && (kind == OFFSET_ALL || varies);
@@ -367,7 +402,7 @@ static bool say_offset(char *words, size_t size, const Case *c) {
         "got − expected is one constant per feature (the last axis), the same in every row",
     };
     static const char *plain[] = {
-        "a term missing or extra", "a per-row term missing or extra, such as the row's mean",
+        "a term missing or extra", "a per-row term missing or extra",
         "a bias vector missing or added twice"};
     if (c->got->numel < 2) return false;
     for (OffsetKind k = OFFSET_ALL; k <= OFFSET_PER_FEATURE; k++) {
@@ -386,7 +421,7 @@ static bool say_offset(char *words, size_t size, const Case *c) {
 
 static bool say_row_factor(char *words, size_t size, const Case *c) {
     if (c->cols < 2 || c->got->numel / c->cols < 2) return false;
-    bool varies = false;
+    bool varies = false, wrong = false;
     float first = NAN;
     for (size_t r = 0; r < c->got->numel / c->cols; r++) {
         const float *g = c->got->data + r * c->cols, *e = c->expected->data + r * c->cols;
@@ -395,12 +430,14 @@ static bool say_row_factor(char *words, size_t size, const Case *c) {
             if (fabsf(e[j]) > fabsf(e[big])) big = j;
         if (e[big] == 0.0f) continue; // an all-zero row (masked) fits any factor
         const float k = g[big] / e[big];
+        if (!(fabsf(k) > MISTAKE_SIZE)) return false; // a row of zeros: say_unwritten_rows()'s
         for (size_t j = 0; j < c->cols; j++)
             if (!near(g[j], k * e[j], c->atol, c->rtol, 4.0f)) return false;
         if (isnan(first)) first = k;
         varies = varies || !near(k, first, 0.0f, c->rtol, 1.0f);
+        wrong = wrong || fabsf(k - 1.0f) > MISTAKE_SIZE;
     }
-    if (!varies) return false;
+    if (!varies || !wrong) return false;
     snprintf(words, size, "each row is the expected times a constant of its own: %s",
              c->info && c->info->kind == STAGE_PROBS
                  ? "the rows were not divided by their sum (the softmax's normalisation)"
@@ -671,7 +708,9 @@ bool diagnose(char *words, size_t size, const char *stage, const Tensor *got,
     c.info = stage_info(stage, &c.word_at);
     if (got->ndim >= 2) c.rows = (size_t)got->shape[got->ndim - 2];
     c.outer = got->numel / (c.rows * c.cols);
-    if (say_unwritten(words, size, &c) || say_stage_own(words, size, &c)) return true;
+    if (say_unwritten(words, size, &c) || say_unwritten_rows(words, size, &c) ||
+        say_stage_own(words, size, &c))
+        return true;
     if (!all_finite(expected)) return false; // the rest compare finite numbers only
     // the most specific first: a step left out, then the shapes of a wrong formula
     return say_earlier(words, size, &c) || say_previous(words, size, &c) ||

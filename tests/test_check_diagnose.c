@@ -256,6 +256,8 @@ static void test_unwritten(void) {
     CU_ASSERT_TRUE(says("x", &got, &want, NULL, "every element is exactly 0"));
     for (size_t i = 0; i < got.numel; i++) got.data[i] = NAN;
     CU_ASSERT_TRUE(says("x", &got, &want, NULL, "every element is NaN"));
+    for (size_t i = 0; i < got.numel; i++) got.data[i] = i / 3 == 4 ? 0.0f : want.data[i];
+    CU_ASSERT_TRUE(says("x", &got, &want, NULL, "1 of 6 rows (of the last axis) are all 0 or NaN, the first row 4"));
     tensor_free(&want);
     tensor_free(&got);
 }
@@ -294,6 +296,9 @@ static void test_noise_is_nothing(void) {
         CU_ASSERT_TRUE(says_nothing(*s, &got, &want, NULL));
         CU_ASSERT_TRUE(says_nothing(*s, &want, &want, NULL)); // the right answer is no mistake
     }
+    // nearly right: each row off by its own factor of 1 + 1e-4·(r + 1), within 4 tolerances
+    for (size_t i = 0; i < got.numel; i++) got.data[i] = want.data[i] * (1.0f + 1e-4f * (float)(i / 4 + 1));
+    CU_ASSERT_TRUE(says_nothing("blocks.1.attn.q", &got, &want, NULL));
     Tensor a = tensor_scalar(2.0f), b = tensor_scalar(3.0f); // one number is a multiple of any
     CU_ASSERT_TRUE(says_nothing("x", &a, &b, NULL));
     tensor_free(&want);
@@ -313,8 +318,8 @@ CU_TestInfo tests_check_diagnose[] = {
     {"a weight not transposed", test_weight_not_transposed},
     {"LayerNorm without its mean", test_layernorm_forms},
     {"a step left out: the stage before it", test_a_step_left_out},
-    {"an output never written: all 0, all NaN", test_unwritten},
+    {"an output never written: all 0, all NaN, some rows", test_unwritten},
     {"the scale's value; LayerNorm's ε and mean", test_scale_and_layernorm_pins},
-    {"noise and the right answer are nothing", test_noise_is_nothing},
+    {"noise, the nearly right and the right answer are nothing", test_noise_is_nothing},
     CU_TEST_INFO_NULL,
 };
