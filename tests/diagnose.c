@@ -51,10 +51,12 @@ static const StageInfo STAGES[] = {
      NULL, "K·Qᵀ, not Q·Kᵀ: queries and keys swapped", {{NULL, NULL}}},
     {"scaled", STAGE_SCALED, NULL, "a mask added where none belongs, or one left out",
      "K·Qᵀ, not Q·Kᵀ: queries and keys swapped", {{"scores", "the 1/√Dh scale was never applied"}}},
-    {"probs", STAGE_PROBS, NULL, "probabilities moved by a constant: a term added after the softmax",
+    {"probs", STAGE_PROBS, "the values were not divided by their sum, or by another sum",
+     "probabilities moved by a constant: a term added after the softmax",
      "the probabilities are written keys by queries: queries and keys swapped",
      {{"scaled", "the softmax was never applied"}}},
-    {"p", STAGE_PROBS, NULL, NULL, "the probabilities are written keys by queries: queries and keys swapped",
+    {"p", STAGE_PROBS, "the values were not divided by their sum, or by another sum", NULL,
+     "the probabilities are written keys by queries: queries and keys swapped",
      {{NULL, NULL}}}, // chapter 03's p, p_padded, p_causal
     {"norm", STAGE_PLAIN, NULL, "a term missing or extra: the row's mean not subtracted, or β", NULL,
      {{NULL, NULL}}},
@@ -191,12 +193,14 @@ static bool say_unwritten(char *words, size_t size, const Case *c) {
 static bool say_unwritten_rows(char *words, size_t size, const Case *c) {
     const size_t rows = c->got->numel / c->cols;
     size_t blank = 0, first = 0;
+    bool any_nan = false; // NaN in a row may be written: an overflow, a 0/0
     if (rows < 2) return false;
     for (size_t r = 0; r < rows; r++) {
         const float *g = c->got->data + r * c->cols, *e = c->expected->data + r * c->cols;
         bool empty = true, right = true, expected_empty = true;
         for (size_t j = 0; j < c->cols; j++) {
             empty = empty && (g[j] == 0.0f || isnan(g[j]));
+            any_nan = any_nan || isnan(g[j]);
             expected_empty = expected_empty && e[j] == 0.0f;
             right = right && near(g[j], e[j], c->atol, c->rtol, 1.0f);
         }
@@ -206,7 +210,8 @@ static bool say_unwritten_rows(char *words, size_t size, const Case *c) {
     }
     if (blank == 0 || blank == rows) return false;
     snprintf(words, size, "%zu of %zu rows (of the last axis) are all 0 or NaN, the first row %zu,"
-             " and every other row is right: those rows were never written", blank, rows, first);
+             " and every other row is right: those rows were never written%s", blank, rows, first,
+             any_nan ? ", or something in them overflowed or divided 0 by 0" : "");
     return true;
 }
 
@@ -298,7 +303,7 @@ static bool say_factor(char *words, size_t size, const Case *c) {
         return true;
     }
     const char *why = c->info && c->info->factor ? c->info->factor
-                                                  : "a scale missing, doubled or inverted";
+                                                  : "as a scale missing, doubled or inverted would make";
     snprintf(words, size, "every value is exactly %.6g times the expected one: %s", (double)k, why);
     return true;
 }
@@ -358,7 +363,7 @@ static bool say_shifted(char *words, size_t size, const Case *c) {
         for (int s = -1; s <= 1; s += 2)
             if (shifted(c, axis, s)) {
                 snprintf(words, size, "got is the expected shifted by one along axis %d"
-                         " (got[i] = expected[i %c 1]): an index off by one", axis,
+                         " (got[i] = expected[i %c 1]), as an index off by one would make", axis,
                          s > 0 ? '+' : '-');
                 return true;
             }
@@ -401,9 +406,9 @@ static bool say_offset(char *words, size_t size, const Case *c) {
         "got − expected is one constant along each row (of the last axis), different between rows",
         "got − expected is one constant per feature (the last axis), the same in every row",
     };
-    static const char *plain[] = {
-        "a term missing or extra", "a per-row term missing or extra",
-        "a bias vector missing or added twice"};
+    static const char *plain[] = {"as a term missing or extra would make",
+                                  "as a per-row term missing or extra would make",
+                                  "as a bias vector missing or added twice would make"};
     if (c->got->numel < 2) return false;
     for (OffsetKind k = OFFSET_ALL; k <= OFFSET_PER_FEATURE; k++) {
         if (k != OFFSET_ALL && (c->cols < 2 || c->got->numel / c->cols < 2)) break;
@@ -441,7 +446,7 @@ static bool say_row_factor(char *words, size_t size, const Case *c) {
     snprintf(words, size, "each row is the expected times a constant of its own: %s",
              c->info && c->info->kind == STAGE_PROBS
                  ? "the rows were not divided by their sum (the softmax's normalisation)"
-                 : "a per-row normalisation missing or wrong");
+                 : "as a per-row normalisation missing or wrong would make");
     return true;
 }
 
