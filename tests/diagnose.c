@@ -292,8 +292,22 @@ static bool say_scale_factor(char *words, size_t size, float k, int dh) {
     return true;
 }
 
+// A single number of the scaled scores (a mean, a standard deviation) off by exactly √Dh,
+// 1/√Dh or Dh: those scale with the scores, and a random ratio is none of them.
+static bool say_scaled_pin(char *words, size_t size, const Case *c) {
+    const int dh = c->ctx ? c->ctx->head_dim : 0;
+    const float e = c->expected->data[0], k = c->got->data[0] / e;
+    if (dh < 2 || !isfinite(k) || e == 0.0f) return false;
+    const float root = sqrtf((float)dh);
+    const bool named = near(k, root, 0, 1e-3f, 1) || near(k, 1 / root, 0, 1e-3f, 1) ||
+                       near(k, (float)dh, 0, 1e-3f, 1);
+    return named && say_scale_factor(words, size, k, dh);
+}
+
 static bool say_factor(char *words, size_t size, const Case *c) {
     float k;
+    if (c->got->numel == 1 && c->info && c->info->kind == STAGE_SCALED)
+        return say_scaled_pin(words, size, c);
     if (c->got->numel < 2 || !one_factor(c, &k)) return false;
     if (c->info && c->info->kind == STAGE_SCALED)
         return say_scale_factor(words, size, k, c->ctx ? c->ctx->head_dim : 0);
@@ -498,23 +512,24 @@ static bool say_wrong_axis(char *words, size_t size, const Case *c) {
 }
 
 // The unscaled scores Q·Kᵀ from the expected q and k (…, N, Dh), each (…, N, N)
-// matrix of got's shape; false when the stage has no q and k beside it.
-static bool scores_from_q_k(const Case *c, Tensor *s) {
+// matrix of got's shape, and Dh; false when the stage has no q and k beside it.
+static bool scores_from_q_k(const Case *c, Tensor *s, int *dh) {
     char name[160];
     Tensor q, k;
     if (!expected_any(c, renamed(name, sizeof name, c, "q"), &q)) return false;
     const bool have_k = expected_any(c, renamed(name, sizeof name, c, "k"), &k);
-    const size_t n = c->rows, dh = q.ndim ? (size_t)q.shape[q.ndim - 1] : 0;
+    const size_t n = c->rows, d = q.ndim ? (size_t)q.shape[q.ndim - 1] : 0;
     const bool fits = have_k && c->rows == c->cols && tensor_same_shape(&q, &k) &&
-                      q.numel == c->outer * n * dh;
+                      q.numel == c->outer * n * d;
     if (fits) {
         *s = tensor_clone(c->got);
+        *dh = (int)d;
         for (size_t o = 0; o < c->outer; o++)
             for (size_t i = 0; i < n; i++)
                 for (size_t j = 0; j < n; j++) {
                     double dot = 0;
-                    for (size_t d = 0; d < dh; d++)
-                        dot += (double)q.data[(o * n + i) * dh + d] * k.data[(o * n + j) * dh + d];
+                    for (size_t e = 0; e < d; e++)
+                        dot += (double)q.data[(o * n + i) * d + e] * k.data[(o * n + j) * d + e];
                     s->data[(o * n + i) * n + j] = (float)dot;
                 }
     }
@@ -523,29 +538,50 @@ static bool scores_from_q_k(const Case *c, Tensor *s) {
     return fits;
 }
 
-// probs = softmax of the unscaled scores (over the last axis, as the expected's): the
-// scores stage's expected tensor, or Q·Kᵀ from the expected q and k.
-static bool say_unscaled_softmax(char *words, size_t size, const Case *c) {
+// The softmax over the last axis of `scale` · each (n, n) matrix of `scores`, read
+// transposed when `swap` (K·Qᵀ for Q·Kᵀ), into a new tensor; in double, as a reference.
+static Tensor softmax_of(const Tensor *scores, size_t outer, size_t n, float scale, bool swap) {
+    Tensor p = tensor_clone(scores);
+    for (size_t o = 0; o < outer; o++)
+        for (size_t i = 0; i < n; i++) {
+            const float *m = scores->data + o * n * n;
+            float *row = p.data + (o * n + i) * n;
+            double max = -INFINITY, sum = 0;
+            for (size_t j = 0; j < n; j++) max = fmax(max, scale * (swap ? m[j * n + i] : m[i * n + j]));
+            for (size_t j = 0; j < n; j++) sum += exp(scale * (swap ? m[j * n + i] : m[i * n + j]) - max);
+            for (size_t j = 0; j < n; j++)
+                row[j] = (float)(exp(scale * (swap ? m[j * n + i] : m[i * n + j]) - max) / sum);
+        }
+    return p;
+}
+
+// probs as the softmax of the scores scaled wrongly, or of K·Qᵀ: the scores stage's expected
+// tensor, or Q·Kᵀ from the expected q and k (which also give Dh).
+static bool say_scores_softmax(char *words, size_t size, const Case *c) {
     char name[160];
     Tensor s;
+    int dh = c->ctx ? c->ctx->head_dim : 0;
+    if (c->rows != c->cols || c->rows < 2) return false;
     if (!expected_of(c, renamed(name, sizeof name, c, "scores"), &s)) {
-        if (!scores_from_q_k(c, &s)) return false;
+        if (!scores_from_q_k(c, &s, &dh)) return false;
         snprintf(name, sizeof name, "scores Q·Kᵀ");
     }
-    for (size_t r = 0; r < s.numel / c->cols; r++) { // softmax in place, row by row, in double
-        float *x = s.data + r * c->cols;
-        float max = -INFINITY;
-        for (size_t j = 0; j < c->cols; j++) max = fmaxf(max, x[j]);
-        double sum = 0;
-        for (size_t j = 0; j < c->cols; j++) sum += exp((double)x[j] - max);
-        for (size_t j = 0; j < c->cols; j++) x[j] = (float)(exp((double)x[j] - max) / sum);
+    const struct { float scale; bool swap; const char *what; } tries[] = {
+        {1.0f, false, "got is the softmax of the unscaled %s: the 1/√Dh scale was left out"},
+        {dh > 1 ? 1.0f / (float)dh : 0.0f, false,
+         "got is the softmax of the %s divided by Dh: divided by Dh, not √Dh (or the scale applied twice)"},
+        {dh > 1 ? 1.0f / sqrtf((float)dh) : 0.0f, true,
+         "got is the softmax of the %s transposed (K·Qᵀ): queries and keys swapped"},
+    };
+    bool said = false;
+    for (size_t t = 0; t < sizeof tries / sizeof tries[0] && !said; t++) {
+        if (tries[t].scale == 0.0f) continue; // Dh unknown
+        Tensor p = softmax_of(&s, c->outer, c->rows, tries[t].scale, tries[t].swap);
+        if ((said = all_near(c, p.data, 4.0f))) snprintf(words, size, tries[t].what, name);
+        tensor_free(&p);
     }
-    const bool same = all_near(c, s.data, 4.0f);
     tensor_free(&s);
-    if (same)
-        snprintf(words, size, "got is the softmax of the unscaled %s: the 1/√Dh scale was left out",
-                 name);
-    return same;
+    return said;
 }
 
 // GELU's tanh approximation (or ReLU) of the stage's input, for the exact erf form.
@@ -692,7 +728,7 @@ static bool say_stage_own(char *words, size_t size, const Case *c) {
     case STAGE_SCALE: return say_scale_value(words, size, c);
     case STAGE_PROBS: // (a single number fits any formula: tensors only)
         return c->got->numel > 1 &&
-               (say_wrong_axis(words, size, c) || say_unscaled_softmax(words, size, c));
+               (say_wrong_axis(words, size, c) || say_scores_softmax(words, size, c));
     case STAGE_GELU: return c->got->numel > 1 && say_gelu_form(words, size, c);
     case STAGE_EPS_STD: return say_eps_missing(words, size, c);
     case STAGE_LN_MEAN: return say_mean_kept(words, size, c);

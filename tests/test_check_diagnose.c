@@ -76,6 +76,13 @@ static void test_factor_of_sqrt_dh(void) {
     CU_ASSERT_TRUE(says("blocks.0.attn.scaled", &got, &want, &dh64, "applied twice"));
     for (size_t i = 0; i < got.numel; i++) got.data[i] = 3.0f * want.data[i];
     CU_ASSERT_TRUE(says("x", &got, &want, NULL, "exactly 3 times the expected"));
+    // one number of the scaled scores (chapter 08's std) is named only at √Dh, 1/√Dh or Dh
+    Tensor std_want = tensor_scalar(0.3f), std_got = tensor_scalar(0.3f * 8);
+    CU_ASSERT_TRUE(says("attn.scaled.std", &std_got, &std_want, &dh64, "√Dh = 8 (Dh = 64)"));
+    std_got.data[0] = 0.3f * 3;
+    CU_ASSERT_TRUE(says_nothing("attn.scaled.std", &std_got, &std_want, &dh64));
+    tensor_free(&std_want);
+    tensor_free(&std_got);
     tensor_free(&want);
     tensor_free(&got);
 }
@@ -171,6 +178,16 @@ static void test_softmax_of_unscaled_scores(void) {
     Stages qk_known = {{"q", "k"}, {&tq, &tk}};
     const DiagnoseContext qk_ctx = {.expected_of = stages_expected_of, .user = &qk_known};
     CU_ASSERT_TRUE(says("probs", &g2, &w2, &qk_ctx, "softmax of the unscaled scores Q·Kᵀ"));
+    for (int r = 0; r < 2; r++) { // K·Qᵀ/2: row r holds the scores of column r
+        const double a = exp(qk[r] / 2.0), b = exp(qk[2 + r] / 2.0);
+        g2.data[2 * r] = (float)(a / (a + b)), g2.data[2 * r + 1] = (float)(b / (a + b));
+    }
+    CU_ASSERT_TRUE(says("probs", &g2, &w2, &qk_ctx, "queries and keys swapped"));
+    for (int r = 0; r < 2; r++) { // Q·Kᵀ/4: divided by Dh
+        const double a = exp(qk[2 * r] / 4.0), b = exp(qk[2 * r + 1] / 4.0);
+        g2.data[2 * r] = (float)(a / (a + b)), g2.data[2 * r + 1] = (float)(b / (a + b));
+    }
+    CU_ASSERT_TRUE(says("probs", &g2, &w2, &qk_ctx, "divided by Dh, not √Dh"));
     tensor_free(&tq), tensor_free(&tk), tensor_free(&w2), tensor_free(&g2);
     tensor_free(&s);
     tensor_free(&w);
@@ -313,7 +330,7 @@ CU_TestInfo tests_check_diagnose[] = {
     {"shifted by one along an axis", test_shifted_by_one},
     {"an offset: overall, per row, per feature", test_offsets},
     {"the wrong softmax axis; rows never divided", test_softmax_mistakes},
-    {"the softmax of the unscaled scores", test_softmax_of_unscaled_scores},
+    {"the softmax of the unscaled, over-scaled or swapped scores", test_softmax_of_unscaled_scores},
     {"GELU's tanh form, ReLU, no GELU at all", test_gelu_forms},
     {"a weight not transposed", test_weight_not_transposed},
     {"LayerNorm without its mean", test_layernorm_forms},
