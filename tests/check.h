@@ -223,6 +223,8 @@ typedef struct {
     int unpinned;      /* values the code produced that the golden lacks */
     char first_unpinned[96];
     char previous[96]; /* the golden compared last, for the diagnoses (diagnose.h) */
+    int head_dim;      /* Dh as the golden shows it (0: it does not), once looked up */
+    bool head_dim_looked;
     CheckReport report; /* the mismatches, printed first in full, then a line each */
     bool loaded;
 } GoldenCheck;
