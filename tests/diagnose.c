@@ -26,6 +26,7 @@ typedef enum {
     STAGE_LN_MEAN, /* the mean of a LayerNorm's output row, 0 */
     STAGE_LAYERNORM, /* LayerNorm of a known x, gamma, beta (and eps) */
     STAGE_LINEAR,  /* x·Wᵀ + b of a known x (N, I) and w (O, I) */
+    STAGE_NORM,    /* a trace's LayerNorm of the stage before it, γ and β unknown */
 } StageKind;
 
 /** A stage this one is computed from: got equal to its expected tensor says what was left out. */
@@ -58,11 +59,11 @@ static const StageInfo STAGES[] = {
     {"p", STAGE_PROBS, "the values were not divided by their sum, or by another sum", NULL,
      "the probabilities are written keys by queries: queries and keys swapped",
      {{NULL, NULL}}}, // chapter 03's p, p_padded, p_causal
-    {"norm", STAGE_PLAIN, NULL, "a term missing or extra: the row's mean not subtracted, or β", NULL,
+    {"norm", STAGE_NORM, NULL, "a term missing or extra: the row's mean not subtracted, or β", NULL,
      {{NULL, NULL}}},
-    {"norm1", STAGE_PLAIN, NULL, "a term missing or extra: the row's mean not subtracted, or β", NULL,
+    {"norm1", STAGE_NORM, NULL, "a term missing or extra: the row's mean not subtracted, or β", NULL,
      {{NULL, NULL}}},
-    {"norm2", STAGE_PLAIN, NULL, "a term missing or extra: the row's mean not subtracted, or β", NULL,
+    {"norm2", STAGE_NORM, NULL, "a term missing or extra: the row's mean not subtracted, or β", NULL,
      {{"resid1", "the LayerNorm was never applied"}}},
     {"gelu", STAGE_GELU, NULL, NULL, NULL,
      {{"fc1", "the GELU was never applied"}, {"x", "the GELU was never applied"}}},
@@ -723,6 +724,63 @@ static bool say_layernorm_form(char *words, size_t size, const Case *c) {
     return false;
 }
 
+// γ_j and β_j of a LayerNorm whose output is `y` and normalised input `xh` (rows, d):
+// the least-squares line of column j; false when a column is constant (nothing to fit).
+static bool fit_affine(float *gamma, float *beta, const float *xh, const float *y, size_t rows,
+                       size_t d) {
+    for (size_t j = 0; j < d; j++) {
+        double mx = 0, my = 0, sxx = 0, sxy = 0;
+        for (size_t r = 0; r < rows; r++) mx += xh[r * d + j], my += y[r * d + j];
+        mx /= (double)rows, my /= (double)rows;
+        for (size_t r = 0; r < rows; r++) {
+            const double dx = xh[r * d + j] - mx;
+            sxx += dx * dx, sxy += dx * (y[r * d + j] - my);
+        }
+        if (!(sxx > 0)) return false;
+        gamma[j] = (float)(sxy / sxx), beta[j] = (float)(my - sxy / sxx * mx);
+    }
+    return true;
+}
+
+// Each row of x (rows, d) normalised into `out`: (x − mean)/√(var + ε), or without the
+// mean (centre false) x/√(mean(x²) + ε). ε is timm's 1e-6: it moves nothing here.
+static void normalise_rows(float *out, const float *x, size_t rows, size_t d, bool centre) {
+    for (size_t r = 0; r < rows; r++) {
+        double mean = 0, var = 0;
+        for (size_t j = 0; j < d; j++) mean += x[r * d + j];
+        mean = centre ? mean / (double)d : 0.0;
+        for (size_t j = 0; j < d; j++) var += (x[r * d + j] - mean) * (x[r * d + j] - mean);
+        const double rstd = 1.0 / sqrt(var / (double)d + 1e-6);
+        for (size_t j = 0; j < d; j++) out[r * d + j] = (float)((x[r * d + j] - mean) * rstd);
+    }
+}
+
+// A trace's LayerNorm whose input is the stage compared before it: γ and β are fitted to
+// the expected output, then got is compared with the same γ, β over x/√(mean(x²)):
+// the mean left out. Says nothing unless the fit gives back the expected tensor.
+static bool say_norm_without_mean(char *words, size_t size, const Case *c) {
+    const char *prev = c->ctx ? c->ctx->previous : NULL;
+    const size_t d = c->cols, rows = c->got->numel / c->cols;
+    Tensor x;
+    if (!prev || rows < 3 || d < 2 || !expected_of(c, prev, &x)) return false;
+    Tensor xh = tensor_clone(&x), fit = tensor_clone(&x);
+    float *gamma = fit.data, *beta = fit.data + d; // (rows ≥ 3: room for both)
+    normalise_rows(xh.data, x.data, rows, d, true);
+    bool holds = fit_affine(gamma, beta, xh.data, c->expected->data, rows, d);
+    for (size_t i = 0; holds && i < x.numel; i++) // the fit is the expected: x is its input
+        holds = near(gamma[i % d] * xh.data[i] + beta[i % d], c->expected->data[i], c->atol,
+                     c->rtol, 4.0f);
+    normalise_rows(xh.data, x.data, rows, d, false);
+    for (size_t i = 0; holds && i < x.numel; i++)
+        xh.data[i] = gamma[i % d] * xh.data[i] + beta[i % d];
+    holds = holds && all_near(c, xh.data, 4.0f);
+    tensor_free(&x), tensor_free(&xh), tensor_free(&fit);
+    if (holds)
+        snprintf(words, size, "got is the LayerNorm of the expected %s without the mean"
+                 " subtracted (x/√(mean(x²) + ε), then γ, β): the mean is missing", prev);
+    return holds;
+}
+
 static bool say_stage_own(char *words, size_t size, const Case *c) {
     switch (c->info ? c->info->kind : STAGE_PLAIN) {
     case STAGE_SCALE: return say_scale_value(words, size, c);
@@ -734,6 +792,7 @@ static bool say_stage_own(char *words, size_t size, const Case *c) {
     case STAGE_LN_MEAN: return say_mean_kept(words, size, c);
     case STAGE_LAYERNORM: return c->got->numel > 1 && say_layernorm_form(words, size, c);
     case STAGE_LINEAR: return c->got->numel > 1 && say_weight_not_transposed(words, size, c);
+    case STAGE_NORM: return c->got->numel > 1 && say_norm_without_mean(words, size, c);
     default: return false;
     }
 }

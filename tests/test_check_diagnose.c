@@ -254,6 +254,30 @@ static void test_layernorm_forms(void) {
     tensor_free(&tx), tensor_free(&eps), tensor_free(&w), tensor_free(&g);
 }
 
+// A trace's norm1, whose input is the stage before it (embed) and whose γ, β the
+// diagnosis does not know: LayerNorm without its mean is still recognised.
+static void test_trace_layernorm_without_mean(void) {
+    const float x[12] = {1, 2, 6, -1, 0, 4, 3, 3.5f, -2, 0.5f, 1, 1.25f}; // (4, 3)
+    const float gamma[3] = {2, 1, 0.5f}, beta[3] = {0.1f, 0, -0.2f};
+    float want[12], no_mean[12];
+    for (int r = 0; r < 4; r++) {
+        const float *xr = x + 3 * r;
+        const double mean = (xr[0] + xr[1] + xr[2]) / 3.0;
+        double var = 0, sq = 0;
+        for (int j = 0; j < 3; j++) var += (xr[j] - mean) * (xr[j] - mean), sq += xr[j] * xr[j];
+        for (int j = 0; j < 3; j++) {
+            want[3 * r + j] = (float)((xr[j] - mean) / sqrt(var / 3 + 1e-6) * gamma[j] + beta[j]);
+            no_mean[3 * r + j] = (float)(xr[j] / sqrt(sq / 3 + 1e-6) * gamma[j] + beta[j]);
+        }
+    }
+    Tensor tx = tensor_from(x, 2, (int[]){4, 3});
+    Tensor w = tensor_from(want, 2, (int[]){4, 3}), g = tensor_from(no_mean, 2, (int[]){4, 3});
+    Stages known = {{"embed"}, {&tx}};
+    const DiagnoseContext ctx = {.expected_of = stages_expected_of, .user = &known, .previous = "embed"};
+    CU_ASSERT_TRUE(says("blocks.0.norm1", &g, &w, &ctx, "LayerNorm of the expected embed without the mean"));
+    tensor_free(&tx), tensor_free(&w), tensor_free(&g);
+}
+
 static void test_a_step_left_out(void) {
     const float tokens[4] = {1, 2, 3, 4}, pos[4] = {0.5f, -0.5f, 0.25f, 0};
     float embed[4];
@@ -334,6 +358,7 @@ CU_TestInfo tests_check_diagnose[] = {
     {"GELU's tanh form, ReLU, no GELU at all", test_gelu_forms},
     {"a weight not transposed", test_weight_not_transposed},
     {"LayerNorm without its mean", test_layernorm_forms},
+    {"a trace's LayerNorm without its mean, γ and β fitted", test_trace_layernorm_without_mean},
     {"a step left out: the stage before it", test_a_step_left_out},
     {"an output never written: all 0, all NaN, some rows", test_unwritten},
     {"the scale's value; LayerNorm's ε and mean", test_scale_and_layernorm_pins},
