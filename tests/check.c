@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "diagnose.h"
 #include "record.h"
 #include "io/labels.h"
 
@@ -254,6 +255,17 @@ void tensor_diff_print(const TensorDiff *d, const Tensor *actual, const Tensor *
     }
 }
 
+// The failure in words, when a diagnosis holds (diagnose.h): printed under its report,
+// kept in r->said when it is the series' first. Returns the words ("" when none).
+static const char *say_in_words(char *words, size_t size, const char *label,
+                                const Tensor *actual, const Tensor *expected, float atol,
+                                float rtol, const DiagnoseContext *ctx, CheckReport *r) {
+    if (!diagnose(words, size, label, actual, expected, atol, rtol, ctx)) return words;
+    fprintf(stderr, "      in words: %s\n", words);
+    if (r && !r->said[0]) snprintf(r->said, sizeof r->said, "%.100s: %.250s", label, words);
+    return words;
+}
+
 bool tensor_near(const Tensor *actual, const Tensor *candidate, float atol, float rtol) {
     if (!tensor_same_shape(actual, candidate)) return false;
     for (size_t i = 0; i < actual->numel; i++) {
@@ -285,20 +297,56 @@ bool tensor_close(const Tensor *actual, const Tensor *expected, float atol, floa
     record_tensor(label, actual, expected, atol, rtol);
     if (tensor_diff(&d, actual, expected, atol, rtol)) return true;
     tensor_diff_print(&d, actual, expected, atol, rtol, label, CHECK_FULL);
+    char words[256];
+    say_in_words(words, sizeof words, label, actual, expected, atol, rtol, NULL, NULL);
     return false;
+}
+
+// diagnose.h's expected_of over the stages a test holds (a list ended by a NULL name):
+// the one whose name is a word of `name` (the diagnoses ask for "….tokens", "x", …).
+static bool known_expected_of(void *user, const char *name, Tensor *out) {
+    for (const CheckStage *k = user; k->name; k++) {
+        const size_t n = strlen(k->name);
+        for (const char *p = strstr(name, k->name); p; p = strstr(p + 1, k->name))
+            if ((p == name || strchr("._ :,()", p[-1])) && (!p[n] || strchr("._ :,()", p[n]))) {
+                *out = tensor_clone(k->expected);
+                return true;
+            }
+    }
+    return false;
+}
+
+static bool assert_close_in_words(const Tensor *actual, const Tensor *expected, float atol,
+                                  float rtol, const char *label, const DiagnoseContext *ctx,
+                                  const char *src, int line, const char *func);
+
+bool check_assert_close_from(const Tensor *actual, const Tensor *expected, float atol,
+                             float rtol, const char *label, const CheckStage *known,
+                             const char *src, int line, const char *func) {
+    const DiagnoseContext ctx = {.expected_of = known_expected_of, .user = (void *)known};
+    return assert_close_in_words(actual, expected, atol, rtol, label, &ctx, src, line, func);
 }
 
 bool check_assert_close(const Tensor *actual, const Tensor *expected, float atol, float rtol,
                         const char *label, const char *src, int line, const char *func) {
+    return assert_close_in_words(actual, expected, atol, rtol, label, NULL, src, line, func);
+}
+
+// check_assert_close()'s work, its diagnoses knowing what ctx holds (or NULL).
+static bool assert_close_in_words(const Tensor *actual, const Tensor *expected, float atol,
+                                  float rtol, const char *label, const DiagnoseContext *ctx,
+                                  const char *src, int line, const char *func) {
     TensorDiff d;
     record_tensor(label, actual, expected, atol, rtol);
     bool ok = tensor_diff(&d, actual, expected, atol, rtol);
-    char msg[900] = "";
+    char msg[1200] = "";
     if (!ok) {
         tensor_diff_print(&d, actual, expected, atol, rtol, label, CHECK_FULL);
-        char summary[640];
+        char summary[640], words[256];
         tensor_diff_summary(summary, sizeof summary, &d, actual, expected, atol, rtol);
-        snprintf(msg, sizeof msg, "assert_tensor_close(%s) %s", label, summary);
+        say_in_words(words, sizeof words, label, actual, expected, atol, rtol, ctx, NULL);
+        snprintf(msg, sizeof msg, "assert_tensor_close(%s) %s%s%s", label, summary,
+                 words[0] ? "; in words: " : "", words);
     }
     assert_sum(ok, line, msg, src, func);
     return ok;
@@ -320,23 +368,34 @@ void check_report_end(const CheckReport *r, const char *what) {
                 r->failures - 1 - CHECK_LINES, what, r->failures, r->compared, r->first);
 }
 
-bool tensor_close_in(CheckReport *r, const Tensor *actual, const Tensor *expected, float atol,
-                     float rtol, const char *label) {
+// tensor_close_in() with what the diagnoses may know besides the two tensors (or NULL);
+// the diagnoses run only for the failures that are printed.
+static bool close_in(CheckReport *r, const Tensor *actual, const Tensor *expected, float atol,
+                     float rtol, const char *label, const DiagnoseContext *ctx) {
     TensorDiff d;
     r->compared++;
     record_tensor(label, actual, expected, atol, rtol);
     if (tensor_diff(&d, actual, expected, atol, rtol)) return true;
-    tensor_diff_print(&d, actual, expected, atol, rtol, label, check_report_fail(r, label));
+    const CheckDetail detail = check_report_fail(r, label);
+    tensor_diff_print(&d, actual, expected, atol, rtol, label, detail);
+    char words[256];
+    if (detail != CHECK_QUIET)
+        say_in_words(words, sizeof words, label, actual, expected, atol, rtol, ctx, r);
     return false;
+}
+
+bool tensor_close_in(CheckReport *r, const Tensor *actual, const Tensor *expected, float atol,
+                     float rtol, const char *label) {
+    return close_in(r, actual, expected, atol, rtol, label, NULL);
 }
 
 bool check_assert_report(const CheckReport *r, const char *what, const char *src, int line,
                          const char *func) {
     check_report_end(r, what);
-    char msg[256] = "";
+    char msg[768] = "";
     if (r->failures)
-        snprintf(msg, sizeof msg, "%d of %d %s differ, the first is %s", r->failures, r->compared,
-                 what, r->first);
+        snprintf(msg, sizeof msg, "%d of %d %s differ, the first is %s%s%s", r->failures,
+                 r->compared, what, r->first, r->said[0] ? "; in words, " : "", r->said);
     assert_sum(r->failures == 0, line, msg, src, func);
     return r->failures == 0;
 }
@@ -378,6 +437,34 @@ static void tolerance_for(const GoldenCheck *g, const char *name, float *atol, f
     }
 }
 
+// For the diagnoses: the golden's tensor `name` (any stage's expected value), into `out`.
+static bool golden_expected_of(void *user, const char *name, Tensor *out) {
+    GoldenCheck *g = user;
+    VitError err;
+    return st_find(&g->golden, name) && st_read_tensor(&g->golden, name, out, &err) == VIT_OK;
+}
+
+// Dh, the head width, when the golden holds the queries: "q" or "Q" (N, Dh), or a trace's
+// "….attn.q" (B, H, N, Dh); else 0. A factor of √Dh is then named as the scale's.
+static int golden_head_dim(GoldenCheck *g) {
+    for (int i = 0; i < g->golden.count; i++) {
+        const StTensor *e = &g->golden.tensors[i];
+        const size_t n = strlen(e->name);
+        const bool queries = !strcmp(e->name, "q") || !strcmp(e->name, "Q") ||
+                             (n >= 7 && !strcmp(e->name + n - 7, ".attn.q"));
+        if (queries && e->ndim >= 2) return (int)e->shape[e->ndim - 1];
+    }
+    // chapter 08 pins the shapes only: "attn.q.shape" holds (B, H, N, Dh)
+    Tensor shape;
+    VitError err;
+    if (!st_find(&g->golden, "attn.q.shape") ||
+        st_read_tensor(&g->golden, "attn.q.shape", &shape, &err) != VIT_OK)
+        return 0;
+    const int dh = shape.numel == 4 ? (int)shape.data[3] : 0;
+    tensor_free(&shape);
+    return dh;
+}
+
 void golden_check(void *user, const char *name, const Tensor *t) {
     GoldenCheck *g = user;
     if (!g->loaded) return;
@@ -399,7 +486,14 @@ void golden_check(void *user, const char *name, const Tensor *t) {
     float atol, rtol;
     tolerance_for(g, name, &atol, &rtol);
     g->checked++;
-    if (!tensor_close_in(&g->report, t, &expected, atol, rtol, name)) g->mismatches++;
+    if (!g->head_dim_looked) { // once per golden: the diagnoses name a factor of √Dh by it
+        g->head_dim = golden_head_dim(g);
+        g->head_dim_looked = true;
+    }
+    const DiagnoseContext ctx = {.head_dim = g->head_dim, .expected_of = golden_expected_of,
+                                 .user = g, .previous = g->previous[0] ? g->previous : NULL};
+    if (!close_in(&g->report, t, &expected, atol, rtol, name, &ctx)) g->mismatches++;
+    snprintf(g->previous, sizeof g->previous, "%s", name);
     if (golden_report_wanted() && tensor_same_shape(t, &expected)) {
         double worst = 0, used = 0; // largest |diff| and largest |diff| / (atol + rtol·|ref|)
         for (size_t i = 0; i < t->numel; i++) {
@@ -437,11 +531,12 @@ void golden_finish_at(GoldenCheck *g, const char *src, int line) {
         }
     check_report_end(&g->report, "stages");
     if (g->mismatches) golden_origin_print(g);
-    char msg[512];
+    char msg[1024];
     snprintf(msg, sizeof msg, "%s: nothing was compared", g->file);
     CU_assertImplementation(g->checked > 0, (unsigned)line, msg, src, "", CU_FALSE);
-    snprintf(msg, sizeof msg, "%s: %d of %d compared differ from the golden, the first is %s",
-             g->file, g->mismatches, g->checked, g->report.failures ? g->report.first : "unreadable");
+    snprintf(msg, sizeof msg, "%s: %d of %d compared differ from the golden, the first is %s%s%s",
+             g->file, g->mismatches, g->checked, g->report.failures ? g->report.first : "unreadable",
+             g->report.said[0] ? "; in words, " : "", g->report.said);
     assert_sum(g->mismatches == 0, line, msg, src, "");
     snprintf(msg, sizeof msg, "%s: %d produced but not pinned, the first is %s", g->file,
              g->unpinned, g->first_unpinned);

@@ -14,6 +14,10 @@
  * the first failure is printed in full, the next CHECK_LINES in one line each,
  * the rest are counted ("… and 25 more"), so the first lines name the stage
  * where things went wrong and a failure never prints thousands of lines.
+ * Under a failing tensor, one more line says in words what the difference is
+ * when a diagnosis of diagnose.h holds over all of it ("      in words: a
+ * factor of exactly √Dh = 2 (Dh = 4): the scores were not scaled by 1/√Dh");
+ * the assertion's message repeats the first one. No diagnosis, no line.
  *
  * The assertions are macros, so CUnit records the file and line of the test
  * that called them, never this helper's.
@@ -165,6 +169,24 @@ void check_hint(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
                        __func__)
 bool check_assert_close(const Tensor *actual, const Tensor *expected, float atol, float rtol,
                         const char *label, const char *src, int line, const char *func);
+/** A tensor a test holds besides the two it compares, named for diagnose.c's table. */
+typedef struct {
+    const char *name;       /**< e.g. "tokens", "x", "w", "gamma" */
+    const Tensor *expected; /**< its expected (or given) value */
+} CheckStage;
+/**
+ * assert_tensor_close() for a stage computed from others, which the test has: each a
+ * CheckStage after the label, e.g. `{"tokens", &want_tokens}` for an "embed", or
+ * `{"x", &x}, {"w", &w}` for a "linear"; a failure can then say which step was left out
+ * or done another way (the wrong softmax axis, a weight not transposed, …).
+ */
+#define assert_tensor_close_from(actual, expected, atol, rtol, label, ...)                     \
+    check_assert_close_from((actual), (expected), (atol), (rtol), (label),                     \
+                            (const CheckStage[]){__VA_ARGS__, {NULL, NULL}}, __FILE__,         \
+                            __LINE__, __func__)
+bool check_assert_close_from(const Tensor *actual, const Tensor *expected, float atol,
+                             float rtol, const char *label, const CheckStage *known,
+                             const char *src, int line, const char *func);
 
 /* ------------------------------------------------------- a series of them */
 
@@ -173,6 +195,7 @@ typedef struct {
     int compared;   /**< comparisons made */
     int failures;   /**< of them, how many failed */
     char first[96]; /**< name of the first that failed */
+    char said[360]; /**< the first failure a diagnosis named, "stage: words" (diagnose.h), or "" */
 } CheckReport;
 
 /** Count one failure of @p name and say how much of it to print. */
@@ -199,6 +222,9 @@ typedef struct {
     int mismatches;    /* values outside tolerance or of the wrong shape */
     int unpinned;      /* values the code produced that the golden lacks */
     char first_unpinned[96];
+    char previous[96]; /* the golden compared last, for the diagnoses (diagnose.h) */
+    int head_dim;      /* Dh as the golden shows it (0: it does not), once looked up */
+    bool head_dim_looked;
     CheckReport report; /* the mismatches, printed first in full, then a line each */
     bool loaded;
 } GoldenCheck;

@@ -430,7 +430,10 @@ static void probe_head(const HeadCase *c) {
     char label[160];
     snprintf(label, sizeof label, "%s: probs", c->label);
     Tensor tp = tensor_view(probs, 2, n, n), to = tensor_view(out, 2, n, dh);
-    bool ok = assert_tensor_close(&tp, c->want_probs, c->atol, c->rtol, label);
+    // q and k, so a failure can be said in words (check.h): e.g. the unscaled Q·Kᵀ's softmax
+    Tensor tq = tensor_view((float *)c->q, 2, n, dh), tk = tensor_view((float *)c->k, 2, n, dh);
+    bool ok = assert_tensor_close_from(&tp, c->want_probs, c->atol, c->rtol, label, {"q", &tq},
+                                       {"k", &tk});
     if (c->want_out) {
         snprintf(label, sizeof label, "%s: out", c->label);
         ok &= assert_tensor_close(&to, c->want_out, c->atol, c->rtol, label);

@@ -166,9 +166,10 @@ static void test_vit_forward_prepends_cls_then_adds_positions(void) {
     tokens_then_embed(&want_tokens, &want_embed, patch_embed, cls, pos);
     assert_tensor_close(tokens, &want_tokens, 0.0f, 0.0f,
                         "vit_forward's tokens: row 0 = cls, row i = patch_embed[i - 1]");
-    assert_tensor_close(embed, &want_embed, 1e-6f, 0.0f,
-                        "vit_forward's embed: row 0 = cls + pos[0], row i = patch_embed[i - 1] "
-                        "+ pos[i] ([cls] prepended before the positions are added)");
+    assert_tensor_close_from(embed, &want_embed, 1e-6f, 0.0f,
+                             "vit_forward's embed: row 0 = cls + pos[0], row i = patch_embed[i - 1] "
+                             "+ pos[i] ([cls] prepended before the positions are added)",
+                             {"tokens", &want_tokens});
 
     // the check can tell the orders apart: positions first would give row 0 = cls
     // and row i = patch_embed[i - 1] + pos[i - 1], far from the right embed

@@ -29,8 +29,11 @@ static void test_layernorm_matches_pytorch(void) {
     Tensor want = golden("layernorm.out");
     Tensor got = tensor_new_shape(x.ndim, x.shape);
     layernorm(got.data, x.data, g.data, b.data, x.shape[0], x.shape[1], 1e-6f);
-    assert_tensor_close(&got, &want, 1e-5f, 1e-5f, "layernorm");
+    Tensor eps = tensor_scalar(1e-6f);
+    assert_tensor_close_from(&got, &want, 1e-5f, 1e-5f, "layernorm", {"x", &x}, {"gamma", &g},
+                             {"beta", &b}, {"eps", &eps});
     tensor_free(&x), tensor_free(&g), tensor_free(&b), tensor_free(&want), tensor_free(&got);
+    tensor_free(&eps);
 }
 
 // Rows whose variance is near ε, where ε is what keeps the division finite
@@ -60,7 +63,8 @@ static void test_layernorm_near_eps_matches_pytorch(void) {
         layernorm(got.data, x.data, g.data, b.data, x.shape[0], x.shape[1], eps.data[0]);
         snprintf(label, sizeof label, "layernorm (eps %g, row variances 0 to 1e-05)",
                  (double)eps.data[0]);
-        assert_tensor_close(&got, &want, 5e-4f, 1e-4f, label);
+        assert_tensor_close_from(&got, &want, 5e-4f, 1e-4f, label, {"x", &x}, {"gamma", &g},
+                                 {"beta", &b}, {"eps", &eps});
         if (getenv("VIT_GOLDEN_REPORT"))
             fprintf(stderr, "\n    %s: max |diff| %.2e", label, (double)tensor_max_abs_diff(&got, &want));
         tensor_free(&x), tensor_free(&g), tensor_free(&b), tensor_free(&eps), tensor_free(&var);
@@ -72,7 +76,7 @@ static void test_gelu_matches_pytorch(void) {
     Tensor x = golden("gelu.x"), want = golden("gelu.out");
     Tensor got = tensor_new_shape(x.ndim, x.shape);
     gelu(got.data, x.data, x.numel);
-    assert_tensor_close(&got, &want, 1e-6f, 1e-5f, "gelu");
+    assert_tensor_close_from(&got, &want, 1e-6f, 1e-5f, "gelu", {"x", &x});
     tensor_free(&x), tensor_free(&want), tensor_free(&got);
 }
 
@@ -81,7 +85,7 @@ static void test_linear_matches_pytorch(void) {
     Tensor want = golden("linear.out");
     Tensor got = tensor_new(2, x.shape[0], w.shape[0]);
     ops_linear(got.data, x.data, w.data, b.data, x.shape[0], x.shape[1], w.shape[0]);
-    assert_tensor_close(&got, &want, 1e-5f, 1e-4f, "linear");
+    assert_tensor_close_from(&got, &want, 1e-5f, 1e-4f, "linear", {"x", &x}, {"w", &w});
     tensor_free(&x), tensor_free(&w), tensor_free(&b), tensor_free(&want), tensor_free(&got);
 }
 
