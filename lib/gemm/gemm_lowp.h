@@ -47,8 +47,9 @@
  *             x \approx s_x\, q_x,\quad q_x = \operatorname{round}(x / s_x),\quad
  *             s_x = \max_k |x_k| / 127 \f]
  *
- *  The int8 and bf16 products that chapter 15 builds a smaller model on, their
- *  number formats and the quantization of a row. Pinned by the suite
+ *  The int8 and bf16 products, their number formats and the quantization of a
+ *  row: @ref chapter14 "chapter 14"'s float product on smaller numbers, for the
+ *  chapter on a smaller model that will follow it. Pinned by the suite
  *  @ref test_gemm_lowp.c "gemm_lowp".
  *  @{
  */
@@ -162,7 +163,8 @@ typedef struct {
     int8_t *q;       /**< (O,D) the quantized weight */
     float *scale;    /**< (O) one scale per output channel */
     int32_t *sums;   /**< (O) Σ_d q[o][d], the VNNI path's correction (gemm_s8_bt_summed()) */
-    int O, D;        /**< outputs and inputs, e.g. 2304 and 768 for ViT-B/16's qkv */
+    int O;           /**< outputs, rows of the weight, e.g. 2304 for ViT-B/16's qkv */
+    int D;           /**< inputs, the width, e.g. 768 */
 } Int8Weight;
 
 /** @brief Quantize w (O,D) into @p qw, allocating its arrays; free with int8_weight_free(). */
