@@ -91,6 +91,11 @@ enum { TILE = 4 }; // rows of a and rows of b per tile: 16 accumulators
 
 #ifdef VIT_LOWP_BF16
 #define BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512bf16")))
+#if defined(__clang__)
+#define UNROLL _Pragma("clang loop unroll(full)")
+#else
+#define UNROLL _Pragma("GCC unroll 16") ///< unroll the next loop fully: acc stays in registers
+#endif
 
 // The bf16 values k..k+31 that exist of a row of K: all 32, or a mask of the rest.
 BF16_TARGET static __mmask32 values_left(int K, int k) {
@@ -102,19 +107,22 @@ BF16_TARGET static __mmask32 values_left(int K, int k) {
 BF16_TARGET static void bf16_tile(float *out, size_t ldo, const uint16_t *const *a_rows,
                                   const uint16_t *const *b_rows, int K, int rows, int cols) {
     __m512 acc[TILE][TILE];
-    for (int i = 0; i < TILE; i++)
-        for (int j = 0; j < TILE; j++) acc[i][j] = _mm512_setzero_ps();
+    UNROLL for (int i = 0; i < TILE; i++)
+        UNROLL for (int j = 0; j < TILE; j++) acc[i][j] = _mm512_setzero_ps();
     for (int k = 0; k < K; k += 32) {
         const __mmask32 mask = values_left(K, k); // missing values read as +0.0
         __m512i av[TILE], bv[TILE];
         for (int i = 0; i < TILE; i++) av[i] = _mm512_maskz_loadu_epi16(mask, a_rows[i] + k);
         for (int j = 0; j < TILE; j++) bv[j] = _mm512_maskz_loadu_epi16(mask, b_rows[j] + k);
-        for (int i = 0; i < TILE; i++)
-            for (int j = 0; j < TILE; j++)
+        UNROLL for (int i = 0; i < TILE; i++)
+            UNROLL for (int j = 0; j < TILE; j++)
                 acc[i][j] = _mm512_dpbf16_ps(acc[i][j], (__m512bh)av[i], (__m512bh)bv[j]);
     }
-    for (int i = 0; i < rows; i++)
-        for (int j = 0; j < cols; j++) out[(size_t)i * ldo + j] = _mm512_reduce_add_ps(acc[i][j]);
+    // loops of TILE with a test, not of rows and cols: indexed only by
+    // constants once unrolled, acc stays in registers rather than on the stack
+    UNROLL for (int i = 0; i < TILE; i++)
+        UNROLL for (int j = 0; j < TILE; j++)
+            if (i < rows && j < cols) out[(size_t)i * ldo + j] = _mm512_reduce_add_ps(acc[i][j]);
 }
 
 BF16_TARGET static void bf16_product(float *out, const uint16_t *a, const uint16_t *b, int M,

@@ -19,15 +19,22 @@
  * The sums wrap around modulo 2³² inside the instruction and in the
  * subtraction, so even an intermediate that left int32 gives the right answer.
  *
- * The kernel treats a 4 × 4 tile of out at once: for each 64 bytes of k it
- * loads 4 rows of a and 4 rows of b and issues 16 vpdpbusd, each into its own
- * accumulator (16 independent chains); at the end each accumulator's 16 lanes
- * are added up. No packing: each row is already K-contiguous. The last,
- * shorter step of k loads with a mask (missing bytes read as 0: b's zero
- * makes their product 0 whatever a' is).
+ * The kernel is the float one's scheme (gemm.c) in bytes. b is packed once
+ * per call into panels of 32 columns in the order the instruction wants: for
+ * each group of 4 k, the 4 bytes of column 0, then of column 1, … of column
+ * 31 (128 bytes: two registers of 16 lanes, one lane per column). A tile of
+ * 12 rows × 32 columns of out lives in 24 registers; each step of 4 k loads
+ * the two registers of b, broadcasts each row's 4 bytes of a' to every lane,
+ * and issues 24 vpdpbusd. Each lane is one column of out, so nothing has to
+ * be added up across lanes at the end. k is cut in blocks of KC_BYTES so that
+ * a panel's block (32 × KC_BYTES bytes) stays in L1 while the rows of a pass;
+ * a' (a with its top bits flipped) is made once per call, packed the same way
+ * in tiles of 12 rows, so that each row's 4 bytes are at a fixed offset; both
+ * are padded with zeros to whole tiles and whole groups of 4.
  *
- * Deliberately omitted: cache blocking beyond the tile (a tile of 4 rows of b,
- * 3 KB at K = 768, stays in L1 while a streams past it from L2).
+ * Deliberately omitted: keeping b packed between calls (packing is N·K byte
+ * copies against M·N·K multiply-adds), and an AVX2 path (vpdpbusd on 256-bit
+ * registers, AVX-VNNI): CPUs without AVX-512 VNNI take the portable path.
  */
 #include "gemm/gemm_lowp.h"
 #include "base/util.h"
@@ -70,62 +77,116 @@ void gemm_s8_row_sums(int32_t *sums, const int8_t *b, int N, int K) {
 
 /* ------------------------------------------------------------------ VNNI */
 
-enum { TILE = 4 }; // rows of a and rows of b per tile: 16 accumulators of 32 zmm
+// The tile of out one micro-kernel call computes (MR rows × NR columns: 24 of
+// the 32 zmm registers), and the depth of a block of k, in bytes (a multiple of 4).
+enum { MR = 12, NR = 32, KC_BYTES = 512 };
 
 #ifdef VIT_LOWP_X86
+// b (N,K) packed: panels of NR columns, each a run of groups of 4 k, each
+// group the NR columns' 4 bytes in a row; zeros past N and past K.
+// packed has (N rounded up to NR) × k_padded bytes.
+static void pack_b_panels(int8_t *packed, const int8_t *b, int N, int K, int k_padded) {
+    const int panels = (N + NR - 1) / NR;
+    for (int p = 0; p < panels; p++)
+        for (int g = 0; g < k_padded / 4; g++)
+            for (int c = 0; c < NR; c++, packed += 4) {
+                const int n = p * NR + c, k = 4 * g;
+                if (n < N && k + 4 <= K) memcpy(packed, b + (size_t)n * K + k, 4);
+                else
+                    for (int t = 0; t < 4; t++) packed[t] = n < N && k + t < K ? b[(size_t)n * K + k + t] : 0;
+            }
+}
+
+// a' = a + 128 as unsigned bytes (a XOR 0x80), packed in tiles of MR rows,
+// each a run of groups of 4 k, each group the MR rows' 4 bytes in a row (the
+// order the micro-kernel broadcasts them); zeros past M and past K.
+// packed has (M rounded up to MR) × k_padded bytes.
+static void pack_a_shifted(uint8_t *packed, const int8_t *a, int M, int K, int k_padded) {
+    const int tiles = (M + MR - 1) / MR;
+    for (int t = 0; t < tiles; t++)
+        for (int g = 0; g < k_padded / 4; g++)
+            for (int i = 0; i < MR; i++, packed += 4) {
+                const int m = t * MR + i, k = 4 * g;
+                if (m < M && k + 4 <= K) { // the 4 bytes' top bits flipped at once
+                    uint32_t four;
+                    memcpy(&four, a + (size_t)m * K + k, 4);
+                    four ^= 0x80808080u;
+                    memcpy(packed, &four, 4);
+                } else
+                    for (int u = 0; u < 4; u++)
+                        packed[u] = m < M && k + u < K ? (uint8_t)a[(size_t)m * K + k + u] ^ 0x80u : 0;
+            }
+}
+
 #define VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vnni")))
+#if defined(__clang__)
+#define UNROLL _Pragma("clang loop unroll(full)")
+#else
+#define UNROLL _Pragma("GCC unroll 16") ///< unroll the next loop fully: acc stays in registers
+#endif
 
-// The bytes k..k+63 that exist of a row of K: all 64, or a mask of the rest.
-VNNI_TARGET static __mmask64 bytes_left(int K, int k) {
-    return K - k >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (K - k)) - 1);
-}
-
-// One tile: out[i][j] = Σ_k a'[i][k]·b[j][k] − 128·sums[j] for i < rows, j < cols.
-// a_rows and b_rows hold TILE pointers each; a short tile repeats a row, and
-// only the valid part of the result is stored. out has row stride ldo.
-// [vnni_tile]
-VNNI_TARGET static void vnni_tile(int32_t *out, size_t ldo, const int8_t *const *a_rows,
-                                  const int8_t *const *b_rows, const int32_t *sums, int K,
-                                  int rows, int cols) {
-    const __m512i flip = _mm512_set1_epi8((char)0x80); // a XOR 0x80 = a + 128 as unsigned
-    __m512i acc[TILE][TILE];
-    for (int i = 0; i < TILE; i++)
-        for (int j = 0; j < TILE; j++) acc[i][j] = _mm512_setzero_si512();
-    for (int k = 0; k < K; k += 64) {
-        const __mmask64 mask = bytes_left(K, k);
-        __m512i av[TILE], bv[TILE];
-        for (int i = 0; i < TILE; i++)
-            av[i] = _mm512_xor_si512(_mm512_maskz_loadu_epi8(mask, a_rows[i] + k), flip);
-        for (int j = 0; j < TILE; j++) bv[j] = _mm512_maskz_loadu_epi8(mask, b_rows[j] + k);
-        for (int i = 0; i < TILE; i++)
-            for (int j = 0; j < TILE; j++) acc[i][j] = _mm512_dpbusd_epi32(acc[i][j], av[i], bv[j]);
-    }
-    for (int i = 0; i < rows; i++)
-        for (int j = 0; j < cols; j++) {
-            // unsigned arithmetic: the wrap-around modulo 2³² the instruction also does
-            const uint32_t shifted = (uint32_t)_mm512_reduce_add_epi32(acc[i][j]);
-            out[(size_t)i * ldo + j] = (int32_t)(shifted - 128u * (uint32_t)sums[j]);
+/**
+ * One tile: out[i][0..cols) (+)= Σ_k a'[i][k]·b[n0 + j][k] over one block of k.
+ * a_block points at the row tile's packed block (groups of MR rows' 4 bytes;
+ * only rows < rows are stored), b_block at the panel's (groups of NR columns'
+ * 4 bytes). The first block (first) stores
+ * acc − 128·sums[j], the shift taken back out; the later ones add acc.
+ */
+// [vnni_micro_kernel]
+VNNI_TARGET static void vnni_micro_kernel(int32_t *out, size_t ldo, const uint8_t *a_block,
+                                          const int8_t *b_block, int groups, const int32_t *sums,
+                                          int rows, int cols, bool first) {
+    __m512i acc[MR][2];
+    UNROLL for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm512_setzero_si512();
+    for (int g = 0; g < groups; g++, a_block += 4 * MR, b_block += 4 * NR) {
+        const __m512i b0 = _mm512_loadu_si512(b_block), b1 = _mm512_loadu_si512(b_block + 64);
+        UNROLL for (int i = 0; i < MR; i++) {
+            int32_t four; // row i's 4 bytes of a', to every lane
+            memcpy(&four, a_block + 4 * i, sizeof four);
+            const __m512i ai = _mm512_set1_epi32(four);
+            acc[i][0] = _mm512_dpbusd_epi32(acc[i][0], ai, b0);
+            acc[i][1] = _mm512_dpbusd_epi32(acc[i][1], ai, b1);
         }
+    }
+    // the columns that exist, 16 per register
+    const __mmask16 m0 = cols >= 16 ? 0xFFFF : (__mmask16)((1u << cols) - 1);
+    const __mmask16 m1 = cols >= 32 ? 0xFFFF : cols <= 16 ? 0 : (__mmask16)((1u << (cols - 16)) - 1);
+    const __m512i shift0 = _mm512_slli_epi32(_mm512_maskz_loadu_epi32(m0, sums), 7); // 128·sums
+    const __m512i shift1 = _mm512_slli_epi32(_mm512_maskz_loadu_epi32(m1, sums + 16), 7);
+    // (a loop of MR with a test, not of rows: indexed only by constants once
+    // unrolled, acc stays in registers rather than on the stack)
+    UNROLL for (int i = 0; i < MR; i++) {
+        if (i >= rows) continue;
+        int32_t *o = out + (size_t)i * ldo;
+        // integer lanes wrap around modulo 2³², as the subtraction should
+        __m512i r0 = first ? _mm512_sub_epi32(acc[i][0], shift0)
+                           : _mm512_add_epi32(acc[i][0], _mm512_maskz_loadu_epi32(m0, o));
+        __m512i r1 = first ? _mm512_sub_epi32(acc[i][1], shift1)
+                           : _mm512_add_epi32(acc[i][1], _mm512_maskz_loadu_epi32(m1, o + 16));
+        _mm512_mask_storeu_epi32(o, m0, r0);
+        _mm512_mask_storeu_epi32(o + 16, m1, r1);
+    }
 }
-// [vnni_tile]
+// [vnni_micro_kernel]
 
-// Tiles of out: 4 rows of b (a column tile) at a time, each against every
-// row tile of a; the column tiles are shared out among the threads.
-VNNI_TARGET static void vnni_product(int32_t *out, const int8_t *a, const int8_t *b,
-                                     const int32_t *sums, int M, int K, int N) {
-    const int col_tiles = (N + TILE - 1) / TILE;
-    const double work = (double)M * K * N;
+// Every tile of out: the panels of b are shared out among the threads; for
+// each panel, each block of k, every tile of MR rows.
+static void vnni_product(int32_t *out, const uint8_t *a_packed, const int8_t *b_packed,
+                         const int32_t *sums, int M, int N, int k_padded) {
+    const int panels = (N + NR - 1) / NR;
+    const double work = (double)M * k_padded * N;
 #pragma omp parallel for schedule(static) if (work > 4e6)
-    for (int t = 0; t < col_tiles; t++) {
-        const int n0 = t * TILE, cols = N - n0 < TILE ? N - n0 : TILE;
-        const int8_t *b_rows[TILE];
-        for (int j = 0; j < TILE; j++) b_rows[j] = b + (size_t)(n0 + (j < cols ? j : 0)) * K;
-        for (int m0 = 0; m0 < M; m0 += TILE) {
-            const int rows = M - m0 < TILE ? M - m0 : TILE;
-            const int8_t *a_rows[TILE];
-            for (int i = 0; i < TILE; i++) a_rows[i] = a + (size_t)(m0 + (i < rows ? i : 0)) * K;
-            vnni_tile(out + (size_t)m0 * N + n0, (size_t)N, a_rows, b_rows, sums + n0, K, rows,
-                      cols);
+    for (int p = 0; p < panels; p++) {
+        const int n0 = p * NR, cols = N - n0 < NR ? N - n0 : NR;
+        const int8_t *panel = b_packed + (size_t)p * NR * k_padded;
+        for (int k0 = 0; k0 < k_padded || k0 == 0; k0 += KC_BYTES) {
+            const int kc = k_padded - k0 < KC_BYTES ? k_padded - k0 : KC_BYTES;
+            for (int m0 = 0; m0 < M; m0 += MR) {
+                const int rows = M - m0 < MR ? M - m0 : MR;
+                const uint8_t *a_block = a_packed + (size_t)m0 * k_padded + (size_t)k0 * MR;
+                vnni_micro_kernel(out + (size_t)m0 * N + n0, (size_t)N, a_block,
+                                  panel + (size_t)k0 * NR, kc / 4, sums + n0, rows, cols, k0 == 0);
+            }
         }
     }
 }
@@ -136,7 +197,16 @@ bool gemm_s8_bt_vnni(int32_t *out, const int8_t *a, const int8_t *b, const int32
 #ifdef VIT_LOWP_X86
     if (!gemm_cpu_has_vnni()) return false;
     if (M <= 0 || N <= 0) return true;
-    vnni_product(out, a, b, b_sums, M, K < 0 ? 0 : K, N);
+    if (K < 0) K = 0;
+    const int k_padded = (K + 3) / 4 * 4;
+    const size_t tiles = (size_t)(M + MR - 1) / MR, panels = (size_t)(N + NR - 1) / NR;
+    uint8_t *a_packed = vit_malloc_aligned(tiles * MR * k_padded + 64);
+    int8_t *b_packed = vit_malloc_aligned(panels * NR * k_padded + 64);
+    pack_a_shifted(a_packed, a, M, K, k_padded);
+    pack_b_panels(b_packed, b, N, K, k_padded);
+    vnni_product(out, a_packed, b_packed, b_sums, M, N, k_padded);
+    free(a_packed);
+    free(b_packed);
     return true;
 #else
     return false;
