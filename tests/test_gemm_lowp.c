@@ -6,8 +6,9 @@
  * What is checked, and against what (never against the code under test):
  *   - the int8 product, portable path forced and (when the CPU has it) the
  *     AVX-512 VNNI path, equals a plain int64 triple loop written here, bit
- *     for bit, on odd shapes (K not a multiple of 4 or 64) and on the extreme
- *     values −128 and 127; the two paths equal each other;
+ *     for bit, on odd shapes (no multiple of the VNNI path's tiles, or one
+ *     past them) and on the extreme values −128 and 127; the two paths equal
+ *     each other;
  *   - the 32-bit accumulator's bound for K = 768 and 3072, as arithmetic, and
  *     as products of all-extreme rows whose sums are written out here;
  *   - float → bf16 rounding on values whose bit patterns are written here
@@ -37,10 +38,12 @@
 /* ------------------------------------------------------------ helpers */
 
 // The (M, K, N) shapes of the products: a single term, sizes that are no
-// multiple of the VNNI path's 4-row tiles or 64-byte steps, and ViT-B/16's
-// tokens and width with an odd number of outputs.
-static const int shapes[][3] = {{1, 1, 1},  {3, 17, 5},  {7, 300, 33}, {4, 64, 4},
-                                {5, 65, 9}, {2, 128, 3}, {197, 768, 65}};
+// multiple of the VNNI path's tiles (12 rows, 32 columns, groups of 4 k,
+// blocks of 512 k) and sizes one past them, and ViT-B/16's tokens and width
+// with an odd number of outputs.
+static const int shapes[][3] = {{1, 1, 1},   {3, 17, 5},   {7, 300, 57}, {12, 64, 32},
+                                {13, 65, 9}, {2, 128, 3},  {13, 1030, 33},
+                                {197, 768, 65}};
 enum { SHAPES = sizeof shapes / sizeof shapes[0] };
 
 // Restores the portable switch as the suite found it (VIT_LOWP may have set it).
@@ -79,11 +82,24 @@ static int count_wrong(const int32_t *out, const int64_t *ref, size_t n, const c
 
 /* --------------------------------------------------------- int8 product */
 
+// Elements past the end of out, which no product may write.
+enum { GUARD = 64 };
+static const int32_t guard_value = 0x5a5a5a5a;
+static void fill_guard(int32_t *out, size_t n_out) {
+    for (int i = 0; i < GUARD; i++) out[n_out + i] = guard_value;
+}
+static int guard_broken(const int32_t *out, size_t n_out) {
+    int broken = 0;
+    for (int i = 0; i < GUARD; i++) broken += out[n_out + i] != guard_value;
+    return broken;
+}
+
 // Every path this CPU runs against the triple loop, and the paths against each other.
 static void check_s8_paths(const int8_t *a, const int8_t *b, int M, int K, int N) {
     const size_t n_out = (size_t)M * N;
     int64_t *ref = malloc(n_out * sizeof *ref);
-    int32_t *portable = malloc(n_out * sizeof *portable), *out = malloc(n_out * sizeof *out);
+    int32_t *portable = malloc(n_out * sizeof *portable);
+    int32_t *out = malloc((n_out + GUARD) * sizeof *out);
     int32_t *sums = malloc((size_t)N * sizeof *sums);
     triple_loop_s8(ref, a, b, M, K, N);
 
@@ -92,7 +108,9 @@ static void check_s8_paths(const int8_t *a, const int8_t *b, int M, int K, int N
 
     force_portable(); // the dispatching product with the portable path forced
     memset(out, 0x55, n_out * sizeof *out);
+    fill_guard(out, n_out);
     gemm_s8_bt(out, a, b, M, K, N);
+    CU_ASSERT_EQUAL(guard_broken(out, n_out), 0);
     CU_ASSERT_STRING_EQUAL(gemm_s8_kernel(), "portable");
     CU_ASSERT_EQUAL(count_wrong(out, ref, n_out, "gemm_s8_bt, portable forced", M, K, N), 0);
     restore_portable();
@@ -104,8 +122,10 @@ static void check_s8_paths(const int8_t *a, const int8_t *b, int M, int K, int N
             sums[n] = s;
         }
         memset(out, 0x55, n_out * sizeof *out);
+        fill_guard(out, n_out);
         CU_ASSERT_TRUE(gemm_s8_bt_vnni(out, a, b, sums, M, K, N));
         CU_ASSERT_EQUAL(count_wrong(out, ref, n_out, "vnni", M, K, N), 0);
+        CU_ASSERT_EQUAL(guard_broken(out, n_out), 0); // nothing written past the end
         CU_ASSERT_EQUAL(memcmp(out, portable, n_out * sizeof *out), 0); // the same bits
 
         gemm_lowp_set_portable(false); // the dispatching product on the CPU's path
@@ -176,6 +196,21 @@ static void test_accumulator_holds_vit_sums(void) {
             CU_ASSERT_EQUAL((int64_t)out[1], expected[1]);
         }
         free(a), free(b);
+    }
+}
+
+static void test_s8_empty_sum_is_zero(void) {
+    // K = 0: nothing to add, every element 0, on every path
+    const int8_t none[1] = {0};
+    int32_t out[3 * 2];
+    const int32_t sums[2] = {0, 0};
+    memset(out, 0x55, sizeof out);
+    gemm_s8_bt_portable(out, none, none, 3, 0, 2);
+    for (int i = 0; i < 6; i++) CU_ASSERT_EQUAL(out[i], 0);
+    if (gemm_cpu_has_vnni()) {
+        memset(out, 0x55, sizeof out);
+        CU_ASSERT_TRUE(gemm_s8_bt_vnni(out, none, none, sums, 3, 0, 2));
+        for (int i = 0; i < 6; i++) CU_ASSERT_EQUAL(out[i], 0);
     }
 }
 
@@ -481,6 +516,7 @@ CU_TestInfo tests_gemm_lowp[] = {
     {"int8 paths equal the triple loop on odd shapes", test_s8_paths_equal_the_triple_loop_on_odd_shapes},
     {"int8 paths on extreme values", test_s8_paths_on_extreme_values},
     {"the 32-bit accumulator holds ViT's sums", test_accumulator_holds_vit_sums},
+    {"an empty int8 sum is zero", test_s8_empty_sum_is_zero},
     {"int8 row sums", test_s8_row_sums},
     {"bf16 rounds to nearest even", test_bf16_rounds_to_nearest_even},
     {"every bf16 survives the round trip", test_every_bf16_survives_the_round_trip},

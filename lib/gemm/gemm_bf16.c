@@ -20,8 +20,13 @@
  * (_mm512_dpbf16_ps) adds pairs of products into 16 float lanes, which are
  * added up at the end, another order.
  *
- * Deliberately omitted: bf16 outputs (the sums stay float), cache blocking
- * beyond a 4 × 4 tile on the AVX-512 path (the same scheme as gemm_int8.c).
+ * The AVX-512 path keeps it simple: a tile of 4 rows of a against 4 rows of
+ * b, 16 accumulators of 16 lanes, each step 32 values of k from each row; at
+ * the end each accumulator's 16 lanes are added up into one element of out.
+ *
+ * Deliberately omitted: bf16 outputs (the sums stay float), and the packed
+ * layout of gemm_int8.c's VNNI path (no sums across lanes, blocks of k): the
+ * machine this was written on has no AVX-512 BF16 to measure it on.
  */
 #include "gemm/gemm_lowp.h"
 #include "gemm/gemm.h"
@@ -102,8 +107,9 @@ BF16_TARGET static __mmask32 values_left(int K, int k) {
     return K - k >= 32 ? ~(__mmask32)0 : (((__mmask32)1 << (K - k)) - 1);
 }
 
-// One tile: out[i][j] = Σ_k a[i][k]·b[j][k] for i < rows, j < cols (see vnni_tile
-// in gemm_int8.c: the same scheme, 32 bf16 per step instead of 64 bytes).
+// One tile: out[i][j] = Σ_k a[i][k]·b[j][k] for i < rows, j < cols. a_rows and
+// b_rows hold TILE pointers each; a short tile repeats a row, and only the
+// valid part of the result is stored. out has row stride ldo.
 BF16_TARGET static void bf16_tile(float *out, size_t ldo, const uint16_t *const *a_rows,
                                   const uint16_t *const *b_rows, int K, int rows, int cols) {
     __m512 acc[TILE][TILE];
