@@ -17,6 +17,9 @@
  * backward and optimizer of each step separately, and writes its fastest
  * row to --train-result FILE, where tools/bench_torch_train.py (PyTorch
  * doing the same step, run by `make bench` beside this program) reads it.
+ * The lowp section times the int8 and bf16 products (gemm_lowp.h) on each
+ * path this CPU runs beside the float product of the same shape: GOPS for
+ * int8 counts its multiply-adds as float's GFLOP/s does (2·M·K·N).
  * The blas-kernels section runs OpenBLAS with each kernel set this CPU can
  * run, the vit section the ViT-B/16 forward at batch 1 and 8 and `vit
  * classify`'s peak memory, and the targets section compares them with the
