@@ -18,7 +18,9 @@
  * one converts both operands to float (exact) and calls the float product
  * matmul_bt(), which sums the K products in its own blocked order; vdpbf16ps
  * (_mm512_dpbf16_ps) adds pairs of products into 16 float lanes, which are
- * added up at the end, another order.
+ * added up at the end, another order. vdpbf16ps also reads subnormal bf16
+ * (below 2⁻¹²⁶ in size) as zero and flushes subnormal results to zero, which
+ * the portable path does not: the two differ there by less than 2⁻¹²⁶ a term.
  *
  * The AVX-512 path keeps it simple: a tile of 4 rows of a against 4 rows of
  * b, 16 accumulators of 16 lanes, each step 32 values of k from each row; at
