@@ -19,8 +19,8 @@
  * The sums wrap around modulo 2³² inside the instruction and in the
  * subtraction, so even an intermediate that left int32 gives the right answer.
  *
- * The kernel is the float one's scheme (gemm.c) in bytes. b is packed once
- * per call into panels of 32 columns in the order the instruction wants: for
+ * The kernel is the float one's scheme (gemm.c) in bytes. b is packed, a
+ * panel of 32 columns at a time, in the order the instruction wants: for
  * each group of 4 k, the 4 bytes of column 0, then of column 1, … of column
  * 31 (128 bytes: two registers of 16 lanes, one lane per column). A tile of
  * 12 rows × 32 columns of out lives in 24 registers; each step of 4 k loads
@@ -82,19 +82,17 @@ void gemm_s8_row_sums(int32_t *sums, const int8_t *b, int N, int K) {
 enum { MR = 12, NR = 32, KC_BYTES = 512 };
 
 #ifdef VIT_LOWP_X86
-// b (N,K) packed: panels of NR columns, each a run of groups of 4 k, each
-// group the NR columns' 4 bytes in a row; zeros past N and past K.
-// packed has (N rounded up to NR) × k_padded bytes.
-static void pack_b_panels(int8_t *packed, const int8_t *b, int N, int K, int k_padded) {
-    const int panels = (N + NR - 1) / NR;
-    for (int p = 0; p < panels; p++)
-        for (int g = 0; g < k_padded / 4; g++)
-            for (int c = 0; c < NR; c++, packed += 4) {
-                const int n = p * NR + c, k = 4 * g;
-                if (n < N && k + 4 <= K) memcpy(packed, b + (size_t)n * K + k, 4);
-                else
-                    for (int t = 0; t < 4; t++) packed[t] = n < N && k + t < K ? b[(size_t)n * K + k + t] : 0;
-            }
+// The panel of b (N,K) from column n0: NR columns as a run of groups of 4 k,
+// each group the NR columns' 4 bytes in a row; zeros past N and past K.
+// packed has NR × k_padded bytes.
+static void pack_b_panel(int8_t *packed, const int8_t *b, int n0, int N, int K, int k_padded) {
+    for (int g = 0; g < k_padded / 4; g++)
+        for (int c = 0; c < NR; c++, packed += 4) {
+            const int n = n0 + c, k = 4 * g;
+            if (n < N && k + 4 <= K) memcpy(packed, b + (size_t)n * K + k, 4);
+            else
+                for (int t = 0; t < 4; t++) packed[t] = n < N && k + t < K ? b[(size_t)n * K + k + t] : 0;
+        }
 }
 
 // a' = a + 128 as unsigned bytes (a XOR 0x80), packed in tiles of MR rows,
@@ -169,25 +167,33 @@ VNNI_TARGET static void vnni_micro_kernel(int32_t *out, size_t ldo, const uint8_
 }
 // [vnni_micro_kernel]
 
-// Every tile of out: the panels of b are shared out among the threads; for
-// each panel, each block of k, every tile of MR rows.
-static void vnni_product(int32_t *out, const uint8_t *a_packed, const int8_t *b_packed,
-                         const int32_t *sums, int M, int N, int k_padded) {
+// Every tile of out: the panels of b are shared out among the threads; each
+// thread packs its panel just before using it (so the packing is shared out
+// too, and the panel is still in cache), then for each block of k, every tile
+// of MR rows.
+static void vnni_product(int32_t *out, const uint8_t *a_packed, const int8_t *b,
+                         const int32_t *sums, int M, int K, int N, int k_padded) {
     const int panels = (N + NR - 1) / NR;
     const double work = (double)M * k_padded * N;
-#pragma omp parallel for schedule(static) if (work > 4e6)
-    for (int p = 0; p < panels; p++) {
-        const int n0 = p * NR, cols = N - n0 < NR ? N - n0 : NR;
-        const int8_t *panel = b_packed + (size_t)p * NR * k_padded;
-        for (int k0 = 0; k0 < k_padded || k0 == 0; k0 += KC_BYTES) {
-            const int kc = k_padded - k0 < KC_BYTES ? k_padded - k0 : KC_BYTES;
-            for (int m0 = 0; m0 < M; m0 += MR) {
-                const int rows = M - m0 < MR ? M - m0 : MR;
-                const uint8_t *a_block = a_packed + (size_t)m0 * k_padded + (size_t)k0 * MR;
-                vnni_micro_kernel(out + (size_t)m0 * N + n0, (size_t)N, a_block,
-                                  panel + (size_t)k0 * NR, kc / 4, sums + n0, rows, cols, k0 == 0);
+#pragma omp parallel if (work > 4e6)
+    {
+        int8_t *panel = vit_malloc_aligned((size_t)NR * k_padded + 64);
+#pragma omp for schedule(static)
+        for (int p = 0; p < panels; p++) {
+            const int n0 = p * NR, cols = N - n0 < NR ? N - n0 : NR;
+            pack_b_panel(panel, b, n0, N, K, k_padded);
+            for (int k0 = 0; k0 < k_padded || k0 == 0; k0 += KC_BYTES) {
+                const int kc = k_padded - k0 < KC_BYTES ? k_padded - k0 : KC_BYTES;
+                for (int m0 = 0; m0 < M; m0 += MR) {
+                    const int rows = M - m0 < MR ? M - m0 : MR;
+                    const uint8_t *a_block = a_packed + (size_t)m0 * k_padded + (size_t)k0 * MR;
+                    vnni_micro_kernel(out + (size_t)m0 * N + n0, (size_t)N, a_block,
+                                      panel + (size_t)k0 * NR, kc / 4, sums + n0, rows, cols,
+                                      k0 == 0);
+                }
             }
         }
+        free(panel);
     }
 }
 #endif
@@ -199,14 +205,11 @@ bool gemm_s8_bt_vnni(int32_t *out, const int8_t *a, const int8_t *b, const int32
     if (M <= 0 || N <= 0) return true;
     if (K < 0) K = 0;
     const int k_padded = (K + 3) / 4 * 4;
-    const size_t tiles = (size_t)(M + MR - 1) / MR, panels = (size_t)(N + NR - 1) / NR;
+    const size_t tiles = (size_t)(M + MR - 1) / MR;
     uint8_t *a_packed = vit_malloc_aligned(tiles * MR * k_padded + 64);
-    int8_t *b_packed = vit_malloc_aligned(panels * NR * k_padded + 64);
     pack_a_shifted(a_packed, a, M, K, k_padded);
-    pack_b_panels(b_packed, b, N, K, k_padded);
-    vnni_product(out, a_packed, b_packed, b_sums, M, N, k_padded);
+    vnni_product(out, a_packed, b, b_sums, M, K, N, k_padded);
     free(a_packed);
-    free(b_packed);
     return true;
 #else
     return false;
