@@ -36,6 +36,9 @@
 
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #if defined(__x86_64__) || defined(__i386__)
 #define VIT_LOWP_X86 1
@@ -97,6 +100,17 @@ void gemm_bf16_bt_portable(float *out, const uint16_t *a, const uint16_t *b, int
 enum { TILE = 4 }; // rows of a and rows of b per tile: 16 accumulators
 
 #ifdef VIT_LOWP_BF16
+// Threads for a product of M·K·N multiply-adds: one for a small one (a team
+// costs more than it saves) or inside a parallel region (the caller's threads
+// are already busy), else vit_get_threads(), as gemm.c's tiled kernel.
+static int threads_for(int M, int K, int N) {
+    if ((double)M * K * N < 4e6) return 1;
+#ifdef _OPENMP
+    if (omp_in_parallel()) return 1;
+#endif
+    return vit_get_threads();
+}
+
 #define BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512bf16")))
 #if defined(__clang__)
 #define UNROLL _Pragma("clang loop unroll(full)")
@@ -136,8 +150,8 @@ BF16_TARGET static void bf16_tile(float *out, size_t ldo, const uint16_t *const 
 BF16_TARGET static void bf16_product(float *out, const uint16_t *a, const uint16_t *b, int M,
                                      int K, int N) {
     const int col_tiles = (N + TILE - 1) / TILE;
-    const double work = (double)M * K * N;
-#pragma omp parallel for schedule(static) if (work > 4e6)
+    const int threads = threads_for(M, K, N);
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
     for (int t = 0; t < col_tiles; t++) {
         const int n0 = t * TILE, cols = N - n0 < TILE ? N - n0 : TILE;
         const uint16_t *b_rows[TILE];

@@ -41,6 +41,9 @@
 
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #if defined(__x86_64__) || defined(__i386__)
 #define VIT_LOWP_X86 1
@@ -82,6 +85,17 @@ void gemm_s8_row_sums(int32_t *sums, const int8_t *b, int N, int K) {
 enum { MR = 12, NR = 32, KC_BYTES = 512 };
 
 #ifdef VIT_LOWP_X86
+// Threads for a product of M·K·N multiply-adds: one for a small one (a team
+// costs more than it saves) or inside a parallel region (the caller's threads
+// are already busy), else vit_get_threads(), as gemm.c's tiled kernel.
+static int threads_for(int M, int K, int N) {
+    if ((double)M * K * N < 4e6) return 1;
+#ifdef _OPENMP
+    if (omp_in_parallel()) return 1;
+#endif
+    return vit_get_threads();
+}
+
 // The panel of b (N,K) from column n0: NR columns as a run of groups of 4 k,
 // each group the NR columns' 4 bytes in a row; zeros past N and past K.
 // packed has NR × k_padded bytes.
@@ -174,8 +188,8 @@ VNNI_TARGET static void vnni_micro_kernel(int32_t *out, size_t ldo, const uint8_
 static void vnni_product(int32_t *out, const uint8_t *a_packed, const int8_t *b,
                          const int32_t *sums, int M, int K, int N, int k_padded) {
     const int panels = (N + NR - 1) / NR;
-    const double work = (double)M * k_padded * N;
-#pragma omp parallel if (work > 4e6)
+    const int threads = threads_for(M, k_padded, N);
+#pragma omp parallel num_threads(threads) if (threads > 1)
     {
         int8_t *panel = vit_malloc_aligned((size_t)NR * k_padded + 64);
 #pragma omp for schedule(static)

@@ -32,6 +32,11 @@
  * forces the portable paths (tests use it to run what a CPU without these
  * instructions runs).
  *
+ * Threads: as gemm.h's products, these may be called from several threads at
+ * once; the AVX-512 paths share their columns out with OpenMP (on the calling
+ * thread only inside a parallel region), the portable bf16 path through
+ * matmul_bt(). The switch is process-wide: change it while no product runs.
+ *
  * Deliberately omitted: zero points (asymmetric int8), int4, fp16, fp8, and
  * any layout but a · bᵀ.
  */
