@@ -214,6 +214,29 @@ static void test_s8_empty_sum_is_zero(void) {
     }
 }
 
+static void test_s8_from_many_threads_at_once(void) {
+    // each thread its own product on the CPU's path (inside a parallel region
+    // the product runs on the calling thread), all equal to the triple loop
+    enum { M = 40, K = 300, N = 401, CALLS = 8 }; // large enough to start threads of its own
+    Rng rng;
+    rng_seed(&rng, 4);
+    int8_t *a = malloc((size_t)M * K), *b = malloc((size_t)N * K);
+    fill_s8(&rng, a, (size_t)M * K, -128, 127);
+    fill_s8(&rng, b, (size_t)N * K, -127, 127);
+    int64_t *ref = malloc((size_t)M * N * sizeof *ref);
+    int32_t *out = malloc((size_t)CALLS * M * N * sizeof *out);
+    triple_loop_s8(ref, a, b, M, K, N);
+    int wrong[CALLS] = {0};
+#pragma omp parallel for num_threads(4) schedule(static, 1)
+    for (int c = 0; c < CALLS; c++) {
+        int32_t *mine = out + (size_t)c * M * N;
+        gemm_s8_bt(mine, a, b, M, K, N);
+        for (int i = 0; i < M * N; i++) wrong[c] += (int64_t)mine[i] != ref[i];
+    }
+    for (int c = 0; c < CALLS; c++) CU_ASSERT_EQUAL(wrong[c], 0);
+    free(a), free(b), free(ref), free(out);
+}
+
 static void test_s8_row_sums(void) {
     const int8_t b[2 * 5] = {1, 2, 3, 4, 5, -128, 127, -127, 0, -1};
     int32_t sums[2];
@@ -517,6 +540,7 @@ CU_TestInfo tests_gemm_lowp[] = {
     {"int8 paths on extreme values", test_s8_paths_on_extreme_values},
     {"the 32-bit accumulator holds ViT's sums", test_accumulator_holds_vit_sums},
     {"an empty int8 sum is zero", test_s8_empty_sum_is_zero},
+    {"int8 products from many threads at once", test_s8_from_many_threads_at_once},
     {"int8 row sums", test_s8_row_sums},
     {"bf16 rounds to nearest even", test_bf16_rounds_to_nearest_even},
     {"every bf16 survives the round trip", test_every_bf16_survives_the_round_trip},
