@@ -141,8 +141,8 @@ static void pack_a_shifted(uint8_t *packed, const int8_t *a, int M, int K, int k
  * One tile: out[i][0..cols) (+)= Σ_k a'[i][k]·b[n0 + j][k] over one block of k.
  * a_block points at the row tile's packed block (groups of MR rows' 4 bytes;
  * only rows < rows are stored), b_block at the panel's (groups of NR columns'
- * 4 bytes). The first block (first) stores
- * acc − 128·sums[j], the shift taken back out; the later ones add acc.
+ * 4 bytes). The first block of k (first) stores acc − 128·sums[j], the shift
+ * taken back out; the later ones add acc to what out holds.
  */
 // [vnni_micro_kernel]
 VNNI_TARGET static void vnni_micro_kernel(int32_t *out, size_t ldo, const uint8_t *a_block,
