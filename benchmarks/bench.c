@@ -17,6 +17,9 @@
  * backward and optimizer of each step separately, and writes its fastest
  * row to --train-result FILE, where tools/bench_torch_train.py (PyTorch
  * doing the same step, run by `make bench` beside this program) reads it.
+ * The lowp section times the int8 and bf16 products (gemm_lowp.h) on each
+ * path this CPU runs beside the float product of the same shape: GOPS for
+ * int8 counts its multiply-adds as float's GFLOP/s does (2·M·K·N).
  * The blas-kernels section runs OpenBLAS with each kernel set this CPU can
  * run, the vit section the ViT-B/16 forward at batch 1 and 8 and `vit
  * classify`'s peak memory, and the targets section compares them with the
@@ -42,6 +45,7 @@
 
 #include "base/fileio.h"
 #include "gemm/gemm.h"
+#include "gemm/gemm_lowp.h"
 #include "ops/ops.h"
 #include "train/optim.h"
 #include "base/rng.h"
@@ -208,6 +212,86 @@ static void bench_gemm(void) {
     bench_gemm_case("ViT-B mlp.fc2", 197, 3072, 768, true, FC2);
     bench_gemm_case("square", 1024, 1024, 1024, false, SQUARE);
     gemm_use_choice(); // back to the defaults, by size
+    printf("\n");
+}
+
+/* ------------------------------------------------- smaller numbers */
+
+/** One int8 or bf16 product to time on one path: out (M,N) = a (M,K) · b (N,K)ᵀ. */
+typedef struct {
+    int M, K, N;
+    const char *path;   // "fp32", "int8 portable", "int8 vnni", "bf16 portable", "bf16 avx512"
+    const float *af, *bf;
+    float *out;
+    const int8_t *a8, *b8;
+    const int32_t *b8_sums;
+    int32_t *out32;
+    const uint16_t *a16, *b16;
+} LowpCase;
+
+static void run_lowp_case(void *user) {
+    const LowpCase *c = user;
+    if (strcmp(c->path, "fp32") == 0) matmul_bt(c->out, c->af, c->bf, c->M, c->K, c->N);
+    else if (strcmp(c->path, "int8 portable") == 0) gemm_s8_bt_portable(c->out32, c->a8, c->b8, c->M, c->K, c->N);
+    else if (strcmp(c->path, "int8 vnni") == 0) gemm_s8_bt_vnni(c->out32, c->a8, c->b8, c->b8_sums, c->M, c->K, c->N);
+    else if (strcmp(c->path, "bf16 portable") == 0) gemm_bf16_bt_portable(c->out, c->a16, c->b16, c->M, c->K, c->N);
+    else gemm_bf16_bt_avx512(c->out, c->a16, c->b16, c->M, c->K, c->N);
+}
+
+// Billions of multiply-adds ×2 per second (GFLOP/s for float, GOPS for int8), or 0 for a path this CPU lacks.
+static double lowp_rate(LowpCase *c, const char *path, bool cpu_has) {
+    if (!cpu_has) return 0;
+    c->path = path;
+    const double seconds = median_seconds((Workload){run_lowp_case, c}, true, 5, 1.0);
+    return 2.0 * c->M * c->K * c->N / seconds * 1e-9;
+}
+
+static void bench_lowp_case(const char *label, int M, int K, int N) {
+    const size_t a_n = (size_t)M * K, b_n = (size_t)N * K, out_n = (size_t)M * N;
+    float *af = vit_malloc(a_n * sizeof(float)), *bf = vit_malloc(b_n * sizeof(float));
+    float *out = vit_malloc(out_n * sizeof(float));
+    int8_t *a8 = vit_malloc(a_n), *b8 = vit_malloc(b_n);
+    float *a_scales = vit_malloc((size_t)M * sizeof(float)), *b_scales = vit_malloc((size_t)N * sizeof(float));
+    int32_t *sums = vit_malloc((size_t)N * sizeof(int32_t)), *out32 = vit_malloc(out_n * sizeof(int32_t));
+    uint16_t *a16 = vit_malloc(a_n * sizeof(uint16_t)), *b16 = vit_malloc(b_n * sizeof(uint16_t));
+    Rng rng;
+    rng_seed(&rng, 42);
+    rng_fill_uniform(&rng, af, a_n, -1.0f, 1.0f);
+    rng_fill_uniform(&rng, bf, b_n, -1.0f, 1.0f);
+    quantize_rows_s8(a8, a_scales, af, M, K);
+    quantize_rows_s8(b8, b_scales, bf, N, K);
+    gemm_s8_row_sums(sums, b8, N, K);
+    bf16_from_floats(a16, af, a_n);
+    bf16_from_floats(b16, bf, b_n);
+
+    LowpCase c = {M, K, N, "", af, bf, out, a8, b8, sums, out32, a16, b16};
+    const double fp32 = lowp_rate(&c, "fp32", true);
+    const double s8 = lowp_rate(&c, "int8 portable", true);
+    const double vnni = lowp_rate(&c, "int8 vnni", gemm_cpu_has_vnni());
+    const double b16p = lowp_rate(&c, "bf16 portable", true);
+    const double b16x = lowp_rate(&c, "bf16 avx512", gemm_cpu_has_bf16());
+    char shape[48], v[16], x[16];
+    snprintf(shape, sizeof shape, "%dx%dx%d", M, K, N);
+    snprintf(v, sizeof v, vnni > 0 ? "%.1f" : "-", vnni);
+    snprintf(x, sizeof x, b16x > 0 ? "%.1f" : "-", b16x);
+    const double best_s8 = vnni > s8 ? vnni : s8, best_bf16 = b16x > b16p ? b16x : b16p;
+    printf("  %-21s %-15s %8.1f %10.1f %10s %10.1f %11s %9.2fx %9.2fx\n", label, shape, fp32, s8, v,
+           b16p, x, best_s8 / fp32, best_bf16 / fp32);
+    fflush(stdout);
+    free(af), free(bf), free(out), free(a8), free(b8), free(a_scales), free(b_scales);
+    free(sums), free(out32), free(a16), free(b16);
+}
+
+static void bench_lowp(void) {
+    char paths[160];
+    gemm_lowp_describe(paths, sizeof paths);
+    printf("smaller numbers: out = a · bᵀ in fp32 (matmul_bt, default backend), int8 (int32 sums)"
+           " and bf16 (float sums);\n  2·M·K·N / seconds / 1e9 (GFLOP/s, GOPS for int8); median of"
+           " 5+ runs after a warm-up; on this CPU: %s\n", paths);
+    printf("  %-21s %-15s %8s %10s %10s %10s %11s %10s %10s\n", "product", "MxKxN", "fp32",
+           "int8 port.", "int8 vnni", "bf16 port.", "bf16 avx512", "int8/fp32", "bf16/fp32");
+    bench_lowp_case("ViT-B qkv projection", 197, 768, 2304);
+    bench_lowp_case("ViT-B mlp.fc2", 197, 3072, 768);
     printf("\n");
 }
 
@@ -1070,6 +1154,8 @@ static const Section sections[] = {
      bench_targets},
     {"train", "a training step of a small ViT, batch 128: images/s, forward/backward/optimizer",
      bench_train},
+    {"lowp", "int8 and bf16 products beside fp32 on ViT-B's qkv and fc2: GOPS, GFLOP/s",
+     bench_lowp},
     {"safetensors", "st_parse() of 10^4 … 10^6-entry and 56 MB headers: ms per entry",
      bench_safetensors},
 };

@@ -70,6 +70,10 @@ BOOK_SUITE(resample,            13, "attention at scale")
 BOOK_SUITE(ch14_making_it_fast, 14, "making it fast")
 BOOK_SUITE(gemm_choice,         14, "making it fast")
 
+/* The int8 and bf16 products, chapter 15's kernels, before that chapter
+   has its own suite. */
+BOOK_SUITE(gemm_lowp,           0,  "smaller numbers")
+
 /* lib's parts that no chapter teaches: a training run's records, and the
    tools that ask what the model learned. */
 BOOK_SUITE(train_run,           0,  "training runs")

@@ -1,0 +1,191 @@
+/**
+ * @file gemm_lowp.h
+ * @brief Matrix products on smaller numbers: int8 with a 32-bit accumulator,
+ *        bf16 with a float accumulator, and the int8 quantization around them.
+ *
+ * Shape legend (row-major, every operand K-contiguous, as in matmul_bt()):
+ *   a (M,K)    left operand: activations, one row per token
+ *   b (N,K)    right operand stored like a Linear weight [out, in]: out = a · bᵀ
+ *   out (M,N)  the product
+ *   x (R,D), w (O,D), out (R,O) for the quantized linear layer (tokens, width, outputs)
+ *
+ * int8: out[m][n] = Σ_k a[m][k] · b[n][k], each product and the sum exact in
+ * int32. Both operands are symmetric int8 (−127..127, zero point 0; −128 is
+ * accepted too); a float is q · scale, one scale per row of a (per token,
+ * computed on the fly: "dynamic") and one per row of b (per output channel).
+ * Why 32 bits never overflow here: |a·b| ≤ 128·128 = 2¹⁴, so a sum of
+ * K < 2¹⁷ = 131,072 terms stays below 2³¹; ViT-B/16's longest sum is K = 3072
+ * (with −127..127 on both sides, at most 3072 · 127² = 49,549,248).
+ *
+ * bf16 ("brain float") is a float's top 16 bits: its sign, its 8-bit exponent
+ * and 7 of its 23 mantissa bits. Same range as float, about 3 significant
+ * digits; converting to float is exact, from float rounds to nearest even.
+ *
+ * Each product has two paths, chosen at run time from what the CPU reports:
+ *   int8  "avx512-vnni" (vpdpbusd: 64 byte products summed into 16 int32 per
+ *         instruction) or "portable" (plain C the compiler vectorises);
+ *         both give the same int32 bits, as integer sums are exact in any order;
+ *   bf16  "avx512-bf16" (vdpbf16ps: 32 bf16 products into 16 floats) or
+ *         "portable" (converted to float, then matmul_bt()); these agree to a
+ *         float sum's rounding, not bit for bit: the order of the sums differs.
+ * VIT_LOWP=portable in the environment, or gemm_lowp_set_portable(true),
+ * forces the portable paths (tests use it to run what a CPU without these
+ * instructions runs).
+ *
+ * Threads: as gemm.h's products, these may be called from several threads at
+ * once; the AVX-512 paths share their columns out with OpenMP (on the calling
+ * thread only inside a parallel region), the portable bf16 path through
+ * matmul_bt(). The switch is process-wide: change it while no product runs.
+ *
+ * Deliberately omitted: zero points (asymmetric int8), int4, fp16, fp8, and
+ * any layout but a · bᵀ.
+ */
+#ifndef VIT_GEMM_LOWP_H
+#define VIT_GEMM_LOWP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/** @defgroup gemm_lowp Products on smaller numbers: int8 and bf16
+ *  @brief \f[ \text{out}_{mn} = \sum_k a_{mk}\, b_{nk}, \qquad
+ *             x \approx s_x\, q_x,\quad q_x = \operatorname{round}(x / s_x),\quad
+ *             s_x = \max_k |x_k| / 127 \f]
+ *
+ *  The int8 and bf16 products, their number formats and the quantization of a
+ *  row: @ref chapter14 "chapter 14"'s float product on smaller numbers, for the
+ *  chapter on a smaller model that will follow it. Pinned by the suite
+ *  @ref test_gemm_lowp.c "gemm_lowp".
+ *  @{
+ */
+
+/**
+ * @name Choosing the path
+ * @{
+ */
+/** @brief Does this CPU (and build) have AVX-512 VNNI, vpdpbusd? */
+bool gemm_cpu_has_vnni(void);
+/** @brief Does this CPU (and build) have AVX-512 BF16, vdpbf16ps? */
+bool gemm_cpu_has_bf16(void);
+/** @brief The int8 product's path on this CPU now: "avx512-vnni" or "portable". */
+const char *gemm_s8_kernel(void);
+/** @brief The bf16 product's path on this CPU now: "avx512-bf16" or "portable". */
+const char *gemm_bf16_kernel(void);
+/**
+ * @brief Force the portable paths (true) or go back to the fastest the CPU
+ *        has (false). A process-wide switch: change it while no product runs.
+ *        The variable VIT_LOWP=portable forces them from the start.
+ */
+void gemm_lowp_set_portable(bool portable);
+/** @brief Are the portable paths forced (VIT_LOWP=portable, gemm_lowp_set_portable())? */
+bool gemm_lowp_forced_portable(void);
+/**
+ * @brief One line for `vit info` and `make bench`, e.g.
+ *        "int8 avx512-vnni (vpdpbusd), bf16 portable (no avx512_bf16 on this CPU)".
+ */
+void gemm_lowp_describe(char *buf, size_t size);
+/** @} */
+
+/**
+ * @name int8 products
+ * @{
+ */
+/**
+ * @brief out (M,N) = a (M,K) · b (N,K)ᵀ in int32, on the path gemm_s8_kernel() names.
+ *
+ * Computes b's row sums itself (the VNNI path needs them, see
+ * gemm_s8_bt_summed()): N·K additions against M·N·K multiply-adds.
+ */
+void gemm_s8_bt(int32_t *out, const int8_t *a, const int8_t *b, int M, int K, int N);
+/**
+ * @brief gemm_s8_bt() with b's row sums given: @p b_sums (N) = Σ_k b[n][k]
+ *        (gemm_s8_row_sums()), computed once per weight matrix.
+ *
+ * vpdpbusd multiplies an unsigned byte by a signed one. So the VNNI path
+ * shifts a into unsigned bytes, a' = a + 128 (0..255), and takes the shift
+ * back out: Σ_k a'·b = Σ_k a·b + 128 · Σ_k b, so out = Σ_k a'·b − 128·b_sums[n].
+ * The portable path ignores @p b_sums.
+ */
+void gemm_s8_bt_summed(int32_t *out, const int8_t *a, const int8_t *b, const int32_t *b_sums,
+                       int M, int K, int N);
+/** @brief sums (N) = Σ_k b[n][k] of b (N,K), the VNNI path's correction term. */
+void gemm_s8_row_sums(int32_t *sums, const int8_t *b, int N, int K);
+/** @brief gemm_s8_bt() on the portable path, whatever the CPU has. */
+void gemm_s8_bt_portable(int32_t *out, const int8_t *a, const int8_t *b, int M, int K, int N);
+/**
+ * @brief gemm_s8_bt_summed() with vpdpbusd; false (and out untouched) when this
+ *        CPU or build has no AVX-512 VNNI.
+ */
+bool gemm_s8_bt_vnni(int32_t *out, const int8_t *a, const int8_t *b, const int32_t *b_sums,
+                     int M, int K, int N);
+/** @} */
+
+/**
+ * @name bf16 numbers and products
+ * @{
+ */
+/**
+ * @brief The bf16 nearest to @p x, ties to the even one (the top 16 bits of
+ *        float after rounding); a NaN stays a NaN (quiet), an infinity stays one,
+ *        and a float above the largest bf16 (by half a step or more) becomes infinity.
+ */
+uint16_t bf16_from_float(float x);
+/** @brief The float a bf16 stands for: its bits shifted into a float's top half (exact). */
+float bf16_to_float(uint16_t h);
+/** @brief out[i] = bf16_from_float(x[i]) for n values. */
+void bf16_from_floats(uint16_t *out, const float *x, size_t n);
+/** @brief out[i] = bf16_to_float(h[i]) for n values. */
+void bf16_to_floats(float *out, const uint16_t *h, size_t n);
+
+/** @brief out (M,N) = a (M,K) · b (N,K)ᵀ of bf16 operands, summed in float, on the path gemm_bf16_kernel() names. */
+void gemm_bf16_bt(float *out, const uint16_t *a, const uint16_t *b, int M, int K, int N);
+/** @brief gemm_bf16_bt() on the portable path: both operands to float, then matmul_bt(). */
+void gemm_bf16_bt_portable(float *out, const uint16_t *a, const uint16_t *b, int M, int K, int N);
+/**
+ * @brief gemm_bf16_bt() with vdpbf16ps; false (and out untouched) when this CPU
+ *        or build has no AVX-512 BF16.
+ */
+bool gemm_bf16_bt_avx512(float *out, const uint16_t *a, const uint16_t *b, int M, int K, int N);
+/** @} */
+
+/**
+ * @name Symmetric int8 quantization
+ * One scale per row: a weight's row is an output channel, an activation's row
+ * a token. scale = max|row| / 127 and q = round(x / scale) to nearest, ties
+ * to even (as PyTorch's torch.round), clamped to −127..127; a row of zeros has
+ * scale 0 and q 0. Dequantized, x ≈ q · scale, off by at most scale / 2.
+ * @{
+ */
+/** @brief q (R,K) and scales (R) of x (R,K), one scale per row. */
+void quantize_rows_s8(int8_t *q, float *scales, const float *x, int R, int K);
+/** @brief q (n) of x (n) with one scale for the whole tensor; returns the scale. */
+float quantize_tensor_s8(int8_t *q, const float *x, size_t n);
+/** @brief x (R,K) = q (R,K) · scales (R), row by row. */
+void dequantize_rows_s8(float *x, const int8_t *q, const float *scales, int R, int K);
+
+/** A Linear weight (O,D) in int8: quantized once, per output channel. */
+typedef struct {
+    int8_t *q;       /**< (O,D) the quantized weight */
+    float *scale;    /**< (O) one scale per output channel */
+    int32_t *sums;   /**< (O) Σ_d q[o][d], the VNNI path's correction (gemm_s8_bt_summed()) */
+    int O;           /**< outputs, rows of the weight, e.g. 2304 for ViT-B/16's qkv */
+    int D;           /**< inputs, the width, e.g. 768 */
+} Int8Weight;
+
+/** @brief Quantize w (O,D) into @p qw, allocating its arrays; free with int8_weight_free(). */
+void int8_weight_quantize(Int8Weight *qw, const float *w, int O, int D);
+/** @brief Free the arrays of int8_weight_quantize() (a zeroed Int8Weight is fine too). */
+void int8_weight_free(Int8Weight *qw);
+/**
+ * @brief out (R,O) = dequant(int8 x · int8 Wᵀ) + bias, the dynamically
+ *        quantized linear layer (PyTorch's torch.ao.nn.quantized.dynamic.Linear).
+ *
+ * x (R,D) is quantized per row on the fly (scale s_x[r]); the int32 product
+ * acc (R,O) is then scaled back: out[r][o] = acc[r][o] · s_x[r] · s_w[o] + bias[o].
+ * @param[in] bias  (O), or NULL for none
+ */
+void linear_s8(float *out, const float *x, const Int8Weight *w, const float *bias, int R);
+/** @} */
+
+/** @} */
+#endif

@@ -1,0 +1,99 @@
+/**
+ * @file quantize.c
+ * @brief Symmetric int8 quantization, one scale per row, and the dynamically
+ *        quantized linear layer built on the int8 product.
+ *
+ * Shapes: x (R,K) rows to quantize, q (R,K) int8, scales (R); for the linear
+ * layer x (R,D) tokens, w (O,D) the weight, out (R,O).
+ *
+ * A row x is stored as q · scale with scale = max|x| / 127: the largest value
+ * maps to ±127 and every other to the nearest multiple of scale, so each
+ * element is off by at most scale / 2. Symmetric (no zero point) keeps the
+ * product's correction down to one term (gemm_int8.c); −128 is never used, so
+ * that −q is always a valid int8. One scale per row rather than per tensor:
+ * a row with small values then gets small steps, not the largest row's.
+ *
+ * Deliberately omitted: asymmetric (zero-point) schemes, calibration of the
+ * activations' ranges ahead of time (static quantization), and NaN or
+ * infinite inputs (the values must be finite).
+ */
+#include "gemm/gemm_lowp.h"
+#include "base/util.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+// q (n) of x (n) with the given scale: round to nearest, ties to even
+// (rintf in the default rounding mode), clamped to −127..127.
+static void quantize_with_scale(int8_t *q, const float *x, size_t n, float scale) {
+    for (size_t i = 0; i < n; i++) {
+        float r = scale > 0.0f ? rintf(x[i] / scale) : 0.0f;
+        r = r > 127.0f ? 127.0f : r < -127.0f ? -127.0f : r;
+        q[i] = (int8_t)r;
+    }
+}
+
+static float max_abs(const float *x, size_t n) {
+    float m = 0.0f;
+    for (size_t i = 0; i < n; i++) m = fabsf(x[i]) > m ? fabsf(x[i]) : m;
+    return m;
+}
+
+// [quantize_rows_s8]
+void quantize_rows_s8(int8_t *q, float *scales, const float *x, int R, int K) {
+    // x is (R,K), q is (R,K), scales is (R)
+    for (int r = 0; r < R; r++) {
+        const float *row = x + (size_t)r * K;
+        scales[r] = max_abs(row, (size_t)K) / 127.0f;
+        quantize_with_scale(q + (size_t)r * K, row, (size_t)K, scales[r]);
+    }
+}
+// [quantize_rows_s8]
+
+float quantize_tensor_s8(int8_t *q, const float *x, size_t n) {
+    const float scale = max_abs(x, n) / 127.0f;
+    quantize_with_scale(q, x, n, scale);
+    return scale;
+}
+
+void dequantize_rows_s8(float *x, const int8_t *q, const float *scales, int R, int K) {
+    // q is (R,K), scales is (R), x is (R,K)
+    for (int r = 0; r < R; r++)
+        for (int k = 0; k < K; k++) x[(size_t)r * K + k] = (float)q[(size_t)r * K + k] * scales[r];
+}
+
+void int8_weight_quantize(Int8Weight *qw, const float *w, int O, int D) {
+    // w is (O,D)
+    qw->O = O, qw->D = D;
+    qw->q = vit_malloc((size_t)O * D + 1);
+    qw->scale = vit_malloc((size_t)O * sizeof(float) + 1);
+    qw->sums = vit_malloc((size_t)O * sizeof(int32_t) + 1);
+    quantize_rows_s8(qw->q, qw->scale, w, O, D);
+    gemm_s8_row_sums(qw->sums, qw->q, O, D);
+}
+
+void int8_weight_free(Int8Weight *qw) {
+    free(qw->q);
+    free(qw->scale);
+    free(qw->sums);
+    *qw = (Int8Weight){0};
+}
+
+// [linear_s8]
+void linear_s8(float *out, const float *x, const Int8Weight *w, const float *bias, int R) {
+    // x is (R,D), w is (O,D), bias is (O), out is (R,O)
+    const int D = w->D, O = w->O;
+    int8_t *qx = vit_malloc((size_t)R * D + 1);
+    float *sx = vit_malloc((size_t)R * sizeof(float) + 1);
+    int32_t *acc = vit_malloc((size_t)R * O * sizeof(int32_t) + 1);
+    quantize_rows_s8(qx, sx, x, R, D);                  // per token, now: "dynamic"
+    gemm_s8_bt_summed(acc, qx, w->q, w->sums, R, D, O); // exact integer sums
+    for (int r = 0; r < R; r++)
+        for (int o = 0; o < O; o++)                     // back to float: both scales
+            out[(size_t)r * O + o] = (float)acc[(size_t)r * O + o] * (sx[r] * w->scale[o]) +
+                                     (bias ? bias[o] : 0.0f);
+    free(qx);
+    free(sx);
+    free(acc);
+}
+// [linear_s8]
