@@ -66,6 +66,16 @@
     check_assert_within((double)(actual), (double)(expected), (double)(granularity),           \
                         "CU_ASSERT_DOUBLE_EQUAL_FATAL(" #actual "," #expected "," #granularity \
                         ")", __FILE__, __LINE__, CU_TRUE)
+/*
+ * How many tensors the forward's trace holds, counted here from the trace
+ * contract: 7 outside the blocks (input, patch_embed, tokens, embed, norm,
+ * pre_logits, logits) and 15 in each block (norm1, attn.q, .k, .v, .scores,
+ * .scaled, .probs, .context, .proj, resid1, norm2, mlp.fc1, .gelu, .fc2, out).
+ * Not lib's vit_trace_length(): a stage missing from lib's table would shorten
+ * the count the tests hold the trace to as well.
+ */
+#define TRACE_STAGES(depth) (7 + 15 * (depth))
+
 /** CU_ASSERT_EQUAL's work: @p held is C's ==, the values are recorded as doubles. */
 void check_assert_number(bool held, double actual, double expected, double tolerance,
                          const char *condition, const char *file, int line, CU_BOOL fatal);

@@ -293,12 +293,19 @@ static void fill_nan(float *x, int n) {
     for (int i = 0; i < n; i++) x[i] = NAN;
 }
 
+// The scale @p opt asks for, worked out here: opt->scale, or 1/√Dh when that is 0.
+// Not lib's attention_scale(): a broken scale there would move the reference
+// with it, and the probe would blame the mask for the scale's mistake.
+static double scale_wanted(const AttentionOptions *opt, int dh) {
+    return opt && opt->scale != 0.0f ? opt->scale : 1.0 / sqrt(dh);
+}
+
 // attention() on the case failed: say which mistake its probs and out look like.
 static void diagnose_head(const HeadCase *c, const float *out, const float *probs) {
     const int n = c->n, dh = c->dh, nn = n * n;
     const float *mask = c->opt.mask ? c->opt.mask : c->pad_as_mask;
     const float *want = c->want_probs->data;
-    const double s = attention_scale(&c->opt, dh);
+    const double s = scale_wanted(&c->opt, dh);
     float co[MAXN * MAXDH], cp[MAXN * MAXN];
     int nan_p = 0, nan_o = 0, zero_p = 0, zero_o = 0, nonfinite = 0, want_nonfinite = 0;
     for (int i = 0; i < nn; i++) {

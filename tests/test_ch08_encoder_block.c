@@ -107,6 +107,7 @@ static void test_block_is_prenorm_attention_then_mlp(void) {
     ops_linear(h, ln, s.w.fc1_w, s.w.fc1_b, B * N, D, M);
     gelu(h, h, B * N * M);
     ops_linear(f, h, s.w.fc2_w, s.w.fc2_b, B * N, M, D);
+    // independent: how the block joins its pieces, each held to PyTorch in its own suite
     ops_add(expected, r1, f, B * N * D);
     Tensor a = tensor_view(out, 3, B, N, D), e = tensor_view(expected, 3, B, N, D);
     assert_tensor_close(&a, &e, 1e-5f, 1e-5f, "block vs its pieces");
