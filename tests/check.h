@@ -147,6 +147,15 @@ void tensor_diff_summary(char *buf, size_t size, const TensorDiff *d, const Tens
                          const Tensor *expected, float atol, float rtol);
 
 /**
+ * @brief Fill @p x (n floats) with NaN before an operation writes it.
+ *
+ * An output buffer is poisoned before each backend or variant writes it, so an
+ * element the operation never writes stays NaN and fails the comparison, rather
+ * than passing on the numbers an earlier call left there.
+ */
+void check_poison(float *x, size_t n);
+
+/**
  * Compare two tensors; on mismatch print the full report to stderr naming @p label.
  * Returns true when shapes match and every element is within tolerance.
  */

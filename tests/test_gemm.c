@@ -120,8 +120,11 @@ static int list_impls(Impl *impls, bool dispatch) {
     return n;
 }
 
-// out = the product, computed by im.
+// out = the product, computed by im. out starts as NaN: an element the
+// backend never writes (an edge tile skipped) fails, instead of passing on
+// what the previous backend left in the buffer.
 static void impl_run(const Impl *im, float *out, const Operands *op) {
+    check_poison(out, (size_t)op->M * op->N);
     gemm_set_tiled_kernel(im->kernel);
     gemm_set_backend(im->backend);
     (op->bt ? im->abt : im->ab)(out, op->a, op->b, op->M, op->K, op->N);
@@ -283,6 +286,7 @@ static void test_every_backend_matches_pytorch_vitb_qkv(void) {
 // ref = the naive product, the reference.
 // independent: the naive products are held to PyTorch by their own tests
 static void naive_product(float *ref, const Operands *op) {
+    check_poison(ref, (size_t)op->M * op->N); // a hole in the reference fails too
     if (op->bt) matmul_bt_naive(ref, op->a, op->b, op->M, op->K, op->N);
     else matmul_naive(ref, op->a, op->b, op->M, op->K, op->N);
 }
@@ -374,6 +378,7 @@ static void set_openmp_threads(int threads) {
 static void tiled_product(float *out, const Operands *op, int form, int threads) {
     set_openmp_threads(threads);
     const int M = op->M, K = op->K, N = op->N;
+    check_poison(out, (size_t)M * N); // an unwritten element differs from itself (NaN)
     if (form == 2) { // op->a read as (K,M): the backward pass's weight gradients
         memset(out, 0, (size_t)M * N * sizeof(float));
         gemm_acc_on(GEMM_TILED, out, op->a, op->b, true, false, M, K, N);
@@ -456,6 +461,7 @@ static void test_tiled_can_be_called_from_many_threads(void) {
         op[c] = operands_new(M, K, N, c % 2, 40 + c);
         ref[c] = vit_malloc(M * N * sizeof(float));
         out[c] = vit_malloc(M * N * sizeof(float));
+        check_poison(out[c], (size_t)M * N);
         naive_product(ref[c], &op[c]);
     }
 #pragma omp parallel for num_threads(CALLS)
