@@ -498,6 +498,34 @@ static void test_same_seed_same_orders(void) {
     trainer_free(&a), trainer_free(&b), trainer_free(&other);
 }
 
+/* ------------------------------------------------- the schedule's ends */
+
+// The schedule's ends, at the trainer's stage: the rates its steps report on a
+// run of 3 epochs of 2 steps, 1 of warm-up. Step 0 is warm-up's start (0),
+// step 2 the peak (c.lr), step 5, the last, the floor (c.min_lr). The optim
+// suite holds lr_at() to PyTorch's schedulers and to arithmetic; this catches
+// a trainer that builds its schedule wrong (warm-up counted in epochs, not
+// steps; a run one step longer or shorter than epochs × steps per epoch).
+static void test_the_trainers_rates_end_where_the_config_says(void) {
+    Trainer t;
+    CU_ASSERT_FATAL(two_step_trainer(&t, 5));
+    const TrainConfig c = t.config;
+    CU_ASSERT_FATAL(c.epochs == 3 && c.warmup_epochs == 1 && c.min_lr < c.lr);
+    double rate[6];
+    VitError err;
+    for (int s = 0; s < 6; s++) {
+        TrainStep st;
+        CU_ASSERT_EQUAL_FATAL(trainer_step(&t, &st, &err), VIT_OK);
+        rate[s] = st.lr;
+    }
+    CU_ASSERT_EQUAL(trainer_total_steps(&t), 6);
+    CU_ASSERT_DOUBLE_EQUAL(rate[0], 0.0, 1e-12);           // warm-up starts at 0
+    CU_ASSERT_DOUBLE_EQUAL(rate[1], c.lr / 2, 1e-12);      // halfway up
+    CU_ASSERT_DOUBLE_EQUAL(rate[2], c.lr, 1e-12);          // the peak, when warm-up ends
+    CU_ASSERT_DOUBLE_EQUAL(rate[5], c.min_lr, 1e-12);      // the floor, on the last step
+    trainer_free(&t);
+}
+
 /* ------------------------------------------------- zeroed gradients */
 
 // Gradients are zeroed before each step: a step's update depends on its batch
@@ -570,6 +598,8 @@ CU_TestInfo tests_train[] = {
     {"the shuffle: each epoch its own first batch", test_each_epoch_its_own_first_batch},
     {"the shuffle: the same seed, the same orders", test_same_seed_same_orders},
     {"a step forgets the gradients left before it", test_a_step_forgets_old_gradients},
+    {"the trainer's rates: 0 first, the peak after warm-up, min_lr last",
+     test_the_trainers_rates_end_where_the_config_says},
     {"the shipped model", test_shipped_model},
     CU_TEST_INFO_NULL,
 };
