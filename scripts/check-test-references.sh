@@ -16,8 +16,11 @@
 #   An expectation is
 #     (a) a variable named want*, expect*, ref*, reference* or golden*
 #         assigned a value:              want = attention_scale(&opt, dh);
-#     (b) such a variable as a call's first argument (lib writes its output
-#         first):                        softmax_rows(want, x, 4, 8);
+#     (b) such a variable (or a field of that name) as the first argument of a
+#         call that writes it (lib writes its output first; the header's first
+#         parameter a pointer, not const):
+#                                        softmax_rows(want, x, 4, 8);
+#                                        matmul_naive(p.want.data, a, b, M, K, N);
 #     (c) the expected argument of a comparison: the second of CU_ASSERT_EQUAL,
 #         CU_ASSERT_DOUBLE_EQUAL (and their _FATAL), assert_tensor_close,
 #         check_assert_close, tensor_close, tensor_near;
@@ -46,9 +49,9 @@
 #        scripts/check-test-references.sh --self-test
 # Prints "tests: N files, M expectations read, none computed by the code under
 # test", or each finding and exits 1; exits 2 on a missing folder. --self-test
-# runs the check on a small sample with one mistake of each kind (a)-(d) and
-# lines that pass (exempt, a property, base/), and fails unless exactly those
-# four are found.
+# runs the check on a small sample with a mistake of each kind (a)-(d) and
+# lines that pass (exempt, a property, base/), and fails unless exactly the
+# sample's planted lines are found.
 set -eu
 
 if [ "${1:-}" = --self-test ]; then
@@ -63,46 +66,52 @@ EOF
     cat >"$tmp/lib/base/tensor.h" <<'EOF'
 Tensor tensor_new(int rank, ...);
 EOF
+    # each line marked "PLANTED" must be flagged, and nothing else
     cat >"$tmp/tests/test_ops.c" <<'EOF'
 #include "ops/ops.h"
 #include "base/tensor.h"
+typedef struct { Tensor want; } Sample;
 static double scale_by_hand(int d) {
-    return ops_scale(d);            /* (d) */
+    return ops_scale(d);                                     /* PLANTED (d) */
 }
-static void test_softmax(void) {
+static void test_softmax(Sample *s) {
     float x[4] = {1, 2, 3, 4}, got[4], want[4];
-    Tensor t = tensor_new(1, 4);   /* base/: a tool here */
-    const float expected_scale = ops_scale(16);              /* (a) */
-    softmax_rows(want, x, 1, 4);                             /* (b) */
+    Tensor t = tensor_new(1, 4);                             /* base/: a tool here */
+    const float expected_scale = ops_scale(16);              /* PLANTED (a) */
+    softmax_rows(want, x, 1, 4);                             /* PLANTED (b) */
+    softmax_rows(s->want.data, x, 1, 4);                     /* PLANTED (b), a field */
     softmax_rows(got, x, 1, 4);
-    CU_ASSERT_DOUBLE_EQUAL(got[0],
-                           ops_scale(4) * x[0], 1e-6);       /* (c) */
+    CU_ASSERT_DOUBLE_EQUAL(got[0],                           /* PLANTED (c) */
+                           ops_scale(4) * x[0], 1e-6);
     // independent: the naive softmax is held to PyTorch elsewhere
     softmax_naive(want, x, 1, 4);
     CU_ASSERT_EQUAL(ops_scale(16), 0.25f);                   /* actual, not expected */
     "softmax_rows(want, x)";
-    CU_ASSERT_EQUAL(ops_scale(4) * 2, ops_scale(1));       /* a property */
+    CU_ASSERT_EQUAL(ops_scale(4) * 2, ops_scale(1));         /* a property */
 }
 // independent: the reason covers the helper
-static double wanted_scale(int d) { return ops_scale(d); } 
+static double wanted_scale(int d) { return ops_scale(d); }
 EOF
+    planted=$(grep -n PLANTED "$tmp/tests/test_ops.c" | cut -d: -f1)
+    count=$(printf '%s\n' "$planted" | wc -l)
     out=$("$0" "$tmp/tests" "$tmp/lib" 2>&1) && {
         printf 'check-test-references --self-test: the bad sample passed:\n%s\n' "$out" >&2
         exit 1
     }
     found=$(printf '%s\n' "$out" | grep -c 'computes the expectation' || true)
-    for line in 4 9 10 12; do
+    for line in $planted; do
         printf '%s\n' "$out" | grep -q "test_ops.c:$line: " || {
             printf 'check-test-references --self-test: line %s of the sample was not flagged:\n%s\n' \
                 "$line" "$out" >&2
             exit 1
         }
     done
-    [ "$found" -eq 4 ] || {
-        printf 'check-test-references --self-test: %s findings, 4 expected:\n%s\n' "$found" "$out" >&2
+    [ "$found" -eq "$count" ] || {
+        printf 'check-test-references --self-test: %s findings for %s planted:\n%s\n' "$found" \
+            "$count" "$out" >&2
         exit 1
     }
-    echo "check-test-references: self-test found the sample's 4 planted references"
+    echo "check-test-references: the self-test found the sample's $found planted references, and no other"
     exit 0
 fi
 
@@ -230,7 +239,10 @@ for t in "$TESTS"/test_*.c; do
             before = substr(rest, RSTART - 1, 1)
             if ((w in writes) && w !~ LIFECYCLE && before !~ /[A-Za-z0-9_.>]/) {
                 e = arg(rest, p, 1); gsub(/^[ \t&*(]+/, "", e)
-                if (e ~ "^" EXPECT "([ \t]*([.]data|->data|[[+]|$))") { sub(/[^A-Za-z0-9_].*/, "", e); flag(line, e, " " w) }
+                # want, want.data, want + i, or a field named so: p.want.data
+                if (e ~ "^([A-Za-z_][A-Za-z0-9_]*(\\.|->))*" EXPECT "([ \t]*([.]data|->data|[[+]|$))") {
+                    sub(/[ \t]*$/, "", e); flag(line, e, " " w)
+                }
             }
             # (c) the expected argument of a comparison
             if (w ~ /^(CU_ASSERT_EQUAL|CU_ASSERT_EQUAL_FATAL|CU_ASSERT_DOUBLE_EQUAL|CU_ASSERT_DOUBLE_EQUAL_FATAL|assert_tensor_close|check_assert_close|tensor_close|tensor_near)$/)
