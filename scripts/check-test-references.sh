@@ -23,7 +23,8 @@
 #                                        matmul_naive(p.want.data, a, b, M, K, N);
 #     (c) the expected argument of a comparison: the second of CU_ASSERT_EQUAL,
 #         CU_ASSERT_DOUBLE_EQUAL (and their _FATAL), assert_tensor_close,
-#         check_assert_close, tensor_close, tensor_near;
+#         check_assert_close, tensor_close, tensor_near (the call under test
+#         belongs in the first, the actual: CU_ASSERT_EQUAL(dot(a, b, 3), 32.0f));
 #     (d) anything inside a helper of the test file that computes one: a
 #         function whose name says so (*by_hand*, *reference*, *expected*,
 #         *wanted*, *naive*, diagnose_*, the hint probes' candidates).
@@ -47,8 +48,8 @@
 #
 # Usage: scripts/check-test-references.sh [TESTS_DIR [LIB_DIR]]   (tests, lib)
 #        scripts/check-test-references.sh --self-test
-# Prints "tests: N files, M expectations read, none computed by the code under
-# test", or each finding and exits 1; exits 2 on a missing folder. --self-test
+# Prints "tests: N files, M statements read, no expectation computed by the code
+# under test", or each finding and exits 1; exits 2 on a missing folder. --self-test
 # runs the check on a small sample with a mistake of each kind (a)-(d) and
 # lines that pass (exempt, a property, base/), and fails unless exactly the
 # sample's planted lines are found.
