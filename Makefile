@@ -5,8 +5,10 @@
 #                   Fashion-MNIST model and a test image (ARGS='...' for vitview's options)
 #   make test       install missing packages, build, check lib's include graph has
 #                   no upward edge between its layer folders (make include-layers)
-#                   and its link graph no cycle (make link-graph), run every test suite
-#                   in the book's order; CH=NN: only the stages up to chapter NN
+#                   and its link graph no cycle (make link-graph), that no test takes
+#                   its expected value from the code it tests (make test-references),
+#                   run every test suite in the book's order; CH=NN: only the stages
+#                   up to chapter NN
 #   make sanitize   the same tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make docs       Doxygen book into docs/html (warnings are errors)
 #   make docs-check the book opened in headless Chromium: formulas, pictures, links; numbers
@@ -140,7 +142,8 @@ GRADER_CHECK_SRC := $(sort $(wildcard tests/grader/*.c))
 ALL_OBJ      := $(LIB_OBJ) $(CHAPTER_OBJ) $(CHAPTER_TOBJ) $(TEST_OBJ) $(VIT_OBJ) $(BENCH_OBJ) $(VIEWER_OBJ)
 
 .PHONY: all run test sanitize docs docs-check bench clean deps config chapters chapters-run lib fuzz goldens \
-        exercise exercise-all exercise-checks grade-class link-graph include-layers
+        exercise exercise-all exercise-checks grade-class link-graph include-layers \
+        test-references
 .DEFAULT_GOAL := all
 
 all: $(LIB) $(CHAPTER_BIN) $(VIT_BIN) $(VIEWER_BIN) $(BENCH_BIN) $(TEST_RUNNER)
@@ -260,6 +263,13 @@ link-graph: $(LIB_OBJ)
 include-layers:
 	@scripts/include-layers.sh lib docs/modules.dox
 
+# no test computes its expected value with the code under test
+# (scripts/check-test-references.sh: the rule is in its header): each finding
+# is named by file and line. Its self-test first, on a planted sample, so the
+# check cannot pass by finding nothing; make test runs both.
+test-references:
+	@scripts/check-test-references.sh --self-test && scripts/check-test-references.sh tests lib
+
 # run, test, sanitize and bench install packages first, then re-enter make so
 # that the detection above sees what was just installed.
 # make run opens vitview with its defaults: data/models/vit-fashion.safetensors
@@ -328,6 +338,8 @@ endif
 	{ $(MAKE) --no-print-directory $(PARALLEL) all && \
 	  scripts/include-layers.sh lib docs/modules.dox && \
 	  scripts/link-graph.sh $(LIB_OBJ) && \
+	  scripts/check-test-references.sh --self-test && \
+	  scripts/check-test-references.sh tests lib && \
 	  { if [ -z "$(TEST_UP_TO)" ] && [ -x tests/viewer_tmux.sh ] && [ -x $(BUILD)/vitview ]; then \
 	      tests/viewer_tmux.sh $(BUILD)/vitview >$(VIEWER_TMUX_LOG) 2>&1 & viewer=$$!; fi; } && \
 	  $(TEST_RUNNER) $(GRADED_ELSEWHERE) $(TEST_UP_TO) && \

@@ -70,6 +70,16 @@
     check_assert_within((double)(actual), (double)(expected), (double)(granularity),           \
                         "CU_ASSERT_DOUBLE_EQUAL_FATAL(" #actual "," #expected "," #granularity \
                         ")", __FILE__, __LINE__, CU_TRUE)
+/*
+ * How many tensors the forward's trace holds, counted here from the trace
+ * contract: 7 outside the blocks (input, patch_embed, tokens, embed, norm,
+ * pre_logits, logits) and 15 in each block (norm1, attn.q, .k, .v, .scores,
+ * .scaled, .probs, .context, .proj, resid1, norm2, mlp.fc1, .gelu, .fc2, out).
+ * Not lib's vit_trace_length(): a stage missing from lib's table would shorten
+ * the count the tests hold the trace to as well.
+ */
+#define TRACE_STAGES(depth) (7 + 15 * (depth))
+
 /** CU_ASSERT_EQUAL's work: @p held is C's ==, the values are recorded as doubles. */
 void check_assert_number(bool held, double actual, double expected, double tolerance,
                          const char *condition, const char *file, int line, CU_BOOL fatal);
@@ -139,6 +149,15 @@ void tensor_diff_print(const TensorDiff *d, const Tensor *actual, const Tensor *
 /** The one-line summary, e.g. "(2, 10): 20 of 20 elements outside 2e-05 + 0.0001·|ref|, max |diff| 0.05". */
 void tensor_diff_summary(char *buf, size_t size, const TensorDiff *d, const Tensor *actual,
                          const Tensor *expected, float atol, float rtol);
+
+/**
+ * @brief Fill @p x (n floats) with NaN before an operation writes it.
+ *
+ * An output buffer is poisoned before each backend or variant writes it, so an
+ * element the operation never writes stays NaN and fails the comparison, rather
+ * than passing on the numbers an earlier call left there.
+ */
+void check_poison(float *x, size_t n);
 
 /**
  * Compare two tensors; on mismatch print the full report to stderr naming @p label.

@@ -151,6 +151,9 @@ static Tensor run_mha(const MhaCase *c, const AttentionWeights *w, const float *
     MhaScratch s;
     mha_scratch_carve(&s, mem, c->B, c->N, c->D, c->H);
     Tensor out = tensor_new(3, c->B, c->N, c->D);
+    // out and the scratch start as NaN: an element never written fails
+    check_poison(out.data, out.numel);
+    check_poison(mem, mha_scratch_floats(c->B, c->N, c->D, c->H));
     Tracer tr = {rec ? record : NULL, rec, "attn."};
     AttentionOptions opt = {.mask = mask};
     mha_forward(out.data, c->x.data, w, &opt, &s, c->B, c->N, c->D, c->H, &tr);
@@ -316,6 +319,8 @@ static void check_pad_case(const PadCase *c, const AttentionOptions *opt, const 
     TraceRecorder rec = {0};
     Tracer tr = {record, &rec, NULL};
     Tensor out = tensor_new(3, c->B, c->N, c->D);
+    check_poison(out.data, out.numel); // an element never written fails
+    check_poison(mem, mha_scratch_floats(c->B, c->N, c->D, c->H));
     mha_forward(out.data, c->x.data, &c->w, opt, &s, c->B, c->N, c->D, c->H, &tr);
     char name[64];
     snprintf(name, sizeof name, "%s.out", label);

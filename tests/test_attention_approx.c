@@ -112,6 +112,7 @@ static void test_local_is_exact_attention_with_the_window_mask(void) {
     attention_scores(s, x.q, x.k, 2, N, Dh);
     attention_scale_mask(s, s, &opt, 1, 2, N, Dh);
     softmax(s, s, 2 * N, N);
+    // independent: the traced path, a second road to PyTorch's numbers (chapter 04 pins it)
     attention_context(want, s, x.v, 2, N, Dh);
     const Tensor a = tensor_view(x.out, 2, 2 * N, Dh), b = tensor_view(want, 2, 2 * N, Dh);
     assert_tensor_close(&a, &b, 1e-5f, 1e-4f, "local attention against the masked exact path");

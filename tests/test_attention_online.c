@@ -17,16 +17,35 @@
 #include "ops/ops.h"
 #include "base/rng.h"
 
-// The traced path: S = QKᵀ, S' = s·S + masks, P = softmax(S'), out = P·V.
+// The traced path worked out here, in double: S = s·QKᵀ + masks, P = softmax(S)
+// row by row, out = P·V. Not with lib's attention pieces: attention_online()
+// shares attention_scale() with them, so a wrong scale would agree with itself.
+// q, k, v and out are (B, H, N, Dh).
 static void reference(float *out, const float *q, const float *k, const float *v,
                       const AttentionOptions *opt, int B, int H, int N, int Dh) {
-    const int G = B * H;
-    float *scores = malloc(sizeof(float) * (size_t)G * N * N);
-    attention_scores(scores, q, k, G, N, Dh);
-    attention_scale_mask(scores, scores, opt, B, H, N, Dh);
-    softmax(scores, scores, G * N, N);
-    attention_context(out, scores, v, G, N, Dh);
-    free(scores);
+    const double s = opt && opt->scale != 0.0f ? opt->scale : 1.0 / sqrt(Dh);
+    const float *mask = opt ? opt->mask : NULL, *pad = opt ? opt->key_padding_mask : NULL;
+    double *p = malloc(sizeof(double) * N); // one query's row of weights
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++) {
+            const size_t at = ((size_t)b * H + h) * N * Dh; // this head's (N, Dh) block
+            for (int i = 0; i < N; i++) {
+                double max = -INFINITY, sum = 0;
+                for (int j = 0; j < N; j++) {
+                    double dot = 0;
+                    for (int c = 0; c < Dh; c++) dot += (double)q[at + i * Dh + c] * k[at + j * Dh + c];
+                    p[j] = s * dot + (mask ? mask[i * N + j] : 0) + (pad ? pad[b * N + j] : 0);
+                    max = fmax(max, p[j]);
+                }
+                for (int j = 0; j < N; j++) sum += p[j] = exp(p[j] - max);
+                for (int c = 0; c < Dh; c++) {
+                    double o = 0;
+                    for (int j = 0; j < N; j++) o += p[j] * v[at + j * Dh + c];
+                    out[at + i * Dh + c] = (float)(o / sum);
+                }
+            }
+        }
+    free(p);
 }
 
 // Largest |online − reference| over the largest |reference|, for one case.

@@ -157,6 +157,7 @@ static void test_temperature_sharpens_and_flattens(void) {
 static void test_softmax_in_place(void) {
     // ops.h allows out == x
     float x[3] = {1.0f, 2.0f, 3.0f}, expected[3];
+    // independent: a property (in place = out of place); the golden pins the values
     softmax(expected, x, 1, 3);
     softmax(x, x, 1, 3);
     for (int j = 0; j < 3; j++) CU_ASSERT_EQUAL(x[j], expected[j]);

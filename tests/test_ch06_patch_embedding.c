@@ -71,10 +71,13 @@ static void test_embed_equals_convolution(void) {
     random_fill(img, sizeof img / sizeof *img, 63);
     random_fill(w, sizeof w / sizeof *w, 64);
     random_fill(bias, D, 65);
+    // NaN before each pass: an element a pass never writes fails, not the last pass's number
+    check_poison(embed, B * P * D), check_poison(conv, B * P * D);
     patch_embed(embed, patches, img, w, bias, B, C, S, PATCH, D);
     patch_embed_conv_naive(conv, img, w, bias, B, C, S, PATCH, D);
     Tensor a = tensor_view(embed, 3, B, P, D), e = tensor_view(conv, 3, B, P, D);
     assert_tensor_close(&a, &e, 1e-4f, 1e-5f, "patch_embed vs conv");
+    check_poison(embed, B * P * D), check_poison(conv, B * P * D);
     patch_embed(embed, patches, img, w, NULL, B, C, S, PATCH, D); // no bias
     patch_embed_conv_naive(conv, img, w, NULL, B, C, S, PATCH, D);
     assert_tensor_close(&a, &e, 1e-4f, 1e-5f, "patch_embed vs conv, no bias");

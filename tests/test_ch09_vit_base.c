@@ -120,7 +120,7 @@ static void test_stage_clock_times_every_stage_and_passes_it_on(void) {
     stage_clock_start(&clock, seen, &s);
     CU_ASSERT_EQUAL(vit_forward(&vit, &image, stage_clock_trace, &clock, NULL), VIT_OK);
     double wall = vit_now() - t0, sum = 0;
-    CU_ASSERT_EQUAL(s.count, vit_trace_length(&c));
+    CU_ASSERT_EQUAL(s.count, TRACE_STAGES(c.depth));
     CU_ASSERT_STRING_EQUAL(s.first, "input");
     CU_ASSERT_STRING_EQUAL(s.last, "logits");
     for (int i = 0; i < vit_stage_count(); i++) {
@@ -135,7 +135,7 @@ static void test_stage_clock_times_every_stage_and_passes_it_on(void) {
     CU_ASSERT_EQUAL(stage_clock_seconds(&clock, "nonsense"), 0.0);
     // a name outside the contract is passed on, not timed
     stage_clock_trace(&clock, "my.own.stage", &image);
-    CU_ASSERT_EQUAL(s.count, vit_trace_length(&c) + 1);
+    CU_ASSERT_EQUAL(s.count, TRACE_STAGES(c.depth) + 1);
     tensor_free(&image);
     vit_free(&vit);
 }
@@ -366,12 +366,14 @@ static void test_probe_final_norm_epsilon(void) {
     CU_ASSERT_PTR_NOT_NULL_FATAL(f.normed.data);
     const int rows = f.stream.shape[0] * f.stream.shape[1];
     Tensor want = tensor_new(3, f.stream.shape[0], f.stream.shape[1], c.dim);
+    // independent: which ε the model hands layernorm(), itself held to PyTorch in ch08
     layernorm(want.data, f.stream.data, vit.weights.norm_w, vit.weights.norm_b, rows, c.dim,
               c.ln_eps);
     if (!assert_tensor_close(&f.normed, &want, 1e-6f, 1e-5f,
                              "norm: the last block's output normalised with the model's ε = 0.5")) {
         static const float defaults[] = {1e-5f, 1e-6f, 0.0f};
         for (int k = 0; k < 3; k++) {
+            // independent: the same layernorm() with a wrong ε, as the hint says
             layernorm(want.data, f.stream.data, vit.weights.norm_w, vit.weights.norm_b, rows,
                       c.dim, defaults[k]);
             if (tensor_near(&f.normed, &want, 1e-6f, 1e-5f)) {

@@ -403,6 +403,8 @@ static const char *const HINT[MISTAKES] = {
     "the weights again with the same gradient and counts an extra AdamW step",
 };
 
+// trainer_step()'s recipe from its pieces, to name which step a wrong trainer_step() took
+// independent: out of order; the pieces are each held to PyTorch by their own suites
 static VitStatus reference_step(Trainer *t, TrainStep *out, VitError *err, Mistake m) {
     const TrainConfig *c = &t->config;
     const VitConfig *mc = &t->vit.config;

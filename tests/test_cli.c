@@ -200,7 +200,7 @@ static void test_trace_holds_the_contract(void) {
     CU_ASSERT_EQUAL_FATAL(st_open(&trace, t, &err), VIT_OK);
     char names[256][48];
     int n = contract_names(names, 256, &small);
-    CU_ASSERT_EQUAL(n, vit_trace_length(&small));
+    CU_ASSERT_EQUAL(n, TRACE_STAGES(small.depth));
     CU_ASSERT_EQUAL(trace.count, n);
     for (int i = 0; i < n && i < trace.count; i++) {
         const StTensor *e = &trace.tensors[i];

@@ -120,8 +120,8 @@ static void check_conv_case(const char *name) {
     const int B = x->shape[0], C = x->shape[1], H = x->shape[2], W = x->shape[3];
     const int O = w->shape[0], k = (int)geometry->data[0];
     const int stride = (int)geometry->data[1], pad = (int)geometry->data[2];
-    CU_ASSERT_EQUAL_FATAL((int)dout->shape[2], conv2d_out_size(H, k, stride, pad));
-    CU_ASSERT_EQUAL_FATAL((int)dout->shape[3], conv2d_out_size(W, k, stride, pad));
+    CU_ASSERT_EQUAL_FATAL(conv2d_out_size(H, k, stride, pad), (int)dout->shape[2]); // PyTorch's
+    CU_ASSERT_EQUAL_FATAL(conv2d_out_size(W, k, stride, pad), (int)dout->shape[3]);
     float *out = new_floats(dout->numel), *dx = new_floats(x->numel);
     float *dw = new_floats(w->numel), *db = new_floats(O);
     conv2d_forward(out, x->data, w->data, b->data, B, C, H, W, O, k, stride, pad);

@@ -505,7 +505,30 @@ static void test_linear_s8_against_integer_sums(void) {
 
 /* ------------------------------------------------------------ the paths */
 
+// Does the kernel's own flag list (/proc/cpuinfo) name @p flag, e.g. "avx512_vnni"?
+// What the CPU reports, read apart from lib's CPUID check so the two are held
+// to each other; false where the file cannot be read (then lib must agree too,
+// on a machine without those instructions, or the test says so).
+static bool cpuinfo_has(const char *flag) {
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return false;
+    char line[8192];
+    bool found = false;
+    while (!found && fgets(line, sizeof line, f)) {
+        if (strncmp(line, "flags", 5) != 0) continue;
+        for (char *w = strtok(strchr(line, ':') ? strchr(line, ':') + 1 : line, " \t\n");
+             w && !found; w = strtok(NULL, " \t\n"))
+            found = strcmp(w, flag) == 0;
+        break; // every core lists the same flags
+    }
+    fclose(f);
+    return found;
+}
+
 static void test_forced_portable_and_which_paths_ran(void) {
+    const bool vnni = cpuinfo_has("avx512_vnni"), bf16 = cpuinfo_has("avx512_bf16");
+    CU_ASSERT_EQUAL(gemm_cpu_has_vnni(), vnni); // lib's CPUID check against the kernel's list
+    CU_ASSERT_EQUAL(gemm_cpu_has_bf16(), bf16);
     char line[160];
     force_portable();
     CU_ASSERT_TRUE(gemm_lowp_forced_portable());
@@ -514,24 +537,24 @@ static void test_forced_portable_and_which_paths_ran(void) {
     gemm_lowp_describe(line, sizeof line);
     CU_ASSERT_TRUE(strncmp(line, "int8 portable", 13) == 0 && strstr(line, ", bf16 portable"));
     gemm_lowp_set_portable(false);
-    CU_ASSERT_STRING_EQUAL(gemm_s8_kernel(), gemm_cpu_has_vnni() ? "avx512-vnni" : "portable");
-    CU_ASSERT_STRING_EQUAL(gemm_bf16_kernel(), gemm_cpu_has_bf16() ? "avx512-bf16" : "portable");
+    CU_ASSERT_STRING_EQUAL(gemm_s8_kernel(), vnni ? "avx512-vnni" : "portable");
+    CU_ASSERT_STRING_EQUAL(gemm_bf16_kernel(), bf16 ? "avx512-bf16" : "portable");
     gemm_lowp_describe(line, sizeof line);
-    CU_ASSERT_TRUE(strstr(line, gemm_cpu_has_vnni() ? "int8 avx512-vnni (vpdpbusd)"
+    CU_ASSERT_TRUE(strstr(line, vnni ? "int8 avx512-vnni (vpdpbusd)"
                                                     : "int8 portable (no avx512_vnni on this CPU)") != NULL);
-    CU_ASSERT_TRUE(strstr(line, gemm_cpu_has_bf16() ? "bf16 avx512-bf16 (vdpbf16ps)"
+    CU_ASSERT_TRUE(strstr(line, bf16 ? "bf16 avx512-bf16 (vdpbf16ps)"
                                                     : "bf16 portable (no avx512_bf16 on this CPU)") != NULL);
     restore_portable();
     // a path the CPU lacks says so and leaves out alone
     int32_t out = 7;
     const int8_t one = 1;
     const int32_t sum = 1;
-    CU_ASSERT_EQUAL(gemm_s8_bt_vnni(&out, &one, &one, &sum, 1, 1, 1), gemm_cpu_has_vnni());
-    CU_ASSERT_EQUAL(out, gemm_cpu_has_vnni() ? 1 : 7);
+    CU_ASSERT_EQUAL(gemm_s8_bt_vnni(&out, &one, &one, &sum, 1, 1, 1), vnni);
+    CU_ASSERT_EQUAL(out, vnni ? 1 : 7);
     float fout = 7.0f;
     const uint16_t h = 0x3F80;
-    CU_ASSERT_EQUAL(gemm_bf16_bt_avx512(&fout, &h, &h, 1, 1, 1), gemm_cpu_has_bf16());
-    CU_ASSERT_EQUAL(fout, gemm_cpu_has_bf16() ? 1.0f : 7.0f);
+    CU_ASSERT_EQUAL(gemm_bf16_bt_avx512(&fout, &h, &h, 1, 1, 1), bf16);
+    CU_ASSERT_EQUAL(fout, bf16 ? 1.0f : 7.0f);
     fprintf(stderr, "gemm_lowp: %s\n", line);
 }
 

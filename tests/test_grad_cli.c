@@ -214,7 +214,7 @@ static void test_grad_file_equals_the_library(void) {
         CU_ASSERT_STRING_EQUAL(st.tensors[at].name, rec.entries[i].name);
         expect_tensor(&st, rec.entries[i].name, &rec.entries[i].t);
     }
-    CU_ASSERT_EQUAL(stages, vit_trace_length(&small)); // one gradient for every stage
+    CU_ASSERT_EQUAL(stages, TRACE_STAGES(small.depth)); // one gradient for every stage
     CU_ASSERT_EQUAL(st.count, 1 + n + stages);
     CU_ASSERT_STRING_EQUAL(st.tensors[1 + n].name, "grad.logits");
     CU_ASSERT_STRING_EQUAL(st.tensors[st.count - 1].name, "grad.input");

@@ -273,9 +273,14 @@ static void test_gelu_known_values(void) {
 
 static void test_scale_and_add(void) {
     float a[3] = {1, 2, 3}, b[3] = {10, 20, 30}, y[3];
+    check_poison(y, 3); // before each call: each must write all of y
     ops_scale(y, a, 0.5f, 3);
+    CU_ASSERT_EQUAL(y[0], 0.5f);
+    CU_ASSERT_EQUAL(y[1], 1.0f);
     CU_ASSERT_EQUAL(y[2], 1.5f);
+    check_poison(y, 3);
     ops_add(y, a, b, 3);
+    CU_ASSERT_EQUAL(y[1], 22.0f);
     CU_ASSERT_EQUAL(y[0], 11.0f);
     CU_ASSERT_EQUAL(y[2], 33.0f);
 }

@@ -75,6 +75,8 @@ static void test_embed_equals_naive_convolution(void) {
     Tensor fast = tensor_new(3, B, P, D), naive = tensor_new(3, B, P, D);
     for (int with_bias = 0; with_bias < 2; with_bias++) {
         const float *bias = with_bias ? b : NULL;
+        // both start as NaN: the second pass must not pass on the first's numbers
+        check_poison(fast.data, fast.numel), check_poison(naive.data, naive.numel);
         patch_embed(fast.data, scratch, img, w, bias, B, C, S, p, D);
         patch_embed_conv_naive(naive.data, img, w, bias, B, C, S, p, D);
         // naive sums in double, the fast path in float32 over 768 terms

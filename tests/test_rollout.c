@@ -356,23 +356,29 @@ static void test_fusions_by_hand(void) {
     // two heads over two tokens
     const float probs[8] = {0.2f, 0.8f, 0.6f, 0.4f, /* head 1 */ 0.4f, 0.6f, 0.1f, 0.9f};
     const float grads[8] = {1.0f, -1.0f, 2.0f, 0.5f, /* head 1 */ -3.0f, 1.0f, 4.0f, 0.0f};
-    float out[4];
+    float out[4]; // NaN before each call: each must write what it is checked on
+    check_poison(out, 4);
     attention_fuse_heads(out, probs, 2, 2, FUSE_MEAN);
     CU_ASSERT_DOUBLE_EQUAL(out[0], 0.3, 1e-7);
     CU_ASSERT_DOUBLE_EQUAL(out[3], 0.65, 1e-7);
+    check_poison(out, 4);
     attention_fuse_heads(out, probs, 2, 2, FUSE_MAX);
     CU_ASSERT_EQUAL(out[1], 0.8f);
     CU_ASSERT_EQUAL(out[2], 0.6f);
+    check_poison(out, 4);
     attention_fuse_heads(out, probs, 2, 2, FUSE_MIN);
     CU_ASSERT_EQUAL(out[1], 0.6f);
     CU_ASSERT_EQUAL(out[2], 0.1f);
     // the [cls] row (row 0): head 1's, and the heads' max
     float row[2];
+    check_poison(row, 2);
     attention_cls_row(row, probs, 2, 2, 1, FUSE_MEAN);
     CU_ASSERT(row[0] == 0.4f && row[1] == 0.6f);
+    check_poison(row, 2);
     attention_cls_row(row, probs, 2, 2, -1, FUSE_MAX);
     CU_ASSERT(row[0] == 0.4f && row[1] == 0.8f);
     // mean over heads of max(0, p·g): (0.2 + 0)/2, (0 + 0.6)/2, (1.2 + 0.4)/2, (0.2 + 0)/2
+    check_poison(out, 4);
     attention_grad_fuse(out, probs, grads, 2, 2);
     CU_ASSERT_DOUBLE_EQUAL(out[0], 0.1, 1e-7);
     CU_ASSERT_DOUBLE_EQUAL(out[1], 0.3, 1e-7);

@@ -379,6 +379,176 @@ static void test_shards(void) {
     CU_ASSERT(strstr(err.msg, "33 shards") != NULL);
 }
 
+// Shards are summed, each weighted by its share of the batch (B_s / B), not
+// averaged. The test above compares the split step with the unsplit one, so a
+// mistake both paths share passes it; this one holds the head bias's gradient
+// and the loss to arithmetic on the batch's logits alone: with smoothing s and
+// q = (1 − s)·onehot(y) + s/Y, dL/db_head = (1/B) Σ_i (softmax(z_i) − q_i) and
+// L = −(1/B) Σ_i q_i·log softmax(z_i). 12 images in 5 shards (3 3 2 2 2): an
+// average of the shards' means weighs an image of a 2-image shard 1/10, not 1/12.
+static void test_shards_are_summed_by_hand(void) {
+    const Dataset *images = fashion_train();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(images);
+    enum { B = 12, Y = 10 };
+    const TrainConfig c = train_defaults();
+    const double s = 0.1; // shard_step()'s smoothing
+    int idx[B], y[B];
+    for (int i = 0; i < B; i++) idx[i] = i;
+    Tensor x = tensor_new(4, B, 1, 28, 28);
+    dataset_batch(x.data, y, images, idx, B, c.mean, c.std, NULL, NULL);
+    VitGrads g;
+    float logits[B * Y];
+    const float loss = shard_step(5, &x, y, &g, logits);
+    double want_db[Y] = {0}, want_loss = 0;
+    for (int i = 0; i < B; i++) {
+        const float *z = logits + i * Y;
+        double max = z[0], sum = 0;
+        for (int j = 1; j < Y; j++) max = fmax(max, z[j]);
+        for (int j = 0; j < Y; j++) sum += exp(z[j] - max);
+        for (int j = 0; j < Y; j++) {
+            const double logp = z[j] - max - log(sum), q = (1 - s) * (j == y[i]) + s / Y;
+            want_loss -= q * logp / B;
+            want_db[j] += (exp(logp) - q) / B;
+        }
+    }
+    CU_ASSERT_DOUBLE_EQUAL(loss, want_loss, 1e-5);
+    for (int j = 0; j < Y; j++) CU_ASSERT_DOUBLE_EQUAL(g.weights.head_b[j], want_db[j], 1e-6);
+    vit_grads_free(&g);
+    tensor_free(&x);
+}
+
+/* -------------------------------------------------------------- shuffling */
+
+// A trainer on the first 64 images, batches of 32: two steps an epoch.
+static bool two_step_trainer(Trainer *t, uint64_t seed) {
+    static Dataset train;
+    const Dataset *images = fashion_train();
+    if (!images) return false;
+    train = dataset_slice(images, 0, 64);
+    TrainConfig c = small_run(); // no augmentation: a batch is its images, nothing drawn
+    c.seed = seed;
+    VitError err;
+    return trainer_init(t, &tiny, &c, &train, &err) == VIT_OK;
+}
+
+// The order trainer_next_batch() takes epoch e's first batch in (t->order), checked
+// to be a permutation of the 64 images.
+static void order_of_epoch(int order[64], Trainer *t, int e) {
+    t->step = (int64_t)e * t->steps_per_epoch;
+    trainer_next_batch(t);
+    memcpy(order, t->order, 64 * sizeof(int));
+    bool seen[64] = {false}, permutation = true;
+    for (int i = 0; i < 64; i++) {
+        permutation = permutation && order[i] >= 0 && order[i] < 64 && !seen[order[i]];
+        if (permutation) seen[order[i]] = true;
+    }
+    CU_ASSERT_TRUE(permutation);
+}
+
+// The shuffle changes each epoch, at the order's stage: epochs 0, 1 and 2 each
+// draw their own. Catches an order drawn once for the whole run, or drawn from
+// the seed without the epoch.
+static void test_each_epoch_its_own_order(void) {
+    Trainer t;
+    CU_ASSERT_FATAL(two_step_trainer(&t, 5));
+    int order[3][64];
+    for (int e = 0; e < 3; e++) order_of_epoch(order[e], &t, e);
+    CU_ASSERT_NOT_EQUAL(memcmp(order[0], order[1], sizeof order[0]), 0);
+    CU_ASSERT_NOT_EQUAL(memcmp(order[1], order[2], sizeof order[0]), 0);
+    CU_ASSERT_NOT_EQUAL(memcmp(order[0], order[2], sizeof order[0]), 0);
+    trainer_free(&t);
+}
+
+// The shuffle changes each epoch, at the batch's stage: epoch 1's first batch
+// holds other images than epoch 0's. Catches a new order that the batch is not
+// read through (the images taken in the dataset's order, or the old order's).
+static void test_each_epoch_its_own_first_batch(void) {
+    Trainer t;
+    CU_ASSERT_FATAL(two_step_trainer(&t, 5));
+    const size_t bytes = (size_t)32 * 28 * 28 * sizeof(float);
+    float *first = malloc(bytes);
+    int labels[32];
+    t.step = 0;
+    trainer_next_batch(&t);
+    memcpy(first, t.images, bytes), memcpy(labels, t.labels, sizeof labels);
+    t.step = t.steps_per_epoch;
+    trainer_next_batch(&t);
+    CU_ASSERT_NOT_EQUAL(memcmp(first, t.images, bytes), 0);
+    CU_ASSERT_NOT_EQUAL(memcmp(labels, t.labels, sizeof labels), 0);
+    free(first);
+    trainer_free(&t);
+}
+
+// The shuffle is the same for the same seed, at the trainer's stage: two
+// trainers of seed 5 draw the same order for epochs 0 and 1, one of seed 6
+// another. (The dataset suite holds dataset_shuffle() to the same; this
+// catches a trainer that seeds it from something else: the clock, a counter
+// shared by every trainer of the process.)
+static void test_same_seed_same_orders(void) {
+    Trainer a, b, other;
+    CU_ASSERT_FATAL(two_step_trainer(&a, 5));
+    CU_ASSERT_FATAL(two_step_trainer(&b, 5));
+    CU_ASSERT_FATAL(two_step_trainer(&other, 6));
+    for (int e = 0; e < 2; e++) {
+        int oa[64], ob[64], oo[64];
+        order_of_epoch(oa, &a, e), order_of_epoch(ob, &b, e), order_of_epoch(oo, &other, e);
+        CU_ASSERT_EQUAL(memcmp(oa, ob, sizeof oa), 0);
+        CU_ASSERT_NOT_EQUAL(memcmp(oa, oo, sizeof oa), 0);
+    }
+    trainer_free(&a), trainer_free(&b), trainer_free(&other);
+}
+
+/* ------------------------------------------------- the schedule's ends */
+
+// The schedule's ends, at the trainer's stage: the rates its steps report on a
+// run of 3 epochs of 2 steps, 1 of warm-up. Step 0 is warm-up's start (0),
+// step 2 the peak (c.lr), step 5, the last, the floor (c.min_lr). The optim
+// suite holds lr_at() to PyTorch's schedulers and to arithmetic; this catches
+// a trainer that builds its schedule wrong (warm-up counted in epochs, not
+// steps; a run one step longer or shorter than epochs × steps per epoch).
+static void test_the_trainers_rates_end_where_the_config_says(void) {
+    Trainer t;
+    CU_ASSERT_FATAL(two_step_trainer(&t, 5));
+    const TrainConfig c = t.config;
+    CU_ASSERT_FATAL(c.epochs == 3 && c.warmup_epochs == 1 && c.min_lr < c.lr);
+    double rate[6];
+    VitError err;
+    for (int s = 0; s < 6; s++) {
+        TrainStep st;
+        CU_ASSERT_EQUAL_FATAL(trainer_step(&t, &st, &err), VIT_OK);
+        rate[s] = st.lr;
+    }
+    CU_ASSERT_EQUAL(trainer_total_steps(&t), 6);
+    CU_ASSERT_DOUBLE_EQUAL(rate[0], 0.0, 1e-12);           // warm-up starts at 0
+    CU_ASSERT_DOUBLE_EQUAL(rate[1], c.lr / 2, 1e-12);      // halfway up
+    CU_ASSERT_DOUBLE_EQUAL(rate[2], c.lr, 1e-12);          // the peak, when warm-up ends
+    CU_ASSERT_DOUBLE_EQUAL(rate[5], c.min_lr, 1e-12);      // the floor, on the last step
+    trainer_free(&t);
+}
+
+/* ------------------------------------------------- zeroed gradients */
+
+// Gradients are zeroed before each step: a step's update depends on its batch
+// alone, not on what the gradient buffer held before. Two twin trainers take
+// one step; one's gradients hold garbage first (1000 in every float, as a
+// step that was never cleared up would leave them): the same weights after.
+// (The chapter 11 probe compares a whole step with PyTorch's loop body; this
+// catches a missing opt.zero_grad() even when the step before it was skipped,
+// or when the garbage is not the previous step's gradient.)
+static void test_a_step_forgets_old_gradients(void) {
+    Trainer clean, dirty;
+    CU_ASSERT_FATAL(two_step_trainer(&clean, 5));
+    CU_ASSERT_FATAL(two_step_trainer(&dirty, 5));
+    for (size_t i = 0; i < dirty.grads.floats; i++) dirty.grads.memory[i] = 1000.0f;
+    TrainStep sc, sd;
+    VitError err;
+    CU_ASSERT_EQUAL_FATAL(trainer_step(&clean, &sc, &err), VIT_OK);
+    CU_ASSERT_EQUAL_FATAL(trainer_step(&dirty, &sd, &err), VIT_OK);
+    CU_ASSERT_EQUAL(sd.grad_norm, sc.grad_norm);
+    CU_ASSERT_TRUE(same_weights(&clean, &dirty));
+    trainer_free(&clean), trainer_free(&dirty);
+}
+
 /* ------------------------------------------------------- the shipped model */
 
 // data/models/vit-fashion.safetensors, trained by `vit train` (README): what it
@@ -423,6 +593,13 @@ CU_TestInfo tests_train[] = {
     {"evaluation counts every image once", test_evaluate_counts},
     {"what training refuses", test_refusals},
     {"shards: the batch's gradients, on any thread count", test_shards},
+    {"shards are summed by their share of the batch, by hand", test_shards_are_summed_by_hand},
+    {"the shuffle: each epoch its own order", test_each_epoch_its_own_order},
+    {"the shuffle: each epoch its own first batch", test_each_epoch_its_own_first_batch},
+    {"the shuffle: the same seed, the same orders", test_same_seed_same_orders},
+    {"a step forgets the gradients left before it", test_a_step_forgets_old_gradients},
+    {"the trainer's rates: 0 first, the peak after warm-up, min_lr last",
+     test_the_trainers_rates_end_where_the_config_says},
     {"the shipped model", test_shipped_model},
     CU_TEST_INFO_NULL,
 };

@@ -300,7 +300,8 @@ static void test_resume_takes_exact_metadata_only(void) {
     SafeTensors a, b;
     VitError err;
     if (st_open(&a, out, &err) == VIT_OK && st_open(&b, again, &err) == VIT_OK) {
-        const char *want = st_meta(&a, "train.val_accuracy"), *got = st_meta(&b, "train.val_accuracy");
+        // independent: two runs that must agree, both read by the same st_meta()
+    const char *want = st_meta(&a, "train.val_accuracy"), *got = st_meta(&b, "train.val_accuracy");
         CU_ASSERT_PTR_NOT_NULL(want);
         CU_ASSERT_PTR_NOT_NULL(got);
         if (want && got) {

@@ -152,7 +152,7 @@ static void run_small_against_golden(GemmBackend backend) {
         if (report_wanted()) fprintf(stderr, "\n    [%s]", gemm_backend_name(backend));
         VitError err;
         CU_ASSERT_EQUAL(vit_forward(&vit, &x, small_check, &s, &err), VIT_OK);
-        CU_ASSERT_EQUAL(s.g.checked, vit_trace_length(&small_config));
+        CU_ASSERT_EQUAL(s.g.checked, TRACE_STAGES(small_config.depth));
         CU_ASSERT_EQUAL(s.probs_checked, small_config.depth);
         CU_ASSERT_TRUE(s.probs_ok);
         golden_finish(&s.g);

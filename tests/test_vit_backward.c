@@ -193,6 +193,7 @@ static void check_against_autograd(const char *weights, const char *source, cons
     GoldenCheck g;
     if (grads_init(&grads, &vit) && golden_open(&g, golden)) {
         // the gradients are laid out as the model holds its weights
+        // independent: two layouts that must agree, each named against timm's by the golden
         CU_ASSERT_EQUAL(vit_grad_weights_params(NULL, &grads.weights, &vit.config),
                         vit_params(&vit, NULL));
         float loss = loss_and_grads(&vit, &grads, &b, smoothing, check_grad_stage, &g);
@@ -415,6 +416,7 @@ static void test_training_memory_is_counted(void) {
     const double none = vit_training_bytes(c, 5, VIT_KEEP_NONE);
     const double inputs = vit_training_bytes(c, 5, VIT_KEEP_INPUTS);
     const double all = vit_training_bytes(c, 5, VIT_KEEP_ALL);
+    // independent: two counts that must agree; the line below holds them to arithmetic
     CU_ASSERT_EQUAL(none, vit_activation_bytes(c, 5));
     // every block keeps 7·N·D + 2·N·M + H·N² floats per image besides its input
     CU_ASSERT_DOUBLE_EQUAL(all - inputs, 4 * B * L * (7 * N * D + 2 * N * M + H * N * N), 0.5);
@@ -426,6 +428,7 @@ static void test_training_memory_is_counted(void) {
     const VitKeep keeps[] = {VIT_KEEP_ALL, VIT_KEEP_INPUTS, VIT_KEEP_NONE};
     for (size_t k = 0; k < 3; k++) {
         CU_ASSERT_EQUAL(vit_train_prepare(&vit, keeps[k], 5, &err), VIT_OK);
+        // independent: the carving against the count, held to arithmetic above
         CU_ASSERT_DOUBLE_EQUAL(vit.acts.floats * 4.0, vit_training_bytes(c, 5, keeps[k]), 0.5);
         if (keeps[k] != VIT_KEEP_NONE) // the last buffer ends where the allocation does
             CU_ASSERT_PTR_EQUAL(vit.acts.grad.input + 5 * 3 * 12 * 12,
