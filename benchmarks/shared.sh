@@ -5,8 +5,8 @@
 # looping). Under each load, in turn: ours as it runs (idle threads sleep while
 # they wait: lib sets OMP_WAIT_POLICY=passive), ours with OpenMP's default
 # waiting (OMP_WAIT_POLICY unset but GOMP_SPINCOUNT at libgomp's default of
-# 300000 spins: what every program did before), and PyTorch at the better of 1
-# and 2 threads. Each figure is `build/bench latency`'s median of 7 passes, or
+# 300000 spins: what every program did before), and PyTorch at the best of 1
+# and 2 threads, its OpenMP threads spinning or asleep. Each figure is `build/bench latency`'s median of 7 passes, or
 # the PyTorch script's; the load average is printed beside each row. Exit 0
 # unless a program failed.
 #
@@ -29,6 +29,13 @@ torch=yes
 "$PYTHON" -c 'import torch, torchvision' 2>/dev/null || torch=no
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/vit-shared.XXXXXX")
+# Job control: each load runs as a job in a process group of its own, which
+# stop_load ends whole, but in this script's session. That matters on Linux,
+# whose scheduler (autogroup) shares the CPUs fairly between sessions first: 12
+# loops started in another terminal (another session) take at most half of the
+# machine from us, whatever their number; here they compete thread by thread,
+# as the loads of the measurements this bench answers did.
+set -m
 LOAD_PID=""
 stop_load() {
     if [ -n "$LOAD_PID" ]; then
@@ -41,18 +48,17 @@ cleanup() { stop_load; rm -rf "$WORK"; }
 trap cleanup EXIT
 trap 'exit 1' INT TERM HUP
 
-# start_load KIND: the work beside the measurement, in a process group of its
-# own (setsid) so that stop_load ends all of it
+# start_load KIND: the work beside the measurement, as one job
 start_load() {
     case $1 in
     quiet) return ;;
     loops-*)
         n=${1#loops-}
-        setsid bash -c "for i in \$(seq $n); do yes >/dev/null & done; wait" &
+        bash -c "for i in \$(seq $n); do yes >/dev/null & done; wait" &
         ;;
     rebuild)
         # the project's own build, from scratch, again and again, in a tree of its own
-        setsid bash -c "while :; do make -C '$HERE' -s -B -j8 BUILD='$WORK/build' all \
+        bash -c "while :; do make -C '$HERE' -s -B -j8 BUILD='$WORK/build' all \
             >/dev/null 2>&1; done" &
         ;;
     esac
@@ -76,7 +82,8 @@ load_avg() { cut -d' ' -f1 /proc/loadavg; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else print "-" }'; }
 
 echo "The ViT-B/16 forward beside other work (batch 1, medians of 7 passes, ms; each row in turn:"
-echo "ours as it runs, ours with OpenMP's default spinning wait, PyTorch at its better thread count)"
+echo "ours as it runs, ours with OpenMP's default spinning wait, PyTorch at its best of 1 or 2 threads,"
+echo "spinning or asleep)"
 printf "  %-26s %6s %9s %13s %9s %14s\n" "beside" "load" "ours" "ours spinning" "PyTorch" "ours/PyTorch"
 status=0
 for kind in $LOADS; do
