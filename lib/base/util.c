@@ -385,7 +385,8 @@ __attribute__((constructor)) static void openmp_waits_asleep(int argc, char **ar
     const char *preload = getenv("LD_PRELOAD");
     if (preload && strstr(preload, "vgpreload")) return;
     setenv("OMP_WAIT_POLICY", "passive", 1);
-    execv("/proc/self/exe", argv); // returns only when it fails: then this run spins
+    execv("/proc/self/exe", argv); // returns only when it fails: then this run spins,
+    unsetenv("OMP_WAIT_POLICY");   // and vit_describe_wait() must not say otherwise
 #else
     (void)argv;
 #endif

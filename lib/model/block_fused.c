@@ -121,7 +121,8 @@ void vit_block_forward_fused(float *out, const float *x, const VitBlockWeights *
     heads_merge(s->context, s->heads, B, N, H, D / H);
     linear_onto(a->resid1, x, s->context, w->attn.proj_w, w->attn.proj_b, BN, D, D);
 
-    // x = x + self.mlp(self.norm2(x)): fc1 from its bias, GELU in place, fc2 from x + its bias
+    // x = x + self.mlp(self.norm2(x)), x now resid1: fc1 from its bias, GELU in place,
+    // fc2 from resid1 + its bias
     layernorm(a->norm2, a->resid1, w->norm2_w, w->norm2_b, BN, D, cfg->ln_eps);
     linear_onto(a->fc1, NULL, a->norm2, w->fc1_w, w->fc1_b, BN, D, M);
     gelu(a->fc1, a->fc1, (size_t)BN * M);
