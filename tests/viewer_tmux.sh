@@ -1071,6 +1071,9 @@ if [ -n "$DEMO" ]; then
         "O +occlusion \(each patch blacked out\)" "P +on the input: paint it by hand" \
         "S +play: a step every 500 ms by itself"; do
         keys '?'
+        # the help open before paging: a slow build (the sanitizers) took the
+        # page keys as the pass's own, and the help then showed its first page
+        wait_for "─ keys ─" 10
         for page in 1 2 3 4 5 6 7 8; do
             wait_for "$line" 1 && break
             keys NPage
