@@ -1323,8 +1323,9 @@ static void beside_other_work(Chapter *ch, Work *w) {
         else
             ch_verdict(ch, "The medians give %.2f times the time alone, more than a quarter "
                        "above what a fair share of the cores costs (%d threads and one loop "
-                       "taking turns on %d cores: %.2f times): at each barrier the whole team "
-                       "waits for the thread the busy loop slowed down.",
+                       "taking turns on %d cores: %.2f times): more than the share of the "
+                       "cores it lost, as if at each barrier the whole team waited for the "
+                       "thread the busy loop slowed down.",
                        slower, w->threads, cores, fair);
     }
     ch_say(ch, "`make bench` (benchmarks/shared.sh) measures this properly: the forward "
