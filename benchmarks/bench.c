@@ -697,19 +697,28 @@ static void print_profile(const VitConfig *cfg, double rounds[PROFILE_ROUNDS][ST
     }
 }
 
-static void bench_profile(void) {
+// The ViT-B/16 of the bench's weights file (vit_base_weights()) and one random
+// image; false, and the section said skipped, when either cannot be had.
+static bool vit_base_and_input(Vit *vit, Tensor *input, const char *section) {
     char path[600];
-    Vit vit;
     VitError err;
-    if (!vit_base_weights(path, sizeof path) || vit_build(&vit, path, &err) != VIT_OK) {
-        printf("profile: could not write or load the ViT-B/16 weights; section skipped\n\n");
-        return;
+    if (!vit_base_weights(path, sizeof path) || vit_build(vit, path, &err) != VIT_OK) {
+        printf("%s: could not write or load the ViT-B/16 weights; section skipped\n\n", section);
+        return false;
     }
-    const double best = best_product_gflops();
-    Tensor input = tensor_new(4, 1, 3, 224, 224);
+    *input = tensor_new(4, 1, 3, 224, 224);
     Rng rng;
     rng_seed(&rng, 7);
-    rng_fill_uniform(&rng, input.data, input.numel, -1.0f, 1.0f);
+    rng_fill_uniform(&rng, input->data, input->numel, -1.0f, 1.0f);
+    return true;
+}
+
+static void bench_profile(void) {
+    Vit vit;
+    Tensor input;
+    VitError err;
+    if (!vit_base_and_input(&vit, &input, "profile")) return;
+    const double best = best_product_gflops();
     double rounds[PROFILE_ROUNDS][STAGE_CLOCK_MAX], traced[PROFILE_ROUNDS], plain[PROFILE_ROUNDS];
     ForwardCase fc = {&vit, &input};
     run_forward(&fc); // warm: the weights' pages, the caches, the threads
@@ -1104,17 +1113,9 @@ enum { LATENCY_PASSES = 7 };
 // nobody listening): the median of a few passes and their spread, on one line
 // that benchmarks/shared.sh reads beside other work.
 static void bench_latency(void) {
-    char path[600];
     Vit vit;
-    VitError err;
-    if (!vit_base_weights(path, sizeof path) || vit_build(&vit, path, &err) != VIT_OK) {
-        printf("latency: could not write or load the ViT-B/16 weights; section skipped\n\n");
-        return;
-    }
-    Tensor input = tensor_new(4, 1, 3, 224, 224);
-    Rng rng;
-    rng_seed(&rng, 7);
-    rng_fill_uniform(&rng, input.data, input.numel, -1.0f, 1.0f);
+    Tensor input;
+    if (!vit_base_and_input(&vit, &input, "latency")) return;
     ForwardCase fc = {&vit, &input};
     run_forward(&fc); // warm: the weights' pages, the caches, the threads
     double times[LATENCY_PASSES], lo = INFINITY, hi = 0;

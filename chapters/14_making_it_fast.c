@@ -928,6 +928,22 @@ static VitStatus vit_base_in_memory(Vit *vit, void **blob, VitError *err) {
 }
 // [vit_base_in_memory]
 
+// ViT-B/16 in memory (vit_base_in_memory()) and the one random image every
+// timing of it uses; false (and said) when it cannot be built.
+static bool timed_model(Chapter *ch, Vit *vit, void **blob, Tensor *image) {
+    VitError err;
+    if (vit_base_in_memory(vit, blob, &err) != VIT_OK) {
+        ch_verdict(ch, "cannot build ViT-B/16: %s", err.msg);
+        free(*blob);
+        return false;
+    }
+    *image = tensor_new(4, 1, 3, 224, 224);
+    Rng rng;
+    rng_seed(&rng, TIMED_SEED + 3);
+    rng_fill_uniform(&rng, image->data, image->numel, -1.0f, 1.0f);
+    return true;
+}
+
 // Median seconds of FORWARD_RUNS forward passes of one image, no listener,
 // after an untimed one (which also allocates the activations); *fastest gets
 // the fastest of them.
@@ -964,16 +980,9 @@ static void vit_base(Chapter *ch, Work *w) {
                                                          4.0f * (float)vit_param_count(&cfg))));
     Vit vit;
     void *blob = NULL;
+    Tensor image;
     VitError err;
-    if (vit_base_in_memory(&vit, &blob, &err) != VIT_OK) {
-        ch_verdict(ch, "cannot build ViT-B/16: %s", err.msg);
-        free(blob);
-        return;
-    }
-    Tensor image = tensor_new(4, 1, 3, 224, 224);
-    Rng rng;
-    rng_seed(&rng, TIMED_SEED + 3);
-    rng_fill_uniform(&rng, image.data, image.numel, -1.0f, 1.0f);
+    if (!timed_model(ch, &vit, &blob, &image)) return;
     // [forward]
     double fastest = 0;
     const double sec = time_forward(&vit, &image, &fastest, &err);
@@ -1167,16 +1176,9 @@ static void where_time_goes(Chapter *ch, Work *w) {
            rounds());
     Vit vit;
     void *blob = NULL;
+    Tensor image;
     VitError err;
-    if (vit_base_in_memory(&vit, &blob, &err) != VIT_OK) {
-        ch_verdict(ch, "cannot build ViT-B/16: %s", err.msg);
-        free(blob);
-        return;
-    }
-    Tensor image = tensor_new(4, 1, 3, 224, 224);
-    Rng rng;
-    rng_seed(&rng, TIMED_SEED + 3);
-    rng_fill_uniform(&rng, image.data, image.numel, -1.0f, 1.0f);
+    if (!timed_model(ch, &vit, &blob, &image)) return;
     double stage_s[STAGE_CLOCK_MAX] = {0}, traced[MAX_ROUNDS], plain[MAX_ROUNDS], ratios[MAX_ROUNDS];
     if (!time_traced_and_plain(&vit, &image, stage_s, traced, plain, rounds(), &err)) {
         ch_verdict(ch, "the forward pass failed: %s", err.msg);
@@ -1282,16 +1284,9 @@ static void beside_other_work(Chapter *ch, Work *w) {
            rounds(), rounds());
     Vit vit;
     void *blob = NULL;
+    Tensor image;
     VitError err;
-    if (vit_base_in_memory(&vit, &blob, &err) != VIT_OK) {
-        ch_verdict(ch, "cannot build ViT-B/16: %s", err.msg);
-        free(blob);
-        return;
-    }
-    Tensor image = tensor_new(4, 1, 3, 224, 224);
-    Rng rng;
-    rng_seed(&rng, TIMED_SEED + 3);
-    rng_fill_uniform(&rng, image.data, image.numel, -1.0f, 1.0f);
+    if (!timed_model(ch, &vit, &blob, &image)) return;
     double ratios[MAX_ROUNDS], alone = 0, beside = 0;
     if (!time_beside_busy(&vit, &image, ratios, rounds(), &alone, &beside, &err)) {
         ch_verdict(ch, "the forward pass failed, or no busy loop could be started: %s",
