@@ -64,7 +64,7 @@ static Tensor random_rows(Rng *rng, int rows, int cols) {
 /* ----------------------------------------------------------- sections */
 
 static void two_vectors(Chapter *ch) {
-    ch_section(ch, "1. Two vectors, one number");
+    if (!ch_section(ch, "1. Two vectors, one number")) return;
     ch_say(ch, "A transformer decides how much one token should listen to another by "
                "comparing two vectors of numbers. The comparison it uses is the dot "
                "product: multiply the vectors entry by entry and add up the products.");
@@ -91,7 +91,7 @@ static void two_vectors(Chapter *ch) {
 static void length_and_angle(Chapter *ch) {
     float a[3] = {1, 2, 3};
     float b[3] = {4, -5, 6};
-    ch_section(ch, "2. Length and angle");
+    if (!ch_section(ch, "2. Length and angle")) return;
     ch_say(ch, "The dot product has a geometric meaning. A vector's length is the "
                "square root of its dot product with itself, |a| = √(a·a), and for any "
                "two vectors");
@@ -164,7 +164,7 @@ static void length_and_angle(Chapter *ch) {
 }
 
 static void matrix_product(Chapter *ch) {
-    ch_section(ch, "3. A matrix product is many dot products");
+    if (!ch_section(ch, "3. A matrix product is many dot products")) return;
     ch_say(ch, "Multiplying a matrix A of shape (rows, inner) by a matrix B of shape "
                "(inner, cols) gives a (rows, cols) matrix C whose entry C[i][j] is the "
                "dot product of row i of A with column j of B. One matrix product is "
@@ -200,7 +200,7 @@ static void matrix_product(Chapter *ch) {
 }
 
 static void first_scores(Chapter *ch) {
-    ch_section(ch, "4. A first look at Q·Kᵀ");
+    if (!ch_section(ch, "4. A first look at Q·Kᵀ")) return;
     ch_say(ch, "In attention every token carries two vectors: a query (what it is "
                "looking for) and a key (what it offers). How much token i attends to "
                "token j starts from the score q_i · k_j. When the queries and the keys "
@@ -271,7 +271,7 @@ static void first_scores(Chapter *ch) {
 }
 
 static void whats_next(Chapter *ch) {
-    ch_section(ch, "What's next");
+    if (!ch_section(ch, "What's next")) return;
     ch_say(ch, "The scores above came from vectors of width Dh = %d. ViT-Base uses "
                "Dh = 64 per attention head, and the scores get bigger as the vectors "
                "get longer. Chapter 02 measures exactly how much bigger, and why "

@@ -158,7 +158,7 @@ static void measure_width(Chapter *ch, Rng *rng, Width *w) {
 }
 
 static void variance_grows(Chapter *ch, Width *widths) {
-    ch_section(ch, "1. Scores grow with the width");
+    if (!ch_section(ch, "1. Scores grow with the width")) return;
     ch_say(ch, "Take a query q and a key k of width Dh whose entries are random and "
                "independent, with mean 0 and variance 1. (Variance 1 is the simplest "
                "case, not what a real network has: section 4 measures a freshly "
@@ -217,7 +217,7 @@ static void softmax_row(Chapter *ch, Width *w) {
 }
 
 static void softmax_saturates(Chapter *ch, Width *widths) {
-    ch_section(ch, "2. Big scores saturate softmax");
+    if (!ch_section(ch, "2. Big scores saturate softmax")) return;
     ch_say(ch, "Attention turns each row of scores s into weights with softmax "
                "(Chapter 03 looks at it closely):");
     ch_line(ch, "    p_j = e^(s_j) / (e^(s_1) + e^(s_2) + … + e^(s_n))");
@@ -245,7 +245,7 @@ static void softmax_saturates(Chapter *ch, Width *widths) {
 }
 
 static void saturation_up_close(Chapter *ch, const Width *w) {
-    ch_section(ch, "3. One row up close");
+    if (!ch_section(ch, "3. One row up close")) return;
     Tensor t = tensor_view((float *)w->row, 1, ROW_KEYS);
     ch_pin(ch, "row_dh768", &t);
     t = tensor_view((float *)w->probs_raw, 1, ROW_KEYS);
@@ -317,7 +317,7 @@ static float measure_fresh(Chapter *ch, Rng *rng, const Tensor *x, int dh) {
 }
 
 static void fresh_network(Chapter *ch) {
-    ch_section(ch, "4. What a fresh ViT feeds attention");
+    if (!ch_section(ch, "4. What a fresh ViT feeds attention")) return;
     ch_say(ch, "Section 1 assumed entries of variance 1. In a Vision Transformer the "
                "queries and keys are projections of the tokens, q = x·W_qᵀ and "
                "k = x·W_kᵀ, and each block first normalises every token with "
@@ -365,7 +365,7 @@ static void fresh_network(Chapter *ch) {
 }
 
 static void whats_next(Chapter *ch) {
-    ch_section(ch, "What's next");
+    if (!ch_section(ch, "What's next")) return;
     ch_say(ch, "We used softmax as a black box. Chapter 03 opens it: how to compute it "
                "without overflowing, how masks keep a query away from some keys, and "
                "how a temperature makes it sharper or flatter.");

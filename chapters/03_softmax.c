@@ -87,7 +87,7 @@ static float largest(const float *x, int n) {
 static const float SCORES[N] = {2.0f, 1.0f, 0.1f, -1.0f}; // the running example
 
 static void definition(Chapter *ch) {
-    ch_section(ch, "1. From scores to weights");
+    if (!ch_section(ch, "1. From scores to weights")) return;
     ch_say(ch, "Attention needs weights: non-negative numbers that add up to 1, one "
                "per key, saying how much of each key's value to take. Softmax makes "
                "them from any row of scores x: exponentiate each score, then divide "
@@ -126,7 +126,7 @@ static void definition(Chapter *ch) {
 }
 
 static void overflow(Chapter *ch) {
-    ch_section(ch, "2. What goes wrong: overflow");
+    if (!ch_section(ch, "2. What goes wrong: overflow")) return;
     float biggest = ch_value(ch, "float_max", FLT_MAX);
     float limit = ch_value(ch, "exp_overflow_at", logf(FLT_MAX));
     ch_say(ch, "The largest float32 is about %.1e, so expf(x) overflows to infinity "
@@ -173,7 +173,7 @@ static void overflow(Chapter *ch) {
 }
 
 static void masking(Chapter *ch) {
-    ch_section(ch, "3. Masking with -inf");
+    if (!ch_section(ch, "3. Masking with -inf")) return;
     ch_say(ch, "Sometimes a query must not look at some keys. The clean way is to add "
                "a mask to the scores before softmax: 0 where looking is allowed, "
                "-inf where it is not. Since e^(-inf) = 0 exactly, a masked key gets "
@@ -251,7 +251,7 @@ static void masking(Chapter *ch) {
 }
 
 static void temperature(Chapter *ch) {
-    ch_section(ch, "4. Temperature");
+    if (!ch_section(ch, "4. Temperature")) return;
     ch_say(ch, "Dividing the scores by a temperature T before softmax changes how "
                "decisive it is without changing the order. T < 1 stretches the gaps "
                "between scores, so the top one wins more clearly; T > 1 shrinks them "
@@ -292,7 +292,7 @@ static void temperature(Chapter *ch) {
 }
 
 static void whats_next(Chapter *ch) {
-    ch_section(ch, "What's next");
+    if (!ch_section(ch, "What's next")) return;
     ch_say(ch, "We now have every piece of one attention head: scores Q·Kᵀ "
                "(Chapter 01), divided by √Dh (Chapter 02), masked and turned into "
                "weights by softmax (this chapter). Chapter 04 puts them together and "

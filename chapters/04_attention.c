@@ -73,7 +73,7 @@ typedef struct {
 } Head;
 
 static void projections(Chapter *ch, Head *h) {
-    ch_section(ch, "1. Three projections of the same tokens: self-attention");
+    if (!ch_section(ch, "1. Three projections of the same tokens: self-attention")) return;
     ch_say(ch, "Attention lets every token gather information from the others. Here "
                "are %d tokens, each a vector of width %d, one per row of X (random "
                "numbers standing in for the embedded image patches of later "
@@ -111,7 +111,7 @@ static void projections(Chapter *ch, Head *h) {
 }
 
 static void attention_matrix(Chapter *ch, Head *h) {
-    ch_section(ch, "2. Scores, scaling, softmax: the attention matrix");
+    if (!ch_section(ch, "2. Scores, scaling, softmax: the attention matrix")) return;
     ch_say(ch, "Every query is compared with every key (Chapter 01), the scores are "
                "divided by √Dh (Chapter 02) and each row goes through softmax "
                "(Chapter 03). lib/attention/attention.h has one function per step, for G "
@@ -157,7 +157,7 @@ static void attention_matrix(Chapter *ch, Head *h) {
 }
 
 static void weighted_sum(Chapter *ch, Head *h) {
-    ch_section(ch, "3. The weighted sum of the values");
+    if (!ch_section(ch, "3. The weighted sum of the values")) return;
     ch_say(ch, "The output of token i is the average of all value rows, weighted by "
                "row i of the attention matrix: out = probs·V, (%d,%d)·(%d,%d) → "
                "(%d,%d).", N, N, N, DH, N, DH);
@@ -200,7 +200,7 @@ static void weighted_sum(Chapter *ch, Head *h) {
 }
 
 static void the_scale(Chapter *ch, Head *h) {
-    ch_section(ch, "4. The scale is a parameter");
+    if (!ch_section(ch, "4. The scale is a parameter")) return;
     ch_say(ch, "timm's Attention computes its scale once, self.scale = qk_scale or "
                "head_dim ** -0.5: a model may pass its own qk_scale, and 1/√Dh is "
                "only the default. lib's attention takes the same option, "
@@ -264,7 +264,7 @@ static void the_scale(Chapter *ch, Head *h) {
 }
 
 static void masks(Chapter *ch, Head *h) {
-    ch_section(ch, "5. Masks at work");
+    if (!ch_section(ch, "5. Masks at work")) return;
     ch_say(ch, "A mask is added to the scaled scores before softmax: 0 where a "
                "query may look, -inf where it may not (Chapter 03). PyTorch code "
                "often writes the same thing as scores.masked_fill(mask == 0, "
@@ -312,7 +312,7 @@ static void masks(Chapter *ch, Head *h) {
 }
 
 static void whats_next(Chapter *ch) {
-    ch_section(ch, "What's next");
+    if (!ch_section(ch, "What's next")) return;
     ch_say(ch, "One head with Dh = %d can only look for one kind of relationship at "
                "a time. ViT-Base runs 12 heads of width 64 side by side on tokens of "
                "width 768 and joins their outputs. Chapter 05 builds that multi-head "

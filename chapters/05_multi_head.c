@@ -109,7 +109,7 @@ typedef struct {
 } Layer;
 
 static void fused_projection(Chapter *ch, Layer *L) {
-    ch_section(ch, "1. One projection for Q, K and V");
+    if (!ch_section(ch, "1. One projection for Q, K and V")) return;
     ch_say(ch, "Chapter 04 used three weight matrices. timm stores them as one: "
                "qkv.weight of shape (3D, D) = (%d, %d), W_q on top, W_k in the middle, "
                "W_v at the bottom, with one bias of length 3D (ViT-Base: (2304, 768)). "
@@ -139,7 +139,7 @@ static void fused_projection(Chapter *ch, Layer *L) {
 }
 
 static void split_heads(Chapter *ch, Layer *L) {
-    ch_section(ch, "2. The reshape and permute");
+    if (!ch_section(ch, "2. The reshape and permute")) return;
     ch_say(ch, "timm's next line separates the heads and brings them forward:");
     ch_line(ch, "    qkv.reshape(B, N, 3, H, Dh).permute(2, 0, 3, 1, 4)   # (3, B, H, N, Dh)");
     ch_line(ch, "    q, k, v = qkv.unbind(0)                                # (B, H, N, Dh) each");
@@ -175,7 +175,7 @@ static void split_heads(Chapter *ch, Layer *L) {
 }
 
 static void fused_equals_separate(Chapter *ch, Layer *L) {
-    ch_section(ch, "3. Fused equals separate");
+    if (!ch_section(ch, "3. Fused equals separate")) return;
     ch_say(ch, "Is one (3D, D) projection really the same as three (D, D) ones? Each "
                "output number of a linear layer is one weight row dotted with the "
                "input, so stacking weight rows just stacks outputs. lib's mha_forward() "
@@ -201,7 +201,7 @@ static void fused_equals_separate(Chapter *ch, Layer *L) {
 }
 
 static void heads_attend(Chapter *ch, Layer *L) {
-    ch_section(ch, "4. Every head attends on its own");
+    if (!ch_section(ch, "4. Every head attends on its own")) return;
     ch_say(ch, "Now each head is Chapter 04's attention on its own (N, Dh) slices. "
                "The B·H = %d heads are independent, so attention_scores(), "
                "attention_scale_mask() and attention_context() simply loop over "
@@ -221,7 +221,7 @@ static void heads_attend(Chapter *ch, Layer *L) {
 }
 
 static void merge_and_project(Chapter *ch, Layer *L) {
-    ch_section(ch, "5. Merge the heads, project the result");
+    if (!ch_section(ch, "5. Merge the heads, project the result")) return;
     ch_say(ch, "The heads are put back side by side, token by token: "
                "(attn @ v).transpose(1, 2).reshape(B, N, D) in timm, heads_merge() in "
                "lib. Token n's row becomes [head 0's output | head 1's output], width "
@@ -238,7 +238,7 @@ static void merge_and_project(Chapter *ch, Layer *L) {
 }
 
 static void whole_layer(Chapter *ch, Layer *L) {
-    ch_section(ch, "6. The whole layer in one call, and dropout");
+    if (!ch_section(ch, "6. The whole layer in one call, and dropout")) return;
     ch_say(ch, "lib's mha_forward() is sections 1–5 in one function, with Q, K and V "
                "read straight out of the fused weight. A TraceRecorder keeps what it "
                "hands to the trace, under these names:");
@@ -314,7 +314,7 @@ typedef struct {
 } Batch;
 
 static void batch_permute(Chapter *ch, const Layer *L, Batch *b) {
-    ch_section(ch, "7. A batch of two sequences of different lengths");
+    if (!ch_section(ch, "7. A batch of two sequences of different lengths")) return;
     memcpy(b->x, L->x, sizeof L->x);
     Rng rng;
     rng_seed(&rng, BATCH_SEED);
@@ -404,7 +404,7 @@ static void batch_padding(Chapter *ch, const Layer *L, Batch *b) {
 }
 
 static void heads_must_divide(Chapter *ch) {
-    ch_section(ch, "8. D must be divisible by H");
+    if (!ch_section(ch, "8. D must be divisible by H")) return;
     VitConfig cfg;
     VitError err;
     vit_config_for_arch(&cfg, "vit-base", NULL);
@@ -427,7 +427,7 @@ static void heads_must_divide(Chapter *ch) {
 }
 
 static void whats_next(Chapter *ch) {
-    ch_section(ch, "What's next");
+    if (!ch_section(ch, "What's next")) return;
     ch_say(ch, "Attention mixes tokens, but where do the tokens of an image come "
                "from? Chapter 06 cuts a 224 × 224 picture into 196 patches of "
                "16 × 16 pixels and turns each into one token of width 768.");

@@ -78,7 +78,7 @@ typedef struct {
 } Work;
 
 static void the_picture(Chapter *ch, Work *w) {
-    ch_section(ch, "1. An image is a (3, 224, 224) tensor");
+    if (!ch_section(ch, "1. An image is a (3, 224, 224) tensor")) return;
     make_picture(w->img);
     char count[VIT_NUM_BUF];
     ch_say(ch, "A colour image of %d × %d pixels is %s numbers: three channels (red, "
@@ -108,7 +108,7 @@ static void the_picture(Chapter *ch, Work *w) {
 }
 
 static void cutting(Chapter *ch, Work *w) {
-    ch_section(ch, "2. Cutting it into patches");
+    if (!ch_section(ch, "2. Cutting it into patches")) return;
     int grid = (int)ch_value(ch, "grid", (float)GRID);
     int n = (int)ch_value(ch, "num_patches", (float)P);
     int k = (int)ch_value(ch, "patch_numbers", (float)PATCH_LEN);
@@ -167,7 +167,7 @@ static void cutting(Chapter *ch, Work *w) {
 }
 
 static void projecting(Chapter *ch, Work *w) {
-    ch_section(ch, "3. One linear layer for every patch");
+    if (!ch_section(ch, "3. One linear layer for every patch")) return;
     char count[VIT_NUM_BUF];
     ch_say(ch, "Each patch vector goes through the same linear layer, W of shape "
                "(%d, %d) and a bias of %d: %d × %d + %d = %s parameters shared by all "
@@ -223,7 +223,7 @@ static void time_both(Work *w, double linear[ROUNDS], double conv[ROUNDS]) {
 // [time_both]
 
 static void convolution(Chapter *ch, Work *w) {
-    ch_section(ch, "4. The same thing as a convolution");
+    if (!ch_section(ch, "4. The same thing as a convolution")) return;
     ch_say(ch, "timm writes the patch embedding as a convolution, "
                "nn.Conv2d(3, %d, kernel_size=%d, stride=%d), followed by "
                "flatten(2).transpose(1, 2). A convolution slides a %d × %d × %d filter "
@@ -268,7 +268,7 @@ static void convolution(Chapter *ch, Work *w) {
 }
 
 static void whats_next(Chapter *ch) {
-    ch_section(ch, "What's next");
+    if (!ch_section(ch, "What's next")) return;
     ch_say(ch, "196 tokens, but two things are missing. Nothing says where in the "
                "image a token came from, and there is no token to speak for the "
                "whole image. Chapter 07 adds the [cls] token and the position "

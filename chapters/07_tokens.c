@@ -64,7 +64,7 @@ static void permute_rows(float *out, const float *x, const int *perm, int n, int
 /* ------------------------------------------------- ViT-Base's first input */
 
 static void cls_token(Chapter *ch, float *tokens, const float *patches, const float *cls) {
-    ch_section(ch, "1. One more token: [cls]");
+    if (!ch_section(ch, "1. One more token: [cls]")) return;
     ch_say(ch, "Chapter 06 turned the image into %d patch tokens of width %d. ViT "
                "puts one extra token in front of them, the class token [cls]. It is "
                "not cut from the image: it is a vector of %d learned parameters, the "
@@ -109,7 +109,7 @@ static void cls_token(Chapter *ch, float *tokens, const float *patches, const fl
 }
 
 static void positions(Chapter *ch, float *embed, const float *tokens, const float *pos) {
-    ch_section(ch, "2. Where each token came from");
+    if (!ch_section(ch, "2. Where each token came from")) return;
     char count[VIT_NUM_BUF];
     Tensor tp = tensor_view((float *)pos, 2, N, D);
     ch_say(ch, "The patch tokens carry what a patch looks like, but not where it was. "
@@ -174,7 +174,7 @@ static void small_mha(Small *s, float *out, const float *x) {
 }
 
 static void equivariance(Chapter *ch, Small *s) {
-    ch_section(ch, "3. Attention alone cannot see order");
+    if (!ch_section(ch, "3. Attention alone cannot see order")) return;
     ch_say(ch, "Take %d tokens of width %d, [cls] and 4 patches, and a multi-head "
                "attention layer with %d heads (Chapter 05, random weights):", SN, SD, SH);
     show_matrix(ch, "x", s->x, SN, SD);
@@ -208,7 +208,7 @@ static void equivariance(Chapter *ch, Small *s) {
 }
 
 static void positions_break_symmetry(Chapter *ch, Small *s) {
-    ch_section(ch, "4. Positions break the symmetry");
+    if (!ch_section(ch, "4. Positions break the symmetry")) return;
     ch_say(ch, "Add a position table (random here, learned in a real model) before "
                "attention. The positions belong to the places, not to the content: "
                "after shuffling, slot i still gets row i of the table.");
@@ -235,7 +235,7 @@ static void positions_break_symmetry(Chapter *ch, Small *s) {
 }
 
 static void whats_next(Chapter *ch) {
-    ch_section(ch, "What's next");
+    if (!ch_section(ch, "What's next")) return;
     ch_say(ch, "The input is ready: %d tokens of width %d that know what they show and "
                "where. Chapter 08 builds the encoder block that ViT-Base applies to "
                "them twelve times: attention and a small MLP, each behind a "

@@ -128,7 +128,7 @@ typedef struct {
 } Work;
 
 static void the_block(Chapter *ch, Work *w) {
-    ch_section(ch, "1. What is in a block");
+    if (!ch_section(ch, "1. What is in a block")) return;
     const VitConfig *c = w->cfg;
     const struct {
         const char *stage, *label;
@@ -175,7 +175,7 @@ static void the_block(Chapter *ch, Work *w) {
 }
 
 static void layer_norm(Chapter *ch, Work *w) {
-    ch_section(ch, "2. LayerNorm");
+    if (!ch_section(ch, "2. LayerNorm")) return;
     const int D = w->D;
     const float eps = w->cfg->ln_eps, *x = w->x; // token 0 of the input
     const float *gamma = w->block->norm1_w, *beta = w->block->norm1_b;
@@ -295,7 +295,7 @@ static void layer_norm(Chapter *ch, Work *w) {
 }
 
 static void by_hand(Chapter *ch, Work *w) {
-    ch_section(ch, "3. The block, assembled by hand");
+    if (!ch_section(ch, "3. The block, assembled by hand")) return;
     ch_say(ch, "Now the block itself. With the LayerNorm above, mha_forward() from "
                "Chapter 05, ops_add(), ops_linear() and gelu() (Section 5) it is eight calls, "
                "in the order of timm's Block.forward:");
@@ -364,7 +364,7 @@ static void by_hand(Chapter *ch, Work *w) {
 }
 
 static void prenorm(Chapter *ch, Work *w) {
-    ch_section(ch, "4. LayerNorm first: pre-norm");
+    if (!ch_section(ch, "4. LayerNorm first: pre-norm")) return;
     ch_say(ch, "Both sub-layers read a LayerNorm'd copy, never the stream itself, and "
                "add their result to the stream. This is the pre-norm arrangement of "
                "ViT (and GPT-2). The original Transformer normalised after the "
@@ -394,7 +394,7 @@ static void prenorm(Chapter *ch, Work *w) {
 }
 
 static void mlp(Chapter *ch, Work *w) {
-    ch_section(ch, "5. The MLP and GELU");
+    if (!ch_section(ch, "5. The MLP and GELU")) return;
     ch_say(ch, "The MLP works on every token separately: fc1 widens it to %d "
                "numbers, GELU bends them, fc2 brings them back to %d. Attention moves "
                "information between tokens; the MLP processes what each token now "
@@ -439,7 +439,7 @@ static void run_on_chapter09_image(Work *w, TraceRecorder *rec) {
 // [chapter09_image]
 
 static void residual_stream(Chapter *ch, Work *w) {
-    ch_section(ch, "6. The residual stream");
+    if (!ch_section(ch, "6. The residual stream")) return;
     ch_say(ch, "Follow the stream through the block: x, then resid1 = x + attention, "
                "then out = resid1 + MLP. How much does each sub-layer change it? "
                "Average lengths |token| over the %d tokens:", w->N);
@@ -504,7 +504,7 @@ static void residual_stream(Chapter *ch, Work *w) {
 }
 
 static void whats_next(Chapter *ch) {
-    ch_section(ch, "What's next");
+    if (!ch_section(ch, "What's next")) return;
     ch_say(ch, "Stack twelve of these blocks, put the patch embedding and the "
                "[cls] and position tokens in front and a LayerNorm and a classifier "
                "behind, and you have ViT-Base/16. Chapter 09 runs the whole model and "

@@ -99,7 +99,7 @@ static void stage_table(Chapter *ch, Work *w, StageTotals *tot);
 /* ----------------------------------------------------------- sections */
 
 static void configuration(Chapter *ch, const VitConfig *c) {
-    ch_section(ch, "1. The configuration");
+    if (!ch_section(ch, "1. The configuration")) return;
     ch_say(ch, "vit_config_for_arch(\"vit-base\") gives the sizes of "
                "vit_base_patch16_224, the model of the original ViT paper:");
     const struct {
@@ -134,7 +134,7 @@ static void configuration(Chapter *ch, const VitConfig *c) {
 }
 
 static void build(Chapter *ch, Work *w) {
-    ch_section(ch, "2. Building it");
+    if (!ch_section(ch, "2. Building it")) return;
     VitConfig cfg;
     VitError err;
     vit_config_for_arch(&cfg, "vit-base", NULL);
@@ -183,7 +183,7 @@ static void build(Chapter *ch, Work *w) {
 }
 
 static void recipe(Chapter *ch, Work *w) {
-    ch_section(ch, "3. The recipe: vit_forward()");
+    if (!ch_section(ch, "3. The recipe: vit_forward()")) return;
     const VitConfig *c = w->cfg;
     ch_say(ch, "The input is an image of random pixels, uniform in [-1, 1) (already "
                "normalised). With random weights the content does not matter; a real "
@@ -238,7 +238,7 @@ static void recipe(Chapter *ch, Work *w) {
 }
 
 static void cost(Chapter *ch, Work *w) {
-    ch_section(ch, "4. Where the parameters, the FLOPs and the time go");
+    if (!ch_section(ch, "4. Where the parameters, the FLOPs and the time go")) return;
     const VitConfig *c = w->cfg;
     ch_say(ch, "Block stages are listed once and count all %d blocks: their "
                "parameters, FLOPs and times are summed. Shapes are per image; "
@@ -316,7 +316,7 @@ static void cost(Chapter *ch, Work *w) {
 }
 
 static void stream(Chapter *ch, Work *w) {
-    ch_section(ch, "5. The residual stream through twelve blocks");
+    if (!ch_section(ch, "5. The residual stream through twelve blocks")) return;
     const Watch *s = &w->watch;
     const int L = w->cfg->depth;
     ch_say(ch, "Chapter 08 took one block apart. Here are all %d, as watch_stream() saw "
@@ -365,7 +365,7 @@ static void stream(Chapter *ch, Work *w) {
 }
 
 static void head(Chapter *ch, Work *w) {
-    ch_section(ch, "6. The answer");
+    if (!ch_section(ch, "6. The answer")) return;
     const VitConfig *c = w->cfg;
     Tensor logits = vit_logits(&w->vit);
     TensorStats st = tensor_stats(&logits);
@@ -403,7 +403,7 @@ static void head(Chapter *ch, Work *w) {
 }
 
 static void whats_next(Chapter *ch) {
-    ch_section(ch, "What's next");
+    if (!ch_section(ch, "What's next")) return;
     ch_say(ch, "This is the whole model. What it lacks is knowledge: its weights are "
                "random. Chapter 10 computes the gradient that learning needs, and chapter "
                "11 trains a small ViT with it. To see this same code answer with "

@@ -201,7 +201,7 @@ static void label_smoothing(Chapter *ch) {
 /* ------------------------------------------------------ 1. the loss */
 
 static void the_loss(Chapter *ch, Work *w) {
-    ch_section(ch, "1. The loss of one image");
+    if (!ch_section(ch, "1. The loss of one image")) return;
     const VitConfig *c = w->cfg;
     const int Y = c->num_classes;
     char count[VIT_NUM_BUF];
@@ -311,7 +311,7 @@ static float max_abs(const float *x, size_t n) {
 }
 
 static void through_a_head(Chapter *ch) {
-    ch_section(ch, "2. The chain rule through one attention head");
+    if (!ch_section(ch, "2. The chain rule through one attention head")) return;
     Head h;
     Rng rng;
     rng_seed(&rng, HEAD_SEED);
@@ -411,7 +411,7 @@ static double softmax_objective(void *ctx) {
 }
 
 static void softmax_gradient(Chapter *ch) {
-    ch_section(ch, "3. The backward of softmax");
+    if (!ch_section(ch, "3. The backward of softmax")) return;
     ch_say(ch, "p = softmax(x) makes each p_j depend on every x_i, through the sum in "
                "its denominator. With S = Σ_k e^(x_k) and the quotient rule:");
     ch_line(ch, "    p_j = e^(x_j) / S");
@@ -519,7 +519,7 @@ static double layernorm_objective(void *ctx) {
 }
 
 static void layernorm_gradient(Chapter *ch) {
-    ch_section(ch, "4. The backward of LayerNorm");
+    if (!ch_section(ch, "4. The backward of LayerNorm")) return;
     ch_say(ch, "LayerNorm (Chapter 08) is harder, because every output depends on every "
                "input twice more: through the mean and through the variance. The forward, "
                "for one row x of D numbers:");
@@ -770,7 +770,7 @@ static void tokens_gradient(Chapter *ch) {
 }
 
 static void other_layers(Chapter *ch) {
-    ch_section(ch, "5. The backward of the other layers");
+    if (!ch_section(ch, "5. The backward of the other layers")) return;
     ch_say(ch, "Sections 2–4 undid attention, softmax and LayerNorm. The whole model needs "
                "four more backward functions: the linear layer, GELU, the residual add, and "
                "the first step, [cls] and the positions. Each is short; each is shown here "
@@ -918,7 +918,7 @@ static void why_clip(Chapter *ch) {
 }
 
 static void adam(Chapter *ch) {
-    ch_section(ch, "6. Adam, written out, and why clip");
+    if (!ch_section(ch, "6. Adam, written out, and why clip")) return;
     adam_written_out(ch);
     why_clip(ch);
 }
@@ -1215,7 +1215,7 @@ static void step_update(Chapter *ch, Work *w, Step *s) {
 }
 
 static void one_step(Chapter *ch, Work *w) {
-    ch_section(ch, "7. One AdamW step on the whole model");
+    if (!ch_section(ch, "7. One AdamW step on the whole model")) return;
     Step s;
     VitError err;
     if (!step_new(&s, w, &err)) {
@@ -1281,7 +1281,7 @@ static void l2_versus_decoupled(Chapter *ch) {
 
 
 static void warmup_and_decay(Chapter *ch, Work *w) {
-    ch_section(ch, "8. Warm-up and weight decay");
+    if (!ch_section(ch, "8. Warm-up and weight decay")) return;
     // [schedule]
     const LrSchedule schedule = {.peak_lr = 1e-3, .min_lr = 1e-5, .warmup_start = 0.0,
                                  .warmup_steps = 10, .total_steps = 100};
@@ -1387,7 +1387,7 @@ static void warmup_and_decay(Chapter *ch, Work *w) {
 }
 
 static void whats_next(Chapter *ch) {
-    ch_section(ch, "What's next");
+    if (!ch_section(ch, "What's next")) return;
     ch_say(ch, "Training is Section 7's step repeated: a batch of labelled images, "
                "forward, loss, backward, clip, AdamW, a learning rate from the schedule, "
                "thousands of times. Each gradient in it is one of the backward functions "

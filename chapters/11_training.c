@@ -273,7 +273,7 @@ typedef struct {
 /* ------------------------------------------------------ 1. the data */
 
 static void the_data(Chapter *ch, Work *w) {
-    ch_section(ch, "1. The data");
+    if (!ch_section(ch, "1. The data")) return;
     const Dataset *all = &w->all, *test = &w->test;
     int train_count[10], test_count[10], val_count[10];
     count_labels(train_count, all);
@@ -513,7 +513,7 @@ static void epoch_table(Chapter *ch, const RunLog *r) {
 /* ------------------------------------------------- 2. the loss falling */
 
 static void the_loss_falling(Chapter *ch, Work *w) {
-    ch_section(ch, "2. The loss falling");
+    if (!ch_section(ch, "2. The loss falling")) return;
     RunLog *r = &w->runs[SHORT];
     const TrainConfig d = train_defaults();
     char params[VIT_NUM_BUF];
@@ -715,7 +715,7 @@ static int best_row(const TrainLog *log) {
 
 static void the_shipped_curve(Chapter *ch) {
     int shipped_epochs = 0; // rows of the shipped model's log, when it is read
-    ch_section(ch, "3. The shipped model's curve");
+    if (!ch_section(ch, "3. The shipped model's curve")) return;
     char path[1024], shown[256], why[512];
     snprintf(shown, sizeof shown, "data/%s", LOG_FILE);
     vit_data_path(path, sizeof path, LOG_FILE);
@@ -926,7 +926,7 @@ static void pos_similarity(float *near, float *far, const float *pos_embed, int 
 // [pos_similarity]
 
 static void the_trained_model(Chapter *ch, Work *w) {
-    ch_section(ch, "4. The trained model");
+    if (!ch_section(ch, "4. The trained model")) return;
     char path[1024], shown[128];
     snprintf(shown, sizeof shown, "data/%s", MODEL_FILE);
     vit_data_path(path, sizeof path, MODEL_FILE);
@@ -1182,7 +1182,7 @@ static bool cnn_seeds(Chapter *ch, Work *w, SeedSummary out[SIZES]) {
 }
 
 static void hunger_intro(Chapter *ch, const Work *w) {
-    ch_section(ch, "5. Why a ViT is hungry for data");
+    if (!ch_section(ch, "5. Why a ViT is hungry for data")) return;
     ch_say(ch, "A convolutional network is built to see images. Its filters are small, so "
                "each output looks at a neighbourhood of pixels (locality), and one filter "
                "slides over every position, so a pattern learned in one corner is "
@@ -1790,13 +1790,13 @@ static void update_ratios(Chapter *ch) {
 }
 
 static void the_film(Chapter *ch, Work *w) {
-    ch_section(ch, "6. The film: the shipped model as it learned");
+    if (!ch_section(ch, "6. The film: the shipped model as it learned")) return;
     film_frames(ch, w);
     update_ratios(ch);
 }
 
 static void whats_next(Chapter *ch) {
-    ch_section(ch, "What's next");
+    if (!ch_section(ch, "What's next")) return;
     ch_say(ch, "The model is trained; what did it learn? Chapter 12 opens it up: which "
                "patches [cls] attends to, layer by layer (attention rollout), and what "
                "changes when a patch of the image is changed.");

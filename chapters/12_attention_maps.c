@@ -130,7 +130,7 @@ static bool rollout_row(Chapter *ch, float *map, float *self, const Work *w, int
 /* ------------------------------------------------- 1. what the model says */
 
 static void the_predictions(Chapter *ch, Work *w) {
-    ch_section(ch, "1. Ten test images, and what the model says");
+    if (!ch_section(ch, "1. Ten test images, and what the model says")) return;
     // [predict]
     const Tensor logits = vit_logits(&w->vit);
     float probs[SHOWN * 16];
@@ -161,7 +161,7 @@ static void the_predictions(Chapter *ch, Work *w) {
 /* ------------------------------------------------- 2. layer by layer */
 
 static void layer_by_layer(Chapter *ch, Work *w) {
-    ch_section(ch, "2. Where [cls] looks, one layer at a time");
+    if (!ch_section(ch, "2. Where [cls] looks, one layer at a time")) return;
     const int P = w->P, N = w->N, H = w->H;
     float *cls = vit_malloc(sizeof(float) * (size_t)w->L * P), self[64], row[256];
     // [layer_rows]
@@ -210,7 +210,7 @@ static void layer_by_layer(Chapter *ch, Work *w) {
 /* ------------------------------------------------------------ 3. rollout */
 
 static void rolled_out(Chapter *ch, Work *w) {
-    ch_section(ch, "3. Rollout: the mixing followed through every layer");
+    if (!ch_section(ch, "3. Rollout: the mixing followed through every layer")) return;
     const int P = w->P;
     float *map = vit_malloc(sizeof(float) * (size_t)P), self;
     // [plain_rollout]
@@ -281,7 +281,7 @@ static void rollout_layer_wrong_axis(double *joint, const float *fused, int N, d
 // [rollout_layer_wrong_axis]
 
 static void fusions_and_a_mistake(Chapter *ch, Work *w) {
-    ch_section(ch, "4. Fusing heads, discarding weak links, and a mistake to avoid");
+    if (!ch_section(ch, "4. Fusing heads, discarding weak links, and a mistake to avoid")) return;
     const int P = w->P, N = w->N;
     float *map = vit_malloc(sizeof(float) * (size_t)P), self;
     // [max_discard]
@@ -385,7 +385,7 @@ static void score_units(Chapter *ch, Work *w) {
 }
 
 static void gradient_weighted(Chapter *ch, Work *w) {
-    ch_section(ch, "5. Attention that matters for a class: gradient-weighted");
+    if (!ch_section(ch, "5. Attention that matters for a class: gradient-weighted")) return;
     const int P = w->P;
     float *map = vit_malloc(sizeof(float) * (size_t)P), self;
     // [grad_rollout]
@@ -433,7 +433,7 @@ static void name_list(char *out, size_t size, const int *list, int n) {
 }
 
 static void measured(Chapter *ch, Work *w) {
-    ch_section(ch, "6. Measured: on the garment, and what deleting patches does");
+    if (!ch_section(ch, "6. Measured: on the garment, and what deleting patches does")) return;
     AttentionMeasures m;
     VitError err;
     // [measure]

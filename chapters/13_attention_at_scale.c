@@ -181,7 +181,7 @@ static double ms(double seconds) { return 1e3 * seconds; }
 /* ------------------------------------------------- 1. more tokens */
 
 static void more_tokens(Chapter *ch, Work *w) {
-    ch_section(ch, "1. More pixels, more tokens");
+    if (!ch_section(ch, "1. More pixels, more tokens")) return;
     ch_say(ch, "ViT-B/16 cuts an image into %d × %d patches. At %d pixels that is a "
                "%d × %d grid, %d patches, and with [cls] N = %d tokens. None of its weights "
                "depends on N but one: the position table, one row of %d numbers per token, "
@@ -239,7 +239,7 @@ static float weight_in_window(const float *probs, int N, int g, float *mask) {
 // [weight_in_window]
 
 static void the_matrix(Chapter *ch, Work *w) {
-    ch_section(ch, "2. The N × N matrix: memory and time");
+    if (!ch_section(ch, "2. The N × N matrix: memory and time")) return;
     ch_say(ch, "Each head scores every query against every key: an (N, N) matrix of float32, "
                "4·N² bytes. Attention itself needs one per head while the head is computed "
                "(the scores, turned into probabilities in place, as attention_exact() below "
@@ -294,7 +294,7 @@ static void the_matrix(Chapter *ch, Work *w) {
 /* ------------------------------------------------- 3. query chunks */
 
 static void query_chunks(Chapter *ch, Work *w) {
-    ch_section(ch, "3. Exact, a chunk of queries at a time");
+    if (!ch_section(ch, "3. Exact, a chunk of queries at a time")) return;
     ch_say(ch, "A row of the softmax needs its own row of scores and nothing else. So the "
                "queries can be taken %d at a time: score the chunk against every key, a "
                "(%d, N) matrix, take its softmax and multiply by V, write the chunk's %d rows "
@@ -380,7 +380,7 @@ static void online_by_hand(Chapter *ch) {
 // [online_by_hand]
 
 static void online(Chapter *ch, Work *w) {
-    ch_section(ch, "4. Exact, one block of keys at a time: the online softmax");
+    if (!ch_section(ch, "4. Exact, one block of keys at a time: the online softmax")) return;
     ch_say(ch, "A chunk of queries still holds a whole row of N scores per query, because "
                "the softmax needs the row's maximum and its sum before any weight is known. "
                "The online softmax does without: it keeps, per query, the largest score seen "
@@ -454,7 +454,7 @@ static float uniform_error(const Work *w, int i, float *out) {
 }
 
 static void local(Chapter *ch, Work *w) {
-    ch_section(ch, "5. An approximation: local attention");
+    if (!ch_section(ch, "5. An approximation: local attention")) return;
     const int side = 2 * RADIUS + 1, keys = 1 + side * side;
     float *out = vit_malloc(sizeof(float) * (size_t)w->N[SIZES - 1] * DH);
     const float same = local_vs_masked(ch, w, out);
@@ -502,7 +502,7 @@ static void local(Chapter *ch, Work *w) {
 /* ------------------------------------------------- 6. linear attention */
 
 static void linear_attention(Chapter *ch, Work *w) {
-    ch_section(ch, "6. An approximation: linear attention");
+    if (!ch_section(ch, "6. An approximation: linear attention")) return;
     ch_say(ch, "The N² comes from the softmax: e^(q·k) does not split into a part of q times "
                "a part of k, so every pair must be scored. Linear attention (Katharopoulos et "
                "al., 2020) replaces the weight by a product of features, φ(q_i)·φ(k_j) with "
@@ -922,7 +922,7 @@ static void where_it_looks(Chapter *ch, Where *w, int side) {
 // [where_it_looks]
 
 static void trained_model(Chapter *ch) {
-    ch_section(ch, "7. Where the trained model looks, and what it expects");
+    if (!ch_section(ch, "7. Where the trained model looks, and what it expects")) return;
     Vit vit = {0};
     Dataset test = {0};
     VitError err;

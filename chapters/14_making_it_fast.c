@@ -303,7 +303,7 @@ static int kernel_lanes(const char *kernel) {
 /* ----------------------------------------------------------- sections */
 
 static void the_work(Chapter *ch) {
-    ch_section(ch, "1. The work, and how it is timed");
+    if (!ch_section(ch, "1. The work, and how it is timed")) return;
     const float shape[3] = {TM, TK, TN};
     Tensor t = tensor_view((float *)shape, 1, 3);
     ch_pin(ch, "timed.shape", &t);
@@ -364,7 +364,7 @@ static double pin_check(Chapter *ch, const char *step, const float *out) {
 // [pin_check]
 
 static void same_sums(Chapter *ch, Work *w) {
-    ch_section(ch, "2. Same sums, different order");
+    if (!ch_section(ch, "2. Same sums, different order")) return;
     const float blocks[5] = {GEMM_STEP_MC, GEMM_STEP_KC, GEMM_STEP_NC, GEMM_STEP_MR, GEMM_STEP_NR};
     Tensor tb = tensor_view((float *)blocks, 1, 5);
     ch_pin(ch, "blocks", &tb);
@@ -417,7 +417,7 @@ static void same_sums(Chapter *ch, Work *w) {
 }
 
 static void naive(Chapter *ch, Work *w) {
-    ch_section(ch, "3. The textbook loop");
+    if (!ch_section(ch, "3. The textbook loop")) return;
     ch_say(ch, "matmul_naive() (lib/gemm/gemm.c) is the definition written as three loops, i, "
                "j, then k: one output at a time, a dot product of row i of a and column "
                "j of b.");
@@ -444,7 +444,7 @@ static void naive(Chapter *ch, Work *w) {
 }
 
 static void loop_order(Chapter *ch, Work *w) {
-    ch_section(ch, "4. Step 1: the loop order");
+    if (!ch_section(ch, "4. Step 1: the loop order")) return;
     ch_say(ch, "Swap the two inner loops. With k outside j, row i of out becomes a sum of "
                "rows of b, each scaled by one number a[i][k]:");
     ch_line(ch, "    for i:  out[i][:] = 0;  for k:  for j: out[i][j] += a[i][k] · b[k][j]");
@@ -460,7 +460,7 @@ static void loop_order(Chapter *ch, Work *w) {
 }
 
 static void blocking(Chapter *ch, Work *w) {
-    ch_section(ch, "5. Step 2: cache blocking");
+    if (!ch_section(ch, "5. Step 2: cache blocking")) return;
     char big[VIT_NUM_BUF], small[VIT_NUM_BUF], b_size[VIT_NUM_BUF];
     char l1[VIT_NUM_BUF + 64], l2[VIT_NUM_BUF + 64], l3[VIT_NUM_BUF + 64];
     const char *src1 = "", *src2 = "", *src3 = "";
@@ -534,7 +534,7 @@ static void blocking(Chapter *ch, Work *w) {
 }
 
 static void packing(Chapter *ch, Work *w) {
-    ch_section(ch, "6. Step 3: packing and a register tile");
+    if (!ch_section(ch, "6. Step 3: packing and a register tile")) return;
     const float tile[2] = {GEMM_STEP_MR, GEMM_STEP_NR};
     Tensor tt = tensor_view((float *)tile, 1, 2);
     ch_pin(ch, "packed.tile", &tt);
@@ -635,7 +635,7 @@ static void block_sizes(Chapter *ch) {
 }
 
 static void simd(Chapter *ch, Work *w) {
-    ch_section(ch, "7. Step 4: the real micro-kernel, SIMD");
+    if (!ch_section(ch, "7. Step 4: the real micro-kernel, SIMD")) return;
     const float lanes[3] = {4, 8, 16};
     Tensor tl = tensor_view((float *)lanes, 1, 3);
     ch_pin(ch, "simd.floats_per_vector", &tl);
@@ -670,7 +670,7 @@ static void simd(Chapter *ch, Work *w) {
 }
 
 static void threads(Chapter *ch, Work *w) {
-    ch_section(ch, "8. Step 5: threads");
+    if (!ch_section(ch, "8. Step 5: threads")) return;
     ch_say(ch, "The outputs are independent, so the cores can share them: matmul_tiled() "
                "cuts out into one rectangle per thread (OpenMP), and no two threads write "
                "the same output. Each thread packs its own blocks of b; a, whose rows "
@@ -702,7 +702,7 @@ static void threads(Chapter *ch, Work *w) {
 }
 
 static void openblas(Chapter *ch, Work *w) {
-    ch_section(ch, "9. Step 6: OpenBLAS");
+    if (!ch_section(ch, "9. Step 6: OpenBLAS")) return;
     if (gemm_have_blas())
         ch_say(ch, "OpenBLAS is the BLAS library Linux distributions commonly ship for "
                    "these products (cblas_sgemm). It uses the same scheme, with "
@@ -779,7 +779,7 @@ static double time_fast_pair(double gf[2], double ratios[MAX_ROUNDS], int M, int
 // [time_fast_pair]
 
 static void peak(Chapter *ch, Work *w) {
-    ch_section(ch, "10. The best measured, and the peak on paper");
+    if (!ch_section(ch, "10. The best measured, and the peak on paper")) return;
     double square[2], square_ratios[MAX_ROUNDS];
     const double others1 = time_fast_pair(square, square_ratios, SQ, SQ, SQ, false, w->threads);
     w->qkv_others = time_fast_pair(w->qkv_gflops, w->qkv_ratios, QM, QK, QN, true, w->threads);
@@ -964,7 +964,7 @@ static double time_forward(Vit *vit, const Tensor *image, double *fastest, VitEr
 // [time_forward]
 
 static void vit_base(Chapter *ch, Work *w) {
-    ch_section(ch, "11. ViT-B/16 against the best measured");
+    if (!ch_section(ch, "11. ViT-B/16 against the best measured")) return;
     VitConfig cfg;
     vit_config_for_arch(&cfg, "vit-base", NULL);
     char bytes[VIT_NUM_BUF];
@@ -1027,7 +1027,7 @@ static void vit_base(Chapter *ch, Work *w) {
 }
 
 static void wrong_kernel(Chapter *ch, Work *w) {
-    ch_section(ch, "12. A library that does not know your CPU");
+    if (!ch_section(ch, "12. A library that does not know your CPU")) return;
     ch_say(ch, "OpenBLAS chooses its kernels by asking the CPU its family and model. A "
                "CPU newer than the library is not in its table, and a build may then fall "
                "back to kernels for a far older one. Debian 12 ships OpenBLAS 0.3.21; on a "
@@ -1165,7 +1165,7 @@ static void kind_rows(Chapter *ch, const double stage_s[STAGE_CLOCK_MAX], const 
 }
 
 static void where_time_goes(Chapter *ch, Work *w) {
-    ch_section(ch, "13. Where the forward's time goes, and what fusing saves");
+    if (!ch_section(ch, "13. Where the forward's time goes, and what fusing saves")) return;
     ch_say(ch, "Section 11 timed the forward pass whole. Chapter 09's stopwatch, "
                "stage_clock_trace() (lib/model/trace_timing.c), splits it: it listens to "
                "the trace and charges the time between two stages to the second. A "
@@ -1269,7 +1269,7 @@ static bool time_beside_busy(Vit *vit, const Tensor *image, double *ratios, int 
 }
 
 static void beside_other_work(Chapter *ch, Work *w) {
-    ch_section(ch, "14. Beside other work");
+    if (!ch_section(ch, "14. Beside other work")) return;
     ch_say(ch, "Everything so far was timed on a machine doing little else. A learner's "
                "machine is seldom like that: a build, a browser, a second terminal. Each "
                "parallel loop of the forward pass ends at a barrier, where the team of "
@@ -1333,7 +1333,7 @@ static void beside_other_work(Chapter *ch, Work *w) {
 }
 
 static void whats_next(Chapter *ch) {
-    ch_section(ch, "What's next");
+    if (!ch_section(ch, "What's next")) return;
     ch_say(ch, "The steps are in lib/gemm/gemm_steps.c and lib/gemm/gemm_blocked.c, the real kernel "
                "in lib/gemm/gemm.c, whose long comment retells this chapter for matmul_tiled(). "
                "`make bench` times the kernels, the forward pass and a training step at "

@@ -246,6 +246,7 @@ typedef struct {
     bool head_dim_looked;
     CheckReport report; /* the mismatches, printed first in full, then a line each */
     bool loaded;
+    bool *stop;        /* a chapter's stop flag, set at the first mismatch (NULL: none) */
 } GoldenCheck;
 
 /** Open tests/golden/@p file; CU-asserts (at the caller's line) that it loads. */
@@ -258,11 +259,17 @@ void golden_check(void *golden_check, const char *name, const Tensor *t);
 /**
  * Assert every golden was seen, nothing mismatched and nothing was unpinned;
  * then close. The failure names the caller's line and the first stage that differed.
+ * A chapter stopped at its first wrong value (g->stop) never produced the rest:
+ * those are counted in a line, not asserted.
  */
 #define golden_finish(g) golden_finish_at((g), __FILE__, __LINE__)
 void golden_finish_at(GoldenCheck *g, const char *src, int line);
 
-/** Run a chapter silently with its values compared against tests/golden/@p file. */
+/**
+ * Run a chapter silently with its values compared against tests/golden/@p file.
+ * At the first value outside its tolerance the chapter stops at its next section
+ * (ch_section()): what follows rests on that value and would only repeat it.
+ */
 #define check_chapter_against_golden(run, file) \
     check_chapter_against_golden_at((run), (file), __FILE__, __LINE__)
 void check_chapter_against_golden_at(ChapterFn run, const char *file, const char *src, int line);

@@ -4,12 +4,18 @@
  *        as itself, and noise, or the right answer, as nothing.
  *
  * Every "got" here is the expected tensor changed by the arithmetic of one mistake,
- * written out in the test; none comes from the library.
+ * written out in the test; none comes from the library. And the golden comparison
+ * of a chapter: its first wrong value stops the chapter at its next section.
  */
 #include <CUnit/CUnit.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "../chapters/chapters.h"
 #include "base/rng.h"
 #include "check.h"
 #include "diagnose.h"
@@ -348,6 +354,57 @@ static void test_noise_is_nothing(void) {
     tensor_free(&b);
 }
 
+/* ------------------------------------------ a chapter stopped when wrong */
+
+typedef struct {
+    GoldenCheck golden;
+    int pinned;  // values the chapter pinned
+    bool spoil;  // make the first value wrong: +1 on its first element
+} Spoiler;
+
+static void pin_spoiled(void *user, const char *name, const Tensor *t) {
+    Spoiler *s = user;
+    Tensor copy = tensor_clone(t);
+    if (s->spoil && s->pinned == 0 && copy.numel) copy.data[0] += 1.0f;
+    s->pinned++;
+    golden_check(&s->golden, name, &copy);
+    tensor_free(&copy);
+}
+
+// Chapter 01 against its golden, its first value spoiled or not: how many
+// values it pinned, and how many of the golden's it never produced.
+static int run_chapter01(bool spoil, int *never_produced) {
+    Spoiler s = {.spoil = spoil};
+    *never_produced = -1;
+    if (!golden_open(&s.golden, "ch01_dot_product.safetensors")) return 0;
+    Chapter ch = {.out = NULL, .pin = pin_spoiled, .pin_user = &s};
+    s.golden.stop = &ch.stop;
+    const int err = dup(STDERR_FILENO), null = open("/dev/null", O_WRONLY);
+    if (null >= 0) dup2(null, STDERR_FILENO); // the spoiled value's report is not this test's
+    chapter01_run(&ch);
+    fflush(stderr);
+    if (err >= 0) dup2(err, STDERR_FILENO), close(err);
+    if (null >= 0) close(null);
+    *never_produced = 0;
+    for (int i = 0; i < s.golden.golden.count; i++) *never_produced += !s.golden.seen[i];
+    CU_ASSERT_EQUAL(s.golden.mismatches, spoil ? 1 : 0); // only the spoiled value differs
+    CU_ASSERT_EQUAL(ch.stop, spoil);
+    CU_ASSERT_EQUAL(ch_section(&ch, "one more"), !spoil); // a stopped chapter runs no more sections
+    free(s.golden.seen);
+    st_close(&s.golden.golden);
+    return s.pinned;
+}
+
+static void test_a_wrong_value_stops_the_chapter(void) {
+    int missing_whole, missing_stopped;
+    const int whole = run_chapter01(false, &missing_whole);
+    const int stopped = run_chapter01(true, &missing_stopped);
+    CU_ASSERT_EQUAL(missing_whole, 0); // unspoiled, it produces every value of the golden
+    CU_ASSERT_TRUE(stopped >= 1);
+    CU_ASSERT_TRUE(stopped < whole); // spoiled, the sections after the first are skipped
+    CU_ASSERT_EQUAL(missing_stopped, whole - stopped);
+}
+
 CU_TestInfo tests_check_diagnose[] = {
     {"a factor, named √Dh in the scaled scores", test_factor_of_sqrt_dh},
     {"a transposed copy, and a symmetric one is not", test_transposed},
@@ -363,5 +420,7 @@ CU_TestInfo tests_check_diagnose[] = {
     {"an output never written: all 0, all NaN, some rows", test_unwritten},
     {"the scale's value; LayerNorm's ε and mean", test_scale_and_layernorm_pins},
     {"noise, the nearly right and the right answer are nothing", test_noise_is_nothing},
+    {"a chapter's first wrong value stops it at its next section",
+     test_a_wrong_value_stops_the_chapter},
     CU_TEST_INFO_NULL,
 };

@@ -37,11 +37,13 @@ void ch_title(Chapter *ch, const char *number, const char *title) {
     fputc('\n', ch->out);
 }
 
-void ch_section(Chapter *ch, const char *heading) {
-    if (!ch->out) return;
+bool ch_section(Chapter *ch, const char *heading) {
+    if (ch->stop) return false;
+    if (!ch->out) return true;
     fprintf(ch->out, "%s\n", heading);
     underline(ch->out, heading, '-');
     fputc('\n', ch->out);
+    return true;
 }
 
 // Greedy word wrap; explicit newlines in the text start new lines. Each line

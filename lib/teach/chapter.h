@@ -13,6 +13,7 @@
 #ifndef VIT_CHAPTER_H
 #define VIT_CHAPTER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -34,6 +35,8 @@ typedef struct {
     TraceFn pin;    /**< receives every quoted value by name; NULL ignores them */
     void *pin_user; /**< passed to pin */
     int width;      /**< wrap prose at this column, e.g. 78 */
+    bool stop;      /**< set by a test's pin once a value is wrong: the sections
+                         still to come are skipped (see ch_section()) */
 } Chapter;
 
 /** What starts each line of ch_say()'s prose when the environment has
@@ -46,8 +49,19 @@ typedef void (*ChapterFn)(Chapter *ch);
 
 /** @brief Print the chapter banner: "Chapter 01 · The dot product". */
 void ch_title(Chapter *ch, const char *number, const char *title);
-/** @brief Print a section heading, underlined. */
-void ch_section(Chapter *ch, const char *heading);
+/**
+ * @brief Print a section heading, underlined, and say whether the section
+ *        should run.
+ *
+ * A section starts `if (!ch_section(ch, "2. ...")) return;`. Run as a
+ * program, it always runs. Under a test, once a pinned value came out wrong
+ * the test sets ch->stop: each later section then returns at once, since
+ * every number it would compute rests on the wrong one and would only
+ * repeat the first error (and a skeleton's chapter fails in seconds, not in
+ * the half minute its later sections take).
+ * @return false when ch->stop is set (nothing printed), true otherwise
+ */
+bool ch_section(Chapter *ch, const char *heading);
 /** @brief Print one paragraph (printf-style), word-wrapped, followed by a blank line. */
 void ch_say(Chapter *ch, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /** @brief A paragraph the data decides (a verdict, a branch taken on the
