@@ -298,12 +298,11 @@ PARALLEL  = $(if $(findstring jobserver,$(MAKEFLAGS)),,-j$(shell expr $(NPROC) +
 test sanitize: export OMP_WAIT_POLICY ?= passive
 # Its wall time is printed last, from after the packages, against the line it
 # must stay under (5 minutes on 2 cores): the runner prints each suite's.
-# Each chapter's test against its golden (the whole chapter replayed: 15 s for
-# chapter 12) runs in the exercise checks, twice: lib's code is graded against
-# each exercise's key, once as the grader's reference and once as the answer
-# it judges against the golden (a difference fails the check). The runner
-# leaves it out here rather than run it a third time (`build/tests/run` alone
-# runs every test).
+# Each chapter's test against its golden (the whole chapter replayed: 22 s for
+# chapter 12) runs in the exercise checks, where lib's code is graded against
+# each exercise's key (one run, both the grader's reference and the answer it
+# judges). The runner leaves it out here rather than run it a second time
+# (`build/tests/run` alone runs every test).
 GRADED_ELSEWHERE = --except 'ch*/chapter matches PyTorch golden'
 #
 # The viewer's checks in tmux (tests/viewer_tmux.sh) spend most of their time

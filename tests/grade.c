@@ -367,6 +367,7 @@ typedef struct {
     const char *json, *title, *build_log;
     char **student;           // --student CMD...: runs the student's code (else this runner)
     int n_student;
+    bool lib_alone;           // no --student: the code graded is lib's own
     const char *runner_shown; // the runner a student reruns a test with, in messages
     const char *records;      // --records DIR: lib's records of the tests, kept between grades
     double points;          // --points: what the exercise is worth in results.json; 0: 1 a test
@@ -703,6 +704,23 @@ static Outcome judge(ChildRun *c, const Reference *ref, double limit, double lib
     return o;
 }
 
+// lib graded on its own (no --student): the answer is lib's code, the same as
+// the reference's, so one run is both (a second would only repeat it: chapter
+// 12's test replays the whole chapter), with the reference's time limit; a run
+// that passes is kept as the reference of the grades that follow.
+static Outcome run_lib_alone(const GradeArgs *a, const GradeTest *g, const char *name) {
+    Outcome o = {0};
+    ChildRun c;
+    if (!run_child(&c, &o.detail, a->student, a->n_student, name, REFERENCE_TIMEOUT)) return o;
+    Reference ref = {.len = c.record_len, .seconds = c.seconds, .now = true};
+    ref.data = vit_malloc(c.record_len + 1); // judge() frees the run's own
+    if (c.record_len) memcpy(ref.data, c.record, c.record_len);
+    o = judge(&c, &ref, REFERENCE_TIMEOUT, -1, a->runner_shown, g);
+    if (o.passed && a->records) reference_keep(&ref, a->records, name);
+    free(ref.data);
+    return o;
+}
+
 // One test, within its time limit: --timeout (30 s) at least, and more when
 // lib's own code needs more. A test still running at the limit is not judged
 // yet: lib's own code is timed on the same test, here and now, and if five
@@ -714,6 +732,7 @@ static Outcome run_one(const GradeArgs *a, const GradeTest *g) {
     Outcome o = {0};
     char name[1024];
     snprintf(name, sizeof name, "%s/%s", g->suite->pName, g->test->pName);
+    if (a->lib_alone) return run_lib_alone(a, g, name);
     Reference ref;
     if (!reference_get(&ref, &o.detail, a, name, false)) return o;
     ChildRun c;
@@ -763,7 +782,8 @@ static void usage(FILE *f, const char *program) {
             "its checks; this process, which never runs the student's code, judges the student's\n"
             "against lib's. Time limit %.0f s a test, more when lib's own code takes more than a\n"
             "fifth of it. Prints PASS or FAIL for each, what a failure printed (shortened), the\n"
-            "checks that failed and its hints, and last the line 'N passed, M failed'. Exit\n"
+            "checks that failed and its hints, and last the line 'N passed, M failed'. Without\n"
+            "--student, lib's own code is graded: one run is both the record and the answer. Exit\n"
             "status 0 when nothing failed, 1 otherwise, 2 bad usage. A test is worth 1 point, or\n"
             "N when a line 'weight N SUITE[/TEST]' of a KEY names it; --list prints each\n"
             "test's points and name and runs nothing.\n"
@@ -846,6 +866,7 @@ static int parse_args(GradeArgs *a, const char *program, int argc, char **argv) 
     static char *self[] = {"/proc/self/exe"}; // no --student: lib's own code is graded
     a->student = self;
     a->n_student = 1;
+    a->lib_alone = true;
     a->runner_shown = program;
     a->timeout = GRADE_TIMEOUT;
     bool options = true;
@@ -870,6 +891,7 @@ static int parse_args(GradeArgs *a, const char *program, int argc, char **argv) 
             }
             a->student = argv + i + 1;
             a->n_student = argc - i - 1;
+            a->lib_alone = false;
             a->runner_shown = argv[argc - 1];
             break;
         } else if (options && arg[0] == '-' && arg[1] == '-') {

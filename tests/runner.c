@@ -16,7 +16,7 @@
  * `--except PATTERN` (any number of them, before the names) leaves out each
  * test whose "suite/test" name matches the shell pattern: `make test` leaves
  * out each chapter's "chapter matches PyTorch golden", which its exercise
- * checks run twice (lib's own answers to each exercise's key, graded).
+ * checks run (lib's own answers to each exercise's key, graded).
  * Exit status: 0 when everything ran and passed, 1 otherwise, 2 bad usage.
  *
  * `--grade` runs the selected tests one by one, each in a process of its own
