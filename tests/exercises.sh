@@ -1193,8 +1193,8 @@ cmd_check_class() {
          on && /"max_score":/ { ok = /"max_score":[ \t]*4.5,/; exit } END { exit !ok }' "$sean" ||
         check_failed "$sean" "the chapter's test should be worth 4.5 of POINTS=18 (3 of the key's 12 points)"
     # a slip in a KEY's weight line stops the grade before any test runs, naming it
-    for slip in "weight 2 ops/no such test" "weight 11 ops/dot matches PyTorch" "weight two ops"; do
-        printf 'ops/dot matches PyTorch\n%s\n' "$slip" >"$d/slip.KEY"
+    for slip in "weight 2 ops/no such test" "weight 11 dot/dot matches PyTorch" "weight two ops"; do
+        printf 'dot/dot matches PyTorch\n%s\n' "$slip" >"$d/slip.KEY"
         w_status=0
         "$EX_RUNNER" --grade --list --key "$d/slip.KEY" >"$d/slip.txt" 2>&1 || w_status=$?
         [ "$w_status" -eq 2 ] && grep -qF "$(printf '%s' "$slip" | cut -c 1-15)" "$d/slip.txt" ||

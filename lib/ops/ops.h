@@ -29,7 +29,8 @@
  *  Taught in @ref chapter01 "chapter 01" (dot()), @ref chapter02 "chapter 02" (ops_scale()),
  *  @ref chapter03 "chapter 03" (softmax()), @ref chapter08 "chapter 08" (layernorm(), gelu()),
  *  @ref chapter10 "chapter 10" (the backward of softmax and LayerNorm, the loss). Pinned by the
- *  suites @ref test_ops.c "ops", @ref test_backward.c "backward",
+ *  suites @ref test_ops.c "ops", @ref test_dot.c "dot", @ref test_softmax.c "softmax",
+ *  @ref test_layernorm.c "layernorm", @ref test_gelu.c "gelu", @ref test_backward.c "backward",
  *  @ref test_ch03_softmax.c "ch03_softmax", @ref test_ch08_encoder_block.c "ch08_encoder_block"
  *  (@ref answer_keys "the answer keys").
  *  @{
