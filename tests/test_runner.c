@@ -199,7 +199,7 @@ static void listed_suites(char *names, size_t size, const char *out) {
 }
 
 static void test_up_to_keeps_the_stages_down_to_a_chapter(void) {
-    // lib's base, chapters 01 to 05 and the suites of what they teach (dot, softmax, attention);
+    // lib's base, chapters 01 to 05 and the suites of what they teach (dot, softmax, attention, mha);
     // given as a number or as a name, as make exercise takes CH
     const char *ways[] = {"05", "5", "05_multi_head", "multi_head"};
     for (int i = 0; i < 4; i++) {
@@ -209,8 +209,8 @@ static void test_up_to_keeps_the_stages_down_to_a_chapter(void) {
         char names[1024];
         listed_suites(names, sizeof names, r.out ? r.out : "");
         CU_ASSERT_STRING_EQUAL(names, "tensor rng fileio ops gemm ch01_dot_product dot ch02_scaling "
-                                      "ch03_softmax softmax ch04_attention attention ch05_multi_head ");
-        CU_ASSERT_TRUE(r.out && strstr(r.out, "run: up to chapter 05, multi-head attention: 13 suites"));
+                                      "ch03_softmax softmax ch04_attention attention ch05_multi_head mha ");
+        CU_ASSERT_TRUE(r.out && strstr(r.out, "run: up to chapter 05, multi-head attention: 14 suites"));
         cli_result_free(&r);
     }
     // the last chapter keeps none of the programs' suites

@@ -49,7 +49,7 @@
  *  Taught in @ref chapter02 "chapter 02" (the scale), @ref chapter04 "chapter 04" (one head),
  *  @ref chapter05 "chapter 05" (many heads), @ref chapter13 "chapter 13" (without the N × N
  *  matrix, and two approximations). Pinned by the suites @ref test_attention.c "attention",
- *  @ref test_attention_online.c "attention_online",
+ *  @ref test_mha.c "mha", @ref test_attention_online.c "attention_online",
  *  @ref test_attention_approx.c "attention_approx",
  *  @ref test_ch04_attention.c "ch04_attention", @ref test_ch05_multi_head.c "ch05_multi_head"
  *  (@ref answer_keys "the answer keys").
