@@ -8,11 +8,10 @@
  * of a chapter: its first wrong value stops the chapter at its next section.
  */
 #include <CUnit/CUnit.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <fcntl.h>
 #include <unistd.h>
 
 #include "../chapters/chapters.h"
@@ -390,8 +389,7 @@ static int run_chapter01(bool spoil, int *never_produced) {
     CU_ASSERT_EQUAL(s.golden.mismatches, spoil ? 1 : 0); // only the spoiled value differs
     CU_ASSERT_EQUAL(ch.stop, spoil);
     CU_ASSERT_EQUAL(ch_section(&ch, "one more"), !spoil); // a stopped chapter runs no more sections
-    free(s.golden.seen);
-    st_close(&s.golden.golden);
+    golden_close(&s.golden);
     return s.pinned;
 }
 
