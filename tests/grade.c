@@ -4,10 +4,12 @@
  *        time limit, its report shortened, its hints kept, a score and
  *        Gradescope's results.json.
  *
- * The parent never runs a test (and so never starts OpenMP's threads, which a
- * fork would not copy): it forks one child per test, reads the child's output
- * and verdict through two pipes while it waits, and kills the child's process
- * group when the time is up or when the grader itself is interrupted.
+ * The grader never runs a test: a test server (serve.h), started once per
+ * grade (the student's in its box), forks one process per test; the grader
+ * reads that process's output and verdict through two pipes while it waits, and
+ * kills the server, box and test, when the time is up or when the grader itself
+ * is interrupted. The server never runs a test either (and so never starts
+ * OpenMP's threads, which a fork would not copy).
  */
 #include "grade.h"
 
@@ -33,6 +35,7 @@
 #include "base/fileio.h"
 #include "record.h"
 #include "base/util.h"
+#include "serve.h"
 #include "verdict.h"
 
 enum {
@@ -128,15 +131,14 @@ typedef struct {
     double lib;   // lib's own time on the test then
 } Outcome;
 
-// The process group of the test being run, for the signal handler.
-static volatile sig_atomic_t running_group;
+// The server running the test being run (serve.h), for the signal handler.
+static volatile sig_atomic_t running_server;
 static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 enum { STOP_SIGNALS = sizeof stop_signals / sizeof stop_signals[0] };
 
 // The grader is stopped (Ctrl-C): take the test being run with it, then stop as asked.
 static void on_stop(int sig) {
-    pid_t group = (pid_t)running_group;
-    if (group > 0) kill(-group, SIGKILL);
+    server_stop_from_signal((pid_t)running_server);
     signal(sig, SIG_DFL);
     raise(sig);
 }
@@ -228,6 +230,24 @@ static void install_crash_handlers(void) {
 // started by the grader): run that one test with every check written to FD
 // (record.h), then the end mark. Nothing here decides a verdict: the grader
 // judges the record in a process of its own.
+// The test NAME (one test: checked by the caller) with every check written
+// to FD, then the end mark; exits.
+static void record_test(const char *program, const char *name, int fd) {
+    GradeTest *g;
+    if (grade_select(&g, &name, 1, program) != 1) exit(2);
+    fcntl(fd, F_SETFD, FD_CLOEXEC);   // the programs a test starts (vit) do not get it
+    setvbuf(stdout, NULL, _IOLBF, 0); // a report on stderr and a hint on stdout stay in order
+    install_crash_handlers();
+    record_start(fd);
+    CU_run_test(g->suite, g->test);
+    fflush(stdout);
+    fflush(stderr);
+    record_end();
+    free(g);
+    CU_cleanup_registry();
+    exit(0); // exit, not _exit: a sanitizer's leak check runs, and its report is captured
+}
+
 int grade_record_main(const char *program, int argc, char **argv) {
     char *end = NULL;
     const long fd = argc == 2 ? strtol(argv[0], &end, 10) : -1;
@@ -238,22 +258,17 @@ int grade_record_main(const char *program, int argc, char **argv) {
     }
     GradeTest *g;
     const int n = grade_select(&g, (const char *const *)argv + 1, 1, program);
+    free(g);
     if (n != 1) {
         if (n > 1) fprintf(stderr, "%s: --record runs one test, SUITE/TEST; not a suite\n", program);
-        free(g);
         return 2;
     }
-    fcntl((int)fd, F_SETFD, FD_CLOEXEC); // the programs a test starts (vit) do not get it
-    setvbuf(stdout, NULL, _IOLBF, 0);    // a report on stderr and a hint on stdout stay in order
-    install_crash_handlers();
-    record_start((int)fd);
-    CU_run_test(g->suite, g->test);
-    fflush(stdout);
-    fflush(stderr);
-    record_end();
-    free(g);
-    CU_cleanup_registry();
-    exit(0); // exit, not _exit: a sanitizer's leak check runs, and its report is captured
+    record_test(program, argv[1], (int)fd);
+    return 2; // not reached
+}
+
+int grade_serve_main(const char *program, int argc, char **argv) {
+    return serve_main(program, argc, argv, record_test);
 }
 
 // Appends what is readable on fd to buf (at most max bytes kept); false at end of file.
@@ -400,6 +415,7 @@ typedef struct {
     bool record_cut;  ///< it wrote more than RECORD_MAX: the rest was dropped
     int status;       ///< its wait status
     bool timed_out;   ///< killed at the time limit
+    bool lost;        ///< the server that ran it ended before saying how it ended
     double seconds;   ///< wall time
 } ChildRun;
 
@@ -432,37 +448,45 @@ static bool drain_grow(int fd, char **buf, size_t *len, size_t *cap, size_t max,
     }
 }
 
-// In the forked child: the test's descriptors (stdin /dev/null, stdout and
-// stderr the output pipe, 3 the record pipe, nothing else of the grader's:
-// not make's job server either), then CMD... --record 3 NAME.
-static void exec_test(char *const *cmd, int n_cmd, const char *name, int out_fd, int record_fd) {
-    for (int i = 0; i < STOP_SIGNALS; i++) signal(stop_signals[i], SIG_DFL);
-    signal(SIGPIPE, SIG_DFL);
-    setpgid(0, 0);
-    const int out = fcntl(out_fd, F_DUPFD_CLOEXEC, 10), rec = fcntl(record_fd, F_DUPFD_CLOEXEC, 10);
-    const int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (out < 0 || rec < 0 || null < 0 || dup2(null, 0) < 0 || dup2(out, 1) < 0 ||
-        dup2(out, 2) < 0 || dup2(rec, 3) < 0)
-        _exit(127);
-    close_range(4, ~0u, 0);
-    char **argv = vit_calloc((size_t)n_cmd + 4, sizeof *argv);
-    for (int i = 0; i < n_cmd; i++) argv[i] = cmd[i];
-    argv[n_cmd] = "--record";
-    argv[n_cmd + 1] = "3";
-    argv[n_cmd + 2] = (char *)name;
-    execvp(argv[0], argv);
-    fprintf(stderr, "could not start %s: %s\n", argv[0], strerror(errno));
-    _exit(127);
+// The servers that start the tests (serve.h): lib's own runner's, and the
+// student's (in its box) unless lib is graded alone. Each runs until the grade
+// ends, or until a test of it runs out of time.
+static TestServer servers[2];
+
+// The server started by CMD..., started when it is first asked for.
+static TestServer *server_for(char *const *cmd, int n_cmd) {
+    for (int i = 0; i < 2; i++) {
+        TestServer *s = &servers[i];
+        bool same = s->cmd && s->n_cmd == n_cmd;
+        for (int k = 0; same && k < n_cmd; k++) same = strcmp(s->cmd[k], cmd[k]) == 0;
+        if (same) return s;
+    }
+    for (int i = 0; i < 2; i++)
+        if (!servers[i].cmd) {
+            servers[i] = (TestServer){.cmd = cmd, .n_cmd = n_cmd, .sock = -1, .log = -1};
+            return &servers[i];
+        }
+    return NULL; // two are all a grade starts
 }
 
-// Runs test NAME as `CMD... --record 3 NAME`, in a process group of its own,
-// reading its output and its record while it runs, for at most `timeout`
-// seconds. On false, *error says why it could not start.
+static void servers_stop(void) {
+    for (int i = 0; i < 2; i++) server_stop(&servers[i], false);
+}
+
+// Runs test NAME on the server started by CMD..., reading its output and its
+// record while it runs, for at most `timeout` seconds; at the limit the server
+// is killed with it (the next test starts another). On false, *error says why
+// it could not start.
 static bool run_child(ChildRun *c, Text *error, char *const *cmd, int n_cmd, const char *name,
                       double timeout) {
     memset(c, 0, sizeof *c);
+    TestServer *server = server_for(cmd, n_cmd);
+    char why[4096];
+    if (!server || !server_up(server, why, sizeof why)) {
+        text_add(error, "could not run: could not start %s: %s\n", cmd[0], server ? why : "too many servers");
+        return false;
+    }
     int out[2], rec[2];
-    const double t0 = vit_now();
     if (pipe2(out, O_CLOEXEC) != 0) {
         text_add(error, "could not run: pipe: %s\n", strerror(errno));
         return false;
@@ -472,56 +496,55 @@ static bool run_child(ChildRun *c, Text *error, char *const *cmd, int n_cmd, con
         close(out[0]), close(out[1]);
         return false;
     }
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    if (pid < 0) {
-        text_add(error, "could not run: fork: %s\n", strerror(errno));
-        close(out[0]), close(out[1]), close(rec[0]), close(rec[1]);
+    const double t0 = vit_now();
+    const bool sent = server_send(server, name, out[1], rec[1]);
+    close(out[1]); // the test's process has its own copies now
+    close(rec[1]);
+    if (!sent) {
+        server_stop(server, true);
+        text_add(error, "could not run: the server that starts the tests did not take %s\n", name);
+        close(out[0]), close(rec[0]);
         return false;
     }
-    if (pid == 0) exec_test(cmd, n_cmd, name, out[1], rec[1]);
-    setpgid(pid, pid); // also done by the child: whichever runs first
-    running_group = pid;
-    close(out[1]);
-    close(rec[1]);
+    running_server = server->pid;
     fcntl(out[0], F_SETFL, O_NONBLOCK);
     fcntl(rec[0], F_SETFL, O_NONBLOCK);
 
     char *output = vit_malloc(CAPTURE_MAX + 1), *record = NULL;
     size_t out_len = 0, dropped = 0, rec_len = 0, rec_cap = 0;
-    bool out_open = true, rec_open = true, exited = false, timed_out = false, cut = false;
+    bool out_open = true, rec_open = true, exited = false, timed_out = false, cut = false,
+         lost = false;
     int status = 0;
     double exit_time = 0;
-    while (out_open || rec_open) {
-        struct pollfd p[2] = {{out_open ? out[0] : -1, POLLIN, 0}, {rec_open ? rec[0] : -1, POLLIN, 0}};
-        poll(p, 2, 20);
+    while (out_open || rec_open || !exited) {
+        const int sock = exited ? -1 : server->sock, log = server->log;
+        struct pollfd p[4] = {{out_open ? out[0] : -1, POLLIN, 0}, {rec_open ? rec[0] : -1, POLLIN, 0},
+                              {sock, POLLIN, 0}, {log, POLLIN, 0}};
+        poll(p, 4, 20);
         if (out_open) out_open = drain(out[0], output, &out_len, CAPTURE_MAX, &dropped);
         if (rec_open) rec_open = drain_grow(rec[0], &record, &rec_len, &rec_cap, RECORD_MAX, &cut);
+        server_read_log(server);
         double now = vit_now();
         if (!exited) {
-            siginfo_t info = {0};
-            // WNOWAIT: the child stays a zombie, so its group id cannot be reused yet
-            if (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid) {
-                kill(-pid, SIGKILL); // whatever it left behind in its group
-                exited = true;
+            const int got = server_status(server, &status);
+            if (got != 0) {
+                exited = true, lost = got < 0; // lost: the server ended (it is stopped)
                 exit_time = now;
             } else if (now - t0 > timeout) {
-                kill(-pid, SIGKILL);
+                server_stop(server, true); // the test, whatever it started, and the box
                 timed_out = exited = true;
                 exit_time = now;
             }
         } else if (now - exit_time > 2.0) {
-            break; // something outside the group holds a pipe open: stop reading
+            break; // something outside the test's group holds a pipe open: stop reading
         }
     }
-    waitpid(pid, &status, 0);
-    running_group = 0;
+    running_server = 0;
     close(out[0]);
     close(rec[0]);
     output[out_len] = '\0';
     *c = (ChildRun){.output = output, .dropped = dropped, .record = record, .record_len = rec_len,
-                    .record_cut = cut, .status = status, .timed_out = timed_out,
+                    .record_cut = cut, .status = status, .timed_out = timed_out, .lost = lost,
                     .seconds = vit_now() - t0};
     return true;
 }
@@ -663,16 +686,17 @@ static Outcome judge(ChildRun *c, const Reference *ref, double limit, double lib
     char damage[256] = "", ignored[8], why[600] = "", sig[256];
     const bool whole = record_read(&s, c->record ? c->record : "", c->record_len, damage, sizeof damage);
     record_read(&r, ref->data, ref->len, ignored, sizeof ignored);
-    // a box (bubblewrap) exits with 128 + the signal that ended the test
-    const int signal_no = WIFSIGNALED(status) ? WTERMSIG(status)
-                          : WIFEXITED(status) && !whole && WEXITSTATUS(status) > 128 && WEXITSTATUS(status) < 160
-                              ? WEXITSTATUS(status) - 128 : 0;
+    // the test's own wait status, as the server saw it (serve.h)
+    const int signal_no = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
     const int exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     if (c->timed_out && lib >= 0) {
         snprintf(why, sizeof why, "timed out after %.3g s (an endless loop? lib's own code took "
                  "%.2g s on this test, here and now)", limit, lib);
     } else if (c->timed_out) {
         snprintf(why, sizeof why, "timed out after %.3g s (an endless loop?)", limit);
+    } else if (c->lost) {
+        snprintf(why, sizeof why, "stopped before the test finished: the process that started it "
+                 "ended too (does the code kill other processes?)");
     } else if (signal_no) {
         signal_words(sig, sizeof sig, signal_no);
         snprintf(why, sizeof why, "crashed: %s", sig);
@@ -778,7 +802,8 @@ static void usage(FILE *f, const char *program) {
             "       [--student CMD...]\n"
             "Runs each selected test twice, each time in a process of its own: with lib's code\n"
             "(this runner) and with the student's (--student CMD..., the student's runner and\n"
-            "whatever boxes it; it is run as CMD... --record 3 SUITE/TEST). Each run writes down\n"
+            "whatever boxes it, started once as a server, CMD... --serve 3, that forks each test\n"
+            "as CMD... --record 3 SUITE/TEST would run it). Each run writes down\n"
             "its checks; this process, which never runs the student's code, judges the student's\n"
             "against lib's. Time limit %.0f s a test, more when lib's own code takes more than a\n"
             "fifth of it. Prints PASS or FAIL for each, what a failure printed (shortened), the\n"
@@ -1251,6 +1276,7 @@ int grade_main(const char *program, int argc, char **argv) {
             }
         fflush(stdout);
     }
+    servers_stop(); // and their boxes, with whatever a test left running in them
     double seconds = vit_now() - t0;
     const Score sc = run_score(&a, tests, weight, out, n);
     char score[96], points[256] = "";

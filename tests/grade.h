@@ -15,6 +15,10 @@
  *    stdin from /dev/null, in a process group of its own, no other
  *    descriptor of the grader's open in it.
  *
+ * Those processes are forked by a test server (serve.h): `CMD... --serve 3`,
+ * started once per grade (the box, its limits and the runner's start are paid
+ * once, not for each test), and again after a test that ran out of time.
+ *
  * The student's record is then judged against lib's here (verdict.h): the
  * test must have returned, made the same checks, and found by the reference's
  * measure what lib's code found. So a student's function that crashes, loops
@@ -22,7 +26,7 @@
  * the grader:
  *
  *  - a test still running at the time limit (30 s, `--timeout SECONDS`) is
- *    killed with its whole group; lib's own code is then timed on the same
+ *    killed with its whole group and its server (box and all); lib's own code is then timed on the same
  *    test, here and now, and when five times that is longer than the limit
  *    the test runs again with that long: a busy machine must not fail a right
  *    answer. What still times out is reported "timed out after N s (an
@@ -124,5 +128,12 @@ int grade_main(const char *program, int argc, char **argv);
  * @return 2 for bad usage (otherwise it does not return)
  */
 int grade_record_main(const char *program, int argc, char **argv);
+
+/**
+ * @brief `run --serve FD`: the grader's test server (serve.h), which runs each
+ *        test the grader asks for as `--record` would, in a forked process.
+ * @return 2 for bad usage (otherwise it does not return)
+ */
+int grade_serve_main(const char *program, int argc, char **argv);
 
 #endif

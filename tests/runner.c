@@ -199,6 +199,11 @@ int main(int argc, char **argv) {
         CU_cleanup_registry();
         return status;
     }
+    if (argc > 1 && strcmp(argv[1], "--serve") == 0) {
+        int status = grade_serve_main(argv[0], argc - 2, argv + 2);
+        CU_cleanup_registry();
+        return status;
+    }
     if (argc > 1 && strcmp(argv[1], "--grade") == 0) {
         int status = grade_main(argv[0], argc - 2, argv + 2);
         CU_cleanup_registry();

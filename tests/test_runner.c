@@ -121,6 +121,23 @@ static void test_a_wrong_jobs_value_is_named(void) {
     cli_result_free(&r);
 }
 
+// Grade mode's tests are started by a test server (tests/serve.h): lib graded
+// alone passes, each test in a process of its own, and the server mode refuses
+// a descriptor that is not the grader's socket.
+static void test_grade_mode_runs_tests_through_its_server(void) {
+    CliResult r = run_runner((const char *const[]){NULL},
+                             (const char *const[]){"--grade", "ch01_dot_product/dot of small vectors",
+                                                   "ch01_dot_product/dot is symmetric and linear", NULL});
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_TRUE(r.out && strstr(r.out, "2 tests, each in a process of its own"));
+    CU_ASSERT_TRUE(r.out && strstr(r.out, "\n2 passed, 0 failed\n"));
+    cli_result_free(&r);
+    r = run_runner((const char *const[]){NULL}, (const char *const[]){"--serve", "1", NULL});
+    CU_ASSERT_EQUAL(r.status, 2);
+    CU_ASSERT_TRUE(r.err && strstr(r.err, "--serve FD (FD: the grader's socket"));
+    cli_result_free(&r);
+}
+
 // One quick test of a chapter at each end of the book and of a command-line
 // suite, named in the reverse of the book's order (and attention_cli comes
 // first in the alphabet).
@@ -292,5 +309,6 @@ CU_TestInfo tests_runner[] = {
     {"--up-to keeps the stages down to a chapter", test_up_to_keeps_the_stages_down_to_a_chapter},
     {"a bad --up-to is named", test_a_bad_up_to_is_named},
     {"the order table goes through the book", test_the_order_table_goes_through_the_book},
+    {"grade mode runs tests through its server", test_grade_mode_runs_tests_through_its_server},
     CU_TEST_INFO_NULL,
 };
