@@ -15,7 +15,8 @@
 #                                   tests/exercises.sh check-quoting NN_name
 #
 # How a student's code is graded: each of their .c files is compiled (in the
-# box, below) with the project's flags (less -Werror) and linked with exactly
+# box, below) with the project's flags (less -Werror, -O2 for -O3: the Makefile's
+# EX_CFLAGS) and linked with exactly
 # the objects of the normal runner (build/tests/run) and lib's archive
 # without the files the exercise hands out, so a function the student did
 # not write is a link error, never lib's. The answer key is the list of
