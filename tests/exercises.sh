@@ -303,12 +303,24 @@ handed_out() {
 missing_functions() {
     m_name=$1
     shift
-    m_defined=$(nm -g --defined-only "$@" 2>/dev/null | awk '$2 == "T" || $2 == "i" || $2 == "W" { print $3 }')
+    # lib's own objects (a wrong file's exercise-mates) define what handed_out()
+    # lists for their files, read from those very objects: only the others are read
+    m_own="" m_lib_files=" "
+    for m_obj in "$@"; do
+        case $m_obj in
+            "$BUILD"/lib/*.o) m_f=${m_obj##*/} && m_lib_files="$m_lib_files${m_f%.o}.c " ;;
+            *) m_own="$m_own $m_obj" ;;
+        esac
+    done
+    m_defined=""
+    # shellcheck disable=SC2086 # the objects are words (no spaces: build_runner())
+    [ -z "$m_own" ] || m_defined=$(nm -g --defined-only $m_own 2>/dev/null | awk '$2 == "T" || $2 == "i" || $2 == "W" { print $3 }')
     m_missing=0
     m_list=$(handed_out "$m_name")
     while read -r m_fn m_file; do
         [ -n "$m_fn" ] || continue
         case "$NL$m_defined$NL" in *"$NL$m_fn$NL"*) continue ;; esac
+        case $m_lib_files in *" $m_file "*) continue ;; esac
         say "error: $m_fn() is not defined in your files: did you rename it? (exercises/$m_name/$m_file hands it out; write it there, with that name)"
         m_missing=1
     done <<EOF_LIST
@@ -373,7 +385,7 @@ build_runner() {
     fi
     set -f
     # shellcheck disable=SC2086
-    boxed "$b_work" $EX_CC $EX_CFLAGS $b_objs $EX_OBJS "$b_lib" $EX_LIBS -o "$b_work/tests/run" \
+    boxed "$b_work" $EX_CC $EX_CFLAGS $b_objs $EX_OBJS "$b_lib" $EX_LIBS ${B_LDFLAGS:-} -o "$b_work/tests/run" \
         >>"$b_work/build.log" 2>&1 || b_ok=1
     set +f
     if [ "$b_ok" -ne 0 ]; then
@@ -1030,6 +1042,9 @@ EOF_HEADS
     fi
     status=0 of=""
     timeout=$(header timeout)
+    # its runner without debug information: no one steps through it, and the link
+    # takes 0.18 s, not 0.25 (make test links 237 of them)
+    B_LDFLAGS=-Wl,--strip-debug
     if [ "$(header build)" = fails ]; then
         ! build_runner "$d" "$ex" "$@" || check_failed "$d/build.log" "$rel compiles: it should not"
         set -- --key "$key" ${timeout:+--timeout "$timeout"}
