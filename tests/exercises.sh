@@ -58,7 +58,8 @@ cd "$ROOT" # BUILD and the objects are named from here, as make names them
 
 say() { printf '%s\n' "$*"; }
 NL='
-' TAB=$(printf '\t')
+' TAB=$(printf '\t') CR=$(printf '\r')
+BLANKS=" $TAB$CR"
 die() { printf 'exercise: %s\n' "$*" >&2; exit 2; }
 
 # lib_file FILE.c: lib's file of that name, in whichever layer folder holds it
@@ -954,6 +955,40 @@ check_points_table() {
     fi
 }
 
+# read_headers FILE: the "// WORD: TEXT" lines at the top of a wrong file (below)
+# into hd_WORD, TEXT without the blanks around it, in the shell itself (make test
+# reads 237 files: a program started for each would cost seconds): "hint" from
+# line 1, "also" and " * @file NAME.c" (hd_file) from lines 1 to 12, the others
+# from 1 to 10; "key" and "also" a line each time they come, the others the first.
+read_headers() {
+    hd_hint="" hd_also="" hd_file="" hd_key="" hd_exercise="" hd_submitted="" hd_canary=""
+    hd_hides="" hd_orphan="" hd_timeout="" hd_build="" hd_twice="" hd_grade=""
+    r_nr=0
+    while [ "$r_nr" -lt 12 ] && IFS= read -r r_line; do
+        r_nr=$((r_nr + 1))
+        case $r_line in
+            " * @file "*)
+                r_text=${r_line#" * @file"} && r_text=${r_text#"${r_text%%[! ]*}"}
+                r_text=${r_text%%" "*}
+                case $r_text in *.c) [ -n "$hd_file" ] || hd_file=$r_text ;; esac
+                continue ;;
+            //*:*) ;;
+            *) continue ;;
+        esac
+        r_word=${r_line#//} && r_word=${r_word#"${r_word%%[! ]*}"}
+        r_text=${r_word#*:} && r_word=${r_word%%:*}
+        r_text=${r_text#"${r_text%%[! ]*}"} && r_text=${r_text%"${r_text##*[!"$BLANKS"]}"}
+        case $r_word in
+            hint) [ "$r_nr" -gt 1 ] || hd_hint=$r_text ;;
+            also) hd_also=${hd_also:+$hd_also$NL}$r_text ;;
+            key) [ "$r_nr" -gt 10 ] || hd_key=${hd_key:+$hd_key$NL}$r_text ;;
+            exercise | submitted | canary | hides | orphan | timeout | build | twice | grade)
+                # (the name is one of these words, the text a value: eval runs nothing of it)
+                [ "$r_nr" -gt 10 ] || eval "[ -n \"\$hd_$r_word\" ] || hd_$r_word=\$r_text" ;;
+        esac
+    done <"$1"
+}
+
 # A wrong implementation compiles, fails the key, and the output holds its hint.
 # Its first line is "// hint: TEXT"; among its first ten lines it may have
 # "// key: SUITE[/TEST]" lines (a key of its own instead of its exercise's),
@@ -974,29 +1009,12 @@ check_points_table() {
 cmd_check_wrong() {
     file=$1
     rel=$(shorter "$file")
-    # its first 12 lines' "// WORD: TEXT" lines, read once as "LINE<tab>WORD<tab>TEXT"
-    # (and " * @file NAME.c" as "LINE<tab>@file<tab>NAME.c"); `header WORD [LAST]`
-    # prints the TEXT of each WORD line down to line LAST (10), in the shell itself:
-    # make test checks 237 files, and a sed for each header cost seconds
-    heads=$(awk 'NR > 12 { exit }
-        match($0, /^\/\/ *[a-z]+:/) { w = substr($0, 1, RLENGTH - 1); sub(/^\/\/ */, "", w)
-            t = substr($0, RLENGTH + 1); sub(/^ +/, "", t); sub(/[ \t\r]+$/, "", t)
-            print NR "\t" w "\t" t }
-        match($0, /^ \* @file *[^ ]*\.c/) { t = substr($0, 1, RLENGTH); sub(/^ \* @file */, "", t)
-            print NR "\t@file\t" t }' "$file")
-    header() {
-        while IFS="$TAB" read -r h_nr h_word h_text; do
-            [ "$h_word" = "$1" ] && [ "$h_nr" -le "${2:-10}" ] && printf '%s\n' "$h_text"
-        done <<EOF_HEADS
-$heads
-EOF_HEADS
-        return 0
-    }
-    hint=$(header hint 1)
+    read_headers "$file"
+    hint=$hd_hint
     [ -n "$hint" ] ||
         check_failed "" "$rel: its first line must be '// hint: TEXT', TEXT being what the grader's output must say"
     base=${rel##*/}
-    own_key=$(header key)
+    own_key=$hd_key
     if [ -n "$own_key" ]; then
         name=grader
         d=$(check_dir "grader/${base%.c}")
@@ -1021,18 +1039,17 @@ EOF_HEADS
     # variables is missing, and lib's code reads none): compiling them again for
     # each of the 218 files would cost make test about 10 s.
     ex=$name
-    [ "$name" != grader ] || ex=$(find_exercise "$(header exercise)") || ex=""
+    [ "$name" != grader ] || ex=$(find_exercise "$hd_exercise") || ex=""
     set -- "$file"
-    if [ "$name" != grader ] && [ "$(header submitted)" != alone ]; then
-        replaces=$(header @file 12)
-        replaces=${replaces%%"$NL"*}
+    if [ "$name" != grader ] && [ "$hd_submitted" != alone ]; then
+        replaces=$hd_file
         for g in "$ROOT/exercises/$name"/*.c; do
             [ "${g##*/}" = "$replaces" ] || set -- "$@" "$(lib_object "${g##*/}")"
         done
     fi
     # the box's own checks: a file the code must not remove, a neighbour's folder
     # it must not see, a process it must not leave behind
-    canary=$(header canary) hides=$(header hides) orphan=$(header orphan)
+    canary=$hd_canary hides=$hd_hides orphan=$hd_orphan
     BOX_SOURCE="" BOX_HIDE=""
     [ -z "$canary" ] || printf 'the teacher'"'"'s\n' >"$ROOT/$canary"
     if [ -n "$hides" ]; then
@@ -1041,11 +1058,11 @@ EOF_HEADS
         BOX_HIDE=$ROOT/$hides
     fi
     status=0 of=""
-    timeout=$(header timeout)
+    timeout=$hd_timeout
     # its runner without debug information: no one steps through it, and the link
     # takes 0.18 s, not 0.25 (make test links 237 of them)
     B_LDFLAGS=-Wl,--strip-debug
-    if [ "$(header build)" = fails ]; then
+    if [ "$hd_build" = fails ]; then
         ! build_runner "$d" "$ex" "$@" || check_failed "$d/build.log" "$rel compiles: it should not"
         set -- --key "$key" ${timeout:+--timeout "$timeout"}
         "$EX_RUNNER" --grade --build-failed --build-log "$d/build.log" "$@" \
@@ -1083,14 +1100,14 @@ EOF_HEADS
         ! pgrep -x "$orphan" >/dev/null 2>&1 ||
             { pkill -9 -x "$orphan"; check_failed "$d/output.txt" "$rel left processes named $orphan running after its grade"; }
     fi
-    if [ "$(header twice)" = same ]; then # graded again: the same tests fail, the same way
+    if [ "$hd_twice" = same ]; then # graded again: the same tests fail, the same way
         graded "$d" "$d/tests/run" "$@" >"$d/output2.txt" 2>&1 || true
         grep '^PASS\|^FAIL\|failed' "$d/output.txt" | sed 's/  ([0-9.]* s)//' >"$d/verdicts1.txt"
         grep '^PASS\|^FAIL\|failed' "$d/output2.txt" | sed 's/  ([0-9.]* s)//' >"$d/verdicts2.txt"
         cmp -s "$d/verdicts1.txt" "$d/verdicts2.txt" ||
             check_failed "$d/output2.txt" "$rel: graded twice, it got two different grades"
     fi
-    if [ "$(header grade)" = passes ]; then # a grader check of a right answer
+    if [ "$hd_grade" = passes ]; then # a grader check of a right answer
         [ "$status" -eq 0 ] ||
             check_failed "$d/output.txt" "$rel: the grader exited $status; this right answer should pass"
         grep -qF -- "$hint" "$d/output.txt" ||
@@ -1103,7 +1120,7 @@ EOF_HEADS
         check_failed "$d/output.txt" "$rel fails, but the grader's output never says \"$hint\""
     # and no hint names another mistake: each says the hint, or one of the
     # "// also: TEXT" lines (the same mistake seen by another probe)
-    also=$(header also 12)
+    also=$hd_also
     sed -n 's/^ *hint: //p' "$d/output.txt" | sort -u >"$d/hints.txt"
     while IFS= read -r h; do
         case $h in *"$hint"*) continue ;; esac
