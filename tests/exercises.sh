@@ -192,6 +192,10 @@ bytes() {
     esac
 }
 
+# (worked out once, not in each box: a subshell costs 2 ms on a busy 2-core machine)
+BOX_MEMORY_BYTES=$(bytes "$EX_MEMORY") BOX_FILE_BYTES=$(bytes "$EX_FILE_SIZE")
+BUILD_ABS=$(cd "$BUILD" 2>/dev/null && pwd) || BUILD_ABS=$ROOT/$BUILD
+
 # boxed WORK CMD...: run CMD in the box. WORK is the one folder it may write;
 # BOX_SOURCE (a global: the student's folder) stays visible, read-only, and
 # BOX_HIDE (a global: the folder of all the submissions, or "") is hidden.
@@ -203,21 +207,24 @@ bytes() {
 # the class's grades (CLASS_OUT): only WORK, read-only, the vit programs and
 # the matrix product's timing.
 boxed() {
-    x_work=$(cd "$1" && pwd) # bubblewrap binds absolute paths
+    case $1 in # bubblewrap binds absolute paths (this script runs in ROOT)
+        /*) x_work=$1 ;;
+        *) x_work=$ROOT/$1 ;;
+    esac
     shift
     x_outer=${BOX_OUTER:-0}
     x_i=0 # the outer words to the end for now: the box goes in front of the rest
     while [ "$x_i" -lt "$x_outer" ]; do set -- "$@" "$1"; shift; x_i=$((x_i + 1)); done
     x_as=""
-    case " $EX_CFLAGS " in *" -fsanitize="*) ;; *) x_as=--as=$(bytes "$EX_MEMORY") ;; esac
-    set -- prlimit --cpu="$EX_CPU" --nproc="$EX_PROCS" --fsize="$(bytes "$EX_FILE_SIZE")" \
+    case " $EX_CFLAGS " in *" -fsanitize="*) ;; *) x_as=--as=$BOX_MEMORY_BYTES ;; esac
+    set -- prlimit --cpu="$EX_CPU" --nproc="$EX_PROCS" --fsize="$BOX_FILE_BYTES" \
         ${x_as:+"$x_as"} -- "$@"
     if box_works; then
         # bubblewrap's arguments, put in front of the command last first: hide, then show again
         set -- --chdir "$ROOT" -- "$@"
         if [ "$x_outer" -gt 0 ]; then
             # (in the order bubblewrap takes them: hide, show again, then make it all read-only)
-            x_build=$(cd "$BUILD" && pwd)
+            x_build=$BUILD_ABS
             x_class=""
             [ -z "${CLASS_OUT:-}" ] || [ ! -d "$CLASS_OUT" ] || x_class=$CLASS_OUT
             set -- --remount-ro "$x_build" "$@"
