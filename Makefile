@@ -418,12 +418,19 @@ EXERCISE_CHECKS := $(call reverse,$(EXERCISES:%=exercise-check/key/%)) \
                    $(GRADER_CHECK_SRC:tests/grader/%=exercise-check/grader/%) \
                    $(EXERCISES:%=exercise-check/promised/%)
 
+# make stage-checks: each wrong implementation of tests/wrong/, in lib's place, fails
+# first at its own chapter's stage in the runner as make test CH=NN runs it, the
+# chapters' goldens included (tests/exercises.sh check-stage). Every suite down to
+# the file's chapter, for each of the 218 files: too long for make test.
+STAGE_CHECKS := $(WRONG_SRC:tests/wrong/%=stage-check/%)
+
 # the model answers (tests/answers/NN_name/): each passes every suite (make answers-check)
 ANSWER_DIRS   := $(sort $(patsubst %/,%,$(dir $(wildcard tests/answers/*/*.c))))
 ANSWER_CHECKS := $(ANSWER_DIRS:tests/answers/%=answer-check/%)
 
 # the environment of tests/exercises.sh (see above): the same for every rule that runs it
-EXERCISE_TARGETS := exercise exercise-all grade-class $(EXERCISE_CHECKS) $(ANSWER_CHECKS)
+EXERCISE_TARGETS := exercise exercise-all grade-class $(EXERCISE_CHECKS) $(ANSWER_CHECKS) \
+                    $(STAGE_CHECKS)
 $(EXERCISE_TARGETS): export BUILD := $(BUILD)
 $(EXERCISE_TARGETS): export EX_CC = $(CC)
 # A student's file is compiled at -O2 where lib is at -O3: the same bits (see
@@ -470,6 +477,11 @@ $(filter exercise-check/wrong/%,$(EXERCISE_CHECKS)): exercise-check/wrong/%: $(T
 	@$(CHECK_ENV) tests/exercises.sh check-wrong tests/wrong/$*
 $(filter exercise-check/grader/%,$(EXERCISE_CHECKS)): exercise-check/grader/%: $(TEST_RUNNER)
 	@$(CHECK_ENV) tests/exercises.sh check-wrong tests/grader/$*
+.PHONY: stage-checks $(STAGE_CHECKS)
+stage-checks: $(STAGE_CHECKS)
+	@echo "stage checks: each of the $(words $(STAGE_CHECKS)) wrong implementations fails first at its own chapter"
+$(STAGE_CHECKS): stage-check/%: $(TEST_RUNNER)
+	@$(CHECK_ENV) tests/exercises.sh check-stage tests/wrong/$*
 .PHONY: answers-check $(ANSWER_CHECKS)
 answers-check: $(ANSWER_CHECKS)
 	@echo "answers: $(words $(ANSWER_CHECKS)) model answers pass every suite and get full marks"

@@ -94,6 +94,45 @@ static float entropy(const float *p, int n) {
 }
 
 // Index of the largest of x[0..n), skipping index `skip` (pass -1 to skip none).
+// [row_softmax]
+// Softmax of each row of s (rows, cols), as its formula says: p_j = e^(s_j − m) / Σ_k
+// e^(s_k − m), m the row's largest score (subtracting it changes nothing but keeps
+// e^x from overflowing). Chapter 03 builds lib's softmax() and says why; this
+// chapter comes before it and keeps its own few lines, so that its numbers are
+// its own whatever softmax() does. p may be s.
+static void row_softmax(float *p, const float *s, int rows, int cols) {
+    for (int r = 0; r < rows; r++) {
+        const float *sr = s + (size_t)r * cols;
+        float *pr = p + (size_t)r * cols, m = sr[0];
+        for (int j = 1; j < cols; j++) m = fmaxf(m, sr[j]);
+        double sum = 0;
+        for (int j = 0; j < cols; j++) {
+            pr[j] = expf(sr[j] - m);
+            sum += pr[j];
+        }
+        for (int j = 0; j < cols; j++) pr[j] = (float)(pr[j] / sum);
+    }
+}
+// [row_softmax]
+
+// [normalise_tokens]
+// Each token, a row of x (n, d), to mean 0 and variance 1 over its d entries:
+// (x − μ) / √(σ² + ε). That is what LayerNorm does when its γ is 1 and its β 0, as
+// at initialisation (chapter 08 builds lib's layernorm(), γ and β included).
+static void normalise_tokens(float *x, int n, int d, float eps) {
+    for (int i = 0; i < n; i++) {
+        float *xi = x + (size_t)i * d;
+        double mean = 0, var = 0;
+        for (int j = 0; j < d; j++) mean += xi[j];
+        mean /= d;
+        for (int j = 0; j < d; j++) var += (xi[j] - mean) * (xi[j] - mean);
+        var /= d; // biased, as LayerNorm's
+        const float mu = (float)mean, rstd = (float)(1.0 / sqrt(var + (double)eps));
+        for (int j = 0; j < d; j++) xi[j] = (xi[j] - mu) * rstd;
+    }
+}
+// [normalise_tokens]
+
 static int top_index(const float *x, int n, int skip) {
     int best = -1;
     for (int i = 0; i < n; i++)
@@ -201,8 +240,8 @@ static void variance_grows(Chapter *ch, Width *widths) {
 // Softmax of query 0's eight scores, unscaled and scaled, and how peaked each is.
 static void softmax_row(Chapter *ch, Width *w) {
     // [saturation]
-    softmax(w->probs_raw, w->row, 1, ROW_KEYS);
-    softmax(w->probs_scaled, w->row_scaled, 1, ROW_KEYS);
+    row_softmax(w->probs_raw, w->row, 1, ROW_KEYS);
+    row_softmax(w->probs_scaled, w->row_scaled, 1, ROW_KEYS);
     w->max_raw = largest(w->probs_raw, ROW_KEYS);
     w->entropy_raw = entropy(w->probs_raw, ROW_KEYS);
     w->max_scaled = largest(w->probs_scaled, ROW_KEYS);
@@ -303,7 +342,7 @@ static float measure_fresh(Chapter *ch, Rng *rng, const Tensor *x, int dh) {
     ch_line(ch, "    %5d   %9.4f %9.4f  %10.3f  %16.4f", dh, var_q, var_k, var_scores, std_scaled);
 
     // softmax over all N keys: how far from uniform is each query's row?
-    softmax(scaled.data, scaled.data, FRESH_N, FRESH_N);
+    row_softmax(scaled.data, scaled.data, FRESH_N, FRESH_N);
     double top_sum = 0;
     for (int i = 0; i < FRESH_N; i++) top_sum += largest(&scaled.data[i * FRESH_N], FRESH_N);
     float mean_max = ch_valuef(ch, (float)(top_sum / FRESH_N), "fresh_mean_max_prob_dh%d", dh);
@@ -342,7 +381,7 @@ static void fresh_network(Chapter *ch) {
     rng_seed(&rng, FRESH_SEED);
     // [tokens]
     Tensor x = random_normal(&rng, FRESH_N, FRESH_D);
-    layernorm(x.data, x.data, NULL, NULL, FRESH_N, FRESH_D, LN_EPS); // mean 0, variance 1
+    normalise_tokens(x.data, FRESH_N, FRESH_D, LN_EPS); // mean 0, variance 1
     // [tokens]
     ch_line(ch, "       Dh    var(q_i)  var(k_i)  var(q · k)  std(q · k / √Dh)");
     float mean_max[N_FRESH];

@@ -13,6 +13,7 @@
 #                                   tests/exercises.sh check-wrong tests/wrong/NN_name/FILE.c
 #                                   tests/exercises.sh check-wrong tests/grader/FILE.c
 #                                   tests/exercises.sh check-quoting NN_name
+#   make stage-checks            -> tests/exercises.sh check-stage tests/wrong/NN_name/FILE.c
 #
 # How a student's code is graded: each of their .c files is compiled (in the
 # box, below) with the project's flags (less -Werror, -O2 for -O3: the Makefile's
@@ -969,7 +970,7 @@ check_points_table() {
 # from 1 to 10; "key" and "also" a line each time they come, the others the first.
 read_headers() {
     hd_hint="" hd_also="" hd_file="" hd_key="" hd_exercise="" hd_submitted="" hd_canary=""
-    hd_hides="" hd_orphan="" hd_timeout="" hd_build="" hd_twice="" hd_grade=""
+    hd_hides="" hd_orphan="" hd_timeout="" hd_build="" hd_twice="" hd_grade="" hd_stage=""
     r_nr=0
     while [ "$r_nr" -lt 12 ] && IFS= read -r r_line; do
         r_nr=$((r_nr + 1))
@@ -989,7 +990,7 @@ read_headers() {
             hint) [ "$r_nr" -gt 1 ] || hd_hint=$r_text ;;
             also) hd_also=${hd_also:+$hd_also$NL}$r_text ;;
             key) [ "$r_nr" -gt 10 ] || hd_key=${hd_key:+$hd_key$NL}$r_text ;;
-            exercise | submitted | canary | hides | orphan | timeout | build | twice | grade)
+            exercise | submitted | canary | hides | orphan | timeout | build | twice | grade | stage)
                 # (the name is one of these words, the text a value: eval runs nothing of it)
                 [ "$r_nr" -gt 10 ] || eval "[ -n \"\$hd_$r_word\" ] || hd_$r_word=\$r_text" ;;
         esac
@@ -1005,7 +1006,8 @@ read_headers() {
 # graded under that exercise's rules), "// grade: passes" (a grader check
 # of a right answer: the grade must pass, its output still holding the hint),
 # "// twice: same" (graded a second time, the same tests must fail the same
-# way), and for the box's checks "// canary: PATH" (a file under the checkout the
+# way), "// stage: NN" (make stage-checks: the mistake is in a part of the file an
+# earlier chapter NN teaches, whose stage must fail first), and for the box's checks "// canary: PATH" (a file under the checkout the
 # code tries to remove: made before, there after), "// hides: PATH" (a folder
 # of another student's work beside it, hidden from the code) and
 # "// orphan: NAME" (no process of that name may be left after the grade).
@@ -1146,6 +1148,47 @@ EOF_ALSO
     else
         say "exercises: $name: wrong ${base} fails ($result), saying \"$hint\""
     fi
+}
+
+# A wrong file's mistake as a learner who made it in lib/ sees it: the runner
+# with the file in lib's place (linked as check-wrong links it), run as make
+# test CH=NN runs it: every suite of the stages down to the file's chapter NN,
+# the chapters' tests against their goldens included. The runner's summary must
+# name chapter NN as the first wrong stage: a mistake made while working on
+# chapter NN fails first there, not at an earlier chapter that happens to call
+# the function, and not nowhere. (make stage-checks: every suite down to NN for
+# each file is too long for make test.)
+cmd_check_stage() {
+    file=$1
+    rel=$(shorter "$file")
+    base=${rel##*/}
+    read_headers "$file"
+    dirname=${rel%/*}
+    dirname=${dirname##*/}
+    nn=${dirname%%_*}
+    name=$(find_exercise "$nn") || check_failed "" "$rel: there is no exercises/${nn}_*/ it belongs to"
+    if [ "$hd_build" = fails ]; then
+        say "exercises: $name: $base does not compile: it fails at the compiler, before any stage"
+        return 0
+    fi
+    d=$(check_dir "$name/stage-${base%.c}")
+    set -- "$file" # and lib's own versions of the exercise's other files, as check-wrong
+    if [ "$hd_submitted" != alone ]; then
+        for g in "$ROOT/exercises/$name"/*.c; do
+            [ "${g##*/}" = "$hd_file" ] || set -- "$@" "$(lib_object "${g##*/}")"
+        done
+    fi
+    B_LDFLAGS=-Wl,--strip-debug
+    build_runner "$d" "$name" "$@" || check_failed "$d/build.log" "$rel does not compile and link"
+    status=0
+    "$d/tests/run" --up-to "$nn" >"$d/suites.txt" 2>&1 || status=$?
+    first=$(sed -n 's/^first wrong stage: //p' "$d/suites.txt")
+    own=${hd_stage:-$nn} # "// stage: NN": a mistake in an earlier chapter's part of the file
+    case $first in
+        "chapter $own "*) say "exercises: $name: wrong $base fails first at its own stage: $first" ;;
+        "") check_failed "$d/suites.txt" "$rel: no test down to chapter $nn fails (exit $status)" ;;
+        *) check_failed "$d/suites.txt" "$rel fails first at $first, not at chapter $own" ;;
+    esac
 }
 
 # make exercise itself, run with values that would run a command if make pasted
@@ -1289,6 +1332,7 @@ case $cmd in
     check-key) cmd_check_key "$1" ;;
     check-skeleton) cmd_check_skeleton "$1" ;;
     check-wrong) cmd_check_wrong "$(absolute "$1")" ;;
+    check-stage) cmd_check_stage "$(absolute "$1")" ;;
     check-answer) cmd_check_answer "$(absolute "$1")" ;;
     check-promised) cmd_check_promised "$1" ;;
     check-quoting) cmd_check_quoting "$1" ;;
@@ -1296,5 +1340,5 @@ case $cmd in
     check-class) cmd_check_class "$1" ;;
     class-one) cmd_class_one "$@" ;;
     grade-one) cmd_grade_one "$@" ;;
-    *) die "usage: tests/exercises.sh grade NN [DIR] | list | all [DIR] | class NN SUBMISSIONS [OUT] | check-key NN_name | check-skeleton NN_name | check-wrong FILE | check-quoting NN_name" ;;
+    *) die "usage: tests/exercises.sh grade NN [DIR] | list | all [DIR] | class NN SUBMISSIONS [OUT] | check-key NN_name | check-skeleton NN_name | check-wrong FILE | check-stage FILE | check-quoting NN_name" ;;
 esac

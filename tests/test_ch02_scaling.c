@@ -129,17 +129,23 @@ static void test_fresh_scores_keep_one_spread_that_is_not_one(void) {
 }
 
 static void test_softmax_of_scaled_row_is_a_distribution(void) {
+    // the chapter's scaled row at Dh = 768 through softmax's formula, here in double
+    // (not lib's softmax(): chapter 03's, which a mistake there must not fail here):
+    // every weight strictly between 0 and 1, and the largest the one the chapter printed
     const Tensor *row = trace_find(chapter_values(), "row_scaled_dh768");
     CU_ASSERT_PTR_NOT_NULL_FATAL(row);
-    float p[8];
     CU_ASSERT_EQUAL_FATAL(row->numel, 8u);
-    softmax(p, row->data, 1, 8);
-    double sum = 0;
+    double m = row->data[0], e[8], sum = 0, top = 0;
+    for (int j = 1; j < 8; j++) m = fmax(m, row->data[j]);
     for (int j = 0; j < 8; j++) {
-        CU_ASSERT(p[j] > 0.0f && p[j] < 1.0f);
-        sum += p[j];
+        e[j] = exp(row->data[j] - m);
+        sum += e[j];
     }
-    CU_ASSERT_DOUBLE_EQUAL(sum, 1.0, 1e-6);
+    for (int j = 0; j < 8; j++) {
+        CU_ASSERT(e[j] / sum > 0.0 && e[j] / sum < 1.0);
+        top = fmax(top, e[j] / sum);
+    }
+    CU_ASSERT_DOUBLE_EQUAL(value_at("max_prob_scaled_dh%d", 768), top, 1e-6);
 }
 
 /* -------------------------------------------------------------- the probes */

@@ -1,10 +1,13 @@
 // hint: [cls] was appended after the patches
+// stage: 07
 /**
  * @file forward.c
  * @brief A wrong forward.c for exercise 09 (tests/wrong/): torch.cat((x, cls), dim=1), the
  *        [cls] token put after the patches (row N − 1) instead of in front of them (row 0).
  *
- * `make test` checks that the grader fails it and prints the hint above.
+ * `make test` checks that the grader fails it and prints the hint above. Its mistake is in the
+ * tokens, chapter 07's stage, whose suite tests vit_forward()'s [cls] and positions:
+ * `make stage-checks` expects the first failure there ("// stage: 07").
  */
 #include "model/vit.h"
 #include "ops/ops.h"

@@ -1,9 +1,12 @@
 // hint: position embeddings are missing
+// stage: 07
 /**
  * @file forward.c
  * @brief A wrong forward.c for exercise 09 (tests/wrong/): step 3 left out: embed is the tokens.
  *
- * `make test` checks that the grader fails it and prints the hint above.
+ * `make test` checks that the grader fails it and prints the hint above. Its mistake is in the
+ * tokens, chapter 07's stage, whose suite tests vit_forward()'s [cls] and positions:
+ * `make stage-checks` expects the first failure there ("// stage: 07").
  */
 #include "model/vit.h"
 #include "ops/ops.h"
