@@ -1006,8 +1006,9 @@ read_headers() {
 # graded under that exercise's rules), "// grade: passes" (a grader check
 # of a right answer: the grade must pass, its output still holding the hint),
 # "// twice: same" (graded a second time, the same tests must fail the same
-# way), "// stage: NN" (make stage-checks: the mistake is in a part of the file an
-# earlier chapter NN teaches, whose stage must fail first), and for the box's checks "// canary: PATH" (a file under the checkout the
+# way), "// stage: NN" (make stage-checks: the stage the mistake belongs to when
+# it is not the file's chapter: a part an earlier chapter teaches, or one only a
+# later stage uses, as the backward's), and for the box's checks "// canary: PATH" (a file under the checkout the
 # code tries to remove: made before, there after), "// hides: PATH" (a folder
 # of another student's work beside it, hidden from the code) and
 # "// orphan: NAME" (no process of that name may be left after the grade).
@@ -1180,13 +1181,15 @@ cmd_check_stage() {
     fi
     B_LDFLAGS=-Wl,--strip-debug
     build_runner "$d" "$name" "$@" || check_failed "$d/build.log" "$rel does not compile and link"
+    own=${hd_stage:-$nn} # "// stage: NN": the stage of the part of the file the mistake is in
+    up_to=$nn
+    [ "$own" -le "$nn" ] || up_to=$own # (a stage after the file's chapter: run down to it)
     status=0
-    "$d/tests/run" --up-to "$nn" >"$d/suites.txt" 2>&1 || status=$?
+    "$d/tests/run" --up-to "$up_to" >"$d/suites.txt" 2>&1 || status=$?
     first=$(sed -n 's/^first wrong stage: //p' "$d/suites.txt")
-    own=${hd_stage:-$nn} # "// stage: NN": a mistake in an earlier chapter's part of the file
     case $first in
         "chapter $own "*) say "exercises: $name: wrong $base fails first at its own stage: $first" ;;
-        "") check_failed "$d/suites.txt" "$rel: no test down to chapter $nn fails (exit $status)" ;;
+        "") check_failed "$d/suites.txt" "$rel: no test down to chapter $up_to fails (exit $status)" ;;
         *) check_failed "$d/suites.txt" "$rel fails first at $first, not at chapter $own" ;;
     esac
 }

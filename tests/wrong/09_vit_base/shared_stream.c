@@ -1,9 +1,11 @@
 // hint: vit_backward/every gradient equals autograd
+// stage: 10
 // A forward pass written as exercise 09's skeleton once said: the stream in
 // a->x[0] and a->x[1], swapped, one a->block shared by every block. Every
 // stage of an inference is right, so the chapter's tests pass; a model
 // prepared for training then loses each block's input and activations, and
-// its gradients are wrong. The key runs the backward's tests for that.
+// its gradients are wrong. The key runs the backward's tests for that, and its
+// first failure is at chapter 10's stage, the backward ("// stage: 10").
 /**
  * @file forward.c
  * @brief A wrong vit_forward(): the old skeleton's buffers (see the first lines).
