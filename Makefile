@@ -479,7 +479,7 @@ $(filter exercise-check/grader/%,$(EXERCISE_CHECKS)): exercise-check/grader/%: $
 	@$(CHECK_ENV) tests/exercises.sh check-wrong tests/grader/$*
 .PHONY: stage-checks $(STAGE_CHECKS)
 stage-checks: $(STAGE_CHECKS)
-	@echo "stage checks: each of the $(words $(STAGE_CHECKS)) wrong implementations fails first at its own chapter"
+	@echo "stage checks: the $(words $(STAGE_CHECKS)) wrong implementations each fail first at their own stage (or at the compiler)"
 $(STAGE_CHECKS): stage-check/%: $(TEST_RUNNER)
 	@$(CHECK_ENV) tests/exercises.sh check-stage tests/wrong/$*
 .PHONY: answers-check $(ANSWER_CHECKS)

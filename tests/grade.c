@@ -227,11 +227,9 @@ static void install_crash_handlers(void) {
 }
 
 // Record mode, in the process that runs the test (`run --record FD SUITE/TEST`,
-// started by the grader): run that one test with every check written to FD
-// (record.h), then the end mark. Nothing here decides a verdict: the grader
-// judges the record in a process of its own.
-// The test NAME (one test: checked by the caller) with every check written
-// to FD, then the end mark; exits.
+// or forked by the test server, serve.h): run that one test, NAME, with every
+// check written to FD (record.h), then the end mark; exit. Nothing here decides
+// a verdict: the grader judges the record in a process of its own.
 static void record_test(const char *program, const char *name, int fd) {
     GradeTest *g;
     if (grade_select(&g, &name, 1, program) != 1) exit(2);
