@@ -239,9 +239,8 @@ static void reap(TestServer *s, double seconds) {
     siginfo_t info;
     for (;;) {
         memset(&info, 0, sizeof info);
-        if (waitid(P_PID, (id_t)s->pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == s->pid)
-            break;
-        if (errno == ECHILD) break;
+        const int got = waitid(P_PID, (id_t)s->pid, &info, WEXITED | WNOHANG | WNOWAIT);
+        if ((got == 0 && info.si_pid == s->pid) || (got < 0 && errno == ECHILD)) break;
         if (seconds_now() - t0 > seconds) break;
         server_read_log(s);
         struct timespec nap = {0, 5 * 1000 * 1000};
