@@ -93,7 +93,6 @@ static float entropy(const float *p, int n) {
     return h;
 }
 
-// Index of the largest of x[0..n), skipping index `skip` (pass -1 to skip none).
 // [row_softmax]
 // Softmax of each row of s (rows, cols), as its formula says: p_j = e^(s_j − m) / Σ_k
 // e^(s_k − m), m the row's largest score (subtracting it changes nothing but keeps
@@ -133,6 +132,7 @@ static void normalise_tokens(float *x, int n, int d, float eps) {
 }
 // [normalise_tokens]
 
+// Index of the largest of x[0..n), skipping index `skip` (pass -1 to skip none).
 static int top_index(const float *x, int n, int skip) {
     int best = -1;
     for (int i = 0; i < n; i++)

@@ -406,8 +406,7 @@ build_runner() {
         return 1
     fi
     # the runner finds the vit programs beside its folder (tests/cli_run.c)
-    b_build=$(cd "$BUILD" && pwd)
-    ln -sfn "$b_build/vit" "$b_build/vitview" "$b_build/chapters" "$b_work/"
+    ln -sfn "$BUILD_ABS/vit" "$BUILD_ABS/vitview" "$BUILD_ABS/chapters" "$b_work/"
     return 0
 }
 
@@ -963,6 +962,18 @@ check_points_table() {
     fi
 }
 
+# exercise_mates NAME: into MATES, lib's objects of exercise NAME's files but the
+# one a wrong file replaces (hd_file: read_headers() first), space-separated: what
+# a student who got only that file wrong hands in beside it. None for a file that
+# says "// submitted: alone".
+exercise_mates() {
+    MATES=""
+    [ "$hd_submitted" != alone ] || return 0
+    for e_src in "$ROOT/exercises/$1"/*.c; do
+        [ "${e_src##*/}" = "$hd_file" ] || MATES="$MATES $(lib_object "${e_src##*/}")"
+    done
+}
+
 # read_headers FILE: the "// WORD: TEXT" lines at the top of a wrong file (below)
 # into hd_WORD, TEXT without the blanks around it, in the shell itself (make test
 # reads 237 files: a program started for each would cost seconds): "hint" from
@@ -1051,12 +1062,10 @@ cmd_check_wrong() {
     ex=$name
     [ "$name" != grader ] || ex=$(find_exercise "$hd_exercise") || ex=""
     set -- "$file"
-    if [ "$name" != grader ] && [ "$hd_submitted" != alone ]; then
-        replaces=$hd_file
-        for g in "$ROOT/exercises/$name"/*.c; do
-            [ "${g##*/}" = "$replaces" ] || set -- "$@" "$(lib_object "${g##*/}")"
-        done
-    fi
+    MATES=""
+    [ "$name" = grader ] || exercise_mates "$name" # (the objects' paths hold no spaces)
+    # shellcheck disable=SC2086
+    [ -z "$MATES" ] || set -- "$@" $MATES
     # the box's own checks: a file the code must not remove, a neighbour's folder
     # it must not see, a process it must not leave behind
     canary=$hd_canary hides=$hd_hides orphan=$hd_orphan
@@ -1173,15 +1182,17 @@ cmd_check_stage() {
         return 0
     fi
     d=$(check_dir "$name/stage-${base%.c}")
-    set -- "$file" # and lib's own versions of the exercise's other files, as check-wrong
-    if [ "$hd_submitted" != alone ]; then
-        for g in "$ROOT/exercises/$name"/*.c; do
-            [ "${g##*/}" = "$hd_file" ] || set -- "$@" "$(lib_object "${g##*/}")"
-        done
-    fi
+    set -- "$file"
+    exercise_mates "$name" # lib's own versions of the exercise's other files, as check-wrong
+    # shellcheck disable=SC2086 # (the objects' paths hold no spaces)
+    [ -z "$MATES" ] || set -- "$@" $MATES
     B_LDFLAGS=-Wl,--strip-debug
     build_runner "$d" "$name" "$@" || check_failed "$d/build.log" "$rel does not compile and link"
     own=${hd_stage:-$nn} # "// stage: NN": the stage of the part of the file the mistake is in
+    case $own in
+        [0-9][0-9]) ;;
+        *) check_failed "" "$rel: '// stage: $hd_stage' is not a chapter's two digits (// stage: NN)" ;;
+    esac
     up_to=$nn
     [ "$own" -le "$nn" ] || up_to=$own # (a stage after the file's chapter: run down to it)
     status=0
