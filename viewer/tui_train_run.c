@@ -23,6 +23,7 @@
 #include "train_panel.h"
 #include "tui.h"
 #include "base/fileio.h"
+#include "gemm/gemm.h"
 #include "train/layer_stats.h"
 #include "train/run.h"
 #include "train/step_view.h"
@@ -96,8 +97,13 @@ static void add_history(TrainView *v, const TrainRun *r) {
 
 // The panel's pictures on the weights as they are. A few pictures: one
 // thread; more would be woken for it after the trainer's shards, which costs
-// half a second once, for nothing.
+// half a second once, for nothing. The matrix product is chosen once per
+// process, at the thread count of its first product (gemm_choice.c): chosen
+// here at one thread, the run's products took the one-thread answer, which
+// on a busy machine was not vit train's, and the model differed from vit
+// train's in its last bits. So it is chosen first, at the run's count.
 static VitStatus panel_pass(Watch *w, VitError *err) {
+    (void)gemm_choice();
     const int threads = vit_get_threads();
     vit_set_threads(1);
     const VitStatus s = train_panel_update(&w->panel, &w->view, err);
