@@ -15,6 +15,8 @@
 #include "diagnose.h"
 #include "record.h"
 #include "io/labels.h"
+#include "attention/attention.h"
+#include "base/rng.h"
 
 #ifndef VIT_TEST_DIR
 #define VIT_TEST_DIR "tests"
@@ -608,4 +610,38 @@ Vit check_shipped_model(void) {
 
 void check_poison(float *x, size_t n) {
     for (size_t i = 0; i < n; i++) x[i] = NAN;
+}
+
+bool check_attention_online_by_hand(void) {
+    enum { B = 2, H = 2, N = 5, Dh = 4, ROWS = B * H * N };
+    float q[ROWS * Dh], k[ROWS * Dh], v[ROWS * Dh], got[ROWS * Dh], want[ROWS * Dh];
+    Rng rng;
+    rng_seed(&rng, 65);
+    rng_fill_normal(&rng, q, ROWS * Dh, 0.0f, 1.0f);
+    rng_fill_normal(&rng, k, ROWS * Dh, 0.0f, 1.0f);
+    rng_fill_normal(&rng, v, ROWS * Dh, 0.0f, 1.0f);
+    for (int bh = 0; bh < B * H; bh++) {
+        const float *K = k + bh * N * Dh, *V = v + bh * N * Dh;
+        for (int i = 0; i < N; i++) {
+            const float *qi = q + (bh * N + i) * Dh;
+            double p[N], top = -INFINITY, sum = 0;
+            for (int j = 0; j < N; j++) { // the scaled scores of query i
+                double dot = 0;
+                for (int d = 0; d < Dh; d++) dot += (double)qi[d] * K[j * Dh + d];
+                p[j] = dot / sqrt((double)Dh);
+                top = p[j] > top ? p[j] : top;
+            }
+            for (int j = 0; j < N; j++) sum += p[j] = exp(p[j] - top);
+            for (int d = 0; d < Dh; d++) { // its weights times the values
+                double o = 0;
+                for (int j = 0; j < N; j++) o += p[j] / sum * V[j * Dh + d];
+                want[(bh * N + i) * Dh + d] = (float)o;
+            }
+        }
+    }
+    for (int e = 0; e < ROWS * Dh; e++) got[e] = NAN; // an element never written fails
+    attention_online(got, q, k, v, NULL, B, H, N, Dh, MHA_KEY_BLOCK);
+    for (int e = 0; e < ROWS * Dh; e++)
+        if (!(fabsf(got[e] - want[e]) <= 1e-5f + 1e-4f * fabsf(want[e]))) return false;
+    return true;
 }

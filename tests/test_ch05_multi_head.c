@@ -762,12 +762,14 @@ static void test_probe_mha_takes_the_right_road(void) {
         outs_ok &= run[c].out_ok;
     }
     CU_ASSERT_EQUAL(kept, ROADS_RIGHT);
-    CU_ASSERT(run[0].out_ok); // the online road's out; the probes above check the other road's
+    const bool online_checked = check_attention_online_by_hand();
+    if (online_checked) CU_ASSERT(run[0].out_ok); // the probes above check the other road's
+    if (!online_checked) outs_ok = run[1].out_ok && run[2].out_ok && run[3].out_ok;
     const char *hint = kept != ROADS_RIGHT ? wrong_roads(run, kept) : NULL;
     if (hint && outs_ok) { // every out right: the choice of road alone is wrong
         check_hint("%s", hint);
-    } else if (kept == ROADS_RIGHT && !run[0].out_ok && run[1].out_ok && run[2].out_ok &&
-               run[3].out_ok) {
+    } else if (online_checked && kept == ROADS_RIGHT && !run[0].out_ok && run[1].out_ok &&
+               run[2].out_ok && run[3].out_ok) {
         check_hint("the online road (keep_matrices false, no listener) gives %s, while the road "
                    "that keeps the matrices is right: TODO 8, attention_online(s->heads, s->q, "
                    "s->k, s->v, opt, B, H, N, Dh, MHA_KEY_BLOCK)",
@@ -791,11 +793,13 @@ static void test_probe_mha_switches_heads_off(void) {
     Stages ref = mha_by_hand(x, &w, NULL, B, N, D, H, 0), on = mha_by_hand(x, &w, NULL, B, N, D, H, HEADS_ON);
     const RoadRun kept = run_road(&w, x, B, N, D, H, true, false, &ref.t[7], &on.t[7]);
     const RoadRun online = run_road(&w, x, B, N, D, H, false, false, &ref.t[7], &on.t[7]);
-    CU_ASSERT(kept.out_ok);   // keep_matrices true: the matrices' road
-    CU_ASSERT(online.out_ok); // keep_matrices false, no listener: the online road
+    const bool online_checked = check_attention_online_by_hand();
+    CU_ASSERT(kept.out_ok);                       // keep_matrices true: the matrices' road
+    if (online_checked) CU_ASSERT(online.out_ok); // keep_matrices false, no listener: online
     // out as if every head were on, the rest right: the switch was ignored, on which road?
     // (a run meant for the online road that kept the matrices took the other road)
-    bool kept_on = !kept.out_ok && kept.out_alt, online_on = !online.out_ok && online.out_alt;
+    bool kept_on = !kept.out_ok && kept.out_alt;
+    bool online_on = online_checked && !online.out_ok && online.out_alt;
     if (online.kept) kept_on |= online_on, online_on = false;
     if (kept_on && online_on)
         check_hint("a head switched off (w->head_off[h]) still attends, on both roads: its (N, N) "

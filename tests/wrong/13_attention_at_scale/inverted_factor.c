@@ -1,5 +1,10 @@
 // hint: c is e^(m' - m), the inverse
 // also: NaN or inf where PyTorch has numbers
+// stage: 09
+// With one block of keys the mistake already shows, and lib's forward runs
+// attention_online() whenever nothing reads the (N, N) matrices: chapter 09's
+// forward without a trace is where it fails first ("// stage: 09"); that test
+// says the road without the matrices is the one that differs.
 /**
  * @file online_softmax.c
  * @brief A wrong online_softmax.c for exercise 13 (tests/wrong/): the factor is e^(m' − m), upside down.

@@ -1,4 +1,9 @@
 // hint: each s_j replaced by e^(s_j - m')
+// stage: 09
+// With one block of keys the mistake already shows, and lib's forward runs
+// attention_online() whenever nothing reads the (N, N) matrices: chapter 09's
+// forward without a trace is where it fails first ("// stage: 09"); that test
+// says the road without the matrices is the one that differs.
 /**
  * @file online_softmax.c
  * @brief A wrong online_softmax.c for exercise 13 (tests/wrong/): the weights summed but never written back into s.
