@@ -84,6 +84,42 @@ wait_for() {
     return 1
 }
 
+# screen_settled: until two captures 0.1 s apart agree (at most 10 s); the
+# last capture in screen.txt
+screen_settled() {
+    s_tries=100
+    screen_text >"$WORK/screen.txt"
+    while [ "$s_tries" -gt 0 ]; do
+        sleep 0.1
+        screen_text >"$WORK/screen.next"
+        cmp -s "$WORK/screen.txt" "$WORK/screen.next" && return 0
+        mv "$WORK/screen.next" "$WORK/screen.txt"
+        s_tries=$((s_tries - 1))
+    done
+}
+
+# help_page_to PATTERN PAGES: pages down the open help (PgDn, ten lines at a
+# time) until PATTERN is on the screen, at most PAGES times, each page drawn
+# in full before the next key. (Paging on after a second without the line, a
+# busy machine's slow page took two keys, and the line's page was skipped.)
+help_page_to() {
+    p_left=$2
+    screen_settled
+    until grep -Eq -- "$1" "$WORK/screen.txt"; do
+        [ "$p_left" -gt 0 ] || return 1
+        p_left=$((p_left - 1))
+        cp "$WORK/screen.txt" "$WORK/page.txt"
+        keys NPage
+        p_tries=500 # until the page moves (10 s); at the help's end it does not
+        while screen_text >"$WORK/screen.txt" && cmp -s "$WORK/page.txt" "$WORK/screen.txt"; do
+            p_tries=$((p_tries - 1))
+            [ "$p_tries" -gt 0 ] || return 1
+            sleep 0.02
+        done
+        screen_settled
+    done
+}
+
 # check NAME PATTERN [SECONDS]: one named expectation on the screen
 check() {
     if wait_for "$2" "${3:-5}"; then
@@ -283,10 +319,7 @@ keys NPage NPage NPage NPage NPage
 check "the help's labels are whole" "PgUp PgDn Home End +\(view focused\)"
 # the notes after the key tables: paged to until the last one shows, however
 # many keys the tables above them hold
-for page in 1 2 3 4; do
-    wait_for "stops by itself at the first NaN or infinity" 1 && break
-    keys NPage
-done
+help_page_to "stops by itself at the first NaN or infinity" 4
 check "the help explains the tree's marks" "The tree's marks: ▶ how far the pass has run"
 check "the help says any key pauses a run" "While a pass runs \(n f c, or after r\), any key pauses it"
 check "the help says what becomes of keys typed during a run" "except after / B W e T D,"
@@ -1066,10 +1099,7 @@ if [ -n "$DEMO" ]; then
     keys '?'
     check "neuron: the help opens" "─ keys ─"
     help_n="N +neuron view: the cursor's score, q⊙k to probability"
-    for page in 1 2 3 4 5 6; do # the view's keys come after the app's and the tree's
-        wait_for "$help_n" 1 && break
-        keys NPage
-    done
+    help_page_to "$help_n" 6 # the view's keys come after the app's and the tree's
     check "neuron: the help lists N (its line in the key table)" "$help_n"
     keys Escape
     # every view of the lab is reached from ? at 80×24: its key has its line
@@ -1080,10 +1110,7 @@ if [ -n "$DEMO" ]; then
         # the help open before paging: a slow build (the sanitizers) took the
         # page keys as the pass's own, and the help then showed its first page
         wait_for "─ keys ─" 10
-        for page in 1 2 3 4 5 6 7 8; do
-            wait_for "$line" 1 && break
-            keys NPage
-        done
+        help_page_to "$line" 8
         check "the help at 80×24 lists '$line'" "$line"
         keys Escape
     done

@@ -81,6 +81,9 @@ SCREEN *ui_open_terminal(void);
 
 /** @brief Start curses; fills s->colour, s->utf8 and the layout. @p force_mono: --mono. */
 void ui_start(State *s, bool force_mono);
+/** @brief True (and curses resized) when the terminal's size is not curses' own: a
+ *         resize whose SIGWINCH was lost. Called before each wait for a key. */
+bool ui_missed_resize(void);
 /** @brief Give the terminal back. Safe to call twice. */
 void ui_stop(void);
 /** @brief The attribute for a role in the current colour mode. */

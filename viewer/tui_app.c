@@ -380,6 +380,7 @@ static UiAction ui_loop(App *app) {
     State *s = &app->state;
     s->running = false; // whatever ran before has stopped: the status row says so
     for (;;) {
+        if (ui_missed_resize()) on_resize(s);
         app_draw(app);
         paint_mouse(s);
         timeout(s->play_ms > 0 ? s->play_ms : -1); // S: no key in time is a step
@@ -443,6 +444,7 @@ static bool poll_while_running(App *app) {
     nodelay(stdscr, TRUE);
     const int key = getch();
     nodelay(stdscr, FALSE);
+    if (ui_missed_resize()) on_resize(s);
     if (key == KEY_RESIZE) on_resize(s);
     else if (key != ERR) {
         typed_while_running(s, key);

@@ -231,6 +231,7 @@ static VitStatus watch_loop(Watch *w, VitError *err) {
         // running: look for a key and go on; paused: wait for one (a fifth of a
         // second at a time, so that Ctrl-C is seen)
         timeout(v->paused ? 200 : 0);
+        if (ui_missed_resize()) train_screen_resize(v);
         const int key = getch();
         if (key != ERR) {
             const TrainAction a = handle_key(w, key);
@@ -265,6 +266,7 @@ static VitStatus finish(Watch *w, VitError *err) {
     redraw(w, false);
     timeout(200);
     for (;;) {
+        if (ui_missed_resize()) train_screen_resize(v);
         const int key = getch();
         if (train_stop_requested()) break;
         if (key == ERR) continue;

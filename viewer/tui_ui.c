@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 #include <wchar.h>
 
 /* ----------------------------------------------------------- colour roles */
@@ -111,6 +113,20 @@ SCREEN *ui_open_terminal(void) {
         if (screen) return screen;
     }
     return newterm(NULL, stdout, stdin);
+}
+
+// curses learns of a resize from SIGWINCH. One that comes while it cannot see
+// it (between newterm() reading the size and its handler being set, as when
+// the window is resized while the program starts on a busy machine) is lost,
+// and every screen after it is drawn for the old size, its lines wrapped.
+// So the terminal is also asked its size before each wait for a key.
+bool ui_missed_resize(void) {
+    struct winsize ws;
+    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) != 0 || ws.ws_row == 0 || ws.ws_col == 0)
+        return false;
+    if (ws.ws_row == LINES && ws.ws_col == COLS) return false;
+    resize_term(ws.ws_row, ws.ws_col);
+    return true;
 }
 
 void ui_start(State *s, bool force_mono) {
