@@ -126,6 +126,7 @@ bool ui_missed_resize(void) {
         return false;
     if (ws.ws_row == LINES && ws.ws_col == COLS) return false;
     resize_term(ws.ws_row, ws.ws_col);
+    clearok(curscr, TRUE); // what is on the terminal was drawn for the old size: all of it again
     return true;
 }
 
