@@ -538,14 +538,14 @@ static void test_probe_block(void) {
     bool ok = false;
     if (tracediff_compare(&d, &yours, &pytorch, TRACEDIFF_ATOL, TRACEDIFF_RTOL, &err) != VIT_OK) {
         snprintf(where, sizeof where, "%.1000s", err.msg);
-        snprintf(summary, sizeof summary, "%s", where);
+        snprintf(summary, sizeof summary, "%.511s", where); // (the start of it)
     } else if (d.differ) {
         tracediff_report(where, sizeof where, &d, "\n      ");
         tracediff_summary(summary, sizeof summary, &d);
     } else if (!tensor_near(&out, &want->t, TRACEDIFF_ATOL, TRACEDIFF_RTOL)) {
         snprintf(where, sizeof where, "every stage of the trace agrees with PyTorch, but what "
                  "vit_block_forward() leaves in out is not blocks.0.out");
-        snprintf(summary, sizeof summary, "%s", where);
+        snprintf(summary, sizeof summary, "%.511s", where); // (the start of it)
     } else {
         ok = true;
     }

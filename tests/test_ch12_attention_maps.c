@@ -222,7 +222,7 @@ static void probe(HeadFuse fuse, double discard, const char *golden, const char 
     if (!assert_tensor_close(&got, &want, 1e-6f, 1e-5f, label)) {
         bool finite = true;
         for (size_t e = 0; e < got.numel; e++) finite &= isfinite(got.data[e]) != 0;
-        Way matched[MISTAKES];
+        Way matched[MISTAKES] = {0};
         int n = 0;
         for (int w = NO_IDENTITY; w < MISTAKES && finite; w++) {
             Tensor wrong = roll(&r, (Way)w, false);
