@@ -70,18 +70,35 @@ trap 'exit 1' INT TERM HUP
 
 screen_text() { $TMUX_CMD capture-pane -p -t "$SESSION" 2>/dev/null; }
 
-# wait_for PATTERN [SECONDS]: until the screen matches the extended regex, looking
-# every 20 ms (at 100 ms, the 169 checks waited 4 s in all for screens already drawn)
+# pause_from_start, then pause between two looks at the screen: 20 ms at first
+# (at 100 ms, the 169 checks waited 4 s in all for screens already drawn), then
+# twice as long each time, up to 160 ms. Each look starts tmux and grep: looked
+# at 50 times a second, a screen that takes seconds (a training's epoch) took
+# the CPU the viewer draws it with, a quarter of the CPU these checks used.
+# PAUSED: the milliseconds paused since pause_from_start.
+pause_from_start() { PAUSE_MS=20 PAUSE_S=0.02 PAUSED=0; }
+pause() {
+    sleep "$PAUSE_S"
+    PAUSED=$((PAUSED + PAUSE_MS))
+    case $PAUSE_MS in
+        20) PAUSE_MS=40 PAUSE_S=0.04 ;;
+        40) PAUSE_MS=80 PAUSE_S=0.08 ;;
+        *) PAUSE_MS=160 PAUSE_S=0.16 ;;
+    esac
+}
+# paused_less_than SECONDS: whether pause() has waited less than that in all
+paused_less_than() { [ "$PAUSED" -lt "$(($1 * 1000))" ]; }
+
+# wait_for PATTERN [SECONDS]: until the screen matches the extended regex
 wait_for() {
-    tries=$(( ${2:-5} * 50 ))
-    while [ "$tries" -gt 0 ]; do
+    pause_from_start
+    while :; do
         screen_text >"$WORK/screen.txt"
         grep -Eq -- "$1" "$WORK/screen.txt" && return 0
         [ -s "$WORK/exit" ] && return 1 # vitview has ended: nothing more will appear
-        sleep 0.02
-        tries=$((tries - 1))
+        paused_less_than "${2:-5}" || return 1
+        pause
     done
-    return 1
 }
 
 # screen_settled: until two captures 0.1 s apart agree (at most 10 s); the
@@ -110,11 +127,10 @@ help_page_to() {
         p_left=$((p_left - 1))
         cp "$WORK/screen.txt" "$WORK/page.txt"
         keys NPage
-        p_tries=500 # until the page moves (10 s); at the help's end it does not
+        pause_from_start # until the page moves (10 s); at the help's end it does not
         while screen_text >"$WORK/screen.txt" && cmp -s "$WORK/page.txt" "$WORK/screen.txt"; do
-            p_tries=$((p_tries - 1))
-            [ "$p_tries" -gt 0 ] || return 1
-            sleep 0.02
+            paused_less_than 10 || return 1
+            pause
         done
         screen_settled
     done
@@ -142,14 +158,13 @@ keys() { $TMUX_CMD send-keys -t "$SESSION" "$@"; }
 
 # check_rows NAME PATTERN COUNT [SECONDS]: until exactly COUNT lines of the screen match
 check_rows() {
-    tries=$(( ${4:-5} * 50 ))
+    pause_from_start
     while :; do
         screen_text >"$WORK/screen.txt"
         n=$(grep -Ec -- "$2" "$WORK/screen.txt")
         [ "$n" -eq "$3" ] && { PASSED=$((PASSED + 1)); return 0; }
-        tries=$((tries - 1))
-        [ "$tries" -gt 0 ] && [ ! -s "$WORK/exit" ] || break
-        sleep 0.02
+        paused_less_than "${4:-5}" && [ ! -s "$WORK/exit" ] || break
+        pause
     done
     FAILED=$((FAILED + 1))
     LAST_FAILURE=$1
@@ -178,13 +193,12 @@ start() {
 
 # check_colours NAME PATTERN: until the screen's colour escapes (capture-pane -e) match
 check_colours() {
-    tries=250
-    while [ "$tries" -gt 0 ]; do
+    pause_from_start
+    while paused_less_than 5; do
         $TMUX_CMD capture-pane -p -e -t "$SESSION" >"$WORK/escapes.txt" 2>/dev/null
         grep -Eq -- "$2" "$WORK/escapes.txt" && { PASSED=$((PASSED + 1)); return 0; }
         [ -s "$WORK/exit" ] && break
-        sleep 0.02
-        tries=$((tries - 1))
+        pause
     done
     FAILED=$((FAILED + 1))
     LAST_FAILURE=$1
@@ -441,6 +455,7 @@ if [ -x "$VIT" ]; then
     # logits are, and capture-pane can catch the screen between the two)
     same_logits() {
         tries=15
+        pause_from_start
         while :; do
             now=$(logits)
             if { [ "$2" = yes ] && [ "$now" = "$3" ]; } || { [ "$2" = no ] && [ "$now" != "$3" ]; }; then
@@ -448,7 +463,7 @@ if [ -x "$VIT" ]; then
             fi
             tries=$((tries - 1))
             [ "$tries" -gt 0 ] || break
-            sleep 0.02
+            pause
         done
         if { [ "$2" = yes ] && [ "$now" = "$3" ]; } || { [ "$2" = no ] && [ "$now" != "$3" ]; }; then
             PASSED=$((PASSED + 1))
@@ -1237,12 +1252,11 @@ check_train_screen() { # COLS ROWS
     keys q
     # (printed after the screen closes, a line longer than the terminal: read with
     # the pane's history and its wrapped lines joined, as the terminal may scroll it)
-    tries=500
+    pause_from_start
     until $TMUX_CMD capture-pane -p -J -S - -t "$SESSION" >"$WORK/screen.txt" 2>/dev/null &&
         grep -Eq "watching took [0-9.]+% of the time" "$WORK/screen.txt"; do
-        tries=$((tries - 1))
-        [ "$tries" -gt 0 ] || break
-        sleep 0.02
+        paused_less_than 10 || break
+        pause
     done
     if grep -Eq "watching took [0-9.]+% of the time" "$WORK/screen.txt"; then
         PASSED=$((PASSED + 1))
