@@ -44,7 +44,8 @@
 # so that its make exercise leaves a student's last score alone.
 set -eu
 
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+case $0 in */*) ROOT=${0%/*}/.. ;; *) ROOT=.. ;; esac
+ROOT=$(cd "$ROOT" && pwd)
 BOX_SOURCE="" BOX_HIDE="" # the student's folder and the one to hide (boxed(), below)
 cd "$ROOT" # BUILD and the objects are named from here, as make names them
 : "${BUILD:=build}"
@@ -63,22 +64,29 @@ NL='
 BLANKS=" $TAB$CR"
 die() { printf 'exercise: %s\n' "$*" >&2; exit 2; }
 
-# lib_file FILE.c: lib's file of that name, in whichever layer folder holds it
-# (lib/ops/softmax.c for softmax.c: a student's file keeps its plain name, and
-# base names are unique in lib); empty when lib has none.
-lib_file() {
+# lib_source FILE.c: into LIB_SOURCE, lib's file of that name, in whichever
+# layer folder holds it (lib/ops/softmax.c for softmax.c: a student's file
+# keeps its plain name, and base names are unique in lib); empty when lib has
+# none. lib_object FILE.c: into LIB_OBJECT, the object this build made of it.
+# (Variables, not printed: make test asks for some 500 objects, and a $(...)
+# is a process each.) lib_file FILE.c prints the source.
+lib_source() {
+    LIB_SOURCE=""
     for l_f in "$ROOT"/lib/*/"$1"; do
-        [ -f "$l_f" ] && printf '%s\n' "$l_f" && return 0
+        [ -f "$l_f" ] && LIB_SOURCE=$l_f && return 0
     done
     return 0
 }
-
-# lib_object FILE.c: the object this build made of lib's file of that name
 lib_object() {
-    l_src=$(lib_file "$1")
-    [ -n "$l_src" ] || return 0
-    l_obj=$BUILD/${l_src#"$ROOT"/}
-    printf '%s\n' "${l_obj%.c}.o"
+    lib_source "$1"
+    LIB_OBJECT=""
+    [ -n "$LIB_SOURCE" ] || return 0
+    l_obj=$BUILD/${LIB_SOURCE#"$ROOT"/}
+    LIB_OBJECT=${l_obj%.c}.o
+}
+lib_file() {
+    lib_source "$1"
+    [ -z "$LIB_SOURCE" ] || printf '%s\n' "$LIB_SOURCE"
 }
 
 # An absolute path for one given relative to where make was run (the root).
@@ -106,19 +114,26 @@ exercise_names() {
     done
 }
 
-# NN_name of the exercise CH names: 3, 03, 03_softmax or softmax.
-find_exercise() {
-    want=$1
-    case $want in
-        [0-9]) want=0$want ;;
+# exercise_named CH: into EXERCISE, the NN_name of the exercise CH names: 3,
+# 03, 03_softmax or softmax; returns 1 when none (a variable: no process).
+exercise_named() {
+    EXERCISE="" e_want=$1
+    case $e_want in
+        [0-9]) e_want=0$e_want ;;
     esac
-    for name in $(exercise_names); do
-        case $want in
-            "$name" | "${name%%_*}" | "${name#*_}") printf '%s\n' "$name"; return 0 ;;
+    for e_dir in "$ROOT"/exercises/[0-9][0-9]_*/; do
+        [ -d "$e_dir" ] || continue
+        e_dir=${e_dir%/}
+        e_dir=${e_dir##*/}
+        case $e_want in
+            "$e_dir" | "${e_dir%%_*}" | "${e_dir#*_}") EXERCISE=$e_dir && return 0 ;;
         esac
     done
     return 1
 }
+
+# The same, printed.
+find_exercise() { exercise_named "$1" && printf '%s\n' "$EXERCISE"; }
 
 # The exercise's title: the first '#' heading of its README.md.
 exercise_title() {
@@ -158,17 +173,29 @@ git_state() {
 # process, default 900), EX_PROCS (default 256), EX_FILE_SIZE (default 64M).
 : "${EX_BOX:=1}" "${EX_MEMORY:=8G}" "${EX_CPU:=900}" "${EX_PROCS:=256}" "${EX_FILE_SIZE:=64M}"
 
-# Whether bubblewrap can make a box here; why not into BOX_WHY.
+# Whether bubblewrap can make a box here; why not into BOX_WHY. A box that
+# worked is remembered until the machine starts again (BUILD/exercises/box-works
+# holds the kernel's boot id): make test asks 270 times, and each try starts two
+# programs. A box that did not work is tried again the next time.
 BOX_WHY="" BOX_CHECKED=""
 box_works() {
     if [ -z "$BOX_CHECKED" ]; then
         BOX_CHECKED=yes
+        b_boot="" b_kept=""
+        b_file=$BUILD/exercises/box-works
+        [ ! -r /proc/sys/kernel/random/boot_id ] || read -r b_boot </proc/sys/kernel/random/boot_id || :
+        [ ! -f "$b_file" ] || read -r b_kept <"$b_file" || :
         if [ "$EX_BOX" = 0 ]; then
             BOX_WHY="EX_BOX=0"
         elif ! command -v bwrap >/dev/null 2>&1; then
             BOX_WHY="bubblewrap (bwrap) is not installed: scripts/deps.sh installs it"
+        elif [ -n "$b_boot" ] && [ "$b_kept" = "$b_boot" ]; then
+            : # it worked since the machine started
         elif ! b_err=$(bwrap --unshare-all --die-with-parent --ro-bind / / true 2>&1); then
             BOX_WHY="this kernel refuses the namespaces bubblewrap needs (${b_err:-no reason given})"
+        elif [ -n "$b_boot" ] && mkdir -p "${b_file%/*}" 2>/dev/null; then
+            printf '%s\n' "$b_boot" >"$b_file.$$" 2>/dev/null && mv -f "$b_file.$$" "$b_file" 2>/dev/null ||
+                rm -f "$b_file.$$"
         fi
     fi
     [ -z "$BOX_WHY" ]
@@ -298,11 +325,12 @@ global_functions() {
         awk -v bind="^($g_bind)\$" '$4 ~ /^I?FUNC$/ && $5 ~ bind && $7 != "UND" { print $8 }'
 }
 
-# The functions exercise NAME hands out, one "function file.c" per line: the
-# global functions of each lib file its skeleton's files replace (lib/ops/softmax.c's
-# for softmax.c). A student's files must define every one of them. Listed once
-# per build of lib, like lib_without's archive (BUILD/exercises/lib/NAME.functions):
-# make test asks it for each of its 218 wrong files.
+# handed_out NAME: into HANDED_OUT, the file listing the functions exercise
+# NAME hands out, one "function file.c" per line: the global functions of each
+# lib file its skeleton's files replace (lib/ops/softmax.c's for softmax.c). A
+# student's files must define every one of them. Listed once per build of lib,
+# like lib_without's archive (BUILD/exercises/lib/NAME.functions): make test
+# asks it for each of its 218 wrong files.
 handed_out() {
     h_out=$BUILD/exercises/lib/$1.functions
     if [ ! -f "$h_out" ] || [ "$EX_LIB" -nt "$h_out" ]; then
@@ -310,13 +338,14 @@ handed_out() {
         h_tmp=$h_out.tmp.$$
         for h_src in "$ROOT/exercises/$1"/*.c; do
             h_base=${h_src##*/}
-            h_obj=$(lib_object "$h_base")
+            lib_object "$h_base"
+            h_obj=$LIB_OBJECT
             if [ -z "$h_obj" ] || [ ! -f "$h_obj" ]; then continue; fi
             global_functions strong "$h_obj" | awk -v file="$h_base" '{ print $1, file }'
         done >"$h_tmp"
         mv "$h_tmp" "$h_out"
     fi
-    cat "$h_out"
+    HANDED_OUT=$h_out
 }
 
 # missing_functions NAME OBJ...: says in the build log which handed-out function
@@ -338,23 +367,21 @@ missing_functions() {
     # shellcheck disable=SC2086 # the objects are words (no spaces: build_runner())
     [ -z "$m_own" ] || m_defined=$(global_functions weak $m_own)
     m_missing=0
-    m_list=$(handed_out "$m_name")
+    handed_out "$m_name"
     while read -r m_fn m_file; do
         [ -n "$m_fn" ] || continue
         case "$NL$m_defined$NL" in *"$NL$m_fn$NL"*) continue ;; esac
         case $m_lib_files in *" $m_file "*) continue ;; esac
         say "error: $m_fn() is not defined in your files: did you rename it? (exercises/$m_name/$m_file hands it out; write it there, with that name)"
         m_missing=1
-    done <<EOF_LIST
-$m_list
-EOF_LIST
+    done <"$HANDED_OUT"
     return "$m_missing"
 }
 
-# lib_without NAME: the path of lib's archive without the members exercise NAME
-# hands out, made once per build of lib (BUILD/exercises/lib/NAME.a; in a
-# folder of its own first, then renamed: graders running side by side each
-# make a whole one).
+# lib_without NAME: into LIB_WITHOUT, the path of lib's archive without the
+# members exercise NAME hands out, made once per build of lib
+# (BUILD/exercises/lib/NAME.a; in a folder of its own first, then renamed:
+# graders running side by side each make a whole one).
 lib_without() {
     l_out=$BUILD/exercises/lib/$1.a
     if [ ! -f "$l_out" ] || [ "$EX_LIB" -nt "$l_out" ]; then
@@ -367,7 +394,7 @@ lib_without() {
         done
         mv "$l_tmp" "$l_out"
     fi
-    printf '%s\n' "$l_out"
+    LIB_WITHOUT=$l_out
 }
 
 # build_runner WORK NAME FILE.c...: compile the files into WORK/obj (a FILE.o is
@@ -381,7 +408,7 @@ lib_without() {
 build_runner() {
     b_work=$1 b_name=$2
     shift 2
-    rm -rf "$b_work/obj" "$b_work/tests"
+    [ ! -e "$b_work/obj" ] && [ ! -e "$b_work/tests" ] || rm -rf "$b_work/obj" "$b_work/tests"
     mkdir -p "$b_work/obj" "$b_work/tests"
     : >"$b_work/build.log"
     b_ok=0 b_objs=""
@@ -390,7 +417,10 @@ build_runner() {
         case $b_src in # an object already made (lib's own, beside a wrong file) is linked as it is
             *.o) b_objs="$b_objs $b_src" && continue ;;
         esac
-        b_base=$(printf %s "${b_src##*/}" | tr " " _) # an object name without spaces
+        b_base=${b_src##*/}
+        case $b_base in # an object name without spaces
+            *" "*) b_base=$(printf %s "$b_base" | tr " " _) ;;
+        esac
         b_objs="$b_objs $b_work/obj/${b_base%.c}.o"
         # shellcheck disable=SC2086 # the flags are words
         boxed "$b_work" $EX_CC $EX_CFLAGS $EX_STUDENT_CFLAGS -c "$b_src" -o "$b_work/obj/${b_base%.c}.o" \
@@ -403,7 +433,8 @@ build_runner() {
     if [ -n "$b_name" ]; then
         # shellcheck disable=SC2086 # the objects are words (no spaces, as above)
         missing_functions "$b_name" $b_objs >>"$b_work/build.log" || return 1
-        b_lib=$(lib_without "$b_name")
+        lib_without "$b_name"
+        b_lib=$LIB_WITHOUT
     fi
     set -f
     # shellcheck disable=SC2086
@@ -795,12 +826,11 @@ cmd_class() {
 
 # ------------------------------------------------------------ make test's checks
 
-# The work folder of one check, fresh.
+# check_dir NAME: into d, the work folder of one check, fresh.
 check_dir() {
     d=$BUILD/exercises/check/$1
-    rm -rf "$d"
+    [ ! -e "$d" ] || rm -rf "$d"
     mkdir -p "$d"
-    printf '%s\n' "$d"
 }
 
 # Says what went wrong with a check, shows the end of the grader's output, fails.
@@ -816,18 +846,53 @@ check_failed() {
 }
 
 # The grader ran, said "N passed, M failed" with M > 0, and exited 1 (not a crash).
-expect_failing_grade() {
-    out=$1 status=$2 what=$3
-    result=$(score_of "$out")
+expect_failing_grade() { expect_failing_score "$(score_of "$1")" "$2" "$3" "$1"; }
+# expect_failing_score "N M" STATUS WHAT OUT: the same, from the score already read
+expect_failing_score() {
+    result=$1 status=$2 what=$3 out=$4
     [ -n "$result" ] || check_failed "$out" "$what: the grader gave no score line (exit $status)"
     [ "$status" -eq 1 ] || check_failed "$out" "$what: the grader exited $status, not 1"
     [ "${result#* }" -gt 0 ] || check_failed "$out" "$what passes its key: it should fail"
 }
 
+# grade_summary OUT: what a check of a wrong file reads in the grader's output,
+# in one program (seven before: make test reads 237 of them): into G_SCORE the
+# last score line's "N M" (empty when there is none), into G_SAYS "yes" when
+# the output holds $hint (as fixed text, anywhere), and into D/hints.txt the
+# text of each "hint:" line, once.
+grade_summary() {
+    : >"$d/hints.txt"
+    HINT=$hint awk -v hints="$d/hints.txt" '
+        index($0, ENVIRON["HINT"]) { says = 1 }
+        /^[0-9]+ passed, [0-9]+ failed$/ { score = $1 " " $3 }
+        /^ *hint: / { h = $0; sub(/^ *hint: /, "", h); if (!(h in seen)) { seen[h] = 1; print h >hints } }
+        END { print score; print (says ? "yes" : "no") }' "$1" >"$d/summary.txt"
+    { IFS= read -r G_SCORE && IFS= read -r G_SAYS; } <"$d/summary.txt"
+}
+
+# quick_key NAME: exercise NAME's KEY (in key) without its chapters' tests
+# against their goldens, into QUICK_KEY (BUILD/exercises/lib/NAME.quick), and
+# those chapters' suites into CHAPTER_SUITES (empty: the key has none); made
+# again only when the KEY changes (make test asks for each of the 218 files).
+quick_key() {
+    q_out=$BUILD/exercises/lib/$1.quick
+    if [ ! -f "$q_out.suites" ] || [ "$key" -nt "$q_out.suites" ]; then
+        mkdir -p "${q_out%/*}"
+        # (a whole chapter suite in the key has its chapter test too: left out by --except)
+        sed -n 's|^\(ch[0-9][0-9]_[a-z_]*\)\(/chapter matches PyTorch golden\)\{0,1\}$|\1|p' "$key" \
+            >"$q_out.suites.$$"
+        grep -v '/chapter matches PyTorch golden$' "$key" >"$q_out.$$" || :
+        mv -f "$q_out.$$" "$q_out"
+        mv -f "$q_out.suites.$$" "$q_out.suites" # (last: it says the pair is whole)
+    fi
+    QUICK_KEY=$q_out CHAPTER_SUITES=""
+    while IFS= read -r q_suite; do CHAPTER_SUITES="$CHAPTER_SUITES $q_suite"; done <"$q_out.suites"
+}
+
+# key_of NAME: into key, exercise NAME's KEY file.
 key_of() {
     key=$ROOT/exercises/$1/KEY
     [ -f "$key" ] || check_failed "" "exercises/$1 has no KEY file (the suites of its answer key)"
-    printf '%s\n' "$key"
 }
 
 # A model answer (tests/answers/NN_name/*.c: the exercise solved from its
@@ -841,7 +906,7 @@ cmd_check_answer() {
     nn=${dir##*/}
     nn=${nn%%_*}
     name=$(find_exercise "$nn") || check_failed "" "$rel: there is no exercises/${nn}_*/ it answers"
-    d=$(check_dir "$name/answer")
+    check_dir "$name/answer"
     for f in "$ROOT/exercises/$name"/*.c; do
         [ -f "$dir/${f##*/}" ] || check_failed "" "$rel has no ${f##*/}: an answer has every file of the exercise"
     done
@@ -850,7 +915,8 @@ cmd_check_answer() {
     "$d/tests/run" >"$d/suites.txt" 2>&1 || status=$?
     [ "$status" -eq 0 ] || check_failed "$d/suites.txt" "$rel fails a suite of make test (exit $status)"
     tests=$(sed -n 's/^ *tests *\([0-9]*\) .*/\1/p' "$d/suites.txt")
-    graded "$d" "$d/tests/run" --key "$(key_of "$name")" >"$d/output.txt" 2>&1 || status=$?
+    key_of "$name"
+    graded "$d" "$d/tests/run" --key "$key" >"$d/output.txt" 2>&1 || status=$?
     [ "$status" -eq 0 ] || check_failed "$d/output.txt" "$rel does not get full marks from the grader"
     say "exercises: $name: the model answer passes all ${tests:-?} tests of make test and gets full marks ($(sed -n 's/^score: \([0-9.]* of [0-9.]*\).*/\1 points, /p' "$d/output.txt" | tail -n 1)$(score_of "$d/output.txt" | sed 's/ .*//') tests of its key)"
 }
@@ -879,7 +945,7 @@ readme_table() {
 cmd_check_promised() {
     name=$1
     readme=$ROOT/exercises/$name/README.md
-    d=$(check_dir "$name/promised")
+    check_dir "$name/promised"
     # shellcheck disable=SC2012 # the names hold no newline
     if ls "$ROOT/tests/wrong/$name"/*.c >/dev/null 2>&1; then
         sed -s -n '1,12{s|^// *hint: *||p;s|^// *also: *||p}' "$ROOT/tests/wrong/$name"/*.c |
@@ -912,8 +978,8 @@ cmd_check_promised() {
 # lib's own functions pass the exercise's key, in grade mode.
 cmd_check_key() {
     name=$1
-    key=$(key_of "$name")
-    d=$(check_dir "$name/key")
+    key_of "$name"
+    check_dir "$name/key"
     status=0
     "$EX_RUNNER" --grade --records "$BUILD/exercises/records" --key "$key" >"$d/output.txt" 2>&1 ||
         status=$?
@@ -932,8 +998,8 @@ cmd_check_key() {
 # The skeleton as committed compiles, links, and fails its key.
 cmd_check_skeleton() {
     name=$1
-    key=$(key_of "$name")
-    d=$(check_dir "$name/skeleton")
+    key_of "$name"
+    check_dir "$name/skeleton"
     src=$ROOT/exercises/$name
     from="the skeleton"
     if [ "$(git_state "exercises/$name")" = edited ]; then
@@ -983,7 +1049,9 @@ exercise_mates() {
     MATES=""
     [ "$hd_submitted" != alone ] || return 0
     for e_src in "$ROOT/exercises/$1"/*.c; do
-        [ "${e_src##*/}" = "$hd_file" ] || MATES="$MATES $(lib_object "${e_src##*/}")"
+        [ "${e_src##*/}" != "$hd_file" ] || continue
+        lib_object "${e_src##*/}"
+        MATES="$MATES $LIB_OBJECT"
     done
 }
 
@@ -1042,7 +1110,7 @@ read_headers() {
 # checks, use them; tests/wrong/NN_name/*.c mostly need none.
 cmd_check_wrong() {
     file=$1
-    rel=$(shorter "$file")
+    rel=${file#"$ROOT"/}
     read_headers "$file"
     hint=$hd_hint
     [ -n "$hint" ] ||
@@ -1051,17 +1119,18 @@ cmd_check_wrong() {
     own_key=$hd_key
     if [ -n "$own_key" ]; then
         name=grader
-        d=$(check_dir "grader/${base%.c}")
+        check_dir "grader/${base%.c}"
         printf '%s\n' "$own_key" >"$d/KEY"
         key=$d/KEY
     else
         dirname=${rel%/*}
         dirname=${dirname##*/} # NN_name
         nn=${dirname%%_*}
-        name=$(find_exercise "$nn") ||
+        exercise_named "$nn" ||
             check_failed "" "$rel: there is no exercises/${nn}_*/ to grade it with"
-        key=$(key_of "$name")
-        d=$(check_dir "$name/wrong-${base%.c}")
+        name=$EXERCISE
+        key_of "$name"
+        check_dir "$name/wrong-${base%.c}"
     fi
     # What is graded: the file, and for an exercise of several files (08's gelu.c,
     # layernorm.c, block.c) lib's own versions of the others, as a student who got
@@ -1073,7 +1142,7 @@ cmd_check_wrong() {
     # variables is missing, and lib's code reads none): compiling them again for
     # each of the 218 files would cost make test about 10 s.
     ex=$name
-    [ "$name" != grader ] || ex=$(find_exercise "$hd_exercise") || ex=""
+    [ "$name" != grader ] || { exercise_named "$hd_exercise" || :; ex=$EXERCISE; }
     set -- "$file"
     MATES=""
     [ "$name" = grader ] || exercise_mates "$name" # (the objects' paths hold no spaces)
@@ -1105,22 +1174,23 @@ cmd_check_wrong() {
         # First the key without its chapter-against-golden tests, the slow ones (a
         # chapter replayed): when the rest already fail with the hint, the whole key
         # fails with it too, since those tests are in it. Only otherwise the whole key.
-        # (a whole chapter suite in the key has its chapter test too: left out by --except)
-        chapter_suites=$(sed -n 's|^\(ch[0-9][0-9]_[a-z_]*\)\(/chapter matches PyTorch golden\)\{0,1\}$|\1|p' "$key")
-        if [ "$name" != grader ] && [ -n "$chapter_suites" ]; then
-            grep -v '/chapter matches PyTorch golden$' "$key" >"$d/KEY.quick"
+        CHAPTER_SUITES=""
+        [ "$name" = grader ] || quick_key "$name"
+        if [ -n "$CHAPTER_SUITES" ]; then
             set --
-            for s in $chapter_suites; do set -- "$@" --except "$s/chapter matches PyTorch golden"; done
+            for s in $CHAPTER_SUITES; do set -- "$@" --except "$s/chapter matches PyTorch golden"; done
             quick=0
-            graded "$d" "$d/tests/run" --key "$d/KEY.quick" "$@" ${timeout:+--timeout "$timeout"} \
+            graded "$d" "$d/tests/run" --key "$QUICK_KEY" "$@" ${timeout:+--timeout "$timeout"} \
                 >"$d/output.txt" 2>&1 || quick=$?
-            if [ "$quick" -eq 1 ] && grep -qF -- "$hint" "$d/output.txt"; then
+            grade_summary "$d/output.txt"
+            if [ "$quick" -eq 1 ] && [ "$G_SAYS" = yes ]; then
                 status=1 of=", the key without its chapter test"
             fi
         fi
         set -- --key "$key" ${timeout:+--timeout "$timeout"}
         [ -n "$of" ] || graded "$d" "$d/tests/run" "$@" >"$d/output.txt" 2>&1 || status=$?
     fi
+    [ -n "$of" ] || grade_summary "$d/output.txt"
     if [ -n "$canary" ]; then
         [ -f "$ROOT/$canary" ] || check_failed "$d/output.txt" "$rel removed $canary: the box did not hold"
         rm -f "$ROOT/$canary"
@@ -1142,18 +1212,18 @@ cmd_check_wrong() {
     if [ "$hd_grade" = passes ]; then # a grader check of a right answer
         [ "$status" -eq 0 ] ||
             check_failed "$d/output.txt" "$rel: the grader exited $status; this right answer should pass"
-        grep -qF -- "$hint" "$d/output.txt" ||
+        [ "$G_SAYS" = yes ] ||
             check_failed "$d/output.txt" "$rel passes, but the grader's output never says \"$hint\""
-        say "exercises: the grader passes ${base} ($(score_of "$d/output.txt" | sed 's/ / passed, /') failed), saying \"$hint\""
+        say "exercises: the grader passes ${base} (${G_SCORE%% *} passed, ${G_SCORE#* } failed), saying \"$hint\""
         return 0
     fi
-    expect_failing_grade "$d/output.txt" "$status" "$rel"
-    grep -qF -- "$hint" "$d/output.txt" ||
+    expect_failing_score "$G_SCORE" "$status" "$rel" "$d/output.txt"
+    [ "$G_SAYS" = yes ] ||
         check_failed "$d/output.txt" "$rel fails, but the grader's output never says \"$hint\""
     # and no hint names another mistake: each says the hint, or one of the
-    # "// also: TEXT" lines (the same mistake seen by another probe)
+    # "// also: TEXT" lines (the same mistake seen by another probe); the
+    # hints are in hints.txt, each once (grade_summary())
     also=$hd_also
-    sed -n 's/^ *hint: //p' "$d/output.txt" | sort -u >"$d/hints.txt"
     while IFS= read -r h; do
         case $h in *"$hint"*) continue ;; esac
         h_same=""
@@ -1165,7 +1235,7 @@ EOF_ALSO
         [ -z "$h_same" ] || continue
         check_failed "$d/output.txt" "$rel: a hint names something else than its mistake (add '// also: TEXT' if it is the same one): $h"
     done <"$d/hints.txt"
-    result="$(score_of "$d/output.txt" | sed 's/ / passed, /') failed$of"
+    result="${G_SCORE%% *} passed, ${G_SCORE#* } failed$of"
     if [ "$name" = grader ]; then
         say "exercises: the grader survives ${base} ($result), saying \"$hint\""
     else
@@ -1194,7 +1264,7 @@ cmd_check_stage() {
         say "exercises: $name: $base does not compile: it fails at the compiler, before any stage"
         return 0
     fi
-    d=$(check_dir "$name/stage-${base%.c}")
+    check_dir "$name/stage-${base%.c}"
     set -- "$file"
     exercise_mates "$name" # lib's own versions of the exercise's other files, as check-wrong
     # shellcheck disable=SC2086 # (the objects' paths hold no spaces)
@@ -1229,7 +1299,7 @@ cmd_check_stage() {
 cmd_check_quoting() {
     name=$1
     nn=${name%%_*}
-    d=$(check_dir quoting)
+    check_dir quoting
     d=$(cd "$d" && pwd)
     ran=$d/a-command-ran # made only if a value was run as shell text
     plain=$d/"it's here"
@@ -1279,7 +1349,7 @@ cmd_check_quoting() {
 # (no command in a name runs), and a second run grades nothing again.
 cmd_check_class() {
     name=$1
-    d=$(check_dir class)
+    check_dir class
     d=$(cd "$d" && pwd)
     sub=$d/submissions ran=$d/a-command-ran
     right=$(lib_file dot.c)
