@@ -76,8 +76,9 @@ static void free_kept(void) {
 
 static bool chapter_ran; // kept holds the numbers the chapter pinned in this process
 
+// The value NAME kept last (a chapter run after the goldens were read wins).
 static const Kept *kept_find(const char *name) {
-    for (int i = 0; i < kept_count; i++)
+    for (int i = kept_count - 1; i >= 0; i--)
         if (strcmp(kept[i].name, name) == 0) return &kept[i];
     return NULL;
 }
@@ -104,8 +105,7 @@ static const float *chapter_value(const char *name, int *n) {
         if (current) keep_golden("ch11_shipped.safetensors");
     }
     const Kept *k = kept_find(name);
-    if (!k && !chapter_ran) {
-        free_kept();
+    if (!k && !chapter_ran) { // (added to what is kept: values handed out stay valid)
         Chapter ch = {.out = NULL, .pin = keep_only, .pin_user = NULL};
         chapter11_run(&ch);
         chapter_ran = true;
