@@ -326,15 +326,10 @@ static void test_fast_backends_match_naive_on_odd_shapes(void) {
         }
 }
 
-static void test_tiled_handles_every_edge_residue(void) {
-    // M and N from 1 to two of the biggest tiles + 1 (12 rows, 32 columns):
-    // every way a tile can be cut by the edge, for each micro-kernel. K = 11
-    // packs 8 columns of k in registers (8×8 transposes, rows past the edge
-    // zeroed there) and the last 3 one by one.
-    enum { K = 11, M_MAX = 2 * 12 + 1, N_MAX = 2 * 32 + 1 };
+static void check_every_edge_residue(int M_MAX, int K, int N_MAX) {
     Operands op = operands_new(M_MAX, K, N_MAX, false, 7);
-    float *ref = vit_malloc(M_MAX * N_MAX * sizeof(float));
-    float *out = vit_malloc(M_MAX * N_MAX * sizeof(float));
+    float *ref = vit_malloc((size_t)M_MAX * N_MAX * sizeof(float));
+    float *out = vit_malloc((size_t)M_MAX * N_MAX * sizeof(float));
     Impl impls[MAX_IMPLS];
     int n_impls = list_impls(impls, false), failures = 0;
     for (int bt = 0; bt <= 1; bt++) {
@@ -357,6 +352,19 @@ static void test_tiled_handles_every_edge_residue(void) {
     free(ref);
     free(out);
     operands_free(&op);
+}
+
+static void test_tiled_handles_every_edge_residue(void) {
+    // M and N from 1 to two of the biggest tiles + 1 (12 rows, 32 columns):
+    // every way a tile can be cut by the edge, for each micro-kernel. At
+    // K = 11 these products are small ones (gemm.c's small kernel: every
+    // column edge of its vectors, every row edge of its 8 rows); at K = 267
+    // they take the blocking loops, a whole k block and a shallow one of 11,
+    // which packs 8 columns of k in registers (8×8 transposes, rows past the
+    // edge zeroed there) and the last 3 one by one.
+    enum { M_MAX = 2 * 12 + 1, N_MAX = 2 * 32 + 1 };
+    for (int K = 11; K <= GEMM_TILED_KC + 11; K += GEMM_TILED_KC)
+        check_every_edge_residue(M_MAX, K, N_MAX);
 }
 
 /* ------------------------------------------------------------- threads */
@@ -452,6 +460,61 @@ static void test_set_threads_stays_within_the_limit(void) {
     vit_set_threads(saved);
 }
 
+// The first m rows of op's product, (m, N), as a product of their own: a's
+// first m rows, or its first m columns when a is read as (K,M) (form 2).
+static void first_rows_product(float *out, const Operands *op, int form, int m) {
+    Operands top = *op;
+    top.M = m;
+    float *columns = NULL;
+    if (form == 2) {
+        columns = vit_malloc((size_t)op->K * m * sizeof(float));
+        for (int k = 0; k < op->K; k++)
+            memcpy(columns + (size_t)k * m, op->a + (size_t)k * op->M, (size_t)m * sizeof(float));
+        top.a = columns;
+    }
+    tiled_product(out, &top, form, 1);
+    free(columns);
+}
+
+static void test_small_products_same_bits_as_blocking(void) {
+    // gemm.c's small kernel sums each element over k in the order the blocking
+    // loops do (one k block, fused multiply-adds from zero, then written or
+    // added), so a row of out must come out the same bits either way. The
+    // blocking loops' rows: those of a product too tall for the small kernel
+    // (GEMM_TILED_SMALL_ROWS + 44 rows); the small kernel's: the first m rows
+    // alone. An attention head's shapes (N 50, Dh 16), a classifier's (10
+    // columns) and an odd one; every kernel, a·b, a·bᵀ and aᵀ·b.
+    static const int shapes[][2] = {{16, 50}, {50, 16}, {64, 10}, {11, 65}}; // K, N
+    static const int rows[] = {50, 13};
+    enum { TALL = GEMM_TILED_SMALL_ROWS + 44 };
+    int saved = vit_get_threads();
+    for (int k = 0; k < 3; k++) {
+        if (!gemm_set_tiled_kernel(kernel_names[k])) continue; // CPU lacks it
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+            for (int form = 0; form <= 2; form++) {
+                const int K = shapes[s][0], N = shapes[s][1];
+                Operands op = operands_new(TALL, K, N, form == 1, 41 + s);
+                float *tall = vit_malloc((size_t)TALL * N * sizeof(float));
+                float *small = vit_malloc((size_t)TALL * N * sizeof(float));
+                tiled_product(tall, &op, form, 1);
+                for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+                    first_rows_product(small, &op, form, rows[r]);
+                    const bool same =
+                        memcmp(tall, small, (size_t)rows[r] * N * sizeof(float)) == 0;
+                    if (!same)
+                        fprintf(stderr, "\n    %s %dx%dx%d form %d: the small product differs\n",
+                                kernel_names[k], rows[r], K, N, form);
+                    CU_ASSERT_TRUE(same);
+                }
+                free(tall);
+                free(small);
+                operands_free(&op);
+            }
+    }
+    gemm_set_tiled_kernel(NULL);
+    set_openmp_threads(saved);
+}
+
 static void test_tiled_can_be_called_from_many_threads(void) {
     // no hidden shared state: four products at once, each checked against naive
     enum { CALLS = 4, M = 40, K = 70, N = 90 };
@@ -532,6 +595,7 @@ CU_TestInfo tests_gemm[] = {
     {"tiled and blas match naive on odd shapes", test_fast_backends_match_naive_on_odd_shapes},
     {"tiled handles every edge residue", test_tiled_handles_every_edge_residue},
     {"tiled gives the same bits for any thread count", test_tiled_same_bits_for_any_thread_count},
+    {"a small product gives the blocking loops' bits", test_small_products_same_bits_as_blocking},
     {"tiled can be called from many threads", test_tiled_can_be_called_from_many_threads},
     {"vit_set_threads stays within the limit", test_set_threads_stays_within_the_limit},
     {"backend switch", test_backend_switch},

@@ -206,15 +206,93 @@ typedef void MicroKernel(int kc, const float *a_sliver, const float *b_sliver, f
     }
 // [DEFINE_MICRO_KERNEL]
 
+/** The operands of one product, as the tiled code passes them around. */
+typedef struct {
+    float *out;       // (M,N)
+    const float *a;   // (M,K)
+    const float *b;   // (K,N), or (N,K) when b_transposed
+    bool b_transposed;
+    int M, K, N;
+    bool a_transposed; // a is (K,M): out = aᵀ · b (the _at_acc products)
+    bool accumulate;   // out += the product, instead of out = it (the _acc products)
+    const float *a_packed; // all of a, packed by the whole team (pack_a_whole()), else NULL
+} GemmArgs;
+
+/*
+ * Small products. An attention head's products are tiny and oddly shaped: the
+ * scores Q·Kᵀ of a Fashion-MNIST head are 50×16 times 16×50, its backward's
+ * dV = Pᵀ·dO 50×50 times 50×16. For those, packing a and b and computing the
+ * edge tiles in a scratch tile cost more than the arithmetic: the packing
+ * routines and the edges took a third of a training step's time in the
+ * products, the micro-kernel the rest. A product whose b fits in SMALL_B_FLOATS
+ * (after padding its rows to whole vectors) and that runs on one thread skips
+ * all of it: b is read in place (or copied once into a padded (K, ldb) array
+ * when it is stored transposed or its rows are not whole vectors), a is never
+ * packed, and a SMALL_MR × VL tile of out is computed per step straight from
+ * them. Each sum runs over k in order from zero, fused multiply-adds, and is then
+ * written or added to out: the same operations in the same order as the tiled
+ * kernel's on a product of K ≤ KC, so the two give the same bits.
+ */
+enum { SMALL_MR = 8, SMALL_M_MAX = GEMM_TILED_SMALL_ROWS, SMALL_B_FLOATS = GEMM_TILED_SMALL_B };
+
+/** out (+)= op(a)·b for b (K,N) stored with row stride ldb, rows padded to whole VECs. */
+typedef void SmallKernel(const GemmArgs *g, const float *b, size_t ldb);
+
+/// DEFINE_SMALL_KERNEL stamps out the small-product kernel for one vector type
+/// (one VEC of columns at a time, SMALL_MR rows of out; rows past M read row
+/// M − 1 of a again and are never stored).
+// [DEFINE_SMALL_KERNEL]
+#define DEFINE_SMALL_KERNEL(NAME, TARGET, VEC)                                               \
+    TARGET FUSE_MULTIPLY_ADD static void NAME(const GemmArgs *g, const float *b, size_t ldb) { \
+        enum { VL = (int)(sizeof(VEC) / sizeof(float)) };                                   \
+        const size_t M = (size_t)g->M, K = (size_t)g->K, N = (size_t)g->N;                  \
+        /* a's entry (i, k) is a[i·sa + k·sk]: (M,K) stored, or (K,M) when transposed */    \
+        const size_t sa = g->a_transposed ? 1 : K, sk = g->a_transposed ? M : 1;            \
+        for (size_t j = 0; j < N; j += VL) {                                                \
+            const size_t cols = N - j < VL ? N - j : VL;                                    \
+            for (size_t i = 0; i < M; i += SMALL_MR) {                                      \
+                VEC acc[SMALL_MR];                                                          \
+                const float *a_row[SMALL_MR];                                               \
+                UNROLL for (int r = 0; r < SMALL_MR; r++) {                                 \
+                    acc[r] = (VEC){0};                                                      \
+                    a_row[r] = g->a + (i + r < M ? i + r : M - 1) * sa;                     \
+                }                                                                           \
+                for (size_t k = 0; k < K; k++) {                                            \
+                    VEC bk;                                                                 \
+                    memcpy(&bk, b + k * ldb + j, sizeof bk);                                \
+                    UNROLL for (int r = 0; r < SMALL_MR; r++) acc[r] += a_row[r][k * sk] * bk; \
+                }                                                                           \
+                for (size_t r = 0; r < SMALL_MR && i + r < M; r++) {                        \
+                    float *o = g->out + (i + r) * N + j;                                    \
+                    if (cols == VL) {                                                       \
+                        VEC old = (VEC){0};                                                 \
+                        if (g->accumulate) memcpy(&old, o, sizeof old);                     \
+                        old += acc[r];                                                      \
+                        memcpy(o, &old, sizeof old);                                        \
+                        continue;                                                           \
+                    }                                                                       \
+                    float sums[VL];                                                         \
+                    memcpy(sums, &acc[r], sizeof sums);                                     \
+                    for (size_t c = 0; c < cols; c++)                                       \
+                        o[c] = g->accumulate ? o[c] + sums[c] : sums[c];                    \
+                }                                                                           \
+            }                                                                               \
+        }                                                                                   \
+    }
+// [DEFINE_SMALL_KERNEL]
+
 // Portable: 128-bit vectors, which every x86-64 (SSE2) and ARM64 (NEON) CPU has.
 // 4×8 tile = 8 accumulator registers of the 16 SSE has.
 DEFINE_MICRO_KERNEL(micro_kernel_portable, , v4f, 4, 2)
+DEFINE_SMALL_KERNEL(small_kernel_portable, , v4f)
 #ifdef VIT_GEMM_X86
 // AVX2 + FMA (Intel Haswell 2013+, AMD Zen): 6×16 tile = 12 of 16 ymm registers.
 DEFINE_MICRO_KERNEL(micro_kernel_avx2, __attribute__((target("avx2,fma"))), v8f, 6, 2)
+DEFINE_SMALL_KERNEL(small_kernel_avx2, __attribute__((target("avx2,fma"))), v8f)
 // AVX-512 (Intel Skylake-X+, AMD Zen 4+): 12×32 tile = 24 of 32 zmm registers,
 // the tile BLIS uses on Skylake-X.
 DEFINE_MICRO_KERNEL(micro_kernel_avx512, __attribute__((target("avx512f"))), v16f, 12, 2)
+DEFINE_SMALL_KERNEL(small_kernel_avx512, __attribute__((target("avx512f"))), v16f)
 
 static bool cpu_has_avx512(void) {
     __builtin_cpu_init(); // reads CPUID once; cheap afterwards
@@ -232,6 +310,7 @@ typedef struct {
     const char *name;           // "avx512", "avx2", "portable"
     int mr, nr;                 // tile of out: mr rows × nr columns (≤ MR_MAX × NR_MAX)
     MicroKernel *run;
+    SmallKernel *small;         // the small products' kernel, VL = nr / 2 columns wide
     bool (*cpu_can_run)(void);  // does this CPU have the instructions?
     bool avx2_packing;          // transpose while packing with AVX2 (see transpose_rows())
     bool avx512_packing;        // … and b's slivers with AVX-512 (transpose_rows_16())
@@ -241,10 +320,10 @@ typedef struct {
 // [kernel_variants]
 static const KernelVariant kernel_variants[] = {
 #ifdef VIT_GEMM_X86
-    {"avx512", 12, 32, micro_kernel_avx512, cpu_has_avx512, true, true},
-    {"avx2", 6, 16, micro_kernel_avx2, cpu_has_avx2, true, false},
+    {"avx512", 12, 32, micro_kernel_avx512, small_kernel_avx512, cpu_has_avx512, true, true},
+    {"avx2", 6, 16, micro_kernel_avx2, small_kernel_avx2, cpu_has_avx2, true, false},
 #endif
-    {"portable", 4, 8, micro_kernel_portable, cpu_has_any, false, false},
+    {"portable", 4, 8, micro_kernel_portable, small_kernel_portable, cpu_has_any, false, false},
 };
 // [kernel_variants]
 enum { N_VARIANTS = sizeof kernel_variants / sizeof kernel_variants[0] };
@@ -317,18 +396,6 @@ void gemm_tiled_tile(int *mr, int *nr) {
 }
 
 /* --------------------------------------------------------------- packing */
-
-/** The operands of one product, as the tiled code passes them around. */
-typedef struct {
-    float *out;       // (M,N)
-    const float *a;   // (M,K)
-    const float *b;   // (K,N), or (N,K) when b_transposed
-    bool b_transposed;
-    int M, K, N;
-    bool a_transposed; // a is (K,M): out = aᵀ · b (the _at_acc products)
-    bool accumulate;   // out += the product, instead of out = it (the _acc products)
-    const float *a_packed; // all of a, packed by the whole team (pack_a_whole()), else NULL
-} GemmArgs;
 
 static int min_int(int x, int y) { return x < y ? x : y; }
 
@@ -657,6 +724,32 @@ static void gemm_rectangle(const GemmArgs *g, const KernelVariant *kv, PackBuffe
 }
 // [gemm_rectangle]
 
+// [gemm_small]
+// A product for the small kernel (see "Small products" above): on one thread,
+// M ≤ SMALL_M_MAX, K ≤ KC (one k block, as the tiled kernel would sum it), b
+// within SMALL_B_FLOATS once its rows are padded to whole vectors. b is read in
+// place when it is stored (K,N) with whole vectors already, else copied into a
+// padded array on the stack. Returns false, having done nothing, otherwise.
+static bool gemm_small(const GemmArgs *g, const KernelVariant *kv) {
+    const int vl = kv->nr / 2;
+    const size_t ldb = (size_t)(g->N + vl - 1) / vl * vl;
+    if (g->M > SMALL_M_MAX || g->K > KC || ldb * (size_t)g->K > SMALL_B_FLOATS) return false;
+    if (!g->b_transposed && ldb == (size_t)g->N) {
+        kv->small(g, g->b, ldb);
+        return true;
+    }
+    _Alignas(64) float b[SMALL_B_FLOATS];
+    for (int k = 0; k < g->K; k++) {
+        float *row = b + (size_t)k * ldb;
+        for (int j = 0; j < g->N; j++)
+            row[j] = g->b_transposed ? g->b[(size_t)j * g->K + k] : g->b[(size_t)k * g->N + j];
+        for (size_t j = (size_t)g->N; j < ldb; j++) row[j] = 0.0f; // never stored, but not garbage
+    }
+    kv->small(g, b, ldb);
+    return true;
+}
+// [gemm_small]
+
 /* ------------------------------------------------------------ threads */
 
 // How many threads one product deserves: starting a team costs a few
@@ -723,6 +816,7 @@ static void gemm_tiled_args(GemmArgs g) {
     if (threads > 1) choose_grid(threads, M, N, kv->mr, kv->nr, &rows_split, &cols_split);
     int tasks = rows_split * cols_split; // = threads, unless out is too small to cut so often
     if (tasks == 1) { // on this thread: no team to start, and a small product packs on the stack
+        if (gemm_small(&g, kv)) return;
         SmallPack small;
         PackBuffers buf = pack_buffers_new(&g, kv, &small);
         gemm_rectangle(&g, kv, &buf, 0, M, 0, N);

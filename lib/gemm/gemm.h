@@ -74,6 +74,18 @@ enum {
     GEMM_TILED_NC = 3072, /**< columns of b packed per panel (a multiple of every NR) */
 };
 
+/**
+ * The tiled backend's small products (an attention head's Q·Kᵀ, 50 × 16 × 50)
+ * skip the packing: a product on one thread with at most GEMM_TILED_SMALL_ROWS
+ * rows of out, K ≤ GEMM_TILED_KC, and b within GEMM_TILED_SMALL_B floats once
+ * its rows are padded to whole vectors, is computed straight from a and b
+ * (lib/gemm/gemm.c, "Small products"), with the same bits as the blocking loops.
+ */
+enum {
+    GEMM_TILED_SMALL_ROWS = 256, /**< most rows of out a small product has */
+    GEMM_TILED_SMALL_B = 4096,   /**< most floats of b, rows padded, a small product has */
+};
+
 /** @brief The tile of out the tiled backend's micro-kernel computes on this CPU: @p mr rows × @p nr columns. */
 void gemm_tiled_tile(int *mr, int *nr);
 
