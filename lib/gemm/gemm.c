@@ -264,11 +264,13 @@ typedef void SmallKernel(const GemmArgs *g, const float *b, size_t ldb);
                 }                                                                           \
                 for (size_t r = 0; r < SMALL_MR && i + r < M; r++) {                        \
                     float *o = g->out + (i + r) * N + j;                                    \
-                    if (cols == VL) {                                                       \
-                        VEC old = (VEC){0};                                                 \
-                        if (g->accumulate) memcpy(&old, o, sizeof old);                     \
-                        old += acc[r];                                                      \
-                        memcpy(o, &old, sizeof old);                                        \
+                    if (cols == VL) { /* as the micro-kernel: acc, or acc + old */          \
+                        if (g->accumulate) {                                                \
+                            VEC old;                                                        \
+                            memcpy(&old, o, sizeof old);                                    \
+                            acc[r] += old;                                                  \
+                        }                                                                   \
+                        memcpy(o, &acc[r], sizeof acc[r]);                                  \
                         continue;                                                           \
                     }                                                                       \
                     float sums[VL];                                                         \
