@@ -40,7 +40,8 @@ OPT     ?= -O3
 CFLAGS  ?= $(OPT) -g
 # The tests' own code (their checks, the references they spell out in plain
 # loops) is compiled at -O1: at -O3 it took 37 s of a fresh build's 101 s of
-# CPU, at -O1 24 s, and the time the tests take is spent in lib, at $(OPT). The bits are the same at every level (no -ffast-math; ISO C contracts
+# CPU, at -O1 24 s, and the time the tests take is spent in lib, at $(OPT).
+# The bits are the same at every level (no -ffast-math; ISO C contracts
 # no a*b+c into an FMA). TEST_OPT= compiles them as the rest; CFLAGS given by
 # hand are left as they are.
 TEST_OPT ?= $(if $(filter file default undefined,$(origin CFLAGS)),-O1)
