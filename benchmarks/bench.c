@@ -756,6 +756,86 @@ static void bench_profile(void) {
     vit_free(&vit);
 }
 
+/* ------------------------------------------------------------ precisions */
+
+enum { PRECISION_ROUNDS = 7, PRECISIONS = 3 };
+
+// The classes of the k largest logits, into top (k), largest first.
+static void top_classes(int *top, const float *logits, int Y, int k) {
+    for (int i = 0; i < k; i++) {
+        int best = -1;
+        for (int y = 0; y < Y; y++) {
+            bool taken = false;
+            for (int j = 0; j < i; j++) taken |= top[j] == y;
+            if (!taken && (best < 0 || logits[y] > logits[best])) best = y;
+        }
+        top[i] = best;
+    }
+}
+
+// The ViT-B/16 forward, batch 1, with its Linear layers in fp32, bf16 and int8:
+// one model per precision, timed in turn round by round, and each one's logits
+// against fp32's (the bench's weights are random, so this is the arithmetic's
+// error, not an accuracy: chapter 15 and vit eval measure that on the shipped model).
+static void bench_precision(void) {
+    Vit vit[PRECISIONS];
+    Tensor input[PRECISIONS];
+    VitError err;
+    const LowpPrecision p[PRECISIONS] = {LOWP_FP32, LOWP_BF16, LOWP_INT8};
+    for (int i = 0; i < PRECISIONS; i++) {
+        if (!vit_base_and_input(&vit[i], &input[i], "precision")) {
+            for (int j = 0; j < i; j++) vit_free(&vit[j]), tensor_free(&input[j]);
+            return;
+        }
+        if (vit_set_precision(&vit[i], p[i], &err) != VIT_OK) {
+            fprintf(stderr, "bench: %s\n", err.msg);
+            exit(1);
+        }
+    }
+    char paths[160];
+    gemm_lowp_describe(paths, sizeof paths);
+    double times[PRECISIONS][PRECISION_ROUNDS];
+    for (int i = 0; i < PRECISIONS; i++) run_forward(&(ForwardCase){&vit[i], &input[i]}); // warm
+    for (int r = 0; r < PRECISION_ROUNDS; r++)
+        for (int i = 0; i < PRECISIONS; i++) { // in turn, so a busy moment falls on all three
+            const double t0 = vit_now();
+            run_forward(&(ForwardCase){&vit[i], &input[i]});
+            times[i][r] = vit_now() - t0;
+        }
+    const int Y = vit[0].config.num_classes;
+    const float *ref = vit_logits(&vit[0]).data;
+    int ref_top[5];
+    top_classes(ref_top, ref, Y, 5);
+    const double fp32_bytes = 4.0 * (double)vit_param_count(&vit[0].config);
+    printf("ViT-B/16 forward in smaller numbers (batch 1, %d threads, random weights and image; "
+           "medians of %d passes each, timed in turn; load average %.2f)\n  on this CPU: %s\n",
+           vit_get_threads(), PRECISION_ROUNDS, load_average(), paths);
+    printf("  %-9s %9s %8s %8s %15s %11s %14s\n", "Linears", "ms", "min", "max",
+           "speed-up/fp32", "top-5 same", "max |logit diff|");
+    double ms[PRECISIONS];
+    for (int i = 0; i < PRECISIONS; i++) {
+        double sorted[PRECISION_ROUNDS];
+        memcpy(sorted, times[i], sizeof sorted);
+        ms[i] = 1e3 * median_of(sorted, PRECISION_ROUNDS);
+        const float *logits = vit_logits(&vit[i]).data;
+        int top[5], same = 0;
+        top_classes(top, logits, Y, 5);
+        for (int a = 0; a < 5; a++)
+            for (int b = 0; b < 5; b++) same += top[a] == ref_top[b];
+        double diff = 0;
+        for (int y = 0; y < Y; y++) diff = fmax(diff, fabs((double)logits[y] - ref[y]));
+        printf("  %-9s %9.1f %8.1f %8.1f %14.2fx %9d/5 %14.4f\n", lowp_precision_name(p[i]), ms[i],
+               1e3 * sorted[0], 1e3 * sorted[PRECISION_ROUNDS - 1], ms[0] / ms[i], same, diff);
+    }
+    printf("  targets: int8 >= 2x fp32's speed: %s (%.2fx); bf16 >= 1.4x: %s (%.2fx)\n",
+           ms[0] / ms[2] >= 2 ? "met" : "MISSED", ms[0] / ms[2],
+           ms[0] / ms[1] >= 1.4 ? "met" : "MISSED", ms[0] / ms[1]);
+    printf("  the Linear weights' copies: int8 %.1f MB, bf16 %.1f MB, beside the %.1f MB of "
+           "fp32 parameters\n\n", vit_lowp_bytes(&vit[2]) / 1e6, vit_lowp_bytes(&vit[1]) / 1e6,
+           fp32_bytes / 1e6);
+    for (int i = 0; i < PRECISIONS; i++) vit_free(&vit[i]), tensor_free(&input[i]);
+}
+
 /* -------------------------------------------------------------- targets */
 
 // A ratio against its target, with the verdict.
@@ -1157,6 +1237,8 @@ static const Section sections[] = {
      bench_train},
     {"lowp", "int8 and bf16 products beside fp32 on ViT-B's qkv and fc2: GOPS, GFLOP/s",
      bench_lowp},
+    {"precision", "ViT-B/16 forward with its Linear layers in fp32, bf16 and int8: ms, speed-up",
+     bench_precision},
     {"safetensors", "st_parse() of 10^4 … 10^6-entry and 56 MB headers: ms per entry",
      bench_safetensors},
 };

@@ -26,6 +26,7 @@ typedef struct {
     const char *trace;   // where to write the intermediates (optional)
     int top;             // how many classes to print per image
     float temperature;   // the softmax's temperature: probabilities of logits / T
+    const char *precision; // --precision: fp32, bf16 or int8 (NULL: fp32)
     int threads;
     ImageArgs image;
     const char *images[MAX_IMAGES];
@@ -104,6 +105,10 @@ static VitStatus classify(const ClassifyArgs *a, int n_images, VitError *err) {
     Vit vit;
     VitStatus s = vit_build(&vit, a->weights, err);
     if (s != VIT_OK) return s;
+    if ((s = cli_set_precision(&vit, a->precision, err)) != VIT_OK) {
+        vit_free(&vit);
+        return s;
+    }
     CliInput inputs[3 + MAX_IMAGES];
     Preprocess pre;
     Labels labels = {0};
@@ -167,6 +172,7 @@ VitStatus cmd_classify(const VitCommand *self, int argc, char **argv, VitError *
          "also save every intermediate tensor of the pass to FILE (see vit trace --help)",
          .required = false},
         CLI_IMAGE_OPTIONS(&a.image),
+        CLI_OPTION_PRECISION(&a.precision),
         CLI_OPTION_THREADS(&a.threads),
     };
     CliSpec spec = {.command = self, .description = description, .examples = examples,
@@ -178,6 +184,8 @@ VitStatus cmd_classify(const VitCommand *self, int argc, char **argv, VitError *
     if (spec.positional_count == 0)
         return vit_fail(err, VIT_ERR_USAGE,
                         "'vit classify' needs at least one IMAGE (see 'vit classify --help')");
+    LowpPrecision precision;
+    if ((s = cli_precision(&precision, a.precision, err)) != VIT_OK) return s; // before any file
     cli_apply_threads(&spec, a.threads);
     return classify(&a, spec.positional_count, err);
 }

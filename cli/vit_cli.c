@@ -146,6 +146,30 @@ void cli_apply_threads(const CliSpec *spec, int threads) {
     if (cli_given(spec, "--threads")) vit_set_threads(threads);
 }
 
+/**
+ * @brief The precision --precision names.
+ * @param[out] p     LOWP_FP32 when @p name is NULL (the flag not given)
+ * @param[in]  name  "fp32", "bf16", "int8", or NULL
+ * @return VIT_ERR_USAGE naming the three for anything else
+ */
+VitStatus cli_precision(LowpPrecision *p, const char *name, VitError *err) {
+    *p = LOWP_FP32;
+    if (!name || lowp_precision_parse(name, p)) return VIT_OK;
+    char shown[64];
+    return vit_fail(err, VIT_ERR_USAGE, "--precision: '%s' is not fp32, bf16 or int8",
+                    vit_escape(shown, sizeof shown, name));
+}
+
+/**
+ * @brief Run @p vit's Linear layers in the precision --precision names (vit_set_precision()).
+ * @param[in] name  "fp32", "bf16", "int8", or NULL for fp32
+ */
+VitStatus cli_set_precision(Vit *vit, const char *name, VitError *err) {
+    LowpPrecision p;
+    VitStatus s = cli_precision(&p, name, err);
+    return s == VIT_OK ? vit_set_precision(vit, p, err) : s;
+}
+
 /* ------------------------------------------------------------------ files */
 
 /**

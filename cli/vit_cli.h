@@ -104,6 +104,12 @@ typedef struct {
      "capped at the cores and at OpenBLAS's build maximum",                                   \
      .lo = 0, .hi = 4096}
 
+/** `--precision P`, the same in every command that runs the model forward. */
+#define CLI_OPTION_PRECISION(ptr)                                                            \
+    {"--precision", CLI_STRING, (ptr), "P",                                                  \
+     "fp32 (the default), bf16 or int8: the number the model's Linear layers run in "        \
+     "(chapter 15)", .required = false}
+
 /** A subcommand's command line: its flags, and its help. */
 typedef struct {
     const VitCommand *command; /**< name and one-line summary */
@@ -122,6 +128,8 @@ VitStatus cli_parse(CliSpec *spec, int argc, char **argv, bool *help_shown, VitE
 void cli_print_help(FILE *f, const CliSpec *spec);
 bool cli_given(const CliSpec *spec, const char *flag);
 void cli_apply_threads(const CliSpec *spec, int threads);
+VitStatus cli_precision(LowpPrecision *p, const char *name, VitError *err);
+VitStatus cli_set_precision(Vit *vit, const char *name, VitError *err);
 
 /* ------------------------------------------------------------------ files */
 

@@ -46,6 +46,7 @@ typedef struct {
     bool attention;      // also measure the attention maps (rollout.h)
     bool occlusion;      // ... and occlusion, the reference that asks the model
     int draws;           // random orders per image for each random baseline
+    const char *precision; // "fp32", "bf16" or "int8": the number the Linear layers run in
     int threads;
 } EvalArgs;
 
@@ -79,7 +80,13 @@ static const char description[] =
     "the difference and its standard error (chapter 12 explains the test).\n"
     "--occlusion adds the reference that asks the model: each patch blacked out\n"
     "alone, ranked by how far the probability fell. Per image: 1 + 3 × (6 + 2 ×\n"
-    "draws) forward passes and one backward pass, and 49 more with --occlusion.\n";
+    "draws) forward passes and one backward pass, and 49 more with --occlusion.\n"
+    "\n"
+    "--precision bf16 or int8 runs every Linear layer in that number (chapter 15):\n"
+    "bf16 rounds weights and activations to bf16 and sums in float; int8 quantizes\n"
+    "each weight per output channel and each token's activations on the fly, and\n"
+    "sums exactly in 32-bit integers. The float model runs over the same images\n"
+    "too, and the agreement says on how many of them both chose the same class.\n";
 
 static const char examples[] =
     "  vit eval --weights data/models/vit-fashion.safetensors\n"
@@ -87,7 +94,8 @@ static const char examples[] =
     "  vit make-weights --dim 64 --depth 2 --heads 4 --img 28 --patch 4 \\\n"
     "                   --channels 1 --classes 10 --seed 1 --out random.safetensors\n"
     "  vit eval --weights random.safetensors --limit 200     # about 10%: chance\n"
-    "  vit eval --weights data/models/vit-fashion.safetensors --attention --limit 1000\n";
+    "  vit eval --weights data/models/vit-fashion.safetensors --attention --limit 1000\n"
+    "  vit eval --weights data/models/vit-fashion.safetensors --precision int8\n";
 
 /** The splits, the one table --split is checked against. */
 static const char *const SPLITS[] = {"test", "val", "train"};
@@ -362,11 +370,39 @@ static void print_attention(const AttentionMeasures *m, double seconds) {
 
 /* ------------------------------------------------------------- command */
 
+// Not fp32: the float model over the same images, and how often the two agree.
+static VitStatus print_agreement(const EvalArgs *a, const EvalData *d, const EvalResult *r,
+                                 float mean, float std, int B, VitError *err) {
+    Vit ref;
+    VitStatus s = vit_build(&ref, a->weights, err);
+    if (s != VIT_OK) return s;
+    EvalResult f = {0};
+    if ((s = eval_run(&ref, &d->used, mean, std, B, &f, err)) == VIT_OK) {
+        const int same = eval_agreement(r, &f);
+        char n1[VIT_NUM_BUF], n2[VIT_NUM_BUF];
+        printf("\nagainst the same model in fp32 on the same images:\n");
+        printf("  fp32 accuracy: %.2f%%; %s: %.2f%%, a difference of %+.2f points\n",
+               100.0 * eval_accuracy(&f), a->precision, 100.0 * eval_accuracy(r),
+               100.0 * (eval_accuracy(r) - eval_accuracy(&f)));
+        printf("  top-1 agreement: %.2f%% (the same class for %s of %s images)\n",
+               r->count ? 100.0 * same / r->count : 0.0, vit_thousands(n1, same),
+               vit_thousands(n2, r->count));
+    }
+    eval_free(&f);
+    vit_free(&ref);
+    return s;
+}
+
 static VitStatus eval(const EvalArgs *a, VitError *err) {
-    // 1. the model, and the images of the split it is to be judged on
+    // 1. the model, in the number asked for, and the images of the split it is to be judged on
     Vit vit;
     VitStatus s = vit_build(&vit, a->weights, err);
     if (s != VIT_OK) return s;
+    if ((s = cli_set_precision(&vit, a->precision, err)) != VIT_OK) {
+        vit_free(&vit);
+        return s;
+    }
+    const LowpPrecision precision = vit.precision;
     EvalData d;
     if ((s = load_split(&d, a, err)) != VIT_OK) {
         vit_free(&vit);
@@ -402,14 +438,16 @@ static VitStatus eval(const EvalArgs *a, VitError *err) {
                     vit_thousands(n2, d.split_count));
         printf("  normalised with mean %.4f, std %.4f (%s)\n", (double)pre.mean[0],
                (double)pre.std[0], own ? "the weights' metadata" : "the fashion-mnist preset");
-        printf("  batches of %d: %.1f s, %.0f images/s\n", B, seconds,
-               seconds > 0 ? r.count / seconds : 0.0);
+        printf("  batches of %d: %.1f s, %.0f images/s; Linear layers in %s\n", B, seconds,
+               seconds > 0 ? r.count / seconds : 0.0, lowp_precision_name(precision));
         printf("accuracy: %.2f%% (%s of %s), mean cross-entropy %.4f\n", 100.0 * eval_accuracy(&r),
                vit_thousands(n2, r.correct), vit_thousands(n3, r.count), r.loss);
         print_per_class(&r, &names);
         print_confusion(&r, &names);
         print_hardest_pairs(&r, &names);
         class_names_free(&names);
+        if (precision != LOWP_FP32)
+            s = print_agreement(a, &d, &r, pre.mean[0], pre.std[0], B, err);
     }
     // 5. --attention: the maps measured on the same images
     if (s == VIT_OK && a->attention) {
@@ -435,7 +473,8 @@ static VitStatus eval(const EvalArgs *a, VitError *err) {
  * @return the exit status: VIT_OK, VIT_ERR_INPUT or VIT_ERR_USAGE
  */
 VitStatus cmd_eval(const VitCommand *self, int argc, char **argv, VitError *err) {
-    EvalArgs a = {.data = "fashion-mnist", .split = "test", .batch = 256, .draws = 10};
+    EvalArgs a = {.data = "fashion-mnist", .split = "test", .batch = 256, .draws = 10,
+                  .precision = "fp32"};
     CliOption options[] = {
         {"--weights", CLI_STRING, &a.weights, "FILE",
          "the model: safetensors of a ViT reading 1×28×28 images into 10 classes",
@@ -459,6 +498,7 @@ VitStatus cmd_eval(const VitCommand *self, int argc, char **argv, VitError *err)
         {"--draws", CLI_INT, &a.draws, "N",
          "with --attention: random orders per image for each random baseline",
          .show_default = true, .lo = 1, .hi = 1000},
+        CLI_OPTION_PRECISION(&a.precision),
         CLI_OPTION_THREADS(&a.threads),
     };
     CliSpec spec = {.command = self, .description = description, .examples = examples,
@@ -479,6 +519,11 @@ VitStatus cmd_eval(const VitCommand *self, int argc, char **argv, VitError *err)
                         vit_escape(shown, sizeof shown, a.split), names);
     }
     if (!*a.data) return vit_fail(err, VIT_ERR_USAGE, "--data: give fashion-mnist or a folder");
+    LowpPrecision precision;
+    if ((s = cli_precision(&precision, a.precision, err)) != VIT_OK) return s;
+    if (precision != LOWP_FP32 && a.attention)
+        return vit_fail(err, VIT_ERR_USAGE, "--attention takes a backward pass, which needs fp32: "
+                        "leave out --precision %s", a.precision);
     cli_apply_threads(&spec, a.threads);
     return eval(&a, err);
 }

@@ -11,6 +11,7 @@
 
 #include "gemm/gemm.h"
 #include "model/vit.h"
+#include "gemm/gemm_lowp.h"
 #include "vit_cli.h"
 
 static const char description[] =
@@ -91,6 +92,9 @@ static void print_compute(void) {
     printf("compute: %s; matrix products: %s\n", vit_describe_threads(threads, sizeof threads),
            gemm);
     printf("  (%s)\n", vit_describe_wait());
+    char lowp[256];
+    gemm_lowp_describe(lowp, sizeof lowp);
+    printf("  smaller numbers (--precision): %s\n", lowp);
     const GemmChoice *choice = gemm_choice();
     char safe[1024], why[4 * sizeof choice->not_kept]; // both hold a path from the environment
     if (choice->remembered)

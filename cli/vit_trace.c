@@ -25,6 +25,7 @@ typedef struct {
     int n_images;
     ImageArgs image;     // how images are preprocessed
     const char *out;     // where the trace goes
+    const char *precision; // --precision: fp32, bf16 or int8 (NULL: fp32)
     int threads;
 } TraceArgs;
 
@@ -42,13 +43,19 @@ static const char description[] =
     "`vit classify`, or --input: a safetensors file with one float tensor named\n"
     "'input' of shape (B, 3, S, S), already normalised as the model expects. From\n"
     "PyTorch, with tools/stio.py:\n"
-    "  stio.save('x.safetensors', {'input': torch.randn(1, 3, 224, 224)})\n";
+    "  stio.save('x.safetensors', {'input': torch.randn(1, 3, 224, 224)})\n"
+    "\n"
+    "--precision bf16 or int8 runs every Linear layer in that number (chapter 15);\n"
+    "the stages stay float32, and the file's metadata says which it was. `vit diff`\n"
+    "of an int8 trace against an fp32 one shows where the error enters and grows.\n";
 
 static const char examples[] =
     "  vit make-weights --arch vit-tiny --seed 1 --out tiny.safetensors\n"
     "  vit trace --weights tiny.safetensors --input x.safetensors \\\n"
     "            --out trace.safetensors\n"
-    "  vit trace --weights tiny.safetensors cat.png --out trace.safetensors\n";
+    "  vit trace --weights tiny.safetensors cat.png --out trace.safetensors\n"
+    "  vit trace --weights tiny.safetensors cat.png --precision int8 --out int8.safetensors\n"
+    "  vit diff trace.safetensors int8.safetensors\n";
 
 // The stage table, so the help can never list names the code does not emit.
 static void print_stages(FILE *f) {
@@ -149,6 +156,7 @@ static VitStatus write_trace(const char *path, const TraceRecorder *rec, const V
     st_writer_meta(&w, "producer", "vit trace");
     st_writer_meta(&w, "weights", weights);
     st_writer_meta(&w, "weights_names", vit->source);
+    st_writer_meta(&w, "precision", lowp_precision_name(vit->precision)); // of the Linear layers
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         snprintf(text, sizeof text, "%d", sizes[i].value);
         st_writer_meta(&w, sizes[i].key, text);
@@ -179,6 +187,7 @@ VitStatus cmd_trace(const VitCommand *self, int argc, char **argv, VitError *err
         {"--out", CLI_STRING, &a.out, "FILE", "the safetensors file to write the trace to",
          .required = true},
         CLI_IMAGE_OPTIONS(&a.image),
+        CLI_OPTION_PRECISION(&a.precision),
         CLI_OPTION_THREADS(&a.threads),
     };
     CliSpec spec = {.command = self, .description = description, .examples = examples,
@@ -195,6 +204,8 @@ VitStatus cmd_trace(const VitCommand *self, int argc, char **argv, VitError *err
         return vit_fail(err, VIT_ERR_USAGE,
                         "'vit trace' needs either --input FILE or IMAGE files, not %s "
                         "(see 'vit trace --help')", a.input ? "both" : "neither");
+    LowpPrecision precision;
+    if ((s = cli_precision(&precision, a.precision, err)) != VIT_OK) return s; // before any file
     cli_apply_threads(&spec, a.threads);
 
     // 2. build the model from its weights, at the input size asked for; never write over an input
@@ -202,7 +213,8 @@ VitStatus cmd_trace(const VitCommand *self, int argc, char **argv, VitError *err
     if ((s = vit_build(&vit, a.weights, err)) != VIT_OK) return s;
     CliInput inputs[3 + MAX_IMAGES];
     if ((s = cli_check_output(a.out, "--out", inputs, inputs_of(inputs, &a, &vit), err)) != VIT_OK ||
-        (s = cli_apply_image_size(&vit, &a.image, err)) != VIT_OK) {
+        (s = cli_apply_image_size(&vit, &a.image, err)) != VIT_OK ||
+        (s = vit_set_precision(&vit, precision, err)) != VIT_OK) {
         vit_free(&vit);
         return s;
     }

@@ -75,9 +75,10 @@ BOOK_SUITE(resample,            13, "attention at scale")
 BOOK_SUITE(ch14_making_it_fast, 14, "making it fast")
 BOOK_SUITE(gemm_choice,         14, "making it fast")
 
-/* The int8 and bf16 products, chapter 15's kernels, before that chapter
-   has its own suite. */
+/* The int8 and bf16 products, chapter 15's kernels, and the model's Linear
+   layers in those numbers, before that chapter has its own suite. */
 BOOK_SUITE(gemm_lowp,           0,  "smaller numbers")
+BOOK_SUITE(precision,           0,  "smaller numbers")
 
 /* lib's parts that no chapter teaches: a training run's records, and the
    tools that ask what the model learned. */

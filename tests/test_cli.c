@@ -167,6 +167,56 @@ static void test_help_for_every_command(void) {
 
 /* ------------------------------------------------------------ the outputs */
 
+// trace --precision int8: the in-process int8 pass's logits, the precision in the metadata;
+// classify takes it too; a precision that is none of the three is refused before any file.
+static void test_trace_and_classify_take_precision(void) {
+    ScratchDir dir;
+    if (!scratch_make(&dir)) CU_FAIL_FATAL("no scratch directory");
+    char w[PATH_SIZE], x[PATH_SIZE], t[PATH_SIZE];
+    scratch_file(&dir, "w.safetensors", w, sizeof w);
+    scratch_file(&dir, "x.safetensors", x, sizeof x);
+    scratch_file(&dir, "t.safetensors", t, sizeof t);
+    CU_ASSERT_EQUAL_FATAL(make_small(w, "7", "1"), 0);
+    write_tensor_file(x, "input", 4, (const int[]){2, 3, 32, 32});
+    CliResult r = VIT_RUN("trace", "--weights", w, "--input", x, "--out", t, "--precision", "int8");
+    CU_ASSERT_EQUAL_FATAL(r.status, 0);
+    cli_result_free(&r);
+    Vit vit;
+    VitError err;
+    SafeTensors in, trace;
+    Tensor input, got;
+    CU_ASSERT_EQUAL_FATAL(vit_build(&vit, w, &err), VIT_OK);
+    CU_ASSERT_EQUAL_FATAL(vit_set_precision(&vit, LOWP_INT8, &err), VIT_OK);
+    CU_ASSERT_EQUAL_FATAL(st_open(&in, x, &err), VIT_OK);
+    CU_ASSERT_EQUAL_FATAL(st_read_tensor(&in, "input", &input, &err), VIT_OK);
+    CU_ASSERT_EQUAL_FATAL(vit_forward(&vit, &input, NULL, NULL, &err), VIT_OK);
+    CU_ASSERT_EQUAL_FATAL(st_open(&trace, t, &err), VIT_OK);
+    CU_ASSERT_STRING_EQUAL(st_meta(&trace, "precision"), "int8");
+    CU_ASSERT_EQUAL_FATAL(st_read_tensor(&trace, "logits", &got, &err), VIT_OK);
+    // independent: the command against the library pass it wraps, which the precision suite holds to PyTorch
+    const Tensor want = vit_logits(&vit);
+    assert_tensor_close(&got, &want, CHECK_ATOL, CHECK_RTOL, "int8 logits");
+    tensor_free(&got);
+    st_close(&trace);
+    tensor_free(&input);
+    st_close(&in);
+    vit_free(&vit);
+    char png[PATH_SIZE], image[PATH_SIZE];
+    scratch_file(&dir, "out.safetensors", png, sizeof png);
+    snprintf(image, sizeof image, "%s/data/img_square32.png", VIT_TEST_DIR);
+    r = VIT_RUN("classify", "--weights", w, "--precision", "bf16", "--top", "2", image);
+    if (r.status != 0) fprintf(stderr, "\n    classify failed: %s", r.err);
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "1 "));
+    cli_result_free(&r);
+    EXPECT_FAILURE(VIT_RUN("classify", "--weights", w, "--precision", "fp16", image), 2,
+                   "--precision: 'fp16' is not fp32, bf16 or int8");
+    EXPECT_FAILURE(VIT_RUN("trace", "--weights", w, "--input", x, "--out", png, "--precision", "8"),
+                   2, "--precision: '8' is not fp32, bf16 or int8");
+    CU_ASSERT_EQUAL(scratch_count(&dir), 3); // the refusals wrote nothing
+    scratch_remove(&dir);
+}
+
 // make-weights → trace → the file holds exactly the contract, equal to an in-process forward.
 static void test_trace_holds_the_contract(void) {
     ScratchDir dir;
@@ -683,6 +733,7 @@ static void test_unwritable_output(void) {
 CU_TestInfo tests_cli[] = {
     {"help_for_every_command", test_help_for_every_command},
     {"trace_holds_the_contract", test_trace_holds_the_contract},
+    {"trace and classify take --precision", test_trace_and_classify_take_precision},
     {"info_says_how_threads_wait", test_info_says_how_threads_wait},
     {"make_weights_is_deterministic", test_make_weights_is_deterministic},
     {"make_weights_sizes_and_presets", test_make_weights_sizes_and_presets},

@@ -42,6 +42,7 @@
 
 #include "base/trace.h"
 #include "base/util.h"
+#include "gemm/gemm_lowp.h"
 
 /** @defgroup attention Attention
  *  @brief \f$ \mathrm{softmax}(QK^\top/\sqrt{D_h} + \mathrm{mask})\,V \f$, one head and many.
@@ -349,6 +350,11 @@ typedef struct {
                                multiplied by 0 after the softmax (Hugging Face's
                                `head_mask` of 0), so its context is 0 and it adds
                                nothing through proj; false: untouched. NULL: all on */
+    const LowpWeight *q_lowp;    /**< q_w in bf16 or int8 (vit_set_precision()), or NULL:
+                                      q_w itself, in float. Not a parameter: a copy */
+    const LowpWeight *k_lowp;    /**< k_w's copy, or NULL */
+    const LowpWeight *v_lowp;    /**< v_w's copy, or NULL */
+    const LowpWeight *proj_lowp; /**< proj_w's copy, or NULL */
 } AttentionWeights;
 
 /**

@@ -15,10 +15,11 @@
 #include <string.h>
 
 // One projection (x·Wᵀ + b), then its width split into heads: (B,N,D) → (B,H,N,Dh).
+// lw: w's copy in bf16 or int8 (chapter 15), or NULL for w in float.
 // [project_heads]
 static void project_heads(float *out, float *flat, const float *x, const float *w,
-                          const float *b, int B, int N, int D, int H) {
-    ops_linear(flat, x, w, b, B * N, D, D);
+                          const LowpWeight *lw, const float *b, int B, int N, int D, int H) {
+    ops_linear_lowp(flat, x, w, lw, b, B * N, D, D);
     heads_split(out, flat, B, N, H, D / H);
 }
 // [project_heads]
@@ -78,11 +79,11 @@ void mha_forward(float *out, const float *x, const AttentionWeights *w,
     const int Dh = D / H;
 
     // qkv = self.qkv(x).reshape(B, N, 3, H, Dh).permute(2, 0, 3, 1, 4)
-    project_heads(s->q, s->flat, x, w->q_w, w->q_b, B, N, D, H);
+    project_heads(s->q, s->flat, x, w->q_w, w->q_lowp, w->q_b, B, N, D, H);
     trace_emit(tr, "q", s->q, 4, B, H, N, Dh);
-    project_heads(s->k, s->flat, x, w->k_w, w->k_b, B, N, D, H);
+    project_heads(s->k, s->flat, x, w->k_w, w->k_lowp, w->k_b, B, N, D, H);
     trace_emit(tr, "k", s->k, 4, B, H, N, Dh);
-    project_heads(s->v, s->flat, x, w->v_w, w->v_b, B, N, D, H);
+    project_heads(s->v, s->flat, x, w->v_w, w->v_lowp, w->v_b, B, N, D, H);
     trace_emit(tr, "v", s->v, 4, B, H, N, Dh);
 
     if (s->keep_matrices || (tr && tr->fn)) {
@@ -97,7 +98,7 @@ void mha_forward(float *out, const float *x, const AttentionWeights *w,
     trace_emit(tr, "context", s->context, 3, B, N, D);
 
     // x = self.proj(x); proj_drop is the identity at inference
-    ops_linear(out, s->context, w->proj_w, w->proj_b, B * N, D, D);
+    ops_linear_lowp(out, s->context, w->proj_w, w->proj_lowp, w->proj_b, B * N, D, D);
     trace_emit(tr, "proj", out, 3, B, N, D);
 }
 // [mha_forward]

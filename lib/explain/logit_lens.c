@@ -31,7 +31,7 @@ void logit_lens_depth(float *probs, const float *stream, const Vit *vit, int B, 
     for (int b = 0; b < B; b++) // x[:, 0]: LayerNorm is row by row, so only these rows matter
         memcpy(cls + (size_t)b * D, stream + (size_t)b * N * D, sizeof(float) * (size_t)D);
     layernorm(cls, cls, w->norm_w, w->norm_b, B, D, c->ln_eps); // self.norm
-    ops_linear(logits, cls, w->head_w, w->head_b, B, D, Y);     // self.head, as (B, D)·Wᵀ
+    ops_linear_lowp(logits, cls, w->head_w, w->head_lowp, w->head_b, B, D, Y); // self.head
     softmax(probs, logits, B, Y);
     free(logits);
     free(cls);

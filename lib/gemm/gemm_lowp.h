@@ -187,5 +187,52 @@ void int8_weight_free(Int8Weight *qw);
 void linear_s8(float *out, const float *x, const Int8Weight *w, const float *bias, int R);
 /** @} */
 
+/**
+ * @name A linear layer's weight in a smaller number
+ * What a model keeps to run a Linear layer in bf16 or int8 (vit_set_precision()):
+ * the float weight it stands for, and its copy in the smaller number, made once.
+ * @{
+ */
+/** The number a linear layer's product runs in. */
+typedef enum {
+    LOWP_FP32, /**< float weights and activations: the model as trained */
+    LOWP_BF16, /**< weights and activations rounded to bf16, products summed in float */
+    LOWP_INT8, /**< int8 weights per output channel, activations per token ("dynamic") */
+} LowpPrecision;
+
+/** @brief "fp32", "bf16" or "int8". */
+const char *lowp_precision_name(LowpPrecision p);
+/** @brief The precision @p name names ("fp32", "bf16", "int8"); false for anything else. */
+bool lowp_precision_parse(const char *name, LowpPrecision *p);
+
+/** A Linear weight (O,D) and its copy in a smaller number. */
+typedef struct {
+    LowpPrecision precision; /**< which copy there is */
+    const float *w;          /**< (O,D) the float weight it was made from (borrowed) */
+    Int8Weight s8;           /**< LOWP_INT8: the int8 copy, one scale per output channel */
+    uint16_t *bf16;          /**< LOWP_BF16: (O,D) the weight rounded to bf16 (owned) */
+    int O;                   /**< outputs, rows of the weight */
+    int D;                   /**< inputs, the width */
+} LowpWeight;
+
+/** @brief Make @p lw, w (O,D) in precision @p p (LOWP_FP32: no copy, w alone); free with lowp_weight_free(). */
+void lowp_weight_make(LowpWeight *lw, LowpPrecision p, const float *w, int O, int D);
+/** @brief Free the copy lowp_weight_make() made (a zeroed LowpWeight is fine too). */
+void lowp_weight_free(LowpWeight *lw);
+/**
+ * @brief out (R,O) = bf16(x) · bf16(W)ᵀ + bias: x (R,D) rounded to bf16 row by
+ *        row, the product summed in float (gemm_bf16_bt()), the bias added in float.
+ * @param[in] w     (O,D) the weight already in bf16
+ * @param[in] bias  (O), or NULL
+ */
+void linear_bf16(float *out, const float *x, const uint16_t *w, const float *bias, int R, int D,
+                 int O);
+/**
+ * @brief out (R,O) = x (R,D) · Wᵀ + bias in @p lw's precision: linear_s8(),
+ *        linear_bf16(), or the float product.
+ */
+void linear_lowp(float *out, const float *x, const LowpWeight *lw, const float *bias, int R);
+/** @} */
+
 /** @} */
 #endif

@@ -35,11 +35,11 @@ void vit_block_forward(float *out, const float *x, const VitBlockWeights *w,
     // x = x + self.mlp(self.norm2(x)), mlp = fc2(gelu(fc1(·)))
     layernorm(a->norm2, a->resid1, w->norm2_w, w->norm2_b, BN, D, cfg->ln_eps);
     trace_emit(tr, "norm2", a->norm2, 3, B, N, D);
-    ops_linear(a->fc1, a->norm2, w->fc1_w, w->fc1_b, BN, D, M);
+    ops_linear_lowp(a->fc1, a->norm2, w->fc1_w, w->fc1_lowp, w->fc1_b, BN, D, M);
     trace_emit(tr, "mlp.fc1", a->fc1, 3, B, N, M);
     gelu(a->gelu, a->fc1, (size_t)BN * M);
     trace_emit(tr, "mlp.gelu", a->gelu, 3, B, N, M);
-    ops_linear(a->fc2, a->gelu, w->fc2_w, w->fc2_b, BN, M, D);
+    ops_linear_lowp(a->fc2, a->gelu, w->fc2_w, w->fc2_lowp, w->fc2_b, BN, M, D);
     trace_emit(tr, "mlp.fc2", a->fc2, 3, B, N, D);
     ops_add(out, a->resid1, a->fc2, bnd);
     trace_emit(tr, "out", out, 3, B, N, D);

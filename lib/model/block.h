@@ -38,6 +38,9 @@ typedef struct {
     const float *fc1_b;    /**< (M) */
     const float *fc2_w;    /**< (D, M) */
     const float *fc2_b;    /**< (D) */
+    const LowpWeight *fc1_lowp; /**< fc1_w in bf16 or int8 (vit_set_precision()), or NULL:
+                                     fc1_w itself, in float. Not a parameter: a copy */
+    const LowpWeight *fc2_lowp; /**< fc2_w's copy, or NULL */
 } VitBlockWeights;
 
 /**

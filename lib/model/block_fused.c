@@ -50,17 +50,25 @@ static void start_from(float *out, const float *base, const float *b, int R, int
 
 // out (R, O) = base + x·wᵀ + b: a linear layer whose output starts from its
 // bias and its residual. x is (R, I), w (O, I), b (O) or NULL, base (R, O) or NULL.
+// lw: w's copy in bf16 or int8 (chapter 15), whose product writes its own
+// output (bias included), the residual added after it; NULL: w in float.
 static void linear_onto(float *out, const float *base, const float *x, const float *w,
-                        const float *b, int R, int I, int O) {
+                        const LowpWeight *lw, const float *b, int R, int I, int O) {
+    if (lw && lw->precision != LOWP_FP32) {
+        linear_lowp(out, x, lw, b, R);
+        if (base) ops_add(out, out, base, (size_t)R * O);
+        return;
+    }
     start_from(out, base, b, R, O);
     matmul_bt_acc(out, x, w, R, I, O);
 }
 
 // Are q, k and v's weights the three thirds of one (3D, D) matrix, as timm and
-// torchvision store them (Hugging Face's separate query, key and value are not)?
+// torchvision store them (Hugging Face's separate query, key and value are not),
+// in float (a model in bf16 or int8 keeps a copy of each third)?
 static bool qkv_is_one_matrix(const AttentionWeights *w, int D) {
     const size_t dd = (size_t)D * D;
-    return w->k_w == w->q_w + dd && w->v_w == w->k_w + dd;
+    return w->k_w == w->q_w + dd && w->v_w == w->k_w + dd && !w->q_lowp;
 }
 
 // q, k, v (B, H, N, Dh each, one after the other in the scratch) of x (B, N, D).
@@ -73,9 +81,10 @@ static void project_qkv(MhaScratch *s, float *qkv, const float *x, const Attenti
     if (!qkv || !qkv_is_one_matrix(w, D) || !consecutive) {
         // three products, as the recipe, each from its bias
         const float *wt[3] = {w->q_w, w->k_w, w->v_w}, *bias[3] = {w->q_b, w->k_b, w->v_b};
+        const LowpWeight *lw[3] = {w->q_lowp, w->k_lowp, w->v_lowp};
         float *heads[3] = {s->q, s->k, s->v};
         for (int part = 0; part < 3; part++) {
-            linear_onto(s->flat, NULL, x, wt[part], bias[part], BN, D, D);
+            linear_onto(s->flat, NULL, x, wt[part], lw[part], bias[part], BN, D, D);
             heads_split(heads[part], s->flat, B, N, H, Dh);
         }
         return;
@@ -119,13 +128,14 @@ void vit_block_forward_fused(float *out, const float *x, const VitBlockWeights *
     attention_online(s->heads, s->q, s->k, s->v, NULL, B, H, N, D / H, MHA_KEY_BLOCK);
     heads_off_to_zero(s->heads, w->attn.head_off, B, H, N, D / H);
     heads_merge(s->context, s->heads, B, N, H, D / H);
-    linear_onto(a->resid1, x, s->context, w->attn.proj_w, w->attn.proj_b, BN, D, D);
+    linear_onto(a->resid1, x, s->context, w->attn.proj_w, w->attn.proj_lowp, w->attn.proj_b,
+                BN, D, D);
 
     // x = x + self.mlp(self.norm2(x)), x now resid1: fc1 from its bias, GELU in place,
     // fc2 from resid1 + its bias
     layernorm(a->norm2, a->resid1, w->norm2_w, w->norm2_b, BN, D, cfg->ln_eps);
-    linear_onto(a->fc1, NULL, a->norm2, w->fc1_w, w->fc1_b, BN, D, M);
+    linear_onto(a->fc1, NULL, a->norm2, w->fc1_w, w->fc1_lowp, w->fc1_b, BN, D, M);
     gelu(a->fc1, a->fc1, (size_t)BN * M);
-    linear_onto(out, a->resid1, a->fc1, w->fc2_w, w->fc2_b, BN, M, D);
+    linear_onto(out, a->resid1, a->fc1, w->fc2_w, w->fc2_lowp, w->fc2_b, BN, M, D);
 }
 // [vit_block_forward_fused]

@@ -50,7 +50,7 @@ static void forward_rest(Vit *vit, int first, int B, TraceFn trace, void *user) 
     trace_emit(&tr, "pre_logits", a->pre_logits, 2, B, D);
 
     // 7. x = self.head(x): Y class scores per image
-    ops_linear(a->logits, a->pre_logits, w->head_w, w->head_b, B, D, Y);
+    ops_linear_lowp(a->logits, a->pre_logits, w->head_w, w->head_lowp, w->head_b, B, D, Y);
     trace_emit(&tr, "logits", a->logits, 2, B, Y);
 }
 

@@ -30,11 +30,13 @@
 #define IN_BLOCK(field) {offsetof(VitBlockWeights, field), offsetof(VitBlockGrads, field)}
 
 // The gradients' structs mirror the weights' one for one: as many pointers
-// (less the attention's head_off switch, which has no gradient), so no field
-// is missing from either side of the table.
-_Static_assert(sizeof(VitGradWeights) == sizeof(VitWeights),
-               "VitGradWeights has one field for each of VitWeights'");
-_Static_assert(sizeof(VitBlockGrads) == sizeof(VitBlockWeights) - sizeof(const bool *),
+// (less the attention's head_off switch and the weights' copies in smaller
+// numbers, which have no gradient), so no field is missing from either side
+// of the table.
+_Static_assert(sizeof(VitGradWeights) == sizeof(VitWeights) - sizeof(const LowpWeight *),
+               "VitGradWeights has one field for each parameter of VitWeights");
+_Static_assert(sizeof(VitBlockGrads) ==
+                   sizeof(VitBlockWeights) - sizeof(const bool *) - 6 * sizeof(const LowpWeight *),
                "VitBlockGrads has one field for each parameter of VitBlockWeights");
 
 static const VitParamSpec table[] = {

@@ -85,6 +85,8 @@ typedef struct {
     const float *norm_b;     /**< (D) final LayerNorm shift */
     const float *head_w;     /**< (Y, D) classifier */
     const float *head_b;     /**< (Y) */
+    const LowpWeight *head_lowp; /**< head_w in bf16 or int8 (vit_set_precision()), or NULL:
+                                      head_w itself, in float. Not a parameter: a copy */
 } VitWeights;
 
 /**

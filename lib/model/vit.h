@@ -152,6 +152,10 @@ typedef struct {
     bool *heads_off;         /**< (L, H) vit_set_head_off(): true where a head is switched
                                   off; row l is block l's AttentionWeights::head_off (owned,
                                   allocated at the first switch), or NULL: every head on */
+    LowpPrecision precision; /**< the number its Linear layers run in (vit_set_precision()):
+                                  LOWP_FP32, the default, or LOWP_BF16, LOWP_INT8 */
+    LowpWeight *lowp;        /**< (6·L + 1) the Linear weights' copies in that number, block by
+                                  block q, k, v, proj, fc1, fc2, then the head (owned); NULL in fp32 */
 } Vit;
 
 /**
@@ -338,6 +342,29 @@ VitStatus vit_check_batch(const VitConfig *cfg, int B, double extra_bytes, const
  *         says which there are), with nothing changed
  */
 VitStatus vit_set_head_off(Vit *vit, int layer, int head, bool off, VitError *err);
+/**
+ * @brief Run the model's Linear layers in a smaller number: every block's q,
+ *        k, v, proj, fc1 and fc2 and the head (chapter 15, precision.c).
+ *
+ * LOWP_INT8: each weight quantized once, symmetric, one scale per output
+ * channel; each activation row (token) quantized at every call with its own
+ * scale, the products summed exactly in int32 (linear_s8(), PyTorch's
+ * dynamic quantization but per token and per channel). LOWP_BF16: weights
+ * and activations rounded to bf16, the products summed in float
+ * (linear_bf16()). LOWP_FP32 drops the copies: the model as loaded. The patch
+ * embedding (a convolution, as PyTorch's dynamic quantization leaves it),
+ * LayerNorm, softmax, GELU and the residual additions stay in float; the
+ * float weights stay too, for the parameter table and vit_save().
+ *
+ * Inference only: a model prepared for training (vit_train_prepare()) is
+ * refused, and vit_train_prepare() refuses a model in bf16 or int8.
+ * @return VIT_ERR_USAGE, with nothing changed, for a model prepared for
+ *         training or a precision that is none of the three
+ */
+VitStatus vit_set_precision(Vit *vit, LowpPrecision precision, VitError *err);
+/** @brief Bytes of the copies vit_set_precision() made (0 in fp32). */
+size_t vit_lowp_bytes(const Vit *vit);
+
 /** @brief Switch every head of every layer on again: the model computes as before any switch. */
 void vit_heads_all_on(Vit *vit);
 /** @brief How many heads are switched off, over all layers: 0 when none is. */

@@ -37,6 +37,8 @@ VitBlockActs *vit_acts_block(VitActivations *a, int i);
 
 /** @brief Free the activations only (a replica's weights are another model's). */
 void vit_acts_free(Vit *vit);
+/** @brief Free the Linear weights' bf16 or int8 copies (precision.c) and point every layer back at its float weight. */
+void vit_lowp_free(Vit *vit);
 
 /**
  * @brief What vit_forward_backward() checks before any pass, and the shards

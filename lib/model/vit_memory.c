@@ -246,6 +246,9 @@ VitBlockActs *vit_acts_block(VitActivations *a, int i) {
 VitStatus vit_train_prepare(Vit *vit, VitKeep keep, int B, VitError *err) {
     if ((unsigned)keep > VIT_KEEP_INPUTS)
         return vit_fail(err, VIT_ERR_USAGE, "unknown activation keeping %d", (int)keep);
+    if (vit->precision != LOWP_FP32)
+        return vit_fail(err, VIT_ERR_USAGE, "the model runs in %s: the backward pass and training "
+                        "need it in fp32 (vit_set_precision())", lowp_precision_name(vit->precision));
     VitStatus s = vit_check_batch(&vit->config, B, 0, NULL, err); // the config, B ≥ 1, tokens
     if (s != VIT_OK) return s;
     vit->keep = keep;
@@ -261,6 +264,7 @@ Tensor vit_logits(const Vit *vit) {
 void vit_acts_free(Vit *vit) { acts_free(&vit->acts); }
 
 void vit_free(Vit *vit) {
+    vit_lowp_free(vit); // while the block table it points into is still there
     acts_free(&vit->acts);
     for (int i = 0; i < vit->owned_count; i++) free(vit->owned[i]);
     free(vit->owned);

@@ -29,3 +29,9 @@ void ops_linear(float *out, const float *x, const float *w, const float *b, int 
         for (int o = 0; o < O; o++) out[(size_t)n * O + o] += b[o];
 }
 // [linear]
+
+void ops_linear_lowp(float *out, const float *x, const float *w, const LowpWeight *lw,
+                     const float *b, int N, int I, int O) {
+    if (lw && lw->precision != LOWP_FP32) linear_lowp(out, x, lw, b, N);
+    else ops_linear(out, x, w, b, N, I, O);
+}

@@ -22,6 +22,8 @@
 
 #include <stddef.h>
 
+#include "gemm/gemm_lowp.h"
+
 /** @defgroup ops Elementary operations
  *  @brief Dot product, scaling, adding, softmax, LayerNorm, GELU, linear layers, top K;
  *         their gradients and the cross-entropy loss.
@@ -179,6 +181,16 @@ void gelu_backward(float *dx, const float *dout, const float *x, size_t n);
  * @param[in]  N, I, O  rows, input features, output features
  */
 void ops_linear(float *out, const float *x, const float *w, const float *b, int N, int I, int O);
+
+/**
+ * @brief ops_linear() in the precision of @p lw when there is one (bf16 or
+ *        int8, linear_lowp()), else ops_linear() itself: the call every
+ *        Linear of the model makes, whose weight may have a smaller copy
+ *        (vit_set_precision()).
+ * @param[in] lw  w's copy in a smaller number, or NULL: w in float
+ */
+void ops_linear_lowp(float *out, const float *x, const float *w, const LowpWeight *lw,
+                     const float *b, int N, int I, int O);
 
 /**
  * @brief Backward of ops_linear(): the gradients of its input, weight and bias.

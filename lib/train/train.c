@@ -198,7 +198,8 @@ VitStatus eval_run(Vit *vit, const Dataset *data, float mean, float std, int bat
     const size_t image = (size_t)data->channels * data->size * data->size;
     float *images = vit_malloc_aligned((size_t)batch * image * sizeof *images);
     int *labels = vit_malloc((size_t)batch * sizeof *labels), *index = vit_malloc((size_t)batch * sizeof *index);
-    *out = (EvalResult){.classes = Y, .confusion = vit_calloc((size_t)Y * Y, sizeof(int))};
+    *out = (EvalResult){.classes = Y, .confusion = vit_calloc((size_t)Y * Y, sizeof(int)),
+                        .predicted = vit_calloc((size_t)data->count + 1, sizeof(int))};
     double loss_sum = 0;
     const int shape[4] = {batch, m->channels, m->image_size, m->image_size};
     const Tensor input = tensor_view_shape(images, 4, shape);
@@ -213,6 +214,7 @@ VitStatus eval_run(Vit *vit, const Dataset *data, float mean, float std, int bat
         for (int b = 0; b < real; b++) {
             const int best = ops_index_of_max(logits.data + (size_t)b * Y, Y);
             out->confusion[labels[b] * Y + best]++;
+            out->predicted[first + b] = best;
             out->correct += best == labels[b];
         }
         out->count += real;
@@ -228,8 +230,16 @@ VitStatus eval_run(Vit *vit, const Dataset *data, float mean, float std, int bat
 
 double eval_accuracy(const EvalResult *r) { return r->count ? (double)r->correct / r->count : 0; }
 
+int eval_agreement(const EvalResult *a, const EvalResult *b) {
+    const int n = a->count < b->count ? a->count : b->count;
+    int same = 0;
+    for (int i = 0; i < n; i++) same += a->predicted[i] == b->predicted[i];
+    return same;
+}
+
 void eval_free(EvalResult *r) {
     free(r->confusion);
+    free(r->predicted);
     memset(r, 0, sizeof *r);
 }
 

@@ -170,7 +170,11 @@ typedef struct {
     int correct;         /**< whose largest logit was their label */
     double loss;         /**< the mean cross-entropy (no smoothing) */
     int *confusion;      /**< (Y, Y): row = true class, column = predicted class */
+    int *predicted;      /**< (count) the class the model chose for each image, in order */
 } EvalResult;
+
+/** @brief Images for which @p a and @p b chose the same class (the first min(count) of each). */
+int eval_agreement(const EvalResult *a, const EvalResult *b);
 
 /**
  * @brief Run @p vit over every image of @p data, batches of @p batch (the last
@@ -181,7 +185,7 @@ VitStatus eval_run(Vit *vit, const Dataset *data, float mean, float std, int bat
                    EvalResult *out, VitError *err);
 /** @brief correct / count, 0 for an empty set. */
 double eval_accuracy(const EvalResult *r);
-/** @brief Free the confusion matrix and zero @p r. */
+/** @brief Free the confusion matrix and the predictions, and zero @p r. */
 void eval_free(EvalResult *r);
 
 /** One `__metadata__` entry to write beside the parameters. */

@@ -20,14 +20,17 @@ void mha_forward(float *out, const float *x, const AttentionWeights *w,
     // Self-attention: q, k and v are all projections of the same tokens x.
     const int Dh = D / H, G = B * H; // G independent (N, Dh) heads
 
-    // q, k, v: x·Wᵀ + b (B·N rows, D → D) into s->flat, then split (B, N, D) → (B, H, N, Dh)
-    ops_linear(s->flat, x, w->q_w, w->q_b, B * N, D, D);
+    // q, k, v: x·Wᵀ + b (B·N rows, D → D) into s->flat, then split (B, N, D) → (B, H, N, Dh).
+    // ops_linear_lowp() is the skeleton's ops_linear() but for a weight given a bf16 or
+    // int8 copy (chapter 15, w->q_lowp …; NULL: ops_linear() itself), so the model's
+    // smaller numbers pass through this answer too.
+    ops_linear_lowp(s->flat, x, w->q_w, w->q_lowp, w->q_b, B * N, D, D);
     heads_split(s->q, s->flat, B, N, H, Dh);
     trace_emit(tr, "q", s->q, 4, B, H, N, Dh);
-    ops_linear(s->flat, x, w->k_w, w->k_b, B * N, D, D);
+    ops_linear_lowp(s->flat, x, w->k_w, w->k_lowp, w->k_b, B * N, D, D);
     heads_split(s->k, s->flat, B, N, H, Dh);
     trace_emit(tr, "k", s->k, 4, B, H, N, Dh);
-    ops_linear(s->flat, x, w->v_w, w->v_b, B * N, D, D);
+    ops_linear_lowp(s->flat, x, w->v_w, w->v_lowp, w->v_b, B * N, D, D);
     heads_split(s->v, s->flat, B, N, H, Dh);
     trace_emit(tr, "v", s->v, 4, B, H, N, Dh);
 
@@ -64,6 +67,6 @@ void mha_forward(float *out, const float *x, const AttentionWeights *w,
     trace_emit(tr, "context", s->context, 3, B, N, D);
 
     // proj: the output projection mixes the heads
-    ops_linear(out, s->context, w->proj_w, w->proj_b, B * N, D, D);
+    ops_linear_lowp(out, s->context, w->proj_w, w->proj_lowp, w->proj_b, B * N, D, D);
     trace_emit(tr, "proj", out, 3, B, N, D);
 }

@@ -21,6 +21,8 @@ void vit_block_forward(float *out, const float *x, const VitBlockWeights *w,
     // Every token is one row: LayerNorm, the linear layers and GELU treat the B·N rows
     // alike, so each is called once on all BN rows: this folder's layernorm() and gelu(),
     // lib's mha_forward(), ops_linear() and ops_add() (ops.h, attention.h).
+    // ops_linear_lowp() is ops_linear() but for a weight given a bf16 or int8 copy
+    // (chapter 15, w->fc1_lowp …; NULL: ops_linear() itself).
 
     // ---- timm: x = x + self.attn(self.norm1(x))
 
@@ -45,7 +47,7 @@ void vit_block_forward(float *out, const float *x, const VitBlockWeights *w,
     trace_emit(tr, "norm2", a->norm2, 3, B, N, D);
 
     // 5. fc1 = norm2 · W1ᵀ + b1, W1 (M, D): (B·N, D) → (B·N, M)
-    ops_linear(a->fc1, a->norm2, w->fc1_w, w->fc1_b, BN, D, M);
+    ops_linear_lowp(a->fc1, a->norm2, w->fc1_w, w->fc1_lowp, w->fc1_b, BN, D, M);
     trace_emit(tr, "mlp.fc1", a->fc1, 3, B, N, M);
 
     // 6. gelu = GELU(fc1), elementwise, (B·N, M)
@@ -53,7 +55,7 @@ void vit_block_forward(float *out, const float *x, const VitBlockWeights *w,
     trace_emit(tr, "mlp.gelu", a->gelu, 3, B, N, M);
 
     // 7. fc2 = gelu · W2ᵀ + b2, W2 (D, M): (B·N, M) → (B·N, D)
-    ops_linear(a->fc2, a->gelu, w->fc2_w, w->fc2_b, BN, M, D);
+    ops_linear_lowp(a->fc2, a->gelu, w->fc2_w, w->fc2_lowp, w->fc2_b, BN, M, D);
     trace_emit(tr, "mlp.fc2", a->fc2, 3, B, N, D);
 
     // 8. out = resid1 + fc2: the second residual, the block's result (B, N, D)

@@ -81,7 +81,7 @@ VitStatus vit_forward(Vit *vit, const Tensor *input, TraceFn trace, void *user, 
     trace_emit(&tr, "pre_logits", a->pre_logits, 2, B, D);
 
     // 7. x = self.head(x): Y class scores per image, (B, D) · W_headᵀ (D, Y) + b → (B, Y)
-    ops_linear(a->logits, a->pre_logits, w->head_w, w->head_b, B, D, Y);
+    ops_linear_lowp(a->logits, a->pre_logits, w->head_w, w->head_lowp, w->head_b, B, D, Y);
     trace_emit(&tr, "logits", a->logits, 2, B, Y);
     // [recipe]
     return VIT_OK;
