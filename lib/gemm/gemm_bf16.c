@@ -22,13 +22,16 @@
  * (below 2⁻¹²⁶ in size) as zero and flushes subnormal results to zero, which
  * the portable path does not: the two differ there by less than 2⁻¹²⁶ a term.
  *
- * The AVX-512 path keeps it simple: a tile of 4 rows of a against 4 rows of
- * b, 16 accumulators of 16 lanes, each step 32 values of k from each row; at
- * the end each accumulator's 16 lanes are added up into one element of out.
+ * The AVX-512 path is gemm_int8.c's VNNI scheme in pairs of bf16: b packed a
+ * panel of 32 columns at a time, for each pair of k the 2 values of column 0,
+ * then of column 1, … (64 values: two registers of 16 lanes, one lane per
+ * column of out); a packed in tiles of 12 rows; a tile of 12 × 32 of out in
+ * 24 registers, each step broadcasting a row's pair to every lane and issuing
+ * 24 vdpbf16ps; k cut in blocks of 256 so a panel's block stays in L1. Each
+ * lane sums its column's products over k in order, a pair at a time.
  *
- * Deliberately omitted: bf16 outputs (the sums stay float), and the packed
- * layout of gemm_int8.c's VNNI path (no sums across lanes, blocks of k): the
- * machine this was written on has no AVX-512 BF16 to measure it on.
+ * Deliberately omitted: bf16 outputs (the sums stay float), and keeping b
+ * packed between calls.
  */
 #include "gemm/gemm_lowp.h"
 #include "gemm/gemm.h"
@@ -97,7 +100,9 @@ void gemm_bf16_bt_portable(float *out, const uint16_t *a, const uint16_t *b, int
 
 /* ---------------------------------------------------------- AVX-512 BF16 */
 
-enum { TILE = 4 }; // rows of a and rows of b per tile: 16 accumulators
+// The tile of out one micro-kernel call computes (MR rows × NR columns: 24 of
+// the 32 zmm registers), and the depth of a block of k, in values (even).
+enum { MR = 12, NR = 32, KC = 256 };
 
 #ifdef VIT_LOWP_BF16
 // Threads for a product of M·K·N multiply-adds: one for a small one (a team
@@ -111,6 +116,37 @@ static int threads_for(int M, int K, int N) {
     return vit_get_threads();
 }
 
+// v[k] of a row of K values, 0 past its end (+0.0 in bf16).
+static uint16_t value_or_zero(const uint16_t *row, int k, int K) { return k < K ? row[k] : 0; }
+
+// The panel of b (N,K) from column n0: NR columns as a run of pairs of k, each
+// pair the NR columns' 2 values in a row; zeros past N and past K. packed has
+// NR × k_padded values.
+static void pack_b_panel(uint16_t *packed, const uint16_t *b, int n0, int N, int K, int k_padded) {
+    for (int g = 0; g < k_padded / 2; g++)
+        for (int c = 0; c < NR; c++, packed += 2) {
+            const int n = n0 + c;
+            const uint16_t *row = b + (size_t)n * K;
+            packed[0] = n < N ? value_or_zero(row, 2 * g, K) : 0;
+            packed[1] = n < N ? value_or_zero(row, 2 * g + 1, K) : 0;
+        }
+}
+
+// a packed in tiles of MR rows, each a run of pairs of k, each pair the MR
+// rows' 2 values in a row (the order the micro-kernel broadcasts them); zeros
+// past M and past K. packed has (M rounded up to MR) × k_padded values.
+static void pack_a(uint16_t *packed, const uint16_t *a, int M, int K, int k_padded) {
+    const int tiles = (M + MR - 1) / MR;
+    for (int t = 0; t < tiles; t++)
+        for (int g = 0; g < k_padded / 2; g++)
+            for (int i = 0; i < MR; i++, packed += 2) {
+                const int m = t * MR + i;
+                const uint16_t *row = a + (size_t)m * K;
+                packed[0] = m < M ? value_or_zero(row, 2 * g, K) : 0;
+                packed[1] = m < M ? value_or_zero(row, 2 * g + 1, K) : 0;
+            }
+}
+
 #define BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512bf16")))
 #if defined(__clang__)
 #define UNROLL _Pragma("clang loop unroll(full)")
@@ -118,50 +154,72 @@ static int threads_for(int M, int K, int N) {
 #define UNROLL _Pragma("GCC unroll 16") ///< unroll the next loop fully: acc stays in registers
 #endif
 
-// The bf16 values k..k+31 that exist of a row of K: all 32, or a mask of the rest.
-BF16_TARGET static __mmask32 values_left(int K, int k) {
-    return K - k >= 32 ? ~(__mmask32)0 : (((__mmask32)1 << (K - k)) - 1);
-}
-
-// One tile: out[i][j] = Σ_k a[i][k]·b[j][k] for i < rows, j < cols. a_rows and
-// b_rows hold TILE pointers each; a short tile repeats a row, and only the
-// valid part of the result is stored. out has row stride ldo.
-BF16_TARGET static void bf16_tile(float *out, size_t ldo, const uint16_t *const *a_rows,
-                                  const uint16_t *const *b_rows, int K, int rows, int cols) {
-    __m512 acc[TILE][TILE];
-    UNROLL for (int i = 0; i < TILE; i++)
-        UNROLL for (int j = 0; j < TILE; j++) acc[i][j] = _mm512_setzero_ps();
-    for (int k = 0; k < K; k += 32) {
-        const __mmask32 mask = values_left(K, k); // missing values read as +0.0
-        __m512i av[TILE], bv[TILE];
-        for (int i = 0; i < TILE; i++) av[i] = _mm512_maskz_loadu_epi16(mask, a_rows[i] + k);
-        for (int j = 0; j < TILE; j++) bv[j] = _mm512_maskz_loadu_epi16(mask, b_rows[j] + k);
-        UNROLL for (int i = 0; i < TILE; i++)
-            UNROLL for (int j = 0; j < TILE; j++)
-                acc[i][j] = _mm512_dpbf16_ps(acc[i][j], (__m512bh)av[i], (__m512bh)bv[j]);
-    }
-    // loops of TILE with a test, not of rows and cols: indexed only by
-    // constants once unrolled, acc stays in registers rather than on the stack
-    UNROLL for (int i = 0; i < TILE; i++)
-        UNROLL for (int j = 0; j < TILE; j++)
-            if (i < rows && j < cols) out[(size_t)i * ldo + j] = _mm512_reduce_add_ps(acc[i][j]);
-}
-
-BF16_TARGET static void bf16_product(float *out, const uint16_t *a, const uint16_t *b, int M,
-                                     int K, int N) {
-    const int col_tiles = (N + TILE - 1) / TILE;
-    const int threads = threads_for(M, K, N);
-#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
-    for (int t = 0; t < col_tiles; t++) {
-        const int n0 = t * TILE, cols = N - n0 < TILE ? N - n0 : TILE;
-        const uint16_t *b_rows[TILE];
-        for (int j = 0; j < TILE; j++) b_rows[j] = b + (size_t)(n0 + (j < cols ? j : 0)) * K;
-        for (int m0 = 0; m0 < M; m0 += TILE) {
-            const int rows = M - m0 < TILE ? M - m0 : TILE;
-            const uint16_t *a_rows[TILE];
-            for (int i = 0; i < TILE; i++) a_rows[i] = a + (size_t)(m0 + (i < rows ? i : 0)) * K;
-            bf16_tile(out + (size_t)m0 * N + n0, (size_t)N, a_rows, b_rows, K, rows, cols);
+/**
+ * One tile: out[i][0..cols) (+)= Σ_k a[i][k]·b[n0 + j][k] over one block of k.
+ * a_block points at the row tile's packed block (pairs of MR rows' values),
+ * b_block at the panel's (pairs of NR columns' values). Each vdpbf16ps adds
+ * to every lane (one column of out) the two products of its pair. The first
+ * block of k (first) stores the sums; the later ones add them to out.
+ */
+// [bf16_micro_kernel]
+BF16_TARGET static void bf16_micro_kernel(float *out, size_t ldo, const uint16_t *a_block,
+                                          const uint16_t *b_block, int pairs, int rows, int cols,
+                                          bool first) {
+    __m512 acc[MR][2];
+    UNROLL for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+    for (int g = 0; g < pairs; g++, a_block += 2 * MR, b_block += 2 * NR) {
+        const __m512bh b0 = (__m512bh)_mm512_loadu_si512(b_block);
+        const __m512bh b1 = (__m512bh)_mm512_loadu_si512(b_block + 32);
+        UNROLL for (int i = 0; i < MR; i++) {
+            int32_t two; // row i's pair of values, to every lane
+            memcpy(&two, a_block + 2 * i, sizeof two);
+            const __m512bh ai = (__m512bh)_mm512_set1_epi32(two);
+            acc[i][0] = _mm512_dpbf16_ps(acc[i][0], ai, b0);
+            acc[i][1] = _mm512_dpbf16_ps(acc[i][1], ai, b1);
         }
+    }
+    // the columns that exist, 16 per register
+    const __mmask16 m0 = cols >= 16 ? 0xFFFF : (__mmask16)((1u << cols) - 1);
+    const __mmask16 m1 = cols >= 32 ? 0xFFFF : cols <= 16 ? 0 : (__mmask16)((1u << (cols - 16)) - 1);
+    // (a loop of MR with a test, not of rows: indexed only by constants once
+    // unrolled, acc stays in registers rather than on the stack)
+    UNROLL for (int i = 0; i < MR; i++) {
+        if (i >= rows) continue;
+        float *o = out + (size_t)i * ldo;
+        const __m512 r0 = first ? acc[i][0] : _mm512_add_ps(acc[i][0], _mm512_maskz_loadu_ps(m0, o));
+        const __m512 r1 =
+            first ? acc[i][1] : _mm512_add_ps(acc[i][1], _mm512_maskz_loadu_ps(m1, o + 16));
+        _mm512_mask_storeu_ps(o, m0, r0);
+        _mm512_mask_storeu_ps(o + 16, m1, r1);
+    }
+}
+// [bf16_micro_kernel]
+
+// Every tile of out: the panels of b are shared out among the threads; each
+// thread packs its panel just before using it, then for each block of k,
+// every tile of MR rows (gemm_int8.c's VNNI path, in pairs of bf16).
+static void bf16_product(float *out, const uint16_t *a_packed, const uint16_t *b, int M, int K,
+                         int N, int k_padded) {
+    const int panels = (N + NR - 1) / NR;
+    const int threads = threads_for(M, k_padded, N);
+#pragma omp parallel num_threads(threads) if (threads > 1)
+    {
+        uint16_t *panel = vit_malloc_aligned((size_t)NR * k_padded * sizeof *panel + 64);
+#pragma omp for schedule(static)
+        for (int p = 0; p < panels; p++) {
+            const int n0 = p * NR, cols = N - n0 < NR ? N - n0 : NR;
+            pack_b_panel(panel, b, n0, N, K, k_padded);
+            for (int k0 = 0; k0 < k_padded || k0 == 0; k0 += KC) {
+                const int kc = k_padded - k0 < KC ? k_padded - k0 : KC;
+                for (int m0 = 0; m0 < M; m0 += MR) {
+                    const int rows = M - m0 < MR ? M - m0 : MR;
+                    const uint16_t *a_block = a_packed + (size_t)m0 * k_padded + (size_t)k0 * MR;
+                    bf16_micro_kernel(out + (size_t)m0 * N + n0, (size_t)N, a_block,
+                                      panel + (size_t)k0 * NR, kc / 2, rows, cols, k0 == 0);
+                }
+            }
+        }
+        free(panel);
     }
 }
 #endif
@@ -170,7 +228,13 @@ bool gemm_bf16_bt_avx512(float *out, const uint16_t *a, const uint16_t *b, int M
 #ifdef VIT_LOWP_BF16
     if (!gemm_cpu_has_bf16()) return false;
     if (M <= 0 || N <= 0) return true;
-    bf16_product(out, a, b, M, K < 0 ? 0 : K, N);
+    if (K < 0) K = 0;
+    const int k_padded = (K + 1) / 2 * 2;
+    const size_t tiles = (size_t)(M + MR - 1) / MR;
+    uint16_t *a_packed = vit_malloc_aligned(tiles * MR * k_padded * sizeof *a_packed + 64);
+    pack_a(a_packed, a, M, K, k_padded);
+    bf16_product(out, a_packed, b, M, K, N, k_padded);
+    free(a_packed);
     return true;
 #else
     return false;

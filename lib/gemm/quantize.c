@@ -23,25 +23,44 @@
 #include <math.h>
 #include <stdlib.h>
 
-// q (n) of x (n) with the given scale: round to nearest, ties to even
-// (rintf in the default rounding mode), clamped to −127..127.
+// 1.5 · 2²³: v + ROUNDER lands where a float's step is 1, so the addition
+// rounds v to an integer (to nearest, ties to even, as rintf() does in the
+// default rounding mode) and subtracting ROUNDER again is exact, for any
+// |v| < 2²². Unlike a call to rintf(), the compiler turns the loop below into
+// vector instructions (it may not assume rintf() raises no exception).
+#define ROUNDER 12582912.0f
+
+// q (n) of x (n) with the given scale: round to nearest, ties to even,
+// clamped to −127..127 (|x / scale| is at most 127 plus a rounding here).
 static void quantize_with_scale(int8_t *q, const float *x, size_t n, float scale) {
+    if (!(scale > 0.0f)) { // a row of zeros
+        for (size_t i = 0; i < n; i++) q[i] = 0;
+        return;
+    }
     for (size_t i = 0; i < n; i++) {
-        float r = scale > 0.0f ? rintf(x[i] / scale) : 0.0f;
+        float r = (x[i] / scale + ROUNDER) - ROUNDER;
         r = r > 127.0f ? 127.0f : r < -127.0f ? -127.0f : r;
         q[i] = (int8_t)r;
     }
 }
 
+// max |x[i]|, 0 for none. Eight running maxima, not one: each step of a single
+// one waits for the one before, and the compiler may not reorder a float
+// maximum by itself; eight independent ones it turns into vector instructions.
 static float max_abs(const float *x, size_t n) {
-    float m = 0.0f;
-    for (size_t i = 0; i < n; i++) m = fabsf(x[i]) > m ? fabsf(x[i]) : m;
-    return m;
+    float m[8] = {0};
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++) m[j] = fabsf(x[i + j]) > m[j] ? fabsf(x[i + j]) : m[j];
+    for (; i < n; i++) m[0] = fabsf(x[i]) > m[0] ? fabsf(x[i]) : m[0];
+    for (int j = 1; j < 8; j++) m[0] = m[j] > m[0] ? m[j] : m[0];
+    return m[0];
 }
 
 // [quantize_rows_s8]
 void quantize_rows_s8(int8_t *q, float *scales, const float *x, int R, int K) {
-    // x is (R,K), q is (R,K), scales is (R)
+    // x is (R,K), q is (R,K), scales is (R); each row on its own
+#pragma omp parallel for schedule(static) if ((size_t)R * K > 65536)
     for (int r = 0; r < R; r++) {
         const float *row = x + (size_t)r * K;
         scales[r] = max_abs(row, (size_t)K) / 127.0f;
@@ -88,6 +107,7 @@ void linear_s8(float *out, const float *x, const Int8Weight *w, const float *bia
     int32_t *acc = vit_malloc((size_t)R * O * sizeof(int32_t) + 1);
     quantize_rows_s8(qx, sx, x, R, D);                  // per token, now: "dynamic"
     gemm_s8_bt_summed(acc, qx, w->q, w->sums, R, D, O); // exact integer sums
+#pragma omp parallel for schedule(static) if ((size_t)R * O > 65536)
     for (int r = 0; r < R; r++)
         for (int o = 0; o < O; o++)                     // back to float: both scales
             out[(size_t)r * O + o] = (float)acc[(size_t)r * O + o] * (sx[r] * w->scale[o]) +
