@@ -128,6 +128,18 @@ static void check_s8_paths(const int8_t *a, const int8_t *b, int M, int K, int N
         CU_ASSERT_EQUAL(guard_broken(out, n_out), 0); // nothing written past the end
         CU_ASSERT_EQUAL(memcmp(out, portable, n_out * sizeof *out), 0); // the same bits
 
+        // b packed once, whole, as a weight is (Int8Weight::packed)
+        const size_t bytes = gemm_s8_packed_bytes(N, K);
+        CU_ASSERT_EQUAL(bytes, (size_t)((N + 31) / 32 * 32) * (size_t)((K + 3) / 4 * 4));
+        int8_t *packed = malloc(bytes + 1);
+        gemm_s8_pack_b(packed, b, N, K);
+        memset(out, 0x55, n_out * sizeof *out);
+        fill_guard(out, n_out);
+        CU_ASSERT_TRUE(gemm_s8_bt_vnni_packed(out, a, packed, sums, M, K, N));
+        CU_ASSERT_EQUAL(count_wrong(out, ref, n_out, "vnni, b packed once", M, K, N), 0);
+        CU_ASSERT_EQUAL(guard_broken(out, n_out), 0);
+        free(packed);
+
         gemm_lowp_set_portable(false); // the dispatching product on the CPU's path
         memset(out, 0x55, n_out * sizeof *out);
         gemm_s8_bt(out, a, b, M, K, N);

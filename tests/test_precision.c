@@ -191,14 +191,18 @@ static void test_back_to_fp32_gives_the_float_bits(void) {
     vit_free(&vit);
 }
 
-// int8 copies: every weight byte once, plus a scale and a row sum per output channel.
+// int8 copies: every weight byte once, plus a scale and a row sum per output channel,
+// and on a CPU with VNNI every weight packed once more, its outputs rounded up to 32.
 static void test_int8_copies_are_a_quarter(void) {
     Vit vit;
     if (!build(&vit, LOWP_INT8)) return;
     const size_t D = 64, M = 256, L = 2, Y = 10;
     const size_t weights = L * (4 * D * D + 2 * M * D) + Y * D;
     const size_t outputs = L * (4 * D + M + D) + Y;
-    CU_ASSERT_EQUAL(vit_lowp_bytes(&vit), weights + outputs * 8);
+    const size_t packed = L * (4 * D * D + M * D + D * M) + 32 * D; // the head: 10 → 32
+    CU_ASSERT_EQUAL(vit_lowp_bytes(&vit),
+                    weights + outputs * 8 + (vit.weights.head_lowp->s8.packed ? packed : 0));
+    CU_ASSERT_EQUAL(vit.weights.head_lowp->s8.packed != NULL, gemm_cpu_has_vnni());
     vit_free(&vit);
 }
 
@@ -239,7 +243,7 @@ CU_TestInfo tests_precision[] = {
     {"the float model lies outside int8's tolerance", test_float_model_lies_outside_the_tolerance},
     {"every Linear gets its copy", test_every_linear_gets_its_copy},
     {"back to fp32 gives the float bits", test_back_to_fp32_gives_the_float_bits},
-    {"int8 copies are a quarter of the weights", test_int8_copies_are_a_quarter},
+    {"int8 copies: a byte a weight, and its scales", test_int8_copies_are_a_quarter},
     {"training refuses smaller numbers", test_training_refuses_smaller_numbers},
     {"precision names", test_precision_names},
     CU_TEST_INFO_NULL,

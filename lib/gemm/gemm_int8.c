@@ -32,9 +32,12 @@
  * in tiles of 12 rows, so that each row's 4 bytes are at a fixed offset; both
  * are padded with zeros to whole tiles and whole groups of 4.
  *
- * Deliberately omitted: keeping b packed between calls (packing is N·K byte
- * copies against M·N·K multiply-adds), and an AVX2 path (vpdpbusd on 256-bit
- * registers, AVX-VNNI): CPUs without AVX-512 VNNI take the portable path.
+ * A weight is the same matrix b at every call: gemm_s8_pack_b() packs it once,
+ * whole (Int8Weight::packed), and gemm_s8_bt_vnni_packed() reads its panels
+ * from there instead of packing each at every call.
+ *
+ * Deliberately omitted: an AVX2 path (vpdpbusd on 256-bit registers,
+ * AVX-VNNI): CPUs without AVX-512 VNNI take the portable path.
  */
 #include "gemm/gemm_lowp.h"
 #include "base/util.h"
@@ -184,18 +187,20 @@ VNNI_TARGET static void vnni_micro_kernel(int32_t *out, size_t ldo, const uint8_
 // Every tile of out: the panels of b are shared out among the threads; each
 // thread packs its panel just before using it (so the packing is shared out
 // too, and the panel is still in cache), then for each block of k, every tile
-// of MR rows.
+// of MR rows. b_packed: every panel packed already (gemm_s8_pack_b()), or NULL.
 static void vnni_product(int32_t *out, const uint8_t *a_packed, const int8_t *b,
-                         const int32_t *sums, int M, int K, int N, int k_padded) {
+                         const int8_t *b_packed, const int32_t *sums, int M, int K, int N,
+                         int k_padded) {
     const int panels = (N + NR - 1) / NR;
     const int threads = threads_for(M, k_padded, N);
 #pragma omp parallel num_threads(threads) if (threads > 1)
     {
-        int8_t *panel = vit_malloc_aligned((size_t)NR * k_padded + 64);
+        int8_t *own = b_packed ? NULL : vit_malloc_aligned((size_t)NR * k_padded + 64);
 #pragma omp for schedule(static)
         for (int p = 0; p < panels; p++) {
             const int n0 = p * NR, cols = N - n0 < NR ? N - n0 : NR;
-            pack_b_panel(panel, b, n0, N, K, k_padded);
+            const int8_t *panel = b_packed ? b_packed + (size_t)p * NR * k_padded : own;
+            if (!b_packed) pack_b_panel(own, b, n0, N, K, k_padded);
             for (int k0 = 0; k0 < k_padded || k0 == 0; k0 += KC_BYTES) {
                 const int kc = k_padded - k0 < KC_BYTES ? k_padded - k0 : KC_BYTES;
                 for (int m0 = 0; m0 < M; m0 += MR) {
@@ -207,13 +212,32 @@ static void vnni_product(int32_t *out, const uint8_t *a_packed, const int8_t *b,
                 }
             }
         }
-        free(panel);
+        free(own);
     }
 }
 #endif
 
-bool gemm_s8_bt_vnni(int32_t *out, const int8_t *a, const int8_t *b, const int32_t *b_sums,
-                     int M, int K, int N) {
+size_t gemm_s8_packed_bytes(int N, int K) {
+    if (N <= 0) return 0;
+    const size_t panels = (size_t)(N + NR - 1) / NR, k_padded = (size_t)((K > 0 ? K : 0) + 3) / 4 * 4;
+    return panels * NR * k_padded;
+}
+
+void gemm_s8_pack_b(int8_t *packed, const int8_t *b, int N, int K) {
+    // b is (N,K); packed has gemm_s8_packed_bytes(N, K) bytes
+#ifdef VIT_LOWP_X86
+    if (K < 0) K = 0;
+    const int k_padded = (K + 3) / 4 * 4;
+    for (int p = 0; p < (N + NR - 1) / NR; p++)
+        pack_b_panel(packed + (size_t)p * NR * k_padded, b, p * NR, N, K, k_padded);
+#else
+    (void)packed, (void)b, (void)N, (void)K;
+#endif
+}
+
+// gemm_s8_bt_vnni() with b as it is (b_packed NULL) or packed already (b NULL).
+static bool vnni_with(int32_t *out, const int8_t *a, const int8_t *b, const int8_t *b_packed,
+                      const int32_t *b_sums, int M, int K, int N) {
 #ifdef VIT_LOWP_X86
     if (!gemm_cpu_has_vnni()) return false;
     if (M <= 0 || N <= 0) return true;
@@ -222,12 +246,23 @@ bool gemm_s8_bt_vnni(int32_t *out, const int8_t *a, const int8_t *b, const int32
     const size_t tiles = (size_t)(M + MR - 1) / MR;
     uint8_t *a_packed = vit_malloc_aligned(tiles * MR * k_padded + 64);
     pack_a_shifted(a_packed, a, M, K, k_padded);
-    vnni_product(out, a_packed, b, b_sums, M, K, N, k_padded);
+    vnni_product(out, a_packed, b, b_packed, b_sums, M, K, N, k_padded);
     free(a_packed);
     return true;
 #else
+    (void)b_packed;
     return false;
 #endif
+}
+
+bool gemm_s8_bt_vnni(int32_t *out, const int8_t *a, const int8_t *b, const int32_t *b_sums,
+                     int M, int K, int N) {
+    return vnni_with(out, a, b, NULL, b_sums, M, K, N);
+}
+
+bool gemm_s8_bt_vnni_packed(int32_t *out, const int8_t *a, const int8_t *b_packed,
+                            const int32_t *b_sums, int M, int K, int N) {
+    return vnni_with(out, a, NULL, b_packed, b_sums, M, K, N);
 }
 
 /* -------------------------------------------------------------- dispatch */

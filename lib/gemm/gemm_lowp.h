@@ -108,6 +108,16 @@ void gemm_s8_bt(int32_t *out, const int8_t *a, const int8_t *b, int M, int K, in
  */
 void gemm_s8_bt_summed(int32_t *out, const int8_t *a, const int8_t *b, const int32_t *b_sums,
                        int M, int K, int N);
+/** @brief Bytes of b (N,K) packed for the VNNI path: N and K rounded up to its panels (32) and groups (4). */
+size_t gemm_s8_packed_bytes(int N, int K);
+/** @brief b (N,K) packed, whole, in the VNNI path's order (gemm_s8_packed_bytes() bytes): a weight packed once. */
+void gemm_s8_pack_b(int8_t *packed, const int8_t *b, int N, int K);
+/**
+ * @brief gemm_s8_bt_vnni() with b packed already (gemm_s8_pack_b()); false (and
+ *        out untouched) when this CPU or build has no AVX-512 VNNI.
+ */
+bool gemm_s8_bt_vnni_packed(int32_t *out, const int8_t *a, const int8_t *b_packed,
+                            const int32_t *b_sums, int M, int K, int N);
 /** @brief sums (N) = Σ_k b[n][k] of b (N,K), the VNNI path's correction term. */
 void gemm_s8_row_sums(int32_t *sums, const int8_t *b, int N, int K);
 /** @brief gemm_s8_bt() on the portable path, whatever the CPU has. */
@@ -168,6 +178,8 @@ typedef struct {
     int8_t *q;       /**< (O,D) the quantized weight */
     float *scale;    /**< (O) one scale per output channel */
     int32_t *sums;   /**< (O) Σ_d q[o][d], the VNNI path's correction (gemm_s8_bt_summed()) */
+    int8_t *packed;  /**< q packed once for the VNNI path (gemm_s8_pack_b()), when this CPU
+                          has it; else NULL */
     int O;           /**< outputs, rows of the weight, e.g. 2304 for ViT-B/16's qkv */
     int D;           /**< inputs, the width, e.g. 768 */
 } Int8Weight;

@@ -22,6 +22,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 // 1.5 · 2²³: v + ROUNDER lands where a float's step is 1, so the addition
 // rounds v to an integer (to nearest, ties to even, as rintf() does in the
@@ -89,12 +90,18 @@ void int8_weight_quantize(Int8Weight *qw, const float *w, int O, int D) {
     qw->sums = vit_malloc((size_t)O * sizeof(int32_t) + 1);
     quantize_rows_s8(qw->q, qw->scale, w, O, D);
     gemm_s8_row_sums(qw->sums, qw->q, O, D);
+    qw->packed = NULL;
+    if (gemm_cpu_has_vnni()) { // every call would pack the same weight again
+        qw->packed = vit_malloc_aligned(gemm_s8_packed_bytes(O, D) + 64);
+        gemm_s8_pack_b(qw->packed, qw->q, O, D);
+    }
 }
 
 void int8_weight_free(Int8Weight *qw) {
     free(qw->q);
     free(qw->scale);
     free(qw->sums);
+    free(qw->packed);
     *qw = (Int8Weight){0};
 }
 
@@ -106,7 +113,10 @@ void linear_s8(float *out, const float *x, const Int8Weight *w, const float *bia
     float *sx = vit_malloc((size_t)R * sizeof(float) + 1);
     int32_t *acc = vit_malloc((size_t)R * O * sizeof(int32_t) + 1);
     quantize_rows_s8(qx, sx, x, R, D);                  // per token, now: "dynamic"
-    gemm_s8_bt_summed(acc, qx, w->q, w->sums, R, D, O); // exact integer sums
+    // exact integer sums, from the weight packed once when the VNNI path runs
+    if (!(w->packed && strcmp(gemm_s8_kernel(), "avx512-vnni") == 0 &&
+          gemm_s8_bt_vnni_packed(acc, qx, w->packed, w->sums, R, D, O)))
+        gemm_s8_bt_summed(acc, qx, w->q, w->sums, R, D, O);
 #pragma omp parallel for schedule(static) if ((size_t)R * O > 65536)
     for (int r = 0; r < R; r++)
         for (int o = 0; o < O; o++)                     // back to float: both scales

@@ -362,7 +362,8 @@ VitStatus vit_set_head_off(Vit *vit, int layer, int head, bool off, VitError *er
  *         training or a precision that is none of the three
  */
 VitStatus vit_set_precision(Vit *vit, LowpPrecision precision, VitError *err);
-/** @brief Bytes of the copies vit_set_precision() made (0 in fp32). */
+/** @brief Bytes of the copies vit_set_precision() made (0 in fp32): for int8, the
+ *         weights, their scales and row sums, and the weights packed once for the VNNI path. */
 size_t vit_lowp_bytes(const Vit *vit);
 
 /** @brief Switch every head of every layer on again: the model computes as before any switch. */
