@@ -65,7 +65,7 @@ enum {
     MISTAKES = 4,      // of its mistakes, drawn
     LOG_COLUMNS = 9,   // epoch,step,lr,train_loss,train_acc,val_loss,val_acc,seconds,images_per_s
     LOG_MAX_ROWS = 1000,
-    MAX_EXPERIMENTS = 16,
+    MAX_EXPERIMENTS = 24,
 };
 // The runs' two numbers a learner may change from the command line
 // (build/chapters/11_training --help); the book's are the defaults.
@@ -137,7 +137,12 @@ static const struct {
     {"full30-batch32", "30 epochs of the recipe, batches of 32"},
     {"full30-decay001", "30 epochs of the recipe, weight decay 0.01"},
     {"full30-lr3e-3", "30 epochs of the recipe, peak lr 3e-3"},
+    {"full36-seed2", "the shipped recipe, seed 2"},
+    {"full36-seed3", "the shipped recipe, seed 3"},
 };
+// The shipped recipe from three seeds: the shipped model's own log (seed 1), then two more.
+static const char *const SEED_RUNS[] = {"full36-crop1-flip", "full36-seed2", "full36-seed3"};
+enum { SEED_RUN_COUNT = sizeof SEED_RUNS / sizeof SEED_RUNS[0] };
 static const struct {
     const char *with, *without, *what; // the accuracy `with` minus `without` is what `what` did
 } EXPERIMENT_PAIRS[] = {
@@ -676,6 +681,46 @@ static const char *experiment_changed(const char *name) {
     return "as its name says";
 }
 
+// The shipped recipe's runs from three seeds (SEED_RUNS), when all are among the
+// experiments: their final validation accuracies, and what their spread says.
+// final[i] is experiment names[i]'s, NaN when its log could not be read.
+static void seed_spread(Chapter *ch, char (*names)[64], const float *final, int n) {
+    float acc[SEED_RUN_COUNT];
+    for (int s = 0; s < SEED_RUN_COUNT; s++) {
+        acc[s] = NAN;
+        for (int i = 0; i < n; i++)
+            if (strcmp(names[i], SEED_RUNS[s]) == 0) acc[s] = final[i];
+        if (isnan(acc[s])) return; // not all three: nothing to say
+    }
+    float lo = acc[0], hi = acc[0], mean = 0;
+    for (int s = 0; s < SEED_RUN_COUNT; s++) {
+        lo = acc[s] < lo ? acc[s] : lo, hi = acc[s] > hi ? acc[s] : hi;
+        mean += acc[s] / SEED_RUN_COUNT;
+    }
+    ch_value(ch, "seeds.mean", mean);
+    ch_value(ch, "seeds.spread", hi - lo);
+    // one standard error of the difference of two accuracies near the mean, on 5,000 images each
+    const double sigma = sqrt(2 * mean * (1 - mean) / 5000.0);
+    ch_say(ch, "How far does the seed alone move a run? The shipped recipe ran from three "
+               "seeds, 36 epochs each (seed 1 is the shipped model's own log): %.2f%%, %.2f%% "
+               "and %.2f%% on validation, a mean of %.2f%% and a spread of %.2f points from the "
+               "lowest to the highest.", 100 * acc[0], 100 * acc[1], 100 * acc[2], 100 * mean,
+           100 * (hi - lo));
+    ch_verdict(ch, "%s (one standard error of a difference of two runs on these images is "
+                   "%.2f points, and twice that %.2f). The one-seed differences above are to "
+                   "be read against this spread, not against the images' noise alone.",
+               hi - lo > 2 * sigma ? "That spread is larger than the images' noise: the seed "
+                                     "moves a run by more than a difference on 5,000 images can "
+                                     "tell"
+               : hi - lo > sigma ? "That spread is between one and two times the images' noise "
+                                   "of a difference: the seed moves a run by about as much as "
+                                   "the measurement can tell"
+                                 : "That spread is within the images' noise of a difference: "
+                                   "here the seed moves a run by less than the measurement can "
+                                   "tell",
+               100 * sigma, 200 * sigma);
+}
+
 static int by_name(const void *a, const void *b) {
     return strcmp((const char *)a, (const char *)b);
 }
@@ -877,6 +922,7 @@ static void the_shipped_curve(Chapter *ch) {
                        "below the validation accuracy (%.2f%%) after its last epoch: the "
                        "model has not begun to overfit, and overfitting is what augmentation "
                        "is for.", 100 * fit[i], 100 * final[i]);
+    seed_spread(ch, names, final, n);
     ch_say(ch, "Be careful with these: the experiments ran %s, against %s, with one seed "
                "each. Augmentation and weight decay "
                "are regularisers: they fight overfitting, which grows with training, so a "

@@ -212,6 +212,8 @@ static void test_training_refuses_smaller_numbers(void) {
     if (!build(&vit, LOWP_INT8)) return;
     CU_ASSERT_EQUAL(vit_train_prepare(&vit, VIT_KEEP_ALL, 2, &err), VIT_ERR_USAGE);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "int8"));
+    CU_ASSERT_EQUAL(vit_train_prepare(&vit, VIT_KEEP_INPUTS, 2, &err), VIT_ERR_USAGE);
+    CU_ASSERT_EQUAL(vit_train_prepare(&vit, VIT_KEEP_NONE, 2, &err), VIT_OK); // inference
     CU_ASSERT_EQUAL(vit_set_precision(&vit, LOWP_FP32, &err), VIT_OK);
     CU_ASSERT_EQUAL(vit_train_prepare(&vit, VIT_KEEP_ALL, 2, &err), VIT_OK);
     CU_ASSERT_EQUAL(vit_set_precision(&vit, LOWP_BF16, &err), VIT_ERR_USAGE);

@@ -174,8 +174,18 @@ static void test_whatif_text_names_what_is_off(void) {
     state_whatif_text(&s, buf, sizeof buf);
     CU_ASSERT_STRING_EQUAL(buf, "blocks.0's attention off, head 0 of blocks.1 off, token 13 (1,5) masked"
                                 " and 2 more");
+    s.precision = LOWP_INT8; // Q: named first, it changes every stage from the first Linear
+    state_whatif_text(&s, buf, sizeof buf);
+    CU_ASSERT_STRING_EQUAL(buf, "Linear layers in int8, blocks.0's attention off, head 0 of "
+                                "blocks.1 off and 3 more");
     state_whatif_clear(&s);
     CU_ASSERT_FALSE(state_whatif(&s));
+    CU_ASSERT_EQUAL(s.precision, LOWP_FP32);
+    s.precision = LOWP_BF16; // alone, it is a what-if too
+    CU_ASSERT_TRUE(state_whatif(&s));
+    state_whatif_text(&s, buf, sizeof buf);
+    CU_ASSERT_STRING_EQUAL(buf, "Linear layers in bf16");
+    state_whatif_clear(&s);
     state_free(&s);
 }
 

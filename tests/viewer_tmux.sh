@@ -747,6 +747,18 @@ if [ -n "$DEMO" ]; then
     keys u
     check "undo" "what-ifs undone: the unmodified pass" 10
     check_rows "undo: nothing marked" "Δ" 0
+    # the Linear layers in bf16, then int8, then fp32 again: the first change is the first
+    # Linear's output, blocks.0.attn.q
+    keys Q
+    check "Q: bf16, the outcome first" \
+        "what-if: $CLASSES [01]\.[0-9]{4} → [01]\.[0-9]{4} · Linear layers in bf16" 10
+    check "bf16: the first change is the first Linear's output" \
+        "what-if  max \|Δ\| [0-9.e-]+ here · first change blocks\.0\.attn\.q"
+    keys Q
+    check "Q again: int8" "what-if: $CLASSES [01]\.[0-9]{4} → [01]\.[0-9]{4} · Linear layers in int8" 10
+    keys Q
+    check "Q a third time: fp32, nothing left to compare" "finished at logits" 10
+    check_rows "fp32 again: nothing marked" "Δ" 0
     # the query onto the boot: arrows in the view move it over the 7×7 grid (from
     # cls, the first move enters the grid at token 1, row 0, column 0)
     keys Tab Down Down Down Down Down Down Right Right Right Right Right Right Right Tab

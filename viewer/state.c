@@ -292,7 +292,7 @@ bool state_whatif(const State *s) {
         if (s->heads_off[i]) return true;
     for (int p = 0; p < P; p++)
         if (s->masked[p]) return true;
-    return state_painted(s) > 0;
+    return state_painted(s) > 0 || s->precision != LOWP_FP32;
 }
 
 void state_close_views(State *s) {
@@ -332,6 +332,10 @@ void state_whatif_text(const State *s, char *buf, size_t size) {
     int items = 0, more = 0;
     char item[96];
     buf[0] = '\0';
+    if (s->precision != LOWP_FP32) { // first: it changes every stage from the first Linear on
+        snprintf(item, sizeof item, "Linear layers in %s", lowp_precision_name(s->precision));
+        list_add(buf, size, &items, 3, &more, item);
+    }
     for (int l = 0; l < L; l++) {
         int off = 0;
         for (int h = 0; h < H; h++) off += s->heads_off[l * H + h];
@@ -414,6 +418,7 @@ void state_whatif_clear(State *s) {
     memset(s->heads_off, 0, (size_t)s->cfg->depth * s->cfg->heads * sizeof *s->heads_off);
     memset(s->masked, 0, (size_t)vit_num_patches(s->cfg) * sizeof *s->masked);
     memset(s->painted, 0, (size_t)s->cfg->image_size * s->cfg->image_size * sizeof *s->painted);
+    s->precision = LOWP_FP32;
     history_clear(&s->baseline);
     for (int i = 0; i < state_forward_stepper(s)->count; i++) s->moved[i] = NAN;
 }

@@ -23,6 +23,7 @@
 #include "stepper.h"
 #include "frames.h"
 #include "explain/occlusion.h"
+#include "gemm/gemm_lowp.h"
 #include "explain/patching.h"
 #include "model/vit.h"
 #include "train/step_view.h"
@@ -82,6 +83,7 @@ typedef enum {
                          request_head -1: the block's whole attention */
     REQ_PATCH,      /**< mask patch request_arg of the input, or unmask it */
     REQ_PAINT,      /**< paint the pixel under the painting cursor white, or black if it is light */
+    REQ_PRECISION,  /**< the Linear layers in the next number: fp32 → bf16 → int8 → fp32 (Q) */
     REQ_UNDO,       /**< undo every what-if: the unmodified pass again */
     REQ_BACKWARD,   /**< step through the gradients of class request_arg (-1: the predicted) */
     REQ_FORWARD,    /**< leave the backward pass: the forward's stages again */
@@ -176,6 +178,8 @@ typedef struct {
     bool *heads_off;      /**< (L, H) heads switched off */
     bool *masked;         /**< (P) patches of the input painted black */
     signed char *painted; /**< (S, S) pixels painted by hand (P): 1 white, -1 black, 0 as loaded */
+    LowpPrecision precision; /**< the number the Linear layers run in (Q): LOWP_FP32 as
+                                  loaded, or LOWP_BF16, LOWP_INT8 (vit_set_precision()) */
     bool painting;        /**< P on the input: the arrows move a pixel cursor, space paints */
     int paint_y;          /**< the painting cursor's pixel row */
     int paint_x;          /**< the painting cursor's pixel column */
@@ -332,7 +336,7 @@ MatStats mat_stats(Mat m);
  */
 Mat mat_window(Mat m, int row, int col, int rows, int cols, float *buf, int *r0, int *c0);
 
-/** @brief Is any what-if in force (a head off, a patch masked)? */
+/** @brief Is any what-if in force (a head off, a patch masked, a smaller number)? */
 bool state_whatif(const State *s);
 /** @brief The first stage, in pass order, that differs from the unmodified pass; -1: none. */
 int state_first_moved(const State *s);

@@ -170,17 +170,33 @@ static UiAction cmd_test_image(State *s, int key) {
 
 static UiAction cmd_undo(State *s, int key) {
     if (!state_whatif(s)) {
-        state_message(s, "no what-if to undo (x, X switch heads off; z masks a patch)");
+        state_message(s, "no what-if to undo (x, X switch heads off; z masks a patch; Q runs "
+                      "the Linear layers in bf16 or int8)");
         return ACT_NONE;
     }
     s->request = REQ_UNDO;
     return ACT_REQUEST;
 }
+// Q: the Linear layers in the next number, fp32 → bf16 → int8 → fp32, compared
+// stage by stage with the unmodified pass as every what-if is.
+static UiAction cmd_precision(State *s, int key) {
+    if (s->backward) {
+        state_message(s, "Q compares the forward pass in smaller numbers: d leaves the backward");
+        return ACT_NONE;
+    }
+    s->request = REQ_PRECISION;
+    return ACT_REQUEST;
+}
+
 // d: the backward pass for the predicted class, or back to the forward pass.
 static UiAction cmd_backward(State *s, int key) {
     if (s->backward) {
         s->request = REQ_FORWARD;
         return ACT_REQUEST;
+    }
+    if (s->precision != LOWP_FP32) {
+        state_message(s, "the backward pass needs fp32: Q until fp32, or u undoes the what-ifs");
+        return ACT_NONE;
     }
     if (!stepper_finished(&s->stepper)) {
         state_message(s, "the backward pass starts from the logits: c runs the forward to them");
@@ -275,6 +291,8 @@ static const KeyBinding bindings[] = {
      cmd_test_image},
     {{'(', ')'}, "( )", "the training's film: previous / next snapshot (epoch 0 1 2 4 …), "
      "the same picture and stage", cmd_film},
+    {{'Q'}, "Q", "what-if: the Linear layers in bf16, again: int8, again: fp32 (chapter 15)",
+     cmd_precision},
     {{'u'}, "u", "undo every what-if: back to the unmodified pass", cmd_undo},
     {{'d'}, "d", "backward pass of the predicted class's logit; again: the forward",
      cmd_backward},
@@ -627,6 +645,8 @@ static void set_title(App *app, const char *picture) {
 static void whatif_undo(App *app) {
     state_whatif_clear(&app->state);
     vit_heads_all_on(app->vit);
+    VitError ignored; // fp32 cannot be refused: it only frees the copies
+    vit_set_precision(app->vit, LOWP_FP32, &ignored);
     make_input(app);
 }
 
@@ -708,6 +728,13 @@ static VitStatus whatif_apply(App *app, Request r, VitError *err) {
     } else if (r == REQ_PATCH) {
         s->masked[s->request_arg] = !s->masked[s->request_arg];
         make_input(app);
+    } else if (r == REQ_PRECISION) {
+        const LowpPrecision next = s->precision == LOWP_FP32   ? LOWP_BF16
+                                   : s->precision == LOWP_BF16 ? LOWP_INT8
+                                                               : LOWP_FP32;
+        VitStatus st = vit_set_precision(app->vit, next, err);
+        if (st != VIT_OK) return st;
+        s->precision = next;
     } else if (r == REQ_PAINT) { // a light pixel turns black, a dark one white
         const int S = c->image_size, at = s->paint_y * S + s->paint_x;
         s->painted[at] = pictures_pixel_light(app->pictures, &app->input, s->paint_y, s->paint_x)

@@ -357,7 +357,8 @@ VitStatus vit_set_head_off(Vit *vit, int layer, int head, bool off, VitError *er
  * float weights stay too, for the parameter table and vit_save().
  *
  * Inference only: a model prepared for training (vit_train_prepare()) is
- * refused, and vit_train_prepare() refuses a model in bf16 or int8.
+ * refused, and vit_train_prepare() refuses to prepare a model in bf16 or
+ * int8 for training (VIT_KEEP_NONE, inference, it accepts).
  * @return VIT_ERR_USAGE, with nothing changed, for a model prepared for
  *         training or a precision that is none of the three
  */

@@ -246,7 +246,7 @@ VitBlockActs *vit_acts_block(VitActivations *a, int i) {
 VitStatus vit_train_prepare(Vit *vit, VitKeep keep, int B, VitError *err) {
     if ((unsigned)keep > VIT_KEEP_INPUTS)
         return vit_fail(err, VIT_ERR_USAGE, "unknown activation keeping %d", (int)keep);
-    if (vit->precision != LOWP_FP32)
+    if (vit->precision != LOWP_FP32 && keep != VIT_KEEP_NONE)
         return vit_fail(err, VIT_ERR_USAGE, "the model runs in %s: the backward pass and training "
                         "need it in fp32 (vit_set_precision())", lowp_precision_name(vit->precision));
     VitStatus s = vit_check_batch(&vit->config, B, 0, NULL, err); // the config, B ≥ 1, tokens
