@@ -19,7 +19,12 @@
  *     float would fail;
  *   - back to fp32, the model gives its float logits bit for bit;
  *   - training is refused in either direction (a model prepared for training
- *     cannot take a smaller number, nor a model in one be prepared).
+ *     cannot take a smaller number, nor a model in one be prepared);
+ *   - one Linear layer in int8 (linear_s8()) against the same scheme computed
+ *     in PyTorch, and against PyTorch's own dynamic quantization of the same
+ *     layer (quantize_dynamic: activations per tensor, asymmetric; weights per
+ *     tensor or per channel): its error from the exact answer is no larger
+ *     than theirs (a layer with outlier channels, as trained ViTs have).
  *
  * How the tolerances were measured: VIT_GOLDEN_REPORT=1 build/tests/run
  * precision prints each stage's largest difference and the share of its
@@ -202,6 +207,7 @@ static void test_int8_copies_are_a_quarter(void) {
     const size_t packed = L * (4 * D * D + M * D + D * M) + 32 * D; // the head: 10 → 32
     CU_ASSERT_EQUAL(vit_lowp_bytes(&vit),
                     weights + outputs * 8 + (vit.weights.head_lowp->s8.packed ? packed : 0));
+    // independent: what the CPU reports decides whether the packed copy is made; checked here
     CU_ASSERT_EQUAL(vit.weights.head_lowp->s8.packed != NULL, gemm_cpu_has_vnni());
     vit_free(&vit);
 }
@@ -237,6 +243,43 @@ static void test_precision_names(void) {
     CU_ASSERT_STRING_EQUAL(lowp_precision_name(LOWP_BF16), "bf16");
 }
 
+// The root mean square of a − b over n values.
+static double rms_diff(const float *a, const float *b, size_t n) {
+    double s = 0;
+    for (size_t i = 0; i < n; i++) s += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+    return n ? sqrt(s / (double)n) : 0;
+}
+
+static void test_int8_linear_against_pytorch_dynamic(void) {
+    static const char file[] = "linear_int8.safetensors";
+    Tensor x = golden_tensor(file, "x"), w = golden_tensor(file, "w"), b = golden_tensor(file, "b");
+    Tensor exact = golden_tensor(file, "exact"), theirs = golden_tensor(file, "torch_dynamic");
+    Tensor theirs_pc = golden_tensor(file, "torch_dynamic_per_channel");
+    const int R = x.shape[0], D = x.shape[1], O = w.shape[0];
+    for (int portable = 0; portable <= 1; portable++) {
+        gemm_lowp_set_portable(portable);
+        Int8Weight qw;
+        int8_weight_quantize(&qw, w.data, O, D);
+        Tensor out = tensor_new(2, R, O);
+        linear_s8(out.data, x.data, &qw, b.data, R);
+        expect_golden_tensor(file, "ours", &out); // the same scheme, computed by PyTorch
+        const size_t n = (size_t)R * O;
+        const double ours = rms_diff(out.data, exact.data, n);
+        const double dynamic = rms_diff(theirs.data, exact.data, n);
+        const double per_channel = rms_diff(theirs_pc.data, exact.data, n);
+        if (!(ours <= dynamic && ours <= per_channel))
+            fprintf(stderr, "\n    rms error from the exact answer: ours %.4g, PyTorch's dynamic "
+                    "%.4g (per tensor), %.4g (per channel)\n", ours, dynamic, per_channel);
+        CU_ASSERT(ours <= dynamic);
+        CU_ASSERT(ours <= per_channel);
+        tensor_free(&out);
+        int8_weight_free(&qw);
+    }
+    gemm_lowp_set_portable(false);
+    tensor_free(&x), tensor_free(&w), tensor_free(&b), tensor_free(&exact);
+    tensor_free(&theirs), tensor_free(&theirs_pc);
+}
+
 CU_TestInfo tests_precision[] = {
     {"int8 model matches PyTorch, stage by stage", test_int8_matches_pytorch},
     {"int8 model, portable path, matches PyTorch", test_int8_portable_matches_pytorch},
@@ -248,5 +291,6 @@ CU_TestInfo tests_precision[] = {
     {"int8 copies: a byte a weight, and its scales", test_int8_copies_are_a_quarter},
     {"training refuses smaller numbers", test_training_refuses_smaller_numbers},
     {"precision names", test_precision_names},
+    {"int8 linear against PyTorch's dynamic quantization", test_int8_linear_against_pytorch_dynamic},
     CU_TEST_INFO_NULL,
 };

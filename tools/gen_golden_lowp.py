@@ -13,6 +13,10 @@ Writes, into tests/golden/:
                               D 64, H 4, L 2, M 256, Y 10, batch 2), its Linear
                               layers in int8
   vit_small_bf16.safetensors  the same, its Linear layers in bf16
+  linear_int8.safetensors     one Linear layer in int8: our scheme computed here,
+                              PyTorch's dynamic quantization of the same layer
+                              (quantize_dynamic, per-tensor and per-channel
+                              weights) and the exact answer
 
 The model, its weights (drawn by the C program, `vit make-weights`) and its
 images are gen_golden_vit.py's vit_small's. Every expected value is computed
@@ -128,6 +132,45 @@ def small_trace(precision):
     meta = {"config": config_string(c), "precision": precision,
             "reference": "tools/ref_vit.py in float32, its Linear layers in %s" % precision}
     return trace, tol, meta
+
+
+def linear_case():
+    """One Linear layer (D 64 -> O 48) and 50 tokens, drawn as a real layer looks: the
+    activations normal with two outlier channels (x20 and x12, as LayerNorm outputs
+    of trained ViTs have), the weights' rows of very different ranges."""
+    g = torch.Generator().manual_seed(15)
+    R, D, O = 50, 64, 48
+    x = torch.randn(R, D, generator=g)
+    x[:, 3] *= 20
+    x[:, 17] *= 12
+    w = torch.randn(O, D, generator=g) * 0.05 * torch.exp(torch.randn(O, 1, generator=g))
+    b = torch.randn(O, generator=g) * 0.02
+    linear = nn.Linear(D, O)
+    linear.weight.data, linear.bias.data = w.clone(), b.clone()
+    return x, linear
+
+
+@golden
+def linear_int8():
+    """One Linear layer in int8: our scheme (per token, per output channel, symmetric),
+    computed here, beside PyTorch's own dynamic quantization of the same layer
+    (torch.ao.quantization.quantize_dynamic, per-tensor and per-channel weights) and
+    the exact float answer, so the test can hold ours against PyTorch's."""
+    x, linear = linear_case()
+    exact = (x.double() @ linear.weight.double().t() + linear.bias.double()).float()
+    ours = Int8Linear(linear)(x)
+    per_tensor = torch.ao.quantization.quantize_dynamic(
+        nn.Sequential(linear), {nn.Linear}, dtype=torch.qint8)(x)
+    per_channel = torch.ao.quantization.quantize_dynamic(
+        nn.Sequential(linear), {nn.Linear: torch.ao.quantization.per_channel_dynamic_qconfig},
+        dtype=torch.qint8)(x)
+    tensors = {"x": x, "w": linear.weight.detach(), "b": linear.bias.detach(), "exact": exact,
+               "ours": ours, "torch_dynamic": per_tensor.detach(),
+               "torch_dynamic_per_channel": per_channel.detach()}
+    tol = {"ours": (2e-3 * rms(ours), 1e-3)}
+    meta = {"engine": torch.backends.quantized.engine,
+            "reference": "ours: gemm_lowp.h's scheme in torch; torch_dynamic: quantize_dynamic"}
+    return tensors, tol, meta
 
 
 @golden
