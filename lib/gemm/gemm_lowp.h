@@ -52,10 +52,12 @@
  *             x \approx s_x\, q_x,\quad q_x = \operatorname{round}(x / s_x),\quad
  *             s_x = \max_k |x_k| / 127 \f]
  *
- *  The int8 and bf16 products, their number formats and the quantization of a
- *  row: @ref chapter14 "chapter 14"'s float product on smaller numbers, for the
- *  chapter on a smaller model that will follow it. Pinned by the suite
- *  @ref test_gemm_lowp.c "gemm_lowp".
+ *  The int8 and bf16 products, their number formats, the quantization of a
+ *  row, and a Linear layer in either number (what vit_set_precision() gives a
+ *  model): @ref chapter14 "chapter 14"'s float product on smaller numbers, for
+ *  the chapter on a smaller model that will follow it. Pinned by the suites
+ *  @ref test_gemm_lowp.c "gemm_lowp" and @ref test_precision.c "precision"
+ *  (the layer and the model against PyTorch, its dynamic quantization too).
  *  @{
  */
 
