@@ -24,11 +24,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-// 1.5 · 2²³: v + ROUNDER lands where a float's step is 1, so the addition
-// rounds v to an integer (to nearest, ties to even, as rintf() does in the
-// default rounding mode) and subtracting ROUNDER again is exact, for any
-// |v| < 2²². Unlike a call to rintf(), the compiler turns the loop below into
-// vector instructions (it may not assume rintf() raises no exception).
+/**
+ * 1.5 · 2²³: v + ROUNDER lands where a float's step is 1, so the addition
+ * rounds v to an integer (to nearest, ties to even, as rintf() does in the
+ * default rounding mode) and subtracting ROUNDER again is exact, for any
+ * |v| < 2²². Unlike a call to rintf(), the compiler turns the loop below into
+ * vector instructions (it may not assume rintf() raises no exception).
+ */
 #define ROUNDER 12582912.0f
 
 // q (n) of x (n) with the given scale: round to nearest, ties to even,
