@@ -697,8 +697,8 @@ static void seed_spread(Chapter *ch, char (*names)[64], const float *final, int 
         lo = acc[s] < lo ? acc[s] : lo, hi = acc[s] > hi ? acc[s] : hi;
         mean += acc[s] / SEED_RUN_COUNT;
     }
-    ch_value(ch, "seeds.mean", mean);
-    ch_value(ch, "seeds.spread", hi - lo);
+    ch_value(ch, "experiments.seeds.mean", mean);
+    ch_value(ch, "experiments.seeds.spread", hi - lo);
     // one standard error of the difference of two accuracies near the mean, on 5,000 images each
     const double sigma = sqrt(2 * mean * (1 - mean) / 5000.0);
     ch_say(ch, "How far does the seed alone move a run? The shipped recipe ran from three "

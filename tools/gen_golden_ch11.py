@@ -525,8 +525,8 @@ def pins_of_the_logs(g):
     # the shipped recipe from three seeds (SEED_RUNS in the chapter), when all three are there
     seeds = [finals.get(n) for n in ("full36-crop1-flip", "full36-seed2", "full36-seed3")]
     if all(s is not None for s in seeds):
-        g["seeds.mean"] = torch.tensor(sum(seeds) / 3, dtype=torch.float32)
-        g["seeds.spread"] = torch.tensor(max(seeds) - min(seeds), dtype=torch.float32)
+        g["experiments.seeds.mean"] = torch.tensor(sum(seeds) / 3, dtype=torch.float32)
+        g["experiments.seeds.spread"] = torch.tensor(max(seeds) - min(seeds), dtype=torch.float32)
 
 
 def pos_similarity(pos, grid):
