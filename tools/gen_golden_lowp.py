@@ -103,7 +103,7 @@ def with_linears(model, make):
 # a rounding boundary: one element of one token off by one step, and every
 # later stage carries it.
 # int8: measured here, no value crossed a boundary (the largest difference,
-# 4e-6 x rms, is float32's); 2e-3 x rms leaves room for one crossing on
+# 0.3 % of the tolerance below, is float32's); 2e-3 x rms leaves room for one crossing on
 # another CPU (a step is max|row| / 127) and is still 17 times below the
 # float model's distance from the int8 logits (tests/test_precision.c checks
 # it stays more than 2 times below).
