@@ -11,8 +11,7 @@
  * int8 per token with its own scale (linear_s8(), "dynamic" quantization),
  * bf16 by rounding each value to nearest even. Either way the output is
  * float again, so the LayerNorms, softmax, GELU and residual additions
- * between the products stay in float, as in PyTorch's dynamic quantization
- * and its bf16 autocast on CPU.
+ * between the products stay in float, as in PyTorch's dynamic quantization.
  */
 #include "gemm/gemm_lowp.h"
 #include "gemm/gemm.h"

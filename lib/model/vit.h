@@ -358,7 +358,9 @@ VitStatus vit_set_head_off(Vit *vit, int layer, int head, bool off, VitError *er
  *
  * Inference only: a model prepared for training (vit_train_prepare()) is
  * refused, and vit_train_prepare() refuses to prepare a model in bf16 or
- * int8 for training (VIT_KEEP_NONE, inference, it accepts). Pinned against
+ * int8 for training (VIT_KEEP_NONE, inference, it accepts). The copies are
+ * of the weights as they are at the call: a model whose weights change
+ * afterwards (a film's frame) is to be set to fp32 first, then again. Pinned against
  * PyTorch by the suite @ref test_precision.c "precision".
  * @return VIT_ERR_USAGE, with nothing changed, for a model prepared for
  *         training or a precision that is none of the three
