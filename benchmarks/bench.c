@@ -760,19 +760,6 @@ static void bench_profile(void) {
 
 enum { PRECISION_ROUNDS = 7, PRECISIONS = 3 };
 
-// The classes of the k largest logits, into top (k), largest first.
-static void top_classes(int *top, const float *logits, int Y, int k) {
-    for (int i = 0; i < k; i++) {
-        int best = -1;
-        for (int y = 0; y < Y; y++) {
-            bool taken = false;
-            for (int j = 0; j < i; j++) taken |= top[j] == y;
-            if (!taken && (best < 0 || logits[y] > logits[best])) best = y;
-        }
-        top[i] = best;
-    }
-}
-
 // The ViT-B/16 forward, batch 1, with its Linear layers in fp32, bf16 and int8:
 // one model per precision, timed in turn round by round, and each one's logits
 // against fp32's (the bench's weights are random, so this is the arithmetic's
@@ -805,7 +792,7 @@ static void bench_precision(void) {
     const int Y = vit[0].config.num_classes;
     const float *ref = vit_logits(&vit[0]).data;
     int ref_top[5];
-    top_classes(ref_top, ref, Y, 5);
+    ops_top_k(ref_top, 5, ref, Y);
     const double fp32_bytes = 4.0 * (double)vit_param_count(&vit[0].config);
     printf("ViT-B/16 forward in smaller numbers (batch 1, %d threads, random weights and image; "
            "medians of %d passes each, timed in turn; load average %.2f)\n  on this CPU: %s\n",
@@ -819,7 +806,7 @@ static void bench_precision(void) {
         ms[i] = 1e3 * median_of(sorted, PRECISION_ROUNDS);
         const float *logits = vit_logits(&vit[i]).data;
         int top[5], same = 0;
-        top_classes(top, logits, Y, 5);
+        ops_top_k(top, 5, logits, Y);
         for (int a = 0; a < 5; a++)
             for (int b = 0; b < 5; b++) same += top[a] == ref_top[b];
         double diff = 0;
