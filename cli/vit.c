@@ -49,6 +49,7 @@ static const VitCommand commands[] = {
     {"step", cmd_step, "train on one batch for N AdamW steps, printing the loss of each"},
     {"train", cmd_train, "train a ViT on Fashion-MNIST: epochs, validation, checkpoints, resume"},
     {"eval", cmd_eval, "accuracy, per-class scores and confusion matrix on Fashion-MNIST"},
+    {"quantize", cmd_quantize, "write a weights file with its Linear weights in int8 (about 1/4 the size)"},
     {"attention", cmd_attention, "where the model looks: attention rollout or a layer's map, as a PNG"},
     {"lens", cmd_lens, "the logit lens: the model's answer read after every block"},
     {"heads", cmd_heads, "which attention heads the prediction needs: each switched off in turn"},

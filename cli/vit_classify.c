@@ -26,7 +26,7 @@ typedef struct {
     const char *trace;   // where to write the intermediates (optional)
     int top;             // how many classes to print per image
     float temperature;   // the softmax's temperature: probabilities of logits / T
-    const char *precision; // --precision: fp32, bf16 or int8 (NULL: fp32)
+    const char *precision; // --precision: fp32, bf16 or int8 (NULL: the weights file's)
     int threads;
     ImageArgs image;
     const char *images[MAX_IMAGES];

@@ -162,9 +162,11 @@ VitStatus cli_precision(LowpPrecision *p, const char *name, VitError *err) {
 
 /**
  * @brief Run @p vit's Linear layers in the precision --precision names (vit_set_precision()).
- * @param[in] name  "fp32", "bf16", "int8", or NULL for fp32
+ * @param[in] name  "fp32", "bf16", "int8", or NULL: as the weights file has them (int8
+ *                  for a file `vit quantize` wrote, else fp32), nothing changed
  */
 VitStatus cli_set_precision(Vit *vit, const char *name, VitError *err) {
+    if (!name) return VIT_OK;
     LowpPrecision p;
     VitStatus s = cli_precision(&p, name, err);
     return s == VIT_OK ? vit_set_precision(vit, p, err) : s;

@@ -72,6 +72,7 @@ VitStatus cmd_score(const VitCommand *self, int argc, char **argv, VitError *err
 VitStatus cmd_fingerprints(const VitCommand *self, int argc, char **argv, VitError *err);
 VitStatus cmd_positions(const VitCommand *self, int argc, char **argv, VitError *err);
 VitStatus cmd_patch(const VitCommand *self, int argc, char **argv, VitError *err);
+VitStatus cmd_quantize(const VitCommand *self, int argc, char **argv, VitError *err);
 
 /* ------------------------------------------------------------------ flags */
 
@@ -107,8 +108,9 @@ typedef struct {
 /** `--precision P`, the same in every command that runs the model forward. */
 #define CLI_OPTION_PRECISION(ptr)                                                            \
     {"--precision", CLI_STRING, (ptr), "P",                                                  \
-     "fp32 (the default), bf16 or int8: the number the model's Linear layers run in "        \
-     "(chapter 15)", .required = false}
+     "fp32, bf16 or int8: the number the model's Linear layers run in (chapter 15; "        \
+     "default: the weights file's, int8 for one 'vit quantize' wrote, else fp32)",          \
+     .required = false}
 
 /** A subcommand's command line: its flags, and its help. */
 typedef struct {

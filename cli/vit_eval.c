@@ -372,16 +372,19 @@ static void print_attention(const AttentionMeasures *m, double seconds) {
 
 // Not fp32: the same model back in float over the same images, and how often the
 // two agree (vit is left in fp32).
-static VitStatus print_agreement(Vit *vit, const EvalArgs *a, const EvalData *d,
+static VitStatus print_agreement(Vit *vit, bool int8_file, const EvalData *d,
                                  const EvalResult *r, float mean, float std, int B, VitError *err) {
+    const char *precision = lowp_precision_name(vit->precision);
     VitStatus s = vit_set_precision(vit, LOWP_FP32, err);
     EvalResult f = {0};
     if (s == VIT_OK && (s = eval_run(vit, &d->used, mean, std, B, &f, err)) == VIT_OK) {
         const int same = eval_agreement(r, &f);
         char n1[VIT_NUM_BUF], n2[VIT_NUM_BUF];
-        printf("\nagainst the same model in fp32 on the same images:\n");
+        printf("\nagainst the same model in fp32 on the same images%s:\n",
+               int8_file ? " (the file holds int8 weights only: fp32 here is q x scale, not "
+                           "the weights they were made from)" : "");
         printf("  fp32 accuracy: %.2f%%; %s: %.2f%%, a difference of %+.2f points\n",
-               100.0 * eval_accuracy(&f), a->precision, 100.0 * eval_accuracy(r),
+               100.0 * eval_accuracy(&f), precision, 100.0 * eval_accuracy(r),
                100.0 * (eval_accuracy(r) - eval_accuracy(&f)));
         printf("  top-1 agreement: %.2f%% (the same class for %s of %s images)\n",
                r->count ? 100.0 * same / r->count : 0.0, vit_thousands(n1, same),
@@ -396,7 +399,13 @@ static VitStatus eval(const EvalArgs *a, VitError *err) {
     Vit vit;
     VitStatus s = vit_build(&vit, a->weights, err);
     if (s != VIT_OK) return s;
-    if ((s = cli_set_precision(&vit, a->precision, err)) != VIT_OK) {
+    const bool int8_file = vit.int8_only; // a file `vit quantize` wrote: no float weights in it
+    s = cli_set_precision(&vit, a->precision, err);
+    if (s == VIT_OK && a->attention && vit.precision != LOWP_FP32)
+        s = vit_fail(err, VIT_ERR_USAGE, "--attention takes a backward pass, which needs fp32: "
+                     "the Linear layers of %s are in %s; add --precision fp32", a->weights,
+                     lowp_precision_name(vit.precision));
+    if (s != VIT_OK) {
         vit_free(&vit);
         return s;
     }
@@ -445,7 +454,7 @@ static VitStatus eval(const EvalArgs *a, VitError *err) {
         print_hardest_pairs(&r, &names);
         class_names_free(&names);
         if (precision != LOWP_FP32)
-            s = print_agreement(&vit, a, &d, &r, pre.mean[0], pre.std[0], B, err);
+            s = print_agreement(&vit, int8_file, &d, &r, pre.mean[0], pre.std[0], B, err);
     }
     // 5. --attention: the maps measured on the same images
     if (s == VIT_OK && a->attention) {
@@ -471,8 +480,7 @@ static VitStatus eval(const EvalArgs *a, VitError *err) {
  * @return the exit status: VIT_OK, VIT_ERR_INPUT or VIT_ERR_USAGE
  */
 VitStatus cmd_eval(const VitCommand *self, int argc, char **argv, VitError *err) {
-    EvalArgs a = {.data = "fashion-mnist", .split = "test", .batch = 256, .draws = 10,
-                  .precision = "fp32"};
+    EvalArgs a = {.data = "fashion-mnist", .split = "test", .batch = 256, .draws = 10};
     CliOption options[] = {
         {"--weights", CLI_STRING, &a.weights, "FILE",
          "the model: safetensors of a ViT reading 1×28×28 images into 10 classes",
@@ -519,7 +527,7 @@ VitStatus cmd_eval(const VitCommand *self, int argc, char **argv, VitError *err)
     if (!*a.data) return vit_fail(err, VIT_ERR_USAGE, "--data: give fashion-mnist or a folder");
     LowpPrecision precision;
     if ((s = cli_precision(&precision, a.precision, err)) != VIT_OK) return s;
-    if (precision != LOWP_FP32 && a.attention)
+    if (a.precision && precision != LOWP_FP32 && a.attention)
         return vit_fail(err, VIT_ERR_USAGE, "--attention takes a backward pass, which needs fp32: "
                         "leave out --precision %s", a.precision);
     cli_apply_threads(&spec, a.threads);

@@ -25,7 +25,7 @@ typedef struct {
     int n_images;
     ImageArgs image;     // how images are preprocessed
     const char *out;     // where the trace goes
-    const char *precision; // --precision: fp32, bf16 or int8 (NULL: fp32)
+    const char *precision; // --precision: fp32, bf16 or int8 (NULL: the weights file's)
     int threads;
 } TraceArgs;
 
@@ -204,8 +204,8 @@ VitStatus cmd_trace(const VitCommand *self, int argc, char **argv, VitError *err
         return vit_fail(err, VIT_ERR_USAGE,
                         "'vit trace' needs either --input FILE or IMAGE files, not %s "
                         "(see 'vit trace --help')", a.input ? "both" : "neither");
-    LowpPrecision precision;
-    if ((s = cli_precision(&precision, a.precision, err)) != VIT_OK) return s; // before any file
+    LowpPrecision precision; // checked before any file is read
+    if ((s = cli_precision(&precision, a.precision, err)) != VIT_OK) return s;
     cli_apply_threads(&spec, a.threads);
 
     // 2. build the model from its weights, at the input size asked for; never write over an input
@@ -214,7 +214,7 @@ VitStatus cmd_trace(const VitCommand *self, int argc, char **argv, VitError *err
     CliInput inputs[3 + MAX_IMAGES];
     if ((s = cli_check_output(a.out, "--out", inputs, inputs_of(inputs, &a, &vit), err)) != VIT_OK ||
         (s = cli_apply_image_size(&vit, &a.image, err)) != VIT_OK ||
-        (s = vit_set_precision(&vit, precision, err)) != VIT_OK) {
+        (s = cli_set_precision(&vit, a.precision, err)) != VIT_OK) {
         vit_free(&vit);
         return s;
     }

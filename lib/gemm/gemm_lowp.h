@@ -125,6 +125,17 @@ void gemm_s8_row_sums(int32_t *sums, const int8_t *b, int N, int K);
 /** @brief gemm_s8_bt() on the portable path, whatever the CPU has. */
 void gemm_s8_bt_portable(int32_t *out, const int8_t *a, const int8_t *b, int M, int K, int N);
 /**
+ * @brief What the VNNI path computes, in plain C: out (M,N) = Σ_k (a + 128)·b
+ *        − 128·b_sums[n], a + 128 read as an unsigned byte, as vpdpbusd reads it.
+ *
+ * The same int32 as gemm_s8_bt_portable() (for K up to 65,793, where the
+ * shifted sums fit): the reference the VNNI kernel is held to, and chapter
+ * 15's worked example of the correction.
+ * @param[in] b_sums  (N) Σ_k b[n][k] (gemm_s8_row_sums())
+ */
+void gemm_s8_bt_shifted(int32_t *out, const int8_t *a, const int8_t *b, const int32_t *b_sums,
+                        int M, int K, int N);
+/**
  * @brief gemm_s8_bt_summed() with vpdpbusd; false (and out untouched) when this
  *        CPU or build has no AVX-512 VNNI.
  */
@@ -177,7 +188,9 @@ void dequantize_rows_s8(float *x, const int8_t *q, const float *scales, int R, i
 
 /** A Linear weight (O,D) in int8: quantized once, per output channel. */
 typedef struct {
-    int8_t *q;       /**< (O,D) the quantized weight */
+    const int8_t *q; /**< (O,D) the quantized weight: owned, or borrowed from a mapped
+                          file (int8_weight_from()) */
+    bool q_borrowed; /**< q is borrowed: int8_weight_free() leaves it */
     float *scale;    /**< (O) one scale per output channel */
     int32_t *sums;   /**< (O) Σ_d q[o][d], the VNNI path's correction (gemm_s8_bt_summed()) */
     int8_t *packed;  /**< q packed once for the VNNI path (gemm_s8_pack_b()), when this CPU
@@ -188,7 +201,13 @@ typedef struct {
 
 /** @brief Quantize w (O,D) into @p qw, allocating its arrays; free with int8_weight_free(). */
 void int8_weight_quantize(Int8Weight *qw, const float *w, int O, int D);
-/** @brief Free the arrays of int8_weight_quantize() (a zeroed Int8Weight is fine too). */
+/**
+ * @brief Make @p qw from a weight already quantized (a quantized file's q (O,D)
+ *        and scales (O)): q borrowed, as it is, scale copied; the row sums and
+ *        the VNNI packing made as int8_weight_quantize() makes them.
+ */
+void int8_weight_from(Int8Weight *qw, const int8_t *q, const float *scale, int O, int D);
+/** @brief Free the arrays of int8_weight_quantize() or int8_weight_from() (a zeroed Int8Weight is fine too). */
 void int8_weight_free(Int8Weight *qw);
 /**
  * @brief out (R,O) = dequant(int8 x · int8 Wᵀ) + bias, the dynamically

@@ -442,7 +442,19 @@ void st_writer_add_as(StWriter *w, const char *name, const Tensor *t, StDtype dt
     e->ndim = t->ndim;
     memcpy(e->shape, t->shape, sizeof e->shape);
     e->data = t->data;
+    e->raw = NULL;
     e->numel = t->numel;
+}
+
+void st_writer_add_raw(StWriter *w, const char *name, StDtype dtype, int ndim, const int *shape,
+                       const void *raw) {
+    Tensor shape_only = {.ndim = ndim, .numel = 1};
+    for (int d = 0; d < ndim; d++) {
+        shape_only.shape[d] = shape[d];
+        shape_only.numel *= (size_t)shape[d];
+    }
+    st_writer_add_as(w, name, &shape_only, dtype);
+    w->entries[w->count - 1].raw = raw;
 }
 
 void st_writer_add(StWriter *w, const char *name, const Tensor *t) {
@@ -510,6 +522,7 @@ static char *build_header(const StWriter *w, size_t *len) {
 }
 
 static bool write_entry(FILE *f, const StWriterEntry *e) {
+    if (e->raw) return fwrite(e->raw, st_dtype_size(e->dtype), e->numel, f) == e->numel;
     if (e->dtype == ST_F32) return fwrite(e->data, sizeof(float), e->numel, f) == e->numel;
     for (size_t i = 0; i < e->numel; i++) {
         uint16_t h = e->dtype == ST_BF16 ? st_f32_to_bf16(e->data[i]) : st_f32_to_f16(e->data[i]);

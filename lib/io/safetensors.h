@@ -137,7 +137,8 @@ typedef struct {
     StDtype dtype;       /**< F32, F16 or BF16 on disk */
     int ndim;            /**< dimensions */
     int shape[TENSOR_MAX_DIMS]; /**< sizes */
-    const float *data;   /**< borrowed until st_writer_save() returns */
+    const float *data;   /**< borrowed until st_writer_save() returns (float entries) */
+    const void *raw;     /**< or the bytes as they are stored (st_writer_add_raw()), borrowed */
     size_t numel;        /**< elements */
 } StWriterEntry;
 
@@ -156,6 +157,13 @@ typedef struct {
 void st_writer_add(StWriter *w, const char *name, const Tensor *t);
 /** @brief Queue @p t under @p name, stored as @p dtype (ST_F32, ST_F16 or ST_BF16). */
 void st_writer_add_as(StWriter *w, const char *name, const Tensor *t, StDtype dtype);
+/**
+ * @brief Queue @p numel elements of @p dtype (borrowed) under @p name, written
+ *        byte for byte: integer tensors such as a quantized weight's ST_I8.
+ *        Bytes of a wider type must already be little-endian.
+ */
+void st_writer_add_raw(StWriter *w, const char *name, StDtype dtype, int ndim, const int *shape,
+                       const void *raw);
 /** @brief Add a `__metadata__` string pair; a key added before gets the new value
  *         (the header's keys stay unique). */
 void st_writer_meta(StWriter *w, const char *key, const char *value);

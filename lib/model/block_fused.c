@@ -65,10 +65,11 @@ static void linear_onto(float *out, const float *base, const float *x, const flo
 
 // Are q, k and v's weights the three thirds of one (3D, D) matrix, as timm and
 // torchvision store them (Hugging Face's separate query, key and value are not),
-// in float (a model in bf16 or int8 keeps a copy of each third)?
+// in float (a model in bf16 or int8 keeps a copy of each third, and one loaded
+// from an int8 file has no float weights at all: q_w is NULL)?
 static bool qkv_is_one_matrix(const AttentionWeights *w, int D) {
     const size_t dd = (size_t)D * D;
-    return w->k_w == w->q_w + dd && w->v_w == w->k_w + dd && !w->q_lowp;
+    return !w->q_lowp && w->k_w == w->q_w + dd && w->v_w == w->k_w + dd;
 }
 
 // q, k, v (B, H, N, Dh each, one after the other in the scratch) of x (B, N, D).

@@ -62,6 +62,7 @@ static bool first_bad_param(const Vit *vit, char *out, size_t size) {
     vit_params(vit, params);
     bool found = false;
     for (int i = 0; i < n && !found; i++) {
+        if (!params[i].data) continue; // an int8 file's weight: integers, with checked scales
         NonFinite c = count_non_finite(params[i].data, params[i].numel);
         if (c.nan + c.inf == 0) continue;
         char what[96], total[VIT_NUM_BUF];

@@ -26,6 +26,10 @@ VitStatus vit_writer_add(StWriter *wr, const Vit *vit, VitError *err) {
     VitParam *params = vit_malloc(sizeof *params * (size_t)count);
     vit_params(vit, params);
     VitStatus s = VIT_OK;
+    if (vit->int8_only)
+        s = vit_fail(err, VIT_ERR_USAGE, "the model's Linear weights are in int8 only (it was "
+                     "loaded from a quantized file): vit_save_int8() writes them as they are, "
+                     "or set it to fp32 first");
     for (int i = 0; i < count && s == VIT_OK; i++)
         if (params[i].spec->qkv == VIT_QKV_SPLIT) // timm stores one fused qkv; we do not re-fuse
             s = vit_fail(err, VIT_ERR_INPUT, "saving is only supported for fused q/k/v weights");

@@ -16,9 +16,11 @@
  * one scale per output channel makes quantizing the thirds apart the same as
  * quantizing the whole.
  */
+#include "model/params.h"
 #include "model/vit.h"
 #include "model/vit_internal.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 
 enum { LINEARS_PER_BLOCK = 6 }; // q, k, v, proj, fc1, fc2
@@ -38,6 +40,90 @@ static void point_layers(Vit *vit, const LowpWeight *lowp) {
     vit->weights.head_lowp = lowp ? lowp + (size_t)vit->config.depth * LINEARS_PER_BLOCK : NULL;
 }
 
+// The float weight a copy stands for: slot `index` of Vit::lowp (block by block
+// q, k, v, proj, fc1, fc2, then the head).
+static const float **float_slot(Vit *vit, int index) {
+    const int L = vit->config.depth;
+    if (index == L * LINEARS_PER_BLOCK) return &vit->weights.head_w;
+    VitBlockWeights *b = &vit->weights.blocks[index / LINEARS_PER_BLOCK];
+    const float **in_block[LINEARS_PER_BLOCK] = {&b->attn.q_w,    &b->attn.k_w, &b->attn.v_w,
+                                                 &b->attn.proj_w, &b->fc1_w,    &b->fc2_w};
+    return in_block[index % LINEARS_PER_BLOCK];
+}
+
+int vit_linear_index(const VitParamSpec *s, int block, int part, int depth) {
+    static const size_t in_block[LINEARS_PER_BLOCK] = {
+        offsetof(VitBlockWeights, attn.q_w),    offsetof(VitBlockWeights, attn.k_w),
+        offsetof(VitBlockWeights, attn.v_w),    offsetof(VitBlockWeights, attn.proj_w),
+        offsetof(VitBlockWeights, fc1_w),       offsetof(VitBlockWeights, fc2_w)};
+    if (s->kind != VIT_PARAM_WEIGHT || part < 0 || part >= vit_param_parts(s)) return -1;
+    const size_t at = s->field[part].weights;
+    if (!s->per_block) return at == offsetof(VitWeights, head_w) ? depth * LINEARS_PER_BLOCK : -1;
+    for (int i = 0; i < LINEARS_PER_BLOCK; i++)
+        if (at == in_block[i] && block >= 0 && block < depth) return block * LINEARS_PER_BLOCK + i;
+    return -1;
+}
+
+void vit_lowp_take_int8(Vit *vit, int index, const int8_t *q, const float *scale, int O, int D) {
+    if (!vit->lowp)
+        vit->lowp = vit_calloc((size_t)vit->config.depth * LINEARS_PER_BLOCK + 1, sizeof *vit->lowp);
+    LowpWeight *lw = &vit->lowp[index];
+    lowp_weight_free(lw);
+    *lw = (LowpWeight){.precision = LOWP_INT8, .O = O, .D = D};
+    int8_weight_from(&lw->s8, q, scale, O, D);
+}
+
+// The shape (O, D) of Linear `index`: q, k, v and proj (D, D), fc1 (M, D),
+// fc2 (D, M), the head (Y, D).
+static void linear_shape(const Vit *vit, int index, int *O, int *D) {
+    const VitConfig *c = &vit->config;
+    const int i = index % LINEARS_PER_BLOCK;
+    *O = index == c->depth * LINEARS_PER_BLOCK ? c->num_classes : i == 4 ? c->mlp_dim : c->dim;
+    *D = index != c->depth * LINEARS_PER_BLOCK && i == 5 ? c->mlp_dim : c->dim;
+}
+
+void vit_lowp_loaded(Vit *vit) {
+    if (!vit->lowp) return;
+    for (int i = 0; i < vit->config.depth * LINEARS_PER_BLOCK + 1; i++) {
+        LowpWeight *lw = &vit->lowp[i];
+        if (lw->precision == LOWP_INT8) continue;
+        int O, D; // a Linear the file keeps in float runs in float
+        linear_shape(vit, i, &O, &D);
+        lowp_weight_make(lw, LOWP_FP32, *float_slot(vit, i), O, D);
+    }
+    vit->precision = LOWP_INT8;
+    vit->int8_only = true;
+    point_layers(vit, vit->lowp);
+}
+
+// Linear `index`'s float weight, from its int8 copy: q · scale, into `w` (O,D).
+static void dequantize_into(Vit *vit, int index, float *w) {
+    const LowpWeight *lw = &vit->lowp[index];
+    dequantize_rows_s8(w, lw->s8.q, lw->s8.scale, lw->O, lw->D);
+    *float_slot(vit, index) = w;
+}
+
+// A model loaded from a quantized file has its int8 Linears' weights only in
+// int8: give them float weights, q · scale, in memory of the model's own; a
+// block's q, k and v one after the other, as a fused file's are, so that the
+// float pass computes them in one product.
+static void dequantize_loaded(Vit *vit) {
+    const int linears = vit->config.depth * LINEARS_PER_BLOCK + 1;
+    for (int i = 0; i < linears; i++) {
+        const LowpWeight *lw = &vit->lowp[i];
+        if (lw->precision != LOWP_INT8 || *float_slot(vit, i)) continue;
+        const size_t n = (size_t)lw->O * lw->D;
+        const bool qkv = i + 1 < linears && i % LINEARS_PER_BLOCK == 0 &&
+                         vit->lowp[i + 1].precision == LOWP_INT8 &&
+                         vit->lowp[i + 2].precision == LOWP_INT8 && !*float_slot(vit, i + 1) &&
+                         !*float_slot(vit, i + 2);
+        float *w = vit_take_params(vit, qkv ? 3 * n : n);
+        for (int part = 0; part < (qkv ? 3 : 1); part++)
+            dequantize_into(vit, i + part, w + (size_t)part * n);
+    }
+    vit->int8_only = false;
+}
+
 void vit_lowp_free(Vit *vit) {
     if (vit->weights.blocks) point_layers(vit, NULL);
     for (int i = 0; vit->lowp && i < vit->config.depth * LINEARS_PER_BLOCK + 1; i++)
@@ -55,6 +141,10 @@ VitStatus vit_set_precision(Vit *vit, LowpPrecision precision, VitError *err) {
     if (vit->keep != VIT_KEEP_NONE && precision != LOWP_FP32)
         return vit_fail(err, VIT_ERR_USAGE, "the model is prepared for training, which needs "
                         "fp32: %s is for inference only", lowp_precision_name(precision));
+    if (vit->int8_only) {
+        if (precision == LOWP_INT8) return VIT_OK; // as the file has it
+        dequantize_loaded(vit);
+    }
     vit_lowp_free(vit);
     if (precision == LOWP_FP32) return VIT_OK;
     const int L = vit->config.depth, D = vit->config.dim, M = vit->config.mlp_dim;

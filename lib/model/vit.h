@@ -156,6 +156,9 @@ typedef struct {
                                   LOWP_FP32, the default, or LOWP_BF16, LOWP_INT8 */
     LowpWeight *lowp;        /**< (6·L + 1) the Linear weights' copies in that number, block by
                                   block q, k, v, proj, fc1, fc2, then the head (owned); NULL in fp32 */
+    bool int8_only;          /**< loaded from a quantized file (vit_save_int8()): its int8
+                                  Linears have no float weight (their pointers are NULL) until
+                                  vit_set_precision() asks for fp32 or bf16 */
 } Vit;
 
 /**
@@ -366,6 +369,27 @@ VitStatus vit_set_head_off(Vit *vit, int layer, int head, bool off, VitError *er
  *         training or a precision that is none of the three
  */
 VitStatus vit_set_precision(Vit *vit, LowpPrecision precision, VitError *err);
+/** The `__metadata__` key naming a quantized file's scheme (vit_save_int8()). */
+#define VIT_QUANT_KEY "quantization"
+/** The one scheme this build writes and reads: int8 weights (ST_I8), symmetric, one float32
+ *  scale per output channel stored beside each as "<name>_scale" (O). */
+#define VIT_QUANT_INT8 "int8-per-channel-symmetric"
+/**
+ * @brief Write the model to @p path with every Linear weight in int8 (`vit quantize`).
+ *
+ * Each block's qkv, proj, fc1 and fc2 weight and the head's become an I8
+ * tensor (O, D) quantized as vit_set_precision(LOWP_INT8) quantizes it, with a
+ * float32 tensor "<name>_scale" (O) beside it; everything else (the patch
+ * embedding, the tokens, LayerNorms, biases) stays float32, under timm's
+ * names, with q, k and v fused. The metadata keeps the model's own
+ * (num_heads, layer_norm_eps, and whatever else the file it came from had)
+ * and adds VIT_QUANT_KEY = VIT_QUANT_INT8. A row of zeros, whose scale would
+ * be 0, is stored with scale 1 (its q are 0 either way): the loader refuses a
+ * scale that is not a positive finite number. vit_build() loads the file:
+ * the model runs in int8 straight from the stored weights, without float
+ * copies (Vit::int8_only). Written atomically, like vit_save().
+ */
+VitStatus vit_save_int8(const Vit *vit, const char *path, VitError *err);
 /** @brief Bytes of the copies vit_set_precision() made (0 in fp32): for int8, the
  *         weights, their scales and row sums, and the weights packed once for the VNNI path. */
 size_t vit_lowp_bytes(const Vit *vit);

@@ -37,6 +37,25 @@ VitBlockActs *vit_acts_block(VitActivations *a, int i);
 
 /** @brief Free the activations only (a replica's weights are another model's). */
 void vit_acts_free(Vit *vit);
+/** @brief Slot of Vit::lowp for part @p part of parameter @p s in block @p block
+ *         (block by block q, k, v, proj, fc1, fc2, then the head), or -1: not a Linear weight. */
+int vit_linear_index(const VitParamSpec *s, int block, int part, int depth);
+/** @brief Put a quantized file's int8 weight q (O,D) (borrowed) and scales (O) in slot
+ *         @p index of Vit::lowp, allocating the table at the first. */
+void vit_lowp_take_int8(Vit *vit, int index, const int8_t *q, const float *scale, int O, int D);
+/** @brief After loading a quantized file: the Linears it keeps in float run in
+ *         float, the model in int8 (Vit::int8_only). Nothing for a float file. */
+void vit_lowp_loaded(Vit *vit);
+/** @brief A file's quantization scheme, if it names one, is one this build reads. */
+VitStatus vit_check_quant_scheme(const Vit *vit, VitError *err);
+/**
+ * @brief Load the I8 tensor @p e (found as @p name) for part(s) of parameter
+ *        @p s of block @p block, with its "<name>_scale": every check of a
+ *        quantized weight (the scheme, a Linear weight, the scale's dtype,
+ *        shape and values), then vit_lowp_take_int8().
+ */
+VitStatus vit_map_int8(Vit *vit, const VitParamSpec *s, int block, const StTensor *e,
+                       const char *name, VitError *err);
 /** @brief Free the Linear weights' bf16 or int8 copies (precision.c) and point every layer back at its float weight. */
 void vit_lowp_free(Vit *vit);
 

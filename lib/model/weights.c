@@ -11,7 +11,9 @@
  * each tensor's name in each of them; a file's convention is recognised by
  * its name for the [cls] token, which only it uses. Weights stay in the mmap
  * wherever they are float32 and aligned; anything else (BF16/F16/F64,
- * misaligned) is converted once into the model's own memory.
+ * misaligned) is converted once into the model's own memory. A quantized
+ * file's int8 Linear weights (vit_save_int8()) stay in the mmap as they are,
+ * checked by quantized.c, and the model runs them in int8.
  *
  * Deliberately omitted: other ViT families' names (DeiT's dist_token, BEiT,
  * …), and guessing a convention from anything but the [cls] token.
@@ -136,6 +138,12 @@ static VitStatus map_param(Loader *ld, const VitParamSpec *s, int block, const f
         return vit_fail(ld->err, VIT_ERR_INPUT,
                         "%s: tensor '%s' has shape %s, but the configuration needs %s",
                         vit->file.label, name, got, expected);
+    }
+    if (e->dtype == ST_I8) { // a quantized file's Linear weight: no float weight at all
+        *out = NULL;
+        VitStatus st = vit_map_int8(vit, s, block, e, name, ld->err);
+        if (st == VIT_OK) record(ld, canonical, name, "I8 with per-row F32 scales, in place");
+        return st;
     }
     const float *f;
     int owned;
@@ -360,7 +368,7 @@ static VitStatus map_row(Loader *ld, const VitParamSpec *s, int block) {
     if (st != VIT_OK) return st;
     const int parts = vit_param_parts(s);
     const size_t part_numel = (size_t)vit_param_numel(s, &ld->vit->config) / (size_t)parts;
-    for (int j = 0; j < parts; j++)
+    for (int j = 0; j < parts && data; j++) // (an int8 weight has none: vit_map_int8())
         *vit_param_slot(&ld->vit->weights, s, block, j) = data + (size_t)j * part_numel;
     return VIT_OK;
 }
@@ -402,9 +410,10 @@ VitStatus vit_build_from(Vit *vit, SafeTensors *file, VitError *err) {
     snprintf(vit->source, sizeof vit->source, "%s", ld.layout->name);
     if (strcmp(ld.layout->name, "hf") == 0 && vit->file.map) // a real file, not a buffer
         vit->config_json = sibling_config(path);
-    if ((s = infer_config(&ld, &vit->config)) == VIT_OK) {
+    if ((s = vit_check_quant_scheme(vit, err)) == VIT_OK &&
+        (s = infer_config(&ld, &vit->config)) == VIT_OK) {
         vit_alloc_blocks(vit);
-        s = map_all(&ld);
+        if ((s = map_all(&ld)) == VIT_OK) vit_lowp_loaded(vit);
     }
     if (s != VIT_OK) vit_free(vit);
     return s;
