@@ -79,6 +79,7 @@ BOOK_SUITE(gemm_choice,         14, "making it fast")
    layers in those numbers, before that chapter has its own suite. */
 BOOK_SUITE(gemm_lowp,           0,  "smaller numbers")
 BOOK_SUITE(precision,           0,  "smaller numbers")
+BOOK_SUITE(quantize,            0,  "smaller numbers")
 
 /* lib's parts that no chapter teaches: a training run's records, and the
    tools that ask what the model learned. */

@@ -13,6 +13,8 @@ Writes, into tests/golden/:
                               D 64, H 4, L 2, M 256, Y 10, batch 2), its Linear
                               layers in int8
   vit_small_bf16.safetensors  the same, its Linear layers in bf16
+  quantized_small.safetensors the int8 values and scales of the small ViT's Linear
+                              weights: what `vit quantize` writes for it
   linear_int8.safetensors     one Linear layer in int8: our scheme computed here,
                               PyTorch's dynamic quantization of the same layer
                               (quantize_dynamic, per-tensor and per-channel
@@ -170,6 +172,29 @@ def linear_int8():
     tol = {"ours": (2e-3 * rms(ours), 1e-3)}
     meta = {"engine": torch.backends.quantized.engine,
             "reference": "ours: gemm_lowp.h's scheme in torch; torch_dynamic: quantize_dynamic"}
+    return tensors, tol, meta
+
+
+@golden
+def quantized_small():
+    """What `vit quantize` must write for the small ViT: each Linear weight's int8
+    values q (stored here as float32, every one an integer) and its scales, one
+    per output row, under timm's names, q, k, v fused. Exact: the test compares
+    the file's I8 bytes with q and its F32 scales with these bit for bit."""
+    model = load_model(SMALL).float()
+    linears = {"head": model.head}
+    for i, block in enumerate(model.blocks):
+        linears.update({f"blocks.{i}.attn.qkv": block.attn.qkv,
+                        f"blocks.{i}.attn.proj": block.attn.proj,
+                        f"blocks.{i}.mlp.fc1": block.fc1, f"blocks.{i}.mlp.fc2": block.fc2})
+    tensors = {}
+    for name, linear in linears.items():
+        q, s = quantize_rows(linear.weight.detach().float())
+        tensors[name + ".weight"] = q
+        tensors[name + ".weight_scale"] = s.reshape(-1)
+    tol = {name: (0.0, 0.0) for name in tensors}
+    meta = {"config": config_string(SMALL), "scheme": "int8-per-channel-symmetric",
+            "reference": "quantize_rows() above: max|row| / 127, torch.round, clamp"}
     return tensors, tol, meta
 
 
