@@ -11,6 +11,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -190,6 +191,12 @@ VitStatus file_map(const void **map, size_t *size, const char *path, const char 
     *map = m;
     *size = n;
     return VIT_OK;
+}
+
+void file_map_release(const void *p, size_t n) {
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), at = (uintptr_t)p;
+    const uintptr_t begin = (at + page - 1) / page * page, end = (at + n) / page * page;
+    if (end > begin) madvise((void *)begin, end - begin, MADV_DONTNEED);
 }
 
 void file_unmap(const void *map, size_t size) {

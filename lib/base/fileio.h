@@ -107,6 +107,13 @@ VitStatus file_map(const void **map, size_t *size, const char *path, const char 
                    VitError *err);
 /** @brief Unmap what file_map() mapped and forget it. */
 void file_unmap(const void *map, size_t size);
+/**
+ * @brief Let the pages wholly inside bytes [p, p + n) of a file_map() mapping
+ *        leave memory (madvise MADV_DONTNEED): what was read from them is not
+ *        needed for now (a copy was made), and if read again they come back
+ *        from the file, unchanged, since the mapping is private and read-only.
+ */
+void file_map_release(const void *p, size_t n);
 
 /**
  * @brief Turn SIGBUS on a mapped file (truncated by another process) into a message.

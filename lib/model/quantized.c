@@ -22,6 +22,7 @@
  * points, 4-bit groups), activations' calibrated ranges (the activations are
  * quantized per token at run time), and quantized embeddings or LayerNorms.
  */
+#include "base/fileio.h"
 #include "model/vit.h"
 #include "model/vit_internal.h"
 
@@ -101,9 +102,16 @@ VitStatus vit_map_int8(Vit *vit, const VitParamSpec *s, int block, const StTenso
     // a fused qkv (3D, D) is three Linears of D rows: one scale per row makes them apart the same
     const int rows = O / parts;
     const int8_t *q = (const int8_t *)e->bytes;
-    for (int j = 0; j < parts; j++)
-        vit_lowp_take_int8(vit, vit_linear_index(s, block, j, L), q + (size_t)j * rows * D,
-                           scale + (size_t)j * rows, rows, D);
+    bool packed = true;
+    for (int j = 0; j < parts; j++) {
+        const int index = vit_linear_index(s, block, j, L);
+        vit_lowp_take_int8(vit, index, q + (size_t)j * rows * D, scale + (size_t)j * rows, rows,
+                           D);
+        packed &= vit->lowp[index].s8.packed != NULL;
+    }
+    // packed for VNNI, the products read the packed copy only: the file's bytes
+    // may leave memory now (read again from the file if the portable path asks)
+    if (packed && vit->file.map) file_map_release(q, (size_t)O * D);
     if (owned) free((void *)scale);
     return VIT_OK;
 }
