@@ -40,6 +40,8 @@ void chapter12_run(Chapter *ch);
 void chapter13_run(Chapter *ch);
 /** @brief Chapter 14 · Making it fast: from the textbook loops to the fastest kernel, against the peak on paper. */
 void chapter14_run(Chapter *ch);
+/** @brief Chapter 15 · Smaller numbers: bf16 and int8 from the bits up, and what they cost the trained model. */
+void chapter15_run(Chapter *ch);
 
 /** @brief The peak on paper in GFLOP/s: cores × GHz × FMA units × SIMD lanes × 2. */
 double ch14_theoretical_gflops(int cores, double ghz, int fma_units, int lanes);

@@ -5,7 +5,7 @@
  *   BOOK_SUITE(suite, chapter, stage)
  *
  * suite   the suite's name: tests/test_<suite>.c defines CU_TestInfo tests_<suite>[]
- * chapter the chapter whose stage it checks, 1 to 14, or 0 for none
+ * chapter the chapter whose stage it checks, 1 to 15, or 0 for none
  * stage   a short name of that stage, printed when one of its tests fails
  *
  * The runner runs the suites, and prints their reports, in this order: lib's
@@ -74,12 +74,12 @@ BOOK_SUITE(attention_floors,    13, "attention at scale")
 BOOK_SUITE(resample,            13, "attention at scale")
 BOOK_SUITE(ch14_making_it_fast, 14, "making it fast")
 BOOK_SUITE(gemm_choice,         14, "making it fast")
-
-/* The int8 and bf16 products, chapter 15's kernels, and the model's Linear
-   layers in those numbers, before that chapter has its own suite. */
-BOOK_SUITE(gemm_lowp,           0,  "smaller numbers")
-BOOK_SUITE(precision,           0,  "smaller numbers")
-BOOK_SUITE(quantize,            0,  "smaller numbers")
+/* Chapter 15, then its kernels (the int8 and bf16 products), the model's
+   Linear layers in those numbers, and the quantized weights file. */
+BOOK_SUITE(ch15_smaller_numbers, 15, "smaller numbers")
+BOOK_SUITE(gemm_lowp,           15, "smaller numbers")
+BOOK_SUITE(precision,           15, "smaller numbers")
+BOOK_SUITE(quantize,            15, "smaller numbers")
 
 /* lib's parts that no chapter teaches: a training run's records, and the
    tools that ask what the model learned. */

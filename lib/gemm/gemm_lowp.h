@@ -15,7 +15,7 @@
  * computed on the fly: "dynamic") and one per row of b (per output channel).
  * Why 32 bits never overflow here: |a·b| ≤ 128·128 = 2¹⁴, so a sum of
  * K < 2¹⁷ = 131,072 terms stays below 2³¹; ViT-B/16's longest sum is K = 3072
- * (with −127..127 on both sides, at most 3072 · 127² = 49,549,248).
+ * (with −127..127 on both sides, at most 3072 · 127² = 49,548,288).
  *
  * bf16 ("brain float") is a float's top 16 bits: its sign, its 8-bit exponent
  * and 7 of its 23 mantissa bits. Same range as float, about 3 significant
