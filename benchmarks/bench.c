@@ -546,31 +546,84 @@ static bool vit_base_weights(char *path, size_t size) {
     return ok;
 }
 
-// Peak RSS in MB of `vit classify` (the program beside this one) on one photo with
-// these weights, from wait4()'s rusage; 0 when it cannot be run here.
-static double classify_peak_rss_mb(const char *weights) {
-    char vit_exe[600], exe[512];
+// The `vit` program beside this one, into `path`; false when it is not there.
+static bool vit_program(char *path, size_t size) {
+    char exe[512];
     const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    const char *photo = "data/images/chelsea.jpg";
-    if (n <= 0 || access(photo, R_OK) != 0) return 0;
+    if (n <= 0) return false;
     exe[n] = '\0';
     char *slash = strrchr(exe, '/');
     if (slash) *slash = '\0';
-    snprintf(vit_exe, sizeof vit_exe, "%s/vit", exe);
-    if (access(vit_exe, X_OK) != 0) return 0;
+    snprintf(path, size, "%s/vit", exe);
+    return access(path, X_OK) == 0;
+}
+
+// What the program args[0] printed, run with `args` (its stderr thrown away),
+// into `out`; false if it failed.
+static bool program_output(char *out, size_t size, const char *const *args) {
+    int fd[2];
+    if (pipe(fd) != 0) return false;
     fflush(stdout);
     const pid_t pid = fork();
-    if (pid < 0) return 0;
+    if (pid < 0) return false;
+    if (pid == 0) {
+        dup2(fd[1], STDOUT_FILENO);
+        close(fd[0]), close(fd[1]);
+        if (!freopen("/dev/null", "w", stderr)) _exit(127);
+        execv(args[0], (char *const *)args);
+        _exit(127);
+    }
+    close(fd[1]);
+    size_t got = 0;
+    for (ssize_t n; got + 1 < size && (n = read(fd[0], out + got, size - 1 - got)) > 0;)
+        got += (size_t)n;
+    out[got] = '\0';
+    char drain[4096];
+    while (read(fd[0], drain, sizeof drain) > 0) continue;
+    close(fd[0]);
+    int status;
+    return waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+// `bench --peak-rss PROGRAM ARGS...`: runs PROGRAM (its output thrown away) and
+// prints its peak RSS in kB, from wait4()'s rusage; exit 1 if it failed. A process
+// of its own, started fresh by exec: a child forked straight from the bench would
+// start with the bench's resident pages counted in its peak (fork copies them
+// into the child before exec replaces them, and Linux keeps that peak).
+static int peak_rss_probe(char **argv) {
+    const pid_t pid = fork();
+    if (pid < 0) return 1;
     if (pid == 0) {
         if (!freopen("/dev/null", "w", stdout)) _exit(127);
-        execl(vit_exe, "vit", "classify", "--weights", weights, "--top", "1", photo, (char *)NULL);
+        execv(argv[0], argv);
         _exit(127);
     }
     int status;
     struct rusage ru;
     if (wait4(pid, &status, 0, &ru) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        return 0;
-    return ru.ru_maxrss / 1024.0;
+        return 1;
+    printf("%ld\n", ru.ru_maxrss);
+    return 0;
+}
+
+// Peak RSS in MB of `vit classify` (the program beside this one) on one photo with
+// these weights, its Linear layers in `precision` (NULL: the file's own), through
+// `bench --peak-rss`; 0 when it cannot be run here.
+static double classify_peak_rss_mb_in(const char *weights, const char *precision) {
+    char vit_exe[600], self[600], out[64];
+    const char *photo = "data/images/chelsea.jpg";
+    const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0 || access(photo, R_OK) != 0 || !vit_program(vit_exe, sizeof vit_exe)) return 0;
+    self[n] = '\0';
+    const char *args[] = {self,  "--peak-rss", vit_exe, "classify", "--weights", weights, "--top",
+                          "1",   photo,        precision ? "--precision" : NULL, precision, NULL};
+    long kb = 0;
+    if (!program_output(out, sizeof out, args) || sscanf(out, "%ld", &kb) != 1) return 0;
+    return kb / 1024.0;
+}
+
+static double classify_peak_rss_mb(const char *weights) {
+    return classify_peak_rss_mb_in(weights, NULL);
 }
 
 static void bench_vit(void) {
@@ -764,6 +817,88 @@ enum { PRECISION_ROUNDS = 7, PRECISIONS = 3 };
 // one model per precision, timed in turn round by round, and each one's logits
 // against fp32's (the bench's weights are random, so this is the arithmetic's
 // error, not an accuracy: chapter 15 and vit eval measure that on the shipped model).
+// Size of a file in MB, 0 if it is not there.
+static double file_mb(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 ? st.st_size / 1e6 : 0;
+}
+
+// ViT-B/16's weights file in int8 (`vit quantize` of the float one), written once beside it.
+static bool vit_base_int8_weights(char *path, size_t size, const char *float_path) {
+    snprintf(path, size, "%.*s-int8.safetensors", (int)(strlen(float_path) - strlen(".safetensors")),
+             float_path);
+    if (access(path, R_OK) == 0) return true;
+    Vit vit;
+    VitError err;
+    if (vit_build(&vit, float_path, &err) != VIT_OK) return false;
+    const bool ok = vit_save_int8(&vit, path, &err) == VIT_OK;
+    vit_free(&vit);
+    return ok;
+}
+
+// The weights files' sizes and `vit classify`'s peak memory with each: the float
+// file in each precision (the copies sit beside the mapped float weights), and the
+// int8 file, which holds no float Linear weights.
+static void precision_files_and_memory(void) {
+    char fp32[600], int8[640];
+    if (!vit_base_weights(fp32, sizeof fp32) || !vit_base_int8_weights(int8, sizeof int8, fp32)) {
+        printf("  files and memory: could not write the weights files\n");
+        return;
+    }
+    const struct {
+        const char *label, *file, *precision;
+    } rows[] = {{"fp32", fp32, NULL}, {"bf16", fp32, "bf16"}, {"int8", fp32, "int8"},
+                {"int8 file", int8, NULL}};
+    double peak[4];
+    printf("  %-9s %-30s %9s %22s\n", "Linears", "weights file", "file MB",
+           "vit classify peak MB");
+    for (int i = 0; i < 4; i++) {
+        peak[i] = classify_peak_rss_mb_in(rows[i].file, rows[i].precision);
+        const char *name = strrchr(rows[i].file, '/');
+        printf("  %-9s %-30s %9.1f %22.1f\n", rows[i].label, name ? name + 1 : rows[i].file,
+               file_mb(rows[i].file), peak[i]);
+    }
+    const double weights = file_mb(fp32), rest = peak[0] - weights; // beside the weights
+    const double file_share = file_mb(int8) / weights, memory_share = (peak[3] - rest) / weights;
+    if (peak[0] <= 0 || peak[3] <= 0) {
+        printf("  peak memory not measured (needs build/vit and data/images/chelsea.jpg)\n");
+        return;
+    }
+    printf("  targets: the int8 file <= 27 %% of the fp32 one: %s (%.1f %%); its weights in "
+           "memory (the peak less fp32's %.0f MB beside its weights) <= 27 %%: %s (%.1f %%)\n",
+           file_share <= 0.27 ? "met" : "MISSED", 100 * file_share, rest,
+           memory_share <= 0.27 ? "met" : "MISSED", 100 * memory_share);
+}
+
+// The shipped Fashion-MNIST model on the 10,000 test images in each precision,
+// as `vit eval --precision P` measures it (which runs fp32 beside it).
+static void precision_shipped_accuracy(void) {
+    const char *model = "data/models/vit-fashion.safetensors";
+    static char out[1 << 16];
+    printf("  the shipped model (%s) on the 10,000 Fashion-MNIST test images (vit eval):\n", model);
+    printf("  %-9s %9s %12s %16s\n", "Linears", "accuracy", "vs fp32", "top-1 agreement");
+    bool fp32_printed = false;
+    char vit_exe[600];
+    for (int i = 0; i < 2; i++) {
+        const char *p = i == 0 ? "bf16" : "int8";
+        const char *args[] = {vit_exe, "eval", "--weights", model, "--precision", p, NULL};
+        double fp32 = 0, ours = 0, agree = 0;
+        const bool ran = vit_program(vit_exe, sizeof vit_exe) && program_output(out, sizeof out, args);
+        const char *line = ran ? strstr(out, "fp32 accuracy:") : NULL;
+        const char *agreement = line ? strstr(line, "top-1 agreement:") : NULL;
+        char name[8];
+        if (!line || !agreement ||
+            sscanf(line, "fp32 accuracy: %lf%%; %7[a-z0-9]: %lf%%", &fp32, name, &ours) != 3 ||
+            sscanf(agreement, "top-1 agreement: %lf%%", &agree) != 1) {
+            printf("  %-9s not measured (vit eval failed: is the dataset installed?)\n", p);
+            continue;
+        }
+        if (!fp32_printed) printf("  %-9s %8.2f%% %12s %16s\n", "fp32", fp32, "", "");
+        fp32_printed = true;
+        printf("  %-9s %8.2f%% %+9.2f pt %15.2f%%\n", p, ours, ours - fp32, agree);
+    }
+}
+
 static void bench_precision(void) {
     Vit vit[PRECISIONS];
     Tensor input[PRECISIONS];
@@ -818,9 +953,12 @@ static void bench_precision(void) {
            ms[0] / ms[2] >= 2 ? "met" : "MISSED", ms[0] / ms[2],
            ms[0] / ms[1] >= 1.4 ? "met" : "MISSED", ms[0] / ms[1]);
     printf("  the Linear weights' copies: int8 %.1f MB, bf16 %.1f MB, beside the %.1f MB of "
-           "fp32 parameters\n\n", vit_lowp_bytes(&vit[2]) / 1e6, vit_lowp_bytes(&vit[1]) / 1e6,
+           "fp32 parameters\n", vit_lowp_bytes(&vit[2]) / 1e6, vit_lowp_bytes(&vit[1]) / 1e6,
            fp32_bytes / 1e6);
     for (int i = 0; i < PRECISIONS; i++) vit_free(&vit[i]), tensor_free(&input[i]);
+    precision_files_and_memory();
+    precision_shipped_accuracy();
+    printf("\n");
 }
 
 /* -------------------------------------------------------------- targets */
@@ -1224,7 +1362,8 @@ static const Section sections[] = {
      bench_train},
     {"lowp", "int8 and bf16 products beside fp32 on ViT-B's qkv and fc2: GOPS, GFLOP/s",
      bench_lowp},
-    {"precision", "ViT-B/16 forward with its Linear layers in fp32, bf16 and int8: ms, speed-up",
+    {"precision", "fp32, bf16, int8: ViT-B/16's forward (ms), files and peak memory; the "
+                  "shipped model's accuracy",
      bench_precision},
     {"safetensors", "st_parse() of 10^4 … 10^6-entry and 56 MB headers: ms per entry",
      bench_safetensors},
@@ -1310,6 +1449,8 @@ int main(int argc, char **argv) {
                 return VIT_ERR_USAGE;
             }
             vit_result_path = argv[++i];
+        } else if (strcmp(argv[i], "--peak-rss") == 0 && i + 1 < argc) { // a memory probe
+            return peak_rss_probe(argv + i + 1);
         } else if (strcmp(argv[i], "--blas-probe") == 0) { // the blas-kernels section's child
             blas_probe();
             return 0;
