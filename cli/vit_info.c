@@ -51,6 +51,14 @@ static void print_config(const Vit *vit) {
              grid, vit_num_patches(c), vit_num_tokens(c));
     snprintf(eps, sizeof eps, "%g", (double)c->ln_eps);
     vit_bytes(bytes, 4.0 * (double)vit_param_count(c));
+    char note[160]; // a quantized file's Linear weights are a byte each, not four
+    if (vit->int8_only) {
+        char int8_bytes[VIT_NUM_BUF];
+        snprintf(note, sizeof note, "%s in float32; in this file, its Linear weights int8: %s",
+                 bytes, vit_bytes(int8_bytes, (double)vit->file.size));
+    } else {
+        snprintf(note, sizeof note, "%s", bytes);
+    }
     char heads_note[80], eps_note[80]; // where the loader found them
     snprintf(heads_note, sizeof heads_note, "%s%s", strncmp(vit->heads_from, "not", 3) ? "from " : "",
              vit->heads_from);
@@ -72,7 +80,7 @@ static void print_config(const Vit *vit) {
         {"MLP width", "M", c->mlp_dim, NULL, NULL},
         {"classes", "Y", c->num_classes, NULL, NULL},
         {"LayerNorm eps", "", 0, eps, eps_note},
-        {"parameters", "", 0, vit_thousands(params, vit_param_count(c)), bytes},
+        {"parameters", "", 0, vit_thousands(params, vit_param_count(c)), note},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         char value[VIT_NUM_BUF];
