@@ -155,6 +155,9 @@ static VitStatus load_model(Vit *vit, const Args *a, WeightsSource *source, char
     if (*source == WEIGHTS_GIVEN || *source == WEIGHTS_SHIPPED) {
         const char *file = *source == WEIGHTS_GIVEN ? a->weights : shipped;
         VitStatus s = vit_build(vit, file, err);
+        // A quantized file (vit quantize) runs in int8 as loaded; the viewer's
+        // pass is fp32 (its weights q × scale), and Q is the int8 what-if.
+        if (s == VIT_OK && vit->int8_only) s = vit_set_precision(vit, LOWP_FP32, err);
         if (s != VIT_OK) return s;
         model_name(name, sizeof name, &vit->config);
         char path[256]; // a file name may hold escape sequences: shown escaped
