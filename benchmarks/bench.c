@@ -811,7 +811,7 @@ static void bench_profile(void) {
 
 /* ------------------------------------------------------------ precisions */
 
-enum { PRECISION_ROUNDS = 7, PRECISIONS = 3, AGREEMENT_IMAGES = 8 };
+enum { PRECISION_ROUNDS = 7, PRECISIONS = 3, AGREEMENT_IMAGES = 8, MEMORY_RUNS = 5 };
 
 // The ViT-B/16 forward, batch 1, with its Linear layers in fp32, bf16 and int8:
 // one model per precision, timed in turn round by round, and each one's logits
@@ -849,14 +849,19 @@ static void precision_files_and_memory(void) {
         const char *label, *file, *precision;
     } rows[] = {{"fp32", fp32, NULL}, {"bf16", fp32, "bf16"}, {"int8", fp32, "int8"},
                 {"int8 file", int8, NULL}};
-    double peak[4];
-    printf("  %-9s %-30s %9s %22s\n", "Linears", "weights file", "file MB",
-           "vit classify peak MB");
+    // a run's peak varies by several MB (threads' stacks and buffers, the allocator):
+    // the median of MEMORY_RUNS runs each, the four in turn
+    double runs[4][MEMORY_RUNS], peak[4];
+    for (int r = 0; r < MEMORY_RUNS; r++)
+        for (int i = 0; i < 4; i++) runs[i][r] = classify_peak_rss_mb_in(rows[i].file, rows[i].precision);
+    printf("  %-9s %-30s %9s %22s  (median of %d runs, min-max)\n", "Linears", "weights file",
+           "file MB", "vit classify peak MB", MEMORY_RUNS);
     for (int i = 0; i < 4; i++) {
-        peak[i] = classify_peak_rss_mb_in(rows[i].file, rows[i].precision);
+        peak[i] = median_of(runs[i], MEMORY_RUNS);
         const char *name = strrchr(rows[i].file, '/');
-        printf("  %-9s %-30s %9.1f %22.1f\n", rows[i].label, name ? name + 1 : rows[i].file,
-               file_mb(rows[i].file), peak[i]);
+        printf("  %-9s %-30s %9.1f %22.1f  (%.1f-%.1f)\n", rows[i].label,
+               name ? name + 1 : rows[i].file, file_mb(rows[i].file), peak[i], runs[i][0],
+               runs[i][MEMORY_RUNS - 1]);
     }
     const double weights = file_mb(fp32), rest = peak[0] - weights; // beside the weights
     const double file_share = file_mb(int8) / weights, memory_share = (peak[3] - rest) / weights;

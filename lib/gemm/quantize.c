@@ -66,7 +66,9 @@ void linear_s8(float *out, const float *x, const Int8Weight *w, const float *bia
     const int D = w->D, O = w->O;
     int8_t *qx = vit_malloc((size_t)R * D + 1);
     float *sx = vit_malloc((size_t)R * sizeof(float) + 1);
-    int32_t *acc = vit_malloc((size_t)R * O * sizeof(int32_t) + 1);
+    // The int32 sums (R,O) go into out itself, 4 bytes for 4 bytes, and become
+    // floats in place: no second (R,O) buffer (2.4 MB for ViT-B's fc1).
+    int32_t *acc = (int32_t *)(void *)out;
     quantize_rows_s8(qx, sx, x, R, D);                  // per token, now: "dynamic"
     // exact integer sums, from the weight packed once when the VNNI path runs
     if (!(w->packed && strcmp(gemm_s8_kernel(), "avx512-vnni") == 0 &&
@@ -74,11 +76,13 @@ void linear_s8(float *out, const float *x, const Int8Weight *w, const float *bia
         gemm_s8_bt_summed(acc, qx, w->q, w->sums, R, D, O);
 #pragma omp parallel for schedule(static) if ((size_t)R * O > 65536)
     for (int r = 0; r < R; r++)
-        for (int o = 0; o < O; o++)                     // back to float: both scales
-            out[(size_t)r * O + o] = (float)acc[(size_t)r * O + o] * (sx[r] * w->scale[o]) +
-                                     (bias ? bias[o] : 0.0f);
+        for (int o = 0; o < O; o++) { // back to float: both scales
+            float *y = out + (size_t)r * O + o;
+            int32_t sum; // read as the int32 the product wrote there (memcpy: no aliasing)
+            memcpy(&sum, y, sizeof sum);
+            *y = (float)sum * (sx[r] * w->scale[o]) + (bias ? bias[o] : 0.0f);
+        }
     free(qx);
     free(sx);
-    free(acc);
 }
 // [linear_s8]

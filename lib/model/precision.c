@@ -173,8 +173,9 @@ size_t vit_lowp_bytes(const Vit *vit) {
     for (int i = 0; vit->lowp && i < vit->config.depth * LINEARS_PER_BLOCK + 1; i++) {
         const LowpWeight *w = &vit->lowp[i];
         const size_t n = (size_t)w->O * w->D;
-        if (w->precision == LOWP_INT8) // q, a scale and a sum per output, q packed for VNNI
-            bytes += n + (size_t)w->O * (sizeof(float) + sizeof(int32_t)) +
+        if (w->precision == LOWP_INT8) // q (unless a file's), a scale and a sum per output,
+            bytes += (w->s8.q_borrowed ? 0 : n) + // q packed for VNNI
+                     (size_t)w->O * (sizeof(float) + sizeof(int32_t)) +
                      (w->s8.packed ? gemm_s8_packed_bytes(w->O, w->D) : 0);
         if (w->precision == LOWP_BF16) bytes += n * sizeof(uint16_t);
     }
