@@ -236,6 +236,42 @@ static void test_int8_model_refuses_float_save_and_training(void) {
     scratch_remove(&dir);
 }
 
+// A Hugging Face and a torchvision file (q, k, v apart in the first) quantized:
+// timm's names, their preprocessing named, and the same int8 model bit for bit.
+static void test_other_conventions_quantize_alike(void) {
+    ScratchDir dir;
+    if (!scratch_make(&dir)) return;
+    const char *sources[] = {"keys_loader_hf.safetensors", "keys_loader_torchvision.safetensors"};
+    const char *presets[] = {"hf", "torchvision"};
+    for (int i = 0; i < 2; i++) {
+        char out[512];
+        scratch_file(&dir, "int8.safetensors", out, sizeof out);
+        Vit a, b;
+        VitError err;
+        if (!ok(vit_build(&a, golden_path(sources[i]), &err), &err, sources[i])) continue;
+        CU_ASSERT(ok(vit_save_int8(&a, out, &err), &err, "vit_save_int8"));
+        CU_ASSERT(ok(vit_set_precision(&a, LOWP_INT8, &err), &err, "int8"));
+        if (ok(vit_build(&b, out, &err), &err, "the int8 file")) {
+            CU_ASSERT_STRING_EQUAL(b.source, "timm");
+            CU_ASSERT_STRING_EQUAL(st_meta(&b.file, "preprocess"), presets[i]);
+            const VitConfig *c = &a.config;
+            Tensor x = tensor_new(4, 1, c->channels, c->image_size, c->image_size);
+            Rng rng;
+            rng_seed(&rng, 5);
+            rng_fill_uniform(&rng, x.data, x.numel, -1.0f, 1.0f);
+            CU_ASSERT_EQUAL_FATAL(vit_forward(&a, &x, NULL, NULL, &err), VIT_OK);
+            CU_ASSERT_EQUAL_FATAL(vit_forward(&b, &x, NULL, NULL, &err), VIT_OK);
+            // independent: the same model quantized in memory, whose int8 pass the precision suite holds to PyTorch
+            const Tensor want = vit_logits(&a), got = vit_logits(&b);
+            CU_ASSERT_EQUAL(memcmp(got.data, want.data, want.numel * sizeof(float)), 0);
+            tensor_free(&x);
+            vit_free(&b);
+        }
+        vit_free(&a);
+    }
+    scratch_remove(&dir);
+}
+
 /* ------------------------------------------------------------------ size */
 
 // Bytes of the tensors of a model with `cfg` in int8: each Linear weight a byte
@@ -431,6 +467,7 @@ CU_TestInfo tests_quantize[] = {
     {"the loaded file, portable path, matches PyTorch", test_loaded_file_portable_matches_pytorch},
     {"dequantized and quantized again: the same integers", test_round_trip_gives_the_same_integers},
     {"an int8 model saves only in int8, trains not", test_int8_model_refuses_float_save_and_training},
+    {"Hugging Face and torchvision files quantize alike", test_other_conventions_quantize_alike},
     {"ViT-B/16 in int8: at most 27 % of the float file", test_file_is_at_most_27_percent},
     {"bad quantized files are refused, named", test_bad_files_are_refused},
     {"vit quantize writes, refuses to overwrite its input", test_vit_quantize_writes_and_refuses},

@@ -189,6 +189,12 @@ static void add_metadata(StWriter *wr, const Vit *vit) {
     st_writer_meta(wr, "layer_norm_eps", meta);
     st_writer_meta(wr, "format", "pt");
     st_writer_meta(wr, VIT_QUANT_KEY, VIT_QUANT_INT8);
+    // the names become timm's: a Hugging Face or torchvision model keeps its own
+    // preprocessing by naming it (the loaders take a file's convention's otherwise)
+    const bool named = st_meta(&vit->file, "preprocess") != NULL;
+    if (!named && vit->config.channels != 1 &&
+        (!strcmp(vit->source, "hf") || !strcmp(vit->source, "torchvision")))
+        st_writer_meta(wr, "preprocess", vit->source);
 }
 
 // Every tensor, timm's names, q, k, v fused: the floats (scales among them)

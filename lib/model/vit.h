@@ -383,7 +383,9 @@ VitStatus vit_set_precision(Vit *vit, LowpPrecision precision, VitError *err);
  * embedding, the tokens, LayerNorms, biases) stays float32, under timm's
  * names, with q, k and v fused. The metadata keeps the model's own
  * (num_heads, layer_norm_eps, and whatever else the file it came from had)
- * and adds VIT_QUANT_KEY = VIT_QUANT_INT8. A row of zeros, whose scale would
+ * and adds VIT_QUANT_KEY = VIT_QUANT_INT8, and "preprocess" for a Hugging
+ * Face or torchvision model (whose images are prepared as its ecosystem does,
+ * which its names no longer say). A row of zeros, whose scale would
  * be 0, is stored with scale 1 (its q are 0 either way): the loader refuses a
  * scale that is not a positive finite number. vit_build() loads the file:
  * the model runs in int8 straight from the stored weights, without float
