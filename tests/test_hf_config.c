@@ -18,6 +18,7 @@
 #include "check.h"
 #include "cli_run.h"
 #include "base/fileio.h"
+#include "io/labels.h"
 #include "model/vit.h"
 
 enum { PATH_SIZE = 256 };
@@ -243,6 +244,35 @@ static void test_config_is_never_overwritten(void) {
     scratch_remove(&dir);
 }
 
+// vit quantize writes timm's names into a file with no config.json beside it:
+// the config's heads, eps and class names travel in its metadata.
+static void test_quantized_copy_keeps_the_config(void) {
+    ScratchDir dir, other;
+    char model[PATH_SIZE], out[PATH_SIZE];
+    CU_ASSERT_FATAL(hf_folder(&dir, "{\"num_attention_heads\": 4, \"layer_norm_eps\": 1e-05, "
+                                    "\"id2label\": {\"0\": \"cat\", \"1\": \"dog\", \"2\": \"bird\"}}",
+                              model));
+    CU_ASSERT_FATAL(scratch_make(&other));
+    scratch_file(&other, "int8.safetensors", out, sizeof out);
+    Vit vit;
+    VitError err;
+    CU_ASSERT_EQUAL_FATAL(vit_build(&vit, model, &err), VIT_OK);
+    CU_ASSERT_EQUAL_FATAL(vit_save_int8(&vit, out, &err), VIT_OK);
+    vit_free(&vit);
+    CU_ASSERT_EQUAL_FATAL(vit_build(&vit, out, &err), VIT_OK);
+    CU_ASSERT_EQUAL(vit.config.heads, 4);
+    CU_ASSERT_DOUBLE_EQUAL(vit.config.ln_eps, 1e-5, 1e-12);
+    CU_ASSERT_STRING_EQUAL(st_meta(&vit.file, "preprocess"), "hf");
+    Labels labels;
+    CU_ASSERT_EQUAL_FATAL(labels_load_metadata(&labels, &vit.file, &err), VIT_OK);
+    CU_ASSERT_EQUAL_FATAL(labels.count, 3);
+    CU_ASSERT_STRING_EQUAL(labels.names[2], "bird");
+    labels_free(&labels);
+    vit_free(&vit);
+    scratch_remove(&other);
+    scratch_remove(&dir);
+}
+
 CU_TestInfo tests_hf_config[] = {
     {"heads, eps and labels from config.json", test_heads_eps_and_labels_from_config},
     {"a contradicting config.json is refused", test_contradicting_config_is_refused},
@@ -250,5 +280,6 @@ CU_TestInfo tests_hf_config[] = {
     {"a large config.json, a long path: read", test_large_config_and_long_path_are_read},
     {"a malformed id2label is refused", test_bad_id2label_is_refused},
     {"config.json is never overwritten", test_config_is_never_overwritten},
+    {"a quantized copy keeps heads, eps and names", test_quantized_copy_keeps_the_config},
     CU_TEST_INFO_NULL,
 };

@@ -23,9 +23,11 @@
  * quantized per token at run time), and quantized embeddings or LayerNorms.
  */
 #include "base/fileio.h"
+#include "io/labels.h"
 #include "model/vit.h"
 #include "model/vit_internal.h"
 
+#include <cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -178,6 +180,25 @@ static const float *float_of(const Vit *vit, const VitParamSpec *s, int block, H
     return all;
 }
 
+// A Hugging Face model's class names, from the config.json beside its file,
+// as "class_names" (labels.h): the quantized file is read without that config.
+static void add_class_names(StWriter *wr, const Vit *vit) {
+    Labels labels = {0};
+    VitError ignored; // a config.json without names, or bad ones: the file gets none
+    if (!vit->config_json || st_meta(&vit->file, "class_names") ||
+        labels_load_hf_config(&labels, vit->config_json, &ignored) != VIT_OK ||
+        labels.count != vit->config.num_classes) {
+        labels_free(&labels);
+        return;
+    }
+    cJSON *names = cJSON_CreateStringArray((const char *const *)labels.names, labels.count);
+    char *json = names ? cJSON_PrintUnformatted(names) : NULL;
+    if (json) st_writer_meta(wr, "class_names", json);
+    cJSON_free(json);
+    cJSON_Delete(names);
+    labels_free(&labels);
+}
+
 // The metadata: what the model's file had, then the model's own numbers and the scheme.
 static void add_metadata(StWriter *wr, const Vit *vit) {
     for (int i = 0; i < vit->file.meta_count; i++)
@@ -195,6 +216,7 @@ static void add_metadata(StWriter *wr, const Vit *vit) {
     if (!named && vit->config.channels != 1 &&
         (!strcmp(vit->source, "hf") || !strcmp(vit->source, "torchvision")))
         st_writer_meta(wr, "preprocess", vit->source);
+    add_class_names(wr, vit);
 }
 
 // Every tensor, timm's names, q, k, v fused: the floats (scales among them)

@@ -385,7 +385,8 @@ VitStatus vit_set_precision(Vit *vit, LowpPrecision precision, VitError *err);
  * (num_heads, layer_norm_eps, and whatever else the file it came from had)
  * and adds VIT_QUANT_KEY = VIT_QUANT_INT8, and "preprocess" for a Hugging
  * Face or torchvision model (whose images are prepared as its ecosystem does,
- * which its names no longer say). A row of zeros, whose scale would
+ * which its names no longer say), and "class_names" from the config.json
+ * beside a Hugging Face file (id2label), which the new file has not beside it. A row of zeros, whose scale would
  * be 0, is stored with scale 1 (its q are 0 either way): the loader refuses a
  * scale that is not a positive finite number. vit_build() loads the file:
  * the model runs in int8 straight from the stored weights, without float
