@@ -124,7 +124,7 @@ static const float *chapter_value(const char *name, int *n) {
 // The values that come from data/models, checked against ch11_shipped.safetensors.
 static bool shipped_name(const char *name) {
     static const char *const prefixes[] = {"log.",  "experiment", "model.", "test.",
-                                            "mistakes.", "film.", "layers."};
+                                            "mistakes.", "film.", "layers.", "frontier."};
     for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
         if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0) return true;
     return false;
