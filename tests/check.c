@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/rng.h"
 #include "diagnose.h"
 #include "record.h"
 #include "io/labels.h"
@@ -595,6 +596,19 @@ void expect_golden_tensor(const char *file, const char *name, const Tensor *actu
         fprintf(stderr, "\n    %s: max |diff| %.3g (atol %.3g)", name,
                 (double)tensor_max_abs_diff(actual, &expected), (double)atol);
     tensor_free(&expected);
+}
+
+const VitConfig check_small_config = {.image_size = 32, .patch_size = 8, .channels = 3,
+                                      .dim = 64, .depth = 2, .heads = 4, .mlp_dim = 256,
+                                      .num_classes = 10, .ln_eps = 1e-6f};
+const VitInit check_small_init = {.seed = 7, .std = 0.2f, .bias_std = 0.02f, .norm_std = 0.1f};
+
+Tensor check_image_batch(const VitConfig *c, int B, uint64_t seed) {
+    Tensor x = tensor_new(4, B, c->channels, c->image_size, c->image_size);
+    Rng rng;
+    rng_seed(&rng, seed);
+    rng_fill_uniform(&rng, x.data, x.numel, -1.0f, 1.0f);
+    return x;
 }
 
 Vit check_shipped_model(void) {

@@ -117,6 +117,16 @@ void golden_meta_tolerance(const char *file, const char *name, float *atol, floa
  * VIT_GOLDEN_REPORT=1, also its largest difference.
  */
 void expect_golden_tensor(const char *file, const char *name, const Tensor *actual);
+/** The small ViT of tools/gen_golden_vit.py (SMALL there), whose goldens
+ *  vit_small*.safetensors several suites check: S 32, p 8, D 64, H 4, L 2, M 256, Y 10. */
+extern const VitConfig check_small_config;
+/** Its weights' draws (`vit make-weights --seed 7 --std 0.2 --bias-std 0.02 --norm-std 0.1`). */
+extern const VitInit check_small_init;
+/** The small model's golden batch: how many images, and their seed. */
+enum { CHECK_SMALL_BATCH = 2, CHECK_SMALL_INPUT_SEED = 11 };
+/** @brief A batch of B images (B, C, S, S) for @p c, uniform in [-1, 1) from
+ *         @p seed (vitrng.py's image_batch). */
+Tensor check_image_batch(const VitConfig *c, int B, uint64_t seed);
 /** The shipped Fashion-MNIST model, data/models/vit-fashion.safetensors, built;
  *  the test stops (fatally) when it cannot be. Free it with vit_free(). */
 Vit check_shipped_model(void);

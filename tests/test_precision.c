@@ -41,25 +41,15 @@
 #include "model/trace_stages.h"
 #include "model/vit.h"
 
-// The small model of tools/gen_golden_vit.py (SMALL there), as tests/test_vit.c builds it.
-static const VitConfig small_config = {.image_size = 32, .patch_size = 8, .channels = 3,
-                                       .dim = 64, .depth = 2, .heads = 4, .mlp_dim = 256,
-                                       .num_classes = 10, .ln_eps = 1e-6f};
-static const VitInit small_init = {.seed = 7, .std = 0.2f, .bias_std = 0.02f, .norm_std = 0.1f};
-enum { SMALL_BATCH = 2, SMALL_INPUT_SEED = 11 };
 
+// The small model's golden batch (check.h).
 static Tensor image_batch(void) {
-    Tensor x = tensor_new(4, SMALL_BATCH, small_config.channels, small_config.image_size,
-                          small_config.image_size);
-    Rng rng;
-    rng_seed(&rng, SMALL_INPUT_SEED);
-    rng_fill_uniform(&rng, x.data, x.numel, -1.0f, 1.0f);
-    return x;
+    return check_image_batch(&check_small_config, CHECK_SMALL_BATCH, CHECK_SMALL_INPUT_SEED);
 }
 
 static bool build(Vit *vit, LowpPrecision p) {
     VitError err;
-    if (vit_build_random(vit, &small_config, &small_init, &err) != VIT_OK) {
+    if (vit_build_random(vit, &check_small_config, &check_small_init, &err) != VIT_OK) {
         fprintf(stderr, "\n    %s\n", err.msg);
         CU_FAIL("vit_build_random failed");
         return false;
@@ -94,7 +84,7 @@ static void run_against_golden(LowpPrecision p, bool portable) {
         CU_ASSERT_STRING_EQUAL(st_meta(&g.golden, "precision"), lowp_precision_name(p));
         if (p == LOWP_INT8) {
             CU_ASSERT_EQUAL(vit_forward(&vit, &x, golden_check, &g, &err), VIT_OK);
-            CU_ASSERT_EQUAL(g.checked, TRACE_STAGES(small_config.depth));
+            CU_ASSERT_EQUAL(g.checked, TRACE_STAGES(check_small_config.depth));
             golden_finish(&g);
         } else {
             golden_close(&g); // only its metadata was read
@@ -150,7 +140,7 @@ static void test_every_linear_gets_its_copy(void) {
     for (LowpPrecision p = LOWP_BF16; p <= LOWP_INT8; p++) {
         Vit vit;
         if (!build(&vit, p)) return;
-        for (int l = 0; l < small_config.depth; l++) {
+        for (int l = 0; l < check_small_config.depth; l++) {
             const VitBlockWeights *b = &vit.weights.blocks[l];
             const LowpWeight *all[6] = {b->attn.q_lowp, b->attn.k_lowp, b->attn.v_lowp,
                                         b->attn.proj_lowp, b->fc1_lowp, b->fc2_lowp};
@@ -161,11 +151,11 @@ static void test_every_linear_gets_its_copy(void) {
                 CU_ASSERT_EQUAL(all[i]->precision, p);
                 CU_ASSERT_PTR_EQUAL(all[i]->w, from[i]);
             }
-            CU_ASSERT_EQUAL(b->fc1_lowp->O, small_config.mlp_dim);
-            CU_ASSERT_EQUAL(b->fc2_lowp->D, small_config.mlp_dim);
+            CU_ASSERT_EQUAL(b->fc1_lowp->O, check_small_config.mlp_dim);
+            CU_ASSERT_EQUAL(b->fc2_lowp->D, check_small_config.mlp_dim);
         }
         CU_ASSERT_PTR_NOT_NULL_FATAL(vit.weights.head_lowp);
-        CU_ASSERT_EQUAL(vit.weights.head_lowp->O, small_config.num_classes);
+        CU_ASSERT_EQUAL(vit.weights.head_lowp->O, check_small_config.num_classes);
         vit_free(&vit);
     }
 }

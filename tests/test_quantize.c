@@ -36,20 +36,10 @@
 #include "model/trace_stages.h"
 #include "model/vit.h"
 
-// The small model of tools/gen_golden_vit.py (SMALL there), as tests/test_precision.c builds it.
-static const VitConfig small_config = {.image_size = 32, .patch_size = 8, .channels = 3,
-                                       .dim = 64, .depth = 2, .heads = 4, .mlp_dim = 256,
-                                       .num_classes = 10, .ln_eps = 1e-6f};
-static const VitInit small_init = {.seed = 7, .std = 0.2f, .bias_std = 0.02f, .norm_std = 0.1f};
-enum { SMALL_BATCH = 2, SMALL_INPUT_SEED = 11 };
 
+// The small model's golden batch (check.h).
 static Tensor image_batch(void) {
-    Tensor x = tensor_new(4, SMALL_BATCH, small_config.channels, small_config.image_size,
-                          small_config.image_size);
-    Rng rng;
-    rng_seed(&rng, SMALL_INPUT_SEED);
-    rng_fill_uniform(&rng, x.data, x.numel, -1.0f, 1.0f);
-    return x;
+    return check_image_batch(&check_small_config, CHECK_SMALL_BATCH, CHECK_SMALL_INPUT_SEED);
 }
 
 static bool ok(VitStatus s, const VitError *err, const char *what) {
@@ -62,7 +52,8 @@ static bool ok(VitStatus s, const VitError *err, const char *what) {
 static bool write_small_int8(const char *path) {
     Vit vit;
     VitError err;
-    if (!ok(vit_build_random(&vit, &small_config, &small_init, &err), &err, "build")) return false;
+    if (!ok(vit_build_random(&vit, &check_small_config, &check_small_init, &err), &err, "build"))
+        return false;
     const bool written = ok(vit_save_int8(&vit, path, &err), &err, "vit_save_int8");
     vit_free(&vit);
     return written;
@@ -99,7 +90,7 @@ static void expect_int8_tensors_as_golden(const char *path) {
         CU_ASSERT_EQUAL(differ, 0);
         compared++;
     }
-    CU_ASSERT_EQUAL(compared, 2 * (4 * small_config.depth + 1)); // q and scales of 9 Linears
+    CU_ASSERT_EQUAL(compared, 2 * (4 * check_small_config.depth + 1)); // q and scales of 9 Linears
     CU_ASSERT_STRING_EQUAL(st_meta(&file, VIT_QUANT_KEY), VIT_QUANT_INT8);
     CU_ASSERT_STRING_EQUAL(st_meta(&file, "num_heads"), "4");
     st_close(&golden);
@@ -125,7 +116,7 @@ static void test_other_tensors_stay_float(void) {
     VitError err;
     SafeTensors file;
     if (write_small_int8(path) &&
-        ok(vit_build_random(&vit, &small_config, &small_init, &err), &err, "build")) {
+        ok(vit_build_random(&vit, &check_small_config, &check_small_init, &err), &err, "build")) {
         if (ok(st_open(&file, path, &err), &err, "st_open")) {
             const char *names[] = {"patch_embed.proj.weight", "cls_token", "pos_embed",
                                    "blocks.1.norm2.weight", "blocks.0.attn.qkv.bias", "head.bias"};
@@ -167,7 +158,7 @@ static void run_loaded_against_golden(bool portable) {
         GoldenCheck g;
         if (golden_open(&g, "vit_small_int8.safetensors")) {
             CU_ASSERT_EQUAL(vit_forward(&vit, &x, golden_check, &g, &err), VIT_OK);
-            CU_ASSERT_EQUAL(g.checked, TRACE_STAGES(small_config.depth));
+            CU_ASSERT_EQUAL(g.checked, TRACE_STAGES(check_small_config.depth));
             golden_finish(&g);
         }
         CU_ASSERT_EQUAL_FATAL(vit_forward(&vit, &x, NULL, NULL, &err), VIT_OK); // block_fused.c
@@ -199,7 +190,7 @@ static void test_round_trip_gives_the_same_integers(void) {
         CU_ASSERT_PTR_NOT_NULL_FATAL(vit.weights.blocks[0].attn.q_w);
         Tensor q = golden_tensor("quantized_small.safetensors", "blocks.0.attn.qkv.weight");
         Tensor s = golden_tensor("quantized_small.safetensors", "blocks.0.attn.qkv.weight_scale");
-        const int D = small_config.dim;
+        const int D = check_small_config.dim;
         size_t differ = 0; // q's first third is q_w's rows: each q · scale in float
         for (int o = 0; o < D; o++)
             for (int d = 0; d < D; d++)
@@ -295,7 +286,7 @@ static void test_file_is_at_most_27_percent(void) {
     if (write_small_int8(path) && ok(st_open(&file, path, &err), &err, "st_open")) {
         size_t data = 0;
         for (int i = 0; i < file.count; i++) data += file.tensors[i].end - file.tensors[i].begin;
-        CU_ASSERT_EQUAL(data, (size_t)int8_data_bytes(&small_config));
+        CU_ASSERT_EQUAL(data, (size_t)int8_data_bytes(&check_small_config));
         st_close(&file);
     }
     VitConfig base;
@@ -412,7 +403,7 @@ static void test_vit_quantize_writes_and_refuses(void) {
     scratch_file(&dir, "x.safetensors", x, sizeof x);
     Vit vit;
     VitError err;
-    if (!ok(vit_build_random(&vit, &small_config, &small_init, &err), &err, "build"))
+    if (!ok(vit_build_random(&vit, &check_small_config, &check_small_init, &err), &err, "build"))
         return scratch_remove(&dir);
     CU_ASSERT(ok(vit_save(&vit, in, &err), &err, "vit_save"));
     vit_free(&vit);

@@ -39,27 +39,12 @@
 
 /* ------------------------------------------------------------ the models */
 
-// The small model of tools/gen_golden_vit.py (SMALL there).
-static const VitConfig small_config = {.image_size = 32, .patch_size = 8, .channels = 3,
-                                       .dim = 64, .depth = 2, .heads = 4, .mlp_dim = 256,
-                                       .num_classes = 10, .ln_eps = 1e-6f};
-static const VitInit small_init = {.seed = 7, .std = 0.2f, .bias_std = 0.02f, .norm_std = 0.1f};
-enum { SMALL_BATCH = 2, SMALL_INPUT_SEED = 11 };
 
 // ViT-B/16 of tools/gen_golden_vit.py (BASE there).
 static const VitInit base_init = {.seed = 5, .std = 0.02f, .bias_std = 0.02f, .norm_std = 0.1f};
 enum { BASE_BATCH = 1, BASE_INPUT_SEED = 12 };
 
 static bool report_wanted(void) { return golden_report_wanted(); }
-
-// A batch of B images (B, C, S, S) uniform in [-1, 1) (vitrng.py's image_batch).
-static Tensor image_batch(const VitConfig *c, int B, uint64_t seed) {
-    Tensor x = tensor_new(4, B, c->channels, c->image_size, c->image_size);
-    Rng rng;
-    rng_seed(&rng, seed);
-    rng_fill_uniform(&rng, x.data, x.numel, -1.0f, 1.0f);
-    return x;
-}
 
 static bool build(Vit *vit, const VitConfig *c, const VitInit *init) {
     VitError err;
@@ -143,17 +128,17 @@ static void small_check(void *user, const char *name, const Tensor *t) {
 static void run_small_against_golden(GemmBackend backend) {
     gemm_set_backend(backend);
     Vit vit;
-    if (!build(&vit, &small_config, &small_init)) return;
-    Tensor x = image_batch(&small_config, SMALL_BATCH, SMALL_INPUT_SEED);
+    if (!build(&vit, &check_small_config, &check_small_init)) return;
+    Tensor x = check_image_batch(&check_small_config, CHECK_SMALL_BATCH, CHECK_SMALL_INPUT_SEED);
     SmallCheck s = {.probs_ok = true};
     if (golden_open(&s.g, "vit_small.safetensors")) {
-        assert_golden_describes(&s.g.golden, &small_config, &small_init, SMALL_BATCH,
-                                SMALL_INPUT_SEED);
+        assert_golden_describes(&s.g.golden, &check_small_config, &check_small_init,
+                                CHECK_SMALL_BATCH, CHECK_SMALL_INPUT_SEED);
         if (report_wanted()) fprintf(stderr, "\n    [%s]", gemm_backend_name(backend));
         VitError err;
         CU_ASSERT_EQUAL(vit_forward(&vit, &x, small_check, &s, &err), VIT_OK);
-        CU_ASSERT_EQUAL(s.g.checked, TRACE_STAGES(small_config.depth));
-        CU_ASSERT_EQUAL(s.probs_checked, small_config.depth);
+        CU_ASSERT_EQUAL(s.g.checked, TRACE_STAGES(check_small_config.depth));
+        CU_ASSERT_EQUAL(s.probs_checked, check_small_config.depth);
         CU_ASSERT_TRUE(s.probs_ok);
         golden_finish(&s.g);
     }
@@ -277,8 +262,8 @@ static void check_contract(const VitConfig *c, int B) {
     CU_ASSERT_EQUAL(n, 7 + 15 * c->depth);
 
     Vit vit;
-    if (!build(&vit, c, &small_init)) return;
-    Tensor x = image_batch(c, B, 3);
+    if (!build(&vit, c, &check_small_init)) return;
+    Tensor x = check_image_batch(c, B, 3);
     VitError err;
     CU_ASSERT_EQUAL_FATAL(vit_forward(&vit, &x, log_names, &log, &err), VIT_OK);
     CU_ASSERT_EQUAL(log.count, n);
@@ -314,7 +299,7 @@ static void check_contract(const VitConfig *c, int B) {
 }
 
 static void test_trace_is_the_contract(void) {
-    check_contract(&small_config, SMALL_BATCH);
+    check_contract(&check_small_config, CHECK_SMALL_BATCH);
     // another model (3 blocks, 2 heads, 36 patches) on a single image; its MLP
     // keeps the contract's width 4D
     VitConfig c = {.image_size = 24, .patch_size = 4, .channels = 3, .dim = 32, .depth = 3,
@@ -332,15 +317,15 @@ static void record_all(void *user, const char *name, const Tensor *t) {
 // images in a batch never mix.
 static void test_batch_items_do_not_mix(void) {
     Vit vit;
-    if (!build(&vit, &small_config, &small_init)) return;
-    Tensor pair = image_batch(&small_config, 2, 31);
+    if (!build(&vit, &check_small_config, &check_small_init)) return;
+    Tensor pair = check_image_batch(&check_small_config, 2, 31);
     const size_t per_image = pair.numel / 2;
     TraceRecorder both = {0}, one[2] = {{0}};
     VitError err;
     CU_ASSERT_EQUAL_FATAL(vit_forward(&vit, &pair, record_all, &both, &err), VIT_OK);
     for (int b = 0; b < 2; b++) {
-        Tensor x = tensor_view(pair.data + b * per_image, 4, 1, 3, small_config.image_size,
-                               small_config.image_size);
+        Tensor x = tensor_view(pair.data + b * per_image, 4, 1, 3, check_small_config.image_size,
+                               check_small_config.image_size);
         CU_ASSERT_EQUAL_FATAL(vit_forward(&vit, &x, record_all, &one[b], &err), VIT_OK);
     }
     CU_ASSERT_EQUAL(both.count, one[0].count);
@@ -380,8 +365,8 @@ static void test_batch_items_do_not_mix(void) {
 static void test_pre_logits_is_the_cls_row(void) {
     enum { B = 3 };
     Vit vit;
-    if (!build(&vit, &small_config, &small_init)) return;
-    Tensor x = image_batch(&small_config, B, 21);
+    if (!build(&vit, &check_small_config, &check_small_init)) return;
+    Tensor x = check_image_batch(&check_small_config, B, 21);
     TraceRecorder r = {0};
     VitError err;
     CU_ASSERT_EQUAL_FATAL(vit_forward(&vit, &x, record_all, &r, &err), VIT_OK);
@@ -390,8 +375,8 @@ static void test_pre_logits_is_the_cls_row(void) {
     CU_ASSERT_PTR_NOT_NULL_FATAL(norm);
     CU_ASSERT_PTR_NOT_NULL_FATAL(pre);
     CU_ASSERT_PTR_NOT_NULL_FATAL(logits);
-    const int N = vit_num_tokens(&small_config), D = small_config.dim;
-    const int Y = small_config.num_classes;
+    const int N = vit_num_tokens(&check_small_config), D = check_small_config.dim;
+    const int Y = check_small_config.num_classes;
     Tensor want_pre = tensor_new(2, B, D), want_logits = tensor_new(2, B, Y);
     for (int b = 0; b < B; b++)
         memcpy(want_pre.data + (size_t)b * D, norm->data + (size_t)b * N * D, sizeof(float) * D);
@@ -456,15 +441,15 @@ static void test_overflowing_scores_match_pytorch(void) {
 // use for, are left exactly as they were (here: NaN, which would show anywhere).
 static void test_forward_without_trace_gives_same_logits(void) {
     Vit vit;
-    if (!build(&vit, &small_config, &small_init)) return;
-    Tensor x = image_batch(&small_config, 2, 5);
+    if (!build(&vit, &check_small_config, &check_small_init)) return;
+    Tensor x = check_image_batch(&check_small_config, 2, 5);
     TraceRecorder r = {0};
     VitError err;
     CU_ASSERT_EQUAL_FATAL(vit_forward(&vit, &x, record_all, &r, &err), VIT_OK);
     const MhaScratch *m = &vit.acts.block.mha;
     CU_ASSERT_FALSE(m->keep_matrices); // a model not prepared for training
-    const int N = vit_num_tokens(&small_config);
-    const size_t bhnn = (size_t)2 * small_config.heads * N * N;
+    const int N = vit_num_tokens(&check_small_config);
+    const size_t bhnn = (size_t)2 * check_small_config.heads * N * N;
     for (size_t i = 0; i < bhnn; i++) m->scores[i] = m->scaled[i] = m->probs[i] = NAN;
     CU_ASSERT_EQUAL_FATAL(vit_forward(&vit, &x, NULL, NULL, &err), VIT_OK);
     Tensor quiet = vit_logits(&vit);
@@ -531,7 +516,7 @@ static VitBlockWeights with_qkv_apart(const VitBlockWeights *w, float *apart, in
 static void run_fused_block_against_golden(QkvRoad road, GemmBackend backend) {
     gemm_set_backend(backend);
     Vit vit;
-    if (!build(&vit, &small_config, &small_init)) return;
+    if (!build(&vit, &check_small_config, &check_small_init)) return;
     const VitConfig *c = &vit.config;
     const int D = c->dim;
     float *apart = malloc(sizeof(float) * 3 * (size_t)D * D);
@@ -581,7 +566,7 @@ static void test_fused_block_odd_shapes(void) {
                            .depth = 1, .heads = 3, .mlp_dim = 60, .num_classes = 5,
                            .ln_eps = 1e-6f};
     Vit vit;
-    if (!build(&vit, &odd, &small_init)) return;
+    if (!build(&vit, &odd, &check_small_init)) return;
     const int B = 3, N = vit_num_tokens(&odd), D = odd.dim;
     Tensor x = tensor_new(3, B, N, D);
     Rng rng;
@@ -613,7 +598,7 @@ static void test_fused_block_odd_shapes(void) {
 
 static void test_forward_refuses_wrong_input(void) {
     Vit vit;
-    if (!build(&vit, &small_config, &small_init)) return;
+    if (!build(&vit, &check_small_config, &check_small_init)) return;
     Tensor x = tensor_new(4, 1, 3, 16, 16), y = tensor_new(3, 3, 32, 32);
     VitError err = {{0}};
     CU_ASSERT_EQUAL(vit_forward(&vit, &x, NULL, NULL, &err), VIT_ERR_INPUT);
@@ -820,7 +805,7 @@ static void test_vit_base_matches_pytorch(void) {
     double t0 = vit_now();
     if (build(&vit, &c, &base_init)) {
         double t1 = vit_now();
-        Tensor x = image_batch(&c, BASE_BATCH, BASE_INPUT_SEED);
+        Tensor x = check_image_batch(&c, BASE_BATCH, BASE_INPUT_SEED);
         CU_ASSERT_EQUAL(vit_forward(&vit, &x, base_check, &b, &err), VIT_OK);
         CU_ASSERT_EQUAL(b.seen, b.rows);
         assert_report_clean(&b.report, "stages");
