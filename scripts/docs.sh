@@ -408,6 +408,18 @@ if [ -f "$FULL/14_making_it_fast.s10.txt" ]; then
     [ -n "$best" ] || fail "chapter 14's best measured speed was not found in its section 10"
     plot gflops_ladder.gp "$PICTURES/gflops-ladder.dat" gflops-ladder.png "best=$best; peak=${peak:-0}"
 fi
+if [ -f "$FULL/15_smaller_numbers.s7.txt" ]; then
+    # the table of section 7, one row per stage and block: index, block, stage, percent
+    awk 'BEGIN { s = 0 }
+         /^    stage +block 0/ { on = 1; L = NF - 1; next }
+         on && /^    [a-z]/ && NF == L / 2 + 1 && $2 ~ /%$/ {
+             stage[s] = $1; for (b = 0; b < L / 2; b++) { v = $(b + 2); sub(/%/, "", v); err[s, b] = v }; s++ }
+         on && /^$/ && s { exit }
+         END { n = 0; for (b = 0; b < L / 2; b++) for (k = 0; k < s; k++) print n++, b, stage[k], err[k, b] }' \
+        "$FULL/15_smaller_numbers.s7.txt" >"$PICTURES/int8-error.dat"
+    need "$PICTURES/int8-error.dat" 10 "chapter 15's table of section 7"
+    plot int8_error.gp "$PICTURES/int8-error.dat" int8-error.png
+fi
 
 # ------------------------------------------------------------ lib's own pictures
 # Two pictures drawn by small programs linked with lib (docs/plots/*.c), so

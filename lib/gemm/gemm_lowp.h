@@ -54,10 +54,12 @@
  *
  *  The int8 and bf16 products, their number formats, the quantization of a
  *  row, and a Linear layer in either number (what vit_set_precision() gives a
- *  model): @ref chapter14 "chapter 14"'s float product on smaller numbers, for
- *  the chapter on a smaller model that will follow it. Pinned by the suites
- *  @ref test_gemm_lowp.c "gemm_lowp" and @ref test_precision.c "precision"
- *  (the layer and the model against PyTorch, its dynamic quantization too).
+ *  model): @ref chapter14 "chapter 14"'s float product on smaller numbers,
+ *  taught in @ref chapter15 "chapter 15" (exercise 15 writes the rows'
+ *  quantization and the portable int8 product). Pinned by the suites
+ *  @ref test_ch15_smaller_numbers.c "ch15_smaller_numbers", @ref test_gemm_lowp.c
+ *  "gemm_lowp" and @ref test_precision.c "precision" (the layer and the model
+ *  against PyTorch, its dynamic quantization too).
  *  @{
  */
 
