@@ -202,7 +202,11 @@ static void bf16_product(float *out, const uint16_t *a_packed, const uint16_t *b
                          int N, int k_padded) {
     const int panels = (N + NR - 1) / NR;
     const int threads = threads_for(M, k_padded, N);
-#pragma omp parallel num_threads(threads) if (threads > 1)
+    // num_threads alone, without "if (threads > 1)": LLVM's OpenMP (libomp 14)
+    // carries the num_threads of a region an if clause made serial over to the
+    // next parallel region, and OpenBLAS's next product (a clang build) then got
+    // one thread for work it had split in two, and waited for the other forever
+#pragma omp parallel num_threads(threads)
     {
         uint16_t *panel = vit_malloc_aligned((size_t)NR * k_padded * sizeof *panel + 64);
 #pragma omp for schedule(static)
