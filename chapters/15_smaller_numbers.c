@@ -786,9 +786,9 @@ static void keeping_a_layer(Chapter *ch, Work *w, const Where *where) {
                    same[0], TRACED);
     else
         ch_verdict(ch, "In decisions it %s: %d of the %d images keep fp32's class, against %d "
-                   "with every layer in int8. A difference of %d image%s, each close to a tie "
-                   "that any rounding can move either way: these %d images cannot show a "
-                   "gain or a loss in decisions.",
+                   "with every layer in int8. A difference of %d image%s, near a tie between "
+                   "two classes that any rounding can tip either way: these %d images cannot "
+                   "show a gain or a loss in decisions.",
                    moved > 0 ? "gains" : "does not gain", same[best + 1], TRACED, same[0],
                    abs(moved), abs(moved) == 1 ? "" : "s", TRACED);
 }
