@@ -65,8 +65,8 @@ int vit_linear_index(const VitParamSpec *s, int block, int part, int depth) {
 }
 
 void vit_lowp_take_int8(Vit *vit, int index, const int8_t *q, const float *scale, int O, int D) {
-    if (!vit->lowp)
-        vit->lowp = vit_calloc((size_t)vit->config.depth * LINEARS_PER_BLOCK + 1, sizeof *vit->lowp);
+    const size_t linears = (size_t)vit->config.depth * LINEARS_PER_BLOCK + 1;
+    if (!vit->lowp) vit->lowp = vit_calloc(linears, sizeof *vit->lowp);
     LowpWeight *lw = &vit->lowp[index];
     lowp_weight_free(lw);
     *lw = (LowpWeight){.precision = LOWP_INT8, .O = O, .D = D};

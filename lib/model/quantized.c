@@ -75,10 +75,11 @@ static VitStatus find_scale(const Vit *vit, const char *name, int O, const float
     const int o = bad_scale(*scale, O);
     if (o < 0) return VIT_OK;
     const float v = (*scale)[o];
+    const char *what = isnan(v) ? "NaN" : isinf(v) ? "infinite" : v == 0 ? "0" : "negative";
     s = vit_fail(err, VIT_ERR_INPUT,
                  "%s: scale '%s'[%d] is %s: a scale must be a positive finite number "
                  "(q · scale is the weight)",
-                 path, scale_name, o, isnan(v) ? "NaN" : isinf(v) ? "infinite" : v == 0 ? "0" : "negative");
+                 path, scale_name, o, what);
     if (*owned) free((void *)*scale);
     return s;
 }
