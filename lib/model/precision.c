@@ -15,6 +15,12 @@
  * q, k and v are three copies even where the file holds one (3D, D) matrix:
  * one scale per output channel makes quantizing the thirds apart the same as
  * quantizing the whole.
+ *
+ * A model loaded from a quantized file (vit_save_int8(), quantized.c) starts
+ * the other way round: its copies are the file's int8 weights
+ * (vit_lowp_take_int8()), and it has no float weights for them
+ * (Vit::int8_only). Asked for fp32 or bf16, it first makes them, q · scale
+ * (dequantize_loaded()); quantized again, they give the file's integers.
  */
 #include "model/params.h"
 #include "model/vit.h"

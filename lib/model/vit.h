@@ -359,6 +359,10 @@ VitStatus vit_set_head_off(Vit *vit, int layer, int head, bool off, VitError *er
  * LayerNorm, softmax, GELU and the residual additions stay in float; the
  * float weights stay too, for the parameter table and vit_save().
  *
+ * A model loaded from a quantized file (Vit::int8_only) is in int8 as
+ * loaded, and LOWP_INT8 leaves it so; LOWP_FP32 or LOWP_BF16 first gives its
+ * int8 Linears float weights, q · scale, which the model then keeps.
+ *
  * Inference only: a model prepared for training (vit_train_prepare()) is
  * refused, and vit_train_prepare() refuses to prepare a model in bf16 or
  * int8 for training (VIT_KEEP_NONE, inference, it accepts). The copies are
