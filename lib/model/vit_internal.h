@@ -1,8 +1,10 @@
 /**
  * @file vit_internal.h
- * @brief Helpers shared by vit_memory.c, forward.c, backward.c, weights.c, init.c and
- *        shards.c, not part of the public API: the memory a Vit owns (defined in
- *        vit_memory.c, freed by vit_free()), and the checks of a training step (backward.c).
+ * @brief Helpers shared by vit_memory.c, forward.c, backward.c, weights.c, init.c,
+ *        precision.c, quantized.c and shards.c, not part of the public API: the
+ *        memory a Vit owns (handed out by params_owned.c, freed by vit_free()), the
+ *        Linear layers' copies in smaller numbers (precision.c, quantized.c), and the
+ *        checks of a training step (backward.c).
  */
 #ifndef VIT_VIT_INTERNAL_H
 #define VIT_VIT_INTERNAL_H

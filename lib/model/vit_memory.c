@@ -6,7 +6,9 @@
  * Shape legend: B batch, C channels, S image side, p patch side, P patches,
  * N = P + 1 tokens, D width, H heads, Y classes (vit.h).
  *
- * The rest of the model lives beside it: the forward recipe in forward.c, the
+ * The parameters it owns are handed out by params_owned.c (vit_take_params())
+ * and freed here, with everything else, by vit_free(). The rest of the model
+ * lives beside it: the forward recipe in forward.c, the
  * sizes in config.c, one block in block.c, the parameter table in params.c, loading in weights.c, random
  * initialisation in init.c, saving in params_save.c.
  *
@@ -26,22 +28,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ------------------------------------------------- what the model owns */
-
-// A new zeroed parameter buffer of n floats, owned (and freed) by the model.
-// One buffer per tensor, allocated only once its size has been checked, so a
-// file cannot make us reserve memory for tensors it does not hold.
-float *vit_take_params(Vit *vit, size_t n) {
-    vit->owned = vit_realloc(vit->owned, (size_t)(vit->owned_count + 1) * sizeof(float *));
-    float *p = vit_calloc(n, sizeof(float));
-    vit->owned[vit->owned_count++] = p;
-    return p;
-}
-
-void vit_alloc_blocks(Vit *vit) {
-    vit->weights.blocks = vit_calloc((size_t)vit->config.depth, sizeof(VitBlockWeights));
-}
 
 /* ------------------------------------------------------------ activations */
 
