@@ -772,17 +772,27 @@ static void accuracy_against_minutes(Chapter *ch, char (*names)[64], const float
     const double last_gain = best[k - 1] - best[k - 2], p = best[k - 1];
     const double sigma = sqrt(2 * p * (1 - p) / 5000.0); // of a difference of two runs
     ch_value(ch, "frontier.best_in_budget", best_in_budget);
+    const bool flat = fabs(last_gain) < 2 * sigma, reached = best_in_budget >= GOAL;
+    char next[320]; // what the curve says of more epochs, as its last step measured it
+    if (reached)
+        snprintf(next, sizeof next, "The goal is met within the budget.");
+    else if (flat)
+        snprintf(next, sizeof next, "At that rate more epochs of this recipe do not look like "
+                 "the road across the %.2f points left; a model that reaches %.1f%% in %.0f "
+                 "minutes needs another recipe, or a larger model with faster steps, which "
+                 "these runs have not measured.", 100 * (GOAL - best_in_budget), 100 * GOAL,
+                 BUDGET);
+    else
+        snprintf(next, sizeof next, "More epochs might close part of the %.2f points left; "
+                 "whether they reach %.1f%% within %.0f minutes these runs cannot say.",
+                 100 * (GOAL - best_in_budget), 100 * GOAL, BUDGET);
     ch_verdict(ch, "The best run that fits in %.0f minutes ends at %.2f%% on validation, %s the "
-                   "%.1f%% the project asked of its model. The curve flattens: the last step, "
-                   "from %d to %d epochs, adds %+.2f points, %s twice the uncertainty of a "
-                   "difference of two runs on these images (2 × %.2f points). At that rate more "
-                   "epochs of this recipe do not look like the road across the %.2f points "
-                   "left; a model that reaches %.1f%% in %.0f minutes needs another recipe, or "
-                   "a larger model with faster steps, which these runs have not measured.%s",
-               BUDGET, 100 * best_in_budget, best_in_budget >= GOAL ? "reaching" : "short of",
-               100 * GOAL, lengths[k - 2], lengths[k - 1], 100 * last_gain,
-               fabs(last_gain) < 2 * sigma ? "less than" : "more than", 100 * sigma,
-               100 * (GOAL - best_in_budget), 100 * GOAL, BUDGET, luck);
+                   "%.1f%% the project asked of its model. The curve %s: the last step, from %d "
+                   "to %d epochs, adds %+.2f points, %s twice the uncertainty of a difference of "
+                   "two runs on these images (2 × %.2f points). %s%s",
+               BUDGET, 100 * best_in_budget, reached ? "reaching" : "short of", 100 * GOAL,
+               flat ? "flattens" : "still climbs", lengths[k - 2], lengths[k - 1],
+               100 * last_gain, flat ? "less than" : "more than", 100 * sigma, next, luck);
 }
 
 static int by_name(const void *a, const void *b) {

@@ -525,11 +525,8 @@ VitStatus cmd_eval(const VitCommand *self, int argc, char **argv, VitError *err)
                         vit_escape(shown, sizeof shown, a.split), names);
     }
     if (!*a.data) return vit_fail(err, VIT_ERR_USAGE, "--data: give fashion-mnist or a folder");
-    LowpPrecision precision;
+    LowpPrecision precision; // a name that is none of the three: refused before any file
     if ((s = cli_precision(&precision, a.precision, err)) != VIT_OK) return s;
-    if (a.precision && precision != LOWP_FP32 && a.attention)
-        return vit_fail(err, VIT_ERR_USAGE, "--attention takes a backward pass, which needs fp32: "
-                        "leave out --precision %s", a.precision);
     cli_apply_threads(&spec, a.threads);
     return eval(&a, err);
 }

@@ -37,7 +37,7 @@ static const char description[] =
 static const char examples[] =
     "  vit quantize data/models/vit-fashion.safetensors /tmp/vit-fashion-int8.safetensors\n"
     "  vit eval --weights /tmp/vit-fashion-int8.safetensors\n"
-    "  vit info /tmp/vit-fashion-int8.safetensors\n";
+    "  vit info --weights /tmp/vit-fashion-int8.safetensors\n";
 
 // The size of `path` in bytes, or -1.
 static double file_bytes(const char *path) {

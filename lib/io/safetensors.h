@@ -134,7 +134,7 @@ uint16_t st_f32_to_bf16(float f);
 /** One tensor queued for writing. */
 typedef struct {
     char *name;          /**< tensor name */
-    StDtype dtype;       /**< F32, F16 or BF16 on disk */
+    StDtype dtype;       /**< on disk: F32, F16 or BF16 from floats; any from raw bytes */
     int ndim;            /**< dimensions */
     int shape[TENSOR_MAX_DIMS]; /**< sizes */
     const float *data;   /**< borrowed until st_writer_save() returns (float entries) */
@@ -158,9 +158,10 @@ void st_writer_add(StWriter *w, const char *name, const Tensor *t);
 /** @brief Queue @p t under @p name, stored as @p dtype (ST_F32, ST_F16 or ST_BF16). */
 void st_writer_add_as(StWriter *w, const char *name, const Tensor *t, StDtype dtype);
 /**
- * @brief Queue @p numel elements of @p dtype (borrowed) under @p name, written
- *        byte for byte: integer tensors such as a quantized weight's ST_I8.
- *        Bytes of a wider type must already be little-endian.
+ * @brief Queue the tensor of @p ndim dimensions @p shape whose bytes @p raw
+ *        holds (borrowed), stored as @p dtype byte for byte: integer tensors
+ *        such as a quantized weight's ST_I8. A wider type's bytes must already
+ *        be little-endian.
  */
 void st_writer_add_raw(StWriter *w, const char *name, StDtype dtype, int ndim, const int *shape,
                        const void *raw);

@@ -20,8 +20,17 @@ int vit_params(const Vit *vit, VitParam *out) {
     return vit_weights_params(out, &vit->weights, &vit->config);
 }
 
+void vit_writer_meta(StWriter *wr, const Vit *vit) {
+    // heads and eps are not in any shape: the metadata carries them
+    char meta[32];
+    snprintf(meta, sizeof meta, "%d", vit->config.heads);
+    st_writer_meta(wr, "num_heads", meta);
+    snprintf(meta, sizeof meta, "%g", (double)vit->config.ln_eps);
+    st_writer_meta(wr, "layer_norm_eps", meta);
+    st_writer_meta(wr, "format", "pt");
+}
+
 VitStatus vit_writer_add(StWriter *wr, const Vit *vit, VitError *err) {
-    const VitConfig *c = &vit->config;
     const int count = vit_params(vit, NULL);
     VitParam *params = vit_malloc(sizeof *params * (size_t)count);
     vit_params(vit, params);
@@ -34,13 +43,7 @@ VitStatus vit_writer_add(StWriter *wr, const Vit *vit, VitError *err) {
         if (params[i].spec->qkv == VIT_QKV_SPLIT) // timm stores one fused qkv; we do not re-fuse
             s = vit_fail(err, VIT_ERR_INPUT, "saving is only supported for fused q/k/v weights");
     if (s == VIT_OK) {
-        // heads and eps are not in any shape: the metadata carries them
-        char meta[32];
-        snprintf(meta, sizeof meta, "%d", c->heads);
-        st_writer_meta(wr, "num_heads", meta);
-        snprintf(meta, sizeof meta, "%g", (double)c->ln_eps);
-        st_writer_meta(wr, "layer_norm_eps", meta);
-        st_writer_meta(wr, "format", "pt");
+        vit_writer_meta(wr, vit);
         for (int i = 0; i < count; i++) {
             Tensor t = tensor_view_shape((float *)params[i].data, params[i].ndim, params[i].shape);
             st_writer_add(wr, params[i].name, &t);

@@ -204,12 +204,7 @@ static void add_class_names(StWriter *wr, const Vit *vit) {
 static void add_metadata(StWriter *wr, const Vit *vit) {
     for (int i = 0; i < vit->file.meta_count; i++)
         st_writer_meta(wr, vit->file.meta_keys[i], vit->file.meta_values[i]);
-    char meta[32];
-    snprintf(meta, sizeof meta, "%d", vit->config.heads);
-    st_writer_meta(wr, "num_heads", meta);
-    snprintf(meta, sizeof meta, "%g", (double)vit->config.ln_eps);
-    st_writer_meta(wr, "layer_norm_eps", meta);
-    st_writer_meta(wr, "format", "pt");
+    vit_writer_meta(wr, vit);
     st_writer_meta(wr, VIT_QUANT_KEY, VIT_QUANT_INT8);
     // the names become timm's: a Hugging Face or torchvision model keeps its own
     // preprocessing by naming it (the loaders take a file's convention's otherwise)
@@ -229,6 +224,7 @@ static void add_tensors(StWriter *wr, const Vit *vit, Held *h) {
         int shape[4];
         const int8_t *q;
     } Int8Entry;
+    // at most one per Linear: six a block (q, k, v apart) and the head
     Int8Entry *int8 = hold(h, sizeof *int8 * (size_t)(6 * L + 1));
     int n_int8 = 0;
     VitParamIter it = vit_param_iter(L, VIT_ORDER_STATE_DICT, VIT_QKV_FUSED);

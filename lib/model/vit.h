@@ -252,6 +252,9 @@ VitStatus vit_save(const Vit *vit, const char *path, VitError *err);
  * @return VIT_ERR_INPUT for a model whose q, k and v are apart (not re-fused)
  */
 VitStatus vit_writer_add(StWriter *wr, const Vit *vit, VitError *err);
+/** @brief The metadata every weights file we write carries: num_heads and
+ *         layer_norm_eps (in no tensor's shape) and format "pt". */
+void vit_writer_meta(StWriter *wr, const Vit *vit);
 
 /**
  * @brief Run the model on a batch; every intermediate goes to @p trace.
