@@ -523,16 +523,23 @@ static void forward_beside_square(ForwardCase *fc, double flops) {
     free(out);
 }
 
-// The ViT-B/16 weights, written once next to this program (build/bench-vit-base.safetensors)
-// so the timed model reads them from the mmap, as `vit classify` does.
-static bool vit_base_weights(char *path, size_t size) {
+// The file `name` in this program's folder (build/), into `path`; false when
+// the folder cannot be known.
+static bool beside_this_program(char *path, size_t size, const char *name) {
     char exe[512];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (n <= 0) return false;
     exe[n] = '\0';
     char *slash = strrchr(exe, '/');
     if (slash) *slash = '\0';
-    snprintf(path, size, "%s/bench-vit-base.safetensors", exe);
+    snprintf(path, size, "%s/%s", exe, name);
+    return true;
+}
+
+// The ViT-B/16 weights, written once next to this program (build/bench-vit-base.safetensors)
+// so the timed model reads them from the mmap, as `vit classify` does.
+static bool vit_base_weights(char *path, size_t size) {
+    if (!beside_this_program(path, size, "bench-vit-base.safetensors")) return false;
     if (access(path, R_OK) == 0) return true;
     VitConfig cfg;
     VitError err;
@@ -548,14 +555,7 @@ static bool vit_base_weights(char *path, size_t size) {
 
 // The `vit` program beside this one, into `path`; false when it is not there.
 static bool vit_program(char *path, size_t size) {
-    char exe[512];
-    const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0) return false;
-    exe[n] = '\0';
-    char *slash = strrchr(exe, '/');
-    if (slash) *slash = '\0';
-    snprintf(path, size, "%s/vit", exe);
-    return access(path, X_OK) == 0;
+    return beside_this_program(path, size, "vit") && access(path, X_OK) == 0;
 }
 
 // What the program args[0] printed, run with `args` (its stderr thrown away),
@@ -610,13 +610,12 @@ static int peak_rss_probe(char **argv) {
 // these weights, its Linear layers in `precision` (NULL: the file's own), through
 // `bench --peak-rss`; 0 when it cannot be run here.
 static double classify_peak_rss_mb_in(const char *weights, const char *precision) {
-    char vit_exe[600], self[600], out[64];
+    char vit_exe[600], out[64];
     const char *photo = "data/images/chelsea.jpg";
-    const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0 || access(photo, R_OK) != 0 || !vit_program(vit_exe, sizeof vit_exe)) return 0;
-    self[n] = '\0';
-    const char *args[] = {self,  "--peak-rss", vit_exe, "classify", "--weights", weights, "--top",
-                          "1",   photo,        precision ? "--precision" : NULL, precision, NULL};
+    if (access(photo, R_OK) != 0 || !vit_program(vit_exe, sizeof vit_exe)) return 0;
+    const char *args[] = {"/proc/self/exe", "--peak-rss", vit_exe, "classify", "--weights",
+                          weights, "--top", "1", photo, precision ? "--precision" : NULL,
+                          precision, NULL};
     long kb = 0;
     if (!program_output(out, sizeof out, args) || sscanf(out, "%ld", &kb) != 1) return 0;
     return kb / 1024.0;
@@ -825,8 +824,7 @@ static double file_mb(const char *path) {
 
 // ViT-B/16's weights file in int8 (`vit quantize` of the float one), written once beside it.
 static bool vit_base_int8_weights(char *path, size_t size, const char *float_path) {
-    snprintf(path, size, "%.*s-int8.safetensors", (int)(strlen(float_path) - strlen(".safetensors")),
-             float_path);
+    if (!beside_this_program(path, size, "bench-vit-base-int8.safetensors")) return false;
     if (access(path, R_OK) == 0) return true;
     Vit vit;
     VitError err;
